@@ -1,0 +1,434 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Encode returns the wire bytes of m. A message that already has bytes (it
+// was decoded, or encoded before) returns them unchanged, so a signed message
+// is never re-encoded (DESIGN "the hot path"). Otherwise Encode validates m
+// ([Message.Validate]), encodes it once in the seed's field order, remembers
+// the bytes and returns them. The returned slice is shared with m: do not
+// modify it.
+func Encode(m *Message) ([]byte, error) {
+	if m == nil {
+		return nil, &Error{Code: CodeMissingField, Offset: -1, Detail: "nil message"}
+	}
+	if m.raw != nil {
+		return m.raw, nil
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := appendMessage(make([]byte, 0, encodedSizeHint(m)), m)
+	if err != nil {
+		return nil, err
+	}
+	m.raw = b
+	return b, nil
+}
+
+func encodedSizeHint(m *Message) int {
+	return 400 + len(m.Payload) + len(m.ID) + len(m.ThreadID) + len(m.RunID) + len(m.TaskID) + 64*len(m.Meta)
+}
+
+type encErr struct{ e *Error }
+
+// appendMessage encodes m without validating it.
+func appendMessage(b []byte, m *Message) ([]byte, error) {
+	w := writer{b: b}
+	w.b = append(w.b, `{"v":`...)
+	w.str(m.V)
+	w.field("id", m.ID)
+	w.field("ts", m.TS)
+	w.field("thread_id", m.ThreadID)
+	w.field("run_id", m.RunID)
+	w.field("task_id", m.TaskID)
+	w.optField("parent_task_id", m.ParentTaskID)
+	if t := m.Trace; t != nil {
+		w.b = append(w.b, `,"trace":{`...)
+		w.members(func() {
+			w.optMember("trace_id", t.TraceID)
+			w.optMember("span_id", t.SpanID)
+			w.optMember("parent_span_id", t.ParentSpanID)
+		})
+	}
+	w.b = append(w.b, `,"from":`...)
+	w.participant(&m.From)
+	w.b = append(w.b, `,"to":[`...)
+	for i := range m.To {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.participant(&m.To[i])
+	}
+	w.b = append(w.b, ']')
+	w.field("type", string(m.Type))
+	w.optField("domain", m.Domain)
+	w.optField("payload_type", m.PayloadType)
+	w.optField("schema_ref", m.SchemaRef)
+	w.b = append(w.b, `,"payload":`...)
+	if len(m.Payload) == 0 {
+		w.fail(&Error{Code: CodeMissingField, Path: "/payload", Offset: -1, Detail: "payload is empty"})
+	}
+	w.b = append(w.b, m.Payload...)
+	w.strings("requires", m.Requires)
+	w.strings("prefers", m.Prefers)
+	if s := m.Security; s != nil {
+		w.b = append(w.b, `,"security":{`...)
+		w.members(func() {
+			if a := s.Auth; a != nil {
+				w.key("auth")
+				w.b = append(w.b, `{"scheme":`...)
+				w.str(a.Scheme)
+				w.optField("kid", a.Kid)
+				w.optField("sig", a.Sig)
+				w.b = append(w.b, '}')
+			}
+			if p := s.Policy; p != nil {
+				w.key("policy")
+				w.b = append(w.b, '{')
+				w.members(func() {
+					if p.Sandbox {
+						w.key("sandbox")
+						w.b = append(w.b, "true"...)
+					}
+					if p.ToolAllowlist != nil {
+						w.key("tool_allowlist")
+						w.strArray(p.ToolAllowlist)
+					}
+				})
+			}
+		})
+	}
+	if m.Attachments != nil {
+		w.b = append(w.b, `,"attachments":[`...)
+		for i := range m.Attachments {
+			a := &m.Attachments[i]
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, `{"kind":`...)
+			w.str(a.Kind)
+			w.field("ref", a.Ref)
+			w.optField("media_type", a.MediaType)
+			w.optField("name", a.Name)
+			if a.Size != 0 {
+				w.b = append(w.b, `,"size":`...)
+				w.b = strconv.AppendInt(w.b, a.Size, 10)
+			}
+			w.optField("sha256", a.SHA256)
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	w.optField("idempotency_key", m.IdempotencyKey)
+	w.b = append(w.b, `,"attempt":`...)
+	w.b = strconv.AppendInt(w.b, int64(m.Attempt), 10)
+	if m.Meta != nil {
+		w.b = append(w.b, `,"meta":`...)
+		w.anyValue(m.Meta, "/meta", 0)
+	}
+	if len(m.Extensions) > 0 {
+		keys := make([]string, 0, len(m.Extensions))
+		for k := range m.Extensions {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if isDefinedField(k) {
+				w.fail(&Error{Code: CodeInvalidField, Path: "/" + escapePointer(k), Offset: -1, Detail: "an extension may not use the name of a defined field"})
+			}
+			v := m.Extensions[k]
+			if err := checkJSON(v, "/"+escapePointer(k)); err != nil {
+				w.fail(err.(*Error))
+			}
+			w.b = append(w.b, ',')
+			w.str(k)
+			w.b = append(w.b, ':')
+			w.b = append(w.b, v...)
+		}
+	}
+	w.b = append(w.b, '}')
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.b, nil
+}
+
+func isDefinedField(k string) bool {
+	switch k {
+	case "v", "id", "ts", "thread_id", "run_id", "task_id", "parent_task_id", "trace", "from", "to",
+		"type", "domain", "payload_type", "schema_ref", "payload", "requires", "prefers", "security",
+		"attachments", "idempotency_key", "attempt", "meta":
+		return true
+	}
+	return false
+}
+
+// writer appends JSON; the first error sticks.
+type writer struct {
+	b     []byte
+	err   *Error
+	first bool // inside members(): no member written yet
+}
+
+func (w *writer) fail(e *Error) {
+	if w.err == nil {
+		w.err = e
+	}
+}
+
+func (w *writer) field(k, v string) {
+	w.b = append(w.b, ',', '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+	w.str(v)
+}
+
+func (w *writer) optField(k, v string) {
+	if v != "" {
+		w.field(k, v)
+	}
+}
+
+// members writes the members emitted by f and closes the object, handling
+// the commas between optional members.
+func (w *writer) members(f func()) {
+	saved := w.first
+	w.first = true
+	f()
+	w.first = saved
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) key(k string) {
+	if !w.first {
+		w.b = append(w.b, ',')
+	}
+	w.first = false
+	w.str(k)
+	w.b = append(w.b, ':')
+}
+
+func (w *writer) optMember(k, v string) {
+	if v != "" {
+		w.key(k)
+		w.str(v)
+	}
+}
+
+func (w *writer) participant(p *Participant) {
+	w.b = append(w.b, `{"agent_id":`...)
+	w.str(p.AgentID)
+	w.optField("role", p.Role)
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) strings(k string, v []string) {
+	if v == nil {
+		return
+	}
+	w.b = append(w.b, ',', '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+	w.strArray(v)
+}
+
+func (w *writer) strArray(v []string) {
+	w.b = append(w.b, '[')
+	for i, s := range v {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.str(s)
+	}
+	w.b = append(w.b, ']')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// str appends s as a JSON string. Invalid UTF-8 is an error, never replaced.
+func (w *writer) str(s string) {
+	w.b = append(w.b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				w.fail(&Error{Code: CodeInvalidUTF8, Offset: -1, Detail: "string holds invalid UTF-8: " + strconv.Quote(s)})
+			}
+			i += size
+			continue
+		}
+		w.b = append(w.b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			w.b = append(w.b, '\\', c)
+		case '\n':
+			w.b = append(w.b, '\\', 'n')
+		case '\r':
+			w.b = append(w.b, '\\', 'r')
+		case '\t':
+			w.b = append(w.b, '\\', 't')
+		case '\b':
+			w.b = append(w.b, '\\', 'b')
+		case '\f':
+			w.b = append(w.b, '\\', 'f')
+		default:
+			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	w.b = append(w.b, s[start:]...)
+	w.b = append(w.b, '"')
+}
+
+// anyValue appends a Meta value. Common types are written directly, others
+// through the JSON v2 marshaler with deterministic map order.
+func (w *writer) anyValue(v any, path string, depth int) {
+	if depth > DefaultMaxDepth {
+		w.fail(&Error{Code: CodeTooDeep, Path: path, Offset: -1, Detail: "value nested too deeply"})
+		return
+	}
+	switch x := v.(type) {
+	case nil:
+		w.b = append(w.b, "null"...)
+	case string:
+		w.str(x)
+	case bool:
+		w.b = strconv.AppendBool(w.b, x)
+	case json.Number:
+		if err := checkJSON([]byte(x), path); err != nil || x == "" {
+			w.fail(&Error{Code: CodeWrongType, Path: path, Offset: -1, Detail: "json.Number " + strconv.Quote(string(x)) + " is not a JSON number"})
+			return
+		}
+		w.b = append(w.b, x...)
+	case float64:
+		w.float(x, 64, path)
+	case float32:
+		w.float(float64(x), 32, path)
+	case int:
+		w.b = strconv.AppendInt(w.b, int64(x), 10)
+	case int64:
+		w.b = strconv.AppendInt(w.b, x, 10)
+	case int32:
+		w.b = strconv.AppendInt(w.b, int64(x), 10)
+	case uint64:
+		w.b = strconv.AppendUint(w.b, x, 10)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		w.b = append(w.b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.str(k)
+			w.b = append(w.b, ':')
+			w.anyValue(x[k], path+"/"+escapePointer(k), depth+1)
+		}
+		w.b = append(w.b, '}')
+	case []any:
+		w.b = append(w.b, '[')
+		for i, e := range x {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.anyValue(e, path+"/"+strconv.Itoa(i), depth+1)
+		}
+		w.b = append(w.b, ']')
+	case []string:
+		w.strArray(x)
+	case json.RawMessage:
+		if err := checkJSON(x, path); err != nil {
+			w.fail(err.(*Error))
+			return
+		}
+		w.b = append(w.b, x...)
+	default:
+		b, err := marshalValue(v)
+		if err != nil {
+			w.fail(&Error{Code: CodeWrongType, Path: path, Offset: -1, Detail: "value cannot be encoded as JSON", Err: err})
+			return
+		}
+		w.b = append(w.b, b...)
+	}
+}
+
+func (w *writer) float(f float64, bits int, path string) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		w.fail(&Error{Code: CodeWrongType, Path: path, Offset: -1, Detail: "NaN and infinities are not JSON numbers"})
+		return
+	}
+	// Shortest form, exponent for very large or small values (ES6 style).
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	w.b = strconv.AppendFloat(w.b, f, format, -1, bits)
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+// marshalValue encodes an arbitrary Go value with JSON v2: deterministic map
+// order, invalid UTF-8 rejected.
+func marshalValue(v any) ([]byte, error) {
+	return jsonv2.Marshal(v, jsonv2.Deterministic(true))
+}
+
+// unmarshalStrict decodes JSON v2-style: duplicate names and invalid UTF-8
+// rejected (the v2 defaults), unknown members rejected.
+func unmarshalStrict(b []byte, v any) error {
+	return jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
+}
+
+// wrapUnmarshal turns a JSON v2 error into an *Error with a code and path.
+func wrapUnmarshal(err error, base string) *Error {
+	e := &Error{Code: CodeInvalidJSON, Path: base, Offset: -1, Err: err}
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
+	switch {
+	case errors.As(err, &syn):
+		e.Offset = syn.ByteOffset
+		e.Path = base + string(syn.JSONPointer)
+		switch {
+		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+			e.Code = CodeDuplicateKey
+		case syn.Err != nil && strings.Contains(syn.Err.Error(), "UTF-8"):
+			e.Code = CodeInvalidUTF8
+		}
+	case errors.As(err, &sem):
+		e.Offset = sem.ByteOffset
+		e.Path = base + string(sem.JSONPointer)
+		e.Code = CodeWrongType
+		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
+			e.Code = CodeUnknownField
+		}
+		var syn2 *jsontext.SyntacticError
+		if errors.As(sem.Err, &syn2) {
+			e.Code = CodeInvalidJSON
+		}
+	}
+	e.Err = err
+	return e
+}

@@ -1,0 +1,288 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+)
+
+// Code is a stable, machine-readable error code. The same codes appear in Go
+// errors (as [*Error].Code), on the wire (the "code" of an [ErrorPayload], seed
+// 000 §5.4) and in the documentation; they never change meaning once released.
+//
+// A Code is itself an error so that callers can match any error of the module
+// by code with errors.Is:
+//
+//	if errors.Is(err, protocol.CodeDuplicateKey) { ... }
+type Code string
+
+// The error table: every code the module produces. Each code maps to a CLowl
+// v0.2 code (E001–E016, seed 003), an HTTP status and a default retryability;
+// see [Code.CLowl], [Code.HTTPStatus] and [Code.Retryable].
+const (
+	// Decoding and validation of the envelope.
+
+	CodeInvalidJSON        Code = "INVALID_JSON"        // not well-formed JSON
+	CodeInvalidUTF8        Code = "INVALID_UTF8"        // a string is not valid UTF-8 / UTF-16
+	CodeDuplicateKey       Code = "DUPLICATE_KEY"       // an object has the same key twice
+	CodeWrongType          Code = "WRONG_TYPE"          // a field has the wrong JSON type
+	CodeMissingField       Code = "MISSING_FIELD"       // a required field is absent
+	CodeUnknownField       Code = "UNKNOWN_FIELD"       // a field the protocol object does not define
+	CodeUnknownType        Code = "UNKNOWN_TYPE"        // "type" is neither one of §2 nor x.<vendor>.<name>
+	CodeUnsupportedVersion Code = "UNSUPPORTED_VERSION" // "v" is not clutch/0.1
+	CodeTooLarge           Code = "TOO_LARGE"           // input or result over a size limit
+	CodeTooDeep            Code = "TOO_DEEP"            // JSON nested deeper than the limit
+	CodeInvalidField       Code = "INVALID_FIELD"       // a field breaks a semantic rule (Validate)
+
+	// Authentication (§6).
+
+	CodeBadSignature Code = "BAD_SIGNATURE" // missing, malformed or wrong signature
+	CodeUnknownKey   Code = "UNKNOWN_KEY"   // the signing key id cannot be resolved
+
+	// Tasks, tools and routing (§2, §4, §5.4).
+
+	CodeValidation         Code = "VALIDATION"          // a payload failed its schema (§3)
+	CodeToolUnavailable    Code = "TOOL_UNAVAILABLE"    // a tool server is unreachable or crashed
+	CodeToolNotFound       Code = "TOOL_NOT_FOUND"      // the server has no such tool
+	CodeToolFailed         Code = "TOOL_FAILED"         // the tool ran and reported an error
+	CodeTimeout            Code = "TIMEOUT"             // a deadline passed
+	CodeCancelled          Code = "CANCELLED"           // cancelled on purpose
+	CodePolicyDenied       Code = "POLICY_DENIED"       // a security policy or allowlist refused it
+	CodeNoMatch            Code = "NO_MATCH"            // no agent matched the requirements (routing.failure)
+	CodeCapacity           Code = "CAPACITY"            // an agent or queue is at capacity
+	CodeRateLimited        Code = "RATE_LIMITED"        // the peer asked us to slow down
+	CodeBudget             Code = "BUDGET"              // a run budget (tasks, depth, cost) is exhausted
+	CodeCycle              Code = "CYCLE"               // a delegation would re-enter its ancestor chain
+	CodeContextUnavailable Code = "CONTEXT_UNAVAILABLE" // a referenced context or artifact cannot be read
+	CodeDependency         Code = "DEPENDENCY"          // a required upstream result is missing
+	CodeUnsupportedTask    Code = "UNSUPPORTED_TASK"    // the agent does not support this kind of task
+	CodeConflict           Code = "CONFLICT"            // a conflicting concurrent operation
+	CodeUnauthorized       Code = "UNAUTHORIZED"        // the sender is not authorised
+	CodeNotFound           Code = "NOT_FOUND"           // the addressed agent, task or object does not exist
+	CodeInternal           Code = "INTERNAL"            // an unexpected failure (a bug, a panic)
+)
+
+type codeInfo struct {
+	clowl     string
+	status    int
+	retryable bool
+	summary   string
+}
+
+// codes is the one table behind Code's methods. CLowl codes follow the CLowl
+// v0.2 error catalog (seed 003); retryability follows the same catalog where
+// the CLowl code says it, else the nature of the failure.
+var codes = map[Code]codeInfo{
+	CodeInvalidJSON:        {"E001", http.StatusBadRequest, false, "the input is not well-formed JSON"},
+	CodeInvalidUTF8:        {"E001", http.StatusBadRequest, false, "a string is not valid UTF-8"},
+	CodeDuplicateKey:       {"E001", http.StatusBadRequest, false, "an object holds the same key twice"},
+	CodeWrongType:          {"E001", http.StatusBadRequest, false, "a field has the wrong JSON type"},
+	CodeMissingField:       {"E001", http.StatusBadRequest, false, "a required field is missing"},
+	CodeUnknownField:       {"E001", http.StatusBadRequest, false, "a field is not defined by the protocol"},
+	CodeUnknownType:        {"E005", http.StatusBadRequest, false, "the message type is not known"},
+	CodeUnsupportedVersion: {"E014", http.StatusBadRequest, false, "the protocol version is not supported"},
+	CodeTooLarge:           {"E008", http.StatusRequestEntityTooLarge, false, "over a size limit"},
+	CodeTooDeep:            {"E001", http.StatusBadRequest, false, "JSON nested too deeply"},
+	CodeInvalidField:       {"E008", http.StatusBadRequest, false, "a field breaks a protocol rule"},
+	CodeBadSignature:       {"E002", http.StatusUnauthorized, false, "the signature is missing or wrong"},
+	CodeUnknownKey:         {"E002", http.StatusUnauthorized, false, "the signing key is not known"},
+	CodeValidation:         {"E008", http.StatusUnprocessableEntity, false, "a payload does not match its schema"},
+	CodeToolUnavailable:    {"E007", http.StatusServiceUnavailable, true, "a tool server is unavailable"},
+	CodeToolNotFound:       {"E005", http.StatusNotFound, false, "the tool does not exist"},
+	CodeToolFailed:         {"E009", http.StatusBadGateway, false, "the tool reported an error"},
+	CodeTimeout:            {"E006", http.StatusGatewayTimeout, true, "a deadline passed"},
+	CodeCancelled:          {"E013", 499, false, "the work was cancelled"},
+	CodePolicyDenied:       {"E016", http.StatusForbidden, false, "a security policy refused it"},
+	CodeNoMatch:            {"E010", http.StatusServiceUnavailable, false, "no agent matched the requirements"},
+	CodeCapacity:           {"E004", http.StatusServiceUnavailable, true, "at capacity"},
+	CodeRateLimited:        {"E004", http.StatusTooManyRequests, true, "rate limited"},
+	CodeBudget:             {"E012", http.StatusPaymentRequired, false, "a budget is exhausted"},
+	CodeCycle:              {"E015", http.StatusConflict, false, "a delegation cycle"},
+	CodeContextUnavailable: {"E003", http.StatusNotFound, true, "a referenced context is unavailable"},
+	CodeDependency:         {"E007", http.StatusFailedDependency, true, "a required upstream result is missing"},
+	CodeUnsupportedTask:    {"E005", http.StatusNotImplemented, false, "the task type is not supported"},
+	CodeConflict:           {"E011", http.StatusConflict, true, "a conflicting concurrent operation"},
+	CodeUnauthorized:       {"E002", http.StatusUnauthorized, false, "the sender is not authorised"},
+	CodeNotFound:           {"E005", http.StatusNotFound, false, "not found"},
+	CodeInternal:           {"E009", http.StatusInternalServerError, true, "an internal error"},
+}
+
+// Error makes a Code usable as an error target for errors.Is.
+func (c Code) Error() string { return string(c) }
+
+// Known reports whether c is in the error table.
+func (c Code) Known() bool { _, ok := codes[c]; return ok }
+
+// CLowl returns the CLowl v0.2 error code (E001–E016) closest to c, or "E009"
+// (internal) for a code outside the table.
+func (c Code) CLowl() string {
+	if i, ok := codes[c]; ok {
+		return i.clowl
+	}
+	return "E009"
+}
+
+// HTTPStatus returns the HTTP status an HTTP surface answers with for c, or 500
+// for a code outside the table.
+func (c Code) HTTPStatus() int {
+	if i, ok := codes[c]; ok {
+		return i.status
+	}
+	return http.StatusInternalServerError
+}
+
+// Retryable reports whether a failure with this code is worth retrying by
+// default (seed 000 §5.3). An [ErrorPayload] may override it.
+func (c Code) Retryable() bool { return codes[c].retryable }
+
+// Summary is a short English description of the code.
+func (c Code) Summary() string { return codes[c].summary }
+
+// Codes returns every code of the table, sorted.
+func Codes() []Code {
+	out := make([]Code, 0, len(codes))
+	for c := range codes {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// CodeFromCLowl maps a CLowl error code back to the Code that represents it
+// best on the Clutch side. Unknown codes map to CodeInternal.
+func CodeFromCLowl(e string) Code {
+	switch e {
+	case "E001":
+		return CodeInvalidJSON
+	case "E002":
+		return CodeUnauthorized
+	case "E003":
+		return CodeContextUnavailable
+	case "E004":
+		return CodeCapacity
+	case "E005":
+		return CodeUnsupportedTask
+	case "E006":
+		return CodeTimeout
+	case "E007":
+		return CodeDependency
+	case "E008":
+		return CodeValidation
+	case "E010":
+		return CodeNoMatch
+	case "E011":
+		return CodeConflict
+	case "E012":
+		return CodeBudget
+	case "E013":
+		return CodeCancelled
+	case "E014":
+		return CodeUnsupportedVersion
+	case "E015":
+		return CodeCycle
+	case "E016":
+		return CodePolicyDenied
+	}
+	return CodeInternal
+}
+
+// Error is the typed error of the protocol package. It names what was wrong:
+// the stable Code, the JSON pointer (RFC 6901) of the offending field when
+// there is one, and the byte offset in the input where decoding stopped.
+type Error struct {
+	Code   Code   // stable code from the error table
+	Path   string // JSON pointer of the field, "" for the whole document
+	Offset int64  // byte offset in the input, -1 when not known
+	Detail string // human-readable explanation
+	Err    error  // underlying cause, if any
+}
+
+func (e *Error) Error() string {
+	s := string(e.Code)
+	if e.Path != "" {
+		s += " at " + e.Path
+	}
+	if e.Offset >= 0 {
+		s += fmt.Sprintf(" (offset %d)", e.Offset)
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports a match with a [Code] target, so errors.Is(err, CodeTooLarge)
+// works through any wrapping.
+func (e *Error) Is(target error) bool {
+	c, ok := target.(Code)
+	return ok && c == e.Code
+}
+
+// CodeOf returns the Code carried by err: the Code of an [*Error] or a
+// [Code] in its chain, or of any error with a `ClutchCode() Code` method, so
+// other packages' typed errors can take part. It returns "" for nil and
+// CodeInternal for an error that carries no code.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	var coded interface{ ClutchCode() Code }
+	if errors.As(err, &coded) {
+		return coded.ClutchCode()
+	}
+	var c Code
+	if errors.As(err, &c) {
+		return c
+	}
+	return CodeInternal
+}
+
+func newError(code Code, path string, off int, format string, args ...any) *Error {
+	d := format
+	if len(args) > 0 {
+		d = fmt.Sprintf(format, args...)
+	}
+	return &Error{Code: code, Path: path, Offset: int64(off), Detail: d}
+}
+
+// ErrorPayload is the wire form of an error (seed 000 §5.4), the payload of
+// task.error, tool.error and routing.failure messages:
+//
+//	{"code": "TOOL_UNAVAILABLE", "message": "...", "retryable": true, "details": {...}}
+type ErrorPayload struct {
+	Code      Code           `json:"code"`
+	Message   string         `json:"message"`
+	Retryable bool           `json:"retryable"`
+	Details   map[string]any `json:"details,omitempty"`
+}
+
+// NewErrorPayload builds the wire error for err: its Code (see [CodeOf]), its
+// message and the code's default retryability.
+func NewErrorPayload(err error) ErrorPayload {
+	c := CodeOf(err)
+	return ErrorPayload{Code: c, Message: err.Error(), Retryable: c.Retryable()}
+}
+
+// Error lets an ErrorPayload received from a peer travel as a Go error; its
+// Code is matched by errors.Is like any other.
+func (p *ErrorPayload) Error() string { return string(p.Code) + ": " + p.Message }
+
+// ClutchCode returns p.Code, for [CodeOf].
+func (p *ErrorPayload) ClutchCode() Code { return p.Code }
+
+// Is matches a [Code] target.
+func (p *ErrorPayload) Is(target error) bool {
+	c, ok := target.(Code)
+	return ok && c == p.Code
+}

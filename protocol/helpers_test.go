@@ -1,0 +1,29 @@
+package protocol
+
+import (
+	"encoding/json"
+	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// jsonEqual compares two raw JSON values by meaning.
+func jsonEqual(a, b json.RawMessage) bool {
+	ca, err1 := canonical(a)
+	cb, err2 := canonical(b)
+	if err1 != nil || err2 != nil {
+		return string(a) == string(b)
+	}
+	return string(ca) == string(cb)
+}
+
+// extractMember returns the raw value of a top-level member.
+func extractMember(t testing.TB, data []byte, name string) []byte {
+	t.Helper()
+	var top map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(data, &top); err != nil {
+		t.Fatal(err)
+	}
+	return top[name]
+}

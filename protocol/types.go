@@ -1,0 +1,153 @@
+package protocol
+
+import "strings"
+
+// Version is the only protocol version this package speaks (seed 000 §1.2).
+const Version = "clutch/0.1"
+
+// Type is a message type: one of the 17 of seed 000 §2 or an extension
+// named x.<vendor>.<name>.
+type Type string
+
+// The message types of seed 000 §2.
+const (
+	// §2.1 Task lifecycle.
+	TypeTaskRequest  Type = "task.request"
+	TypeTaskAccept   Type = "task.accept"
+	TypeTaskProgress Type = "task.progress"
+	TypeTaskResult   Type = "task.result"
+	TypeTaskError    Type = "task.error"
+	TypeTaskCancel   Type = "task.cancel"
+	TypeTaskTimeout  Type = "task.timeout"
+	// §2.2 Conversation.
+	TypeChatMessage Type = "chat.message"
+	TypeChatSystem  Type = "chat.system"
+	// §2.3 Tooling / MCP.
+	TypeToolCall   Type = "tool.call"
+	TypeToolResult Type = "tool.result"
+	TypeToolError  Type = "tool.error"
+	// §2.4 Agent lifecycle.
+	TypeAgentRegister  Type = "agent.register"
+	TypeAgentHeartbeat Type = "agent.heartbeat"
+	TypeAgentUpdate    Type = "agent.update"
+	// §2.5 Routing.
+	TypeRoutingDecision Type = "routing.decision"
+	TypeRoutingFailure  Type = "routing.failure"
+)
+
+// Types returns the 17 message types of seed 000 §2, in the seed's order.
+func Types() []Type {
+	return []Type{
+		TypeTaskRequest, TypeTaskAccept, TypeTaskProgress, TypeTaskResult,
+		TypeTaskError, TypeTaskCancel, TypeTaskTimeout,
+		TypeChatMessage, TypeChatSystem,
+		TypeToolCall, TypeToolResult, TypeToolError,
+		TypeAgentRegister, TypeAgentHeartbeat, TypeAgentUpdate,
+		TypeRoutingDecision, TypeRoutingFailure,
+	}
+}
+
+// internType returns the constant for a standard type name, so decoding does
+// not allocate a string for it, and "" when s is not one of §2.
+func internType(s []byte) Type {
+	switch string(s) {
+	case "task.request":
+		return TypeTaskRequest
+	case "task.accept":
+		return TypeTaskAccept
+	case "task.progress":
+		return TypeTaskProgress
+	case "task.result":
+		return TypeTaskResult
+	case "task.error":
+		return TypeTaskError
+	case "task.cancel":
+		return TypeTaskCancel
+	case "task.timeout":
+		return TypeTaskTimeout
+	case "chat.message":
+		return TypeChatMessage
+	case "chat.system":
+		return TypeChatSystem
+	case "tool.call":
+		return TypeToolCall
+	case "tool.result":
+		return TypeToolResult
+	case "tool.error":
+		return TypeToolError
+	case "agent.register":
+		return TypeAgentRegister
+	case "agent.heartbeat":
+		return TypeAgentHeartbeat
+	case "agent.update":
+		return TypeAgentUpdate
+	case "routing.decision":
+		return TypeRoutingDecision
+	case "routing.failure":
+		return TypeRoutingFailure
+	}
+	return ""
+}
+
+// Standard reports whether t is one of the 17 types of seed 000 §2.
+func (t Type) Standard() bool { return internType([]byte(t)) != "" }
+
+// Extension reports whether t has the extension form x.<vendor>.<name>:
+// "x.", a vendor of lower-case letters, digits and '-', a dot, and a name of
+// lower-case letters, digits, '-', '_' and '.'.
+func (t Type) Extension() bool {
+	s := string(t)
+	if len(s) > 256 || !strings.HasPrefix(s, "x.") {
+		return false
+	}
+	vendor, name, ok := strings.Cut(s[2:], ".")
+	if !ok || vendor == "" || name == "" {
+		return false
+	}
+	for i := 0; i < len(vendor); i++ {
+		if c := vendor[i]; !(isLowerAlnum(c) || c == '-') {
+			return false
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(isLowerAlnum(c) || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return name[len(name)-1] != '.'
+}
+
+// Valid reports whether t is a standard type or a well-formed extension.
+func (t Type) Valid() bool { return t.Standard() || t.Extension() }
+
+// Family returns the part before the first dot ("task" for task.result).
+func (t Type) Family() string {
+	f, _, _ := strings.Cut(string(t), ".")
+	return f
+}
+
+// Terminal reports whether t ends a task (§2.1): result, error, cancel or
+// timeout.
+func (t Type) Terminal() bool {
+	switch t {
+	case TypeTaskResult, TypeTaskError, TypeTaskCancel, TypeTaskTimeout:
+		return true
+	}
+	return false
+}
+
+// The reserved prefixes of seed 000 Appendix B.
+const (
+	PrefixAgent    = "agent:"
+	PrefixGroup    = "group:"
+	PrefixTask     = "task:"
+	PrefixRun      = "run:"
+	PrefixThread   = "thread:"
+	PrefixArtifact = "artifact:"
+	PrefixSchema   = "schema://"
+	PrefixMCP      = "mcp:"
+	PrefixSkill    = "skill:"
+	PrefixTool     = "tool:"
+)
+
+func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }

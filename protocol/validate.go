@@ -1,0 +1,263 @@
+package protocol
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxIDLength is the longest id accepted in id, thread_id, run_id, task_id,
+// parent_task_id, idempotency_key and agent ids (DESIGN "the envelope":
+// foreign ids of any form survive up to this length).
+const MaxIDLength = 256
+
+// Validate checks the semantic rules of the envelope that decoding does not:
+//
+//   - v is [Version]; type is a §2 type or x.<vendor>.<name> (§2);
+//   - id, thread_id, run_id and task_id are non-empty, and every id is at
+//     most [MaxIDLength] bytes;
+//   - ts is an RFC 3339 timestamp (§1.2 "ISO 8601"; DESIGN asks RFC 3339);
+//   - from.agent_id and each to[].agent_id start with "agent:" (Appendix B);
+//     a recipient may also be a group ("group:");
+//   - attempt ≥ 1 (§5.3, 1-based);
+//   - payload is one strict JSON value;
+//   - payload_type looks like "research.summary.v1" and schema_ref like
+//     "schema://clutch/research/summary@1" (§3.2);
+//   - requires[] and prefers[] entries look like "<kind>:<name>" (§1.4, §4.2),
+//     and tool_allowlist entries like "mcp:browser";
+//   - security.auth has a scheme; attachments have a kind and a ref.
+//
+// The error is an [*Error] with Code INVALID_FIELD (or the more precise code
+// of the rule) and the JSON pointer of the field.
+func (m *Message) Validate() error {
+	if m == nil {
+		return &Error{Code: CodeMissingField, Offset: -1, Detail: "nil message"}
+	}
+	if m.V != Version {
+		if m.V == "" {
+			return invalid(CodeMissingField, "/v", "v is required")
+		}
+		return invalid(CodeUnsupportedVersion, "/v", "version "+quote(m.V)+", this package speaks "+quote(Version))
+	}
+	for _, f := range [...]struct {
+		path, v string
+		req     bool
+	}{
+		{"/id", m.ID, true}, {"/thread_id", m.ThreadID, true}, {"/run_id", m.RunID, true},
+		{"/task_id", m.TaskID, true}, {"/parent_task_id", m.ParentTaskID, false},
+		{"/idempotency_key", m.IdempotencyKey, false},
+	} {
+		if err := checkID(f.path, f.v, f.req); err != nil {
+			return err
+		}
+	}
+	if m.TS == "" {
+		return invalid(CodeMissingField, "/ts", "ts is required")
+	}
+	if _, err := time.Parse(time.RFC3339Nano, m.TS); err != nil {
+		return invalid(CodeInvalidField, "/ts", "ts "+quote(m.TS)+" is not an RFC 3339 timestamp")
+	}
+	if err := checkAgent("/from/agent_id", m.From.AgentID, false); err != nil {
+		return err
+	}
+	if m.To == nil {
+		return invalid(CodeMissingField, "/to", "to is required (an empty list lets the router choose)")
+	}
+	for i, p := range m.To {
+		if err := checkAgent("/to/"+strconv.Itoa(i)+"/agent_id", p.AgentID, true); err != nil {
+			return err
+		}
+	}
+	if m.Type == "" {
+		return invalid(CodeMissingField, "/type", "type is required")
+	}
+	if !m.Type.Valid() {
+		return invalid(CodeUnknownType, "/type", "type "+quote(string(m.Type))+" is neither a seed 000 §2 type nor x.<vendor>.<name>")
+	}
+	if m.Attempt < 1 {
+		return invalid(CodeInvalidField, "/attempt", "attempt must be ≥ 1, got "+strconv.Itoa(m.Attempt))
+	}
+	if len(m.Payload) == 0 {
+		return invalid(CodeMissingField, "/payload", "payload is required")
+	}
+	if m.raw == nil { // decoded payloads were checked by Decode
+		if err := checkJSON(m.Payload, "/payload"); err != nil {
+			return err
+		}
+	}
+	if m.PayloadType != "" && !ValidPayloadType(m.PayloadType) {
+		return invalid(CodeInvalidField, "/payload_type", "payload_type "+quote(m.PayloadType)+" is not of the form <domain>.<name>.v<N>")
+	}
+	if m.SchemaRef != "" && !ValidSchemaRef(m.SchemaRef) {
+		return invalid(CodeInvalidField, "/schema_ref", "schema_ref "+quote(m.SchemaRef)+" is not of the form schema://<ns>/<path>@<N>")
+	}
+	for i, r := range m.Requires {
+		if !validCapabilityRef(r) {
+			return invalid(CodeInvalidField, "/requires/"+strconv.Itoa(i), "requires entry "+quote(r)+" is not of the form <kind>:<name>")
+		}
+	}
+	for i, r := range m.Prefers {
+		if !validCapabilityRef(r) {
+			return invalid(CodeInvalidField, "/prefers/"+strconv.Itoa(i), "prefers entry "+quote(r)+" is not of the form <kind>:<name>")
+		}
+	}
+	if s := m.Security; s != nil {
+		if s.Auth != nil && s.Auth.Scheme == "" {
+			return invalid(CodeMissingField, "/security/auth/scheme", "security.auth needs a scheme")
+		}
+		if s.Policy != nil {
+			for i, t := range s.Policy.ToolAllowlist {
+				if !validCapabilityRef(t) {
+					return invalid(CodeInvalidField, "/security/policy/tool_allowlist/"+strconv.Itoa(i), "tool_allowlist entry "+quote(t)+" is not of the form <kind>:<name>")
+				}
+			}
+		}
+	}
+	for i, a := range m.Attachments {
+		p := "/attachments/" + strconv.Itoa(i)
+		if a.Kind == "" {
+			return invalid(CodeMissingField, p+"/kind", "attachment needs a kind")
+		}
+		if a.Ref == "" {
+			return invalid(CodeMissingField, p+"/ref", "attachment needs a ref")
+		}
+		if a.Size < 0 {
+			return invalid(CodeInvalidField, p+"/size", "size must not be negative")
+		}
+	}
+	for k := range m.Extensions {
+		if isDefinedField(k) {
+			return invalid(CodeInvalidField, "/"+escapePointer(k), "an extension may not use the name of a defined field")
+		}
+	}
+	return nil
+}
+
+func invalid(c Code, path, detail string) *Error {
+	return &Error{Code: c, Path: path, Offset: -1, Detail: detail}
+}
+
+func checkID(path, v string, required bool) *Error {
+	if v == "" {
+		if required {
+			return invalid(CodeMissingField, path, path[1:]+" is required")
+		}
+		return nil
+	}
+	if len(v) > MaxIDLength {
+		return invalid(CodeInvalidField, path, path[1:]+" is "+strconv.Itoa(len(v))+" bytes, limit "+strconv.Itoa(MaxIDLength))
+	}
+	return nil
+}
+
+func checkAgent(path, v string, allowGroup bool) *Error {
+	if err := checkID(path, v, true); err != nil {
+		return err
+	}
+	if strings.HasPrefix(v, PrefixAgent) && len(v) > len(PrefixAgent) {
+		return nil
+	}
+	if allowGroup && strings.HasPrefix(v, PrefixGroup) && len(v) > len(PrefixGroup) {
+		return nil
+	}
+	return invalid(CodeInvalidField, path, "agent id "+quote(v)+" must start with \"agent:\"")
+}
+
+// ValidPayloadType reports whether s has the form of a payload type (§3.2):
+// dot-separated segments of letters, digits, '_' and '-', at least two, the
+// last "v" followed by digits ("research.summary.v1").
+func ValidPayloadType(s string) bool {
+	if len(s) > MaxIDLength {
+		return false
+	}
+	i := strings.LastIndexByte(s, '.')
+	if i <= 0 || !validVersionSegment(s[i+1:]) {
+		return false
+	}
+	for _, seg := range strings.Split(s[:i], ".") {
+		if seg == "" || !isNameSeg(seg) {
+			return false
+		}
+	}
+	return true
+}
+
+func validVersionSegment(v string) bool {
+	if len(v) < 2 || v[0] != 'v' {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isNameSeg(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidSchemaRef reports whether s has the form of a schema reference
+// (§3.2): "schema://", a namespace, one or more path segments and "@<N>".
+func ValidSchemaRef(s string) bool {
+	if len(s) > MaxIDLength || !strings.HasPrefix(s, PrefixSchema) {
+		return false
+	}
+	rest := s[len(PrefixSchema):]
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 || !validVersionSegment("v"+rest[at+1:]) {
+		return false
+	}
+	segs := strings.Split(rest[:at], "/")
+	if len(segs) < 2 {
+		return false
+	}
+	for _, seg := range segs {
+		if seg == "" || !isNameSeg(seg) {
+			return false
+		}
+	}
+	return true
+}
+
+// SchemaRefFor returns the canonical schema reference of a payload type
+// (§3.2): "research.summary.v1" → "schema://clutch/research/summary@1". It
+// returns "" when payloadType is not well formed.
+func SchemaRefFor(payloadType string) string {
+	if !ValidPayloadType(payloadType) {
+		return ""
+	}
+	i := strings.LastIndexByte(payloadType, '.')
+	return PrefixSchema + "clutch/" + strings.ReplaceAll(payloadType[:i], ".", "/") + "@" + payloadType[i+2:]
+}
+
+// validCapabilityRef accepts "<kind>:<name>": a kind of lower-case letters,
+// digits, '_' and '-', then a non-empty name without spaces or control
+// characters ("skill:research", "tool:browser", "domain:fintech", "mcp:files").
+func validCapabilityRef(s string) bool {
+	if len(s) > MaxIDLength {
+		return false
+	}
+	kind, name, ok := strings.Cut(s, ":")
+	if !ok || kind == "" || name == "" {
+		return false
+	}
+	for i := 0; i < len(kind); i++ {
+		if c := kind[i]; !(isLowerAlnum(c) || c == '_' || c == '-') {
+			return false
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
