@@ -14,20 +14,20 @@ import (
 // call [Encode] again (or [Message.Reset]) to re-encode. A Message must not
 // be changed while other goroutines read it.
 type Message struct {
-	V            string       `json:"v"`
-	ID           string       `json:"id"`
-	TS           string       `json:"ts"` // RFC 3339; see [Message.Time]
-	ThreadID     string       `json:"thread_id"`
-	RunID        string       `json:"run_id"`
-	TaskID       string       `json:"task_id"`
-	ParentTaskID string       `json:"parent_task_id,omitempty"` // "" encodes as absent; null decodes as ""
-	Trace        *Trace       `json:"trace,omitempty"`
-	From         Participant  `json:"from"`
+	V            string        `json:"v"`
+	ID           string        `json:"id"`
+	TS           string        `json:"ts"` // RFC 3339; see [Message.Time]
+	ThreadID     string        `json:"thread_id"`
+	RunID        string        `json:"run_id"`
+	TaskID       string        `json:"task_id"`
+	ParentTaskID string        `json:"parent_task_id,omitempty"` // "" encodes as absent; null decodes as ""
+	Trace        *Trace        `json:"trace,omitempty"`
+	From         Participant   `json:"from"`
 	To           []Participant `json:"to"`
-	Type         Type         `json:"type"`
-	Domain       string       `json:"domain,omitempty"`
-	PayloadType  string       `json:"payload_type,omitempty"`
-	SchemaRef    string       `json:"schema_ref,omitempty"`
+	Type         Type          `json:"type"`
+	Domain       string        `json:"domain,omitempty"`
+	PayloadType  string        `json:"payload_type,omitempty"`
+	SchemaRef    string        `json:"schema_ref,omitempty"`
 	// Payload is the type-specific content as raw JSON. Use [DecodePayload]
 	// and [Message.SetPayload] to move between it and Go values.
 	Payload        json.RawMessage `json:"payload"`
