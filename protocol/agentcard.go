@@ -10,19 +10,19 @@ import (
 type AgentCard struct {
 	V            string              `json:"v"`
 	AgentID      string              `json:"agent_id"`
-	Display      *Display            `json:"display,omitempty"`
-	Endpoints    map[string]Endpoint `json:"endpoints,omitempty"`
+	Display      *Display            `json:"display,omitzero"`
+	Endpoints    map[string]Endpoint `json:"endpoints,omitzero"`
 	Capabilities []Capability        `json:"capabilities"`
-	Limits       *Limits             `json:"limits,omitempty"`
-	Security     *CardSecurity       `json:"security,omitempty"`
+	Limits       *Limits             `json:"limits,omitzero"`
+	Security     *CardSecurity       `json:"security,omitzero"`
 	// Extensions holds top-level members the seed does not define, verbatim.
 	Extensions map[string]json.RawMessage `json:",unknown"`
 }
 
 // Display is how an agent is shown to people.
 type Display struct {
-	Name string `json:"name,omitempty"`
-	Desc string `json:"desc,omitempty"`
+	Name string `json:"name,omitzero"`
+	Desc string `json:"desc,omitzero"`
 }
 
 // Endpoint is where an agent is reached over one protocol ("a2a", "clutch", ...).
@@ -32,13 +32,13 @@ type Endpoint struct {
 
 // Capability is one thing an agent can do (§1.5).
 type Capability struct {
-	ID         string   `json:"id"`                    // "skill:research", "tool:mcp"
-	Version    string   `json:"version,omitempty"`     // semantic version or range
-	Tags       []string `json:"tags,omitempty"`        // domain tags for matching
-	Tools      []string `json:"tools,omitempty"`       // MCP servers it needs ("mcp:browser")
-	TrustLevel string   `json:"trust_level,omitempty"` // "sandbox" or "prod"
-	CostHint   string   `json:"cost_hint,omitempty"`   // "low", "medium", "high"
-	Servers    []string `json:"servers,omitempty"`     // for tool:mcp, the servers offered
+	ID         string   `json:"id"`                   // "skill:research", "tool:mcp"
+	Version    string   `json:"version,omitzero"`     // semantic version or range
+	Tags       []string `json:"tags,omitzero"`        // domain tags for matching
+	Tools      []string `json:"tools,omitzero"`       // MCP servers it needs ("mcp:browser")
+	TrustLevel string   `json:"trust_level,omitzero"` // "sandbox" or "prod"
+	CostHint   string   `json:"cost_hint,omitzero"`   // "low", "medium", "high"
+	Servers    []string `json:"servers,omitzero"`     // for tool:mcp, the servers offered
 }
 
 // Trust levels and cost hints of §1.5.
@@ -52,14 +52,14 @@ const (
 
 // Limits bound what the router sends an agent (§1.4). Zero means no limit.
 type Limits struct {
-	MaxConcurrency int `json:"max_concurrency,omitempty"`
-	MaxRuntimeSec  int `json:"max_runtime_sec,omitempty"`
+	MaxConcurrency int `json:"max_concurrency,omitzero"`
+	MaxRuntimeSec  int `json:"max_runtime_sec,omitzero"`
 }
 
 // CardSecurity describes how an agent runs (§1.4, §6).
 type CardSecurity struct {
-	Sandbox bool   `json:"sandbox,omitempty"`
-	Network string `json:"network,omitempty"` // e.g. "egress-restricted", "none", "open"
+	Sandbox bool   `json:"sandbox,omitzero"`
+	Network string `json:"network,omitzero"` // e.g. "egress-restricted", "none", "open"
 }
 
 // DecodeAgentCard decodes an AgentCard strictly with the default limits:

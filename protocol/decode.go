@@ -101,14 +101,19 @@ func (d Decoder) Decode(data []byte) (*Message, error) {
 		return nil, sc.wrongType("object")
 	}
 	var seen int
-	err := sc.object(func(k string) *Error {
-		bit, e := sc.member(m, k)
+	err := sc.objectDedup(func(k string) *Error {
+		keyEnd := sc.pos
+		bit, e := sc.member(m, k, seen)
 		if e != nil {
 			return prefix(e, k)
 		}
+		if bit < 0 {
+			sc.pos = keyEnd
+			return &Error{Code: CodeDuplicateKey, Path: "/" + escapePointer(k), Offset: int64(keyEnd), Detail: "duplicate key " + quote(k)}
+		}
 		seen |= bit
 		return nil
-	})
+	}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +128,16 @@ func (d Decoder) Decode(data []byte) (*Message, error) {
 	return m, nil
 }
 
-// member decodes the value of top-level member k into m.
-func (sc *scanner) member(m *Message, k string) (int, *Error) {
+// member decodes the value of top-level member k into m and returns its
+// field bit, or -1 when k was seen before (a duplicate key).
+func (sc *scanner) member(m *Message, k string, seen int) (int, *Error) {
+	if b := fieldBit(k); b != 0 && seen&b != 0 {
+		return -1, nil
+	} else if b == 0 {
+		if _, dup := m.Extensions[k]; dup {
+			return -1, nil
+		}
+	}
 	var err *Error
 	switch k {
 	case "v":
@@ -180,7 +193,7 @@ func (sc *scanner) member(m *Message, k string) (int, *Error) {
 		if e != nil {
 			return 0, e
 		}
-		t := Type(sc.s[a:b])
+		t := Type(sc.sub(a, b))
 		if esc {
 			t = Type(unescape(sc.data[a:b]))
 		}
@@ -273,6 +286,57 @@ func (sc *scanner) member(m *Message, k string) (int, *Error) {
 	}
 	m.Extensions[k] = json.RawMessage(sc.data[a:b:b])
 	return 0, nil
+}
+
+// fieldBit returns the bit of a defined top-level field, 0 for others.
+func fieldBit(k string) int {
+	switch k {
+	case "v":
+		return fV
+	case "id":
+		return fID
+	case "ts":
+		return fTS
+	case "thread_id":
+		return fThread
+	case "run_id":
+		return fRun
+	case "task_id":
+		return fTask
+	case "parent_task_id":
+		return fParent
+	case "trace":
+		return fTrace
+	case "from":
+		return fFrom
+	case "to":
+		return fTo
+	case "type":
+		return fType
+	case "domain":
+		return fDomain
+	case "payload_type":
+		return fPayloadType
+	case "schema_ref":
+		return fSchemaRef
+	case "payload":
+		return fPayload
+	case "requires":
+		return fRequires
+	case "prefers":
+		return fPrefers
+	case "security":
+		return fSecurity
+	case "attachments":
+		return fAttachments
+	case "idempotency_key":
+		return fIdem
+	case "attempt":
+		return fAttempt
+	case "meta":
+		return fMeta
+	}
+	return 0
 }
 
 // strings reads an array of strings; null gives nil.

@@ -37,8 +37,34 @@ func Encode(m *Message) ([]byte, error) {
 	return b, nil
 }
 
+// encodedSizeHint estimates the encoded size so that one allocation fits.
 func encodedSizeHint(m *Message) int {
-	return 400 + len(m.Payload) + len(m.ID) + len(m.ThreadID) + len(m.RunID) + len(m.TaskID) + 64*len(m.Meta)
+	n := 512 + len(m.Payload) + len(m.ID) + len(m.TS) + len(m.ThreadID) + len(m.RunID) + len(m.TaskID) +
+		len(m.ParentTaskID) + len(m.Domain) + len(m.PayloadType) + len(m.SchemaRef) + len(m.IdempotencyKey) +
+		len(m.From.AgentID) + len(m.From.Role) + 96*len(m.Meta) + 128*len(m.Attachments)
+	for _, p := range m.To {
+		n += 32 + len(p.AgentID) + len(p.Role)
+	}
+	for _, l := range [][]string{m.Requires, m.Prefers} {
+		for _, s := range l {
+			n += 4 + len(s)
+		}
+	}
+	if m.Trace != nil {
+		n += len(m.Trace.TraceID) + len(m.Trace.SpanID) + len(m.Trace.ParentSpanID)
+	}
+	if m.Security != nil {
+		n += 128
+		if m.Security.Policy != nil {
+			for _, s := range m.Security.Policy.ToolAllowlist {
+				n += 4 + len(s)
+			}
+		}
+	}
+	for k, v := range m.Extensions {
+		n += 4 + len(k) + len(v)
+	}
+	return n
 }
 
 type encErr struct{ e *Error }
@@ -136,7 +162,10 @@ func appendMessage(b []byte, m *Message) ([]byte, error) {
 	w.b = strconv.AppendInt(w.b, int64(m.Attempt), 10)
 	if m.Meta != nil {
 		w.b = append(w.b, `,"meta":`...)
-		w.anyValue(m.Meta, "/meta", 0)
+		w.anyValue(m.Meta, 0)
+		if w.err != nil {
+			w.err.Path = "/meta" + w.err.Path
+		}
 	}
 	if len(m.Extensions) > 0 {
 		keys := make([]string, 0, len(m.Extensions))
@@ -263,7 +292,7 @@ func (w *writer) str(s string) {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if plainASCII[c] {
 			i++
 			continue
 		}
@@ -300,10 +329,11 @@ func (w *writer) str(s string) {
 }
 
 // anyValue appends a Meta value. Common types are written directly, others
-// through the JSON v2 marshaler with deterministic map order.
-func (w *writer) anyValue(v any, path string, depth int) {
+// through the JSON v2 marshaler with deterministic map order. An error's
+// path is relative to v; it is built only on failure.
+func (w *writer) anyValue(v any, depth int) {
 	if depth > DefaultMaxDepth {
-		w.fail(&Error{Code: CodeTooDeep, Path: path, Offset: -1, Detail: "value nested too deeply"})
+		w.fail(&Error{Code: CodeTooDeep, Offset: -1, Detail: "value nested too deeply"})
 		return
 	}
 	switch x := v.(type) {
@@ -314,15 +344,15 @@ func (w *writer) anyValue(v any, path string, depth int) {
 	case bool:
 		w.b = strconv.AppendBool(w.b, x)
 	case json.Number:
-		if err := checkJSON([]byte(x), path); err != nil || x == "" {
-			w.fail(&Error{Code: CodeWrongType, Path: path, Offset: -1, Detail: "json.Number " + strconv.Quote(string(x)) + " is not a JSON number"})
+		if x == "" || checkJSON([]byte(x), "") != nil || x[0] == '"' || x[0] == '[' || x[0] == '{' || x[0] == 't' || x[0] == 'f' || x[0] == 'n' {
+			w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "json.Number " + strconv.Quote(string(x)) + " is not a JSON number"})
 			return
 		}
 		w.b = append(w.b, x...)
 	case float64:
-		w.float(x, 64, path)
+		w.float(x, 64)
 	case float32:
-		w.float(float64(x), 32, path)
+		w.float(float64(x), 32)
 	case int:
 		w.b = strconv.AppendInt(w.b, int64(x), 10)
 	case int64:
@@ -344,7 +374,11 @@ func (w *writer) anyValue(v any, path string, depth int) {
 			}
 			w.str(k)
 			w.b = append(w.b, ':')
-			w.anyValue(x[k], path+"/"+escapePointer(k), depth+1)
+			failed := w.err != nil
+			w.anyValue(x[k], depth+1)
+			if !failed && w.err != nil {
+				w.err.Path = "/" + escapePointer(k) + w.err.Path
+			}
 		}
 		w.b = append(w.b, '}')
 	case []any:
@@ -353,13 +387,17 @@ func (w *writer) anyValue(v any, path string, depth int) {
 			if i > 0 {
 				w.b = append(w.b, ',')
 			}
-			w.anyValue(e, path+"/"+strconv.Itoa(i), depth+1)
+			failed := w.err != nil
+			w.anyValue(e, depth+1)
+			if !failed && w.err != nil {
+				w.err.Path = "/" + strconv.Itoa(i) + w.err.Path
+			}
 		}
 		w.b = append(w.b, ']')
 	case []string:
 		w.strArray(x)
 	case json.RawMessage:
-		if err := checkJSON(x, path); err != nil {
+		if err := checkJSON(x, ""); err != nil {
 			w.fail(err.(*Error))
 			return
 		}
@@ -367,16 +405,16 @@ func (w *writer) anyValue(v any, path string, depth int) {
 	default:
 		b, err := marshalValue(v)
 		if err != nil {
-			w.fail(&Error{Code: CodeWrongType, Path: path, Offset: -1, Detail: "value cannot be encoded as JSON", Err: err})
+			w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "value cannot be encoded as JSON", Err: err})
 			return
 		}
 		w.b = append(w.b, b...)
 	}
 }
 
-func (w *writer) float(f float64, bits int, path string) {
+func (w *writer) float(f float64, bits int) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		w.fail(&Error{Code: CodeWrongType, Path: path, Offset: -1, Detail: "NaN and infinities are not JSON numbers"})
+		w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "NaN and infinities are not JSON numbers"})
 		return
 	}
 	// Shortest form, exponent for very large or small values (ES6 style).

@@ -27,3 +27,5 @@ func extractMember(t testing.TB, data []byte, name string) []byte {
 	}
 	return top[name]
 }
+
+func json_number(s string) json.Number { return json.Number(s) }

@@ -34,6 +34,7 @@ type IDs struct {
 	mu      sync.Mutex
 	clock   func() time.Time
 	entropy *ulid.MonotonicEntropy
+	scratch [10]byte // entropy bytes; a field so that no id escapes to the heap
 }
 
 // NewIDs returns an id source; opts may be nil.
@@ -67,9 +68,15 @@ func (g *IDs) Now() time.Time { return g.clock() }
 func (g *IDs) New(prefix string) string {
 	var buf [64]byte
 	n := copy(buf[:], prefix)
+	var id ulid.ULID
 	g.mu.Lock()
 	ms := ulid.Timestamp(g.clock())
-	id, err := ulid.New(ms, g.entropy)
+	// ulid.New would do the same, but its buffer escapes to the heap.
+	err := id.SetTime(ms)
+	if err == nil {
+		err = g.entropy.MonotonicRead(ms, g.scratch[:])
+		copy(id[6:], g.scratch[:])
+	}
 	if err != nil {
 		// The monotonic counter overflowed within one millisecond or the
 		// entropy source failed: fall back to fresh entropy for this id

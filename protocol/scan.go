@@ -97,9 +97,18 @@ func (sc *scanner) str() (string, *Error) {
 		return "", err
 	}
 	if !esc {
-		return sc.s[a:b], nil
+		return sc.sub(a, b), nil
 	}
 	return unescape(sc.data[a:b]), nil
+}
+
+// sub returns data[a:b] as a string: a substring of s when the scanner has
+// one, else a copy.
+func (sc *scanner) sub(a, b int) string {
+	if sc.s != "" {
+		return sc.s[a:b]
+	}
+	return string(sc.data[a:b])
 }
 
 // strRange consumes a string starting at the opening quote and returns the
@@ -110,6 +119,10 @@ func (sc *scanner) strRange() (a, b int, esc bool, e *Error) {
 	d := sc.data
 	for i := sc.pos; i < len(d); {
 		c := d[i]
+		if plainASCII[c] {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			sc.pos = i + 1
@@ -163,6 +176,15 @@ func (sc *scanner) strRange() (a, b int, esc bool, e *Error) {
 	sc.pos = len(d)
 	return 0, 0, false, sc.err(CodeInvalidJSON, "unterminated string")
 }
+
+// plainASCII marks the bytes a string may hold as they are: printable ASCII
+// other than '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func hex4(d []byte, i int) (rune, bool) {
 	if i+4 > len(d) {
@@ -282,16 +304,16 @@ func (sc *scanner) integer() (int64, *Error) {
 	if err != nil {
 		return 0, err
 	}
-	n, perr := strconv.ParseInt(sc.s[a:b], 10, 64)
+	n, perr := strconv.ParseInt(string(sc.data[a:b]), 10, 64)
 	if perr != nil {
 		sc.pos = start
-		return 0, sc.err(CodeWrongType, "want integer, got %s", sc.s[a:b])
+		return 0, sc.err(CodeWrongType, "want integer, got %s", sc.data[a:b])
 	}
 	return n, nil
 }
 
 func (sc *scanner) literal(lit string) *Error {
-	if len(sc.data)-sc.pos < len(lit) || sc.s[sc.pos:sc.pos+len(lit)] != lit {
+	if len(sc.data)-sc.pos < len(lit) || string(sc.data[sc.pos:sc.pos+len(lit)]) != lit {
 		return sc.err(CodeInvalidJSON, "invalid literal")
 	}
 	sc.pos += len(lit)
@@ -368,6 +390,12 @@ func (sc *scanner) key() (string, *Error) {
 // object iterates the members of an object, calling member with the key
 // once the scanner stands on its value. It rejects duplicate keys.
 func (sc *scanner) object(member func(key string) *Error) *Error {
+	return sc.objectDedup(member, true)
+}
+
+// objectDedup is object; with dedup false the caller detects duplicate keys
+// itself (the envelope's top level does, with a bit set).
+func (sc *scanner) objectDedup(member func(key string) *Error, dedup bool) *Error {
 	if err := sc.expect('{'); err != nil {
 		return err
 	}
@@ -382,7 +410,7 @@ func (sc *scanner) object(member func(key string) *Error) *Error {
 		if err != nil {
 			return err
 		}
-		if !ks.add(k) {
+		if dedup && !ks.add(k) {
 			sc.pos = keyPos
 			e := sc.err(CodeDuplicateKey, "duplicate key %q", k)
 			e.Path = "/" + escapePointer(k)
@@ -502,7 +530,7 @@ func (sc *scanner) anyValue(depth int) (any, *Error) {
 		return nil, sc.literal("null")
 	case c == '-' || c >= '0' && c <= '9':
 		a, b, err := sc.number()
-		return json.Number(sc.s[a:b]), err
+		return json.Number(sc.sub(a, b)), err
 	case c == 0 && sc.pos >= len(sc.data):
 		return nil, sc.err(CodeInvalidJSON, "unexpected end of input")
 	default:
@@ -551,7 +579,8 @@ func checkJSON(b []byte, path string) error {
 	if len(b) == 0 {
 		return &Error{Code: CodeInvalidJSON, Path: path, Offset: 0, Detail: "empty JSON"}
 	}
-	sc := scanner{data: b, s: string(b), maxDepth: DefaultMaxDepth}
+	// skip reads only data, so no string copy is needed here.
+	sc := scanner{data: b, maxDepth: DefaultMaxDepth}
 	if _, _, err := sc.skip(0); err != nil {
 		err.Path = path + err.Path
 		return err

@@ -174,9 +174,19 @@ func ValidPayloadType(s string) bool {
 	if i <= 0 || !validVersionSegment(s[i+1:]) {
 		return false
 	}
-	for _, seg := range strings.Split(s[:i], ".") {
-		if seg == "" || !isNameSeg(seg) {
-			return false
+	return validSegments(s[:i], '.')
+}
+
+// validSegments reports whether s is non-empty segments of name characters
+// separated by sep.
+func validSegments(s string, sep byte) bool {
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == sep {
+			if i == start || !isNameSeg(s[start:i]) {
+				return false
+			}
+			start = i + 1
 		}
 	}
 	return true
@@ -215,16 +225,8 @@ func ValidSchemaRef(s string) bool {
 	if at < 0 || !validVersionSegment("v"+rest[at+1:]) {
 		return false
 	}
-	segs := strings.Split(rest[:at], "/")
-	if len(segs) < 2 {
-		return false
-	}
-	for _, seg := range segs {
-		if seg == "" || !isNameSeg(seg) {
-			return false
-		}
-	}
-	return true
+	path := rest[:at]
+	return strings.IndexByte(path, '/') > 0 && validSegments(path, '/')
 }
 
 // SchemaRefFor returns the canonical schema reference of a payload type

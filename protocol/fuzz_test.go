@@ -1,0 +1,106 @@
+package protocol
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
+)
+
+func addFileSeeds(f *testing.F, patterns ...string) {
+	for _, p := range patterns {
+		files, _ := filepath.Glob(filepath.Join("testdata", p))
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+}
+
+// FuzzDecode: Decode never panics; what it accepts is valid strict JSON by a
+// second, independent parser (no parser differential); whatever decodes
+// re-encodes and decodes to an equal value.
+func FuzzDecode(f *testing.F) {
+	addFileSeeds(f, "examples/*.json", "signed/*.json")
+	for _, s := range []string{
+		env(``),
+		env(`,"meta":{"a":[1,-2.5e3,true,null,{"b":"\u00e9"}]},"x_ext":{"k":[]}`),
+		env(`,"security":{"auth":{"scheme":"ed25519","kid":"k","sig":"s"},"policy":{"sandbox":true,"tool_allowlist":["mcp:a"]}}`),
+		env(`,"attachments":[{"kind":"artifact_ref","ref":"artifact:x","size":3,"sha256":"ab"}],"trace":{"trace_id":"t"}`),
+		env(`,"id":"dup"`),
+		env(`,"domain":"\ud83d\ude02\ud800"`),
+		`{"v":"clutch/0.1"`,
+		`[]`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(data)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if !jsontext.Value(data).IsValid() {
+			t.Fatalf("Decode accepted input that strict jsontext rejects: %q", data)
+		}
+		_ = m.Validate()
+		c := m.Clone()
+		c.Reset()
+		b, err := appendMessage(nil, c)
+		if err != nil {
+			t.Fatalf("re-encode of decoded message: %v", err)
+		}
+		m2, err := Decode(b)
+		if err != nil {
+			t.Fatalf("decode of re-encoded %q: %v", b, err)
+		}
+		if diff := cmp.Diff(m, m2, cmpMessage, cmp.Comparer(jsonEqual)); diff != "" {
+			t.Fatalf("round trip (-first +second):\n%s", diff)
+		}
+	})
+}
+
+// FuzzDecodeAgentCard: DecodeAgentCard never panics and what it accepts
+// re-encodes and decodes to an equal card.
+func FuzzDecodeAgentCard(f *testing.F) {
+	addFileSeeds(f, "examples/02-agentcard.json")
+	for _, s := range []string{
+		`{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[]}`,
+		`{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[{"id":"skill:x","tags":["t"],"trust_level":"prod"}],"limits":{"max_concurrency":1},"x":1}`,
+		`{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"agent_id":"agent:b"}`,
+		`{"v":"clutch/0.1","agent_id":"a","capabilities":[{"id":"skill:x","extra":1}]}`,
+		`{}`, `[`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := DecodeAgentCard(data)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if !jsontext.Value(data).IsValid() {
+			t.Fatalf("DecodeAgentCard accepted input that strict jsontext rejects: %q", data)
+		}
+		b, err := EncodeAgentCard(c)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		c2, err := DecodeAgentCard(b)
+		if err != nil {
+			t.Fatalf("decode of re-encoded %q: %v", b, err)
+		}
+		if diff := cmp.Diff(c, c2, cmp.Comparer(jsonEqual)); diff != "" {
+			t.Fatalf("round trip (-first +second):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,138 @@
+package protocol
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestIDsSortByCreation(t *testing.T) {
+	g := NewIDs(nil)
+	var ids []string
+	for range 10000 { // many within one millisecond: the monotonic part orders them
+		ids = append(ids, g.MessageID())
+	}
+	if !slices.IsSorted(ids) {
+		t.Fatal("ids from one source are not sorted by creation")
+	}
+	for _, id := range ids[:3] {
+		if !strings.HasPrefix(id, "msg_") || len(id) != 4+26 {
+			t.Fatalf("id %q", id)
+		}
+	}
+	for prefix, f := range map[string]func() string{"run_": g.RunID, "task_": g.TaskID, "thr_": g.ThreadID} {
+		if id := f(); !strings.HasPrefix(id, prefix) {
+			t.Fatalf("%s id %q", prefix, id)
+		}
+	}
+}
+
+func TestIDsConcurrentUnique(t *testing.T) {
+	g := NewIDs(nil)
+	const workers, each = 8, 2000
+	var mu sync.Mutex
+	seen := make(map[string]bool, workers*each)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]string, 0, each)
+			for range each {
+				local = append(local, g.New("x_"))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range local {
+				if seen[id] {
+					t.Errorf("duplicate id %s", id)
+				}
+				seen[id] = true
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestIDsDeterministic(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) }
+	mk := func() *IDs {
+		return NewIDs(&IDOptions{Clock: clock, Entropy: rand.NewChaCha8([32]byte{1})})
+	}
+	a, b := mk(), mk()
+	for range 5 {
+		if x, y := a.TaskID(), b.TaskID(); x != y {
+			t.Fatalf("same clock and seed gave %s and %s", x, y)
+		}
+	}
+	m := a.NewMessage(TypeTaskRequest, "agent:a")
+	if m.TS != "2026-11-25T12:00:00.000Z" {
+		t.Fatalf("ts = %s", m.TS)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatalf("NewMessage is not valid: %v", err)
+	}
+}
+
+func TestReply(t *testing.T) {
+	g := NewIDs(nil)
+	req := g.NewMessage(TypeTaskRequest, "agent:orchestrator")
+	req.Domain = "research"
+	req.ParentTaskID = "task_parent"
+	req.Trace = &Trace{TraceID: "t1"}
+	r := g.Reply(req, TypeTaskAccept, "agent:ken")
+	if r.RunID != req.RunID || r.TaskID != req.TaskID || r.ThreadID != req.ThreadID ||
+		r.ParentTaskID != "task_parent" || r.Domain != "research" || r.Trace.TraceID != "t1" ||
+		r.To[0].AgentID != "agent:orchestrator" || r.ID == req.ID {
+		t.Fatalf("reply = %+v", r)
+	}
+	r.Trace.TraceID = "changed"
+	if req.Trace.TraceID != "t1" {
+		t.Fatal("reply shares the request's trace")
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTypes(t *testing.T) {
+	if n := len(Types()); n != 17 {
+		t.Fatalf("%d types, seed 000 §2 has 17", n)
+	}
+	for _, typ := range Types() {
+		if !typ.Standard() || typ.Extension() || !typ.Valid() {
+			t.Errorf("%s misclassified", typ)
+		}
+	}
+	for typ, want := range map[Type]bool{
+		"x.acme.audit": true, "x.acme.audit.v2": true, "x.acme-co.a_b": true,
+		"x.acme": false, "x..a": false, "x.acme.": false, "x.Acme.a": false, "acme.audit": false,
+		"x.acme.a b": false, "task.done": false, "": false,
+	} {
+		if got := typ.Valid(); got != want {
+			t.Errorf("%q.Valid() = %v, want %v", typ, got, want)
+		}
+	}
+	if !TypeTaskTimeout.Terminal() || TypeTaskProgress.Terminal() || TypeTaskError.Family() != "task" {
+		t.Fatal("Terminal/Family")
+	}
+}
+
+func TestSchemaRefFor(t *testing.T) {
+	for in, want := range map[string]string{
+		"research.summary.v1": "schema://clutch/research/summary@1",
+		"code.output.v12":     "schema://clutch/code/output@12",
+		"review.feedback":     "",
+		"bad type.v1":         "",
+	} {
+		if got := SchemaRefFor(in); got != want {
+			t.Errorf("SchemaRefFor(%q) = %q, want %q", in, got, want)
+		}
+		if want != "" && !ValidSchemaRef(want) {
+			t.Errorf("%q is not a valid schema ref", want)
+		}
+	}
+}
