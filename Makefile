@@ -1,0 +1,37 @@
+# Clutch: the two commands of README.md are `go run ./examples/quickstart` and `make test`.
+GO        ?= go
+PKGS      ?= ./...
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: test deps fmt-check vet race bench fuzz
+
+## test: install what the tests need, then gofmt check, go vet and go test -race.
+test: deps fmt-check vet race
+
+## deps: download modules (test peers for the adapters are added here as they arrive).
+deps:
+	$(GO) mod download
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+race:
+	$(GO) test -race -count=1 $(PKGS)
+
+## bench: every benchmark, with allocations.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+## fuzz: a short run ($(FUZZTIME)) of every fuzz target in the module.
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done

@@ -1,0 +1,34 @@
+// Package clutch is the start of the tour of Clutch, an embeddable Go SDK
+// that puts a whole multi-agent orchestration layer inside the host
+// application's binary. Clutch implements Clutch Protocol v0 ("clutch/0.1"):
+// one envelope for every message, an append-only event store, an agent
+// registry, a payload schema registry, a router with explainable capability
+// routing, and adapters that bring outside protocols into the envelope.
+//
+// This package holds no code; it is the map. Meet the packages in this
+// order:
+//
+//  1. [github.com/clutchprotocol/clutch/protocol] — the envelope (Message),
+//     AgentCard and Capability, the 17 message types, ids, strict
+//     Encode/Decode, Validate, the error code table, Ed25519 signing. Every
+//     other package speaks it.
+//  2. [github.com/clutchprotocol/clutch/store] — the append-only event store
+//     contract: Append with dedup, ordered reads by run, thread, task and
+//     agent, live tail, artifacts. store/memstore is the in-memory double for
+//     unit tests; store/boltstore (embedded bbolt) is the default;
+//     store/storetest certifies any backend.
+//  3. [github.com/clutchprotocol/clutch/schema] — payload_type → JSON Schema
+//     registry, Go-type reflection, the built-in payload types of seed 000
+//     §3.3, and workflow-scoped validation (§3.4).
+//  4. registry and router (next milestone) — agents register AgentCards and
+//     a handler; tasks are routed by requires/prefers with a recorded
+//     routing.decision; every lifecycle step is an event in the store.
+//  5. adapters (later milestones) — MCP, A2A, CLowl, multiagent-1.0,
+//     LangGraph, AutoGen and crewAI traffic in and out of the envelope.
+//
+// Dependencies point one way: protocol ← store ← registry, schema ← router
+// ← adapters ← examples. The examples folder holds runnable tutorials;
+// start with
+//
+//	go run ./examples/quickstart
+package clutch
