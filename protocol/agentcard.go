@@ -16,7 +16,7 @@ type AgentCard struct {
 	Limits       *Limits             `json:"limits,omitzero"`
 	Security     *CardSecurity       `json:"security,omitzero"`
 	// Extensions holds top-level members the seed does not define, verbatim.
-	Extensions map[string]json.RawMessage `json:",unknown"`
+	Extensions map[string]json.RawMessage `json:",embed"`
 }
 
 // Display is how an agent is shown to people.
@@ -90,7 +90,7 @@ func (d Decoder) DecodeAgentCard(data []byte) (*AgentCard, error) {
 		return nil, sc.err(CodeInvalidJSON, "data after the JSON object")
 	}
 	var c AgentCard
-	if err := unmarshalStrict(data, &c); err != nil {
+	if err := unmarshalStrict(data, (*cardFields)(&c)); err != nil {
 		return nil, wrapUnmarshal(err, "")
 	}
 	if len(c.Extensions) == 0 {
@@ -135,11 +135,27 @@ func EncodeAgentCard(c *AgentCard) ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := marshalValue(c)
+	b, err := marshalValue((*cardFields)(c))
 	if err != nil {
 		return nil, &Error{Code: CodeWrongType, Offset: -1, Detail: "card cannot be encoded", Err: err}
 	}
 	return b, nil
+}
+
+// cardFields is AgentCard without its methods, for the JSON v2 codec.
+type cardFields AgentCard
+
+// MarshalJSON makes encoding/json use [EncodeAgentCard].
+func (c *AgentCard) MarshalJSON() ([]byte, error) { return EncodeAgentCard(c) }
+
+// UnmarshalJSON makes encoding/json use [DecodeAgentCard].
+func (c *AgentCard) UnmarshalJSON(b []byte) error {
+	d, err := DecodeAgentCard(b)
+	if err != nil {
+		return err
+	}
+	*c = *d
+	return nil
 }
 
 // Validate checks the card's semantic rules: v is [Version], agent_id starts

@@ -276,3 +276,29 @@ func TestSetPayloadAndDecodePayload(t *testing.T) {
 		t.Fatalf("SetPayload of a func: %v", err)
 	}
 }
+
+func TestStdlibJSONUsesTheCodec(t *testing.T) {
+	type wrapper struct {
+		Msg  *Message   `json:"msg"`
+		Card *AgentCard `json:"card"`
+	}
+	in := `{"msg":` + env(`,"x_ext":1`) + `,"card":{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"x_card":true}}`
+	var w wrapper
+	if err := json.Unmarshal([]byte(in), &w); err != nil {
+		t.Fatal(err)
+	}
+	if w.Msg.ID != "msg_1" || string(w.Msg.Extensions["x_ext"]) != "1" || string(w.Card.Extensions["x_card"]) != "true" {
+		t.Fatalf("decoded %+v %+v", w.Msg, w.Card)
+	}
+	out, err := json.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"msg":` + env(`,"x_ext":1`) + `,"card":{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"x_card":true}}`; string(out) != want {
+		t.Fatalf("encoded\n%s\nwant\n%s", out, want)
+	}
+	bad := `{"msg":` + env(`,"id":"again"`) + `}`
+	if err := json.Unmarshal([]byte(bad), &w); !errors.Is(err, CodeDuplicateKey) {
+		t.Fatalf("encoding/json let a duplicate key through: %v", err)
+	}
+}

@@ -213,3 +213,19 @@ func cloneAny(v any) any {
 	}
 	return v
 }
+
+// MarshalJSON makes encoding/json (and JSON v2) use [Encode], so a Message
+// embedded in the caller's own structs encodes exactly as on the wire,
+// extensions included, and a decoded message keeps its bytes.
+func (m *Message) MarshalJSON() ([]byte, error) { return Encode(m) }
+
+// UnmarshalJSON makes encoding/json (and JSON v2) use [Decode], with its
+// strictness and limits.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	d, err := Decode(b)
+	if err != nil {
+		return err
+	}
+	*m = *d
+	return nil
+}
