@@ -1,0 +1,88 @@
+package schema
+
+import (
+	"sync"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// Binder binds runs to workflows, so that the messages of a run are
+// validated against the workflow's steps: "validation is workflow-scoped,
+// not global" (seed 000 §3.1). It is what the router uses:
+//
+//	binder := schema.NewBinder(reg)
+//	binder.Bind(runID, wf)        // when the run starts
+//	err := binder.Validate(msg)   // for every message of any run
+//	binder.Unbind(runID)          // when the run ends
+//
+// For a message of a bound run, [Binder.Validate] finds the step with
+// [Workflow.StepFor] (meta.step, else type + payload_type) and validates
+// with [Workflow.ValidateStep]; a message no step covers, and every message
+// of an unbound run, is validated with [Registry.ValidateMessage]. A Binder
+// is safe for use by many goroutines; lookups do not lock.
+type Binder struct {
+	reg  *Registry
+	runs sync.Map // run_id → *Workflow (a private copy)
+}
+
+// NewBinder returns a Binder validating against reg. It panics if reg is
+// nil.
+func NewBinder(reg *Registry) *Binder {
+	if reg == nil {
+		panic("schema: NewBinder with a nil registry")
+	}
+	return &Binder{reg: reg}
+}
+
+// Bind binds a run to a workflow. The workflow is checked against the
+// registry (see [Registry.CheckWorkflow]) and copied, so later changes to w
+// do not affect the run. Binding a run again to an equal workflow is a
+// no-op; to a different one, an error wrapping [ErrAlreadyBound].
+func (b *Binder) Bind(runID string, w *Workflow) error {
+	if runID == "" {
+		return errorf(ErrInvalidOptions, "Bind needs a run id")
+	}
+	if err := b.reg.CheckWorkflow(w); err != nil {
+		return err
+	}
+	c := w.clone()
+	if prev, loaded := b.runs.LoadOrStore(runID, c); loaded && !prev.(*Workflow).equal(c) {
+		return errorf(ErrAlreadyBound, "run %s is bound to workflow %q", runID, prev.(*Workflow).Name)
+	}
+	return nil
+}
+
+// Unbind forgets a run's workflow. Call it when the run ends; a Binder
+// keeps a binding until then.
+func (b *Binder) Unbind(runID string) { b.runs.Delete(runID) }
+
+// Workflow returns a copy of the workflow a run is bound to.
+func (b *Binder) Workflow(runID string) (*Workflow, bool) {
+	v, ok := b.runs.Load(runID)
+	if !ok {
+		return nil, false
+	}
+	return v.(*Workflow).clone(), true
+}
+
+// Validate validates a message in the scope of its run: against the step of
+// the run's workflow it answers, or against the registry alone when the run
+// is not bound or no step covers the message (see the type doc).
+func (b *Binder) Validate(m *protocol.Message) error {
+	if m == nil {
+		return errorf(ErrInvalidOptions, "nil message")
+	}
+	v, ok := b.runs.Load(m.RunID)
+	if !ok {
+		return b.reg.ValidateMessage(m)
+	}
+	w := v.(*Workflow)
+	step, ok, err := w.StepFor(m)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return b.reg.ValidateMessage(m)
+	}
+	return w.ValidateStep(step.ID, m, b.reg)
+}

@@ -1,0 +1,119 @@
+// Package schema is the payload schema registry of Clutch: it maps each
+// payload_type to a JSON Schema, validates payloads and messages against it,
+// and scopes validation to workflows. "domain + payload_type + schema
+// registry prevents unstructured prompt soup" (seed 000, "What Clutch
+// Protocol Adds"); "validation is workflow-scoped, not global" (§3.1).
+//
+// # Basics
+//
+// A [Registry] holds compiled schemas, one per payload_type. [New] makes one
+// with the built-in payload types of seed 000 §3.3 plus research.query.v1
+// (§10), each with an exported Go type ([ResearchSummary], [CodeOutput],
+// ...) to build payloads from:
+//
+//	reg, err := schema.New(nil) // nil Options: defaults, built-ins included
+//	err = reg.Validate(schema.PayloadResearchSummary, payload) // raw JSON bytes
+//	err = reg.ValidateMessage(msg) // payload_type, schema_ref and payload of a *protocol.Message
+//
+// Register your own payload types from raw JSON with [Registry.Register] or
+// from a Go type with [RegisterType], which reflects it with
+// github.com/invopop/jsonschema:
+//
+//	err = schema.RegisterType[Invoice](reg, "billing.invoice.v1")
+//
+// Every payload_type has the canonical schema_ref of §3.2
+// (research.summary.v1 ↔ schema://clutch/research/summary@1); a message
+// whose schema_ref and payload_type disagree is refused.
+//
+// Workflows (§3.4) say what each step of a run must produce. Load one from
+// YAML or JSON with [Registry.LoadWorkflow], and bind runs to workflows with
+// a [Binder], which the router calls for every message:
+//
+//	wf, err := reg.LoadWorkflow(yamlBytes)
+//	binder := schema.NewBinder(reg)
+//	err = binder.Bind(runID, wf)
+//	err = binder.Validate(msg) // the run's step rules, or the registry alone
+//
+// A message of a bound run answers the step named in its meta ("step"), or
+// else the step whose expects.type and expects.payload_type match it; see
+// [Workflow.StepFor] for the exact rule.
+//
+// Schemas are compiled once, at registration, and the registry is a
+// copy-on-write map behind an atomic pointer: validation never locks and
+// costs one map read plus gojsonschema's own work, and registering does not
+// block validation. No call does I/O or waits, so none takes a context.
+//
+// Workflow files are read with go.yaml.in/yaml/v3, the YAML organisation's
+// maintained continuation of gopkg.in/yaml.v3: its yaml.Node tree keeps the
+// line and column of every key and value, so each problem of a workflow is
+// reported with its position and field. sigs.k8s.io/yaml converts YAML to
+// JSON before decoding and loses the positions of semantic errors (unknown
+// step fields, bad types), which is what users need most. JSON workflows are
+// parsed by the same code (JSON syntax errors are reported by encoding/json,
+// with line and column).
+//
+// # Errors
+//
+// All sentinels are in errors.go; errors wrap them, so errors.Is works, and
+// each carries a [protocol.Code] that [protocol.CodeOf] reads, so the router
+// can put any of them on the wire. Detail comes in typed errors:
+//   - [*ValidationError] (matches [ErrValidation] and
+//     protocol.CodeValidation): the payload_type and every [Violation],
+//     each with a JSON pointer path, the JSON Schema keyword and a message;
+//   - [*SchemaError]: why a schema was refused at registration, with the
+//     JSON pointer into the schema and the keyword ([ErrUnsupportedKeyword],
+//     [ErrRemoteRef], [ErrRefCycle], [ErrInvalidSchema]);
+//   - [*WorkflowError] (matches [ErrInvalidWorkflow]): every problem of a
+//     workflow with line, column and field.
+//
+// A payload that is not one JSON value gives [ErrInvalidJSON]; one over
+// [Options].MaxPayloadBytes (1 MiB by default) gives [ErrTooLarge]; an
+// unregistered payload_type gives [ErrUnknownPayloadType] unless
+// [Options].Permissive is set. Nothing in the package panics on bad input:
+// panics inside gojsonschema, invopop/jsonschema or the YAML parser are
+// recovered and returned as errors ([ErrInternal], [ErrInvalidSchema]).
+//
+// # Caveats
+//
+// Validation uses github.com/xeipuuv/gojsonschema v1.2.0, which implements
+// JSON Schema drafts 4, 6 and 7. It ignores newer keywords (so a payload
+// breaking them would pass), and some schemas make it recurse until a fatal,
+// unrecoverable stack overflow kills the process. Registration therefore
+// refuses, with the keyword and its JSON pointer:
+//   - the keywords of [RefusedKeywords] anywhere in the document ($anchor,
+//     $dynamicRef, $dynamicAnchor, $recursiveRef, $recursiveAnchor,
+//     prefixItems, dependentRequired, dependentSchemas,
+//     unevaluatedProperties, unevaluatedItems, minContains, maxContains),
+//     including inside unknown keywords, default and examples (only the
+//     member names of properties, patternProperties, definitions, $defs and
+//     dependencies, and the values of const and enum, are exempt);
+//   - a $ref that is not "#" or a "#/json/pointer" resolving inside the
+//     document: remote and file references (never fetched: the loader
+//     handed to gojsonschema refuses every load) and anchor references;
+//   - a $ref cycle that never descends into the instance, such as
+//     {"$ref": "#"} or {"allOf": [{"$ref": "#"}]}: measured here, these
+//     overflow gojsonschema's stack like an $anchor does;
+//   - an $id or id below the root (it would change what "#/..." means).
+//
+// Unless the document declares draft 4, 6 or 7 in $schema, keywords next to
+// a $ref are enforced, as drafts 2019-09 and later (and invopop) mean: the
+// registry rewrites {"$ref": R, ...} into {..., "allOf": [{"$ref": R}]}
+// before compiling; gojsonschema alone would ignore them. [Schema.JSON]
+// returns the document as registered.
+//
+// Reflected schemas ([NewReflector]) have no $id, keep nested types under
+// $defs, refuse unknown members ("additionalProperties": false) and require
+// every field whose json tag lacks omitempty/omitzero. A nil slice encoded
+// by encoding/json v1 is null, which fails an array schema; the built-in
+// types encode nil slices as [] (encoding/json v2, used by protocol, does so
+// for every type).
+//
+// Payloads are decoded with encoding/json: a duplicate member keeps its last
+// value (protocol.Decode refuses duplicates in messages before they get
+// here). Schemas are trusted configuration: a schema can still be slow to
+// validate (nested anyOf, patternProperties compiled per call by
+// gojsonschema), and only payloads are treated as hostile.
+//
+// A [Binder] keeps a run's binding until [Binder.Unbind]: the router unbinds
+// when the run ends.
+package schema

@@ -1,0 +1,292 @@
+package schema
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// sentinel is the type of the package's sentinel errors. Each carries the
+// protocol code it is reported with, so that [protocol.CodeOf] puts the right
+// code on the wire for any error that wraps it, and errors.Is matches both
+// the sentinel and its code:
+//
+//	errors.Is(err, schema.ErrTooLarge)        // true
+//	errors.Is(err, protocol.CodeTooLarge)     // true as well
+type sentinel struct {
+	msg  string
+	code protocol.Code
+}
+
+func (e *sentinel) Error() string { return "schema: " + e.msg }
+
+// ClutchCode returns the protocol code of the sentinel, for [protocol.CodeOf].
+func (e *sentinel) ClutchCode() protocol.Code { return e.code }
+
+// Is matches a [protocol.Code] target.
+func (e *sentinel) Is(target error) bool {
+	c, ok := target.(protocol.Code)
+	return ok && c == e.code
+}
+
+// The sentinel errors of the package. Errors returned by the package wrap one
+// of them with %w (or, for [*ValidationError], [*SchemaError] and
+// [*WorkflowError], match them through errors.Is), so
+// errors.Is(err, schema.ErrX) works through any wrapping. The code in
+// brackets is the [protocol.Code] that [protocol.CodeOf] reports.
+var (
+	// ErrValidation: a payload or message does not satisfy its schema or
+	// workflow step (seed 000 §3). The detail is a [*ValidationError].
+	// [VALIDATION]
+	ErrValidation error = &sentinel{"validation failed", protocol.CodeValidation}
+
+	// ErrUnknownPayloadType: no schema is registered for the payload_type and
+	// the registry is not permissive. [VALIDATION]
+	ErrUnknownPayloadType error = &sentinel{"unknown payload type", protocol.CodeValidation}
+
+	// ErrInvalidPayloadType: the payload_type is not of the form
+	// <domain>.<name>.v<N> (seed 000 §3.2). [INVALID_FIELD]
+	ErrInvalidPayloadType error = &sentinel{"invalid payload type", protocol.CodeInvalidField}
+
+	// ErrSchemaRefMismatch: a message's schema_ref is not the reference of
+	// its payload_type (seed 000 §3.2). [INVALID_FIELD]
+	ErrSchemaRefMismatch error = &sentinel{"schema_ref does not match payload_type", protocol.CodeInvalidField}
+
+	// ErrInvalidJSON: a payload is not one well-formed JSON value. [INVALID_JSON]
+	ErrInvalidJSON error = &sentinel{"payload is not valid JSON", protocol.CodeInvalidJSON}
+
+	// ErrTooLarge: a payload, schema or workflow is over its size limit. [TOO_LARGE]
+	ErrTooLarge error = &sentinel{"input too large", protocol.CodeTooLarge}
+
+	// ErrAlreadyRegistered: a schema is already registered for the
+	// payload_type. Payload types are versioned contracts: change the
+	// version, not the schema. [CONFLICT]
+	ErrAlreadyRegistered error = &sentinel{"payload type already registered", protocol.CodeConflict}
+
+	// ErrInvalidSchema: a schema is not valid JSON, not a JSON Schema that
+	// gojsonschema compiles, has a $ref that does not resolve, or a Go type
+	// cannot be reflected. The detail is a [*SchemaError]. [INVALID_FIELD]
+	ErrInvalidSchema error = &sentinel{"invalid schema", protocol.CodeInvalidField}
+
+	// ErrUnsupportedKeyword: a schema uses a keyword gojsonschema would
+	// silently ignore or that can crash it ($anchor, prefixItems, ...; see
+	// the package doc). The detail is a [*SchemaError]. [INVALID_FIELD]
+	ErrUnsupportedKeyword error = &sentinel{"unsupported keyword", protocol.CodeInvalidField}
+
+	// ErrRemoteRef: a schema has a $ref that is not a local fragment
+	// ("#/..."). Remote references are never fetched. The detail is a
+	// [*SchemaError]. [INVALID_FIELD]
+	ErrRemoteRef error = &sentinel{"remote $ref refused", protocol.CodeInvalidField}
+
+	// ErrRefCycle: a schema's $ref and in-place applicators (allOf, anyOf,
+	// oneOf, not, if/then/else, dependencies) form a loop that does not
+	// descend into the instance, which would recurse without end during
+	// validation. The detail is a [*SchemaError]. [INVALID_FIELD]
+	ErrRefCycle error = &sentinel{"$ref cycle", protocol.CodeInvalidField}
+
+	// ErrInvalidWorkflow: a workflow document or value is malformed or
+	// inconsistent with the registry (seed 000 §3.4). The detail is a
+	// [*WorkflowError]. [INVALID_FIELD]
+	ErrInvalidWorkflow error = &sentinel{"invalid workflow", protocol.CodeInvalidField}
+
+	// ErrUnknownStep: a step id names no step of the workflow. [NOT_FOUND]
+	ErrUnknownStep error = &sentinel{"unknown workflow step", protocol.CodeNotFound}
+
+	// ErrAlreadyBound: a run is already bound to a different workflow. [CONFLICT]
+	ErrAlreadyBound error = &sentinel{"run already bound to another workflow", protocol.CodeConflict}
+
+	// ErrInvalidOptions: an [Options] field is out of range, or a required
+	// argument is missing. [INVALID_FIELD]
+	ErrInvalidOptions error = &sentinel{"invalid options", protocol.CodeInvalidField}
+
+	// ErrInternal: gojsonschema or invopop/jsonschema panicked; the panic
+	// was recovered and turned into this error. [INTERNAL]
+	ErrInternal error = &sentinel{"internal error", protocol.CodeInternal}
+)
+
+// Violation is one way in which a document fails its schema or workflow
+// step.
+type Violation struct {
+	// Path is a JSON pointer (RFC 6901) into the validated document: the
+	// payload for [Registry.Validate] and [Schema.Validate]; the whole
+	// message for [Registry.ValidateMessage], [Workflow.ValidateStep] and
+	// [Binder.Validate], where payload violations start with "/payload".
+	// For "required" and "additionalProperties" it points at the missing
+	// or extra member ("/findings"), not at the object holding it.
+	Path string
+	// Keyword is the JSON Schema keyword that failed ("required", "type",
+	// "minItems", "additionalProperties", "format", ...), or for a workflow
+	// step "expects.type", "expects.payload_type" or "expects.required".
+	Keyword string
+	// Message is a human-readable explanation.
+	Message string
+}
+
+func (v Violation) String() string {
+	p := v.Path
+	if p == "" {
+		p = "(root)"
+	}
+	return p + ": " + v.Keyword + ": " + v.Message
+}
+
+// ValidationError reports every violation found in one payload or message.
+// It matches [ErrValidation] and [protocol.CodeValidation] with errors.Is,
+// and carries the code VALIDATION for [protocol.CodeOf].
+type ValidationError struct {
+	PayloadType string      // the payload_type validated against ("" if the message had none)
+	Workflow    string      // the workflow name, for a step validation
+	Step        string      // the step id, for a step validation
+	Violations  []Violation // at least one, sorted by path then keyword
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("schema: ")
+	if e.Workflow != "" {
+		b.WriteString("workflow " + strconv.Quote(e.Workflow) + ": ")
+	}
+	if e.Step != "" {
+		b.WriteString("step " + strconv.Quote(e.Step) + ": ")
+	}
+	if e.PayloadType != "" {
+		b.WriteString(e.PayloadType + ": ")
+	}
+	if n := len(e.Violations); n == 1 {
+		b.WriteString("1 violation: ")
+	} else {
+		b.WriteString(strconv.Itoa(n) + " violations: ")
+	}
+	for i, v := range e.Violations {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(v.String())
+	}
+	return b.String()
+}
+
+// ClutchCode returns [protocol.CodeValidation], for [protocol.CodeOf].
+func (e *ValidationError) ClutchCode() protocol.Code { return protocol.CodeValidation }
+
+// Is matches [ErrValidation] and [protocol.CodeValidation].
+func (e *ValidationError) Is(target error) bool {
+	return target == ErrValidation || target == protocol.CodeValidation
+}
+
+// SchemaError reports why a schema was refused at registration: the
+// payload_type, where in the schema document the problem is (a JSON pointer,
+// "" for the root), the keyword involved, and the sentinel ([ErrInvalidSchema],
+// [ErrUnsupportedKeyword], [ErrRemoteRef] or [ErrRefCycle]) it unwraps to.
+type SchemaError struct {
+	PayloadType string
+	Path        string // JSON pointer into the schema document
+	Keyword     string // e.g. "prefixItems", "$ref"; "" when none applies
+	Detail      string
+	Err         error // the sentinel, possibly wrapping a cause
+}
+
+func (e *SchemaError) Error() string {
+	var b strings.Builder
+	b.WriteString("schema: ")
+	if e.PayloadType != "" {
+		b.WriteString(e.PayloadType + ": ")
+	}
+	if e.Keyword != "" {
+		b.WriteString("keyword " + strconv.Quote(e.Keyword) + " ")
+	}
+	p := e.Path
+	if p == "" {
+		p = "(root)"
+	}
+	b.WriteString("at " + p)
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel (and through it, any cause).
+func (e *SchemaError) Unwrap() error { return e.Err }
+
+// ClutchCode returns the code of the sentinel, for [protocol.CodeOf].
+func (e *SchemaError) ClutchCode() protocol.Code { return protocol.CodeOf(e.Err) }
+
+// Problem is one defect of a workflow document.
+type Problem struct {
+	Line   int    // 1-based line in the document, 0 when not known (a workflow built in Go)
+	Column int    // 1-based column, 0 when not known
+	Field  string // e.g. "steps[1].expects.payload_type"; "" for the whole document
+	Detail string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "line %d:%d: ", p.Line, p.Column)
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field + ": ")
+	}
+	b.WriteString(p.Detail)
+	return b.String()
+}
+
+// WorkflowError lists every problem found in a workflow (seed 000 §3.4). It
+// matches [ErrInvalidWorkflow] with errors.Is.
+type WorkflowError struct {
+	Workflow string    // the workflow name, when it could be read
+	Problems []Problem // at least one, in document order
+}
+
+func (e *WorkflowError) Error() string {
+	var b strings.Builder
+	b.WriteString("schema: invalid workflow")
+	if e.Workflow != "" {
+		b.WriteString(" " + strconv.Quote(e.Workflow))
+	}
+	b.WriteString(": ")
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns [ErrInvalidWorkflow].
+func (e *WorkflowError) Unwrap() error { return ErrInvalidWorkflow }
+
+// ClutchCode returns [protocol.CodeInvalidField], for [protocol.CodeOf].
+func (e *WorkflowError) ClutchCode() protocol.Code { return protocol.CodeInvalidField }
+
+// wrapError is a sentinel with context: "schema: <detail>: <sentinel>[: <cause>]".
+type wrapError struct {
+	msg   string
+	errs  [2]error // the sentinel and the cause (nil when none)
+	nerrs int
+}
+
+func (e *wrapError) Error() string   { return e.msg }
+func (e *wrapError) Unwrap() []error { return e.errs[:e.nerrs] }
+
+// errorf wraps a sentinel with a formatted detail.
+func errorf(s error, format string, args ...any) error {
+	return wrapCause(s, nil, format, args...)
+}
+
+// wrapCause wraps a sentinel with a formatted detail and an underlying cause.
+func wrapCause(s error, cause error, format string, args ...any) error {
+	msg := "schema: " + fmt.Sprintf(format, args...) + ": " + s.(*sentinel).msg
+	e := &wrapError{msg: msg, nerrs: 1}
+	e.errs[0] = s
+	if cause != nil {
+		e.msg += ": " + cause.Error()
+		e.errs[1] = cause
+		e.nerrs = 2
+	}
+	return e
+}
