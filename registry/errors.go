@@ -1,0 +1,58 @@
+package registry
+
+import (
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// The sentinel errors of the registry. Match them with errors.Is; each also
+// carries a protocol.Code (see protocol.CodeOf).
+var (
+	// ErrNotFound: no agent with that id is registered.
+	ErrNotFound error = &sentinel{"registry: agent not found", protocol.CodeNotFound}
+	// ErrInvalidCard: the AgentCard breaks a protocol rule; the error wraps
+	// the *protocol.Error too.
+	ErrInvalidCard error = &sentinel{"registry: invalid agent card", protocol.CodeInvalidField}
+	// ErrInvalidOptions: Options hold an impossible value.
+	ErrInvalidOptions error = &sentinel{"registry: invalid options", protocol.CodeInvalidField}
+	// ErrCorruptLog: a registry event in the store cannot be read back.
+	ErrCorruptLog error = &sentinel{"registry: unreadable registry event", protocol.CodeInternal}
+)
+
+type sentinel struct {
+	msg  string
+	code protocol.Code
+}
+
+func (e *sentinel) Error() string { return e.msg }
+
+// ClutchCode returns the protocol code of the error, for protocol.CodeOf.
+func (e *sentinel) ClutchCode() protocol.Code { return e.code }
+
+// wrapped joins a sentinel with its cause so that errors.Is matches both.
+type wrapped struct {
+	sentinel error
+	detail   string
+	cause    error
+}
+
+func (e *wrapped) Error() string {
+	s := e.sentinel.Error()
+	if e.detail != "" {
+		s += ": " + e.detail
+	}
+	if e.cause != nil {
+		s += ": " + e.cause.Error()
+	}
+	return s
+}
+
+func (e *wrapped) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.sentinel}
+	}
+	return []error{e.sentinel, e.cause}
+}
+
+func wrap(sentinel error, detail string, cause error) error {
+	return &wrapped{sentinel: sentinel, detail: detail, cause: cause}
+}
