@@ -1,0 +1,96 @@
+// Package store defines Clutch's event store: the one append-only log that
+// the router, the UI, audit, replay and deduplication all read (seed 000
+// §1.6, §5, §8). It holds the contract — the [Store] interface, [Event],
+// [Query], [AppendResult], the artifact refs and the sentinel errors — and
+// no implementation. The backends are
+// [github.com/clutchprotocol/clutch/store/memstore] (in memory, for tests
+// and examples) and [github.com/clutchprotocol/clutch/store/boltstore]
+// (embedded bbolt, the default). Both pass
+// [github.com/clutchprotocol/clutch/store/storetest], and so must any
+// third-party backend.
+//
+// # Basics
+//
+// Append stores messages; each becomes an Event with a seq the store
+// assigns, starting at 1 and increasing by exactly one per event:
+//
+//	res, err := s.Append(ctx, request, accept) // one atomic batch
+//	// res[0].Seq, res[1].Seq: consecutive seqs
+//
+// Reads return iter.Seq2[Event, error], in seq order, served by the
+// indexes of seed 000 §8.1 (run_id, thread_id, task_id, from.agent_id) and
+// filtered by a type prefix:
+//
+//	for ev, err := range s.Read(ctx, store.Query{RunID: run, Limit: 100}) {
+//		if err != nil { ... }
+//		msg, err := ev.Message() // decodes Raw; skip it when bytes will do
+//	}
+//
+// Pass the Seq of the last event seen as Query.AfterSeq to resume. Follow
+// is the live tail: it yields the backlog after AfterSeq and then every
+// new matching event as it is appended, exactly once and in order, without
+// polling, until its context ends:
+//
+//	for ev, err := range s.Follow(ctx, store.Query{ThreadID: thread}) { ... }
+//
+// Breaking out of any of these loops releases everything the read held.
+//
+// Large payloads go to the artifact store (seed 000 §8.2): PutArtifact
+// returns a content address "artifact:sha256:<hex>" ([ArtifactRef]) to put
+// in a message's attachments, and GetArtifact returns the bytes.
+//
+// # Append rules
+//
+// Each message is validated with [protocol.Message.Validate] before it is
+// stored; an invalid one is refused with an [InvalidMessageError] that
+// wraps the protocol error. The bytes stored are the message's own
+// ([protocol.Message.Raw]): a decoded or signed message is never
+// re-encoded, and a message built in Go is encoded once, by
+// [protocol.Encode], which remembers the bytes on the message. The store
+// indexes the message's fields, which must therefore agree with its bytes
+// (change a message after encoding only through [protocol.Message.Reset]).
+//
+// A batch is all or nothing: if any message is refused, or the backend
+// fails, nothing of it is stored.
+//
+// # Deduplication
+//
+// Deduplication happens in the same transaction as the append (seed 000
+// §5.2). A message is a duplicate, and is not appended again, when
+//
+//  1. an event with the same id is stored (checked first), or
+//  2. an event with the same (run_id, idempotency_key) is stored; messages
+//     without an idempotency key never match this rule.
+//
+// The rules also hold inside one batch: a later message duplicates an
+// earlier one of the same batch. The result of a duplicate has Duplicate
+// set, the rule in DuplicateBy, and the Seq of the stored event. A message
+// that duplicates one event by id and another by key is reported as a
+// duplicate by id.
+//
+// The dedup window: seed 000 §5.2 asks for dedup state "until run
+// completion". The in-tree backends keep it forever, since the indexes it
+// lives in are never pruned; a backend with a shorter window must keep it
+// at least until the run ends and say so in its documentation.
+//
+// # Errors
+//
+// All sentinels live in errors.go: [ErrClosed], [ErrNotFound],
+// [ErrTooLarge], [ErrInvalidMessage], [ErrInvalidQuery], [ErrInvalidRef],
+// [ErrInvalidMediaType]. Match them with errors.Is; the typed errors
+// ([InvalidMessageError], [TooLargeError], [QueryError]) carry the detail.
+// Every store error also carries a [protocol.Code] for [protocol.CodeOf],
+// so it can be sent on the wire as a seed 000 §5.4 error. A call whose
+// context is done returns ctx.Err().
+//
+// # Caveats
+//
+// Event.Raw may be shared with the store and the appended message: treat
+// it as read-only. Read stops at the last event present when the loop
+// starts; use Follow to keep going. Follow ends without an error when its
+// context ends (check ctx.Err() if the reason matters) and yields
+// ErrClosed if the store is closed under it. An Append whose context ends
+// while it waits for its commit returns ctx.Err(), and its messages may or
+// may not have been stored; appending them again is safe, because of
+// deduplication.
+package store

@@ -1,0 +1,218 @@
+// Package driver holds the machinery the in-tree backends (memstore,
+// boltstore) share so that they cannot disagree: preparing messages for
+// Append, the change signal followers wait on, and the Read and Follow
+// loops built on a backend's page function.
+package driver
+
+import (
+	"context"
+	"iter"
+	"math"
+	"sync"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// Entry is a message prepared for appending: its bytes and the fields the
+// store indexes and deduplicates on.
+type Entry struct {
+	Raw            []byte
+	ID             string
+	RunID          string
+	ThreadID       string
+	TaskID         string
+	AgentID        string
+	Type           protocol.Type
+	IdempotencyKey string
+}
+
+// Prepare validates msgs and gets their bytes, encoding each message at
+// most once (DESIGN "the hot path"): a message that has bytes is validated
+// and stored as it is; one without is encoded by protocol.Encode, which
+// validates it. The first failure is returned as a store.InvalidMessageError
+// or store.TooLargeError naming the message's index.
+func Prepare(msgs []*protocol.Message, maxSize int) ([]Entry, error) {
+	out := make([]Entry, len(msgs))
+	for i, m := range msgs {
+		if m == nil {
+			return nil, &store.InvalidMessageError{Index: i, Err: &protocol.Error{Code: protocol.CodeMissingField, Offset: -1, Detail: "nil message"}}
+		}
+		if m.Raw() != nil {
+			if err := m.Validate(); err != nil {
+				return nil, &store.InvalidMessageError{Index: i, Err: err}
+			}
+		}
+		raw, err := protocol.Encode(m)
+		if err != nil {
+			return nil, &store.InvalidMessageError{Index: i, Err: err}
+		}
+		if len(raw) > maxSize {
+			return nil, &store.TooLargeError{What: "message", Index: i, Size: len(raw), Limit: maxSize}
+		}
+		out[i] = Entry{
+			Raw: raw, ID: m.ID, RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID,
+			AgentID: m.From.AgentID, Type: m.Type, IdempotencyKey: m.IdempotencyKey,
+		}
+	}
+	return out, nil
+}
+
+// Index names the index that serves a query.
+type Index uint8
+
+// The indexes of seed 000 §8.1, most selective first.
+const (
+	NoIndex Index = iota
+	TaskIndex
+	ThreadIndex
+	RunIndex
+	AgentIndex
+)
+
+// IndexOf returns the index that drives q and the value it looks up: the
+// most selective field set (task, thread, run, agent), or NoIndex.
+func IndexOf(q store.Query) (Index, string) {
+	switch {
+	case q.TaskID != "":
+		return TaskIndex, q.TaskID
+	case q.ThreadID != "":
+		return ThreadIndex, q.ThreadID
+	case q.RunID != "":
+		return RunIndex, q.RunID
+	case q.AgentID != "":
+		return AgentIndex, q.AgentID
+	}
+	return NoIndex, ""
+}
+
+// Signal is a broadcast: Wait returns a channel that is closed by the next
+// Notify. Followers take it before they read, so an append between their
+// read and their wait still wakes them (no lost wake-up, no polling).
+type Signal struct {
+	mu     sync.Mutex
+	ch     chan struct{}
+	waited bool
+}
+
+// Wait returns the channel the next Notify closes.
+func (s *Signal) Wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	s.waited = true
+	return s.ch
+}
+
+// Notify wakes every waiter. It costs nothing when nobody waits.
+func (s *Signal) Notify() {
+	s.mu.Lock()
+	if s.waited {
+		close(s.ch)
+		s.ch = make(chan struct{})
+		s.waited = false
+	}
+	s.mu.Unlock()
+}
+
+// PageSize is the most events a Read or Follow loop fetches at a time.
+// Nothing is held between pages, so breaking out of a loop releases
+// everything.
+const PageSize = 256
+
+// PageFunc reads, in seq order, at most max events that match q (AfterSeq
+// and Limit aside) with after < Seq ≤ upTo. It returns them and through,
+// the seq up to which the scan is complete: the Seq of the last event when
+// the page is full, else min(upTo, the store's last seq when it read), and
+// never less than after. It returns ctx.Err() when ctx is done and
+// store.ErrClosed after Close.
+type PageFunc func(ctx context.Context, q store.Query, after, upTo uint64, max int) (evs []store.Event, through uint64, err error)
+
+// Read implements Store.Read on top of page: it reads up to the last seq
+// at the start (lastSeq), a page at a time.
+func Read(ctx context.Context, q store.Query, lastSeq func(context.Context) (uint64, error), page PageFunc) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
+		if err := q.Validate(); err != nil {
+			yield(store.Event{}, err)
+			return
+		}
+		end, err := lastSeq(ctx)
+		if err != nil {
+			yield(store.Event{}, err)
+			return
+		}
+		after, left := q.AfterSeq, q.Limit
+		for after < end {
+			n := PageSize
+			if left > 0 && left < n {
+				n = left
+			}
+			evs, through, err := page(ctx, q, after, end, n)
+			if err != nil {
+				yield(store.Event{}, err)
+				return
+			}
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if left > 0 {
+				if left -= len(evs); left == 0 {
+					return
+				}
+			}
+			if len(evs) < n {
+				return
+			}
+			after = through
+		}
+	}
+}
+
+// Follow implements Store.Follow on top of page and the store's Signal,
+// which the store notifies after each commit and on Close.
+func Follow(ctx context.Context, q store.Query, sig *Signal, page PageFunc) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
+		if err := q.Validate(); err != nil {
+			yield(store.Event{}, err)
+			return
+		}
+		after, left := q.AfterSeq, q.Limit
+		for {
+			wake := sig.Wait() // before reading: an append after the read still wakes us
+			n := PageSize
+			if left > 0 && left < n {
+				n = left
+			}
+			evs, through, err := page(ctx, q, after, math.MaxUint64, n)
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(store.Event{}, err)
+				}
+				return
+			}
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if left > 0 {
+				if left -= len(evs); left == 0 {
+					return
+				}
+			}
+			after = through
+			if len(evs) == n {
+				continue // more backlog
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
