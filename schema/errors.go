@@ -55,10 +55,10 @@ var (
 	ErrSchemaRefMismatch error = &sentinel{"schema_ref does not match payload_type", protocol.CodeInvalidField}
 
 	// ErrInvalidJSON: a payload is not one well-formed JSON value. [INVALID_JSON]
-	ErrInvalidJSON error = &sentinel{"payload is not valid JSON", protocol.CodeInvalidJSON}
+	ErrInvalidJSON error = &sentinel{"invalid JSON", protocol.CodeInvalidJSON}
 
 	// ErrTooLarge: a payload, schema or workflow is over its size limit. [TOO_LARGE]
-	ErrTooLarge error = &sentinel{"input too large", protocol.CodeTooLarge}
+	ErrTooLarge error = &sentinel{"too large", protocol.CodeTooLarge}
 
 	// ErrAlreadyRegistered: a schema is already registered for the
 	// payload_type. Payload types are versioned contracts: change the

@@ -345,7 +345,17 @@ func (c *checker) checkRef(v any, ptr string, mode walkMode) error {
 func (c *checker) cycle(v any, ptr string, stack []string) error {
 	switch c.state[ptr] {
 	case 1:
-		return c.fail(ptr, "$ref", "a $ref loop that never descends into the instance ("+strings.Join(append(stack, ptr), " → ")+"); validation would recurse forever", ErrRefCycle)
+		loop := make([]string, 0, len(stack)+1)
+		for i := len(stack) - 1; i >= 0; i-- {
+			if stack[i] == ptr {
+				stack = stack[i:]
+				break
+			}
+		}
+		for _, p := range append(stack, ptr) {
+			loop = append(loop, "#"+p)
+		}
+		return c.fail(ptr, "$ref", "a $ref loop that never descends into the instance ("+strings.Join(loop, " → ")+"); validation would recurse forever", ErrRefCycle)
 	case 2:
 		return nil
 	}
