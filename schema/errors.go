@@ -224,8 +224,11 @@ type Problem struct {
 
 func (p Problem) String() string {
 	var b strings.Builder
-	if p.Line > 0 {
+	switch {
+	case p.Line > 0 && p.Column > 0:
 		fmt.Fprintf(&b, "line %d:%d: ", p.Line, p.Column)
+	case p.Line > 0:
+		fmt.Fprintf(&b, "line %d: ", p.Line)
 	}
 	if p.Field != "" {
 		b.WriteString(p.Field + ": ")

@@ -103,7 +103,7 @@ func (w *Workflow) equal(o *Workflow) bool {
 }
 
 // LoadWorkflow reads a workflow from YAML or JSON (JSON is recognised by its
-// leading '{') in exactly the shape of seed 000 §3.4 and checks it against
+// leading '{"') in exactly the shape of seed 000 §3.4 and checks it against
 // the registry (see [Registry.CheckWorkflow]). Unknown fields, duplicate
 // keys, values of the wrong kind, a second YAML document, and every failed
 // check are reported together in a [*WorkflowError] whose problems carry the
@@ -122,7 +122,11 @@ func (r *Registry) LoadWorkflow(data []byte) (w *Workflow, err error) {
 	if w == nil {
 		return nil, &WorkflowError{Problems: p.problems}
 	}
-	p.problems = append(p.problems, r.check(w, p.pos)...)
+	for _, pr := range r.check(w, p.pos) {
+		if !p.reported(pr.Field) {
+			p.problems = append(p.problems, pr)
+		}
+	}
 	if len(p.problems) > 0 {
 		sortProblems(p.problems)
 		return nil, &WorkflowError{Workflow: w.Name, Problems: p.problems}
@@ -159,11 +163,10 @@ func (r *Registry) check(w *Workflow, pos map[string][2]int) []Problem {
 				p.Line, p.Column = lc[0], lc[1]
 				break
 			}
-			i := strings.LastIndexAny(f, ".[")
-			if i < 0 {
+			if f == "" {
 				break
 			}
-			f = f[:i]
+			f = f[:max(strings.LastIndexAny(f, ".["), 0)]
 		}
 		ps = append(ps, p)
 	}
@@ -255,9 +258,30 @@ func sortProblems(ps []Problem) {
 type wfParser struct {
 	problems []Problem
 	pos      map[string][2]int // field path → line, column
+	bad      map[string]bool   // fields with a problem already
+}
+
+// reported reports whether field or one of its parents already has a
+// problem, so the checks do not repeat it in other words.
+func (p *wfParser) reported(field string) bool {
+	for f := field; f != ""; {
+		if p.bad[f] {
+			return true
+		}
+		i := strings.LastIndexAny(f, ".[")
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return false
 }
 
 func (p *wfParser) addAt(n *yaml.Node, field, format string, args ...any) {
+	if p.bad == nil {
+		p.bad = map[string]bool{}
+	}
+	p.bad[field] = true
 	pr := Problem{Field: field, Detail: fmt.Sprintf(format, args...)}
 	if n != nil {
 		pr.Line, pr.Column = n.Line, n.Column
@@ -269,6 +293,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
 // parse returns nil when the document cannot be read at all.
 func (p *wfParser) parse(data []byte) *Workflow {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	if isJSON(data) {
 		if !json.Valid(data) {
 			var v any
@@ -472,9 +497,15 @@ func deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// isJSON reports whether data looks like a JSON object: '{' then '"' or
+// '}'. YAML flow mappings ({workflow: w, ...}) have unquoted keys.
 func isJSON(data []byte) bool {
-	d := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n")
-	return len(d) > 0 && d[0] == '{'
+	d := bytes.TrimLeft(data, " \t\r\n")
+	if len(d) == 0 || d[0] != '{' {
+		return false
+	}
+	d = bytes.TrimLeft(d[1:], " \t\r\n")
+	return len(d) == 0 || d[0] == '"' || d[0] == '}'
 }
 
 // lineCol converts a byte offset (1-based, as json.SyntaxError reports the
@@ -584,12 +615,14 @@ func (w *Workflow) ValidateStep(stepID string, m *protocol.Message, reg *Registr
 		vs = append(vs, Violation{Path: "/payload_type", Keyword: "expects.payload_type",
 			Message: fmt.Sprintf("step %q expects payload_type %s, got %s", s.ID, e.PayloadType, got)})
 	}
-	var sch *Schema
-	if ptMatch {
-		var err error
-		if sch, err = reg.schemaFor(m); err != nil {
-			return err
-		}
+	if !ptMatch {
+		// The payload is of another contract: its members say nothing
+		// about this step's.
+		return &ValidationError{PayloadType: m.PayloadType, Workflow: w.Name, Step: s.ID, Violations: vs}
+	}
+	sch, err := reg.schemaFor(m)
+	if err != nil {
+		return err
 	}
 	maxBytes := reg.maxBytes
 	if sch != nil {
@@ -597,7 +630,6 @@ func (w *Workflow) ValidateStep(stepID string, m *protocol.Message, reg *Registr
 	}
 	var doc any
 	if sch != nil || len(e.Required) > 0 {
-		var err error
 		if doc, err = decodePayload(m.Payload, maxBytes); err != nil {
 			return err
 		}
