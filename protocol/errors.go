@@ -61,6 +61,7 @@ const (
 	CodeUnauthorized       Code = "UNAUTHORIZED"        // the sender is not authorised
 	CodeNotFound           Code = "NOT_FOUND"           // the addressed agent, task or object does not exist
 	CodeInternal           Code = "INTERNAL"            // an unexpected failure (a bug, a panic)
+	CodeInterrupted        Code = "INTERRUPTED"         // the process running the task stopped before it ended
 )
 
 type codeInfo struct {
@@ -106,6 +107,7 @@ var codes = map[Code]codeInfo{
 	CodeUnauthorized:       {"E002", http.StatusUnauthorized, false, "the sender is not authorised"},
 	CodeNotFound:           {"E005", http.StatusNotFound, false, "not found"},
 	CodeInternal:           {"E009", http.StatusInternalServerError, true, "an internal error"},
+	CodeInterrupted:        {"E009", http.StatusServiceUnavailable, true, "the task was interrupted by a restart"},
 }
 
 // Error makes a Code usable as an error target for errors.Is.

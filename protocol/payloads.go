@@ -8,4 +8,7 @@ type RoutingDecision struct {
 	Candidates []string           `json:"candidates"`
 	Reason     string             `json:"reason"`
 	Scores     map[string]float64 `json:"scores,omitempty"`
+	// Rejected names each agent that was considered and filtered out, with
+	// the reason (an extension of §4.3 that makes decisions explainable).
+	Rejected map[string]string `json:"rejected,omitempty"`
 }

@@ -1,0 +1,84 @@
+package router
+
+import (
+	"context"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// Outcome is how a task ended: its terminal event (task.result,
+// task.error, task.cancel or task.timeout) and, unless it succeeded, the
+// wire error (seed 000 §5.4).
+type Outcome struct {
+	TaskID  string
+	Type    protocol.Type
+	Message *protocol.Message      // the terminal event
+	Err     *protocol.ErrorPayload // nil for task.result
+}
+
+// OK reports whether the task succeeded.
+func (o *Outcome) OK() bool { return o.Type == protocol.TypeTaskResult && o.Err == nil }
+
+// ResultAs decodes the result payload of a successful outcome into a T.
+func ResultAs[T any](o *Outcome) (T, error) {
+	if !o.OK() {
+		var zero T
+		if o.Err != nil {
+			return zero, o.Err
+		}
+		return zero, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "task ended with " + string(o.Type)}
+	}
+	return protocol.DecodePayload[T](o.Message)
+}
+
+// Handle follows one submitted task.
+type Handle struct {
+	r  *Router
+	ts *taskState
+}
+
+func resolvedHandle(r *Router, req *protocol.Message, out *Outcome) *Handle {
+	ts := &taskState{req: req, done: make(chan struct{}), outcome: out}
+	ts.finished.Store(true)
+	close(ts.done)
+	return &Handle{r: r, ts: ts}
+}
+
+// TaskID returns the id of the task.
+func (h *Handle) TaskID() string { return h.ts.req.TaskID }
+
+// Request returns the task.request. Do not modify it.
+func (h *Handle) Request() *protocol.Message { return h.ts.req }
+
+// Done is closed when the task has ended and its terminal event is stored.
+func (h *Handle) Done() <-chan struct{} { return h.ts.done }
+
+// Wait blocks until the task ends or ctx is done. It returns the outcome
+// and, when the task did not succeed, its wire error (a
+// *protocol.ErrorPayload, matched with errors.Is against a protocol.Code).
+// If ctx ends first it returns ctx's error and a nil outcome; the task goes
+// on.
+func (h *Handle) Wait(ctx context.Context) (*Outcome, error) {
+	select {
+	case <-h.ts.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out := h.ts.outcome
+	if out.Err != nil {
+		return out, out.Err
+	}
+	return out, nil
+}
+
+// Cancel cancels the task and every subtask under it (seed 000 §1.3): each
+// gets a task.cancel event with the reason. It returns at once; Wait for
+// the outcome. Cancelling an ended task does nothing.
+func (h *Handle) Cancel(reason string) {
+	if reason == "" {
+		reason = "cancelled by the caller"
+	}
+	if h.ts.cancel != nil {
+		h.ts.cancel(&cancelCause{reason})
+	}
+}

@@ -1,0 +1,375 @@
+package router
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+)
+
+// rejection is why a hard filter refused an agent.
+type rejection int
+
+const (
+	rejNone     rejection = iota
+	rejOffline            // no heartbeat within the TTL
+	rejNoHandle           // registered, but no handler in this router
+	rejPolicy             // security policy / sandbox / trust level
+	rejTools              // tool allowlist
+	rejNetwork            // network requirement
+	rejCycle              // already on the task's ancestor chain
+	rejCapacity           // at its max_concurrency
+	rejRequires           // lacks a required capability (explicit to only)
+)
+
+// match is the outcome of one routing pass (seed 000 §4.2).
+type match struct {
+	selected   *registry.Agent
+	explicit   bool               // "to" named the recipients
+	candidates []*registry.Agent  // passed every filter, best first
+	scores     map[string]float64 // by agent id
+	rejected   map[string]string  // agent id → reason
+	kinds      map[rejection]int  // how many rejections of each kind
+	reason     string
+	considered int
+	tied       int // candidates equal on score, load and success rate
+}
+
+// routable reports whether requirements were met by some agent that is
+// only busy: the task may wait for capacity.
+func (m *match) onlyBusy() bool {
+	return m.selected == nil && m.kinds[rejCapacity] > 0
+}
+
+// failure returns the code and message of a routing.failure.
+func (m *match) failure(requires []string) (protocol.Code, string) {
+	switch {
+	case m.considered == 0:
+		return protocol.CodeNoMatch, "no registered agent has " + describeRequires(requires)
+	case m.kinds[rejCycle] > 0 && m.kinds[rejCycle]+m.kinds[rejOffline]+m.kinds[rejNoHandle] == m.considered:
+		return protocol.CodeCycle, "every agent that matches is already on the task's delegation chain"
+	case m.kinds[rejCapacity] > 0:
+		return protocol.CodeCapacity, "every agent that matches is at its max_concurrency"
+	case m.kinds[rejPolicy]+m.kinds[rejTools] > 0 && m.kinds[rejPolicy]+m.kinds[rejTools]+m.kinds[rejOffline]+m.kinds[rejNoHandle] == m.considered:
+		return protocol.CodePolicyDenied, "no agent that matches " + describeRequires(requires) + " complies with the security policy"
+	}
+	return protocol.CodeNoMatch, "no available agent matches " + describeRequires(requires)
+}
+
+func describeRequires(requires []string) string {
+	if len(requires) == 0 {
+		return "the request"
+	}
+	return "requires[" + strings.Join(requires, ", ") + "]"
+}
+
+// route runs the matching algorithm of seed 000 §4.2 for req, whose task
+// has the given ancestor agents.
+func (r *Router) route(req *protocol.Message, ancestors []string) *match {
+	m := &match{}
+	var agents []*registry.Agent
+	requires := capabilityRequires(req.Requires)
+	if targets := r.explicitTargets(req); len(targets) > 0 {
+		// An explicit "to" skips scoring but not the hard filters (§4.2).
+		m.explicit = true
+		for _, id := range targets {
+			a, ok := r.reg.Get(id)
+			if !ok {
+				m.reject(id, rejOffline, "not registered")
+				continue
+			}
+			agents = append(agents, a)
+		}
+	} else {
+		agents = r.reg.Candidates(requires)
+	}
+	m.considered = len(agents)
+	for _, a := range agents {
+		if why, kind := r.hardFilter(req, a, requires, ancestors, m.explicit); kind != rejNone {
+			m.reject(a.ID(), kind, why)
+			continue
+		}
+		m.candidates = append(m.candidates, a)
+	}
+	if len(m.candidates) == 0 {
+		return m
+	}
+	m.scores = make(map[string]float64, len(m.candidates))
+	for _, a := range m.candidates {
+		m.scores[a.ID()] = r.score(req, a)
+	}
+	if len(m.candidates) > 1 {
+		r.rank(m)
+	}
+	m.selected = m.candidates[0]
+	m.reason = r.explain(req, m, requires)
+	return m
+}
+
+func (m *match) reject(id string, kind rejection, why string) {
+	if m.rejected == nil {
+		m.rejected = map[string]string{}
+		m.kinds = map[rejection]int{}
+	}
+	m.rejected[id] = why
+	m.kinds[kind]++
+}
+
+// explicitTargets returns the recipients of req that are not the router
+// itself; none means "route by capability".
+func (r *Router) explicitTargets(req *protocol.Message) []string {
+	var out []string
+	for _, p := range req.To {
+		if p.AgentID != r.opts.AgentID && strings.HasPrefix(p.AgentID, protocol.PrefixAgent) {
+			out = append(out, p.AgentID)
+		}
+	}
+	return out
+}
+
+// capabilityRequires drops the "network:" entries, which are not
+// capability ids but a hard filter (see hardFilter).
+func capabilityRequires(req []string) []string {
+	for i, c := range req {
+		if strings.HasPrefix(c, "network:") {
+			out := append([]string(nil), req[:i]...)
+			for _, c := range req[i+1:] {
+				if !strings.HasPrefix(c, "network:") {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+	}
+	return req
+}
+
+// networkRank orders the card network values from most to least restricted.
+func networkRank(v string) int {
+	switch v {
+	case "", "none":
+		return 0
+	case "egress-restricted", "restricted":
+		return 1
+	case "open", "egress", "full":
+		return 2
+	}
+	return -1
+}
+
+// hardFilter applies the must-pass rules of §4.2 step 1 (and, for an
+// explicit recipient, step 2), cheapest first.
+func (r *Router) hardFilter(req *protocol.Message, a *registry.Agent, requires, ancestors []string, explicit bool) (string, rejection) {
+	if !r.reg.Online(a) {
+		return "offline: no heartbeat within " + r.reg.HeartbeatTTL().String(), rejOffline
+	}
+	if !r.hasHandler(a.ID()) {
+		return "no handler registered with this router", rejNoHandle
+	}
+	card := a.Card()
+	if explicit {
+		for _, c := range requires {
+			if _, ok := card.Capability(c); !ok {
+				return "lacks required capability " + c, rejRequires
+			}
+		}
+	}
+	// The capabilities the task will use: the required ones, or all.
+	used := card.Capabilities
+	if len(requires) > 0 {
+		used = make([]protocol.Capability, 0, len(requires))
+		for _, c := range requires {
+			if cp, ok := card.Capability(c); ok {
+				used = append(used, cp)
+			}
+		}
+	}
+	if p := req.Security; p != nil && p.Policy != nil {
+		if p.Policy.Sandbox {
+			if card.Security == nil || !card.Security.Sandbox {
+				return "policy requires a sandboxed agent", rejPolicy
+			}
+			for _, cp := range used {
+				if cp.TrustLevel == protocol.TrustProd {
+					return "policy requires sandbox trust, " + cp.ID + " has trust_level prod", rejPolicy
+				}
+			}
+		}
+		if allow := p.Policy.ToolAllowlist; allow != nil {
+			for _, cp := range used {
+				for _, l := range [][]string{cp.Tools, cp.Servers} {
+					for _, t := range l {
+						if !slices.Contains(allow, t) {
+							return cp.ID + " needs " + t + ", outside the tool allowlist", rejTools
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, c := range req.Requires {
+		if want, ok := strings.CutPrefix(c, "network:"); ok {
+			have := ""
+			if card.Security != nil {
+				have = card.Security.Network
+			}
+			if networkRank(have) < networkRank(want) || networkRank(want) < 0 {
+				return "requires network " + want + ", agent has " + cmpOr(have, "none"), rejNetwork
+			}
+		}
+	}
+	if slices.Contains(ancestors, a.ID()) {
+		return "already on the task's delegation chain (cycle)", rejCycle
+	}
+	if limit := a.MaxConcurrency(); limit > 0 && a.InFlight() >= limit {
+		return "at max_concurrency " + strconv.Itoa(limit), rejCapacity
+	}
+	return "", rejNone
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// score is the weighted share of preferences the agent meets (§4.2 step 3).
+func (r *Router) score(req *protocol.Message, a *registry.Agent) float64 {
+	w := r.opts.Weights
+	var total, got float64
+	card := a.Card()
+	for _, p := range req.Prefers {
+		kind, name, _ := strings.Cut(p, ":")
+		var weight float64
+		var ok bool
+		switch kind {
+		case "tag", "domain":
+			weight, ok = w.Tags, hasTag(card, name)
+		case "tool", "mcp":
+			weight, ok = w.Tools, hasTool(card, name)
+		default:
+			_, has := card.Capability(p)
+			weight, ok = w.Capabilities, has
+		}
+		total += weight
+		if ok {
+			got += weight
+		}
+	}
+	if req.Domain != "" {
+		total += w.Domain
+		if hasTag(card, req.Domain) {
+			got += w.Domain
+		}
+	}
+	if total == 0 {
+		return 1
+	}
+	return got / total
+}
+
+func hasTag(card *protocol.AgentCard, tag string) bool {
+	for _, c := range card.Capabilities {
+		for _, t := range c.Tags {
+			if strings.EqualFold(t, tag) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasTool(card *protocol.AgentCard, name string) bool {
+	for _, c := range card.Capabilities {
+		if c.ID == "tool:"+name {
+			return true
+		}
+		for _, l := range [][]string{c.Tools, c.Servers} {
+			for _, t := range l {
+				if t == "mcp:"+name || t == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// rank orders m.candidates best first: score, then the tie-breakers of
+// §4.2 step 4 — least loaded, best recent success rate, round robin.
+func (r *Router) rank(m *match) {
+	type ranked struct {
+		a       *registry.Agent
+		score   float64
+		load    int
+		success float64
+	}
+	rs := make([]ranked, len(m.candidates))
+	for i, a := range m.candidates {
+		rs[i] = ranked{a, m.scores[a.ID()], a.InFlight(), a.SuccessRate()}
+	}
+	slices.SortStableFunc(rs, func(x, y ranked) int {
+		switch {
+		case x.score != y.score:
+			return cmpDesc(x.score, y.score)
+		case x.load != y.load:
+			return x.load - y.load
+		case x.success != y.success:
+			return cmpDesc(x.success, y.success)
+		}
+		return strings.Compare(x.a.ID(), y.a.ID())
+	})
+	// Round robin among the agents still tied on all three.
+	tied := 1
+	for tied < len(rs) && rs[tied].score == rs[0].score && rs[tied].load == rs[0].load && rs[tied].success == rs[0].success {
+		tied++
+	}
+	if tied > 1 {
+		k := int(r.rr.Add(1) % uint64(tied))
+		rs[0], rs[k] = rs[k], rs[0]
+	}
+	for i := range rs {
+		m.candidates[i] = rs[i].a
+	}
+	m.tied = tied
+}
+
+func cmpDesc(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
+// explain is the human-readable reason of a routing.decision (§4.3).
+func (r *Router) explain(req *protocol.Message, m *match, requires []string) string {
+	var b strings.Builder
+	if m.explicit {
+		b.WriteString("explicit recipient")
+	} else if len(requires) > 0 {
+		b.WriteString("matched " + describeRequires(requires))
+	} else {
+		b.WriteString("no requirements")
+	}
+	if len(m.candidates) == 1 {
+		b.WriteString(", only eligible candidate")
+		return b.String()
+	}
+	s0 := m.scores[m.selected.ID()]
+	second := m.candidates[1]
+	switch {
+	case s0 != m.scores[second.ID()]:
+		fmt.Fprintf(&b, ", best preference score %.2f", s0)
+	case m.selected.InFlight() != second.InFlight():
+		fmt.Fprintf(&b, ", lowest load (%d in flight)", m.selected.InFlight())
+	case m.selected.SuccessRate() != second.SuccessRate():
+		fmt.Fprintf(&b, ", best recent success rate %.2f", m.selected.SuccessRate())
+	default:
+		fmt.Fprintf(&b, ", round robin among %d equal candidates", m.tied)
+	}
+	return b.String()
+}

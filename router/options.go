@@ -1,0 +1,155 @@
+package router
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/schema"
+)
+
+// Weights weigh the parts of the preference score (seed 000 §4.2 step 3).
+// Each prefers[] entry counts with the weight of its kind; the message's
+// domain counts with Domain. A score is the weighted share of preferences an
+// agent meets, from 0 to 1.
+type Weights struct {
+	// Tags weighs "tag:<t>" and "domain:<d>" entries, met when a capability
+	// of the agent has that tag.
+	Tags float64
+	// Tools weighs "tool:<name>" and "mcp:<name>" entries, met when the
+	// agent's capabilities name that tool server (mcp:<name>) or have the
+	// capability id tool:<name>.
+	Tools float64
+	// Domain weighs the message's domain field, met when a capability of
+	// the agent has the domain as a tag.
+	Domain float64
+	// Capabilities weighs entries of any other kind ("skill:x"), met when
+	// the agent has that capability id.
+	Capabilities float64
+}
+
+// DefaultWeights weigh every kind of preference the same.
+var DefaultWeights = Weights{Tags: 1, Tools: 1, Domain: 1, Capabilities: 1}
+
+// Budget limits a run (CLowl E012). Zero fields mean no limit.
+type Budget struct {
+	// MaxTasks is the most tasks one run may have (the root and every
+	// delegated subtask; retries do not count).
+	MaxTasks int
+	// MaxDepth is the deepest delegation allowed: a root task has depth 0,
+	// its subtasks depth 1, and so on.
+	MaxDepth int
+}
+
+// Recovery says what Recover does with a task that was running when the
+// previous process stopped (accepted, no terminal event).
+type Recovery int
+
+const (
+	// RecoverFail ends each interrupted task with a retryable task.error
+	// of code INTERRUPTED; Retry can run it again. The default: a handler
+	// that had side effects is not run twice behind the caller's back.
+	RecoverFail Recovery = iota
+	// RecoverRedispatch routes each interrupted task again, as a new
+	// attempt.
+	RecoverRedispatch
+)
+
+// Defaults of a zero Options.
+const (
+	DefaultAgentID      = "agent:orchestrator"
+	DefaultMaxAttempts  = 3
+	DefaultMaxQueued    = 1024
+	DefaultQueueTimeout = 30 * time.Second
+	DefaultMaxDepth     = 16
+)
+
+// Options configures a Router. Nil means defaults; zero fields take
+// defaults.
+type Options struct {
+	// AgentID is the router's own agent id: the sender of routing events,
+	// task.timeout and task.cancel, and the recipient ("to") that means
+	// "route this for me". DefaultAgentID ("agent:orchestrator", as in seed
+	// 000 §10) when "".
+	AgentID string
+	// IDs makes ids and timestamps and is the router's clock;
+	// protocol.DefaultIDs() when nil. Tests pass one with a fixed clock.
+	IDs *protocol.IDs
+	// Logger receives the router's diagnostics; slog.Default() when nil.
+	Logger *slog.Logger
+	// Weights of the preference score; DefaultWeights when all zero.
+	Weights Weights
+	// MaxAttempts is how many times a task is tried when it fails with a
+	// retryable error (seed 000 §5.3); DefaultMaxAttempts when 0, 1 for no
+	// retries.
+	MaxAttempts int
+	// Backoff is the wait before attempt n+1 after attempt n failed;
+	// DefaultBackoff when nil.
+	Backoff func(attempt int) time.Duration
+	// MaxQueued is the most tasks that may wait at once for an agent to
+	// fall below its max_concurrency; DefaultMaxQueued when 0. A task past
+	// it fails at once with CAPACITY.
+	MaxQueued int
+	// QueueTimeout is how long a task waits for capacity before it fails
+	// with a routing.failure of code CAPACITY; DefaultQueueTimeout when 0.
+	QueueTimeout time.Duration
+	// Budget limits each run. MaxDepth is DefaultMaxDepth when 0; set it
+	// negative for no depth limit.
+	Budget Budget
+	// Workflows, when set, validates each result of a run bound to a
+	// workflow against the workflow's step (seed 000 §3.4), on top of the
+	// schema registry's payload_type check.
+	Workflows *schema.Binder
+	// Recovery is what Recover does with interrupted tasks.
+	Recovery Recovery
+}
+
+// DefaultBackoff waits 50 ms after the first failure and doubles each
+// time, up to 5 s.
+func DefaultBackoff(attempt int) time.Duration {
+	d := 50 * time.Millisecond
+	for i := 1; i < attempt && d < 5*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Second)
+}
+
+func (o *Options) setDefaults() error {
+	if o.MaxAttempts < 0 || o.MaxQueued < 0 || o.QueueTimeout < 0 || o.Budget.MaxTasks < 0 {
+		return wrap(ErrInvalidOptions, "MaxAttempts, MaxQueued, QueueTimeout and Budget.MaxTasks must not be negative", nil)
+	}
+	if w := o.Weights; w.Tags < 0 || w.Tools < 0 || w.Domain < 0 || w.Capabilities < 0 {
+		return wrap(ErrInvalidOptions, "weights must not be negative", nil)
+	}
+	if o.AgentID == "" {
+		o.AgentID = DefaultAgentID
+	}
+	if len(o.AgentID) <= len(protocol.PrefixAgent) || o.AgentID[:len(protocol.PrefixAgent)] != protocol.PrefixAgent {
+		return wrap(ErrInvalidOptions, "AgentID "+o.AgentID+" must start with agent:", nil)
+	}
+	if o.IDs == nil {
+		o.IDs = protocol.DefaultIDs()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Weights == (Weights{}) {
+		o.Weights = DefaultWeights
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.MaxQueued == 0 {
+		o.MaxQueued = DefaultMaxQueued
+	}
+	if o.QueueTimeout == 0 {
+		o.QueueTimeout = DefaultQueueTimeout
+	}
+	if o.Budget.MaxDepth == 0 {
+		o.Budget.MaxDepth = DefaultMaxDepth
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// taskLog is what the store holds about one task.
+type taskLog struct {
+	req      *protocol.Message
+	terminal *protocol.Message // last terminal event, nil while open
+	attempt  int               // highest attempt seen
+	accepted bool
+}
+
+// terminalEvent reports whether m ends its task: a result, cancel or
+// timeout, or an error that is not followed by a retry.
+func terminalEvent(m *protocol.Message) bool {
+	switch m.Type {
+	case protocol.TypeTaskResult, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
+		return true
+	case protocol.TypeTaskError:
+		ep, err := protocol.DecodePayload[protocol.ErrorPayload](m)
+		return err != nil || ep.Details["will_retry"] != true
+	}
+	return false
+}
+
+func (l *taskLog) add(m *protocol.Message) {
+	if m.Attempt > l.attempt {
+		l.attempt = m.Attempt
+	}
+	switch {
+	case m.Type == protocol.TypeTaskRequest:
+		if l.req == nil {
+			l.req = m
+		}
+	case m.Type == protocol.TypeTaskAccept:
+		l.accepted = true
+		l.terminal = nil // a new attempt reopens the task
+	case m.Type == protocol.TypeRoutingDecision:
+		l.terminal = nil
+	case terminalEvent(m):
+		l.terminal = m
+	}
+}
+
+func (r *Router) readTask(ctx context.Context, taskID string) (*taskLog, error) {
+	l := &taskLog{}
+	for ev, err := range r.st.Read(ctx, store.Query{TaskID: taskID}) {
+		if err != nil {
+			return nil, err
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return nil, fmt.Errorf("router: event %d: %w", ev.Seq, err)
+		}
+		l.add(m)
+	}
+	if l.req == nil {
+		return nil, wrap(ErrUnknownTask, taskID, nil)
+	}
+	return l, nil
+}
+
+func outcomeOf(m *protocol.Message) *Outcome {
+	out := &Outcome{TaskID: m.TaskID, Type: m.Type, Message: m}
+	if m.Type != protocol.TypeTaskResult {
+		ep, err := protocol.DecodePayload[protocol.ErrorPayload](m)
+		if err != nil || ep.Code == "" {
+			ep = protocol.ErrorPayload{Code: protocol.CodeInternal, Message: string(m.Type)}
+		}
+		out.Err = &ep
+	}
+	return out
+}
+
+// storedOutcome returns the stored outcome of an ended task, nil if it has
+// not ended.
+func (r *Router) storedOutcome(ctx context.Context, taskID string) (*Outcome, error) {
+	l, err := r.readTask(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if l.terminal == nil {
+		return nil, nil
+	}
+	return outcomeOf(l.terminal), nil
+}
+
+// recoverTask applies the recovery policy to a stored task that is not
+// running and has not ended.
+func (r *Router) recoverTask(ctx context.Context, req *protocol.Message) (*Handle, error) {
+	l, err := r.readTask(ctx, req.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if r.opts.Recovery == RecoverRedispatch {
+		return r.restart(ctx, l)
+	}
+	ts := &taskState{req: l.req, ctx: context.Background(), done: make(chan struct{}), attempt: max(l.attempt, 1)}
+	ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the process running the task stopped before it ended", Retryable: true}
+	r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+	return &Handle{r: r, ts: ts}, nil
+}
+
+// restart runs a stored task again as a new attempt.
+func (r *Router) restart(ctx context.Context, l *taskLog) (*Handle, error) {
+	return r.start(ctx, l.req, nil, max(l.attempt, l.req.Attempt)+1)
+}
+
+// Recover finds the tasks that were running when a previous process
+// stopped — stored, not ended, not running in this router — and applies
+// Options.Recovery to each: RecoverFail (the default) ends it with a
+// retryable INTERRUPTED task.error, RecoverRedispatch routes it again as a
+// new attempt. Call it once after registering the agents. It scans the
+// task events of the whole log and returns how many tasks it recovered.
+func (r *Router) Recover(ctx context.Context) (int, error) {
+	logs := map[string]*taskLog{}
+	var order []string
+	for ev, err := range r.st.Read(ctx, store.Query{TypePrefix: "task."}) {
+		if err != nil {
+			return 0, err
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return 0, fmt.Errorf("router: event %d: %w", ev.Seq, err)
+		}
+		l := logs[m.TaskID]
+		if l == nil {
+			l = &taskLog{}
+			logs[m.TaskID] = l
+			order = append(order, m.TaskID)
+		}
+		l.add(m)
+	}
+	n := 0
+	for _, id := range order {
+		l := logs[id]
+		if l.req == nil || l.terminal != nil {
+			continue
+		}
+		r.mu.Lock()
+		running := r.tasks[id] != nil
+		r.mu.Unlock()
+		if running {
+			continue
+		}
+		if _, err := r.recoverTask(ctx, l.req); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Retry runs one ended task of a run again from the log (partial retry,
+// seed 000 "Task DAGs ... with partial retry"): a task that ended with
+// task.error or task.timeout is routed again as a new attempt, with its
+// stored request. The rest of the run is not touched.
+func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
+	r.mu.Lock()
+	running := r.tasks[taskID] != nil
+	r.mu.Unlock()
+	if running {
+		return nil, wrap(ErrNotRetryable, taskID+" is running", nil)
+	}
+	l, err := r.readTask(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if l.terminal == nil || (l.terminal.Type != protocol.TypeTaskError && l.terminal.Type != protocol.TypeTaskTimeout) {
+		state := "has not ended"
+		if l.terminal != nil {
+			state = "ended with " + string(l.terminal.Type)
+		}
+		return nil, wrap(ErrNotRetryable, taskID+" "+state, nil)
+	}
+	return r.restart(ctx, l)
+}
+
+// TaskNode is one task of a replayed run.
+type TaskNode struct {
+	TaskID       string
+	ParentTaskID string
+	Agent        string        // agent of the last attempt, "" if never routed
+	State        protocol.Type // last lifecycle event: task.request ... task.timeout
+	Attempts     int
+	Request      *protocol.Message
+	Decisions    []protocol.RoutingDecision
+	Outcome      *Outcome // nil while the task is open
+	Children     []*TaskNode
+}
+
+// Tree is a run's task tree rebuilt from the store (seed 000 §1.3, §8.1
+// "replay by run_id").
+type Tree struct {
+	RunID string
+	Roots []*TaskNode
+	Tasks map[string]*TaskNode
+}
+
+// Replay rebuilds the task tree of a run from the events in st: tasks,
+// parents, states, attempts, routing decisions and outcomes. It needs no
+// router and works on any store, for debugging a past run.
+func Replay(ctx context.Context, st store.Store, runID string) (*Tree, error) {
+	t := &Tree{RunID: runID, Tasks: map[string]*TaskNode{}}
+	var order []string
+	logs := map[string]*taskLog{}
+	for ev, err := range st.Read(ctx, store.Query{RunID: runID}) {
+		if err != nil {
+			return nil, err
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return nil, fmt.Errorf("router: event %d: %w", ev.Seq, err)
+		}
+		if m.Type.Family() != "task" && m.Type.Family() != "routing" {
+			continue
+		}
+		n := t.Tasks[m.TaskID]
+		if n == nil {
+			n = &TaskNode{TaskID: m.TaskID, ParentTaskID: m.ParentTaskID}
+			t.Tasks[m.TaskID] = n
+			logs[m.TaskID] = &taskLog{}
+			order = append(order, m.TaskID)
+		}
+		logs[m.TaskID].add(m)
+		switch m.Type {
+		case protocol.TypeRoutingDecision:
+			if d, err := protocol.DecodePayload[protocol.RoutingDecision](m); err == nil {
+				n.Decisions = append(n.Decisions, d)
+				n.Agent = d.Selected
+			}
+			n.State = protocol.TypeTaskRequest
+		case protocol.TypeRoutingFailure:
+		default:
+			n.State = m.Type
+		}
+	}
+	for _, id := range order {
+		n, l := t.Tasks[id], logs[id]
+		n.Request, n.Attempts = l.req, l.attempt
+		if l.req != nil {
+			n.ParentTaskID = l.req.ParentTaskID
+		}
+		if l.terminal != nil {
+			n.Outcome = outcomeOf(l.terminal)
+			n.State = l.terminal.Type
+		}
+		if p := t.Tasks[n.ParentTaskID]; p != nil && n.ParentTaskID != "" {
+			p.Children = append(p.Children, n)
+		} else {
+			t.Roots = append(t.Roots, n)
+		}
+	}
+	return t, nil
+}
+
+// Tree replays a run of the router's store; see Replay.
+func (r *Router) Tree(ctx context.Context, runID string) (*Tree, error) {
+	return Replay(ctx, r.st, runID)
+}
+
+// String draws the tree, one task a line.
+func (t *Tree) String() string {
+	var b strings.Builder
+	var walk func(n *TaskNode, indent string)
+	walk = func(n *TaskNode, indent string) {
+		fmt.Fprintf(&b, "%s%s  %s", indent, n.TaskID, n.State)
+		if n.Agent != "" {
+			fmt.Fprintf(&b, "  by %s", n.Agent)
+		}
+		if n.Attempts > 1 {
+			fmt.Fprintf(&b, "  (%d attempts)", n.Attempts)
+		}
+		if n.Outcome != nil && n.Outcome.Err != nil {
+			fmt.Fprintf(&b, "  %s", n.Outcome.Err.Code)
+		}
+		b.WriteByte('\n')
+		kids := slices.Clone(n.Children)
+		for _, c := range kids {
+			walk(c, indent+"  ")
+		}
+	}
+	for _, n := range t.Roots {
+		walk(n, "")
+	}
+	return b.String()
+}

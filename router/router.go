@@ -1,0 +1,334 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// Handler runs the tasks routed to one agent. It reads the request from t,
+// may report progress and delegate subtasks through t, and returns the
+// result, or an error: a *protocol.ErrorPayload (see Fail) reaches the
+// task.error event as it is; any other error is coded with
+// protocol.CodeOf. ctx ends when the task is cancelled or passes the
+// agent's max_runtime_sec.
+type Handler func(ctx context.Context, t *Task) (*Result, error)
+
+// Result is what a handler returns on success: the payload of the
+// task.result event and its structured contract (seed 000 §3).
+type Result struct {
+	// PayloadType names the payload's schema ("research.summary.v1"); the
+	// result is validated against it. "" sends an untyped result.
+	PayloadType string
+	// Payload is encoded as JSON; a json.RawMessage or []byte is taken as
+	// it is.
+	Payload any
+	// Attachments reference artifacts (seed 000 §8.2).
+	Attachments []protocol.Attachment
+}
+
+// Router matches task requests to agents, runs them and records every step
+// as an event (seed 000 §2, §4, §5). It is safe for concurrent use.
+type Router struct {
+	st      store.Store
+	reg     *registry.Registry
+	schemas *schema.Registry
+	opts    Options
+	ids     *protocol.IDs
+
+	hmu      sync.RWMutex
+	handlers map[string]Handler
+
+	mu     sync.Mutex
+	tasks  map[string]*taskState // running tasks by task id
+	runs   map[string]*runState  // runs with running tasks
+	closed bool
+	wg     sync.WaitGroup // task goroutines
+
+	rr      atomic.Uint64 // round-robin counter
+	waiting atomic.Int64  // tasks waiting for capacity
+	slots   signal        // broadcast when a slot frees up
+}
+
+type runState struct {
+	tasks int // tasks of the run counted for the budget
+	open  int // tasks of the run running now
+}
+
+// New returns a router over a store, an agent registry and a schema
+// registry. opts may be nil.
+func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts *Options) (*Router, error) {
+	if st == nil || reg == nil || schemas == nil {
+		return nil, wrap(ErrInvalidOptions, "store, registry and schema registry are required", nil)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Router{
+		st: st, reg: reg, schemas: schemas, opts: o, ids: o.IDs,
+		handlers: map[string]Handler{},
+		tasks:    map[string]*taskState{},
+		runs:     map[string]*runState{},
+		slots:    newSignal(),
+	}, nil
+}
+
+// Register registers an in-process agent: its card goes to the registry
+// (an agent.register event, registered Local so it needs no heartbeats)
+// and h runs the tasks routed to it. Registering the same agent id again
+// replaces card and handler.
+func (r *Router) Register(ctx context.Context, card *protocol.AgentCard, h Handler) error {
+	if h == nil {
+		return wrap(ErrInvalidOptions, "nil handler", nil)
+	}
+	if card == nil {
+		return wrap(ErrInvalidOptions, "nil card", nil)
+	}
+	if card.AgentID == r.opts.AgentID {
+		return wrap(ErrInvalidOptions, card.AgentID+" is the router's own id", nil)
+	}
+	r.hmu.Lock()
+	r.handlers[card.AgentID] = h
+	r.hmu.Unlock()
+	if err := r.reg.Register(ctx, card, &registry.RegisterOptions{Local: true}); err != nil {
+		r.hmu.Lock()
+		delete(r.handlers, card.AgentID)
+		r.hmu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Attach sets the handler of an agent that is registered in the registry
+// by someone else (an adapter forwarding to a remote agent, say), without
+// writing a registry event.
+func (r *Router) Attach(agentID string, h Handler) error {
+	if h == nil {
+		return wrap(ErrInvalidOptions, "nil handler", nil)
+	}
+	r.hmu.Lock()
+	r.handlers[agentID] = h
+	r.hmu.Unlock()
+	return nil
+}
+
+func (r *Router) hasHandler(id string) bool {
+	r.hmu.RLock()
+	_, ok := r.handlers[id]
+	r.hmu.RUnlock()
+	return ok
+}
+
+func (r *Router) handler(id string) Handler {
+	r.hmu.RLock()
+	h := r.handlers[id]
+	r.hmu.RUnlock()
+	return h
+}
+
+// NewRequest returns a task.request from "from" with a new run, thread and
+// task, ids and timestamp from the router's id source, addressed to the
+// router, carrying payload (encoded as JSON) under payloadType. Set
+// Requires, Prefers, Domain or To on it before Submit.
+func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Message, error) {
+	m := r.ids.NewMessage(protocol.TypeTaskRequest, from)
+	m.To = []protocol.Participant{{AgentID: r.opts.AgentID}}
+	m.PayloadType = payloadType
+	if pt := protocol.SchemaRefFor(payloadType); pt != "" {
+		m.SchemaRef = pt
+	}
+	if err := m.SetPayload(payload); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Submit stores the task.request req and starts routing it; it returns
+// once the request is stored. The returned handle waits for the task's
+// outcome or cancels it. ctx bounds only the submission: the task lives on
+// (cancel it through the handle).
+//
+// A request that is already stored (same id, or same run_id and
+// idempotency_key: seed 000 §5.2) is not run again: the handle follows the
+// task that request started, or holds its stored outcome.
+func (r *Router) Submit(ctx context.Context, req *protocol.Message) (*Handle, error) {
+	return r.submit(ctx, req, nil)
+}
+
+func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *taskState) (*Handle, error) {
+	if req == nil || req.Type != protocol.TypeTaskRequest {
+		return nil, wrap(ErrInvalidRequest, "want a task.request", nil)
+	}
+	if err := req.Validate(); err != nil {
+		return nil, wrap(ErrInvalidRequest, "", err)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if ts := r.tasks[req.TaskID]; ts != nil && ts.req.ID != req.ID {
+		r.mu.Unlock()
+		return nil, wrap(ErrInvalidRequest, "task "+req.TaskID+" is already running", nil)
+	}
+	r.mu.Unlock()
+	res, err := r.st.Append(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("router: storing the request: %w", err)
+	}
+	if res[0].Duplicate {
+		return r.redelivered(ctx, req, res[0].Seq)
+	}
+	return r.start(ctx, req, parent, req.Attempt)
+}
+
+// start begins a new task (or a new run of one) whose request is stored.
+func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskState, attempt int) (*Handle, error) {
+	ts := &taskState{req: req, parent: parent, done: make(chan struct{}), attempt: attempt}
+	if parent != nil {
+		ts.depth = parent.depth + 1
+	}
+	base := context.WithoutCancel(ctx)
+	if parent != nil {
+		base = ctx // a subtask ends with the handler that delegated it
+	}
+	ts.ctx, ts.cancel = context.WithCancelCause(base)
+
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		ts.cancel(ErrClosed)
+		return nil, ErrClosed
+	}
+	if old := r.tasks[req.TaskID]; old != nil {
+		r.mu.Unlock()
+		ts.cancel(nil)
+		return &Handle{r: r, ts: old}, nil
+	}
+	rs := r.runs[req.RunID]
+	if rs == nil {
+		rs = &runState{}
+		r.runs[req.RunID] = rs
+	}
+	budgetErr := r.checkBudget(rs, ts)
+	rs.tasks++
+	rs.open++
+	r.tasks[req.TaskID] = ts
+	if parent != nil {
+		parent.children = append(parent.children, ts)
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+
+	go r.run(ts, budgetErr)
+	return &Handle{r: r, ts: ts}, nil
+}
+
+// checkBudget applies the run budget; r.mu is held.
+func (r *Router) checkBudget(rs *runState, ts *taskState) *protocol.ErrorPayload {
+	b := r.opts.Budget
+	if b.MaxDepth > 0 && ts.depth > b.MaxDepth {
+		return &protocol.ErrorPayload{Code: protocol.CodeBudget, Message: fmt.Sprintf("delegation depth %d exceeds the run's budget of %d", ts.depth, b.MaxDepth),
+			Details: map[string]any{"max_depth": b.MaxDepth, "depth": ts.depth}}
+	}
+	if b.MaxTasks > 0 && rs.tasks >= b.MaxTasks {
+		return &protocol.ErrorPayload{Code: protocol.CodeBudget, Message: fmt.Sprintf("the run already has %d tasks, its budget", b.MaxTasks),
+			Details: map[string]any{"max_tasks": b.MaxTasks}}
+	}
+	return nil
+}
+
+// redelivered handles a request the store already holds (seed 000 §5.1:
+// at-least-once delivery, dedup by the receiver).
+func (r *Router) redelivered(ctx context.Context, req *protocol.Message, seq uint64) (*Handle, error) {
+	stored, err := r.eventAt(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	orig, err := stored.Message()
+	if err != nil {
+		return nil, fmt.Errorf("router: reading the stored request: %w", err)
+	}
+	r.mu.Lock()
+	ts := r.tasks[orig.TaskID]
+	r.mu.Unlock()
+	if ts != nil {
+		return &Handle{r: r, ts: ts}, nil
+	}
+	out, err := r.storedOutcome(ctx, orig.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		return resolvedHandle(r, orig, out), nil
+	}
+	// Stored, never finished, not running here: the process that ran it
+	// stopped. Apply the recovery policy.
+	return r.recoverTask(ctx, orig)
+}
+
+func (r *Router) eventAt(ctx context.Context, seq uint64) (store.Event, error) {
+	for ev, err := range r.st.Read(ctx, store.Query{AfterSeq: seq - 1, Limit: 1}) {
+		return ev, err
+	}
+	return store.Event{}, wrap(ErrUnknownTask, fmt.Sprintf("no event %d", seq), nil)
+}
+
+// Close cancels every running task, waits for their terminal events to be
+// stored, and refuses new submissions. It does not close the store.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	running := make([]*taskState, 0, len(r.tasks))
+	for _, ts := range r.tasks {
+		running = append(running, ts)
+	}
+	r.mu.Unlock()
+	for _, ts := range running {
+		ts.cancel(errRouterClosed)
+	}
+	r.wg.Wait()
+	return nil
+}
+
+var errRouterClosed = errors.New("router closed")
+
+// signal is a broadcast: wait on C(), Broadcast wakes every waiter.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newSignal() signal { return signal{ch: make(chan struct{})} }
+
+func (s *signal) C() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+func (s *signal) Broadcast() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// now is the router clock.
+func (r *Router) now() time.Time { return r.ids.Now() }

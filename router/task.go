@@ -1,0 +1,575 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/schema"
+)
+
+// taskState is a task the router is running.
+type taskState struct {
+	req      *protocol.Message
+	parent   *taskState
+	children []*taskState // guarded by Router.mu
+	depth    int
+	attempt  int          // current attempt; written by the run goroutine
+	agent    atomic.Value // string: the agent of the current attempt
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	finished atomic.Bool
+	done     chan struct{}
+	outcome  *Outcome
+}
+
+func (ts *taskState) agentID() string {
+	s, _ := ts.agent.Load().(string)
+	return s
+}
+
+// ancestors returns the agents on the task's delegation chain.
+func (ts *taskState) ancestors() []string {
+	var out []string
+	for p := ts.parent; p != nil; p = p.parent {
+		if a := p.agentID(); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// cancelCause is the cause of a cancellation asked for through a Handle.
+type cancelCause struct{ reason string }
+
+func (c *cancelCause) Error() string { return "cancelled: " + c.reason }
+
+// timeoutCause is the cause of an attempt passing its max_runtime_sec;
+// one per attempt, so a subtask can tell its own timeout from its parent's.
+type timeoutCause struct{ limit time.Duration }
+
+func (c *timeoutCause) Error() string { return "max_runtime_sec of " + c.limit.String() + " passed" }
+
+// run drives one task from routing to its terminal event.
+func (r *Router) run(ts *taskState, budgetErr *protocol.ErrorPayload) {
+	defer r.wg.Done()
+	defer r.forget(ts)
+	stop := context.AfterFunc(ts.ctx, func() { r.onCancel(ts) })
+	defer stop()
+	if budgetErr != nil {
+		r.end(ts, &Outcome{Err: budgetErr}, r.errorEvent(ts, r.opts.AgentID, budgetErr))
+		return
+	}
+	for {
+		m := r.routeTask(ts)
+		if m == nil {
+			return
+		}
+		retry := r.attempt(ts, m)
+		if !retry {
+			return
+		}
+		wait := time.NewTimer(r.opts.Backoff(ts.attempt))
+		select {
+		case <-wait.C:
+		case <-ts.ctx.Done():
+			wait.Stop()
+			return
+		}
+		ts.attempt++
+	}
+}
+
+// routeTask finds an agent and takes one of its concurrency slots, waiting
+// in the bounded queue while every matching agent is busy. It returns nil
+// when the task ended (a routing.failure was stored, or it was cancelled).
+func (r *Router) routeTask(ts *taskState) *match {
+	var deadline <-chan time.Time
+	for {
+		if ts.ctx.Err() != nil {
+			return nil
+		}
+		m := r.route(ts.req, ts.ancestors())
+		if m.selected != nil {
+			if r.reg.TryAcquire(m.selected) {
+				return m
+			}
+			continue // lost a race for the last slot: route again
+		}
+		if !m.onlyBusy() {
+			r.routingFailure(ts, m, "")
+			return nil
+		}
+		if deadline == nil {
+			t := time.NewTimer(r.opts.QueueTimeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		if n := r.waiting.Add(1); n > int64(r.opts.MaxQueued) {
+			r.waiting.Add(-1)
+			r.routingFailure(ts, m, fmt.Sprintf("the wait queue is full (%d tasks)", r.opts.MaxQueued))
+			return nil
+		}
+		wake := r.slots.C()
+		// Re-check after registering as a waiter: a slot may have freed in
+		// between.
+		if again := r.route(ts.req, ts.ancestors()); again.selected != nil || !again.onlyBusy() {
+			r.waiting.Add(-1)
+			continue
+		}
+		select {
+		case <-wake:
+			r.waiting.Add(-1)
+		case <-deadline:
+			r.waiting.Add(-1)
+			r.routingFailure(ts, m, "no capacity within the queue timeout of "+r.opts.QueueTimeout.String())
+			return nil
+		case <-ts.ctx.Done():
+			r.waiting.Add(-1)
+			return nil
+		}
+	}
+}
+
+// routingFailure stores routing.failure and the task.error that ends the
+// task (seed 000 §2.5, §4.2).
+func (r *Router) routingFailure(ts *taskState, m *match, detail string) {
+	code, msg := m.failure(capabilityRequires(ts.req.Requires))
+	if detail != "" {
+		msg += ": " + detail
+	}
+	details := map[string]any{"requires": nonNilStrings(ts.req.Requires)}
+	if len(m.rejected) > 0 {
+		rej := make(map[string]any, len(m.rejected))
+		for k, v := range m.rejected {
+			rej[k] = v
+		}
+		details["rejected"] = rej
+	}
+	ep := &protocol.ErrorPayload{Code: code, Message: msg, Retryable: code.Retryable(), Details: details}
+	fail := r.event(ts, protocol.TypeRoutingFailure, r.opts.AgentID, nil)
+	r.setPayload(fail, ep)
+	r.end(ts, &Outcome{Err: ep}, fail, r.errorEvent(ts, r.opts.AgentID, ep))
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// attempt runs one attempt on the selected agent. It reports whether the
+// task should be tried again.
+func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
+	a := m.selected
+	ts.agent.Store(a.ID())
+	decision := r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
+	r.setPayload(decision, protocol.RoutingDecision{
+		Selected: a.ID(), Candidates: agentIDs(m.candidates), Reason: m.reason, Scores: m.scores, Rejected: m.rejected,
+	})
+	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
+	if _, err := r.st.Append(ts.ctx, decision, accept); err != nil {
+		r.release(a, false)
+		r.storeFailed(ts, err)
+		return false
+	}
+
+	ctx := ts.ctx
+	var cause *timeoutCause
+	if card := a.Card(); card.Limits != nil && card.Limits.MaxRuntimeSec > 0 {
+		limit := time.Duration(card.Limits.MaxRuntimeSec) * time.Second
+		cause = &timeoutCause{limit}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ts.ctx, r.now().Add(limit), cause)
+		defer cancel()
+		// Store task.timeout at the deadline even if the handler ignores
+		// its context.
+		stop := context.AfterFunc(ctx, func() {
+			if context.Cause(ctx) == cause {
+				r.onTimeout(ts, cause)
+			}
+		})
+		defer stop()
+	}
+	t := &Task{r: r, ts: ts, agent: a, attempt: ts.attempt}
+	res, err := r.call(ctx, r.handler(a.ID()), t)
+	// A timeout or cancellation wins over what the handler returned after
+	// it; end() stores whichever comes first, once.
+	switch {
+	case cause != nil && context.Cause(ctx) == cause:
+		r.onTimeout(ts, cause)
+	case ts.ctx.Err() != nil:
+		r.onCancel(ts)
+	}
+	if ts.finished.Load() {
+		r.release(a, false)
+		return false
+	}
+	if err != nil {
+		ep := errorPayload(err)
+		r.release(a, false)
+		if ep.Retryable && ts.attempt < r.opts.MaxAttempts && ts.ctx.Err() == nil {
+			ev := r.errorEvent(ts, a.ID(), ep)
+			ev.Payload = nil
+			retryEP := *ep
+			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": ts.attempt + 1})
+			r.setPayload(ev, &retryEP)
+			if _, err := r.st.Append(ts.ctx, ev); err != nil {
+				r.storeFailed(ts, err)
+				return false
+			}
+			return true
+		}
+		r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, a.ID(), ep))
+		return false
+	}
+	result, verr := r.resultEvent(ts, a.ID(), res)
+	if verr != nil {
+		r.release(a, false)
+		r.end(ts, &Outcome{Err: verr}, r.errorEvent(ts, a.ID(), verr))
+		return false
+	}
+	r.release(a, true)
+	r.end(ts, &Outcome{}, result)
+	return false
+}
+
+func (r *Router) release(a *registry.Agent, ok bool) {
+	r.reg.Release(a, ok)
+	if r.waiting.Load() > 0 {
+		r.slots.Broadcast()
+	}
+}
+
+// call runs the handler; a panic becomes an INTERNAL error (DESIGN: a
+// panicking handler never crashes the host).
+func (r *Router) call(ctx context.Context, h Handler, t *Task) (res *Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.opts.Logger.Error("router: handler panicked", "agent", t.agent.ID(), "task", t.ID(), "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: fmt.Sprintf("handler panicked: %v", p), Retryable: true}
+		}
+	}()
+	if h == nil {
+		return nil, &protocol.ErrorPayload{Code: protocol.CodeNotFound, Message: "agent " + t.agent.ID() + " has no handler"}
+	}
+	return h(ctx, t)
+}
+
+// errorPayload turns a handler's error into the wire error of §5.4.
+func errorPayload(err error) *protocol.ErrorPayload {
+	var ep *protocol.ErrorPayload
+	if errors.As(err, &ep) {
+		c := *ep
+		if c.Code == "" {
+			c.Code = protocol.CodeInternal
+		}
+		return &c
+	}
+	code := protocol.CodeOf(err)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		code = protocol.CodeTimeout
+	case errors.Is(err, context.Canceled):
+		code = protocol.CodeCancelled
+	}
+	return &protocol.ErrorPayload{Code: code, Message: err.Error(), Retryable: code.Retryable()}
+}
+
+func mergeDetails(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// resultEvent builds the task.result of a handler's Result and validates it
+// (seed 000 §3). An invalid result gives a VALIDATION error whose details
+// keep the result for audit.
+func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol.Message, *protocol.ErrorPayload) {
+	if res == nil {
+		res = &Result{}
+	}
+	m := r.event(ts, protocol.TypeTaskResult, from, nil)
+	m.PayloadType = res.PayloadType
+	m.SchemaRef = protocol.SchemaRefFor(res.PayloadType)
+	m.Attachments = res.Attachments
+	if err := m.SetPayload(res.Payload); err != nil {
+		return nil, &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "result payload is not JSON: " + err.Error()}
+	}
+	err := m.Validate()
+	if err == nil {
+		err = r.schemas.ValidateMessage(m)
+	}
+	if err == nil && r.opts.Workflows != nil {
+		err = r.opts.Workflows.Validate(m)
+	}
+	if err != nil {
+		details := map[string]any{"payload_type": res.PayloadType, "result": json.RawMessage(m.Payload)}
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			vs := make([]any, len(ve.Violations))
+			for i, v := range ve.Violations {
+				vs[i] = map[string]any{"path": v.Path, "keyword": v.Keyword, "message": v.Message}
+			}
+			details["violations"] = vs
+		}
+		return nil, &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "result rejected: " + err.Error(), Details: details}
+	}
+	return m, nil
+}
+
+// event returns a new message of the task: same thread, run, task and
+// parent, the current attempt, from "from", to the given agents or the
+// requester.
+func (r *Router) event(ts *taskState, t protocol.Type, from string, to []string) *protocol.Message {
+	req := ts.req
+	m := &protocol.Message{
+		V: protocol.Version, ID: r.ids.MessageID(), TS: protocol.Timestamp(r.now()),
+		ThreadID: req.ThreadID, RunID: req.RunID, TaskID: req.TaskID, ParentTaskID: req.ParentTaskID,
+		Trace: req.Trace, From: protocol.Participant{AgentID: from}, Type: t, Domain: req.Domain,
+		Payload: json.RawMessage("null"), Attempt: ts.attempt,
+	}
+	if to == nil {
+		m.To = []protocol.Participant{{AgentID: req.From.AgentID}}
+	} else {
+		m.To = make([]protocol.Participant, len(to))
+		for i, id := range to {
+			m.To[i].AgentID = id
+		}
+	}
+	return m
+}
+
+func (r *Router) setPayload(m *protocol.Message, v any) {
+	if err := m.SetPayload(v); err != nil {
+		// Only the router's own types go through here.
+		panic(fmt.Sprintf("router: encoding %s payload: %v", m.Type, err))
+	}
+}
+
+func (r *Router) errorEvent(ts *taskState, from string, ep *protocol.ErrorPayload) *protocol.Message {
+	m := r.event(ts, protocol.TypeTaskError, from, nil)
+	r.setPayload(m, ep)
+	return m
+}
+
+// end stores the terminal event(s) of a task exactly once and resolves its
+// handle. It reports whether this call ended the task.
+func (r *Router) end(ts *taskState, out *Outcome, events ...*protocol.Message) bool {
+	if !ts.finished.CompareAndSwap(false, true) {
+		return false
+	}
+	last := events[len(events)-1]
+	// Terminal events are stored even when the task's context is done.
+	if _, err := r.st.Append(context.WithoutCancel(ts.ctx), events...); err != nil {
+		r.opts.Logger.Error("router: storing the terminal event failed", "task", ts.req.TaskID, "type", last.Type, "err", err)
+		if out.Err == nil {
+			out.Err = &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing the result failed: " + err.Error(), Retryable: true}
+		}
+	}
+	out.TaskID = ts.req.TaskID
+	out.Type = last.Type
+	out.Message = last
+	ts.outcome = out
+	close(ts.done)
+	return true
+}
+
+// storeFailed ends a task whose events could not be stored.
+func (r *Router) storeFailed(ts *taskState, err error) {
+	ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing task events failed: " + err.Error(), Retryable: true}
+	r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+}
+
+// onCancel runs when the task's context ends before the task did.
+func (r *Router) onCancel(ts *taskState) {
+	if ts.finished.Load() {
+		return
+	}
+	cause := context.Cause(ts.ctx)
+	if errors.Is(cause, errRouterClosed) {
+		ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the router closed while the task ran", Retryable: true}
+		r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+		return
+	}
+	reason := "cancelled"
+	var cc *cancelCause
+	var tc *timeoutCause
+	switch {
+	case errors.As(cause, &cc):
+		reason = cc.reason
+	case errors.As(cause, &tc):
+		reason = "the parent task timed out"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		reason = cause.Error()
+	case ts.parent != nil:
+		reason = "the parent task ended"
+	}
+	ep := &protocol.ErrorPayload{Code: protocol.CodeCancelled, Message: reason}
+	m := r.event(ts, protocol.TypeTaskCancel, r.opts.AgentID, nil)
+	r.setPayload(m, ep)
+	r.end(ts, &Outcome{Err: ep}, m)
+}
+
+// onTimeout runs when an attempt passes the agent's max_runtime_sec.
+func (r *Router) onTimeout(ts *taskState, cause *timeoutCause) {
+	ep := &protocol.ErrorPayload{Code: protocol.CodeTimeout, Message: cause.Error(), Retryable: true,
+		Details: map[string]any{"agent": ts.agentID(), "max_runtime_sec": int(cause.limit / time.Second)}}
+	m := r.event(ts, protocol.TypeTaskTimeout, r.opts.AgentID, nil)
+	r.setPayload(m, ep)
+	r.end(ts, &Outcome{Err: ep}, m)
+}
+
+// forget removes a task that has returned from the router's maps.
+func (r *Router) forget(ts *taskState) {
+	ts.cancel(nil)
+	r.mu.Lock()
+	if r.tasks[ts.req.TaskID] == ts {
+		delete(r.tasks, ts.req.TaskID)
+	}
+	if rs := r.runs[ts.req.RunID]; rs != nil {
+		rs.open--
+		if rs.open <= 0 {
+			delete(r.runs, ts.req.RunID)
+		}
+	}
+	if p := ts.parent; p != nil {
+		for i, c := range p.children {
+			if c == ts {
+				p.children = append(p.children[:i], p.children[i+1:]...)
+				break
+			}
+		}
+	}
+	r.mu.Unlock()
+}
+
+func agentIDs(as []*registry.Agent) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.ID()
+	}
+	return out
+}
+
+// Task is a handler's view of the task it runs.
+type Task struct {
+	r       *Router
+	ts      *taskState
+	agent   *registry.Agent
+	attempt int
+}
+
+// Request returns the task.request. Do not modify it.
+func (t *Task) Request() *protocol.Message { return t.ts.req }
+
+// ID returns the task id.
+func (t *Task) ID() string { return t.ts.req.TaskID }
+
+// RunID returns the run id.
+func (t *Task) RunID() string { return t.ts.req.RunID }
+
+// Agent returns the id of the agent running the task.
+func (t *Task) Agent() string { return t.agent.ID() }
+
+// Attempt returns the attempt number, 1 for the first (seed 000 §5.3).
+func (t *Task) Attempt() int { return t.attempt }
+
+// Input decodes the request's payload into a T, strictly (see
+// protocol.DecodePayload).
+func Input[T any](t *Task) (T, error) { return protocol.DecodePayload[T](t.ts.req) }
+
+// ErrTaskEnded: the task already ended (cancelled, timed out), so the
+// event was not stored.
+var ErrTaskEnded error = &sentinel{"router: the task has already ended", protocol.CodeCancelled}
+
+// Progress stores a task.progress event with payload (seed 000 §2.1).
+func (t *Task) Progress(ctx context.Context, payload any) error {
+	if t.ts.finished.Load() {
+		return ErrTaskEnded
+	}
+	m := t.r.event(t.ts, protocol.TypeTaskProgress, t.agent.ID(), nil)
+	m.Attempt = t.attempt
+	if err := m.SetPayload(payload); err != nil {
+		return err
+	}
+	_, err := t.r.st.Append(ctx, m)
+	return err
+}
+
+// Emit stores another event of the task from the running agent, such as a
+// tool.call or tool.result (seed 000 §2.3). Its thread, run, task, sender
+// and attempt are set by the router; the type, payload and contract are
+// the caller's.
+func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, payload any) (*protocol.Message, error) {
+	if t.ts.finished.Load() {
+		return nil, ErrTaskEnded
+	}
+	m := t.r.event(t.ts, typ, t.agent.ID(), nil)
+	m.Attempt = t.attempt
+	m.PayloadType = payloadType
+	m.SchemaRef = protocol.SchemaRefFor(payloadType)
+	if err := m.SetPayload(payload); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := t.r.st.Append(ctx, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// NewSubtask returns a task.request for a subtask of t: a new task id,
+// parent_task_id set to t's, the same run and thread, from t's agent,
+// addressed to the router. Set Requires, Prefers or To, then Delegate it.
+func (t *Task) NewSubtask(payloadType string, payload any) (*protocol.Message, error) {
+	req := t.ts.req
+	m := t.r.ids.NewMessage(protocol.TypeTaskRequest, t.agent.ID())
+	m.ThreadID, m.RunID, m.ParentTaskID, m.Trace, m.Domain = req.ThreadID, req.RunID, req.TaskID, req.Trace, req.Domain
+	m.To = []protocol.Participant{{AgentID: t.r.opts.AgentID}}
+	m.PayloadType = payloadType
+	m.SchemaRef = protocol.SchemaRefFor(payloadType)
+	if err := m.SetPayload(payload); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Delegate submits sub as a subtask of t and blocks until it ends (seed 000
+// §1.3). sub must be a task.request of t's run whose parent_task_id is t
+// (NewSubtask makes one). The subtask is cancelled with t. A subtask routed
+// back to an agent already on t's delegation chain is refused with CYCLE
+// (CLowl E015). The error is ctx's, or the subtask's failure as a
+// *protocol.ErrorPayload.
+func (t *Task) Delegate(ctx context.Context, sub *protocol.Message) (*Outcome, error) {
+	if sub == nil || sub.ParentTaskID != t.ID() || sub.RunID != t.RunID() {
+		return nil, wrap(ErrInvalidRequest, "a subtask needs parent_task_id "+t.ID()+" and run_id "+t.RunID(), nil)
+	}
+	h, err := t.r.submit(ctx, sub, t.ts)
+	if err != nil {
+		return nil, err
+	}
+	return h.Wait(ctx)
+}
+
+// PutArtifact stores data in the artifact store and returns its ref, for a
+// Result's attachments (seed 000 §8.2).
+func (t *Task) PutArtifact(ctx context.Context, mediaType string, data []byte) (string, error) {
+	return t.r.st.PutArtifact(ctx, mediaType, data)
+}
