@@ -93,7 +93,16 @@
 //   - a $ref cycle that never descends into the instance, such as
 //     {"$ref": "#"} or {"allOf": [{"$ref": "#"}]}: measured here, these
 //     overflow gojsonschema's stack like an $anchor does;
-//   - an $id or id below the root (it would change what "#/..." means).
+//   - a string $id or id in a subschema below the root: gojsonschema
+//     resolves "#/..." against it, which changes what references mean.
+//
+// gojsonschema also takes any string $id or id it meets elsewhere (at the
+// root, in default, examples or unknown keywords) for a document of its own,
+// and an id with a fragment ("#/definitions/a") then captures the references
+// that name it: measured, that too loops until the stack overflows. Those
+// ids mean nothing for validation, so the registry drops them from the copy
+// it compiles; every "#/..." then resolves against the root document, as
+// the checks above assume.
 //
 // Unless the document declares draft 4, 6 or 7 in $schema, keywords next to
 // a $ref are enforced, as drafts 2019-09 and later (and invopop) mean: the

@@ -98,6 +98,11 @@ func violations(errs []gojsonschema.ResultError, prefix string) []Violation {
 		if !ok {
 			kw = e.Type()
 		}
+		if kw == "allOf" && len(errs) > 1 {
+			// gojsonschema reports the failing subschemas' errors too, so
+			// "must validate all the schemas" adds nothing.
+			continue
+		}
 		path := contextPointer(e.Context())
 		switch kw {
 		case "required", "additionalProperties":

@@ -242,6 +242,23 @@ func (c *checker) walk(v any, ptr string, mode walkMode) error {
 				}
 				continue
 			}
+			if _, isStr := e.(string); isStr && (k == "$id" || k == "id") {
+				// gojsonschema registers every string $id/id it meets
+				// (outside const and enum) as a document of its own, and
+				// rewrites the $refs below it against it: an id with a
+				// fragment hijacks "#/..." references, and one above a
+				// $ref target changes what that target's references mean.
+				// Both can make it loop until the stack overflows. Below
+				// the root in a schema, refuse it; at the root and in
+				// annotations and data, where it means nothing for
+				// validation, drop it from the compiled copy, so every
+				// "#/..." resolves against the root exactly as checked here.
+				if mode == modeSchema && ptr != "" {
+					return c.fail(ptr, k, "an identifier below the root changes the base URI of $ref; only the root may have one", ErrUnsupportedKeyword)
+				}
+				delete(x, k)
+				continue
+			}
 			if mode == modeAny {
 				if err := c.walk(e, kp, modeAny); err != nil {
 					return err
@@ -249,15 +266,16 @@ func (c *checker) walk(v any, ptr string, mode walkMode) error {
 				continue
 			}
 			switch {
-			case (k == "$id" || k == "id") && ptr != "":
-				if _, isStr := e.(string); isStr {
-					return c.fail(ptr, k, "an identifier below the root changes the base URI of $ref; only the root may have one", ErrUnsupportedKeyword)
-				}
 			case k == "const" || k == "enum":
 				// Plain data; gojsonschema never reads it as a schema.
 			case namedSchemaMaps[k]:
 				if m, ok := e.(map[string]any); ok {
 					for _, name := range sortedKeys(m) {
+						switch m[name].(type) {
+						case map[string]any, bool:
+						default:
+							return c.fail(kp+"/"+escapePointer(name), "", k+" must map names to schemas (objects or booleans)", ErrInvalidSchema)
+						}
 						if err := c.walk(m[name], kp+"/"+escapePointer(name), modeSchema); err != nil {
 							return err
 						}

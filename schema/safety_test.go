@@ -120,7 +120,7 @@ func TestRefs(t *testing.T) {
 		{"ref_in_unknown_keyword", `{"x-docs":{"see":{"$ref":"http://127.0.0.1:1/x"}}}`, ErrRemoteRef, "/x-docs/see", "never fetched"},
 		{"anchor_ref", `{"$ref":"#thing","$defs":{"T":{"type":"string"}}}`, ErrUnsupportedKeyword, "", "anchor"},
 		{"unresolved", `{"properties":{"a":{"$ref":"#/$defs/Missing"}}}`, ErrInvalidSchema, "/properties/a", "does not resolve"},
-		{"not_a_schema", `{"$defs":{"n":5},"properties":{"a":{"$ref":"#/$defs/n"}}}`, ErrInvalidSchema, "/properties/a", "does not point at a schema"},
+		{"not_a_schema", `{"x-data":{"n":5},"properties":{"a":{"$ref":"#/x-data/n"}}}`, ErrInvalidSchema, "/properties/a", "does not point at a schema"},
 		{"not_a_string", `{"properties":{"a":{"$ref":5}}}`, ErrInvalidSchema, "/properties/a", "must be a string"},
 		{"nested_id", `{"properties":{"a":{"$id":"http://example.com/a.json","type":"string"}}}`, ErrUnsupportedKeyword, "/properties/a", "base URI"},
 		{"nested_draft4_id", `{"definitions":{"a":{"id":"a.json"}}}`, ErrUnsupportedKeyword, "/definitions/a", "base URI"},
@@ -298,5 +298,41 @@ func TestSchemaForms(t *testing.T) {
 	}
 	if _, ok := reg.Lookup("test.invalid.v1"); ok {
 		t.Fatal("an invalid schema was registered")
+	}
+}
+
+// gojsonschema registers string $id/id members as documents and resolves
+// "#/..." against them; each of these made it loop until a fatal stack
+// overflow (measured). The registry drops ids at the root and in data, so
+// references mean what they say, and refuses them inside schemas.
+func TestIdentifiersCannotRedirectRefs(t *testing.T) {
+	reg := newRegistry(t, &Options{NoBuiltins: true})
+	cases := []struct{ name, doc, payload, path string }{
+		{"root_id_fragment", `{"$id":"#/definitions/a","definitions":{"a":{"type":"string"}},"allOf":[{"$ref":"#/definitions/a"}]}`, `1`, ""},
+		{"id_in_unknown_keyword", `{"x-foo":{"$id":"#/definitions/a","allOf":[{"$ref":"#/definitions/a"}]},"definitions":{"a":{"type":"string"}},"allOf":[{"$ref":"#/definitions/a"}]}`, `1`, ""},
+		{"id_in_default", `{"default":{"id":"#/definitions/a","allOf":[{"$ref":"#/definitions/a"}]},"definitions":{"a":{"type":"string"}},"allOf":[{"$ref":"#/definitions/a"}]}`, `1`, ""},
+		{"id_above_ref_target", `{"s":{"type":"string"},"x":{"id":"http://evil/","s":{"$ref":"#/s"}},"properties":{"p":{"$ref":"#/x/s"}}}`, `{"p":1}`, "/p"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pt := "test.ids.v" + string(rune('1'+i))
+			if err := reg.Register(pt, []byte(c.doc)); err != nil {
+				t.Fatal(err)
+			}
+			ve := validationErr(t, reg.Validate(pt, []byte(c.payload)))
+			if len(ve.Violations) != 1 || !hasViolation(ve, c.path, "type") {
+				t.Fatalf("got %v", ve)
+			}
+			s, _ := reg.Lookup(pt)
+			if string(s.JSON()) != c.doc {
+				t.Fatal("JSON() is not the document as registered")
+			}
+		})
+	}
+	// A name of $defs mapped to a string is not a schema (gojsonschema would
+	// take {"$defs": {"$id": "#/x"}} for an identifier).
+	se := schemaErr(t, reg.Register("test.ids.v9", []byte(`{"$defs":{"$id":"#/x"},"x":{"type":"string"}}`)), ErrInvalidSchema)
+	if se.Path != "/$defs/$id" {
+		t.Fatal(se)
 	}
 }
