@@ -302,3 +302,44 @@ func TestStdlibJSONUsesTheCodec(t *testing.T) {
 		t.Fatalf("encoding/json let a duplicate key through: %v", err)
 	}
 }
+
+// TestFastPayloadEncodersMatchJSONv2: the hand-written encoders of the
+// protocol's payload types agree with the JSON v2 encoding of the same
+// values.
+func TestFastPayloadEncodersMatchJSONv2(t *testing.T) {
+	for _, v := range []any{
+		RoutingDecision{Selected: "agent:ken", Candidates: []string{"agent:ken", "agent:r2"}, Reason: "matched \"x\"", Scores: map[string]float64{"agent:ken": 0.92, "agent:r2": 0.85, "agent:z": 1e-7}, Rejected: map[string]string{"agent:q": "offline"}, Eligible: 2, Considered: 3},
+		RoutingDecision{Selected: "agent:a"},
+		ErrorPayload{Code: CodeToolUnavailable, Message: "down", Retryable: true, Details: map[string]any{"tool": "mcp:browser", "n": 5, "list": []any{"a", true, nil}}},
+		&ErrorPayload{Code: CodeCycle, Message: "x"},
+		map[string]any{"b": "x", "a": []string{"y"}},
+	} {
+		fast, err := marshalPayload(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := marshalValue(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEqual(fast, slow) {
+			t.Errorf("%T:\nfast %s\nv2   %s", v, fast, slow)
+		}
+		if err := checkJSON(fast, ""); err != nil {
+			t.Errorf("%T: fast output is not strict JSON: %v", v, err)
+		}
+	}
+	m := NewMessage(TypeTaskError, "agent:a")
+	m.Meta = map[string]any{"x": 1}
+	if err := m.SetPayload(ErrorPayload{Code: CodeInternal, Details: map[string]any{"f": func() {}}}); err == nil {
+		t.Fatal("a func in details was encoded")
+	}
+	// A payload changed in place after SetPayload is checked again.
+	if err := m.SetPayload(map[string]any{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	m.Payload = []byte(`{"a":1,"a":2}`)
+	if err := m.Validate(); !errors.Is(err, CodeDuplicateKey) {
+		t.Fatalf("replaced payload not re-checked: %v", err)
+	}
+}

@@ -428,6 +428,96 @@ func (w *writer) float(f float64, bits int) {
 
 func quote(s string) string { return strconv.Quote(s) }
 
+// marshalPayload encodes a payload: the protocol's own payload types and
+// plain values through the fast writer, everything else through JSON v2.
+func marshalPayload(v any) ([]byte, error) {
+	w := writer{b: make([]byte, 0, 256)}
+	switch x := v.(type) {
+	case RoutingDecision:
+		w.routingDecision(&x)
+	case *RoutingDecision:
+		w.routingDecision(x)
+	case ErrorPayload:
+		w.errorPayload(&x)
+	case *ErrorPayload:
+		w.errorPayload(x)
+	case nil, string, bool, map[string]any, []any, []string:
+		w.anyValue(x, 0)
+	default:
+		return marshalValue(v)
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.b, nil
+}
+
+func (w *writer) routingDecision(d *RoutingDecision) {
+	w.b = append(w.b, `{"selected":`...)
+	w.str(d.Selected)
+	w.b = append(w.b, `,"candidates":`...)
+	w.strArray(d.Candidates) // nil as [], as JSON v2 does
+	w.field("reason", d.Reason)
+	if len(d.Scores) > 0 {
+		w.b = append(w.b, `,"scores":{`...)
+		for i, k := range sortedKeys(d.Scores) {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.str(k)
+			w.b = append(w.b, ':')
+			w.float(d.Scores[k], 64)
+		}
+		w.b = append(w.b, '}')
+	}
+	if len(d.Rejected) > 0 {
+		w.b = append(w.b, `,"rejected":{`...)
+		for i, k := range sortedKeys(d.Rejected) {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.str(k)
+			w.b = append(w.b, ':')
+			w.str(d.Rejected[k])
+		}
+		w.b = append(w.b, '}')
+	}
+	if d.Eligible != 0 {
+		w.b = append(w.b, `,"eligible":`...)
+		w.b = strconv.AppendInt(w.b, int64(d.Eligible), 10)
+	}
+	if d.Considered != 0 {
+		w.b = append(w.b, `,"considered":`...)
+		w.b = strconv.AppendInt(w.b, int64(d.Considered), 10)
+	}
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) errorPayload(p *ErrorPayload) {
+	w.b = append(w.b, `{"code":`...)
+	w.str(string(p.Code))
+	w.field("message", p.Message)
+	w.b = append(w.b, `,"retryable":`...)
+	w.b = strconv.AppendBool(w.b, p.Retryable)
+	if len(p.Details) > 0 {
+		w.b = append(w.b, `,"details":`...)
+		w.anyValue(p.Details, 0)
+		if w.err != nil && !strings.HasPrefix(w.err.Path, "/details") {
+			w.err.Path = "/details" + w.err.Path
+		}
+	}
+	w.b = append(w.b, '}')
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // marshalValue encodes an arbitrary Go value with JSON v2: deterministic map
 // order, invalid UTF-8 rejected.
 func marshalValue(v any) ([]byte, error) {

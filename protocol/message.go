@@ -48,7 +48,8 @@ type Message struct {
 	// are covered by a signature. Names of defined fields are not allowed.
 	Extensions map[string]json.RawMessage `json:"-"`
 
-	raw []byte // the exact bytes this message was decoded from or encoded to
+	raw     []byte // the exact bytes this message was decoded from or encoded to
+	checked []byte // the payload SetPayload produced and checked
 }
 
 // Participant is a sender or recipient: {"agent_id": "agent:ken", "role": "worker"}.
@@ -122,17 +123,28 @@ func (m *Message) SetPayload(v any) error {
 	case []byte:
 		b = x
 	default:
-		var err error
-		if b, err = marshalValue(v); err != nil {
+		out, err := marshalPayload(v)
+		if err != nil {
 			return &Error{Code: CodeWrongType, Path: "/payload", Offset: -1, Detail: "payload cannot be encoded as JSON", Err: err}
 		}
+		// Our encoders and JSON v2 emit strict JSON only (v2 checks the
+		// output of MarshalJSON methods), so it needs no second check.
+		m.Payload, m.checked = out, out
+		m.raw = nil
+		return nil
 	}
 	if err := checkJSON(b, "/payload"); err != nil {
 		return err
 	}
 	m.Payload = append(json.RawMessage(nil), b...)
+	m.checked = m.Payload
 	m.raw = nil
 	return nil
+}
+
+// payloadChecked reports whether m.Payload is the slice SetPayload checked.
+func (m *Message) payloadChecked() bool {
+	return len(m.Payload) > 0 && len(m.checked) == len(m.Payload) && &m.checked[0] == &m.Payload[0]
 }
 
 // DecodePayload decodes m.Payload into a new T, strictly: duplicate keys,

@@ -11,4 +11,9 @@ type RoutingDecision struct {
 	// Rejected names each agent that was considered and filtered out, with
 	// the reason (an extension of §4.3 that makes decisions explainable).
 	Rejected map[string]string `json:"rejected,omitempty"`
+	// Eligible and Considered count the agents that passed every filter
+	// and that were looked at; Candidates, Scores and Rejected may list
+	// only the first of them when there are many.
+	Eligible   int `json:"eligible,omitzero"`
+	Considered int `json:"considered,omitzero"`
 }

@@ -80,7 +80,7 @@ func (m *Message) Validate() error {
 	if len(m.Payload) == 0 {
 		return invalid(CodeMissingField, "/payload", "payload is required")
 	}
-	if m.raw == nil { // decoded payloads were checked by Decode
+	if m.raw == nil && !m.payloadChecked() { // Decode and SetPayload checked theirs
 		if err := checkJSON(m.Payload, "/payload"); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
@@ -28,20 +29,48 @@ const (
 // match is the outcome of one routing pass (seed 000 §4.2).
 type match struct {
 	selected   *registry.Agent
-	explicit   bool               // "to" named the recipients
-	candidates []*registry.Agent  // passed every filter, best first
-	scores     map[string]float64 // by agent id
-	rejected   map[string]string  // agent id → reason
-	kinds      map[rejection]int  // how many rejections of each kind
+	explicit   bool                 // "to" named the recipients
+	candidates []scored             // passed every filter, best first
+	rejected   map[string]string    // agent id → reason, at most maxListed
+	kinds      [rejRequires + 1]int // rejections of each kind
+	nrejected  int
 	reason     string
 	considered int
 	tied       int // candidates equal on score, load and success rate
 }
 
+// scored is a candidate with the keys it is ranked by.
+type scored struct {
+	a       *registry.Agent
+	score   float64
+	load    int
+	success float64
+}
+
+// maxListed bounds the candidates, scores and rejections a routing event
+// lists, so that a fleet of thousands of agents does not make every
+// decision event thousands of entries long; the counts are always exact.
+const maxListed = 16
+
 // routable reports whether requirements were met by some agent that is
 // only busy: the task may wait for capacity.
 func (m *match) onlyBusy() bool {
 	return m.selected == nil && m.kinds[rejCapacity] > 0
+}
+
+// decision is the routing.decision payload of m (seed 000 §4.3).
+func (m *match) decision() protocol.RoutingDecision {
+	n := min(len(m.candidates), maxListed)
+	d := protocol.RoutingDecision{
+		Selected: m.selected.ID(), Reason: m.reason, Candidates: make([]string, n),
+		Scores: make(map[string]float64, n), Rejected: m.rejected,
+		Eligible: len(m.candidates), Considered: m.considered,
+	}
+	for i, c := range m.candidates[:n] {
+		d.Candidates[i] = c.a.ID()
+		d.Scores[c.a.ID()] = c.score
+	}
+	return d
 }
 
 // failure returns the code and message of a routing.failure.
@@ -78,6 +107,7 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 		for _, id := range targets {
 			a, ok := r.reg.Get(id)
 			if !ok {
+				m.considered++
 				m.reject(id, rejOffline, "not registered")
 				continue
 			}
@@ -86,36 +116,46 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	} else {
 		agents = r.reg.Candidates(requires)
 	}
-	m.considered = len(agents)
+	m.considered += len(agents)
+	now := r.now()
+	m.candidates = make([]scored, 0, len(agents))
+	r.hmu.RLock()
 	for _, a := range agents {
-		if why, kind := r.hardFilter(req, a, requires, ancestors, m.explicit); kind != rejNone {
+		if why, kind := r.hardFilter(req, a, requires, ancestors, m.explicit, now); kind != rejNone {
 			m.reject(a.ID(), kind, why)
 			continue
 		}
-		m.candidates = append(m.candidates, a)
+		m.candidates = append(m.candidates, scored{a: a})
 	}
+	r.hmu.RUnlock()
 	if len(m.candidates) == 0 {
 		return m
 	}
-	m.scores = make(map[string]float64, len(m.candidates))
-	for _, a := range m.candidates {
-		m.scores[a.ID()] = r.score(req, a)
+	for i := range m.candidates {
+		c := &m.candidates[i]
+		c.score = r.score(req, c.a)
+		if len(m.candidates) > 1 {
+			c.load, c.success = c.a.InFlight(), c.a.SuccessRate()
+		}
 	}
 	if len(m.candidates) > 1 {
 		r.rank(m)
 	}
-	m.selected = m.candidates[0]
-	m.reason = r.explain(req, m, requires)
+	m.selected = m.candidates[0].a
+	m.reason = r.explain(m, requires)
 	return m
 }
 
 func (m *match) reject(id string, kind rejection, why string) {
+	m.kinds[kind]++
+	m.nrejected++
+	if len(m.rejected) >= maxListed {
+		return
+	}
 	if m.rejected == nil {
 		m.rejected = map[string]string{}
-		m.kinds = map[rejection]int{}
 	}
 	m.rejected[id] = why
-	m.kinds[kind]++
 }
 
 // explicitTargets returns the recipients of req that are not the router
@@ -162,11 +202,12 @@ func networkRank(v string) int {
 
 // hardFilter applies the must-pass rules of §4.2 step 1 (and, for an
 // explicit recipient, step 2), cheapest first.
-func (r *Router) hardFilter(req *protocol.Message, a *registry.Agent, requires, ancestors []string, explicit bool) (string, rejection) {
-	if !r.reg.Online(a) {
+// r.hmu is held for reading.
+func (r *Router) hardFilter(req *protocol.Message, a *registry.Agent, requires, ancestors []string, explicit bool, now time.Time) (string, rejection) {
+	if !a.Local() && now.Sub(a.LastSeen()) > r.reg.HeartbeatTTL() {
 		return "offline: no heartbeat within " + r.reg.HeartbeatTTL().String(), rejOffline
 	}
-	if !r.hasHandler(a.ID()) {
+	if _, ok := r.handlers[a.ID()]; !ok {
 		return "no handler registered with this router", rejNoHandle
 	}
 	card := a.Card()
@@ -177,17 +218,17 @@ func (r *Router) hardFilter(req *protocol.Message, a *registry.Agent, requires, 
 			}
 		}
 	}
-	// The capabilities the task will use: the required ones, or all.
-	used := card.Capabilities
-	if len(requires) > 0 {
-		used = make([]protocol.Capability, 0, len(requires))
-		for _, c := range requires {
-			if cp, ok := card.Capability(c); ok {
-				used = append(used, cp)
+	if p := req.Security; p != nil && p.Policy != nil {
+		// The capabilities the task will use: the required ones, or all.
+		used := card.Capabilities
+		if len(requires) > 0 {
+			used = make([]protocol.Capability, 0, len(requires))
+			for _, c := range requires {
+				if cp, ok := card.Capability(c); ok {
+					used = append(used, cp)
+				}
 			}
 		}
-	}
-	if p := req.Security; p != nil && p.Policy != nil {
 		if p.Policy.Sandbox {
 			if card.Security == nil || !card.Security.Sandbox {
 				return "policy requires a sandboxed agent", rejPolicy
@@ -302,17 +343,8 @@ func hasTool(card *protocol.AgentCard, name string) bool {
 // rank orders m.candidates best first: score, then the tie-breakers of
 // §4.2 step 4 — least loaded, best recent success rate, round robin.
 func (r *Router) rank(m *match) {
-	type ranked struct {
-		a       *registry.Agent
-		score   float64
-		load    int
-		success float64
-	}
-	rs := make([]ranked, len(m.candidates))
-	for i, a := range m.candidates {
-		rs[i] = ranked{a, m.scores[a.ID()], a.InFlight(), a.SuccessRate()}
-	}
-	slices.SortStableFunc(rs, func(x, y ranked) int {
+	cs := m.candidates
+	slices.SortFunc(cs, func(x, y scored) int {
 		switch {
 		case x.score != y.score:
 			return cmpDesc(x.score, y.score)
@@ -325,15 +357,12 @@ func (r *Router) rank(m *match) {
 	})
 	// Round robin among the agents still tied on all three.
 	tied := 1
-	for tied < len(rs) && rs[tied].score == rs[0].score && rs[tied].load == rs[0].load && rs[tied].success == rs[0].success {
+	for tied < len(cs) && cs[tied].score == cs[0].score && cs[tied].load == cs[0].load && cs[tied].success == cs[0].success {
 		tied++
 	}
 	if tied > 1 {
 		k := int(r.rr.Add(1) % uint64(tied))
-		rs[0], rs[k] = rs[k], rs[0]
-	}
-	for i := range rs {
-		m.candidates[i] = rs[i].a
+		cs[0], cs[k] = cs[k], cs[0]
 	}
 	m.tied = tied
 }
@@ -346,7 +375,7 @@ func cmpDesc(a, b float64) int {
 }
 
 // explain is the human-readable reason of a routing.decision (§4.3).
-func (r *Router) explain(req *protocol.Message, m *match, requires []string) string {
+func (r *Router) explain(m *match, requires []string) string {
 	var b strings.Builder
 	if m.explicit {
 		b.WriteString("explicit recipient")
@@ -359,15 +388,14 @@ func (r *Router) explain(req *protocol.Message, m *match, requires []string) str
 		b.WriteString(", only eligible candidate")
 		return b.String()
 	}
-	s0 := m.scores[m.selected.ID()]
-	second := m.candidates[1]
+	first, second := m.candidates[0], m.candidates[1]
 	switch {
-	case s0 != m.scores[second.ID()]:
-		fmt.Fprintf(&b, ", best preference score %.2f", s0)
-	case m.selected.InFlight() != second.InFlight():
-		fmt.Fprintf(&b, ", lowest load (%d in flight)", m.selected.InFlight())
-	case m.selected.SuccessRate() != second.SuccessRate():
-		fmt.Fprintf(&b, ", best recent success rate %.2f", m.selected.SuccessRate())
+	case first.score != second.score:
+		fmt.Fprintf(&b, ", best preference score %.2f", first.score)
+	case first.load != second.load:
+		fmt.Fprintf(&b, ", lowest load (%d in flight)", first.load)
+	case first.success != second.success:
+		fmt.Fprintf(&b, ", best recent success rate %.2f", first.success)
 	default:
 		fmt.Fprintf(&b, ", round robin among %d equal candidates", m.tied)
 	}

@@ -309,10 +309,6 @@ func TestOfflineAgentNotRoutable(t *testing.T) {
 	e := newEnv(t, nil)
 	// Registered straight in the registry, not Local, with a handler: it
 	// is online until the TTL passes without heartbeats.
-	now := time.Now()
-	var clock atomic.Pointer[time.Time]
-	clock.Store(&now)
-	_ = clock
 	e.register(card("agent:local", skill("skill:x")), ok())
 	if err := e.reg.Register(context.Background(), card("agent:remote", skill("skill:r")), nil); err != nil {
 		t.Fatal(err)

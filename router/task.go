@@ -173,9 +173,7 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	a := m.selected
 	ts.agent.Store(a.ID())
 	decision := r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
-	r.setPayload(decision, protocol.RoutingDecision{
-		Selected: a.ID(), Candidates: agentIDs(m.candidates), Reason: m.reason, Scores: m.scores, Rejected: m.rejected,
-	})
+	r.setPayload(decision, m.decision())
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	if _, err := r.st.Append(ts.ctx, decision, accept); err != nil {
 		r.release(a, false)
@@ -456,14 +454,6 @@ func (r *Router) forget(ts *taskState) {
 		}
 	}
 	r.mu.Unlock()
-}
-
-func agentIDs(as []*registry.Agent) []string {
-	out := make([]string, len(as))
-	for i, a := range as {
-		out[i] = a.ID()
-	}
-	return out
 }
 
 // Task is a handler's view of the task it runs.
