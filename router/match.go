@@ -131,9 +131,10 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	if len(m.candidates) == 0 {
 		return m
 	}
+	ps, total := r.prefsOf(req)
 	for i := range m.candidates {
 		c := &m.candidates[i]
-		c.score = r.score(req, c.a)
+		c.score = score(ps, total, c.a)
 		if len(m.candidates) > 1 {
 			c.load, c.success = c.a.InFlight(), c.a.SuccessRate()
 		}
@@ -278,37 +279,48 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// score is the weighted share of preferences the agent meets (§4.2 step 3).
-func (r *Router) score(req *protocol.Message, a *registry.Agent) float64 {
+// pref is one parsed preference of a request.
+type pref struct {
+	match  func(card *protocol.AgentCard) bool
+	weight float64
+}
+
+// prefsOf parses req's preferences once per routing pass (§4.2 step 3):
+// each prefers[] entry with the weight of its kind, and the domain.
+func (r *Router) prefsOf(req *protocol.Message) (ps []pref, total float64) {
 	w := r.opts.Weights
-	var total, got float64
-	card := a.Card()
 	for _, p := range req.Prefers {
 		kind, name, _ := strings.Cut(p, ":")
-		var weight float64
-		var ok bool
 		switch kind {
 		case "tag", "domain":
-			weight, ok = w.Tags, hasTag(card, name)
+			ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { return hasTag(c, name) }, weight: w.Tags})
 		case "tool", "mcp":
-			weight, ok = w.Tools, hasTool(card, name)
+			toolID, server := "tool:"+name, "mcp:"+name
+			ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { return hasTool(c, toolID, server, name) }, weight: w.Tools})
 		default:
-			_, has := card.Capability(p)
-			weight, ok = w.Capabilities, has
-		}
-		total += weight
-		if ok {
-			got += weight
+			ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { _, ok := c.Capability(p); return ok }, weight: w.Capabilities})
 		}
 	}
-	if req.Domain != "" {
-		total += w.Domain
-		if hasTag(card, req.Domain) {
-			got += w.Domain
-		}
+	if d := req.Domain; d != "" {
+		ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { return hasTag(c, d) }, weight: w.Domain})
 	}
+	for _, p := range ps {
+		total += p.weight
+	}
+	return ps, total
+}
+
+// score is the weighted share of preferences the agent meets (§4.2 step 3).
+func score(ps []pref, total float64, a *registry.Agent) float64 {
 	if total == 0 {
 		return 1
+	}
+	var got float64
+	card := a.Card()
+	for _, p := range ps {
+		if p.weight != 0 && p.match(card) {
+			got += p.weight
+		}
 	}
 	return got / total
 }
@@ -316,7 +328,7 @@ func (r *Router) score(req *protocol.Message, a *registry.Agent) float64 {
 func hasTag(card *protocol.AgentCard, tag string) bool {
 	for _, c := range card.Capabilities {
 		for _, t := range c.Tags {
-			if strings.EqualFold(t, tag) {
+			if len(t) == len(tag) && strings.EqualFold(t, tag) {
 				return true
 			}
 		}
@@ -324,16 +336,19 @@ func hasTag(card *protocol.AgentCard, tag string) bool {
 	return false
 }
 
-func hasTool(card *protocol.AgentCard, name string) bool {
+func hasTool(card *protocol.AgentCard, toolID, server, name string) bool {
 	for _, c := range card.Capabilities {
-		if c.ID == "tool:"+name {
+		if c.ID == toolID {
 			return true
 		}
-		for _, l := range [][]string{c.Tools, c.Servers} {
-			for _, t := range l {
-				if t == "mcp:"+name || t == name {
-					return true
-				}
+		for _, t := range c.Tools {
+			if t == server || t == name {
+				return true
+			}
+		}
+		for _, t := range c.Servers {
+			if t == server || t == name {
+				return true
 			}
 		}
 	}
