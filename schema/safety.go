@@ -86,6 +86,9 @@ func prepareSchema(payloadType string, data []byte) (*prepared, error) {
 	default:
 		return nil, &SchemaError{PayloadType: payloadType, Detail: "a schema must be a JSON object or a boolean", Err: ErrInvalidSchema}
 	}
+	if tooDeep(doc, maxSchemaDepth) {
+		return nil, &SchemaError{PayloadType: payloadType, Detail: fmt.Sprintf("schema is nested deeper than %d levels", maxSchemaDepth), Err: ErrInvalidSchema}
+	}
 	c := &checker{pt: payloadType, root: doc, walked: map[string]bool{}, state: map[string]uint8{}}
 	c.legacy = declaresOldDraft(doc)
 	if !c.legacy {
@@ -121,6 +124,32 @@ func prepareSchema(payloadType string, data []byte) (*prepared, error) {
 	pr := &prepared{doc: doc}
 	pr.rootProps, pr.rootClosed = rootProperties(doc)
 	return pr, nil
+}
+
+// maxSchemaDepth bounds the nesting of a schema document (objects and
+// arrays). Real schemas stay far below it; the checks' cost grows with the
+// square of the depth.
+const maxSchemaDepth = 256
+
+func tooDeep(v any, limit int) bool {
+	if limit < 0 {
+		return true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			if tooDeep(e, limit-1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if tooDeep(e, limit-1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // declaresOldDraft reports whether the document declares draft 4, 6 or 7,

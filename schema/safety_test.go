@@ -290,6 +290,7 @@ func TestSchemaForms(t *testing.T) {
 		{"bad_pattern", `{"pattern":"("}`},
 		{"negative_minItems", `{"minItems":-1}`},
 		{"bad_required", `{"required":"a"}`},
+		{"too_deep", strings.Repeat(`{"not":`, 300) + `{}` + strings.Repeat(`}`, 300)},
 	}
 	for _, c := range invalid {
 		t.Run(c.name, func(t *testing.T) {
