@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"strconv"
+
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -14,8 +16,14 @@ var (
 	ErrInvalidCard error = &sentinel{"registry: invalid agent card", protocol.CodeInvalidField}
 	// ErrInvalidOptions: Options hold an impossible value.
 	ErrInvalidOptions error = &sentinel{"registry: invalid options", protocol.CodeInvalidField}
-	// ErrCorruptLog: a registry event in the store cannot be read back.
+	// ErrCorruptLog: a registry event in the store cannot be read back
+	// (see CorruptEventError).
 	ErrCorruptLog error = &sentinel{"registry: unreadable registry event", protocol.CodeInternal}
+	// ErrDuplicateEvent: the store already holds an event with the id the
+	// registry made, so the call changed nothing. Ids are fresh ULIDs, so
+	// this means two id sources were seeded alike (a test's deterministic
+	// protocol.IDs given to two registries, say).
+	ErrDuplicateEvent error = &sentinel{"registry: event id already in the store", protocol.CodeConflict}
 )
 
 type sentinel struct {
@@ -56,3 +64,25 @@ func (e *wrapped) Unwrap() []error {
 func wrap(sentinel error, detail string, cause error) error {
 	return &wrapped{sentinel: sentinel, detail: detail, cause: cause}
 }
+
+// CorruptEventError is the error of Open for a registry event it cannot
+// apply: the store holds it at Seq. It matches ErrCorruptLog and unwraps
+// to the reason (often a *protocol.Error).
+type CorruptEventError struct {
+	Seq uint64
+	Err error
+}
+
+func (e *CorruptEventError) Error() string {
+	return ErrCorruptLog.Error() + ": seq " + strconv.FormatUint(e.Seq, 10) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the reason.
+func (e *CorruptEventError) Unwrap() error { return e.Err }
+
+// Is matches ErrCorruptLog.
+func (e *CorruptEventError) Is(target error) bool { return target == ErrCorruptLog }
+
+// ClutchCode returns protocol.CodeInternal, for protocol.CodeOf when the
+// reason carries no code of its own.
+func (e *CorruptEventError) ClutchCode() protocol.Code { return protocol.CodeInternal }

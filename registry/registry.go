@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,9 @@ func (o *Options) setDefaults() error {
 	if o.SuccessWindow < 0 || o.SuccessWindow > 64 {
 		return wrap(ErrInvalidOptions, "SuccessWindow must be 1 to 64", nil)
 	}
+	if len(o.RunID) > protocol.MaxIDLength {
+		return wrap(ErrInvalidOptions, "RunID is longer than protocol.MaxIDLength", nil)
+	}
 	if o.HeartbeatTTL == 0 {
 		o.HeartbeatTTL = DefaultHeartbeatTTL
 	}
@@ -85,11 +89,21 @@ type Registry struct {
 // Agent is one registered agent as the registry sees it. The card is
 // shared and must not be modified; the counters are live.
 type Agent struct {
-	card     *protocol.AgentCard
-	local    bool
-	lastSeen atomic.Int64 // unix nanoseconds
+	card  *protocol.AgentCard
+	local bool
+	// gone marks an agent registered Local by an earlier process: its
+	// handler died with that process, so replayed updates and heartbeats
+	// must not bring it back online; only a new registration does.
+	gone     bool
+	caps     []string     // the card's capability ids, each once
+	lastSeen atomic.Int64 // unix nanoseconds; 0 for never
 	st       *stats
 }
+
+// has reports whether the agent has capability id. Cards list a few
+// capabilities, so a scan beats a map; it also avoids copying
+// protocol.Capability values as AgentCard.Capability does.
+func (a *Agent) has(id string) bool { return slices.Contains(a.caps, id) }
 
 type stats struct {
 	inFlight atomic.Int64
@@ -108,9 +122,16 @@ func (a *Agent) Card() *protocol.AgentCard { return a.card }
 // RegisterOptions.Local): it needs no heartbeats.
 func (a *Agent) Local() bool { return a.local }
 
-// LastSeen returns the time of the agent's last register, update or
-// heartbeat.
-func (a *Agent) LastSeen() time.Time { return time.Unix(0, a.lastSeen.Load()) }
+// LastSeen returns the ts of the agent's last register, update or
+// heartbeat event, or the zero Time for an agent that was Local to an
+// earlier process and has not registered since.
+func (a *Agent) LastSeen() time.Time {
+	n := a.lastSeen.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
 
 // InFlight returns the number of tasks the agent is running now.
 func (a *Agent) InFlight() int { return int(a.st.inFlight.Load()) }
@@ -161,10 +182,10 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 		}
 		m, err := ev.Message()
 		if err != nil {
-			return nil, wrap(ErrCorruptLog, fmt.Sprintf("event %d", ev.Seq), err)
+			return nil, &CorruptEventError{Seq: ev.Seq, Err: err}
 		}
-		if err := r.apply(m, ev.Time, true); err != nil {
-			return nil, wrap(ErrCorruptLog, fmt.Sprintf("event %d", ev.Seq), err)
+		if err := r.apply(m, nil, eventTime(m, ev.Time), true); err != nil {
+			return nil, &CorruptEventError{Seq: ev.Seq, Err: err}
 		}
 	}
 	return r, nil
@@ -182,121 +203,151 @@ type RegisterOptions struct {
 // coming back online); its load and success counters carry over. opts may
 // be nil.
 func (r *Registry) Register(ctx context.Context, card *protocol.AgentCard, opts *RegisterOptions) error {
-	if card == nil {
-		return wrap(ErrInvalidCard, "nil card", nil)
-	}
-	local := opts != nil && opts.Local
-	m, err := r.event(protocol.TypeAgentRegister, card.AgentID, card)
+	m, dec, err := r.cardEvent(protocol.TypeAgentRegister, card)
 	if err != nil {
 		return err
 	}
-	if local {
+	if opts != nil && opts.Local {
 		m.Meta = map[string]any{metaLocal: true}
 	}
-	return r.write(ctx, m)
+	return r.write(ctx, m, dec, false)
 }
 
 // Update records a changed card as an agent.update event (seed 000 §2.4
-// "capability change"). The agent must be registered.
+// "capability change"). The agent must be registered; it keeps being
+// Local if it was.
 func (r *Registry) Update(ctx context.Context, card *protocol.AgentCard) error {
-	if card == nil {
-		return wrap(ErrInvalidCard, "nil card", nil)
-	}
-	if _, ok := r.Get(card.AgentID); !ok {
-		return wrap(ErrNotFound, card.AgentID, nil)
-	}
-	m, err := r.event(protocol.TypeAgentUpdate, card.AgentID, card)
+	m, dec, err := r.cardEvent(protocol.TypeAgentUpdate, card)
 	if err != nil {
 		return err
 	}
-	return r.write(ctx, m)
+	return r.write(ctx, m, dec, true)
 }
 
 // Remove records an x.clutch.agent.remove event and forgets the agent.
-// Tasks it is running are not affected.
+// Tasks it is running are not affected, and its counters are kept for a
+// later registration under the same id.
 func (r *Registry) Remove(ctx context.Context, agentID string) error {
-	if _, ok := r.Get(agentID); !ok {
-		return wrap(ErrNotFound, agentID, nil)
-	}
 	m, err := r.event(TypeRemove, agentID, map[string]string{"agent_id": agentID})
 	if err != nil {
-		return err
+		return wrap(ErrNotFound, agentID, nil) // not a valid agent id, so not registered
 	}
-	return r.write(ctx, m)
+	return r.write(ctx, m, nil, true)
 }
 
 // Heartbeat records an agent.heartbeat event: the agent stays online for
 // another HeartbeatTTL.
 func (r *Registry) Heartbeat(ctx context.Context, agentID string) error {
-	if _, ok := r.Get(agentID); !ok {
-		return wrap(ErrNotFound, agentID, nil)
-	}
 	m, err := r.event(protocol.TypeAgentHeartbeat, agentID, map[string]string{"status": "ok"})
 	if err != nil {
-		return err
+		return wrap(ErrNotFound, agentID, nil)
 	}
-	return r.write(ctx, m)
+	return r.write(ctx, m, nil, true)
+}
+
+// cardEvent makes the event of a register or update, and decodes its
+// payload back the way Open will, so that a card the log could not replay
+// is refused before it is stored, and the registry keeps its own copy.
+func (r *Registry) cardEvent(t protocol.Type, card *protocol.AgentCard) (*protocol.Message, *protocol.AgentCard, error) {
+	if card == nil {
+		return nil, nil, wrap(ErrInvalidCard, "nil card", nil)
+	}
+	if err := card.Validate(); err != nil {
+		return nil, nil, wrap(ErrInvalidCard, "", err)
+	}
+	m, err := r.event(t, card.AgentID, card)
+	if err != nil {
+		return nil, nil, wrap(ErrInvalidCard, "", err)
+	}
+	dec, err := protocol.DecodeAgentCard(m.Payload)
+	if err != nil {
+		return nil, nil, wrap(ErrInvalidCard, "", err)
+	}
+	return m, dec, nil
 }
 
 func (r *Registry) event(t protocol.Type, agentID string, payload any) (*protocol.Message, error) {
-	if c, ok := payload.(*protocol.AgentCard); ok {
-		if err := c.Validate(); err != nil {
-			return nil, wrap(ErrInvalidCard, "", err)
-		}
-	}
 	m := r.opts.IDs.NewMessage(t, agentID)
 	m.RunID, m.ThreadID, m.TaskID = r.opts.RunID, "thr_registry", "task_registry"
 	if err := m.SetPayload(payload); err != nil {
-		return nil, wrap(ErrInvalidCard, "", err)
+		return nil, err
 	}
+	// Catches an agent id the card accepted but the envelope refuses.
 	if err := m.Validate(); err != nil {
-		// An agent id the card accepted but the envelope refuses.
-		return nil, wrap(ErrInvalidCard, "", err)
+		return nil, err
 	}
 	return m, nil
 }
 
-// write appends m and applies it, in that order, one writer at a time.
-func (r *Registry) write(ctx context.Context, m *protocol.Message) error {
+// write appends m and applies it, in that order, one writer at a time, so
+// that the in-memory state is what replaying the log gives. mustExist is
+// checked under the same lock: a concurrent Remove cannot slip between
+// the check and the append.
+func (r *Registry) write(ctx context.Context, m *protocol.Message, card *protocol.AgentCard, mustExist bool) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	if mustExist {
+		if _, ok := r.Get(m.From.AgentID); !ok {
+			return wrap(ErrNotFound, m.From.AgentID, nil)
+		}
+	}
 	res, err := r.st.Append(ctx, m)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
-	ev, err := r.st.Get(ctx, m.ID)
-	if err != nil || res[0].Duplicate {
-		// Ids are fresh; a duplicate means someone else wrote it. Apply it
-		// with the time we have.
-		return r.apply(m, r.opts.IDs.Now(), false)
+	if res[0].Duplicate {
+		// Not stored, so not applied: the registry stays what a replay gives.
+		return wrap(ErrDuplicateEvent, fmt.Sprintf("%s is seq %d", m.ID, res[0].Seq), nil)
 	}
-	return r.apply(m, ev.Time, false)
+	return r.apply(m, card, eventTime(m, r.opts.IDs.Now()), false)
 }
 
-// apply changes the in-memory state for one registry event.
-func (r *Registry) apply(m *protocol.Message, at time.Time, replay bool) error {
+// eventTime is the time liveness counts from: the event's ts, which the
+// writing registry took from its IDs clock, the clock Online compares with.
+// (The store's append time comes from another clock.)
+func eventTime(m *protocol.Message, fallback time.Time) time.Time {
+	if t, err := m.Time(); err == nil {
+		return t
+	}
+	return fallback
+}
+
+// apply changes the in-memory state for one registry event. card is the
+// decoded payload of a register or update, nil to decode it here.
+func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.Time, replay bool) error {
 	id := m.From.AgentID
 	switch m.Type {
 	case protocol.TypeAgentRegister, protocol.TypeAgentUpdate:
-		card, err := protocol.DecodeAgentCard(m.Payload)
-		if err != nil {
-			return err
+		if card == nil {
+			var err error
+			if card, err = protocol.DecodeAgentCard(m.Payload); err != nil {
+				return err
+			}
 		}
 		if card.AgentID != id {
 			return fmt.Errorf("card of %s sent by %s", card.AgentID, id)
 		}
-		local := false
-		if m.Type == protocol.TypeAgentRegister {
-			local, _ = m.Meta[metaLocal].(bool)
-		} else if old, ok := r.Get(id); ok {
-			local = old.local
+		a := &Agent{card: card, caps: make([]string, 0, len(card.Capabilities))}
+		for _, c := range card.Capabilities {
+			if !slices.Contains(a.caps, c.ID) {
+				a.caps = append(a.caps, c.ID) // a card may list an id twice
+			}
 		}
-		a := &Agent{card: card, local: local && !replay}
-		if local && replay {
-			// The process that ran it is gone: offline until it registers
-			// again.
-			a.lastSeen.Store(0)
+		if m.Type == protocol.TypeAgentRegister {
+			local, _ := m.Meta[metaLocal].(bool)
+			// The process that ran a replayed Local agent is gone: offline
+			// until it registers again.
+			a.local, a.gone = local && !replay, local && replay
 		} else {
+			old, ok := r.Get(id)
+			if !ok {
+				// Only a foreign writer can update an agent that is not
+				// registered; Update refuses it.
+				return nil
+			}
+			a.local, a.gone = old.local, old.gone
+		}
+		if !a.gone {
 			a.lastSeen.Store(at.UnixNano())
 		}
 		r.mu.Lock()
@@ -310,10 +361,10 @@ func (r *Registry) apply(m *protocol.Message, at time.Time, replay bool) error {
 			r.unindex(old)
 		}
 		r.agents[id] = a
-		for _, c := range card.Capabilities {
-			l := r.byCap[c.ID]
-			i, _ := slices.BinarySearchFunc(l, id, func(x *Agent, id string) int { return cmpString(x.ID(), id) })
-			r.byCap[c.ID] = slices.Insert(l, i, a)
+		for _, c := range a.caps {
+			l := r.byCap[c]
+			i, _ := slices.BinarySearchFunc(l, id, byID)
+			r.byCap[c] = slices.Insert(l, i, a)
 		}
 		r.mu.Unlock()
 	case TypeRemove:
@@ -324,10 +375,7 @@ func (r *Registry) apply(m *protocol.Message, at time.Time, replay bool) error {
 		}
 		r.mu.Unlock()
 	case protocol.TypeAgentHeartbeat:
-		r.mu.RLock()
-		a := r.agents[id]
-		r.mu.RUnlock()
-		if a != nil && !(replay && a.local) {
+		if a, ok := r.Get(id); ok && !a.gone {
 			a.lastSeen.Store(at.UnixNano())
 		}
 	default:
@@ -338,28 +386,21 @@ func (r *Registry) apply(m *protocol.Message, at time.Time, replay bool) error {
 
 // unindex removes a from the capability index; r.mu is held.
 func (r *Registry) unindex(a *Agent) {
-	for _, c := range a.card.Capabilities {
-		l := r.byCap[c.ID]
-		if i := slices.Index(l, a); i >= 0 {
-			l = slices.Delete(l, i, i+1)
+	for _, c := range a.caps {
+		l := r.byCap[c]
+		i, found := slices.BinarySearchFunc(l, a.ID(), byID)
+		if !found || l[i] != a {
+			continue // cannot happen: a is indexed under each of its caps
 		}
-		if len(l) == 0 {
-			delete(r.byCap, c.ID)
+		if l = slices.Delete(l, i, i+1); len(l) == 0 {
+			delete(r.byCap, c)
 		} else {
-			r.byCap[c.ID] = l
+			r.byCap[c] = l
 		}
 	}
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+func byID(a *Agent, id string) int { return strings.Compare(a.ID(), id) }
 
 // Get returns the registered agent with this id.
 func (r *Registry) Get(agentID string) (*Agent, bool) {
@@ -377,7 +418,7 @@ func (r *Registry) List() []*Agent {
 		out = append(out, a)
 	}
 	r.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *Agent) int { return cmpString(a.ID(), b.ID()) })
+	slices.SortFunc(out, func(a, b *Agent) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }
 
@@ -402,17 +443,22 @@ func (r *Registry) Candidates(requires []string) []*Agent {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	base := r.byCap[requires[0]]
-	for _, c := range requires[1:] {
+	base, rest := r.byCap[requires[0]], requires[1:]
+	for _, c := range rest {
 		if l := r.byCap[c]; len(l) < len(base) {
 			base = l
 		}
 	}
-	out := make([]*Agent, 0, len(base))
+	if len(rest) == 0 {
+		return append(make([]*Agent, 0, len(base)), base...)
+	}
+	// An AND of several capabilities usually keeps few of base: start
+	// small rather than allocate for all of them.
+	out := make([]*Agent, 0, min(len(base), 16))
 outer:
 	for _, a := range base {
 		for _, c := range requires {
-			if _, ok := a.card.Capability(c); !ok {
+			if !a.has(c) {
 				continue outer
 			}
 		}
@@ -422,7 +468,8 @@ outer:
 }
 
 // TryAcquire counts one more task in flight for a, unless that would pass
-// its limits.max_concurrency; it reports whether it did.
+// its limits.max_concurrency (0: no limit); it reports whether it did. The
+// limit is that of a's card: Get the agent again after an Update.
 func (r *Registry) TryAcquire(a *Agent) bool {
 	limit := int64(a.MaxConcurrency())
 	for {
@@ -437,9 +484,13 @@ func (r *Registry) TryAcquire(a *Agent) bool {
 }
 
 // Release ends a task counted by TryAcquire and records its outcome for
-// the success rate.
+// the success rate. Like sync.WaitGroup, it panics when there is no task
+// to end: a negative count would let TryAcquire pass the limit.
 func (r *Registry) Release(a *Agent, success bool) {
-	a.st.inFlight.Add(-1)
+	if a.st.inFlight.Add(-1) < 0 {
+		a.st.inFlight.Add(1)
+		panic("registry: Release without a matching TryAcquire")
+	}
 	a.st.mu.Lock()
 	a.st.outcomes <<= 1
 	if success {

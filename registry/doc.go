@@ -1,0 +1,139 @@
+// Package registry keeps the AgentCards of a Clutch deployment (seed 000
+// §1.4): who is registered, with which capabilities, whether they are
+// online, how loaded they are and how often their tasks succeed. It is
+// event-sourced: every change is an event in a [store.Store], and the
+// registry is rebuilt from those events when it is opened.
+//
+// # Basics
+//
+// Open a registry over a store; nil options take the defaults:
+//
+//	reg, err := registry.Open(ctx, st, nil)
+//
+// Register an agent with its card. An agent whose handler runs in this
+// process is registered Local: it is online for as long as it stays
+// registered and needs no heartbeats.
+//
+//	err = reg.Register(ctx, card, &registry.RegisterOptions{Local: true})
+//
+// An agent in another process (reached over A2A, MCP, HTTP) is registered
+// without Local and must send heartbeats: it is online while its last
+// register, update or heartbeat is no older than Options.HeartbeatTTL
+// (30 s by default). Call [Registry.Heartbeat] every TTL/3 or so; an agent
+// that stops goes offline without any further call. [Registry.Update]
+// replaces a card (seed 000 §2.4 "capability change") and
+// [Registry.Remove] forgets an agent.
+//
+// [Registry.Candidates] answers step 2 of the matching algorithm (seed
+// 000 §4.2): the agents that have every capability id of requires (AND
+// semantics), sorted by id. It reads a capability index, so its cost
+// follows the smallest matching set, not the number of agents. It returns
+// agents online or not; the router applies [Registry.Online], the hard
+// filters and the preference scoring.
+//
+//	for _, a := range reg.Candidates([]string{"skill:research"}) {
+//		if reg.Online(a) && reg.TryAcquire(a) {
+//			// run the task, then
+//			reg.Release(a, err == nil)
+//		}
+//	}
+//
+// [Registry.TryAcquire] takes a slot unless the card's
+// limits.max_concurrency is reached (0 or no limits: unlimited), with one
+// atomic compare-and-swap; [Registry.Release] frees it and records the
+// outcome. [Agent.InFlight] is the load and [Agent.SuccessRate] the share
+// of the last Options.SuccessWindow (default 32, at most 64) outcomes that
+// succeeded: the "least loaded" and "recent success rate" tie-breakers of
+// §4.2. Both counters belong to the agent id, not to its card: they carry
+// over updates and re-registrations.
+//
+// A Registry is safe for concurrent use. Reads (Get, List, Candidates,
+// Online) take at most a read lock, for a map lookup or a copy.
+//
+// # Events
+//
+// Each write is one event, appended to the store before the registry
+// changes, with from.agent_id the agent's id, run_id Options.RunID
+// ([DefaultRunID], "run_registry", by default), thread_id "thr_registry",
+// task_id "task_registry", an empty to, and id and ts from Options.IDs:
+//
+//	call        type                    payload
+//	Register    agent.register          the card; meta {"clutch_local": true} when Local
+//	Update      agent.update            the new card
+//	Heartbeat   agent.heartbeat         {"status": "ok"}
+//	Remove      x.clutch.agent.remove   {"agent_id": "<id>"}
+//
+// Seed 000 §2.4 defines register, heartbeat and update but no way for an
+// agent to leave, so the removal is an extension type in the x.clutch
+// namespace (DESIGN: anything outside §2 is namespaced x.<vendor>.<name>).
+// A reader that does not know it sees an agent that stopped sending
+// heartbeats, which is the right approximation.
+//
+// Open replays the events of Options.RunID in seq order:
+//   - agent.register sets the agent's card; an agent registered Local comes
+//     back offline, because its handler died with the process that
+//     registered it, and stays offline through updates and heartbeats
+//     until it is registered again;
+//   - agent.update replaces the card of a registered agent and keeps its
+//     Local status; an update of an agent not registered at that point is
+//     ignored (Update refuses it, so only a foreign writer makes one);
+//   - agent.heartbeat refreshes the last-seen time, as register and update
+//     do; x.clutch.agent.remove forgets the agent;
+//   - other types in the run are ignored.
+//
+// Liveness counts from the event's ts, which the writing registry took
+// from Options.IDs, the same clock [Registry.Online] reads; the store's
+// own append time is not used. A test controls liveness with an IDs whose
+// Clock it advances.
+//
+// # Errors
+//
+// All sentinels are in errors.go; match them with errors.Is. Each carries
+// a protocol code for [protocol.CodeOf].
+//   - [ErrNotFound]: Update, Heartbeat or Remove of an agent that is not
+//     registered (NOT_FOUND).
+//   - [ErrInvalidCard]: a card that breaks a protocol rule; the error also
+//     wraps the *protocol.Error, so errors.Is(err, protocol.CodeInvalidField)
+//     and protocol.CodeOf give the precise reason. Nothing is stored.
+//   - [ErrInvalidOptions]: from Open, for a negative HeartbeatTTL, a
+//     SuccessWindow outside 0..64 or a RunID longer than
+//     protocol.MaxIDLength.
+//   - [ErrCorruptLog]: from Open, for a registry event that cannot be
+//     applied (a register whose payload is not a card, a card sent by
+//     another agent); the error is a [*CorruptEventError] naming the seq.
+//   - [ErrDuplicateEvent]: the store already holds an event with the id the
+//     registry made (two registries given alike-seeded id sources); the
+//     call changed nothing.
+//
+// Store errors come back wrapped ("registry: ..."), so errors.Is(err,
+// store.ErrClosed) and errors.Is(err, context.Canceled) work; when the
+// append fails the registry is unchanged.
+//
+// # Caveats
+//
+// Open reads the registry's run through the store's run index, so its
+// cost follows the number of registry events, not the size of the log.
+// But heartbeats are events too: N agents beating every T write N/T
+// events for as long as they run (100 agents every 10 s are 864,000
+// events a day), and every Open reads them all. Choose the interval and
+// the TTL with the log's growth in mind; Local agents need no heartbeats.
+// There is no snapshot or compaction yet.
+//
+// After Open a registry sees only its own writes: two registries over one
+// store (two processes) do not follow each other's events until reopened.
+//
+// Writes are serialised, so that the order of the events in the store is
+// the order in which they were applied: on a durable store each write is
+// a commit of its own. Registration and heartbeats are not the routing hot
+// path, but a very large fleet heartbeating often is bounded by it.
+//
+// Load and success counters live in memory: they are not events, they
+// start empty after Open, and they are kept for an agent id after it is
+// removed (one small record per id ever registered) so that a new
+// registration continues them.
+//
+// An [*Agent] holds the card it was returned with: after an Update, Get
+// the agent again to see the new card and limit. Its counters are shared,
+// so a Release through an older *Agent still counts. Release without a
+// matching TryAcquire panics, as sync.WaitGroup does for a negative count.
+package registry
