@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -29,45 +30,23 @@ func Encode(m *Message) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := appendMessage(make([]byte, 0, encodedSizeHint(m)), m)
+	buf := encodeBufs.Get().(*[]byte)
+	b, err := appendMessage((*buf)[:0], m)
 	if err != nil {
+		encodeBufs.Put(buf)
 		return nil, err
 	}
-	m.raw = b
-	return b, nil
+	// The bytes live as long as the event does (a memstore holds them):
+	// give them an exact-size allocation and reuse the scratch buffer.
+	m.raw = append(make([]byte, 0, len(b)), b...)
+	if cap(b) <= 64<<10 {
+		*buf = b
+		encodeBufs.Put(buf)
+	}
+	return m.raw, nil
 }
 
-// encodedSizeHint estimates the encoded size so that one allocation fits.
-func encodedSizeHint(m *Message) int {
-	n := 512 + len(m.Payload) + len(m.ID) + len(m.TS) + len(m.ThreadID) + len(m.RunID) + len(m.TaskID) +
-		len(m.ParentTaskID) + len(m.Domain) + len(m.PayloadType) + len(m.SchemaRef) + len(m.IdempotencyKey) +
-		len(m.From.AgentID) + len(m.From.Role) + 96*len(m.Meta) + 128*len(m.Attachments)
-	for _, p := range m.To {
-		n += 32 + len(p.AgentID) + len(p.Role)
-	}
-	for _, l := range [][]string{m.Requires, m.Prefers} {
-		for _, s := range l {
-			n += 4 + len(s)
-		}
-	}
-	if m.Trace != nil {
-		n += len(m.Trace.TraceID) + len(m.Trace.SpanID) + len(m.Trace.ParentSpanID)
-	}
-	if m.Security != nil {
-		n += 128
-		if m.Security.Policy != nil {
-			for _, s := range m.Security.Policy.ToolAllowlist {
-				n += 4 + len(s)
-			}
-		}
-	}
-	for k, v := range m.Extensions {
-		n += 4 + len(k) + len(v)
-	}
-	return n
-}
-
-type encErr struct{ e *Error }
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // appendMessage encodes m without validating it.
 func appendMessage(b []byte, m *Message) ([]byte, error) {
