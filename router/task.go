@@ -187,7 +187,8 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		limit := time.Duration(card.Limits.MaxRuntimeSec) * time.Second
 		cause = &timeoutCause{limit}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadlineCause(ts.ctx, r.now().Add(limit), cause)
+		// Real time, not the router's clock: tests may freeze that one.
+		ctx, cancel = context.WithTimeoutCause(ts.ctx, limit, cause)
 		defer cancel()
 		// Store task.timeout at the deadline even if the handler ignores
 		// its context.
