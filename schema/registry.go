@@ -343,16 +343,38 @@ func (r *Registry) schemaFor(m *protocol.Message) (*Schema, error) {
 	} else if !protocol.ValidPayloadType(pt) {
 		return nil, errorf(ErrInvalidPayloadType, "payload_type %q is not of the form <domain>.<name>.v<N>", pt)
 	}
-	if m.SchemaRef != "" {
-		if want := protocol.SchemaRefFor(pt); m.SchemaRef != want {
-			return nil, errorf(ErrSchemaRefMismatch, "schema_ref %q, payload_type %s wants %q", m.SchemaRef, pt, want)
-		}
+	if m.SchemaRef != "" && !refMatches(pt, m.SchemaRef) {
+		return nil, errorf(ErrSchemaRefMismatch, "schema_ref %q, payload_type %s wants %q", m.SchemaRef, pt, protocol.SchemaRefFor(pt))
 	}
 	s, ok := (*r.snap.Load())[pt]
 	if !ok {
 		return nil, r.unknown(pt, m.Payload)
 	}
 	return s, nil
+}
+
+// refMatches reports whether ref == protocol.SchemaRefFor(pt) for a well
+// formed pt, without building the string (this is on every message's path).
+func refMatches(pt, ref string) bool {
+	const prefix = protocol.PrefixSchema + "clutch/"
+	i := strings.LastIndexByte(pt, '.')
+	if i < 0 || !strings.HasPrefix(ref, prefix) {
+		return false
+	}
+	name, version, r := pt[:i], pt[i+2:], ref[len(prefix):]
+	if len(r) != len(name)+1+len(version) {
+		return false
+	}
+	for j := 0; j < len(name); j++ {
+		c := name[j]
+		if c == '.' {
+			c = '/'
+		}
+		if r[j] != c {
+			return false
+		}
+	}
+	return r[len(name)] == '@' && r[len(name)+1:] == version
 }
 
 // payloadTypeForRef inverts [protocol.SchemaRefFor]:

@@ -259,6 +259,23 @@ func TestValidateMessage(t *testing.T) {
 	}
 }
 
+func TestRefMatches(t *testing.T) {
+	types := append(Builtins(), "a.v1", "a.b.c.v10", "x-y.z_w.v0")
+	refs := []string{"", "schema://clutch/", "schema://clutch/research/summary@1", "schema://clutch/research/summary@10",
+		"schema://clutch/research.summary@1", "schema://acme/research/summary@1", "schema://clutch/a@1", "schema://clutch/a/b/c@10",
+		"schema://clutch/x-y/z_w@0", "schema://clutch/research/summary1", "schema://clutch/code/output@1", "schema://clutch/a/b/c@1"}
+	for _, pt := range types {
+		refs = append(refs, protocol.SchemaRefFor(pt))
+	}
+	for _, pt := range types {
+		for _, ref := range refs {
+			if got, want := refMatches(pt, ref), ref == protocol.SchemaRefFor(pt); got != want {
+				t.Errorf("refMatches(%q, %q) = %v, want %v", pt, ref, got, want)
+			}
+		}
+	}
+}
+
 func TestPayloadTypeForRef(t *testing.T) {
 	for ref, want := range map[string]string{
 		"schema://clutch/research/summary@1":  "research.summary.v1",
