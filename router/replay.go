@@ -109,6 +109,14 @@ func (r *Router) recoverTask(ctx context.Context, req *protocol.Message) (*Handl
 	return &Handle{r: r, ts: ts}, nil
 }
 
+// running reports whether a task is running and has not ended.
+func (r *Router) running(taskID string) bool {
+	r.mu.Lock()
+	ts := r.tasks[taskID]
+	r.mu.Unlock()
+	return ts != nil && !ts.finished.Load()
+}
+
 // restart runs a stored task again as a new attempt.
 func (r *Router) restart(ctx context.Context, l *taskLog) (*Handle, error) {
 	return r.start(ctx, l.req, nil, max(l.attempt, l.req.Attempt)+1)
@@ -145,10 +153,7 @@ func (r *Router) Recover(ctx context.Context) (int, error) {
 		if l.req == nil || l.terminal != nil {
 			continue
 		}
-		r.mu.Lock()
-		running := r.tasks[id] != nil
-		r.mu.Unlock()
-		if running {
+		if r.running(id) {
 			continue
 		}
 		if _, err := r.recoverTask(ctx, l.req); err != nil {
@@ -164,9 +169,7 @@ func (r *Router) Recover(ctx context.Context) (int, error) {
 // task.error or task.timeout is routed again as a new attempt, with its
 // stored request. The rest of the run is not touched.
 func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
-	r.mu.Lock()
-	running := r.tasks[taskID] != nil
-	r.mu.Unlock()
+	running := r.running(taskID)
 	if running {
 		return nil, wrap(ErrNotRetryable, taskID+" is running", nil)
 	}

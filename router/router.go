@@ -48,7 +48,7 @@ type Router struct {
 	handlers map[string]Handler
 
 	mu     sync.Mutex
-	tasks  map[string]*taskState // running tasks by task id
+	tasks  map[string]*taskState // tasks whose goroutine runs, by task id
 	runs   map[string]*runState  // runs with running tasks
 	closed bool
 	wg     sync.WaitGroup // task goroutines
@@ -179,7 +179,7 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 		r.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if ts := r.tasks[req.TaskID]; ts != nil && ts.req.ID != req.ID {
+	if ts := r.tasks[req.TaskID]; ts != nil && !ts.finished.Load() && ts.req.ID != req.ID {
 		r.mu.Unlock()
 		return nil, wrap(ErrInvalidRequest, "task "+req.TaskID+" is already running", nil)
 	}
@@ -212,7 +212,7 @@ func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskS
 		ts.cancel(ErrClosed)
 		return nil, ErrClosed
 	}
-	if old := r.tasks[req.TaskID]; old != nil {
+	if old := r.tasks[req.TaskID]; old != nil && !old.finished.Load() {
 		r.mu.Unlock()
 		ts.cancel(nil)
 		return &Handle{r: r, ts: old}, nil
@@ -264,7 +264,7 @@ func (r *Router) redelivered(ctx context.Context, req *protocol.Message, seq uin
 	r.mu.Lock()
 	ts := r.tasks[orig.TaskID]
 	r.mu.Unlock()
-	if ts != nil {
+	if ts != nil && (!ts.finished.Load() || ts.outcome != nil) {
 		return &Handle{r: r, ts: ts}, nil
 	}
 	out, err := r.storedOutcome(ctx, orig.TaskID)

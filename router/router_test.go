@@ -623,15 +623,18 @@ func TestConcurrencyLimitQueues(t *testing.T) {
 }
 
 func TestQueueTimeoutAndFull(t *testing.T) {
-	e := newEnv(t, &Options{QueueTimeout: 100 * time.Millisecond, MaxQueued: 1})
+	e := newEnv(t, &Options{MaxQueued: 1})
 	c := card("agent:one", skill("skill:r"))
 	c.Limits = &protocol.Limits{MaxConcurrency: 1}
 	b := newBlocker()
 	e.register(c, b.handler("one"))
 	h1 := e.submit(e.request("skill:r"))
 	<-b.started
+	e.r.opts.QueueTimeout = 300 * time.Millisecond
 	h2 := e.submit(e.request("skill:r")) // waits, then times out
-	time.Sleep(20 * time.Millisecond)
+	for e.r.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	h3 := e.submit(e.request("skill:r")) // the queue (1) is full
 	_, err3 := e.wait(h3)
 	_, err2 := e.wait(h2)
