@@ -1,0 +1,121 @@
+// Package router is the heart of Clutch: it matches task requests to
+// agents, runs them, and records every step as an event in the store (seed
+// 000 §1.3–§1.6, §2, §4, §5, §10).
+//
+// # Basics
+//
+// A Router is built over a store, an agent registry and a schema registry.
+// In-process agents register an AgentCard and a Handler; callers Submit a
+// task.request and Wait on the returned Handle:
+//
+//	r, _ := router.New(st, reg, schemas, nil)
+//	r.Register(ctx, kenCard, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+//		q, err := router.Input[schema.ResearchQuery](t)
+//		...
+//		t.Progress(ctx, map[string]any{"step": "searching"})
+//		return &router.Result{PayloadType: "research.summary.v1", Payload: summary}, nil
+//	})
+//	req, _ := r.NewRequest("agent:ui", "research.query.v1", query)
+//	req.Requires = []string{"skill:research"}
+//	h, _ := r.Submit(ctx, req)
+//	out, err := h.Wait(ctx)
+//
+// A handler reads its request (Task.Request, Input), reports progress
+// (Task.Progress), emits other events such as tool calls (Task.Emit), puts
+// artifacts (Task.PutArtifact), delegates subtasks (Task.NewSubtask,
+// Task.Delegate, which blocks until the subtask ends) and returns a Result
+// or an error. Return Fail(code, message, retryable, details) for a wire
+// error of seed 000 §5.4; any other error is coded with protocol.CodeOf.
+//
+// # Routing (seed 000 §4.2)
+//
+// Each routing pass, recorded as a routing.decision event:
+//
+//  1. Candidates: the agents whose capabilities include every id in
+//     requires[] (AND), found through the registry's capability index; or,
+//     when "to" names agents other than the router, exactly those (an
+//     explicit recipient skips scoring, not the hard filters).
+//  2. Hard filters, each rejection recorded with its reason: online
+//     (heartbeat within the TTL, or registered in-process), a handler in
+//     this router, security policy (policy.sandbox needs a sandboxed agent
+//     and no capability of trust_level prod), tool allowlist (every tool
+//     server the used capabilities name must be allowed), network (a
+//     requires[] entry "network:<level>" needs a card network at least that
+//     open: none < egress-restricted < open), no cycle (the agent is not on
+//     the task's delegation chain), and capacity (in flight below
+//     limits.max_concurrency).
+//  3. Preference score: the weighted share of prefers[] entries and of the
+//     message's domain the agent meets — "tag:"/"domain:" entries against
+//     capability tags, "tool:"/"mcp:" against tools and servers, other
+//     kinds against capability ids (Weights, configurable).
+//  4. Tie-breakers, in order: least loaded, best recent success rate, round
+//     robin.
+//
+// The decision names the selected agent, the candidates with their scores,
+// a readable reason ("matched requires[skill:research], lowest load (0 in
+// flight)") and the rejected agents with why. With thousands of agents the
+// lists hold the first 16 and the counts are exact. No match gives a
+// routing.failure event and a task.error: NO_MATCH, POLICY_DENIED, CYCLE or
+// CAPACITY. When every matching agent is only busy, the task waits in a
+// bounded queue (MaxQueued, QueueTimeout) and fails with CAPACITY after.
+//
+// # Lifecycle (seed 000 §2.1, §5)
+//
+// Every task leaves task.request, then per attempt routing.decision and
+// task.accept (stored together), any task.progress, and ends with exactly
+// one of task.result, task.error, task.cancel or task.timeout. A result is
+// validated against the schema registry (and the run's workflow, when
+// Options.Workflows binds one); an invalid result becomes a task.error
+// with code VALIDATION whose details keep the result for audit.
+//
+// Retries: a retryable error (the error's Retryable, or its code's default)
+// is retried with Options.Backoff up to MaxAttempts; the failed attempt's
+// task.error carries details.will_retry and the next attempt's events carry
+// attempt+1. A handler that panics ends its attempt with INTERNAL; the host
+// process never crashes. limits.max_runtime_sec cancels the handler's
+// context and stores task.timeout at once, even if the handler ignores its
+// context. Handle.Cancel cancels a task and its whole subtree: each gets a
+// task.cancel with the reason.
+//
+// Delivery is at least once with dedup by the receiver (§5.1, §5.2): a
+// request whose id, or run_id and idempotency_key, is already stored never
+// runs twice; Submit returns a handle on the task it started.
+//
+// Delegation (§1.3): a subtask has its own task_id, parent_task_id set, the
+// same run_id and thread_id. Routing it to an agent already on its chain is
+// refused with CYCLE (CLowl E015). Budget limits a run's number of tasks
+// and delegation depth (BUDGET, CLowl E012).
+//
+// # Restarts, partial retry and replay
+//
+// After a restart on a durable store, call Recover once the agents are
+// registered: tasks that were accepted but never ended are failed with a
+// retryable INTERRUPTED error (RecoverFail, the default: a handler with
+// side effects is not run twice behind the caller's back) or routed again
+// (RecoverRedispatch). A redelivered request of such a task gets the same
+// treatment. Close ends running tasks with INTERRUPTED too. Retry runs one
+// failed or timed-out task of a run again from the log, as a new attempt.
+// Replay (or Router.Tree) rebuilds a run's task tree — tasks, parents,
+// states, attempts, decisions, outcomes — from any store.
+//
+// # Errors
+//
+// A task's failure is a *protocol.ErrorPayload, returned by Handle.Wait and
+// Task.Delegate and matched with errors.Is against a protocol.Code
+// (protocol.CodeNoMatch, CodeTimeout, ...). The router's own errors are the
+// sentinels of errors.go (ErrClosed, ErrInvalidRequest, ErrUnknownTask,
+// ErrNotRetryable, ErrTaskEnded, ErrInvalidOptions).
+//
+// # Caveats
+//
+// Each running task holds one goroutine (its handler runs on it) and about
+// 1 KiB of heap besides. A task's context ends when its handler returns,
+// so a handler must wait for the subtasks it delegates (Delegate does).
+// A handler that ignores its context after a timeout or cancel keeps its
+// concurrency slot until it returns. Budgets count the tasks a run has
+// while some of them are running in this router. Recover scans the task
+// events of the whole log.
+//
+// For unit tests of agents, package routertest wraps all of this over an
+// in-memory store with deterministic ids and a test clock.
+package router

@@ -1,0 +1,136 @@
+package router_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/memstore"
+)
+
+func newRouter() (*router.Router, store.Store) {
+	ctx := context.Background()
+	st, _ := memstore.New(nil)
+	reg, _ := registry.Open(ctx, st, nil)
+	schemas, _ := schema.New(nil)
+	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	return r, st
+}
+
+func researcher(name string) router.Handler {
+	return func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		q, err := router.Input[schema.ResearchQuery](t)
+		if err != nil {
+			return nil, err
+		}
+		return &router.Result{PayloadType: "research.summary.v1", Payload: schema.ResearchSummary{
+			Findings:  []string{name + " looked into " + q.Query},
+			Citations: []string{"https://example.com"},
+		}}, nil
+	}
+}
+
+func Example() {
+	ctx := context.Background()
+	r, st := newRouter()
+	defer st.Close()
+	defer r.Close()
+
+	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{
+		{ID: "skill:research", Tags: []string{"fintech"}},
+	}}
+	ana := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ana", Capabilities: []protocol.Capability{
+		{ID: "skill:research", Tags: []string{"health"}},
+	}}
+	r.Register(ctx, ken, researcher("ken"))
+	r.Register(ctx, ana, researcher("ana"))
+
+	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "Nordic payments"})
+	req.Requires = []string{"skill:research"}
+	req.Prefers = []string{"domain:fintech"}
+	h, _ := r.Submit(ctx, req)
+	out, err := h.Wait(ctx)
+	if err != nil {
+		panic(err)
+	}
+	s, _ := router.ResultAs[schema.ResearchSummary](out)
+	fmt.Println(out.Type, "from", out.Message.From.AgentID+":", s.Findings[0])
+
+	tree, _ := r.Tree(ctx, req.RunID)
+	d := tree.Tasks[h.TaskID()].Decisions[0]
+	fmt.Println(d.Selected, d.Scores, d.Reason)
+	// Output:
+	// task.result from agent:ken: ken looked into Nordic payments
+	// agent:ken map[agent:ana:0 agent:ken:1] matched requires[skill:research], best preference score 1.00
+}
+
+func ExampleTask_Delegate() {
+	ctx := context.Background()
+	r, st := newRouter()
+	defer st.Close()
+	defer r.Close()
+
+	lead := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:lead", Capabilities: []protocol.Capability{{ID: "skill:plan"}}}
+	r.Register(ctx, lead, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		sub, err := t.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "competitors"})
+		if err != nil {
+			return nil, err
+		}
+		sub.Requires = []string{"skill:research"}
+		out, err := t.Delegate(ctx, sub) // blocks until the subtask ends
+		if err != nil {
+			return nil, err
+		}
+		return &router.Result{PayloadType: out.Message.PayloadType, Payload: out.Message.Payload}, nil
+	})
+	r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}, researcher("ken"))
+
+	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "market"})
+	req.Requires = []string{"skill:plan"}
+	h, _ := r.Submit(ctx, req)
+	if _, err := h.Wait(ctx); err != nil {
+		panic(err)
+	}
+	tree, _ := r.Tree(ctx, req.RunID)
+	for _, root := range tree.Roots {
+		fmt.Println(root.State, "by", root.Agent)
+		for _, c := range root.Children {
+			fmt.Println("  ", c.State, "by", c.Agent, "parent", c.ParentTaskID == root.TaskID)
+		}
+	}
+	// Output:
+	// task.result by agent:lead
+	//    task.result by agent:ken parent true
+}
+
+func ExampleFail() {
+	ctx := context.Background()
+	r, st := newRouter()
+	defer st.Close()
+	defer r.Close()
+	r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:browser", Capabilities: []protocol.Capability{{ID: "skill:browse"}}},
+		func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			return nil, router.Fail(protocol.CodeToolUnavailable, "MCP server mcp:browser not responding", false,
+				map[string]any{"tool": "mcp:browser", "timeout_ms": 5000})
+		})
+	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "x"})
+	req.Requires = []string{"skill:browse"}
+	h, _ := r.Submit(ctx, req)
+	out, err := h.Wait(ctx)
+	fmt.Println(out.Type, errors.Is(err, protocol.CodeToolUnavailable), out.Err.Details["tool"])
+
+	req, _ = r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "x"})
+	req.Requires = []string{"skill:legal"}
+	h, _ = r.Submit(ctx, req)
+	_, err = h.Wait(ctx)
+	fmt.Println(errors.Is(err, protocol.CodeNoMatch))
+	// Output:
+	// task.error true mcp:browser
+	// true
+}
