@@ -20,6 +20,7 @@ type sentinel struct {
 	code protocol.Code
 }
 
+// Error returns "schema: " and the sentinel's text.
 func (e *sentinel) Error() string { return "schema: " + e.msg }
 
 // ClutchCode returns the protocol code of the sentinel, for [protocol.CodeOf].
@@ -124,6 +125,8 @@ type Violation struct {
 	Message string
 }
 
+// String formats the violation as "<path>: <keyword>: <message>", with
+// "(root)" for the empty path.
 func (v Violation) String() string {
 	p := v.Path
 	if p == "" {
@@ -142,6 +145,8 @@ type ValidationError struct {
 	Violations  []Violation // at least one, sorted by path then keyword
 }
 
+// Error lists the payload type, the workflow step when there is one, and
+// every violation.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	b.WriteString("schema: ")
@@ -188,6 +193,7 @@ type SchemaError struct {
 	Err         error // the sentinel, possibly wrapping a cause
 }
 
+// Error names the payload type, the keyword and where it is in the schema.
 func (e *SchemaError) Error() string {
 	var b strings.Builder
 	b.WriteString("schema: ")
@@ -222,6 +228,7 @@ type Problem struct {
 	Detail string
 }
 
+// String formats the problem as "line L:C: <field>: <detail>".
 func (p Problem) String() string {
 	var b strings.Builder
 	switch {
@@ -244,6 +251,7 @@ type WorkflowError struct {
 	Problems []Problem // at least one, in document order
 }
 
+// Error lists every problem of the workflow.
 func (e *WorkflowError) Error() string {
 	var b strings.Builder
 	b.WriteString("schema: invalid workflow")

@@ -50,7 +50,8 @@ type Options struct {
 // safe for use by many goroutines: validation reads an immutable snapshot
 // through an atomic pointer and never takes a lock; registration compiles
 // outside any lock, then copies the snapshot and swaps it in under a mutex
-// that only other registrations wait for.
+// that only other registrations wait for. Make one with [New]; the zero
+// value is not usable.
 type Registry struct {
 	permissive bool
 	maxBytes   int

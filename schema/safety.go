@@ -106,6 +106,9 @@ func prepareSchema(payloadType string, data []byte) (*prepared, error) {
 			continue
 		}
 		v, _ := resolvePointer(doc, p)
+		if !c.legacy {
+			c.normalize(v, true) // a target outside the usual schema positions
+		}
 		if err := c.walk(v, p, modeSchema); err != nil {
 			return nil, err
 		}

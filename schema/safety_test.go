@@ -238,6 +238,16 @@ func TestRefSiblings(t *testing.T) {
 		t.Fatalf("JSON() = %s", s.JSON())
 	}
 
+	// Also where a $ref points outside the usual schema positions.
+	outside := `{"x-types":{"obj":{"type":"object"},"withID":{"$ref":"#/x-types/obj","required":["id"]}},"properties":{"a":{"$ref":"#/x-types/withID"}}}`
+	if err := reg.Register("test.sibling.v3", []byte(outside)); err != nil {
+		t.Fatal(err)
+	}
+	ve = validationErr(t, reg.Validate("test.sibling.v3", []byte(`{"a":{}}`)))
+	if !hasViolation(ve, "/a/id", "required") {
+		t.Fatalf("sibling of $ref not enforced: %v", ve)
+	}
+
 	draft7 := `{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"obj":{"type":"object"}},"properties":{"a":{"$ref":"#/definitions/obj","required":["id"]}}}`
 	if err := reg.Register("test.sibling.v2", []byte(draft7)); err != nil {
 		t.Fatal(err)
