@@ -265,6 +265,11 @@ func (c *checker) walk(v any, ptr string, mode walkMode) error {
 		for _, k := range sortedKeys(x) {
 			e := x[k]
 			kp := ptr + "/" + escapePointer(k)
+			if k == "const" || k == "enum" {
+				// Plain data, at any depth: gojsonschema neither reads it as
+				// a schema nor looks for identifiers in it.
+				continue
+			}
 			if why, bad := refusedKeywords[k]; bad {
 				return c.fail(ptr, k, why, ErrUnsupportedKeyword)
 			}
@@ -298,8 +303,6 @@ func (c *checker) walk(v any, ptr string, mode walkMode) error {
 				continue
 			}
 			switch {
-			case k == "const" || k == "enum":
-				// Plain data; gojsonschema never reads it as a schema.
 			case namedSchemaMaps[k]:
 				if m, ok := e.(map[string]any); ok {
 					for _, name := range sortedKeys(m) {

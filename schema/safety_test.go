@@ -340,6 +340,16 @@ func TestIdentifiersCannotRedirectRefs(t *testing.T) {
 			}
 		})
 	}
+	// Identifiers inside enum values are data, even in a region a $ref
+	// turns into a schema.
+	if err := reg.Register("test.ids.v8", []byte(`{"x-t":{"enum":[{"id":"a"}]},"$ref":"#/x-t"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Validate("test.ids.v8", []byte(`{"id":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	validationErr(t, reg.Validate("test.ids.v8", []byte(`{}`)))
+
 	// A name of $defs mapped to a string is not a schema (gojsonschema would
 	// take {"$defs": {"$id": "#/x"}} for an identifier).
 	se := schemaErr(t, reg.Register("test.ids.v9", []byte(`{"$defs":{"$id":"#/x"},"x":{"type":"string"}}`)), ErrInvalidSchema)
