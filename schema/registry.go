@@ -159,7 +159,9 @@ func (s *Schema) validateDoc(doc any, prefix string) error {
 // payloadType. The schema is refused, with a [*SchemaError], when it is not
 // valid JSON, uses a keyword of [RefusedKeywords] anywhere, has a $ref that
 // is not a local "#/..." pointer resolving inside the document, has a $ref
-// cycle that does not descend into the instance, or does not compile.
+// cycle that does not descend into the instance, has an $id inside a
+// subschema, is nested deeper than 256 levels, or does not compile (see the
+// package doc, "Caveats").
 // Registering a payload_type twice fails with [ErrAlreadyRegistered].
 func (r *Registry) Register(payloadType string, schemaJSON []byte) error {
 	return r.register(payloadType, schemaJSON, nil)
@@ -173,7 +175,7 @@ func RegisterType[T any](r *Registry, payloadType string) error {
 	return r.registerType(payloadType, reflect.TypeFor[T]())
 }
 
-func (r *Registry) registerType(payloadType string, t reflect.Type) (err error) {
+func (r *Registry) registerType(payloadType string, t reflect.Type) error {
 	if err := r.checkNew(payloadType); err != nil {
 		return err
 	}
