@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func (m *match) decision() protocol.RoutingDecision {
 	}
 	for i, c := range m.candidates[:n] {
 		d.Candidates[i] = c.a.ID()
-		d.Scores[c.a.ID()] = c.score
+		d.Scores[c.a.ID()] = math.Round(c.score*1000) / 1000 // as §4.3 shows them
 	}
 	return d
 }

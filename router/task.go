@@ -505,12 +505,17 @@ func (t *Task) Progress(ctx context.Context, payload any) error {
 // Emit stores another event of the task from the running agent, such as a
 // tool.call or tool.result (seed 000 §2.3). Its thread, run, task, sender
 // and attempt are set by the router; the type, payload and contract are
-// the caller's.
+// the caller's. It is addressed to the requester, except tool.* events,
+// which have no recipient agent (the tool server is named in the payload).
 func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, payload any) (*protocol.Message, error) {
 	if t.ts.finished.Load() {
 		return nil, ErrTaskEnded
 	}
 	m := t.r.event(t.ts, typ, t.agent.ID(), nil)
+	if typ.Family() == "tool" {
+		// A tool server is not an agent: it is named in the payload.
+		m.To = []protocol.Participant{}
+	}
 	m.Attempt = t.attempt
 	m.PayloadType = payloadType
 	m.SchemaRef = protocol.SchemaRefFor(payloadType)

@@ -1,102 +1,255 @@
-// Command quickstart is the first tutorial: it builds the task.request of
-// seed 000 §10 (a UI asking the orchestrator for market research), signs it
-// with Ed25519, encodes it, decodes and verifies it as a receiver would, and
-// prints it. It needs no services and no keys: the signing key is made on the
-// spot.
+// Command quickstart is the first tutorial: the end-to-end flow of seed 000
+// §10, in one process, with no services and no API keys.
+//
+//  1. The UI signs a task.request (research.query.v1) for the orchestrator;
+//     the gateway verifies the signature and submits it.
+//  2. The router evaluates two research agents and records a
+//     routing.decision: agent:ken wins on its fintech tag and browser tool.
+//  3. Ken accepts, calls a local fake tool mcp:browser (tool.call /
+//     tool.result events), and returns a research.summary.v1 result, which
+//     is validated against its schema.
+//  4. The UI follows the thread's events live and prints each as it comes;
+//     at the end the program prints the task tree rebuilt from the store.
+//
+// The events go to an embedded store file in a temporary folder, removed at
+// exit; -db PATH keeps them in PATH instead.
 //
 //	go run ./examples/quickstart
+//	go run ./examples/quickstart -db /tmp/clutch.db
 package main
 
 import (
-	"bytes"
+	"context"
 	"crypto/ed25519"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
+	"strings"
+	"sync"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
 )
 
-// Query is the research.query.v1 payload the UI sends (seed 000 §10, step 1).
-type Query struct {
-	Topic      string   `json:"topic"`
-	Questions  []string `json:"questions"`
-	MaxSources int      `json:"max_sources"`
-}
-
 func main() {
-	if err := run(os.Stdout); err != nil {
+	db := flag.String("db", "", "store file to keep the events in (default: a temporary file)")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *db); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(w io.Writer) error {
-	// 1. UI → Gateway: a task.request for the orchestrator.
-	m := protocol.NewMessage(protocol.TypeTaskRequest, "agent:ui")
-	m.From.Role = "user"
-	m.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
-	m.Domain = "research"
-	m.PayloadType = "research.query.v1"
-	m.SchemaRef = protocol.SchemaRefFor(m.PayloadType)
-	m.Requires = []string{"skill:research"}
-	m.Prefers = []string{"tool:browser", "domain:fintech"}
-	m.Security = &protocol.Security{Policy: &protocol.Policy{Sandbox: true, ToolAllowlist: []string{"mcp:browser"}}}
-	m.IdempotencyKey = "idem_" + m.ID[len(protocol.IDPrefixMessage):]
-	m.Meta = map[string]any{"ui_channel": "chat:research"}
-	if err := m.SetPayload(Query{
-		Topic:      "Nordic payments market",
-		Questions:  []string{"Who are the incumbents?", "How fast is real-time rails adoption?"},
-		MaxSources: 5,
-	}); err != nil {
+func run(ctx context.Context, w io.Writer, dbPath string) error {
+	st, cleanup, err := openStore(dbPath)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	reg, err := registry.Open(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	schemas, err := schema.New(nil)
+	if err != nil {
+		return err
+	}
+	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+
+	// Two research agents. Ken specialises in fintech and has a browser.
+	ken := &protocol.AgentCard{
+		V: protocol.Version, AgentID: "agent:ken",
+		Display: &protocol.Display{Name: "Ken", Desc: "Research specialist"},
+		Capabilities: []protocol.Capability{{
+			ID: "skill:research", Version: "1.0", Tags: []string{"market", "competitive", "fintech"},
+			Tools: []string{"mcp:browser"}, TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostMedium,
+		}},
+		Limits:   &protocol.Limits{MaxConcurrency: 2, MaxRuntimeSec: 600},
+		Security: &protocol.CardSecurity{Sandbox: true, Network: "egress-restricted"},
+	}
+	other := &protocol.AgentCard{
+		V: protocol.Version, AgentID: "agent:research-2",
+		Capabilities: []protocol.Capability{{ID: "skill:research", Version: "1.0", Tags: []string{"market", "health"}, TrustLevel: protocol.TrustSandbox}},
+		Limits:       &protocol.Limits{MaxConcurrency: 2, MaxRuntimeSec: 600},
+		Security:     &protocol.CardSecurity{Sandbox: true},
+	}
+	if err := r.Register(ctx, ken, researcher(browser)); err != nil {
+		return err
+	}
+	if err := r.Register(ctx, other, researcher(nil)); err != nil {
 		return err
 	}
 
-	// 2. Sign it (seed 000 §6): Ed25519 over the JCS bytes without the sig.
+	// 1. UI → Gateway: a signed task.request.
+	req, err := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{
+		Query: "Nordic payments market: incumbents and real-time rails", MaxSources: 5,
+	})
+	if err != nil {
+		return err
+	}
+	req.Domain = "research"
+	req.Requires = []string{"skill:research"}
+	req.Prefers = []string{"tool:browser", "domain:fintech"}
+	req.Security = &protocol.Security{Policy: &protocol.Policy{Sandbox: true, ToolAllowlist: []string{"mcp:browser"}}}
+	req.Meta = map[string]any{"ui_channel": "chat:research"}
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return err
 	}
-	if err := protocol.Sign(m, "key_ui_01", priv); err != nil {
+	if err := protocol.Sign(req, "key_ui_01", priv); err != nil {
 		return err
 	}
-	wire, err := protocol.Encode(m) // the signed bytes, encoded once
-	if err != nil {
-		return err
-	}
-
-	// 3. The receiver: verify the bytes as received, then decode strictly.
+	wire := req.Raw()
+	// The gateway verifies the bytes as received, then decodes them.
 	if err := protocol.Verify(wire, protocol.StaticKeys{"key_ui_01": pub}); err != nil {
-		return fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("gateway: %w", err)
 	}
 	in, err := protocol.Decode(wire)
 	if err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
-	if err := in.Validate(); err != nil {
 		return err
 	}
-	q, err := protocol.DecodePayload[Query](in)
+	fmt.Fprintf(w, "gateway: verified %s from %s (%d bytes, signed with %s)\n\n", in.Type, in.From.AgentID, len(wire), in.Security.Auth.Kid)
+
+	// 8. The UI subscribes to the thread and renders every event as it comes.
+	follow, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	lines := make(chan string, 64)
+	go func() {
+		defer wg.Done()
+		defer close(lines)
+		for ev, err := range st.Follow(follow, store.Query{ThreadID: in.ThreadID}) {
+			if err != nil {
+				lines <- "follow: " + err.Error()
+				return
+			}
+			lines <- render(ev)
+		}
+	}()
+
+	h, err := r.Submit(ctx, in)
+	if err != nil {
+		stopFollow()
+		wg.Wait()
+		return err
+	}
+	out, taskErr := h.Wait(ctx)
+
+	// Print the live events until the terminal one has been shown.
+	fmt.Fprintf(w, "%-4s %-12s %-17s %-18s %-20s %s\n", "seq", "time", "type", "from", "to", "detail")
+	for line := range lines {
+		fmt.Fprintln(w, line)
+		if strings.Contains(line, string(out.Type)) && strings.Contains(line, out.Message.From.AgentID) {
+			break
+		}
+	}
+	stopFollow()
+	for range lines {
+	}
+	wg.Wait()
+	if taskErr != nil {
+		return fmt.Errorf("task failed: %w", taskErr)
+	}
+
+	s, err := router.ResultAs[schema.ResearchSummary](out)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "\nresult (%s, validated): %s\n", out.Message.PayloadType, s.Title)
+	for _, f := range s.Findings {
+		fmt.Fprintf(w, "  - %s\n", f)
+	}
 
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, in.Raw(), "", "  "); err != nil {
+	tree, err := r.Tree(ctx, in.RunID)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s\n\n", pretty.Bytes())
-	fmt.Fprintf(w, "verified %s from %s: %d bytes on the wire, signed with key %s\n",
-		in.Type, in.From.AgentID, len(wire), in.Security.Auth.Kid)
-	fmt.Fprintf(w, "payload %s asks about %q (%d questions)\n", in.PayloadType, q.Topic, len(q.Questions))
-
-	// 4. Tampering is caught: change one byte of the payload.
-	tampered := bytes.Replace(wire, []byte("Nordic"), []byte("Baltic"), 1)
-	err = protocol.Verify(tampered, protocol.StaticKeys{"key_ui_01": pub})
-	fmt.Fprintf(w, "tampered copy: %v\n", err)
-	if err == nil {
-		return fmt.Errorf("a tampered message verified")
-	}
+	fmt.Fprintf(w, "\ntask tree of %s:\n%s", in.RunID, tree)
 	return nil
+}
+
+// browser is the local fake tool behind mcp:browser: no network.
+func browser(query string) []map[string]string {
+	return []map[string]string{
+		{"url": "https://example.com/reports/nordic-payments-2026", "title": "Nordic payments 2026"},
+		{"url": "https://example.com/data/real-time-rails", "title": "Real-time rails adoption"},
+	}
+}
+
+// researcher is an agent's handler: it searches with the browser tool when
+// it has one and returns a research.summary.v1.
+func researcher(search func(string) []map[string]string) router.Handler {
+	return func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		q, err := router.Input[schema.ResearchQuery](t)
+		if err != nil {
+			return nil, err
+		}
+		var citations []string
+		if search != nil {
+			// 5. Ken → MCP: tool.call, 6. MCP → Ken: tool.result.
+			args := map[string]any{"query": q.Query, "max_results": q.MaxSources}
+			if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"tool": "mcp:browser", "name": "search", "args": args}); err != nil {
+				return nil, err
+			}
+			hits := search(q.Query)
+			if _, err := t.Emit(ctx, protocol.TypeToolResult, "", map[string]any{"tool": "mcp:browser", "name": "search", "content": hits}); err != nil {
+				return nil, err
+			}
+			for _, h := range hits {
+				citations = append(citations, h["url"])
+			}
+		}
+		if err := t.Progress(ctx, map[string]any{"step": "summarising", "sources": len(citations)}); err != nil {
+			return nil, err
+		}
+		// 7. Ken → Orchestrator: task.result, research.summary.v1.
+		return &router.Result{PayloadType: "research.summary.v1", Payload: schema.ResearchSummary{
+			Title: "Market analysis complete",
+			Findings: []string{
+				"Three incumbents process about 70% of card volume",
+				"Real-time rails adoption doubled in 2026",
+			},
+			Citations: citations,
+		}}, nil
+	}
+}
+
+// render turns one event into an aligned log line.
+func render(ev store.Event) string {
+	m, err := ev.Message()
+	if err != nil {
+		return fmt.Sprintf("%-4d undecodable: %v", ev.Seq, err)
+	}
+	to := make([]string, len(m.To))
+	for i, p := range m.To {
+		to[i] = p.AgentID
+	}
+	detail := ""
+	switch m.Type {
+	case protocol.TypeTaskRequest:
+		detail = "requires " + strings.Join(m.Requires, ",") + " prefers " + strings.Join(m.Prefers, ",")
+	case protocol.TypeRoutingDecision:
+		if d, err := protocol.DecodePayload[protocol.RoutingDecision](m); err == nil {
+			detail = fmt.Sprintf("selected %s %v: %s", d.Selected, d.Scores, d.Reason)
+		}
+	case protocol.TypeTaskResult:
+		detail = m.PayloadType
+	default:
+		detail = string(m.Payload)
+		if len(detail) > 70 {
+			detail = detail[:67] + "..."
+		}
+	}
+	return fmt.Sprintf("%-4d %-12s %-17s %-18s %-20s %s", ev.Seq, ev.Time.Format("15:04:05.000"), m.Type, m.From.AgentID, strings.Join(to, ","), detail)
 }
