@@ -96,9 +96,13 @@ type Options struct {
 	// Budget limits each run. MaxDepth is DefaultMaxDepth when 0; set it
 	// negative for no depth limit.
 	Budget Budget
-	// Workflows, when set, validates each result of a run bound to a
-	// workflow against the workflow's step (seed 000 §3.4), on top of the
-	// schema registry's payload_type check.
+	// Workflows, when set, validates each result in the scope of its run
+	// (seed 000 §3.4): a run bound to a workflow (Binder.Bind) has its
+	// results checked against the step they answer — the step named in the
+	// request's meta.step (copied to the result), else the step expecting
+	// the result's type and payload_type — and other results against the
+	// schema registry. Bind a run before submitting its first task and
+	// Unbind it when the run is over.
 	Workflows *schema.Binder
 	// Recovery is what Recover does with interrupted tasks.
 	Recovery Recovery

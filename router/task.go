@@ -309,12 +309,17 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 	if err := m.SetPayload(res.Payload); err != nil {
 		return nil, &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "result payload is not JSON: " + err.Error()}
 	}
+	if step, ok := ts.req.Meta[schema.MetaStep]; ok {
+		// The request named its workflow step; the result answers it.
+		m.Meta = map[string]any{schema.MetaStep: step}
+	}
 	err := m.Validate()
 	if err == nil {
-		err = r.schemas.ValidateMessage(m)
-	}
-	if err == nil && r.opts.Workflows != nil {
-		err = r.opts.Workflows.Validate(m)
+		if r.opts.Workflows != nil {
+			err = r.opts.Workflows.Validate(m) // the run's step, else the registry
+		} else {
+			err = r.schemas.ValidateMessage(m)
+		}
 	}
 	if err != nil {
 		details := map[string]any{"payload_type": res.PayloadType, "result": json.RawMessage(m.Payload)}
