@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/xeipuuv/gojsonschema"
 )
@@ -84,6 +85,41 @@ func BenchmarkValidate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkValidateRatio alternates blocks of raw gojsonschema and registry
+// validations and reports registry time / raw time as "registry/raw", which
+// other load on the machine affects far less than two separate benchmarks.
+func BenchmarkValidateRatio(b *testing.B) {
+	reg := benchRegistry(b, 1000)
+	s, _ := reg.Lookup(PayloadResearchSummary)
+	raw, err := gojsonschema.NewSchema(gojsonschema.NewBytesLoader(s.JSON()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const block = 64
+	var tRaw, tReg time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		for range block {
+			if res, err := raw.Validate(gojsonschema.NewBytesLoader(benchSummary)); err != nil || !res.Valid() {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for range block {
+			if err := reg.Validate(PayloadResearchSummary, benchSummary); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		tRaw += t1.Sub(t0)
+		tReg += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(tReg)/float64(tRaw), "registry/raw")
+	b.ReportMetric(float64(tRaw.Nanoseconds())/float64(b.N*block), "raw-ns/validate")
+	b.ReportMetric(float64(tReg.Nanoseconds())/float64(b.N*block), "registry-ns/validate")
 }
 
 // BenchmarkValidateStep measures a bound run's check: step lookup,
