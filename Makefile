@@ -9,9 +9,14 @@ BENCHTIME ?= 1s
 ## test: install what the tests need, then gofmt check, go vet and go test -race.
 test: deps fmt-check vet race
 
-## deps: download modules (test peers for the adapters are added here as they arrive).
+## deps: download modules and install the npm test peers (every committed
+## package-lock.json, installed with `npm ci` into its own git-ignored node_modules).
 deps:
 	$(GO) mod download
+	@for lock in $$(git ls-files '*package-lock.json' 2>/dev/null); do \
+		dir=$$(dirname "$$lock"); echo "npm ci in $$dir"; \
+		(cd "$$dir" && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+	done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
