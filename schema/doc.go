@@ -67,7 +67,10 @@
 //     workflow with line, column and field.
 //
 // A payload that is not one JSON value gives [ErrInvalidJSON]; one over
-// [Options].MaxPayloadBytes (1 MiB by default) gives [ErrTooLarge]; an
+// [Options].MaxPayloadBytes (1 MiB by default), or holding a number literal
+// longer than 256 characters or with an exponent beyond ±1000, gives
+// [ErrTooLarge] (gojsonschema turns every number into a big.Rat: 1e999999
+// alone costs it a quarter of a second); an
 // unregistered payload_type gives [ErrUnknownPayloadType] unless
 // [Options].Permissive is set. Nothing in the package panics on bad input:
 // panics inside gojsonschema, invopop/jsonschema or the YAML parser are

@@ -34,7 +34,56 @@ func decodePayload(payload []byte, maxBytes int) (any, error) {
 			}
 		}
 	}
+	if n, ok := hugeNumber(v); ok {
+		return nil, errorf(ErrTooLarge, "payload number %s is beyond what is validated (at most %d characters, exponent at most %d)", abbreviate(string(n)), maxNumberLen, maxExponent)
+	}
 	return v, nil
+}
+
+// Limits on number literals. gojsonschema turns every number of a payload
+// into a big.Rat, whatever the schema says; 1e999999 alone costs about a
+// quarter of a second (measured), so a small payload could burn minutes of
+// CPU. No real payload comes near these limits (float64 stops at 1e308).
+const (
+	maxNumberLen = 256
+	maxExponent  = 1000
+)
+
+func abbreviate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// hugeNumber returns the first number of v over the limits.
+func hugeNumber(v any) (json.Number, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if len(x) > maxNumberLen {
+			return x, true
+		}
+		if i := strings.IndexAny(string(x), "eE"); i >= 0 {
+			exp := strings.TrimLeft(string(x[i+1:]), "+-")
+			exp = strings.TrimLeft(exp, "0")
+			if len(exp) > 4 || (len(exp) == 4 && exp > "1000") {
+				return x, true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if n, ok := hugeNumber(e); ok {
+				return n, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if n, ok := hugeNumber(e); ok {
+				return n, true
+			}
+		}
+	}
+	return "", false
 }
 
 // run validates a decoded document, turning a gojsonschema panic into an

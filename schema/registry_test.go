@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/invopop/jsonschema"
@@ -105,6 +106,22 @@ func TestValidatePayloadErrors(t *testing.T) {
 				t.Fatal("not a validation error")
 			}
 		})
+	}
+	// Numbers that would cost gojsonschema's big.Rat seconds are refused
+	// up front (1e999999 alone: ~0.25 s); ordinary big ones are fine.
+	big := newRegistry(t, nil)
+	for _, n := range []string{`1e999999`, `-1E+1001`, `1e-99999`, strings.Repeat("9", 257)} {
+		start := time.Now()
+		err := big.Validate(PayloadResearchSummary, []byte(`{"findings":[`+n+`],"citations":[]}`))
+		if !errors.Is(err, ErrTooLarge) || time.Since(start) > 50*time.Millisecond {
+			t.Errorf("%.20s: %v after %v", n, err, time.Since(start))
+		}
+	}
+	for _, n := range []string{`1e308`, `1E-1000`, `1e+0999`, strings.Repeat("9", 256)} {
+		ve := validationErr(t, big.Validate(PayloadResearchSummary, []byte(`{"findings":[`+n+`],"citations":[]}`)))
+		if !hasViolation(ve, "/findings/0", "type") {
+			t.Errorf("%.20s: %v", n, ve)
+		}
 	}
 	// Trailing whitespace is fine.
 	if err := reg.Validate(PayloadResearchSummary, []byte(valid+" \n\t")); err != nil {

@@ -89,6 +89,9 @@ func prepareSchema(payloadType string, data []byte) (*prepared, error) {
 	if tooDeep(doc, maxSchemaDepth) {
 		return nil, &SchemaError{PayloadType: payloadType, Detail: fmt.Sprintf("schema is nested deeper than %d levels", maxSchemaDepth), Err: ErrInvalidSchema}
 	}
+	if n, ok := hugeNumber(doc); ok {
+		return nil, &SchemaError{PayloadType: payloadType, Detail: fmt.Sprintf("number %s is beyond what gojsonschema handles in reasonable time (at most %d characters, exponent at most %d)", abbreviate(string(n)), maxNumberLen, maxExponent), Err: ErrInvalidSchema}
+	}
 	c := &checker{pt: payloadType, root: doc, walked: map[string]bool{}, state: map[string]uint8{}}
 	c.legacy = declaresOldDraft(doc)
 	if !c.legacy {

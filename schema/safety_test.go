@@ -300,6 +300,7 @@ func TestSchemaForms(t *testing.T) {
 		{"bad_pattern", `{"pattern":"("}`},
 		{"negative_minItems", `{"minItems":-1}`},
 		{"bad_required", `{"required":"a"}`},
+		{"huge_number", `{"maximum":1e999999}`},
 		{"too_deep", strings.Repeat(`{"not":`, 300) + `{}` + strings.Repeat(`}`, 300)},
 	}
 	for _, c := range invalid {
