@@ -1,0 +1,34 @@
+// Package memstore is an in-memory [store.Store]: the double to unit-test
+// agents and routers with no disk, no network and, with Options.Clock and
+// protocol.NewIDs, deterministic ids and times. It passes the same
+// conformance suite as the durable backend
+// ([github.com/clutchprotocol/clutch/store/storetest]), so code tested
+// against it behaves the same on
+// [github.com/clutchprotocol/clutch/store/boltstore].
+//
+// # Basics
+//
+//	s, err := memstore.New(nil)
+//	...
+//	defer s.Close()
+//	res, err := s.Append(ctx, msg)
+//	for ev, err := range s.Read(ctx, store.Query{RunID: msg.RunID}) { ... }
+//
+// A Store is safe for concurrent use. Appends take one lock for a few map
+// updates; reads copy a page of events out under a read lock and hold
+// nothing between pages, so a loop body may append to the same store.
+// Follow waits on a broadcast channel that each append closes, so it never
+// polls.
+//
+// # Errors
+//
+// Errors are those of the store contract (store.ErrClosed, ...). New
+// returns an error matching [ErrInvalidOptions] for unusable options.
+//
+// # Caveats
+//
+// Everything lives in memory until Close, which drops it: there is no
+// durability and no size bound other than Options.MaxEventSize per
+// message. Events share their bytes with the appended messages
+// (Event.Raw is read-only). The dedup window is the store's lifetime.
+package memstore
