@@ -62,6 +62,7 @@ const (
 	CodeNotFound           Code = "NOT_FOUND"           // the addressed agent, task or object does not exist
 	CodeInternal           Code = "INTERNAL"            // an unexpected failure (a bug, a panic)
 	CodeInterrupted        Code = "INTERRUPTED"         // the process running the task stopped before it ended
+	CodeInputRequired      Code = "INPUT_REQUIRED"      // the agent needs more input from the requester to go on
 )
 
 type codeInfo struct {
@@ -108,6 +109,7 @@ var codes = map[Code]codeInfo{
 	CodeNotFound:           {"E005", http.StatusNotFound, false, "not found"},
 	CodeInternal:           {"E009", http.StatusInternalServerError, true, "an internal error"},
 	CodeInterrupted:        {"E009", http.StatusServiceUnavailable, true, "the task was interrupted by a restart"},
+	CodeInputRequired:      {"E008", http.StatusUnprocessableEntity, false, "the agent needs more input"},
 }
 
 // Error makes a Code usable as an error target for errors.Is.

@@ -482,6 +482,10 @@ func (t *Task) RunID() string { return t.ts.req.RunID }
 // Agent returns the id of the agent running the task.
 func (t *Task) Agent() string { return t.agent.ID() }
 
+// Card returns the AgentCard of the agent running the task. Do not modify
+// it.
+func (t *Task) Card() *protocol.AgentCard { return t.agent.Card() }
+
 // Attempt returns the attempt number, 1 for the first (seed 000 §5.3).
 func (t *Task) Attempt() int { return t.attempt }
 
