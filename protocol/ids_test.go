@@ -127,6 +127,8 @@ func TestSchemaRefFor(t *testing.T) {
 		"code.output.v12":     "schema://clutch/code/output@12",
 		"review.feedback":     "",
 		"bad type.v1":         "",
+		"summary.v1":          "",
+		"code.output.v01":     "",
 	} {
 		if got := SchemaRefFor(in); got != want {
 			t.Errorf("SchemaRefFor(%q) = %q, want %q", in, got, want)

@@ -164,8 +164,9 @@ func checkAgent(path, v string, allowGroup bool) *Error {
 }
 
 // ValidPayloadType reports whether s has the form of a payload type (§3.2):
-// dot-separated segments of letters, digits, '_' and '-', at least two, the
-// last "v" followed by digits ("research.summary.v1").
+// <domain>.<name>.v<N> — dot-separated segments of letters, digits, '_' and
+// '-', at least a domain and a name, then "v" and a number without leading
+// zeros ("research.summary.v1", "code.review.v12").
 func ValidPayloadType(s string) bool {
 	if len(s) > MaxIDLength {
 		return false
@@ -174,7 +175,8 @@ func ValidPayloadType(s string) bool {
 	if i <= 0 || !validVersionSegment(s[i+1:]) {
 		return false
 	}
-	return validSegments(s[:i], '.')
+	// A domain and a name before the version.
+	return strings.IndexByte(s[:i], '.') > 0 && validSegments(s[:i], '.')
 }
 
 // validSegments reports whether s is non-empty segments of name characters
@@ -192,8 +194,10 @@ func validSegments(s string, sep byte) bool {
 	return true
 }
 
+// validVersionSegment accepts "v" and a number without leading zeros, so
+// that every version has one spelling.
 func validVersionSegment(v string) bool {
-	if len(v) < 2 || v[0] != 'v' {
+	if len(v) < 2 || v[0] != 'v' || (v[1] == '0' && len(v) > 2) {
 		return false
 	}
 	for i := 1; i < len(v); i++ {
