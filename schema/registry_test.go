@@ -277,7 +277,7 @@ func TestValidateMessage(t *testing.T) {
 }
 
 func TestRefMatches(t *testing.T) {
-	types := append(Builtins(), "a.v1", "a.b.c.v10", "x-y.z_w.v0")
+	types := append(Builtins(), "a.b.v1", "a.b.c.v10", "x-y.z_w.v0")
 	refs := []string{"", "schema://clutch/", "schema://clutch/research/summary@1", "schema://clutch/research/summary@10",
 		"schema://clutch/research.summary@1", "schema://acme/research/summary@1", "schema://clutch/a@1", "schema://clutch/a/b/c@10",
 		"schema://clutch/x-y/z_w@0", "schema://clutch/research/summary1", "schema://clutch/code/output@1", "schema://clutch/a/b/c@1"}
@@ -299,7 +299,7 @@ func TestPayloadTypeForRef(t *testing.T) {
 		"schema://clutch/a/b/c@12":            "a.b.c.v12",
 		"schema://acme/research/summary@1":    "",
 		"schema://clutch/research/summary":    "",
-		"schema://clutch/summary@1":           "summary.v1",
+		"schema://clutch/summary@1":           "", // no domain
 		"schema://clutch/research/summary@x":  "",
 		"schema://clutch/research//summary@1": "",
 		"schema://clutch/re.search/summary@1": "",
