@@ -1,0 +1,366 @@
+package mcp_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/adapters/mcp"
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// needPeer returns the path of node and of an npm peer folder under
+// testdata (installed by `make deps`: npm ci next to each committed
+// package-lock.json). Without them the test fails when CI=true and is
+// skipped otherwise.
+func needPeer(t testing.TB, peer, module string) (node, dir string) {
+	t.Helper()
+	missing := func(msg string) {
+		msg = "MCP peer test needs " + msg + " (run `make deps`, or `npm ci` in adapters/mcp/testdata/" + peer + ")"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node on PATH")
+	}
+	dir, _ = filepath.Abs(filepath.Join("testdata", peer))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(module), "package.json")); err != nil {
+		missing("the npm package " + module)
+	}
+	return node, dir
+}
+
+// logBuffer collects log output for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// processesWith returns the pids of live processes whose command line
+// contains tag (Linux /proc; nil elsewhere).
+func processesWith(tag string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(tag)) {
+			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && bytes.Contains(st, []byte(") Z ")) {
+				continue // a zombie of some other reaper
+			}
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func uniqueTag(t testing.TB) string {
+	return fmt.Sprintf("clutch-test-%d-%s", os.Getpid(), strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
+}
+
+// TestPeerStdio runs the TypeScript peer as a stdio server and goes
+// through every failure mode of seed 002 §3.5.
+func TestPeerStdio(t *testing.T) {
+	node, dir := needPeer(t, "peer", "@modelcontextprotocol/sdk")
+	tag := uniqueTag(t)
+	var logs logBuffer
+	c, err := mcp.NewClient([]mcp.ServerConfig{{
+		Name: "peer", Command: node, Args: []string{filepath.Join(dir, "server.mjs"), "--transport", "stdio", "--tag", tag},
+		Env: map[string]string{"CLUTCH_TEST": "1"},
+	}}, &mcp.ClientOptions{Logger: logs.logger(), TerminateDuration: 500 * time.Millisecond, MaxResultBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if ps := processesWith(tag); len(ps) > 0 {
+			t.Errorf("server processes left after Close: %v", ps)
+		}
+	}()
+	tr := newTaskRunner(t, "mcp:peer")
+	peerBattery(t, c, tr, &logs)
+
+	t.Run("large keeps the connection", func(t *testing.T) {
+		starts := strings.Count(logs.String(), "ready")
+		_, err, _ := tr.call(c, "peer", "large", map[string]any{"bytes": 3 << 20}, nil)
+		if !errors.Is(err, protocol.CodeTooLarge) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err, _ := tr.call(c, "peer", "echo", map[string]any{"text": "after large"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(logs.String(), "ready"); n != starts {
+			t.Errorf("the server restarted (%d starts, was %d)", n, starts)
+		}
+	})
+	t.Run("crash and restart", func(t *testing.T) {
+		starts := strings.Count(logs.String(), "ready")
+		_, err, _ := tr.call(c, "peer", "crash", nil, nil)
+		var te *mcp.ToolError
+		if !errors.As(err, &te) || te.Code != protocol.CodeToolUnavailable || !te.Retryable {
+			t.Fatalf("err = %#v", err)
+		}
+		if tail, _ := te.Details["stderr_tail"].([]string); !slices.ContainsFunc(tail, func(s string) bool { return strings.Contains(s, "crash: exiting") }) {
+			t.Errorf("stderr_tail %v", te.Details["stderr_tail"])
+		}
+		res, err, _ := tr.call(c, "peer", "echo", map[string]any{"text": "after crash"}, nil)
+		if err != nil || res.Text() != "after crash" {
+			t.Fatalf("after crash: %v", err)
+		}
+		if n := strings.Count(logs.String(), "ready"); n != starts+1 {
+			t.Errorf("starts = %d, want %d", n, starts+1)
+		}
+	})
+	if !strings.Contains(logs.String(), "stderr=\"[clutch-peer stdio] ready\"") {
+		t.Errorf("stderr not in the log:\n%s", logs.String())
+	}
+}
+
+// peerBattery exercises the TypeScript peer's tools over either transport.
+func peerBattery(t *testing.T, c *mcp.Client, tr *taskRunner, logs *logBuffer) {
+	t.Run("echo", func(t *testing.T) {
+		res, err, _ := tr.call(c, "peer", "echo", map[string]any{"text": "hello"}, nil)
+		if err != nil || res.Text() != "hello" {
+			t.Fatalf("%v %v", res, err)
+		}
+	})
+	t.Run("structured", func(t *testing.T) {
+		res, err, _ := tr.call(c, "peer", "structured", map[string]any{"city": "Oslo"}, nil)
+		if err != nil || !strings.Contains(string(res.StructuredContent), `"tempC":21.5`) {
+			t.Fatalf("%v %v", res, err)
+		}
+	})
+	t.Run("fail_tool", func(t *testing.T) {
+		_, err, _ := tr.call(c, "peer", "fail_tool", nil, nil)
+		var te *mcp.ToolError
+		if !errors.As(err, &te) || te.Code != protocol.CodeToolFailed || te.Retryable {
+			t.Fatalf("%#v", err)
+		}
+	})
+	t.Run("fail_retryable", func(t *testing.T) {
+		_, err, _ := tr.call(c, "peer", "fail_retryable", nil, nil)
+		var te *mcp.ToolError
+		if !errors.As(err, &te) || te.Code != protocol.CodeToolFailed || !te.Retryable || te.Details["retryAction"] != "call memload again without knownHashes" {
+			t.Fatalf("%#v", err)
+		}
+	})
+	t.Run("rate_limited", func(t *testing.T) {
+		_, err, _ := tr.call(c, "peer", "rate_limited", nil, nil)
+		var te *mcp.ToolError
+		if !errors.As(err, &te) || te.Code != protocol.CodeRateLimited || te.RetryAfter() != 3 {
+			t.Fatalf("%#v", err)
+		}
+	})
+	t.Run("not found", func(t *testing.T) {
+		// TypeScript SDK v1 reports an unknown tool as an isError result.
+		_, err, _ := tr.call(c, "peer", "nosuch", nil, nil)
+		var te *mcp.ToolError
+		if !errors.As(err, &te) || te.Code != protocol.CodeToolNotFound {
+			t.Fatalf("%#v", err)
+		}
+		if avail, _ := te.Details["available_tools"].([]string); !slices.Contains(avail, "hang") {
+			t.Errorf("available_tools %v", te.Details["available_tools"])
+		}
+	})
+	t.Run("progress", func(t *testing.T) {
+		_, err, evs := tr.call(c, "peer", "slow", map[string]any{"seconds": 0.2, "steps": 2}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := types(toolEvents(evs))
+		want := []protocol.Type{protocol.TypeToolCall, protocol.TypeTaskProgress, protocol.TypeTaskProgress, protocol.TypeToolResult}
+		// Over HTTP the SDK may deliver the last progress after the
+		// result; it is then dropped, never stored after tool.result.
+		if !slices.Equal(got, want) && !slices.Equal(got, slices.Delete(slices.Clone(want), 2, 3)) {
+			t.Fatalf("events %v", got)
+		}
+	})
+	t.Run("hang times out and is cancelled", func(t *testing.T) {
+		_, err, _ := tr.call(c, "peer", "hang", nil, &mcp.CallOptions{Timeout: 300 * time.Millisecond})
+		if !errors.Is(err, protocol.CodeTimeout) {
+			t.Fatalf("err = %v", err)
+		}
+		if logs != nil {
+			waitFor(t, func() bool { return strings.Contains(logs.String(), "hang: cancelled") }, "the peer to log the cancellation")
+		}
+		if _, err, _ := tr.call(c, "peer", "echo", map[string]any{"text": "still alive"}, nil); err != nil {
+			t.Fatalf("after timeout: %v", err)
+		}
+	})
+	t.Run("tools", func(t *testing.T) {
+		tools, err := c.Tools(context.Background(), "peer")
+		if err != nil || len(tools) < 9 {
+			t.Fatalf("%d tools, %v", len(tools), err)
+		}
+	})
+}
+
+// TestPeerHTTP runs the TypeScript peer as a Streamable HTTP server on
+// 127.0.0.1.
+func TestPeerHTTP(t *testing.T) {
+	node, dir := needPeer(t, "peer", "@modelcontextprotocol/sdk")
+	var serverLog logBuffer
+	url := startHTTPPeer(t, node, filepath.Join(dir, "server.mjs"), &serverLog)
+	c := newClient(t, []mcp.ServerConfig{{Name: "peer", URL: url, Headers: map[string]string{"X-Clutch-Test": "1"}}},
+		&mcp.ClientOptions{MaxResultBytes: 1 << 20})
+	tr := newTaskRunner(t, "mcp:peer")
+	peerBattery(t, c, tr, &serverLog)
+
+	t.Run("large keeps the session", func(t *testing.T) {
+		_, err, _ := tr.call(c, "peer", "large", map[string]any{"bytes": 3 << 20}, nil)
+		if !errors.Is(err, protocol.CodeTooLarge) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err, _ := tr.call(c, "peer", "echo", map[string]any{"text": "after large"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("429", func(t *testing.T) {
+		_, err, _ := tr.call(c, "peer", "http_429", nil, nil)
+		var te *mcp.ToolError
+		if !errors.As(err, &te) || te.Code != protocol.CodeRateLimited || te.RetryAfter() != 7 {
+			t.Fatalf("%#v", err)
+		}
+		if _, err, _ := tr.call(c, "peer", "echo", map[string]any{"text": "after 429"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// startHTTPPeer starts server.mjs in HTTP mode and returns its URL; the
+// process ends with the test.
+func startHTTPPeer(t *testing.T, node, script string, stderr *logBuffer) string {
+	t.Helper()
+	cmd := exec.Command(node, script, "--transport", "http")
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				lines <- u
+			}
+		}
+	}()
+	select {
+	case u := <-lines:
+		return u
+	case <-done:
+		t.Fatalf("the HTTP peer exited: %s", stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the HTTP peer did not start: %s", stderr.String())
+	}
+	return ""
+}
+
+// TestEverythingStdio calls the reference server
+// @modelcontextprotocol/server-everything over stdio.
+func TestEverythingStdio(t *testing.T) {
+	node, dir := needPeer(t, "everything", "@modelcontextprotocol/server-everything")
+	tag := uniqueTag(t)
+	t.Cleanup(func() { // runs after the client's Close (cleanups run last first)
+		if ps := processesWith(tag); len(ps) > 0 {
+			t.Errorf("server processes left after Close: %v", ps)
+		}
+	})
+	c := newClient(t, []mcp.ServerConfig{{
+		Name: "everything", Command: node,
+		Args: []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio", tag},
+	}}, &mcp.ClientOptions{TerminateDuration: 300 * time.Millisecond})
+	tr := newTaskRunner(t, "mcp:everything")
+	ctx := context.Background()
+
+	tools, err := c.LLMTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]mcp.Tool{}
+	for _, tl := range tools {
+		names[tl.LLMName] = tl
+	}
+	for _, n := range []string{"mcp_everything_echo", "mcp_everything_get-structured-content", "mcp_everything_get-sum"} {
+		if _, ok := names[n]; !ok {
+			t.Errorf("missing %s in %v", n, tools)
+		}
+	}
+	if names["mcp_everything_get-structured-content"].OutputSchema == nil {
+		t.Errorf("get-structured-content has no outputSchema")
+	}
+
+	res, err, _ := tr.call(c, "everything", "echo", map[string]any{"message": "hi"}, nil)
+	if err != nil || !strings.Contains(res.Text(), "hi") {
+		t.Fatalf("echo: %v %v", res, err)
+	}
+	res, err, _ = tr.call(c, "everything", "get-structured-content", map[string]any{"location": "New York"}, nil)
+	if err != nil || !strings.Contains(string(res.StructuredContent), `"temperature"`) {
+		t.Fatalf("get-structured-content: %v %v", res, err)
+	}
+	_, err, _ = tr.call(c, "everything", "nosuch", nil, nil)
+	if !errors.Is(err, protocol.CodeToolNotFound) {
+		t.Errorf("nosuch: %v", err)
+	}
+	_, err, _ = tr.call(c, "everything", "echo", map[string]any{}, nil)
+	if !errors.Is(err, protocol.CodeToolFailed) {
+		t.Errorf("echo without message: %v", err)
+	}
+	_, err, evs := tr.call(c, "everything", "trigger-long-running-operation", map[string]any{"duration": 0.4, "steps": 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(fmt.Sprint(types(evs)), "task.progress"); n < 1 {
+		t.Errorf("no progress: %v", types(evs))
+	}
+}
