@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"strconv"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -10,59 +11,24 @@ import (
 // carries a protocol.Code (see protocol.CodeOf).
 var (
 	// ErrNotFound: no agent with that id is registered.
-	ErrNotFound error = &sentinel{"registry: agent not found", protocol.CodeNotFound}
+	ErrNotFound error = coded.New("registry: agent not found", protocol.CodeNotFound)
 	// ErrInvalidCard: the AgentCard breaks a protocol rule; the error wraps
 	// the *protocol.Error too.
-	ErrInvalidCard error = &sentinel{"registry: invalid agent card", protocol.CodeInvalidField}
+	ErrInvalidCard error = coded.New("registry: invalid agent card", protocol.CodeInvalidField)
 	// ErrInvalidOptions: Options hold an impossible value.
-	ErrInvalidOptions error = &sentinel{"registry: invalid options", protocol.CodeInvalidField}
+	ErrInvalidOptions error = coded.New("registry: invalid options", protocol.CodeInvalidField)
 	// ErrCorruptLog: a registry event in the store cannot be read back
 	// (see CorruptEventError).
-	ErrCorruptLog error = &sentinel{"registry: unreadable registry event", protocol.CodeInternal}
+	ErrCorruptLog error = coded.New("registry: unreadable registry event", protocol.CodeInternal)
 	// ErrDuplicateEvent: the store already holds an event with the id the
 	// registry made, so the call changed nothing. Ids are fresh ULIDs, so
 	// this means two id sources were seeded alike (a test's deterministic
 	// protocol.IDs given to two registries, say).
-	ErrDuplicateEvent error = &sentinel{"registry: event id already in the store", protocol.CodeConflict}
+	ErrDuplicateEvent error = coded.New("registry: event id already in the store", protocol.CodeConflict)
 )
 
-type sentinel struct {
-	msg  string
-	code protocol.Code
-}
-
-func (e *sentinel) Error() string { return e.msg }
-
-// ClutchCode returns the protocol code of the error, for protocol.CodeOf.
-func (e *sentinel) ClutchCode() protocol.Code { return e.code }
-
-// wrapped joins a sentinel with its cause so that errors.Is matches both.
-type wrapped struct {
-	sentinel error
-	detail   string
-	cause    error
-}
-
-func (e *wrapped) Error() string {
-	s := e.sentinel.Error()
-	if e.detail != "" {
-		s += ": " + e.detail
-	}
-	if e.cause != nil {
-		s += ": " + e.cause.Error()
-	}
-	return s
-}
-
-func (e *wrapped) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.sentinel}
-	}
-	return []error{e.sentinel, e.cause}
-}
-
 func wrap(sentinel error, detail string, cause error) error {
-	return &wrapped{sentinel: sentinel, detail: detail, cause: cause}
+	return coded.Wrap(sentinel, detail, cause)
 }
 
 // CorruptEventError is the error of Open for a registry event it cannot

@@ -493,10 +493,6 @@ func (t *Task) Attempt() int { return t.attempt }
 // protocol.DecodePayload).
 func Input[T any](t *Task) (T, error) { return protocol.DecodePayload[T](t.ts.req) }
 
-// ErrTaskEnded: the task already ended (cancelled, timed out), so the
-// event was not stored.
-var ErrTaskEnded error = &sentinel{"router: the task has already ended", protocol.CodeCancelled}
-
 // Progress stores a task.progress event with payload (seed 000 §2.1).
 func (t *Task) Progress(ctx context.Context, payload any) error {
 	if t.ts.finished.Load() {

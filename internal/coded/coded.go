@@ -1,0 +1,54 @@
+// Package coded holds the error building blocks the module's packages share:
+// sentinel errors that carry a protocol.Code, and wrapping that keeps both
+// the sentinel and the cause visible to errors.Is. Each public package
+// declares its own sentinels with New in its errors.go.
+package coded
+
+import "github.com/clutchprotocol/clutch/protocol"
+
+// Sentinel is a sentinel error with a protocol code, so that
+// protocol.CodeOf(err) can put it on the wire.
+type Sentinel struct {
+	msg  string
+	code protocol.Code
+}
+
+// New returns a sentinel error.
+func New(msg string, code protocol.Code) *Sentinel { return &Sentinel{msg: msg, code: code} }
+
+func (e *Sentinel) Error() string { return e.msg }
+
+// ClutchCode returns the sentinel's protocol code, for protocol.CodeOf.
+func (e *Sentinel) ClutchCode() protocol.Code { return e.code }
+
+// Wrapped is a sentinel with detail and an optional cause; errors.Is
+// matches both.
+type Wrapped struct {
+	Sentinel error
+	Detail   string
+	Cause    error
+}
+
+// Wrap returns sentinel with detail and cause.
+func Wrap(sentinel error, detail string, cause error) error {
+	return &Wrapped{Sentinel: sentinel, Detail: detail, Cause: cause}
+}
+
+func (e *Wrapped) Error() string {
+	s := e.Sentinel.Error()
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
+	return s
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *Wrapped) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Sentinel}
+	}
+	return []error{e.Sentinel, e.Cause}
+}

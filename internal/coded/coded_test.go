@@ -1,0 +1,23 @@
+package coded
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+func TestWrap(t *testing.T) {
+	s := New("pkg: not found", protocol.CodeNotFound)
+	cause := &protocol.Error{Code: protocol.CodeInvalidField, Offset: -1}
+	err := Wrap(s, "agent:x", cause)
+	if !errors.Is(err, s) || !errors.Is(err, protocol.CodeInvalidField) {
+		t.Fatal("Is")
+	}
+	if err.Error() != "pkg: not found: agent:x: INVALID_FIELD" {
+		t.Fatalf("Error() = %q", err.Error())
+	}
+	if protocol.CodeOf(Wrap(s, "", nil)) != protocol.CodeNotFound {
+		t.Fatal("CodeOf")
+	}
+}
