@@ -61,23 +61,23 @@ func BenchMessages(tb testing.TB, n, appenders int) [][]*protocol.Message {
 	tb.Helper()
 	ids := protocol.NewIDs(&protocol.IDOptions{Entropy: rand.NewChaCha8([32]byte{42})})
 	out := make([][]*protocol.Message, appenders)
+	workers := make([]benchWorker, appenders)
 	for a := range out {
-		w := benchWorker{
+		workers[a] = benchWorker{
 			ids: ids, run: ids.RunID(), thread: ids.ThreadID(),
 			agent: fmt.Sprintf("agent:worker-%02d", a%16),
 		}
-		k := n / appenders
-		if a < n%appenders {
-			k++
+		out[a] = make([]*protocol.Message, 0, n/appenders+1)
+	}
+	// Round robin, so ids are made in about the order they are appended,
+	// as when each message is created just before it is sent.
+	for i := range n {
+		a := i % appenders
+		m := workers[a].next()
+		if _, err := protocol.Encode(m); err != nil {
+			tb.Fatal(err)
 		}
-		out[a] = make([]*protocol.Message, k)
-		for i := range out[a] {
-			m := w.next()
-			if _, err := protocol.Encode(m); err != nil {
-				tb.Fatal(err)
-			}
-			out[a][i] = m
-		}
+		out[a] = append(out[a], m)
 	}
 	return out
 }

@@ -1,0 +1,596 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/internal/driver"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Store is a store.Store in one bbolt file. It is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	opts Options
+	sig  driver.Signal
+
+	// closeMu orders Append's hand-off to the writer with Close.
+	closeMu sync.RWMutex
+	closing bool
+	reqs    chan *request
+	wdone   chan struct{} // closed when the writer has stopped
+	closeMx sync.Mutex
+	cerr    error // the result of the first Close
+	cdone   bool
+
+	// mu guards what readers share with the writer.
+	mu     sync.RWMutex
+	closed bool
+	last   uint64 // seq of the last committed event
+	tail   *tail  // events after the index watermark
+
+	w writer // owned by the writer goroutine
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the event store in the file at path, creating it if needed.
+// opts may be nil. A file another process holds gives ErrLocked after
+// Options.LockTimeout; a file of a newer format, or a bbolt file that is
+// not an event store, gives ErrFormat. After a crash Open rebuilds the
+// in-memory index tail from the events after the last index flush; there
+// is no other repair step.
+func Open(path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	db, err := bolt.Open(path, o.FileMode, &bolt.Options{
+		Timeout:      o.LockTimeout,
+		NoSync:       o.NoSync,
+		FreelistType: bolt.FreelistMapType,
+		PageSize:     o.PageSize,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, &lockedError{path: path, timeout: o.LockTimeout}
+		}
+		return nil, err
+	}
+	s := &Store{
+		db:    db,
+		path:  path,
+		opts:  o,
+		reqs:  make(chan *request, 4096),
+		wdone: make(chan struct{}),
+	}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.w.init(s)
+	go s.w.run()
+	return s, nil
+}
+
+type lockedError struct {
+	path    string
+	timeout time.Duration
+}
+
+func (e *lockedError) Error() string {
+	return ErrLocked.Error() + ": " + e.path + " (waited " + e.timeout.String() + ")"
+}
+
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+
+// load checks the format, creates the buckets of a new file and rebuilds
+// the in-memory state: the last seq and the index tail.
+func (s *Store) load() error {
+	var fresh bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return &FormatError{Path: s.path, Supported: formatVersion, Detail: "a bbolt file without a clutch event store in it"}
+			}
+			fresh = true
+			return nil
+		}
+		v := meta.Get(keyFormat)
+		if len(v) != 4 {
+			return &FormatError{Path: s.path, Supported: formatVersion, Detail: "no format version"}
+		}
+		if ver := binary.BigEndian.Uint32(v); ver != formatVersion {
+			return &FormatError{Path: s.path, Version: ver, Supported: formatVersion, Detail: "unknown format version"}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if fresh {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for _, name := range allBuckets() {
+				if _, err := tx.CreateBucket(name); err != nil {
+					return err
+				}
+			}
+			meta := tx.Bucket(bucketMeta)
+			if err := meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion)); err != nil {
+				return err
+			}
+			return meta.Put(keyIndexed, seqKey(0))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets() {
+			if tx.Bucket(name) == nil {
+				return corrupt("bucket %q is missing", name)
+			}
+		}
+		indexed, err := parseSeqKey(tx.Bucket(bucketMeta).Get(keyIndexed))
+		if err != nil {
+			return err
+		}
+		if k, _ := tx.Bucket(bucketEvents).Cursor().Last(); k != nil {
+			if s.last, err = parseSeqKey(k); err != nil {
+				return err
+			}
+		}
+		if indexed > s.last {
+			return corrupt("index watermark %d is past the last event %d", indexed, s.last)
+		}
+		s.tail = newTail(indexed, int(s.last-indexed))
+		c := tx.Bucket(bucketEvents).Cursor()
+		want := indexed + 1
+		for k, v := c.Seek(seqKey(want)); k != nil; k, v = c.Next() {
+			seq, err := parseSeqKey(k)
+			if err != nil {
+				return err
+			}
+			if seq != want {
+				return corrupt("event %d follows event %d", seq, want-1)
+			}
+			r, err := parseRecord(v)
+			if err != nil {
+				return err
+			}
+			s.tail.add(tailEntryOf(&r), seq)
+			want++
+		}
+		return nil
+	})
+}
+
+func allBuckets() [][]byte {
+	b := [][]byte{bucketMeta, bucketEvents, bucketIDs, bucketIdem, bucketArtifacts}
+	for _, ix := range indexes {
+		b = append(b, indexBuckets[ix])
+	}
+	return b
+}
+
+// Path returns the file's path.
+func (s *Store) Path() string { return s.path }
+
+// Append implements store.Store. Concurrent calls are group-committed: the
+// writer takes every call waiting at that moment into one transaction and
+// one fsync, then acknowledges each caller.
+func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	entries, err := driver.Prepare(msgs, s.opts.MaxEventSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, s.checkOpen()
+	}
+	r := newRequest(ctx, entries)
+	s.closeMu.RLock()
+	if s.closing {
+		s.closeMu.RUnlock()
+		return nil, store.ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return nil, ctx.Err()
+	}
+	s.closeMu.RUnlock()
+	select {
+	case <-r.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		// The writer may still commit it; dedup makes a retry safe.
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Store) checkOpen() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// view runs f in a read transaction, mapping a closed database to
+// store.ErrClosed.
+func (s *Store) view(f func(tx *bolt.Tx) error) error {
+	err := s.db.View(f)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return store.ErrClosed
+	}
+	return err
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Event{}, err
+	}
+	s.mu.RLock()
+	closed := s.closed
+	seq, inTail := s.tail.ids[id]
+	s.mu.RUnlock()
+	if closed {
+		return store.Event{}, store.ErrClosed
+	}
+	var ev store.Event
+	err := s.view(func(tx *bolt.Tx) error {
+		if !inTail {
+			v := tx.Bucket(bucketIDs).Get([]byte(id))
+			if v == nil {
+				return store.ErrNotFound
+			}
+			var err error
+			if seq, err = parseSeqKey(v); err != nil {
+				return err
+			}
+		}
+		v := tx.Bucket(bucketEvents).Get(seqKey(seq))
+		if v == nil {
+			return corrupt("id %q points at missing event %d", id, seq)
+		}
+		r, err := parseRecord(v)
+		if err != nil {
+			return err
+		}
+		ev = eventOf(seq, &r)
+		return nil
+	})
+	return ev, err
+}
+
+func eventOf(seq uint64, r *record) store.Event {
+	return store.Event{Seq: seq, Time: time.Unix(0, r.time).UTC(), Raw: bytes.Clone(r.raw)}
+}
+
+// LastSeq implements store.Store.
+func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, store.ErrClosed
+	}
+	return s.last, nil
+}
+
+// Read implements store.Store. Each page of events is read in its own
+// short read transaction and copied out, so no transaction is open while
+// the loop body runs.
+func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	return driver.Read(ctx, q, s.LastSeq, s.page)
+}
+
+// Follow implements store.Store.
+func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	return driver.Follow(ctx, q, &s.sig, s.page)
+}
+
+// page is the driver.PageFunc of the store. Events up to the index
+// watermark are found through the posting lists in the file, later ones
+// through the in-memory tail; a query without an index field scans the
+// events bucket.
+func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, limit int) ([]store.Event, uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	s.mu.RLock()
+	closed, last, t := s.closed, s.last, s.tail
+	base, entries := t.base, t.entries
+	s.mu.RUnlock()
+	if closed {
+		return nil, 0, store.ErrClosed
+	}
+	upTo = min(upTo, last)
+	if after >= upTo {
+		return nil, after, nil
+	}
+	var evs []store.Event
+	through := upTo
+	err := s.view(func(tx *bolt.Tx) error {
+		f := fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q}
+		full := func(seq uint64) bool {
+			if len(f.evs) == limit {
+				through = seq
+				return true
+			}
+			return false
+		}
+		ix, attr := driver.IndexOf(q)
+		if ix == driver.NoIndex {
+			for k, v := f.c.Seek(seqKey(after + 1)); k != nil; k, v = f.c.Next() {
+				seq, err := parseSeqKey(k)
+				if err != nil {
+					return err
+				}
+				if seq > upTo {
+					break
+				}
+				if err := f.add(seq, v, true); err != nil {
+					return err
+				}
+				if full(seq) {
+					break
+				}
+			}
+			evs = f.evs
+			return nil
+		}
+		if after < base {
+			hi := min(base, upTo)
+			var ferr error
+			err := eachIndexed(tx.Bucket(indexBuckets[ix]), attr, after, func(seq uint64) bool {
+				if seq > hi {
+					return false
+				}
+				if ferr = f.fetch(seq, true); ferr != nil {
+					return false
+				}
+				return !full(seq)
+			})
+			if err == nil {
+				err = ferr
+			}
+			if err != nil || len(f.evs) == limit {
+				evs = f.evs
+				return err
+			}
+		}
+		for seq := max(after, base) + 1; seq <= upTo; seq++ {
+			e := &entries[seq-base-1]
+			if !q.Match(e.run, e.thread, e.task, e.agent, e.typ) {
+				continue
+			}
+			if err := f.fetch(seq, false); err != nil {
+				return err
+			}
+			if full(seq) {
+				break
+			}
+		}
+		evs = f.evs
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return evs, through, nil
+}
+
+// eachIndexed calls f with the seqs after after that the index bucket b
+// holds for attr, in order, until f returns false.
+func eachIndexed(b *bolt.Bucket, attr string, after uint64, f func(seq uint64) bool) error {
+	prefix := attrPrefix(attr)
+	c := b.Cursor()
+	start := binary.BigEndian.AppendUint64(bytes.Clone(prefix), after+1)
+	// The chunk that starts at or before after may hold later seqs too.
+	k, v := c.Seek(start)
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if _, ok := postingFirst(k, prefix); !ok {
+		k, v = c.Seek(start)
+	}
+	for ; k != nil; k, v = c.Next() {
+		first, ok := postingFirst(k, prefix)
+		if !ok {
+			return nil
+		}
+		more := true
+		err := eachPosted(first, v, func(seq uint64) bool {
+			if seq <= after {
+				return true
+			}
+			more = f(seq)
+			return more
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetcher copies events out of the events bucket, stepping its cursor
+// forward instead of seeking when the next wanted seq is close.
+type fetcher struct {
+	c   *bolt.Cursor
+	q   store.Query
+	at  uint64 // seq under the cursor, 0 when unknown
+	evs []store.Event
+}
+
+func (f *fetcher) fetch(seq uint64, check bool) error {
+	var k, v []byte
+	if f.at != 0 && seq > f.at && seq-f.at <= 4 {
+		for f.at < seq {
+			if k, v = f.c.Next(); k == nil {
+				break
+			}
+			f.at++
+		}
+	} else {
+		k, v = f.c.Seek(seqKey(seq))
+		f.at = seq
+	}
+	if k == nil || binary.BigEndian.Uint64(k) != seq || len(k) != 8 {
+		f.at = 0
+		return corrupt("indexed event %d is missing", seq)
+	}
+	return f.add(seq, v, check)
+}
+
+func (f *fetcher) add(seq uint64, v []byte, check bool) error {
+	r, err := parseRecord(v)
+	if err != nil {
+		return err
+	}
+	if check && !f.q.Match(string(r.run), string(r.thread), string(r.task), string(r.agent), protocol.Type(r.typ)) {
+		return nil
+	}
+	if f.evs == nil {
+		f.evs = make([]store.Event, 0, 16)
+	}
+	f.evs = append(f.evs, eventOf(seq, &r))
+	return nil
+}
+
+// PutArtifact implements store.Store. The artifact is committed (and
+// synced) before PutArtifact returns.
+func (s *Store) PutArtifact(ctx context.Context, mediaType string, data []byte) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	mt, err := store.CheckMediaType(mediaType)
+	if err != nil {
+		return "", err
+	}
+	if len(data) > s.opts.MaxArtifactSize {
+		return "", &store.TooLargeError{What: "artifact", Index: -1, Size: len(data), Limit: s.opts.MaxArtifactSize}
+	}
+	if err := s.checkOpen(); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketArtifacts)
+		if b.Get(sum[:]) != nil {
+			return nil
+		}
+		return b.Put(sum[:], appendArtifact(make([]byte, 0, len(mt)+len(data)+2), mt, data))
+	})
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return "", store.ErrClosed
+	}
+	if err != nil {
+		return "", err
+	}
+	return store.ArtifactRefFromDigest(sum), nil
+}
+
+// GetArtifact implements store.Store. The returned Data is a copy.
+func (s *Store) GetArtifact(ctx context.Context, ref string) (store.Artifact, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Artifact{}, err
+	}
+	sum, err := store.ParseArtifactRef(ref)
+	if err != nil {
+		return store.Artifact{}, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return store.Artifact{}, err
+	}
+	var a store.Artifact
+	err = s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketArtifacts).Get(sum[:])
+		if v == nil {
+			return store.ErrNotFound
+		}
+		mt, data, err := parseArtifact(v)
+		if err != nil {
+			return err
+		}
+		a = store.Artifact{Ref: ref, MediaType: string(mt), Data: bytes.Clone(data)}
+		if a.Data == nil {
+			a.Data = []byte{}
+		}
+		return nil
+	})
+	return a, err
+}
+
+// Stats counts what a Store did since Open.
+type Stats struct {
+	Commits      uint64 // group commits of appends (transactions, fsyncs)
+	Appended     uint64 // events appended
+	Duplicates   uint64 // messages not appended because they were duplicates
+	IndexFlushes uint64 // index tail flushes (see Options.IndexBatch)
+	Unindexed    int    // events whose index entries are only in memory now
+}
+
+// Stats returns the store's counters. Appended/Commits is the mean group
+// size.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	n := len(s.tail.entries)
+	s.mu.RUnlock()
+	return Stats{
+		Commits: s.w.commits.Load(), Appended: s.w.appended.Load(), Duplicates: s.w.duplicates.Load(),
+		IndexFlushes: s.w.flushes.Load(), Unindexed: n,
+	}
+}
+
+// Close implements store.Store: it stops taking appends, lets the writer
+// commit those already handed to it, writes the index tail to the file
+// (so the next Open has nothing to rebuild), ends followers with
+// store.ErrClosed and closes the file. Calling Close again returns nil.
+func (s *Store) Close() error {
+	s.closeMx.Lock()
+	defer s.closeMx.Unlock()
+	if s.cdone {
+		return nil
+	}
+	s.cdone = true
+	s.closeMu.Lock()
+	s.closing = true
+	close(s.reqs)
+	s.closeMu.Unlock()
+	<-s.wdone
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.sig.Notify()
+	err := errors.Join(s.w.closeErr, s.db.Close())
+	return err
+}

@@ -1,0 +1,3 @@
+package boltstore_test
+
+func crashChild() bool { return false }

@@ -1,0 +1,214 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/clutchprotocol/clutch/store/internal/driver"
+)
+
+// The file layout (format 1). Every bucket is at the top level.
+//
+//	meta       "format" → uint32 BE; "indexed" → uint64 BE (see tail.go)
+//	events     seq (uint64 BE) → record
+//	ids        id → seq (uint64 BE)
+//	idem       uvarint(len(key)) ‖ key ‖ run_id → seq (uint64 BE)
+//	run, thread, task, agent
+//	           uvarint(len(attr)) ‖ attr ‖ first seq (uint64 BE) → posting
+//	artifacts  sha256 (32 bytes) → artifact record
+//
+// Keys that start with a time-ordered id (the ULIDs of protocol.NewIDs)
+// land at the end of their B+tree, and the events bucket is append-only,
+// which keeps commits cheap as the file grows (DESIGN "the hot path").
+var (
+	bucketMeta      = []byte("meta")
+	bucketEvents    = []byte("events")
+	bucketIDs       = []byte("ids")
+	bucketIdem      = []byte("idem")
+	bucketArtifacts = []byte("artifacts")
+	// indexBuckets by driver.Index.
+	indexBuckets = [...][]byte{
+		driver.RunIndex:    []byte("run"),
+		driver.ThreadIndex: []byte("thread"),
+		driver.TaskIndex:   []byte("task"),
+		driver.AgentIndex:  []byte("agent"),
+	}
+	// indexes lists the index buckets' driver.Index values.
+	indexes    = [...]driver.Index{driver.RunIndex, driver.ThreadIndex, driver.TaskIndex, driver.AgentIndex}
+	keyFormat  = []byte("format")
+	keyIndexed = []byte("indexed")
+)
+
+// formatVersion is the layout this package reads and writes. A file with a
+// higher version is refused (ErrFormat), never misread.
+const formatVersion = 1
+
+// recordVersion tags each record, so a later layout can be told apart.
+const recordVersion = 1
+
+// A record is the value of an event:
+//
+//	[0]     recordVersion
+//	[1:9]   append time, Unix nanoseconds, int64 BE
+//	then, each as uvarint(len) ‖ bytes: id, run_id, thread_id, task_id,
+//	        from.agent_id, type, idempotency_key
+//	then    the message bytes, to the end
+//
+// The header repeats the indexed fields so that filtering, rebuilding the
+// in-memory tail and checking the file need no JSON decoding.
+type record struct {
+	time                                    int64
+	id, run, thread, task, agent, typ, idem []byte
+	raw                                     []byte
+}
+
+const recordTimeOffset = 1
+
+// appendRecord appends the record of e with a zero time; the writer sets
+// the time at commit (setRecordTime).
+func appendRecord(dst []byte, e *driver.Entry) []byte {
+	dst = append(dst, recordVersion, 0, 0, 0, 0, 0, 0, 0, 0)
+	for _, f := range [...]string{e.ID, e.RunID, e.ThreadID, e.TaskID, e.AgentID, string(e.Type), e.IdempotencyKey} {
+		dst = binary.AppendUvarint(dst, uint64(len(f)))
+		dst = append(dst, f...)
+	}
+	return append(dst, e.Raw...)
+}
+
+func recordSize(e *driver.Entry) int {
+	n := 9 + len(e.Raw)
+	for _, f := range [...]string{e.ID, e.RunID, e.ThreadID, e.TaskID, e.AgentID, string(e.Type), e.IdempotencyKey} {
+		n += uvarintLen(uint64(len(f))) + len(f)
+	}
+	return n
+}
+
+func setRecordTime(rec []byte, unixNano int64) {
+	binary.BigEndian.PutUint64(rec[recordTimeOffset:], uint64(unixNano))
+}
+
+// parseRecord decodes v without copying: the fields alias v.
+func parseRecord(v []byte) (record, error) {
+	var r record
+	if len(v) < 9 {
+		return r, corrupt("record of %d bytes is shorter than its header", len(v))
+	}
+	if v[0] != recordVersion {
+		return r, corrupt("record version %d, this package reads %d", v[0], recordVersion)
+	}
+	r.time = int64(binary.BigEndian.Uint64(v[1:9]))
+	p := v[9:]
+	for _, f := range [...]*[]byte{&r.id, &r.run, &r.thread, &r.task, &r.agent, &r.typ, &r.idem} {
+		n, k := binary.Uvarint(p)
+		if k <= 0 || n > uint64(len(p)-k) {
+			return r, corrupt("record field is truncated")
+		}
+		*f = p[k : k+int(n) : k+int(n)]
+		p = p[k+int(n):]
+	}
+	if len(r.id) == 0 || len(r.run) == 0 || len(r.thread) == 0 || len(r.task) == 0 || len(r.agent) == 0 || len(r.typ) == 0 {
+		return r, corrupt("record lacks a required field")
+	}
+	if len(p) == 0 {
+		return r, corrupt("record has no message bytes")
+	}
+	r.raw = p
+	return r, nil
+}
+
+// A posting is the value of an index key: the seqs of the key's attribute
+// that one index flush wrote, the first in the key and each next one as a
+// uvarint delta (≥ 1) from the one before. Keying each chunk by its first
+// seq keeps the chunks of an attribute in seq order, so a range read needs
+// no sort, and writes one key per attribute and flush instead of one per
+// event.
+const maxPostingLen = 1024
+
+// appendPosting appends the value for seqs, which must increase.
+func appendPosting(dst []byte, seqs []uint64) []byte {
+	for i := 1; i < len(seqs); i++ {
+		dst = binary.AppendUvarint(dst, seqs[i]-seqs[i-1])
+	}
+	return dst
+}
+
+// eachPosted calls f with the seqs of the posting whose first seq is
+// first, in order, until f returns false.
+func eachPosted(first uint64, v []byte, f func(seq uint64) bool) error {
+	seq := first
+	if !f(seq) {
+		return nil
+	}
+	for len(v) > 0 {
+		d, k := binary.Uvarint(v)
+		if k <= 0 || d == 0 || seq+d < seq {
+			return corrupt("posting after seq %d is malformed", seq)
+		}
+		seq += d
+		v = v[k:]
+		if !f(seq) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func seqKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
+}
+
+func parseSeqKey(k []byte) (uint64, error) {
+	if len(k) != 8 {
+		return 0, corrupt("seq key of %d bytes", len(k))
+	}
+	return binary.BigEndian.Uint64(k), nil
+}
+
+// attrPrefix is the key prefix of an attribute's postings.
+func attrPrefix(attr string) []byte {
+	p := binary.AppendUvarint(make([]byte, 0, uvarintLen(uint64(len(attr)))+len(attr)+8), uint64(len(attr)))
+	return append(p, attr...)
+}
+
+func postingKey(attr string, first uint64) []byte {
+	return binary.BigEndian.AppendUint64(attrPrefix(attr), first)
+}
+
+// postingFirst returns the first seq of a posting key under prefix, and
+// false when k is not such a key.
+func postingFirst(k, prefix []byte) (uint64, bool) {
+	if len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[len(prefix):]), true
+}
+
+// idemKey is the key of (run_id, idempotency_key) in the idem bucket: the
+// client's key first, so time-ordered keys append.
+func idemKey(run, key string) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, 2+len(key)+len(run)), uint64(len(key)))
+	return append(append(b, key...), run...)
+}
+
+// An artifact record: uvarint(len(media type)) ‖ media type ‖ data.
+func appendArtifact(dst []byte, mediaType string, data []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(mediaType)))
+	return append(append(dst, mediaType...), data...)
+}
+
+func parseArtifact(v []byte) (mediaType, data []byte, err error) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > uint64(len(v)-k) {
+		return nil, nil, corrupt("artifact record is truncated")
+	}
+	return v[k : k+int(n)], v[k+int(n):], nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
