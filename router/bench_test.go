@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
 
@@ -200,4 +202,15 @@ func (d discardStore) Append(ctx context.Context, msgs ...*protocol.Message) ([]
 		res[i].Seq = uint64(i + 1)
 	}
 	return res, nil
+}
+
+// BenchmarkEndToEndBoltstore is BenchmarkEndToEndMemstore on the default
+// durable store, fsync on: every task is ≥ 4 durable events.
+func BenchmarkEndToEndBoltstore(b *testing.B) {
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	benchEndToEnd(b, st, 64)
 }
