@@ -1,0 +1,189 @@
+// Package a2a connects Clutch to the Agent2Agent protocol (A2A 1.0): seed
+// 000 calls A2A the adapter "for external agent communication", and seed
+// 002 §2 asks for a simple HTTP surface next to it. It is built on the
+// official Go SDK, github.com/a2aproject/a2a-go/v2 (a2a, a2asrv,
+// a2aclient), JSON-RPC binding.
+//
+// Two directions:
+//
+//   - Serving (inbound): [Server] is an http.Handler that exposes the
+//     agents of a router over A2A — agent cards, SendMessage,
+//     SendStreamingMessage, GetTask, CancelTask, SubscribeToTask,
+//     ListTasks — and over the simple surface of seed 002 (GET /agents,
+//     POST /agents/{name}/run, SSE stream).
+//   - Calling out (outbound): [Register] resolves a remote A2A agent's
+//     card, maps it to a Clutch AgentCard and registers the agent with a
+//     router, whose tasks [Remote.Handle] then forwards over A2A.
+//
+// # Mapping
+//
+// Identifiers and content, A2A ↔ Clutch envelope:
+//
+//	A2A                              Clutch
+//	contextId                        thread_id (a client's contextId is kept as is)
+//	task id                          task_id (the Clutch task's id, "task_01…")
+//	message.messageId                meta.a2a_message_id of the task.request
+//	text parts                       payload a2a.content.v1 {"text": parts joined by "\n", …}
+//	data parts                       … "data": [values in order]} (Content)
+//	one data part with metadata      a typed payload: payload_type from the metadata,
+//	  clutch.payload_type              payload = the data
+//	raw (file bytes) parts           attachments {kind: artifact_ref} (bytes in the artifact store)
+//	url parts                        attachments {kind: url}
+//	metadata clutch.requires,        requires[], prefers[], domain (team endpoint routing)
+//	  clutch.prefers, clutch.domain
+//	Task.metadata clutch.run_id,     run_id, the agent that accepted the task
+//	  clutch.agent_id
+//
+// Lifecycle, Clutch event → A2A task state and stream event:
+//
+//	task.request                     Task, SUBMITTED (the first event of a stream)
+//	task.accept                      status WORKING
+//	task.progress                    status WORKING, message: a text summary and the
+//	                                   payload as a data part (clutch.kind "progress")
+//	task.error with will_retry       status WORKING, message: the error
+//	task.result                      artifact "result": the payload as a data part
+//	                                   (clutch.payload_type) and a text summary — a
+//	                                   Content payload as its own text and data parts —
+//	                                   then status COMPLETED
+//	task.error INPUT_REQUIRED        status INPUT_REQUIRED, message: the question
+//	task.error (any other code)      status FAILED, message: text and the §5.4 error
+//	                                   as a data part (clutch.kind "error")
+//	task.timeout                     status FAILED with the TIMEOUT error
+//	task.cancel                      status CANCELED
+//	routing.*, tool.*, other events  nothing (they stay in the Clutch log)
+//
+// A handler asks for input by returning router.Fail(protocol.CodeInputRequired,
+// question, false, nil). A2A keeps an INPUT_REQUIRED task open for the
+// answer; a Clutch task is over once it ends, so the client's follow-up
+// message (same taskId) starts a new Clutch task in the same thread and
+// run, with meta.a2a_continues naming the first, and the answer carries the
+// new task's id.
+//
+// Outbound, the remote agent's answer maps back: status WORKING →
+// task.progress (the Clutch progress payload when the message carries one,
+// else a [RemoteProgress]); COMPLETED → task.result whose payload is the
+// first data part with a recognised clutch.payload_type (see
+// RemoteOptions.Schemas), else a [Content] of the text and data parts
+// without payload_type; raw parts go to the artifact store, url parts to
+// attachments; a bare Message answer likewise. FAILED → task.error with the
+// Clutch §5.4 error the status message carries (a Clutch server behind
+// A2A), else TOOL_FAILED; INPUT_REQUIRED → INPUT_REQUIRED (the next
+// request in the same thread answers that remote task); AUTH_REQUIRED →
+// UNAUTHORIZED; REJECTED → UNSUPPORTED_TASK; CANCELED → CANCELLED. A
+// skill becomes the capability "skill:<id>" (an id already of the form
+// <kind>:<name> is kept, so a Clutch card served by Server maps back to
+// itself), and the first JSON-RPC interface becomes endpoints.a2a.url.
+//
+// # Serving
+//
+//	srv, err := a2a.NewServer(r, st, reg, nil)
+//	http.ListenAndServe("127.0.0.1:8080", srv)
+//
+// Paths, relative to the Server's base:
+//
+//	GET  /.well-known/agent-card.json          the team card: every exposed agent's
+//	                                             capabilities as skills
+//	POST /a2a                                   the team's JSON-RPC endpoint, routed by
+//	                                             capability (clutch.requires, ...)
+//	GET  /agents/{name}/.well-known/agent-card.json   one agent's card
+//	POST /agents/{name}/a2a                     its JSON-RPC endpoint (tasks go to it)
+//	GET  /agents                                seed 002: {"agents": [{name, agent_id,
+//	                                             description, capabilities, online, url}]}
+//	GET  /agents/{name}                         one agent, with its Clutch card
+//	POST /agents/{name}/run                     {"prompt", "sessionId"?} → {"result", "meta"}
+//	GET|POST /agents/{name}/stream              SSE: "event: state" per step, then
+//	                                             "event: result" (or "event: error")
+//
+// {name} is the agent id without "agent:". The streaming capability is
+// declared only while streaming is enabled; push notifications and the
+// extended card are not built: their methods answer
+// PushNotificationNotSupportedError and ExtendedAgentCardNotConfiguredError
+// and the cards do not claim them. Method names are A2A 1.0's
+// (SendMessage, ...); an A2A 0.3 request (message/send) gets
+// MethodNotFoundError.
+//
+// SendMessage waits until the task ends or stops for input unless
+// configuration.returnImmediately is set. Streams carry every event listed
+// above, in store order, and end with the task; SubscribeToTask starts
+// with the Task as it is. Tasks live in the Clutch store: GetTask,
+// ListTasks and SubscribeToTask read the events, so they answer for tasks
+// of an earlier process over the same store (after a restart, call
+// Router.Recover so tasks that were running end as INTERRUPTED). Only tasks
+// that entered through A2A (meta.src "a2a/1.0") are visible, and an
+// agent's endpoint sees only the tasks addressed to it.
+//
+// The simple surface sends the prompt as a Content payload ({"text":
+// prompt}, payload_type a2a.content.v1) to the named agent; sessionId is
+// the thread_id. {"result"} is the result payload as the agent returned it;
+// "meta" holds task_id, run_id, sessionId, agent_id, payload_type, attempt
+// and duration_ms.
+//
+// # Calling out
+//
+//	rm, err := a2a.Register(ctx, r, "https://agent.example.com", &a2a.RemoteOptions{BearerToken: tok})
+//	defer rm.Close()
+//
+// Forwarding streams when the card declares streaming (else SendMessage,
+// then GetTask polling while the task runs). A stream that drops before
+// the task ends is re-attached with SubscribeToTask (whose first event,
+// the Task as it is, is taken as the truth) up to MaxResubscribes times,
+// then followed by polling GetTask. The contextId of a request is its
+// thread_id, or the contextId the agent gave that thread. Cancelling the
+// Clutch task, or its passing max_runtime_sec (DefaultMaxRuntimeSec unless
+// RemoteOptions.Limits says otherwise), cancels the remote task.
+//
+// # Errors
+//
+// Go errors of the package are [*Error]: a protocol.Code (so errors.Is
+// against a code works and the error has an HTTP status and a CLowl code),
+// the JSON pointer of bad outside input, and one of the sentinels
+// ErrInvalidOptions, ErrCard, ErrInput, ErrClosed.
+//
+// On A2A JSON-RPC the Server answers the A2A errors: TaskNotFoundError
+// (unknown task, or one not visible there), TaskNotCancelableError (ended,
+// or not running in this process), UnsupportedOperationError (a message to
+// an ended or running task, streaming when disabled, subscribing to an
+// ended task), InvalidParamsError (a message that does not map, with the
+// reason), InternalError (with no detail: the detail is logged). A body
+// over MaxBodyBytes gets HTTP 413 and InvalidRequestError.
+//
+// The simple surface normalises errors as seed 002 §2.5, JSON bodies
+// {"error", "message", "details"?}: agent_not_found (404); invalid_request
+// (400: not JSON, unknown member, missing or empty prompt; 413 for a body
+// over the limit; 405 for a wrong method); guardrail_violation (400, with
+// details: a prompt over MaxPromptLength, or a task refused with
+// POLICY_DENIED); internal_error (500, message "Unexpected failure" and
+// nothing else: a panicking agent, an INTERNAL error, a store failure).
+// Other task failures answer their code's HTTP status
+// (protocol.Code.HTTPStatus) with the code in lower case as the error
+// name ("timeout", "tool_failed", "input_required") and the agent's
+// message; seed 002 has no row for them.
+//
+// Outbound, Handle returns wire errors the router retries when retryable:
+// an unreachable peer, a dropped connection, HTTP 5xx and JSON-RPC
+// internal (-32603) and server (-32000) errors are TOOL_UNAVAILABLE and
+// retryable; HTTP 429 is RATE_LIMITED and retryable (the peer asked to
+// come back later); other HTTP 4xx are not retryable (401/403
+// UNAUTHORIZED, 404 NOT_FOUND, others TOOL_FAILED); A2A errors map to
+// NOT_FOUND, UNAUTHORIZED, UNSUPPORTED_VERSION, UNSUPPORTED_TASK or
+// INVALID_FIELD, not retryable.
+//
+// # Caveats
+//
+//   - A2A 0.3 is not spoken, in either direction: the SDK's compatibility
+//     layer (a2acompat/a2av0) would pull the old a2a-go module and gRPC
+//     into every build. A 0.3 card is refused by NewRemote with
+//     UNSUPPORTED_VERSION.
+//   - The SDK decodes data parts with encoding/json: integers beyond 2^53
+//     lose precision before this package sees them.
+//   - CancelTask cancels tasks running in this process only; a task of
+//     another process over the same store answers TaskNotCancelableError.
+//   - ListTasks orders by creation (newest first) and reads every A2A task
+//     of the context (or of the whole log without contextId): its cost
+//     grows with the number of tasks.
+//   - A Server takes the router's store and registry as arguments; passing
+//     others gives tasks it cannot see.
+//   - Outbound, only url attachments are sent along (artifact_ref bytes
+//     stay in the local store), and a typed payload is sent as a data part
+//     only: an agent that reads text parts alone sees no text.
+package a2a

@@ -1,0 +1,453 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+)
+
+// RemoteProgress is the payload of the task.progress events a Remote
+// stores for the remote agent's WORKING status updates (unless the update
+// carries a Clutch progress payload, which is stored as it is).
+type RemoteProgress struct {
+	State string            `json:"state"`          // the A2A task state, "TASK_STATE_WORKING"
+	Text  string            `json:"text,omitempty"` // the status message's text parts
+	Data  []json.RawMessage `json:"data,omitempty"` // its data parts
+}
+
+// Handle is the router.Handler of the remote agent: it sends the task's
+// request to the agent (streaming when its card declares it), stores the
+// agent's status updates as task.progress, and returns its answer as the
+// Result, or its failure as a wire error. ctx ending (cancel, or the
+// card's max_runtime_sec) cancels the remote task.
+func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, error) {
+	if rm.closed.Load() {
+		return nil, router.Fail(protocol.CodeToolUnavailable, "the A2A remote "+rm.url+" is closed", true, nil)
+	}
+	run := &remoteRun{rm: rm, t: t, thread: t.Request().ThreadID}
+	req := &a2a.SendMessageRequest{Message: rm.outbound(t.Request())}
+	res, err := run.do(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		run.cancelRemote(ctx)
+		return nil, ctx.Err()
+	}
+	return res, err
+}
+
+// outbound maps a task.request to the A2A message sent for it: a Content
+// payload as text and data parts, any other as one data part naming its
+// payload_type; url attachments as URL parts. The message id is the
+// request's, the contextId the thread's (or the one the agent chose for
+// it), and a request in a thread whose last remote task asked for input
+// answers that task.
+func (rm *Remote) outbound(req *protocol.Message) *a2a.Message {
+	parts := payloadParts(req.PayloadType, req.Payload, "", false)
+	for _, at := range req.Attachments {
+		if at.Kind == "url" {
+			parts = append(parts, &a2a.Part{Content: a2a.URL(at.Ref), MediaType: at.MediaType, Filename: at.Name})
+		}
+	}
+	msg := &a2a.Message{ID: req.ID, Role: a2a.MessageRoleUser, Parts: parts, ContextID: req.ThreadID}
+	rm.mu.Lock()
+	if c, ok := rm.contexts[req.ThreadID]; ok {
+		msg.ContextID = c
+	}
+	if id, ok := rm.pending[req.ThreadID]; ok {
+		msg.TaskID = id
+		delete(rm.pending, req.ThreadID)
+	}
+	rm.mu.Unlock()
+	return msg
+}
+
+// remoteRun is one forwarded task: what the remote agent said so far.
+type remoteRun struct {
+	rm        *Remote
+	t         *router.Task
+	thread    string
+	taskID    a2a.TaskID
+	contextID string
+	status    a2a.TaskStatus
+	artifacts []*a2a.Artifact
+	direct    *a2a.Message // a bare Message answer
+}
+
+// do sends the request and follows the remote task to its end.
+func (run *remoteRun) do(ctx context.Context, req *a2a.SendMessageRequest) (*router.Result, error) {
+	c := run.rm.client
+	if run.rm.a2aCard.Capabilities.Streaming {
+		done, err := run.consume(ctx, c.SendStreamingMessage(ctx, req))
+		if done {
+			return run.outcome(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			ep := classify(err, run.rm.url)
+			if !ep.Retryable || run.taskID == "" {
+				return nil, ep
+			}
+		}
+		// The stream ended before the task did: a dropped connection.
+		return run.recover(ctx)
+	}
+	res, err := c.SendMessage(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, classify(err, run.rm.url)
+	}
+	if run.absorb(ctx, res) {
+		return run.outcome(ctx)
+	}
+	return run.poll(ctx)
+}
+
+// consume absorbs stream events until the task ends (done) or the stream
+// does (err is why, nil for a clean end).
+func (run *remoteRun) consume(ctx context.Context, events iter.Seq2[a2a.Event, error]) (done bool, err error) {
+	for ev, err := range events {
+		if err != nil {
+			return false, err
+		}
+		if run.absorb(ctx, ev) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// recover re-attaches to a task whose stream dropped (SubscribeToTask,
+// whose first event is the task as it is now), then falls back to polling.
+func (run *remoteRun) recover(ctx context.Context) (*router.Result, error) {
+	for i := 0; i < run.rm.opts.MaxResubscribes; i++ {
+		if !sleep(ctx, time.Duration(50<<i)*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+		done, err := run.consume(ctx, run.rm.client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: run.taskID}))
+		if done {
+			return run.outcome(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			if errors.Is(err, a2a.ErrUnsupportedOperation) {
+				break // it ended meanwhile (or streams are off): GetTask tells how
+			}
+			if ep := classify(err, run.rm.url); !ep.Retryable {
+				return nil, ep
+			}
+		}
+	}
+	return run.poll(ctx)
+}
+
+// poll follows the task with GetTask until it ends. Five failed polls in a
+// row give up with the last (retryable) error.
+func (run *remoteRun) poll(ctx context.Context) (*router.Result, error) {
+	failures := 0
+	for {
+		task, err := run.rm.client.GetTask(ctx, &a2a.GetTaskRequest{ID: run.taskID})
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			ep := classify(err, run.rm.url)
+			if failures++; !ep.Retryable || failures >= 5 {
+				return nil, ep
+			}
+		default:
+			failures = 0
+			if run.absorb(ctx, task) {
+				return run.outcome(ctx)
+			}
+		}
+		if !sleep(ctx, run.rm.opts.PollInterval) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// absorb folds one event of the remote agent into the run; it reports
+// whether the task has ended or stopped for input.
+func (run *remoteRun) absorb(ctx context.Context, ev a2a.Event) bool {
+	switch e := ev.(type) {
+	case *a2a.Message:
+		run.direct = e
+		run.learnContext(e.ContextID)
+		return true
+	case *a2a.Task:
+		run.taskID = e.ID
+		run.learnContext(e.ContextID)
+		run.artifacts = append([]*a2a.Artifact(nil), e.Artifacts...)
+		run.status = e.Status
+	case *a2a.TaskStatusUpdateEvent:
+		if run.taskID == "" {
+			run.taskID = e.TaskID
+		}
+		run.status = e.Status
+		if e.Status.State == a2a.TaskStateWorking {
+			// A progress event that cannot be stored (the task ended
+			// meanwhile) changes nothing for the remote task.
+			_ = run.t.Progress(ctx, progressPayload(e.Status.Message))
+		}
+	case *a2a.TaskArtifactUpdateEvent:
+		if run.taskID == "" {
+			run.taskID = e.TaskID
+		}
+		run.mergeArtifact(e)
+	default:
+		return false
+	}
+	st := run.status.State
+	return st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired
+}
+
+func (run *remoteRun) mergeArtifact(e *a2a.TaskArtifactUpdateEvent) {
+	if e.Artifact == nil {
+		return
+	}
+	for i, a := range run.artifacts {
+		if a.ID == e.Artifact.ID {
+			if e.Append {
+				merged := *a
+				merged.Parts = append(append(a2a.ContentParts(nil), a.Parts...), e.Artifact.Parts...)
+				run.artifacts[i] = &merged
+			} else {
+				run.artifacts[i] = e.Artifact
+			}
+			return
+		}
+	}
+	run.artifacts = append(run.artifacts, e.Artifact)
+}
+
+// learnContext remembers the contextId the agent gave the thread, when it
+// is not the thread id itself.
+func (run *remoteRun) learnContext(id string) {
+	if id == "" {
+		return
+	}
+	run.contextID = id
+	if id == run.thread {
+		return
+	}
+	rm := run.rm
+	rm.mu.Lock()
+	if _, ok := rm.contexts[run.thread]; !ok && len(rm.contexts) >= maxRemoteContexts {
+		for k := range rm.contexts { // forget one, any
+			delete(rm.contexts, k)
+			break
+		}
+	}
+	rm.contexts[run.thread] = id
+	rm.mu.Unlock()
+}
+
+// cancelRemote asks the agent to cancel the task, bounded by
+// CancelTimeout, after the Clutch task was cancelled or timed out.
+func (run *remoteRun) cancelRemote(ctx context.Context) {
+	if run.taskID == "" || run.status.State.Terminal() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), run.rm.opts.CancelTimeout)
+	defer cancel()
+	if _, err := run.rm.client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: run.taskID}); err != nil {
+		run.rm.opts.Logger.Warn("a2a: cancelling the remote task", "remote", run.rm.url, "task", run.taskID, "err", err)
+	}
+}
+
+// progressPayload is the task.progress payload of a WORKING status: the
+// Clutch progress payload it carries, else a RemoteProgress.
+func progressPayload(msg *a2a.Message) any {
+	p := RemoteProgress{State: string(a2a.TaskStateWorking)}
+	if msg == nil {
+		return p
+	}
+	for _, part := range msg.Parts {
+		if part == nil {
+			continue
+		}
+		if d, ok := part.Content.(a2a.Data); ok {
+			b, err := json.Marshal(d.Value)
+			if err != nil {
+				continue
+			}
+			if k, _ := part.Metadata[MetaKind].(string); k == kindProgress {
+				return json.RawMessage(b)
+			}
+			p.Data = append(p.Data, b)
+		}
+	}
+	p.Text = textOf(msg.Parts)
+	return p
+}
+
+// outcome turns the remote task's end into the handler's return.
+func (run *remoteRun) outcome(ctx context.Context) (*router.Result, error) {
+	if run.direct != nil {
+		return run.result(ctx, run.direct.Parts)
+	}
+	st := run.status
+	if st.State == a2a.TaskStateCompleted {
+		var parts []*a2a.Part
+		for _, a := range run.artifacts {
+			if a != nil {
+				parts = append(parts, a.Parts...)
+			}
+		}
+		if len(parts) == 0 && st.Message != nil {
+			parts = st.Message.Parts
+		}
+		return run.result(ctx, parts)
+	}
+	details := map[string]any{"remote": run.rm.url, "a2a_task_id": string(run.taskID), "a2a_state": string(st.State)}
+	if run.contextID != "" {
+		details["a2a_context_id"] = run.contextID
+	}
+	var text string
+	if st.Message != nil {
+		text = textOf(st.Message.Parts)
+		// A Clutch agent behind A2A sends its §5.4 error along: keep it.
+		if ep := clutchError(st.Message.Parts); ep != nil && st.State != a2a.TaskStateInputRequired {
+			ep.Details = mergeDetails(ep.Details, details)
+			return nil, ep
+		}
+	}
+	code, def := protocol.CodeToolFailed, "the A2A agent failed the task"
+	switch st.State {
+	case a2a.TaskStateInputRequired:
+		run.rm.mu.Lock()
+		run.rm.pending[run.thread] = run.taskID
+		run.rm.mu.Unlock()
+		code, def = protocol.CodeInputRequired, "the A2A agent needs more input"
+	case a2a.TaskStateAuthRequired:
+		code, def = protocol.CodeUnauthorized, "the A2A agent needs authentication"
+	case a2a.TaskStateRejected:
+		code, def = protocol.CodeUnsupportedTask, "the A2A agent rejected the task"
+	case a2a.TaskStateCanceled:
+		code, def = protocol.CodeCancelled, "the A2A agent cancelled the task"
+	}
+	if text == "" {
+		text = def
+	}
+	return nil, router.Fail(code, text, false, details)
+}
+
+// clutchError finds a §5.4 error in a status message's data parts.
+func clutchError(parts []*a2a.Part) *protocol.ErrorPayload {
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		d, ok := p.Content.(a2a.Data)
+		if k, _ := p.Metadata[MetaKind].(string); !ok || k != kindError {
+			continue
+		}
+		b, err := json.Marshal(d.Value)
+		if err != nil {
+			continue
+		}
+		m := &protocol.Message{Payload: b}
+		ep, err := protocol.DecodePayload[protocol.ErrorPayload](m)
+		if err == nil && ep.Code.Known() {
+			return &ep
+		}
+	}
+	return nil
+}
+
+func mergeDetails(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// result maps the parts of the agent's answer to a Result: the first data
+// part naming a recognised payload_type is the payload (typed); else the
+// text and data parts make a Content payload without payload_type. Raw
+// parts go to the artifact store and URL parts become attachments.
+func (run *remoteRun) result(ctx context.Context, parts []*a2a.Part) (*router.Result, error) {
+	var texts []string
+	var data []json.RawMessage
+	res := &router.Result{}
+	typed := false
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		switch c := p.Content.(type) {
+		case a2a.Text:
+			texts = append(texts, string(c))
+		case a2a.Data:
+			b, err := json.Marshal(c.Value)
+			if err != nil {
+				continue
+			}
+			if pt, _ := p.Metadata[MetaPayloadType].(string); !typed && run.rm.recognised(pt) {
+				res.PayloadType, res.Payload, typed = pt, json.RawMessage(b), true
+				continue
+			}
+			data = append(data, b)
+		case a2a.Raw:
+			ref, err := run.t.PutArtifact(ctx, p.MediaType, []byte(c))
+			if err != nil {
+				return nil, router.Fail(protocol.CodeToolFailed, "storing a file of the A2A agent's answer: "+err.Error(), false, nil)
+			}
+			res.Attachments = append(res.Attachments, protocol.Attachment{Kind: "artifact_ref", Ref: ref, MediaType: p.MediaType, Name: p.Filename, Size: int64(len(c))})
+		case a2a.URL:
+			res.Attachments = append(res.Attachments, protocol.Attachment{Kind: "url", Ref: string(c), MediaType: p.MediaType, Name: p.Filename})
+		}
+	}
+	if !typed {
+		c := Content{Data: data}
+		for i, t := range texts {
+			if i > 0 {
+				c.Text += "\n"
+			}
+			c.Text += t
+		}
+		res.Payload = c
+	}
+	return res, nil
+}
+
+// recognised reports whether a remote data part may claim payload type pt.
+func (rm *Remote) recognised(pt string) bool {
+	if pt == "" || !protocol.ValidPayloadType(pt) {
+		return false
+	}
+	if rm.opts.Schemas == nil {
+		return true
+	}
+	_, ok := rm.opts.Schemas.Lookup(pt)
+	return ok
+}

@@ -1,0 +1,395 @@
+package a2a
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"strconv"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// rpc implements a2asrv.RequestHandler over the Clutch router and store,
+// for the team endpoint (agent == "") or one agent's.
+type rpc struct {
+	s     *Server
+	agent string
+}
+
+var _ a2asrv.RequestHandler = (*rpc)(nil)
+
+// internal logs err and returns the A2A internal error, without detail.
+func (h *rpc) internal(ctx context.Context, what string, err error) error {
+	h.s.opts.Logger.ErrorContext(ctx, "a2a: "+what, "err", err)
+	return a2a.NewError(a2a.ErrInternalError, "internal error")
+}
+
+func (h *rpc) view(ctx context.Context, id a2a.TaskID) (*taskView, uint64, error) {
+	v, last, ok, err := h.s.view(ctx, string(id), h.agent)
+	if err != nil {
+		return nil, 0, h.internal(ctx, "reading task "+string(id), err)
+	}
+	if !ok {
+		return nil, 0, a2a.NewError(a2a.ErrTaskNotFound, "task not found: "+string(id))
+	}
+	return v, last, nil
+}
+
+// SendMessage implements the SendMessage method: it submits the task and,
+// unless configuration.returnImmediately is set, waits until it ends
+// (COMPLETED, FAILED, CANCELED or INPUT_REQUIRED) before answering with
+// the Task.
+func (h *rpc) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	hd, err := h.submit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Config == nil || !req.Config.ReturnImmediately {
+		select {
+		case <-hd.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	v, _, err := h.view(ctx, a2a.TaskID(hd.TaskID()))
+	if err != nil {
+		return nil, err
+	}
+	return v.snapshot(historyLength(req.Config)), nil
+}
+
+// SendStreamingMessage implements SendStreamingMessage: the Task, then a
+// status or artifact update for every event of the task, in store order,
+// until it ends.
+func (h *rpc) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if h.s.opts.DisableStreaming {
+			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "streaming is not enabled"))
+			return
+		}
+		hd, err := h.submit(ctx, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		h.follow(ctx, &taskView{}, hd.TaskID(), 0, yield)
+	}
+}
+
+// SubscribeToTask implements SubscribeToTask: the current Task, then every
+// later event of the task until it ends. A task that has ended answers
+// UnsupportedOperationError (A2A 1.0 §3.1.6).
+func (h *rpc) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if h.s.opts.DisableStreaming {
+			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "streaming is not enabled"))
+			return
+		}
+		v, last, err := h.view(ctx, req.ID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if v.terminal {
+			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(req.ID)+" is "+string(v.task.Status.State)+": a task that ended cannot be subscribed to"))
+			return
+		}
+		if !yield(v.snapshot(-1), nil) {
+			return
+		}
+		h.follow(ctx, v, string(req.ID), last, yield)
+	}
+}
+
+// follow yields the A2A events of a task's events after seq after, until
+// the task ends or ctx is done.
+func (h *rpc) follow(ctx context.Context, v *taskView, taskID string, after uint64, yield func(a2a.Event, error) bool) {
+	for ev, err := range h.s.st.Follow(ctx, store.Query{TaskID: taskID, AfterSeq: after}) {
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(nil, h.internal(ctx, "following task "+taskID, err))
+			}
+			return
+		}
+		m, err := ev.Message()
+		if err != nil {
+			yield(nil, h.internal(ctx, "decoding an event of task "+taskID, err))
+			return
+		}
+		for _, e := range v.apply(m) {
+			if !yield(e, nil) {
+				return
+			}
+		}
+		if v.terminal {
+			return
+		}
+	}
+}
+
+// GetTask implements GetTask from the events in the store, so it answers
+// for tasks of earlier processes too.
+func (h *rpc) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	v, _, err := h.view(ctx, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	hl := -1
+	if req.HistoryLength != nil {
+		hl = max(*req.HistoryLength, 0)
+	}
+	return v.snapshot(hl), nil
+}
+
+// CancelTask implements CancelTask for tasks running in this process: it
+// cancels the Clutch task (and its subtasks) and answers with the Task once
+// its task.cancel is stored.
+func (h *rpc) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	v, _, err := h.view(ctx, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	if v.terminal {
+		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "task "+string(req.ID)+" is "+string(v.task.Status.State))
+	}
+	hd := h.s.handle(string(req.ID))
+	if hd == nil {
+		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "task "+string(req.ID)+" is not running in this process")
+	}
+	hd.Cancel("cancelled by the A2A client")
+	select {
+	case <-hd.Done():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	v, _, err = h.view(ctx, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	return v.snapshot(-1), nil
+}
+
+// ListTasks implements ListTasks over the task.requests that came in over
+// A2A (and, on an agent's endpoint, were addressed to it), newest first.
+func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	size := req.PageSize
+	switch {
+	case size == 0:
+		size = 50
+	case size < 1 || size > 100:
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "pageSize must be between 1 and 100")
+	}
+	var before uint64
+	if req.PageToken != "" {
+		n, err := strconv.ParseUint(req.PageToken, 10, 64)
+		if err != nil || n == 0 {
+			return nil, a2a.NewError(a2a.ErrInvalidParams, "invalid pageToken")
+		}
+		before = n
+	}
+	if len(req.ContextID) > protocol.MaxIDLength {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "contextId is too long")
+	}
+	type entry struct {
+		seq  uint64
+		task string
+	}
+	var reqs []entry
+	for ev, err := range h.s.st.Read(ctx, store.Query{ThreadID: req.ContextID, TypePrefix: string(protocol.TypeTaskRequest)}) {
+		if err != nil {
+			return nil, h.internal(ctx, "listing tasks", err)
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return nil, h.internal(ctx, "listing tasks", err)
+		}
+		if m.Type == protocol.TypeTaskRequest && h.s.visible(m, h.agent) {
+			reqs = append(reqs, entry{ev.Seq, m.TaskID})
+		}
+	}
+	slices.Reverse(reqs) // newest first
+	resp := &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}
+	hl := 0
+	if req.HistoryLength != nil {
+		hl = max(*req.HistoryLength, 0)
+	}
+	var lastSeq uint64
+	more := false
+	for _, e := range reqs {
+		v, _, ok, err := h.s.view(ctx, e.task, h.agent)
+		if err != nil {
+			return nil, h.internal(ctx, "listing tasks", err)
+		}
+		if !ok || v.req.TaskID != e.task {
+			continue
+		}
+		st := v.task.Status
+		if req.Status != a2a.TaskStateUnspecified && st.State != req.Status {
+			continue
+		}
+		if req.StatusTimestampAfter != nil && st.Timestamp != nil && st.Timestamp.Before(*req.StatusTimestampAfter) {
+			continue
+		}
+		resp.TotalSize++
+		if before != 0 && e.seq >= before {
+			continue
+		}
+		if len(resp.Tasks) == size {
+			more = true
+			continue
+		}
+		t := v.snapshot(hl)
+		if !req.IncludeArtifacts {
+			t.Artifacts = nil
+		}
+		resp.Tasks = append(resp.Tasks, t)
+		lastSeq = e.seq
+	}
+	if more {
+		resp.NextPageToken = strconv.FormatUint(lastSeq, 10)
+	}
+	return resp, nil
+}
+
+// historyLength is the history bound a send configuration asks for; -1
+// for none.
+func historyLength(cfg *a2a.SendMessageConfig) int {
+	if cfg == nil || cfg.HistoryLength == nil {
+		return -1
+	}
+	return max(*cfg.HistoryLength, 0)
+}
+
+func invalidParams(msg string) error { return a2a.NewError(a2a.ErrInvalidParams, msg) }
+
+// submit maps an A2A send request to a task.request and submits it.
+func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.Handle, error) {
+	if req == nil || req.Message == nil {
+		return nil, invalidParams("message is required")
+	}
+	msg := req.Message
+	if msg.Role != a2a.MessageRoleUser && msg.Role != a2a.MessageRoleUnspecified {
+		return nil, invalidParams("a message sent to an agent has role ROLE_USER")
+	}
+	if req.Config != nil && req.Config.PushConfig != nil {
+		return nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not supported")
+	}
+	if len(msg.ContextID) > protocol.MaxIDLength || len(msg.ID) > protocol.MaxIDLength || len(msg.TaskID) > protocol.MaxIDLength {
+		return nil, invalidParams("messageId, contextId and taskId are at most " + strconv.Itoa(protocol.MaxIDLength) + " bytes")
+	}
+	in, err := mapMessage(msg, req.Metadata)
+	if err != nil {
+		return nil, invalidParams(err.Error())
+	}
+	var cont *taskView
+	if msg.TaskID != "" {
+		v, _, err := h.view(ctx, msg.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		switch st := v.task.Status.State; {
+		case st == a2a.TaskStateInputRequired:
+			cont = v
+		case v.terminal:
+			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(msg.TaskID)+" is "+string(st)+" and takes no more messages")
+		default:
+			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(msg.TaskID)+" is still running; a Clutch task takes one message")
+		}
+		if msg.ContextID != "" && msg.ContextID != v.task.ContextID {
+			return nil, invalidParams("contextId does not match the task's")
+		}
+	}
+	m, err := h.s.r.NewRequest(h.s.opts.From, in.payloadType, in.payload)
+	if err != nil {
+		return nil, invalidParams(err.Error())
+	}
+	if msg.ContextID != "" {
+		m.ThreadID = msg.ContextID
+	}
+	m.Meta = map[string]any{metaSource: SourceA2A}
+	if msg.ID != "" {
+		m.Meta[metaMessageID] = msg.ID
+	}
+	if cont != nil {
+		m.ThreadID, m.RunID = cont.req.ThreadID, cont.req.RunID
+		m.Meta[metaContinues] = cont.req.TaskID
+	}
+	switch {
+	case h.agent != "":
+		m.To = []protocol.Participant{{AgentID: h.agent}}
+	case h.s.opts.Agents != nil:
+		m.To = make([]protocol.Participant, len(h.s.opts.Agents))
+		for i, id := range h.s.opts.Agents {
+			m.To[i].AgentID = id
+		}
+	}
+	m.Requires, m.Prefers, m.Domain = in.requires, in.prefers, in.domain
+	if m.Attachments, err = h.s.attachments(ctx, in.files); err != nil {
+		return nil, err
+	}
+	hd, err := h.s.r.Submit(ctx, m)
+	if err != nil {
+		if errors.Is(err, router.ErrInvalidRequest) {
+			return nil, invalidParams(err.Error())
+		}
+		return nil, h.internal(ctx, "submitting a task", err)
+	}
+	h.s.track(hd)
+	return hd, nil
+}
+
+// attachments stores raw parts in the artifact store and returns the
+// attachments of every file part.
+func (s *Server) attachments(ctx context.Context, files []filePart) ([]protocol.Attachment, error) {
+	var out []protocol.Attachment
+	for i, f := range files {
+		if f.raw == nil {
+			out = append(out, protocol.Attachment{Kind: "url", Ref: f.url, MediaType: f.mediaType, Name: f.name})
+			continue
+		}
+		ref, err := s.st.PutArtifact(ctx, f.mediaType, f.raw)
+		switch {
+		case errors.Is(err, store.ErrInvalidMediaType) || errors.Is(err, store.ErrTooLarge):
+			return nil, invalidParams("file part " + strconv.Itoa(i) + ": " + err.Error())
+		case err != nil:
+			s.opts.Logger.ErrorContext(ctx, "a2a: storing a file part", "err", err)
+			return nil, a2a.NewError(a2a.ErrInternalError, "internal error")
+		}
+		out = append(out, protocol.Attachment{Kind: "artifact_ref", Ref: ref, MediaType: f.mediaType, Name: f.name, Size: int64(len(f.raw))})
+	}
+	return out, nil
+}
+
+// The push notification methods: not built, so not claimed in the cards.
+
+// GetTaskPushConfig answers PushNotificationNotSupportedError.
+func (h *rpc) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+// ListTaskPushConfigs answers PushNotificationNotSupportedError.
+func (h *rpc) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+// CreateTaskPushConfig answers PushNotificationNotSupportedError.
+func (h *rpc) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+// DeleteTaskPushConfig answers PushNotificationNotSupportedError.
+func (h *rpc) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
+	return a2a.ErrPushNotificationNotSupported
+}
+
+// GetExtendedAgentCard answers ExtendedAgentCardNotConfiguredError: the
+// public card is the only card.
+func (h *rpc) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return nil, a2a.ErrExtendedCardNotConfigured
+}

@@ -1,0 +1,409 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// Paths of the Server, relative to its base URL.
+const (
+	// CardPath is the A2A agent card of the whole team (RFC 8615 well-known
+	// path of A2A 1.0); its JSON-RPC endpoint is RPCPath.
+	CardPath = "/.well-known/agent-card.json"
+	// RPCPath is the team's A2A JSON-RPC endpoint: tasks are routed by
+	// capability among the exposed agents.
+	RPCPath = "/a2a"
+	// AgentsPath prefixes one agent's surface: AgentsPath+"/{name}" is its
+	// description, and under it CardPath and RPCPath are its own A2A
+	// card and endpoint, "/run" and "/stream" the simple surface (seed 002
+	// §2). {name} is the agent id without "agent:".
+	AgentsPath = "/agents"
+)
+
+// Defaults of a zero ServerOptions.
+const (
+	DefaultFrom            = "agent:a2a-client"
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultMaxPromptLength = 32 << 10
+	DefaultKeepAlive       = 15 * time.Second
+	DefaultCardVersion     = "1.0.0"
+)
+
+// ServerOptions configures a Server. Nil means defaults; zero fields take
+// defaults.
+type ServerOptions struct {
+	// BaseURL is the absolute URL the Server is reachable at, without a
+	// trailing slash ("https://agents.example.com/clutch"): agent cards
+	// advertise endpoints under it. "" derives it from each request (http
+	// or https, and the Host header), which is right when the Server is
+	// mounted at the root of a host.
+	BaseURL string
+	// Name, Description and Version describe the team card; "clutch", a
+	// list of the exposed agents and DefaultCardVersion when "".
+	Name, Description, Version string
+	// Agents lists the agent ids the Server exposes; nil exposes every
+	// agent of the registry (read at each request).
+	Agents []string
+	// From is the from.agent_id of the task.requests that enter through
+	// the Server; DefaultFrom when "".
+	From string
+	// DisableStreaming takes SendStreamingMessage, SubscribeToTask and the
+	// simple surface's stream out: cards declare capabilities.streaming =
+	// false and the methods answer UnsupportedOperationError.
+	DisableStreaming bool
+	// MaxBodyBytes bounds a request body (JSON-RPC and the simple
+	// surface); DefaultMaxBodyBytes (1 MiB) when 0. A bigger body gets 413.
+	MaxBodyBytes int64
+	// MaxPromptLength bounds the simple surface's prompt, in characters;
+	// DefaultMaxPromptLength when 0.
+	MaxPromptLength int
+	// KeepAlive is the interval of SSE keep-alive comments on streams;
+	// DefaultKeepAlive when 0, none when negative.
+	KeepAlive time.Duration
+	// Logger receives the Server's diagnostics (internal errors are logged
+	// here, never sent to clients); slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+func (o *ServerOptions) setDefaults() error {
+	if o.BaseURL != "" {
+		if !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
+			return optionsError("BaseURL " + o.BaseURL + " is not an absolute http(s) URL")
+		}
+		o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	}
+	if o.From == "" {
+		o.From = DefaultFrom
+	}
+	if !strings.HasPrefix(o.From, protocol.PrefixAgent) || len(o.From) == len(protocol.PrefixAgent) {
+		return optionsError("From " + o.From + " must start with agent:")
+	}
+	for _, id := range o.Agents {
+		if !strings.HasPrefix(id, protocol.PrefixAgent) {
+			return optionsError("agent id " + id + " must start with agent:")
+		}
+	}
+	if o.Name == "" {
+		o.Name = "clutch"
+	}
+	if o.Version == "" {
+		o.Version = DefaultCardVersion
+	}
+	if o.MaxBodyBytes < 0 || o.MaxPromptLength < 0 {
+		return optionsError("MaxBodyBytes and MaxPromptLength must not be negative")
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxPromptLength == 0 {
+		o.MaxPromptLength = DefaultMaxPromptLength
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Server is an http.Handler that serves registered Clutch agents over A2A
+// 1.0 JSON-RPC and over the simple HTTP surface of seed 002 §2. See the
+// package doc for its paths and mapping. It is safe for concurrent use.
+type Server struct {
+	r    *router.Router
+	st   store.Store
+	reg  *registry.Registry
+	opts ServerOptions
+	mux  *http.ServeMux
+	team http.Handler // the team's JSON-RPC handler
+
+	mu      sync.Mutex
+	running map[string]*router.Handle // tasks submitted here that have not ended, by task id
+}
+
+// NewServer returns a Server over the router r and the store and registry
+// r was built with. opts may be nil.
+func NewServer(r *router.Router, st store.Store, reg *registry.Registry, opts *ServerOptions) (*Server, error) {
+	if r == nil || st == nil || reg == nil {
+		return nil, optionsError("a router, its store and its registry are required")
+	}
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{r: r, st: st, reg: reg, opts: o, running: map[string]*router.Handle{}}
+	s.team = s.rpcHandler("")
+	mux := http.NewServeMux()
+	mux.HandleFunc(CardPath, s.serveCard)
+	mux.HandleFunc(RPCPath, s.serveRPC)
+	mux.HandleFunc(AgentsPath, s.serveAgents)
+	mux.HandleFunc(AgentsPath+"/{name}", s.serveAgent)
+	mux.HandleFunc(AgentsPath+"/{name}"+CardPath, s.serveCard)
+	mux.HandleFunc(AgentsPath+"/{name}"+RPCPath, s.serveRPC)
+	mux.HandleFunc(AgentsPath+"/{name}/run", s.serveRun)
+	mux.HandleFunc(AgentsPath+"/{name}/stream", s.serveStream)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, &httpError{Error: "not_found", Message: "no such path: " + r.URL.Path})
+	})
+	s.mux = mux
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) rpcHandler(agentID string) http.Handler {
+	opts := []a2asrv.TransportOption{a2asrv.WithTransportPanicHandler(func(p any) error {
+		s.opts.Logger.Error("a2a: panic serving JSON-RPC", "panic", p)
+		return a2a.NewError(a2a.ErrInternalError, "internal error")
+	})}
+	if s.opts.KeepAlive > 0 {
+		opts = append(opts, a2asrv.WithTransportKeepAlive(s.opts.KeepAlive))
+	}
+	return a2asrv.NewJSONRPCHandler(&rpc{s: s, agent: agentID}, opts...)
+}
+
+// serveRPC serves the team's or one agent's JSON-RPC endpoint.
+func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	h := s.team
+	if name := r.PathValue("name"); name != "" {
+		a, ok := s.exposed(name)
+		if !ok {
+			writeRPCError(w, http.StatusNotFound, a2a.ErrMethodNotFound, "no agent "+name)
+			return
+		}
+		h = s.rpcHandler(a.ID())
+	}
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		writeRPCError(w, http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest, "request body over the limit of "+itoa(s.opts.MaxBodyBytes)+" bytes")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	h.ServeHTTP(w, r)
+}
+
+// writeRPCError answers a JSON-RPC request that never reached a handler.
+func writeRPCError(w http.ResponseWriter, status int, code error, msg string) {
+	codes := map[error]int{a2a.ErrInvalidRequest: -32600, a2a.ErrMethodNotFound: -32601}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": codes[code], "message": msg},
+	})
+}
+
+// exposed returns the exposed agent named name ("ken" or "agent:ken").
+func (s *Server) exposed(name string) (*registry.Agent, bool) {
+	id := name
+	if !strings.HasPrefix(id, protocol.PrefixAgent) {
+		id = protocol.PrefixAgent + name
+	}
+	if s.opts.Agents != nil && !slices.Contains(s.opts.Agents, id) {
+		return nil, false
+	}
+	return s.reg.Get(id)
+}
+
+// agents returns the exposed agents, sorted by id.
+func (s *Server) agents() []*registry.Agent {
+	if s.opts.Agents == nil {
+		return s.reg.List()
+	}
+	out := make([]*registry.Agent, 0, len(s.opts.Agents))
+	for _, id := range s.opts.Agents {
+		if a, ok := s.reg.Get(id); ok {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b *registry.Agent) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}
+
+// agentName is an agent id without its "agent:" prefix: its path segment.
+func agentName(id string) string { return strings.TrimPrefix(id, protocol.PrefixAgent) }
+
+// baseURL is the Server's absolute base URL for r.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.opts.BaseURL != "" {
+		return s.opts.BaseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// serveCard serves the team's card or one agent's (A2A 1.0 agent card).
+func (s *Server) serveCard(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+		w.Header().Set("Access-Control-Allow-Headers", "Content-Type")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, http.StatusMethodNotAllowed, &httpError{Error: "method_not_allowed", Message: "use GET"})
+		return
+	}
+	base := s.baseURL(r)
+	var card *a2a.AgentCard
+	if name := r.PathValue("name"); name != "" {
+		a, ok := s.exposed(name)
+		if !ok {
+			writeError(w, http.StatusNotFound, errAgentNotFound(name))
+			return
+		}
+		card = s.agentCard(base, a)
+	} else {
+		card = s.teamCard(base)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	_ = json.NewEncoder(w).Encode(card)
+}
+
+// teamCard is the A2A card of every exposed agent together.
+func (s *Server) teamCard(base string) *a2a.AgentCard {
+	agents := s.agents()
+	desc := s.opts.Description
+	if desc == "" {
+		ids := make([]string, len(agents))
+		for i, a := range agents {
+			ids[i] = a.ID()
+		}
+		desc = "Clutch agents routed by capability: " + strings.Join(ids, ", ")
+	}
+	return s.card(s.opts.Name, desc, base+RPCPath, agents)
+}
+
+// agentCard is the A2A card of one agent.
+func (s *Server) agentCard(base string, a *registry.Agent) *a2a.AgentCard {
+	name, desc := agentName(a.ID()), "Clutch agent "+a.ID()
+	if d := a.Card().Display; d != nil {
+		if d.Name != "" {
+			name = d.Name
+		}
+		if d.Desc != "" {
+			desc = d.Desc
+		}
+	}
+	return s.card(name, desc, base+AgentsPath+"/"+agentName(a.ID())+RPCPath, []*registry.Agent{a})
+}
+
+// card maps Clutch cards to one A2A card: each capability is a skill (same
+// id; the same capability of several agents is one skill), served at url.
+func (s *Server) card(name, desc, url string, agents []*registry.Agent) *a2a.AgentCard {
+	skills := []a2a.AgentSkill{}
+	offered := map[string][]string{} // skill id -> agents
+	for _, a := range agents {
+		for _, c := range a.Card().Capabilities {
+			i := slices.IndexFunc(skills, func(sk a2a.AgentSkill) bool { return sk.ID == c.ID })
+			if i < 0 {
+				skills = append(skills, a2a.AgentSkill{ID: c.ID, Name: c.ID, Tags: []string{}})
+				i = len(skills) - 1
+			}
+			for _, t := range c.Tags {
+				if !slices.Contains(skills[i].Tags, t) {
+					skills[i].Tags = append(skills[i].Tags, t)
+				}
+			}
+			offered[c.ID] = append(offered[c.ID], a.ID())
+		}
+	}
+	for i := range skills {
+		skills[i].Description = skills[i].ID + ", offered by " + strings.Join(offered[skills[i].ID], ", ")
+	}
+	modes := []string{"text/plain", "application/json"}
+	return &a2a.AgentCard{
+		Name: name, Description: desc, Version: s.opts.Version,
+		SupportedInterfaces: []*a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version}},
+		Capabilities:        a2a.AgentCapabilities{Streaming: !s.opts.DisableStreaming},
+		DefaultInputModes:   modes, DefaultOutputModes: modes,
+		Skills: skills,
+	}
+}
+
+// track remembers a running task's handle until it ends, for CancelTask.
+func (s *Server) track(h *router.Handle) {
+	id := h.TaskID()
+	s.mu.Lock()
+	s.running[id] = h
+	s.mu.Unlock()
+	go func() {
+		<-h.Done()
+		s.mu.Lock()
+		if s.running[id] == h {
+			delete(s.running, id)
+		}
+		s.mu.Unlock()
+	}()
+}
+
+func (s *Server) handle(taskID string) *router.Handle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[taskID]
+}
+
+// view reads a task's events from the store and folds them. ok is false
+// when the task does not exist or is not visible through agent's endpoint
+// ("" for the team): it did not enter through A2A, or, for an agent's
+// endpoint, was not addressed to that agent.
+func (s *Server) view(ctx context.Context, taskID, agent string) (v *taskView, last uint64, ok bool, err error) {
+	if taskID == "" || len(taskID) > protocol.MaxIDLength {
+		return nil, 0, false, nil
+	}
+	v = &taskView{}
+	for ev, err := range s.st.Read(ctx, store.Query{TaskID: taskID}) {
+		if err != nil {
+			return nil, 0, false, err
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return nil, 0, false, err
+		}
+		v.apply(m)
+		last = ev.Seq
+	}
+	if v.task == nil || !s.visible(v.req, agent) {
+		return nil, 0, false, nil
+	}
+	return v, last, true, nil
+}
+
+// visible reports whether a task.request may be seen through an endpoint.
+func (s *Server) visible(req *protocol.Message, agent string) bool {
+	if src, _ := req.Meta[metaSource].(string); src != SourceA2A {
+		return false
+	}
+	if agent == "" {
+		return true
+	}
+	return slices.ContainsFunc(req.To, func(p protocol.Participant) bool { return p.AgentID == agent })
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
