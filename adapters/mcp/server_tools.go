@@ -1,0 +1,483 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tool names of the server surface.
+const (
+	ToolListAgents       = "list_agents"
+	ToolListPayloadTypes = "list_payload_types"
+	ToolSubmitTask       = "submit_task"
+	ToolWaitTask         = "wait_task"
+	ToolCancelTask       = "cancel_task"
+	ToolGetRunEvents     = "get_run_events"
+	ToolGetTaskTree      = "get_task_tree"
+)
+
+type listAgentsIn struct {
+	Capability string `json:"capability,omitempty" jsonschema:"only agents with this capability id (e.g. skill:research)"`
+}
+
+// AgentView is one agent in list_agents.
+type AgentView struct {
+	AgentID      string                 `json:"agent_id"`
+	Display      *protocol.Display      `json:"display,omitempty"`
+	Capabilities []protocol.Capability  `json:"capabilities"`
+	Limits       *protocol.Limits       `json:"limits,omitempty"`
+	Security     *protocol.CardSecurity `json:"security,omitempty"`
+	Online       bool                   `json:"online"`
+	InFlight     int                    `json:"in_flight"`
+}
+
+type listTypesIn struct {
+	Prefix string `json:"prefix,omitempty" jsonschema:"only payload types starting with this (e.g. research.)"`
+}
+
+// PayloadTypeView is one payload type in list_payload_types.
+type PayloadTypeView struct {
+	PayloadType string          `json:"payload_type"`
+	SchemaRef   string          `json:"schema_ref"`
+	Schema      json.RawMessage `json:"schema"`
+}
+
+type submitIn struct {
+	PayloadType    string         `json:"payload_type" jsonschema:"the payload's contract, e.g. research.query.v1 (see list_payload_types)"`
+	Payload        map[string]any `json:"payload" jsonschema:"the task's input, valid against the payload type's schema"`
+	Requires       []string       `json:"requires,omitempty" jsonschema:"capability ids the agent must have, all of them (e.g. skill:research)"`
+	Prefers        []string       `json:"prefers,omitempty" jsonschema:"preferences that raise an agent's score (tag:x, domain:x, mcp:x, skill:x)"`
+	Domain         string         `json:"domain,omitempty" jsonschema:"the problem space, e.g. research"`
+	To             []string       `json:"to,omitempty" jsonschema:"agent ids to send the task to directly, skipping scoring"`
+	ToolAllowlist  []string       `json:"tool_allowlist,omitempty" jsonschema:"the only tool servers the task may use (e.g. mcp:browser)"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"retrying with the same key never runs the task twice"`
+	WaitSec        *float64       `json:"wait_sec,omitempty" jsonschema:"seconds to wait for the outcome; 0 returns at once; default 60"`
+}
+
+type waitIn struct {
+	TaskID  string   `json:"task_id" jsonschema:"the task to wait for"`
+	WaitSec *float64 `json:"wait_sec,omitempty" jsonschema:"seconds to wait; default 60"`
+}
+
+type cancelIn struct {
+	TaskID string `json:"task_id" jsonschema:"the task to cancel, with its subtasks"`
+	Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the task.cancel event"`
+}
+
+type runEventsIn struct {
+	RunID      string `json:"run_id" jsonschema:"the run to read"`
+	TaskID     string `json:"task_id,omitempty" jsonschema:"only this task's events"`
+	TypePrefix string `json:"type_prefix,omitempty" jsonschema:"only types starting with this, e.g. task. or tool."`
+	AfterSeq   uint64 `json:"after_seq,omitempty" jsonschema:"only events after this seq (resume with next_after_seq)"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"at most this many events (default 100, at most 1000)"`
+}
+
+type treeIn struct {
+	RunID string `json:"run_id" jsonschema:"the run whose task tree to rebuild"`
+}
+
+// TaskView is the state of a task in the results of submit_task,
+// wait_task and cancel_task.
+type TaskView struct {
+	TaskID   string `json:"task_id"`
+	RunID    string `json:"run_id"`
+	ThreadID string `json:"thread_id"`
+	// Status is "running", or the type of the terminal event without its
+	// "task." prefix: "result", "error", "cancel", "timeout".
+	Status      string                 `json:"status"`
+	Agent       string                 `json:"agent,omitempty"`
+	PayloadType string                 `json:"payload_type,omitempty"`
+	Result      json.RawMessage        `json:"result,omitempty"`
+	Error       *protocol.ErrorPayload `json:"error,omitempty"`
+	// Next says what to do while the task runs: "call_wait_task".
+	Next string `json:"next,omitempty"`
+}
+
+// EventView is one event in get_run_events.
+type EventView struct {
+	Seq     uint64          `json:"seq"`
+	Message json.RawMessage `json:"message"`
+}
+
+// TaskTreeNode is one task in get_task_tree.
+type TaskTreeNode struct {
+	TaskID      string                 `json:"task_id"`
+	Agent       string                 `json:"agent,omitempty"`
+	State       protocol.Type          `json:"state"`
+	Attempts    int                    `json:"attempts"`
+	PayloadType string                 `json:"payload_type,omitempty"`
+	Reason      string                 `json:"reason,omitempty"` // the last routing decision's reason
+	Error       *protocol.ErrorPayload `json:"error,omitempty"`
+	Children    []*TaskTreeNode        `json:"children,omitempty"`
+}
+
+func (s *Server) addTools() error {
+	return errors.Join(
+		addTool(s, ToolListAgents, "List agents", "Lists the team's agents with their capabilities, limits, liveness and load.", nil, s.listAgents),
+		addTool(s, ToolListPayloadTypes, "List payload types", "Lists the payload types (structured contracts) with their JSON Schemas.", nil, s.listPayloadTypes),
+		addTool(s, ToolSubmitTask, "Submit a task", "Submits a task to the team and waits for its outcome (progress notifications while it runs). The router picks the agent.", nil, s.submitTask),
+		addTool(s, ToolWaitTask, "Wait for a task", "Waits for a task's outcome (progress notifications while it runs).", nil, s.waitTask),
+		addTool(s, ToolCancelTask, "Cancel a task", "Cancels a task submitted through this server, with its subtasks.", nil, s.cancelTask),
+		addTool(s, ToolGetRunEvents, "Read a run's events", "Reads a run's events in order (task lifecycle, routing decisions, tool calls), paged by seq.", nil, s.getRunEvents),
+		addTool(s, ToolGetTaskTree, "Get a run's task tree", "Rebuilds a run's task tree: tasks, subtasks, agents, states, outcomes.", nil, s.getTaskTree),
+	)
+}
+
+func (s *Server) listAgents(ctx context.Context, _ *sdk.CallToolRequest, in listAgentsIn, _ *callInfo) (any, *toolErr) {
+	reg := s.opts.Registry
+	if reg == nil {
+		var err error
+		if reg, err = registry.Open(ctx, s.st, nil); err != nil {
+			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the agents: %v", err)
+		}
+	}
+	agents := []AgentView{}
+	for _, a := range reg.List() {
+		card := a.Card()
+		if in.Capability != "" {
+			if _, ok := card.Capability(in.Capability); !ok {
+				continue
+			}
+		}
+		agents = append(agents, AgentView{AgentID: card.AgentID, Display: card.Display, Capabilities: card.Capabilities,
+			Limits: card.Limits, Security: card.Security, Online: reg.Online(a), InFlight: a.InFlight()})
+	}
+	return map[string]any{"agents": agents}, nil
+}
+
+func (s *Server) listPayloadTypes(_ context.Context, _ *sdk.CallToolRequest, in listTypesIn, _ *callInfo) (any, *toolErr) {
+	out := []PayloadTypeView{}
+	for _, sc := range s.opts.Schemas.List() {
+		if !strings.HasPrefix(sc.PayloadType(), in.Prefix) {
+			continue
+		}
+		out = append(out, PayloadTypeView{PayloadType: sc.PayloadType(), SchemaRef: sc.Ref(), Schema: sc.JSON()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PayloadType < out[j].PayloadType })
+	return map[string]any{"payload_types": out}, nil
+}
+
+func (s *Server) waitFor(sec *float64) time.Duration {
+	if sec == nil {
+		return s.opts.DefaultWait
+	}
+	return min(s.opts.MaxWait, max(0, time.Duration(*sec*float64(time.Second))))
+}
+
+func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in submitIn, info *callInfo) (any, *toolErr) {
+	if in.PayloadType != "" && !protocol.ValidPayloadType(in.PayloadType) {
+		return nil, newToolErr(protocol.CodeInvalidField, ActionFixPayloadType, "payload_type %q is not of the form <domain>.<name>.v<N>", in.PayloadType)
+	}
+	m, err := s.r.NewRequest(s.opts.AgentID, in.PayloadType, in.Payload)
+	if err != nil {
+		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "building the request: %v", err)
+	}
+	if sc, ok := s.opts.Schemas.Lookup(in.PayloadType); ok {
+		if err := sc.Validate(m.Payload); err != nil {
+			te := newToolErr(protocol.CodeValidation, ActionListTypes, "the payload does not match %s: %v", in.PayloadType, err)
+			var ve *schema.ValidationError
+			if errors.As(err, &ve) {
+				te.Details = map[string]any{"violations": ve.Violations}
+			}
+			return nil, te
+		}
+	}
+	m.Requires, m.Prefers, m.Domain, m.IdempotencyKey = in.Requires, in.Prefers, in.Domain, in.IdempotencyKey
+	if len(in.To) > 0 {
+		m.To = m.To[:0]
+		for _, a := range in.To {
+			m.To = append(m.To, protocol.Participant{AgentID: a})
+		}
+	}
+	if len(in.ToolAllowlist) > 0 {
+		m.Security = &protocol.Security{Policy: &protocol.Policy{ToolAllowlist: in.ToolAllowlist}}
+	}
+	if err := m.Validate(); err != nil {
+		return nil, newToolErr(protocol.CodeOf(err), ActionFixArguments, "invalid task request: %v", err)
+	}
+	start, _ := s.st.LastSeq(ctx)
+	h, err := s.r.Submit(ctx, m)
+	if err != nil {
+		code := protocol.CodeOf(err)
+		return nil, newToolErr(code, map[bool]string{true: ActionRetryLater, false: ActionFixArguments}[code.Retryable()], "submitting the task: %v", err)
+	}
+	req0 := h.Request() // the stored request (an earlier one for a duplicate)
+	info.taskID, info.runID = req0.TaskID, req0.RunID
+	s.mu.Lock()
+	for id, old := range s.handles { // forget ended tasks
+		select {
+		case <-old.Done():
+			delete(s.handles, id)
+		default:
+		}
+	}
+	s.handles[req0.TaskID] = h
+	s.mu.Unlock()
+	return s.await(ctx, req, req0, start, s.waitFor(in.WaitSec))
+}
+
+func (s *Server) waitTask(ctx context.Context, req *sdk.CallToolRequest, in waitIn, info *callInfo) (any, *toolErr) {
+	r, terr := s.request(ctx, in.TaskID)
+	if terr != nil {
+		return nil, terr
+	}
+	info.taskID, info.runID = r.TaskID, r.RunID
+	start, _ := s.st.LastSeq(ctx)
+	return s.await(ctx, req, r, start, s.waitFor(in.WaitSec))
+}
+
+// request returns the stored task.request of a task.
+func (s *Server) request(ctx context.Context, taskID string) (*protocol.Message, *toolErr) {
+	if taskID == "" {
+		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "task_id is required")
+	}
+	for ev, err := range s.st.Read(ctx, store.Query{TaskID: taskID, TypePrefix: string(protocol.TypeTaskRequest), Limit: 1}) {
+		if err != nil {
+			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the task: %v", err)
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the task: %v", err)
+		}
+		return m, nil
+	}
+	return nil, newToolErr(protocol.CodeNotFound, ActionCheckID, "no task %s", taskID)
+}
+
+// await waits up to d for the task's terminal event, sending a progress
+// notification for each event of its run appended after seq start when
+// the host asked for progress.
+func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, r *protocol.Message, start uint64, d time.Duration) (any, *toolErr) {
+	view := TaskView{TaskID: r.TaskID, RunID: r.RunID, ThreadID: r.ThreadID, Status: "running", Next: ActionWaitTask}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	token := req.Params.GetProgressToken()
+	n := 0
+	var terminal *protocol.Message
+	for ev, err := range s.st.Follow(wctx, store.Query{RunID: r.RunID}) {
+		if err != nil {
+			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "following the task: %v", err)
+		}
+		m, err := ev.Message()
+		if err != nil {
+			continue
+		}
+		if m.TaskID == r.TaskID {
+			if m.Type == protocol.TypeRoutingDecision || m.Type == protocol.TypeTaskAccept {
+				view.Agent = m.From.AgentID
+				if m.Type == protocol.TypeRoutingDecision {
+					if dec, err := protocol.DecodePayload[protocol.RoutingDecision](m); err == nil {
+						view.Agent = dec.Selected
+					}
+				}
+			}
+			if m.Type.Terminal() {
+				terminal = m
+				break
+			}
+		}
+		if token != nil && ev.Seq > start && req.Session != nil {
+			n++
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: describe(m)})
+		}
+	}
+	if terminal == nil {
+		if ctx.Err() != nil {
+			return nil, newToolErr(protocol.CodeCancelled, ActionWaitTask, "the wait was cancelled; the task goes on (task_id %s)", r.TaskID)
+		}
+		return view, nil // still running
+	}
+	return outcomeView(view, terminal)
+}
+
+// outcomeView completes view with the task's terminal event: the result,
+// or a structured error whose code and retryability are the task's.
+func outcomeView(view TaskView, terminal *protocol.Message) (any, *toolErr) {
+	view.Next = ""
+	view.Status = strings.TrimPrefix(string(terminal.Type), "task.")
+	if terminal.Type == protocol.TypeTaskResult {
+		view.PayloadType = terminal.PayloadType
+		view.Result = terminal.Payload
+		return view, nil
+	}
+	ep, err := protocol.DecodePayload[protocol.ErrorPayload](terminal)
+	if err != nil {
+		ep = protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "unreadable error payload"}
+	}
+	view.Error = &ep
+	te := &toolErr{Error: fmt.Sprintf("task %s ended with %s: %s", view.TaskID, terminal.Type, ep.Message), Code: ep.Code, Retryable: ep.Retryable,
+		Details: map[string]any{"task": view}}
+	switch {
+	case ep.Code == protocol.CodeNoMatch || ep.Code == protocol.CodeCapacity && !ep.Retryable:
+		te.RetryAction = ActionListAgents
+	case ep.Code == protocol.CodeValidation:
+		te.RetryAction = ActionListTypes
+	case ep.Retryable:
+		te.RetryAction = ActionSubmitNewTask
+	default:
+		te.RetryAction = ActionNone
+	}
+	return nil, te
+}
+
+// storedTerminal returns the task's terminal event, nil while it runs.
+func (s *Server) storedTerminal(ctx context.Context, taskID string) (*protocol.Message, error) {
+	var last *protocol.Message
+	for ev, err := range s.st.Read(ctx, store.Query{TaskID: taskID, TypePrefix: "task."}) {
+		if err != nil {
+			return nil, err
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return nil, err
+		}
+		if m.Type.Terminal() {
+			last = m
+		}
+	}
+	return last, nil
+}
+
+// describe is the progress message for an event.
+func describe(m *protocol.Message) string {
+	s := string(m.Type) + " " + m.TaskID + " from " + m.From.AgentID
+	switch m.Type {
+	case protocol.TypeRoutingDecision:
+		if d, err := protocol.DecodePayload[protocol.RoutingDecision](m); err == nil {
+			s += ": selected " + d.Selected + " (" + d.Reason + ")"
+		}
+	case protocol.TypeTaskRequest, protocol.TypeTaskAccept:
+	default:
+		p := string(m.Payload)
+		if len(p) > 200 {
+			p = p[:200] + "…"
+		}
+		s += ": " + p
+	}
+	return s
+}
+
+func (s *Server) cancelTask(ctx context.Context, _ *sdk.CallToolRequest, in cancelIn, info *callInfo) (any, *toolErr) {
+	r, terr := s.request(ctx, in.TaskID)
+	if terr != nil {
+		return nil, terr
+	}
+	info.taskID, info.runID = r.TaskID, r.RunID
+	s.mu.Lock()
+	h := s.handles[r.TaskID]
+	s.mu.Unlock()
+	if h == nil {
+		// Not submitted here: report an ended task, refuse a running one.
+		terminal, err := s.storedTerminal(ctx, r.TaskID)
+		if err != nil {
+			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the task: %v", err)
+		}
+		if terminal == nil {
+			return nil, newToolErr(protocol.CodePolicyDenied, ActionSubmitHere, "task %s was not submitted through this MCP server; only those can be cancelled here", r.TaskID)
+		}
+		v, terr := outcomeView(TaskView{TaskID: r.TaskID, RunID: r.RunID, ThreadID: r.ThreadID}, terminal)
+		if terr != nil {
+			terr.Code, terr.Retryable, terr.RetryAction = protocol.CodeConflict, false, ActionNone
+			terr.Error = "task " + r.TaskID + " has already ended: " + terr.Error
+			return nil, terr
+		}
+		return v, nil
+	}
+	reason := in.Reason
+	if reason == "" {
+		reason = "cancelled by " + s.opts.AgentID
+	}
+	h.Cancel(reason)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, _ := h.Wait(wctx)
+	view := TaskView{TaskID: r.TaskID, RunID: r.RunID, ThreadID: r.ThreadID, Status: "running", Next: ActionWaitTask}
+	if out != nil {
+		view.Next = ""
+		view.Status = strings.TrimPrefix(string(out.Type), "task.")
+		view.Error = out.Err
+		if out.OK() {
+			view.Result = out.Message.Payload
+			view.PayloadType = out.Message.PayloadType
+		}
+	}
+	return view, nil
+}
+
+func (s *Server) getRunEvents(ctx context.Context, _ *sdk.CallToolRequest, in runEventsIn, info *callInfo) (any, *toolErr) {
+	if in.RunID == "" {
+		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "run_id is required")
+	}
+	info.runID = in.RunID
+	limit := in.Limit
+	if limit <= 0 {
+		limit = DefaultEventsLimit
+	}
+	limit = min(limit, maxEventsLimit)
+	events := []EventView{}
+	bytes, more, next := 0, false, in.AfterSeq
+	for ev, err := range s.st.Read(ctx, store.Query{RunID: in.RunID, TaskID: in.TaskID, TypePrefix: in.TypePrefix, AfterSeq: in.AfterSeq, Limit: limit + 1}) {
+		if err != nil {
+			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the run: %v", err)
+		}
+		if len(events) == limit || (len(events) > 0 && bytes+len(ev.Raw) > maxEventsBytes) {
+			more = true
+			break
+		}
+		bytes += len(ev.Raw)
+		events = append(events, EventView{Seq: ev.Seq, Message: ev.Raw})
+		next = ev.Seq
+	}
+	if len(events) == 0 && in.AfterSeq == 0 && in.TaskID == "" && in.TypePrefix == "" {
+		return nil, newToolErr(protocol.CodeNotFound, ActionCheckID, "no run %s", in.RunID)
+	}
+	return map[string]any{"run_id": in.RunID, "events": events, "more": more, "next_after_seq": next}, nil
+}
+
+func (s *Server) getTaskTree(ctx context.Context, _ *sdk.CallToolRequest, in treeIn, info *callInfo) (any, *toolErr) {
+	if in.RunID == "" {
+		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "run_id is required")
+	}
+	info.runID = in.RunID
+	tree, err := router.Replay(ctx, s.st, in.RunID)
+	if err != nil {
+		return nil, newToolErr(protocol.CodeInternal, ActionRetry, "replaying the run: %v", err)
+	}
+	if len(tree.Roots) == 0 {
+		return nil, newToolErr(protocol.CodeNotFound, ActionCheckID, "no run %s", in.RunID)
+	}
+	var conv func(n *router.TaskNode) *TaskTreeNode
+	conv = func(n *router.TaskNode) *TaskTreeNode {
+		out := &TaskTreeNode{TaskID: n.TaskID, Agent: n.Agent, State: n.State, Attempts: n.Attempts}
+		if n.Request != nil {
+			out.PayloadType = n.Request.PayloadType
+		}
+		if len(n.Decisions) > 0 {
+			out.Reason = n.Decisions[len(n.Decisions)-1].Reason
+		}
+		if n.Outcome != nil {
+			out.Error = n.Outcome.Err
+		}
+		for _, c := range n.Children {
+			out.Children = append(out.Children, conv(c))
+		}
+		return out
+	}
+	roots := make([]*TaskTreeNode, len(tree.Roots))
+	for i, n := range tree.Roots {
+		roots[i] = conv(n)
+	}
+	return map[string]any{"run_id": in.RunID, "roots": roots, "text": tree.String()}, nil
+}
