@@ -1,0 +1,58 @@
+// Package adaptertest checks any adapters.Adapter against the contract of
+// package adapters (seed 000 §7.2 in Go), the way testing/fstest.TestFS
+// checks an fs.FS and storetest.Run checks a store:
+//
+//	func TestContract(t *testing.T) {
+//		adaptertest.Run(t, myadapter.New(nil), &adaptertest.Options{
+//			Valid:   loadFixtures(t, "testdata/*.json"), // real payloads of the outside system
+//			Invalid: []adaptertest.Case{{Name: "no id", Raw: []byte(`{...}`), Code: protocol.CodeMissingField}},
+//		})
+//	}
+//
+// # What Run checks
+//
+//   - Real payloads pass Inbound, and every message it returns passes
+//     protocol.Message.Validate and survives protocol.Encode and
+//     protocol.Decode, as the event store needs.
+//   - Garbage never panics and is refused with a typed error: every prefix
+//     of each valid payload, byte flips, duplicate keys, invalid UTF-8,
+//     lone surrogates, each member and element replaced by a value of
+//     every other JSON type or removed, deep nesting, oversize and random
+//     input. A refusal must be an *adapters.Error of the adapter, with a
+//     code of the protocol error table, matching adapters.ErrInbound.
+//     Inputs an adapter chooses to accept must still give valid messages.
+//   - Round trips keep what the mapping promises: Outbound of the first
+//     inbound message gives back the input (JSONEqual, or the adapter's own
+//     comparison), and translating that output again gives the same
+//     envelope (CheckFixpoint).
+//   - Inbound is safe for concurrent use (run the tests with -race), and
+//     Outbound of odd envelopes fails only with typed errors.
+//
+// # Fuzzing
+//
+// CheckInbound, CheckOutbound and CheckFixpoint are the per-input checks
+// Run uses; a fuzz target calls them so that the fuzzer searches for
+// inputs that break the same contract:
+//
+//	func FuzzInbound(f *testing.F) {
+//		for _, c := range fixtures { f.Add(c.Raw) }
+//		a := myadapter.New(nil)
+//		f.Fuzz(func(t *testing.T, raw []byte) {
+//			msgs, err := adaptertest.CheckInbound(context.Background(), a, raw)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			if msgs != nil && a.CanHandle(msgs[0]) {
+//				if err := adaptertest.CheckFixpoint(context.Background(), a, msgs[0]); err != nil {
+//					t.Fatal(err)
+//				}
+//			}
+//		})
+//	}
+//
+// # Caveats
+//
+// The package is a test helper: it imports testing, and nothing outside
+// tests should import it. Run takes about a second per few dozen valid
+// payloads of a kilobyte; MaxCuts and Random bound the work.
+package adaptertest
