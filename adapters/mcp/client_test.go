@@ -373,3 +373,37 @@ func TestToolsCacheAndNames(t *testing.T) {
 		return slices.ContainsFunc(ts, func(x mcp.Tool) bool { return x.Name == "added" })
 	}, "the new tool after list_changed")
 }
+
+func TestToolbox(t *testing.T) {
+	p := newGoPeer(t)
+	p2 := newGoPeer(t)
+	c := newClient(t, []mcp.ServerConfig{goServer(p), {Name: "hidden", Transport: p2.transport}}, nil)
+	tr := newTaskRunner(t, "mcp:go")
+	var res *mcp.ToolResult
+	var tools []mcp.Tool
+	var errTools, errCall, errUnknown error
+	id := tr.run(nil, func(ctx context.Context, task *router.Task) {
+		tb := c.Toolbox(task)
+		tools, errTools = tb.Tools(ctx)
+		res, errCall = tb.CallLLM(ctx, "mcp_go_echo", map[string]any{"text": "via toolbox"}, nil)
+		_, errUnknown = tb.CallLLM(ctx, "mcp_nowhere_x", nil, nil)
+	})
+	if errTools != nil || errCall != nil || res.Text() != "via toolbox" {
+		t.Fatalf("%v %v %v", errTools, errCall, res)
+	}
+	for _, tl := range tools {
+		if tl.Server != "go" {
+			t.Errorf("tool of a server the task may not use: %+v", tl)
+		}
+	}
+	if n := p2.connects.Load(); n != 0 {
+		t.Errorf("the hidden server was contacted")
+	}
+	var te *mcp.ToolError
+	if !errors.As(errUnknown, &te) || te.Code != protocol.CodeToolNotFound || te.Details["available_tools"] == nil {
+		t.Errorf("unknown LLM name: %#v", errUnknown)
+	}
+	if got := types(toolEvents(tr.env.Events(store.Query{TaskID: id}))); !slices.Equal(got, []protocol.Type{protocol.TypeToolCall, protocol.TypeToolResult, protocol.TypeToolError}) {
+		t.Errorf("events %v", got)
+	}
+}
