@@ -64,7 +64,7 @@ func (e *refError) Error() string {
 	return ErrInvalidRef.Error() + ": " + strconv.Quote(e.ref) + " is not " + ArtifactRefPrefix + "<64 lower-case hex digits>"
 }
 
-func (e *refError) Is(target error) bool { return target == ErrInvalidRef }
+func (e *refError) Unwrap() error { return ErrInvalidRef }
 
 // CheckMediaType returns the media type a store keeps for mediaType:
 // [DefaultMediaType] for "", mediaType itself when it parses, and an
@@ -88,4 +88,4 @@ func (e *mediaTypeError) Error() string {
 	return ErrInvalidMediaType.Error() + ": " + strconv.Quote(e.mt)
 }
 
-func (e *mediaTypeError) Is(target error) bool { return target == ErrInvalidMediaType }
+func (e *mediaTypeError) Unwrap() error { return ErrInvalidMediaType }

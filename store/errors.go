@@ -3,6 +3,7 @@ package store
 import (
 	"strconv"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -12,34 +13,24 @@ import (
 // can travel on the wire (seed 000 §5.4).
 var (
 	// ErrClosed: the store was closed.
-	ErrClosed error = &sentinel{"store: closed", protocol.CodeInternal}
+	ErrClosed error = coded.New("store: closed", protocol.CodeInternal)
 	// ErrNotFound: no event with that id, or no artifact with that ref.
-	ErrNotFound error = &sentinel{"store: not found", protocol.CodeNotFound}
+	ErrNotFound error = coded.New("store: not found", protocol.CodeNotFound)
 	// ErrTooLarge: a message or artifact is over the store's size limit
 	// (see [TooLargeError]); it also matches protocol.CodeTooLarge.
-	ErrTooLarge error = &sentinel{"store: too large", protocol.CodeTooLarge}
+	ErrTooLarge error = coded.New("store: too large", protocol.CodeTooLarge)
 	// ErrInvalidMessage: a message failed validation (see
 	// [InvalidMessageError], which also matches the protocol error).
-	ErrInvalidMessage error = &sentinel{"store: invalid message", protocol.CodeInvalidField}
+	ErrInvalidMessage error = coded.New("store: invalid message", protocol.CodeInvalidField)
 	// ErrInvalidQuery: a Query is malformed (see [QueryError]).
-	ErrInvalidQuery error = &sentinel{"store: invalid query", protocol.CodeInvalidField}
+	ErrInvalidQuery error = coded.New("store: invalid query", protocol.CodeInvalidField)
 	// ErrInvalidRef: an artifact ref is not "artifact:sha256:" followed by
 	// 64 lower-case hex digits.
-	ErrInvalidRef error = &sentinel{"store: invalid artifact ref", protocol.CodeInvalidField}
+	ErrInvalidRef error = coded.New("store: invalid artifact ref", protocol.CodeInvalidField)
 	// ErrInvalidMediaType: an artifact's media type does not parse
 	// (RFC 2045 as read by mime.ParseMediaType).
-	ErrInvalidMediaType error = &sentinel{"store: invalid media type", protocol.CodeInvalidField}
+	ErrInvalidMediaType error = coded.New("store: invalid media type", protocol.CodeInvalidField)
 )
-
-type sentinel struct {
-	msg  string
-	code protocol.Code
-}
-
-func (e *sentinel) Error() string { return e.msg }
-
-// ClutchCode returns the protocol code of the error, for protocol.CodeOf.
-func (e *sentinel) ClutchCode() protocol.Code { return e.code }
 
 // InvalidMessageError reports a message that Append refused. Err is the
 // validation error, usually a [*protocol.Error], so both

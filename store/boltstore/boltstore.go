@@ -96,7 +96,7 @@ func (e *lockedError) Error() string {
 	return ErrLocked.Error() + ": " + e.path + " (waited " + e.timeout.String() + ")"
 }
 
-func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+func (e *lockedError) Unwrap() error { return ErrLocked }
 
 // load checks the format, creates the buckets of a new file and rebuilds
 // the in-memory state: the last seq and the index tail.
@@ -334,10 +334,10 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	if after >= upTo {
 		return nil, after, nil
 	}
-	var evs []store.Event
+	var f fetcher
 	through := upTo
 	err := s.view(func(tx *bolt.Tx) error {
-		f := fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q}
+		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q}
 		full := func(seq uint64) bool {
 			if len(f.evs) == limit {
 				through = seq
@@ -362,7 +362,6 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 					break
 				}
 			}
-			evs = f.evs
 			return nil
 		}
 		if after < base {
@@ -381,7 +380,6 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 				err = ferr
 			}
 			if err != nil || len(f.evs) == limit {
-				evs = f.evs
 				return err
 			}
 		}
@@ -397,13 +395,12 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 				break
 			}
 		}
-		evs = f.evs
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return f.evs, 0, err
 	}
-	return evs, through, nil
+	return f.evs, through, nil
 }
 
 // eachIndexed calls f with the seqs after after that the index bucket b

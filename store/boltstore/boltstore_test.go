@@ -1,8 +1,18 @@
 package boltstore_test
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
@@ -57,4 +67,237 @@ func TestConformance(t *testing.T) {
 			storetest.Run(t, newStore, c.so)
 		})
 	}
+}
+
+func openT(t *testing.T, path string, opts *boltstore.Options) *boltstore.Store {
+	t.Helper()
+	s, err := boltstore.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func messages(t testing.TB, n int) []*protocol.Message {
+	return storetest.BenchMessages(t, n, 1)[0]
+}
+
+// A file another process (here: another open) holds gives ErrLocked after
+// LockTimeout, not a hang.
+func TestLockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	openT(t, path, nil)
+	start := time.Now()
+	_, err := boltstore.Open(path, &boltstore.Options{LockTimeout: 100 * time.Millisecond})
+	if !errors.Is(err, boltstore.ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("second Open took %v", d)
+	}
+	if protocol.CodeOf(err) != protocol.CodeConflict {
+		t.Fatalf("CodeOf(%v) = %s", err, protocol.CodeOf(err))
+	}
+}
+
+// A file written by a newer format is refused with a clear error and left
+// as it is.
+func TestNewerFormatRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(t.Context(), messages(t, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 2})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, _ := os.ReadFile(path)
+	_, err = boltstore.Open(path, nil)
+	var fe *boltstore.FormatError
+	if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != 2 || fe.Supported != 1 {
+		t.Fatalf("Open of a format 2 file: %v, want a FormatError for version 2", err)
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("error %q does not say the file is newer", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("Open changed a file it refused")
+	}
+}
+
+// A bbolt file of something else is not taken over.
+func TestForeignFileRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("theirs")); return err })
+	db.Close()
+	if _, err := boltstore.Open(path, nil); !errors.Is(err, boltstore.ErrFormat) {
+		t.Fatalf("Open of a foreign bbolt file: %v, want ErrFormat", err)
+	}
+	if err := os.WriteFile(path, []byte("not a database at all"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := boltstore.Open(path, &boltstore.Options{LockTimeout: time.Second}); err == nil {
+		t.Fatal("Open of a garbage file succeeded")
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	for _, o := range []boltstore.Options{
+		{LockTimeout: -1}, {MaxBatch: -1}, {IndexBatch: -1}, {MaxEventSize: -1},
+		{MaxArtifactSize: -1}, {PageSize: 1000}, {PageSize: 1 << 20},
+	} {
+		if _, err := boltstore.Open(filepath.Join(t.TempDir(), "x.db"), &o); !errors.Is(err, boltstore.ErrInvalidOptions) {
+			t.Errorf("Open(%+v) = %v, want ErrInvalidOptions", o, err)
+		}
+	}
+}
+
+// Concurrent appends share commits, and Check finds the file consistent
+// whether the index is in the file, in memory, or split between them.
+func TestGroupCommitAndCheck(t *testing.T) {
+	for _, ib := range []int{1, 100, 1 << 20} {
+		t.Run(fmt.Sprint("IndexBatch=", ib), func(t *testing.T) {
+			s := openT(t, filepath.Join(t.TempDir(), "events.db"), &boltstore.Options{IndexBatch: ib})
+			work := storetest.BenchMessages(t, 1600, 32)
+			var wg sync.WaitGroup
+			for _, msgs := range work {
+				wg.Go(func() {
+					for _, m := range msgs {
+						if _, err := s.Append(t.Context(), m); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			st := s.Stats()
+			if st.Appended != 1600 || st.Commits >= 1600 {
+				t.Fatalf("stats %+v: want 1600 events in fewer commits", st)
+			}
+			t.Logf("%+v", st)
+			if err := s.Check(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(t.Context(), work[0][0]); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.Stats(); st.Duplicates != 1 {
+				t.Fatalf("stats %+v: want 1 duplicate", st)
+			}
+		})
+	}
+}
+
+// Close commits what was handed to the writer: every Append either
+// succeeded, and its event is there after reopen, or got ErrClosed.
+func TestCloseDrainsAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := storetest.BenchMessages(t, 2000, 40)
+	var mu sync.Mutex
+	var ok []string
+	var wg sync.WaitGroup
+	for _, msgs := range work {
+		wg.Go(func() {
+			for _, m := range msgs {
+				_, err := s.Append(t.Context(), m)
+				if errors.Is(err, store.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ok = append(ok, m.ID)
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	s = openT(t, path, nil)
+	if n, _ := s.LastSeq(t.Context()); n != uint64(len(ok)) {
+		t.Fatalf("LastSeq after reopen = %d, %d appends succeeded", n, len(ok))
+	}
+	for _, id := range ok {
+		if _, err := s.Get(t.Context(), id); err != nil {
+			t.Fatalf("Get(%s) after reopen: %v", id, err)
+		}
+	}
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Unindexed != 0 {
+		t.Fatalf("after a clean Close %d events were left unindexed", st.Unindexed)
+	}
+}
+
+// A damaged record gives ErrCorrupt to readers and to Check, never a panic.
+func TestCorruptRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := messages(t, 5)
+	if _, err := s.Append(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("events")).Put([]byte{0, 0, 0, 0, 0, 0, 0, 3}, []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 200})
+	})
+	db.Close()
+	s = openT(t, path, nil)
+	if _, err := s.Get(t.Context(), msgs[2].ID); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Get of a damaged event: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Get(t.Context(), msgs[1].ID); err != nil {
+		t.Fatalf("Get of an intact event: %v", err)
+	}
+	n, err := drain(s.Read(t.Context(), store.Query{}))
+	if n != 2 || !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Read over a damaged event: %d events, %v", n, err)
+	}
+	if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Check: %v, want ErrCorrupt", err)
+	}
+}
+
+func drain(seq func(func(store.Event, error) bool)) (n int, err error) {
+	for _, e := range seq {
+		if e != nil {
+			return n, e
+		}
+		n++
+	}
+	return n, nil
 }

@@ -1,9 +1,11 @@
 package boltstore
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/protocol"
 )
 
 // The sentinel errors of boltstore. The store contract's own errors
@@ -11,16 +13,16 @@ import (
 var (
 	// ErrLocked: another process holds the file (bbolt's file lock) and did
 	// not release it within Options.LockTimeout.
-	ErrLocked = errors.New("boltstore: file is locked by another process")
+	ErrLocked error = coded.New("boltstore: file is locked by another process", protocol.CodeConflict)
 	// ErrFormat: the file is not an event store this package can read: a
 	// newer format version, or a bbolt file of something else (see
 	// [FormatError]).
-	ErrFormat = errors.New("boltstore: unsupported file format")
+	ErrFormat error = coded.New("boltstore: unsupported file format", protocol.CodeUnsupportedVersion)
 	// ErrCorrupt: the file holds data this package cannot decode (see
 	// [CorruptError]).
-	ErrCorrupt = errors.New("boltstore: corrupt file")
+	ErrCorrupt error = coded.New("boltstore: corrupt file", protocol.CodeInternal)
 	// ErrInvalidOptions: Open was given options it cannot use.
-	ErrInvalidOptions = errors.New("boltstore: invalid options")
+	ErrInvalidOptions error = coded.New("boltstore: invalid options", protocol.CodeInvalidField)
 )
 
 // FormatError reports a file Open refuses. It matches ErrFormat.
@@ -40,8 +42,8 @@ func (e *FormatError) Error() string {
 	return s + e.Detail
 }
 
-// Is matches ErrFormat.
-func (e *FormatError) Is(target error) bool { return target == ErrFormat }
+// Unwrap returns ErrFormat.
+func (e *FormatError) Unwrap() error { return ErrFormat }
 
 // CorruptError reports data that cannot be decoded. It matches ErrCorrupt.
 type CorruptError struct {
@@ -50,8 +52,8 @@ type CorruptError struct {
 
 func (e *CorruptError) Error() string { return ErrCorrupt.Error() + ": " + e.Detail }
 
-// Is matches ErrCorrupt.
-func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+// Unwrap returns ErrCorrupt.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 func corrupt(format string, args ...any) error {
 	return &CorruptError{Detail: fmt.Sprintf(format, args...)}
@@ -59,5 +61,5 @@ func corrupt(format string, args ...any) error {
 
 type optionError struct{ detail string }
 
-func (e *optionError) Error() string        { return ErrInvalidOptions.Error() + ": " + e.detail }
-func (e *optionError) Is(target error) bool { return target == ErrInvalidOptions }
+func (e *optionError) Error() string { return ErrInvalidOptions.Error() + ": " + e.detail }
+func (e *optionError) Unwrap() error { return ErrInvalidOptions }

@@ -64,6 +64,21 @@ type record struct {
 
 const recordTimeOffset = 1
 
+// attr returns the record's value for an index.
+func (r *record) attr(ix driver.Index) []byte {
+	switch ix {
+	case driver.RunIndex:
+		return r.run
+	case driver.ThreadIndex:
+		return r.thread
+	case driver.TaskIndex:
+		return r.task
+	case driver.AgentIndex:
+		return r.agent
+	}
+	return nil
+}
+
 // appendRecord appends the record of e with a zero time; the writer sets
 // the time at commit (setRecordTime).
 func appendRecord(dst []byte, e *driver.Entry) []byte {

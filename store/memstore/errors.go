@@ -1,11 +1,14 @@
 package memstore
 
-import "errors"
+import (
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/protocol"
+)
 
 // ErrInvalidOptions: New was given options it cannot use.
-var ErrInvalidOptions = errors.New("memstore: invalid options")
+var ErrInvalidOptions error = coded.New("memstore: invalid options", protocol.CodeInvalidField)
 
 type optionError struct{ detail string }
 
-func (e *optionError) Error() string        { return ErrInvalidOptions.Error() + ": " + e.detail }
-func (e *optionError) Is(target error) bool { return target == ErrInvalidOptions }
+func (e *optionError) Error() string { return ErrInvalidOptions.Error() + ": " + e.detail }
+func (e *optionError) Unwrap() error { return ErrInvalidOptions }

@@ -127,7 +127,8 @@ const PageSize = 256
 // the seq up to which the scan is complete: the Seq of the last event when
 // the page is full, else min(upTo, the store's last seq when it read), and
 // never less than after. It returns ctx.Err() when ctx is done and
-// store.ErrClosed after Close.
+// store.ErrClosed after Close. With an error it may also return the events
+// it read before the failure; the loops yield them first.
 type PageFunc func(ctx context.Context, q store.Query, after, upTo uint64, max int) (evs []store.Event, through uint64, err error)
 
 // Read implements Store.Read on top of page: it reads up to the last seq
@@ -150,14 +151,14 @@ func Read(ctx context.Context, q store.Query, lastSeq func(context.Context) (uin
 				n = left
 			}
 			evs, through, err := page(ctx, q, after, end, n)
-			if err != nil {
-				yield(store.Event{}, err)
-				return
-			}
 			for _, e := range evs {
 				if !yield(e, nil) {
 					return
 				}
+			}
+			if err != nil {
+				yield(store.Event{}, err)
+				return
 			}
 			if left > 0 {
 				if left -= len(evs); left == 0 {
@@ -188,16 +189,16 @@ func Follow(ctx context.Context, q store.Query, sig *Signal, page PageFunc) iter
 				n = left
 			}
 			evs, through, err := page(ctx, q, after, math.MaxUint64, n)
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					yield(store.Event{}, err)
 				}
 				return
-			}
-			for _, e := range evs {
-				if !yield(e, nil) {
-					return
-				}
 			}
 			if left > 0 {
 				if left -= len(evs); left == 0 {

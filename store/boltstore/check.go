@@ -1,0 +1,150 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+
+	"github.com/clutchprotocol/clutch/store"
+	berrors "go.etcd.io/bbolt/errors"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Check reads the whole file in one read transaction and reports the
+// first inconsistency as an error matching ErrCorrupt: bbolt's own page
+// check; every record decodes; seqs run from 1 without a gap; every event
+// up to the index watermark is found through its id, its idempotency key
+// and each of the four indexes, under its own values, and the indexes hold
+// nothing else. It is a maintenance and test tool: it costs a pass over
+// the file. ctx cancels it.
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	// bbolt's page check is only safe in a writable transaction while
+	// the writer may commit; it is rolled back.
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			return store.ErrClosed
+		}
+		return err
+	}
+	defer tx.Rollback()
+	return s.check(ctx, tx)
+}
+
+func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
+	var first error
+	for err := range tx.Check() { // drain it: its goroutine sends them all
+		if first == nil {
+			first = corrupt("bbolt: %v", err)
+		}
+	}
+	if first != nil {
+		return first
+	}
+	indexed, err := parseSeqKey(tx.Bucket(bucketMeta).Get(keyIndexed))
+	if err != nil {
+		return err
+	}
+	events := tx.Bucket(bucketEvents)
+	ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
+	var want, keyed uint64
+	c := events.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if want%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		want++
+		seq, err := parseSeqKey(k)
+		if err != nil {
+			return err
+		}
+		if seq != want {
+			return corrupt("event %d follows event %d", seq, want-1)
+		}
+		r, err := parseRecord(v)
+		if err != nil {
+			return corrupt("event %d: %v", seq, err)
+		}
+		if seq > indexed {
+			continue
+		}
+		if got := ids.Get(r.id); !bytes.Equal(got, seqKey(seq)) {
+			return corrupt("event %d: id %q maps to %x", seq, r.id, got)
+		}
+		if len(r.idem) > 0 {
+			keyed++
+			if got := idem.Get(idemKey(string(r.run), string(r.idem))); !bytes.Equal(got, seqKey(seq)) {
+				return corrupt("event %d: idempotency key %q maps to %x", seq, r.idem, got)
+			}
+		}
+	}
+	if indexed > want {
+		return corrupt("index watermark %d is past the last event %d", indexed, want)
+	}
+	if n := uint64(ids.Stats().KeyN); n != indexed {
+		return corrupt("the ids index holds %d entries for %d indexed events", n, indexed)
+	}
+	if n := uint64(idem.Stats().KeyN); n != keyed {
+		return corrupt("the idempotency index holds %d entries for %d keyed events", n, keyed)
+	}
+	for _, ix := range indexes {
+		if err := checkIndex(ctx, tx.Bucket(indexBuckets[ix]), events, indexed, func(r *record) []byte { return r.attr(ix) }); err != nil {
+			return corrupt("index %s: %v", indexBuckets[ix], err)
+		}
+	}
+	return nil
+}
+
+// checkIndex checks that b posts each event up to indexed exactly once,
+// under the value attr gives for its record.
+func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, attr func(*record) []byte) error {
+	seen := make([]bool, indexed+1)
+	var n uint64
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l, m := binary.Uvarint(k)
+		if m <= 0 || uint64(len(k)) != uint64(m)+l+8 {
+			return corrupt("malformed key %x", k)
+		}
+		value, first := k[m:m+int(l)], binary.BigEndian.Uint64(k[m+int(l):])
+		var ierr error
+		err := eachPosted(first, v, func(seq uint64) bool {
+			if seq == 0 || seq > indexed || seen[seq] {
+				ierr = corrupt("seq %d posted under %q is out of range or twice", seq, value)
+				return false
+			}
+			seen[seq] = true
+			n++
+			r, err := parseRecord(events.Get(seqKey(seq)))
+			if err != nil {
+				ierr = err
+				return false
+			}
+			if !bytes.Equal(attr(&r), value) {
+				ierr = corrupt("event %d is posted under %q but has %q", seq, value, attr(&r))
+				return false
+			}
+			return true
+		})
+		if err == nil {
+			err = ierr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if n != indexed {
+		return corrupt("%d events posted, %d indexed", n, indexed)
+	}
+	return nil
+}
