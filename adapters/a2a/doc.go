@@ -38,13 +38,13 @@
 //
 //	task.request                     Task, SUBMITTED (the first event of a stream)
 //	task.accept                      status WORKING
-//	task.progress                    status WORKING, message: a text summary and the
+//	task.progress                    status WORKING, message: a text summary, then the
 //	                                   payload as a data part (clutch.kind "progress")
 //	task.error with will_retry       status WORKING, message: the error
-//	task.result                      artifact "result": the payload as a data part
-//	                                   (clutch.payload_type) and a text summary — a
-//	                                   Content payload as its own text and data parts —
-//	                                   then status COMPLETED
+//	task.result                      artifact "result": a text summary, then the payload
+//	                                   as a data part (clutch.payload_type) — a Content
+//	                                   payload as its own text and data parts — then
+//	                                   status COMPLETED
 //	task.error INPUT_REQUIRED        status INPUT_REQUIRED, message: the question
 //	task.error (any other code)      status FAILED, message: text and the §5.4 error
 //	                                   as a data part (clutch.kind "error")

@@ -282,7 +282,7 @@ func contentOf(payloadType string, payload json.RawMessage) (Content, bool) {
 
 // payloadParts maps a payload to A2A parts: a [Content] to its text and
 // data parts, anything else to one data part (carrying its payload_type in
-// metadata) followed by a text summary when summary is set.
+// metadata), preceded by a text summary when summary is set.
 func payloadParts(payloadType string, payload json.RawMessage, kind string, summary bool) []*a2a.Part {
 	if c, ok := contentOf(payloadType, payload); ok {
 		parts := make([]*a2a.Part, 0, 1+len(c.Data))
@@ -307,13 +307,14 @@ func payloadParts(payloadType string, payload json.RawMessage, kind string, summ
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	parts := []*a2a.Part{dataPart(payload, meta)}
+	var parts []*a2a.Part
 	if summary {
+		// The text first: clients that show one part show this one.
 		if s := summarize(payload); s != "" {
 			parts = append(parts, a2a.NewTextPart(s))
 		}
 	}
-	return parts
+	return append(parts, dataPart(payload, meta))
 }
 
 // summaryKeys are the members whose string value summarises an object

@@ -255,13 +255,48 @@ func (rm *Remote) fetchCard(ctx context.Context) (*a2a.AgentCard, error) {
 	}
 	var card a2a.AgentCard
 	if err := json.Unmarshal(body, &card); err != nil {
-		return nil, &Error{Code: protocol.CodeInvalidJSON, Detail: "the card at " + u + " is not an A2A agent card", Sentinel: ErrCard, Err: err}
+		// @a2a-js/sdk 1.3.0 serves securitySchemes in its internal form
+		// ({"scheme": {"$case": ...}}), which a2a-go refuses. This package
+		// does not read them (the token is RemoteOptions.BearerToken), so
+		// such a card is read without its security members.
+		stripped, ok := withoutSecurity(body)
+		if !ok || json.Unmarshal(stripped, &card) != nil {
+			return nil, &Error{Code: protocol.CodeInvalidJSON, Detail: "the card at " + u + " is not an A2A agent card", Sentinel: ErrCard, Err: err}
+		}
+		rm.opts.Logger.WarnContext(ctx, "a2a: the card's security members do not parse; read without them", "card", u, "err", err)
 	}
 	if len(card.SupportedInterfaces) == 0 {
 		// An A2A 0.3 card has url and protocolVersion instead.
 		return nil, &Error{Code: protocol.CodeUnsupportedVersion, Detail: "the card at " + u + " lists no supportedInterfaces: an A2A 0.3 agent (this package speaks 1.0)", Sentinel: ErrCard}
 	}
 	return &card, nil
+}
+
+// withoutSecurity returns a card document without its securitySchemes
+// and securityRequirements (the card's and its skills').
+func withoutSecurity(body []byte) ([]byte, bool) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(body, &doc) != nil {
+		return nil, false
+	}
+	delete(doc, "securitySchemes")
+	delete(doc, "securityRequirements")
+	if raw, ok := doc["skills"]; ok {
+		var skills []map[string]json.RawMessage
+		if json.Unmarshal(raw, &skills) != nil {
+			return nil, false
+		}
+		for _, sk := range skills {
+			delete(sk, "securityRequirements")
+		}
+		b, err := json.Marshal(skills)
+		if err != nil {
+			return nil, false
+		}
+		doc["skills"] = b
+	}
+	out, err := json.Marshal(doc)
+	return out, err == nil
 }
 
 // ClutchCard maps an A2A agent card to a Clutch AgentCard: agent_id is

@@ -126,10 +126,10 @@ func TestSendMessageTyped(t *testing.T) {
 		t.Fatalf("task: %s", mustJSON(t, task))
 	}
 	parts := task.Artifacts[0].Parts
-	if len(parts) != 2 || parts[0].Metadata[MetaPayloadType] != schema.PayloadResearchSummary || parts[1].Text() != "About fintech" {
+	if len(parts) != 2 || parts[0].Text() != "About fintech" || parts[1].Metadata[MetaPayloadType] != schema.PayloadResearchSummary {
 		t.Errorf("result artifact: %s", mustJSON(t, parts))
 	}
-	data, _ := parts[0].Data().(map[string]any)
+	data, _ := parts[1].Data().(map[string]any)
 	if data["title"] != "About fintech" {
 		t.Errorf("result data: %v", data)
 	}
