@@ -181,7 +181,7 @@ func Run(t *testing.T, a adapters.Adapter, opts *Options) {
 	})
 	t.Run("mutated", func(t *testing.T) {
 		for _, c := range o.Valid {
-			for _, i := range cuts(len(c.Raw), 64) {
+			for _, i := range cuts(len(c.Raw), 24) {
 				for _, b := range []byte{0, '"', '{', '}', ',', ':', '\\', 0xff, 'x', '9'} {
 					raw := bytes.Clone(c.Raw)
 					raw[i] = b

@@ -1,0 +1,44 @@
+package clowl_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/clutchprotocol/clutch/adapters/adaptertest"
+	"github.com/clutchprotocol/clutch/adapters/clowl"
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// examples returns the 21 example messages of examples-v0.2.md.
+func examples(t testing.TB) []adaptertest.Case {
+	t.Helper()
+	files, err := filepath.Glob("testdata/examples-v0.2/*.json")
+	if err != nil || len(files) != 21 {
+		t.Fatalf("want the 21 examples, got %d (%v)", len(files), err)
+	}
+	var out []adaptertest.Case
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, adaptertest.Case{Name: filepath.Base(f), Raw: b})
+	}
+	return out
+}
+
+var invalid = []adaptertest.Case{
+	{Name: "version 0.1", Raw: []byte(`{"clowl":"0.1","mid":"m","ts":1,"p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}}}`), Code: protocol.CodeUnsupportedVersion},
+	{Name: "v0.1 cl", Raw: []byte(`{"cl":"0.1","mid":"m","p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}},"ctx":"r"}`), Code: protocol.CodeUnsupportedVersion},
+	{Name: "no mid", Raw: []byte(`{"clowl":"0.2","ts":1,"p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}}}`), Code: protocol.CodeMissingField},
+	{Name: "DLGT without mode", Raw: []byte(`{"clowl":"0.2","mid":"m","ts":1,"p":"DLGT","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}}}`), Code: protocol.CodeMissingField},
+	{Name: "unknown member", Raw: []byte(`{"clowl":"0.2","mid":"m","ts":1,"p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}},"x":1}`), Code: protocol.CodeUnknownField},
+}
+
+func TestContract(t *testing.T) {
+	adaptertest.Run(t, clowl.New(nil), &adaptertest.Options{
+		Valid: examples(t), Invalid: invalid,
+		Equal: adaptertest.EqualOptions{NullIsAbsent: true},
+	})
+}

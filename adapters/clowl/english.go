@@ -1,0 +1,229 @@
+package clowl
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// SystemPrompt is the system-prompt text of the CLowl spec (seed 003 §7,
+// "System Prompt Injection"), verbatim, for LLM-backed agents. The spec
+// still writes it for v0.1 ("cl":"0.1", ctx as a string) and for the
+// semantic layer only: the runtime wraps what the model writes with ids,
+// timestamps and trace ids (§7 "Architecture Note"). Inbound refuses the
+// model's raw output with UNSUPPORTED_VERSION (E014) until it is wrapped;
+// SystemPromptV02 describes the v0.2 wire form instead.
+const SystemPrompt = `You speak CLowl v0.1 for agent-to-agent messages. Format:
+{"cl":"0.1","mid":"<msg_id>","p":"<P>","from":"<id>","to":"<id>","cid":"<thread>","body":{"t":"<task>","d":{}},"ctx":"<ref>"}
+
+p (Performatives): REQ=request, INF=info, ACK=proceeding, ERR=failed (needs code+msg in d), DLGT=delegate, DONE=completed (result in d).
+t (Tasks): search, write, read, analyze, draft, review, deploy, notify, audit, summarize, translate, schedule, approve, escalate. Custom: x-prefix.
+ctx: path/URL/hash. NEVER inline large context; reference it.
+Error d: {"code":"E001-E016","msg":"...","retry":bool}
+
+Rules: Output RAW JSON only. No markdown. No extra text. Keep 'd' payload flat. All fields required. Use natural language ONLY for human-facing output.`
+
+// SystemPromptV02 is this package's own short prompt for models that
+// write whole CLowl v0.2 messages (the wire form Inbound accepts), in the
+// style of SystemPrompt. It is not part of the spec.
+const SystemPromptV02 = `You speak CLowl v0.2 for agent-to-agent messages. Format:
+{"clowl":"0.2","mid":"<unique id>","ts":<unix seconds>,"tid":"<trace id>","pid":"<mid you answer or null>","p":"<P>","from":"<id>","to":"<id>|\"*\"|[\"<id>\",...]","cid":"<thread>","body":{"t":"<task>","d":{}},"ctx":{"ref":"<path or URL or null>","inline":"<fallback text or null>","hash":"<sha256 hex or null>"}}
+
+p: REQ=request, INF=inform, ACK=proceeding, ERR=failed, DLGT=delegate, DONE=completed (result in d), CNCL=cancel, QRY=query, PROG=progress, CAPS=capabilities.
+DLGT d needs "delegation_mode": "transfer"|"fork"|"assist". PROG d: {"pct":0-100,"note":"..."}. CAPS d: {"supports":["<task>:<kind>",...],"clowl":"0.2"}.
+Error d: {"code":"E001-E016","msg":"...","retry":bool}. ctx, tid, pid, auth, det are optional; no other fields.
+
+Rules: Output RAW JSON only. No markdown. No extra text. Keep 'd' flat. Use natural language ONLY for human-facing output.`
+
+// Translate returns the English translation of a CLowl message (seed 003
+// §1: "every message has a deterministic English translation"): Parse,
+// then Message.English.
+func Translate(raw []byte) (string, error) {
+	m, err := Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	return m.English(), nil
+}
+
+// English returns the message's English translation. The same message
+// always gives the same sentence: the time is UTC, and objects are
+// written in their JCS (RFC 8785) form, members sorted. The templates are
+// listed in the package doc ("English translation").
+func (m *Message) English() string {
+	var b strings.Builder
+	b.WriteString("[" + time.Unix(m.TS, 0).UTC().Format("2006-01-02 15:04:05") + " UTC] ")
+	if m.TID != "" {
+		b.WriteString("[" + m.TID + "] ")
+	}
+	b.WriteString(m.From + " → ")
+	if len(m.To) == 1 && !m.ToList {
+		b.WriteString(m.To[0])
+	} else {
+		b.WriteString("[" + strings.Join(m.To, ", ") + "]")
+	}
+	b.WriteString(": ")
+	name := m.P.Name()
+	if name == "" {
+		name = string(m.P)
+	}
+	b.WriteString(name + " ")
+	ms, _ := members(m.Body.D)
+	switch m.P {
+	case ERR:
+		b.WriteString(errSentence(m.Body.T, ms))
+	case DLGT:
+		mode, rest := "", ms[:0:0]
+		for _, mb := range ms {
+			if mb.name == "delegation_mode" {
+				mode, _ = str(mb.value)
+			} else {
+				rest = append(rest, mb)
+			}
+		}
+		b.WriteString(m.Body.T + " [" + mode + "]" + summary(rest))
+	case PROG:
+		b.WriteString(m.Body.T + progSentence(ms))
+	case CNCL:
+		reason, rest := "", ms[:0:0]
+		for _, mb := range ms {
+			if s, ok := str(mb.value); ok && mb.name == "reason" {
+				reason = s
+			} else {
+				rest = append(rest, mb)
+			}
+		}
+		b.WriteString(m.Body.T)
+		if reason != "" {
+			b.WriteString(" — " + reason)
+		}
+		if len(rest) > 0 {
+			b.WriteString(summary(rest))
+		}
+	case CAPS:
+		v, supports := Version, []string{}
+		for _, mb := range ms {
+			switch mb.name {
+			case "clowl":
+				if s, ok := str(mb.value); ok {
+					v = s
+				}
+			case "supports":
+				for _, c := range capabilities([]byte(`{"supports":` + string(mb.value) + `}`)) {
+					supports = append(supports, strings.TrimPrefix(c.ID, "skill:"))
+				}
+			}
+		}
+		b.WriteString("CLowl v" + v + " | supports: " + strings.Join(supports, ", "))
+	default: // REQ, INF, ACK, DONE, QRY
+		b.WriteString(m.Body.T + summary(ms))
+	}
+	if c := m.Ctx; c != nil {
+		switch {
+		case c.Ref != "":
+			b.WriteString(" | ctx: ref " + c.Ref)
+			if c.Hash != "" {
+				b.WriteString(" (sha256 " + c.Hash[:min(12, len(c.Hash))] + "…)")
+			}
+			if c.Inline != "" {
+				b.WriteString(", inline fallback of " + strconv.Itoa(len([]rune(c.Inline))) + " characters")
+			}
+		case c.Inline != "":
+			b.WriteString(" | ctx: inline, " + strconv.Itoa(len([]rune(c.Inline))) + " characters")
+		}
+	}
+	if m.Det != nil && *m.Det {
+		b.WriteString(" [deterministic]")
+	}
+	if m.PID != "" {
+		b.WriteString(" (re: " + m.PID + ")")
+	}
+	if m.Auth != "" {
+		b.WriteString(" [authenticated]")
+	}
+	return b.String()
+}
+
+// summary renders body.d members: nothing when empty, "key: value" for a
+// single string member, else the JCS form of the object.
+func summary(ms []member) string {
+	switch {
+	case len(ms) == 0:
+		return ""
+	case len(ms) == 1:
+		if s, ok := str(ms[0].value); ok {
+			return " — " + ms[0].name + ": " + s
+		}
+	}
+	canon, err := protocol.Canonical(buildObject(ms))
+	if err != nil {
+		return " — " + string(buildObject(ms))
+	}
+	return " — " + string(canon)
+}
+
+func errSentence(t string, ms []member) string {
+	code, msg, retry, cause := "?", "", "", ""
+	var rest []member
+	for _, mb := range ms {
+		s, isStr := str(mb.value)
+		switch {
+		case mb.name == "code" && isStr:
+			code = s
+		case mb.name == "msg" && isStr:
+			msg = s
+		case mb.name == "retry" && (kind(mb.value) == 't' || kind(mb.value) == 'f'):
+			retry = map[bool]string{true: "retryable", false: "not retryable"}[kind(mb.value) == 't']
+		case mb.name == "cascade_err" && isStr:
+			cause = s
+		default:
+			rest = append(rest, mb)
+		}
+	}
+	var b strings.Builder
+	if t != "error" {
+		b.WriteString(t + " ")
+	}
+	b.WriteString("[" + code + "]")
+	if msg != "" {
+		b.WriteString(" " + msg)
+	}
+	if cause != "" {
+		b.WriteString(" (cause " + cause + ")")
+	}
+	if retry != "" {
+		b.WriteString(" — " + retry)
+	}
+	b.WriteString(summary(rest))
+	return b.String()
+}
+
+func progSentence(ms []member) string {
+	var parts []string
+	var rest []member
+	for _, mb := range ms {
+		s, isStr := str(mb.value)
+		switch {
+		case mb.name == "pct" && kind(mb.value) == '0':
+			parts = append(parts, string(mb.value)+"%")
+		case mb.name == "phase" && isStr:
+			parts = append(parts, "phase "+s)
+		case mb.name == "note" && isStr:
+			parts = append(parts, s)
+		case mb.name == "seq" && kind(mb.value) == '0':
+			parts = append(parts, "#"+string(mb.value))
+		case mb.name == "final" && kind(mb.value) == 't':
+			parts = append(parts, "final")
+		case mb.name == "final" && kind(mb.value) == 'f':
+		default:
+			rest = append(rest, mb)
+		}
+	}
+	out := ""
+	if len(parts) > 0 {
+		out = " — " + strings.Join(parts, ", ")
+	}
+	return out + summary(rest)
+}

@@ -1,0 +1,763 @@
+package clowl
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// Version is the CLowl version this package speaks (seed 003 §8).
+const Version = "0.2"
+
+// Performative is the "p" of a CLowl message (seed 003 §3).
+type Performative string
+
+// The ten performatives of seed 003 §3.
+const (
+	REQ  Performative = "REQ"  // Request: "Do this thing."
+	INF  Performative = "INF"  // Inform: "Here is information."
+	ACK  Performative = "ACK"  // Acknowledge: "Got it, proceeding."
+	ERR  Performative = "ERR"  // Error: "Failed. Here's why."
+	DLGT Performative = "DLGT" // Delegate: "Passing this to someone better suited."
+	DONE Performative = "DONE" // Complete: "Finished. Here is the result."
+	CNCL Performative = "CNCL" // Cancel: "Abort this task."
+	QRY  Performative = "QRY"  // Query: "What's the status?"
+	PROG Performative = "PROG" // Progress: "Here's a progress update."
+	CAPS Performative = "CAPS" // Capabilities: "Here's what I can do."
+)
+
+// Performatives returns the ten performatives in the order of seed 003 §3.
+func Performatives() []Performative {
+	return []Performative{REQ, INF, ACK, ERR, DLGT, DONE, CNCL, QRY, PROG, CAPS}
+}
+
+// Valid reports whether p is one of the ten performatives.
+func (p Performative) Valid() bool { return p.Name() != "" }
+
+// Name returns the performative's name in upper case ("REQUEST" for REQ),
+// as the English translation uses it; "" for an unknown code.
+func (p Performative) Name() string {
+	switch p {
+	case REQ:
+		return "REQUEST"
+	case INF:
+		return "INFORM"
+	case ACK:
+		return "ACKNOWLEDGE"
+	case ERR:
+		return "ERROR"
+	case DLGT:
+		return "DELEGATE"
+	case DONE:
+		return "COMPLETE"
+	case CNCL:
+		return "CANCEL"
+	case QRY:
+		return "QUERY"
+	case PROG:
+		return "PROGRESS"
+	case CAPS:
+		return "CAPABILITIES"
+	}
+	return ""
+}
+
+// Message is one CLowl v0.2 message (seed 003 §2) in Go. Optional members
+// that are null or absent on the wire are the zero value here: CLowl gives
+// null and absence the same meaning, and Marshal writes the spec's form
+// (pid and ctx members as null when unset inside a ctx object, tid, auth
+// and det left out).
+type Message struct {
+	MID  string       // "mid", unique message id (UUIDv7 recommended)
+	TS   int64        // "ts", Unix seconds
+	TID  string       // "tid", trace id; "" when absent
+	PID  string       // "pid", parent message id; "" when null or absent
+	P    Performative // "p"
+	From string       // "from", sender agent id
+	// To holds the recipients of "to": one id, "*" for broadcast, or
+	// several for multicast.
+	To []string
+	// ToList records that "to" was an array, which matters only for a
+	// single recipient.
+	ToList bool
+	CID    string   // "cid", conversation id
+	Body   Body     // "body"
+	Ctx    *Context // "ctx", nil when absent
+	Auth   string   // "auth", opaque token; "" when absent
+	Det    *bool    // "det", nil when absent
+}
+
+// Body is the "body" of a message: a free-form task type and its data.
+type Body struct {
+	T string          // "t", free-form task type ("search", "draft", ...)
+	D json.RawMessage // "d", a JSON object
+}
+
+// Context is the "ctx" object (seed 003 §5). "" stands for null.
+type Context struct {
+	Ref    string // path or URL of shared context
+	Inline string // fallback content, at most 2000 characters
+	Hash   string // SHA-256 (hex) of the content at Ref
+}
+
+// Coercion is one repair ParseLenient made, as the CLowl SDKs report them
+// ("coercion_warnings"): the field (a dotted path), the value before and
+// after, and the reason. An unknown field that was ignored is reported
+// with Reason "ignore-unknown-field" and a nil Coerced.
+type Coercion struct {
+	Field    string `json:"field"`
+	Original any    `json:"original"`
+	Coerced  any    `json:"coerced"`
+	Reason   string `json:"reason"`
+}
+
+type wire struct {
+	Clowl   jsontext.Value `json:"clowl"`
+	MID     jsontext.Value `json:"mid"`
+	TS      jsontext.Value `json:"ts"`
+	TID     jsontext.Value `json:"tid"`
+	PID     jsontext.Value `json:"pid"`
+	P       jsontext.Value `json:"p"`
+	From    jsontext.Value `json:"from"`
+	To      jsontext.Value `json:"to"`
+	CID     jsontext.Value `json:"cid"`
+	Body    jsontext.Value `json:"body"`
+	Ctx     jsontext.Value `json:"ctx"`
+	Auth    jsontext.Value `json:"auth"`
+	Det     jsontext.Value `json:"det"`
+	Unknown jsontext.Value `json:",embed"`
+}
+
+type wireBody struct {
+	T       jsontext.Value `json:"t"`
+	D       jsontext.Value `json:"d"`
+	Unknown jsontext.Value `json:",embed"`
+}
+
+type wireCtx struct {
+	Ref     jsontext.Value `json:"ref"`
+	Inline  jsontext.Value `json:"inline"`
+	Hash    jsontext.Value `json:"hash"`
+	Unknown jsontext.Value `json:",embed"`
+}
+
+// DefaultMaxBytes is the largest message accepted: the protocol's limit.
+const DefaultMaxBytes = protocol.DefaultMaxBytes
+
+// Parse decodes one CLowl v0.2 message strictly: it must be JSON the store
+// would accept (no duplicate keys, valid UTF-8, at most 64 levels deep, at
+// most DefaultMaxBytes), of version "0.2" (else UNSUPPORTED_VERSION, CLowl
+// E014), and valid against the CLowl v0.2 JSON Schema (unknown members
+// are refused, as the schema's additionalProperties says).
+func Parse(raw []byte) (*Message, error) { return parse(raw, DefaultMaxBytes) }
+
+func parse(raw []byte, maxBytes int) (*Message, error) {
+	w, err := decodeWire(raw, maxBytes, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateSchema(raw); err != nil {
+		return nil, err
+	}
+	return w.message(false, nil)
+}
+
+// ParseLenient decodes a message the way the CLowl SDKs' lenient parsers
+// do: unknown members (top level, body, ctx) are ignored, a missing mid is
+// generated, and values of the wrong form are coerced where the SDKs
+// coerce them (numeric-string ts; lower-case or padded performative;
+// non-string tid and pid; non-boolean det; upper-case delegation_mode;
+// PROG pct, seq and final). Every repair is reported. A version other than
+// "0.2" is still refused (UNSUPPORTED_VERSION, CLowl E014: seed 003 §8),
+// where the SDKs coerce it; a missing version is taken as "0.2". The
+// repaired message must then pass the schema.
+//
+// The generated mid is deterministic, so that a re-sent message dedups:
+// UUIDv7-shaped, from ts and the SHA-256 of the input's JCS form.
+func ParseLenient(raw []byte) (*Message, []Coercion, error) {
+	return parseLenient(raw, DefaultMaxBytes)
+}
+
+func parseLenient(raw []byte, maxBytes int) (*Message, []Coercion, error) {
+	var cs []Coercion
+	w, err := decodeWire(raw, maxBytes, true, &cs)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := w.message(true, &cs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.MID == "" {
+		m.MID = generatedMID(raw, m.TS)
+		cs = append(cs, Coercion{Field: "mid", Reason: "generate-mid", Coerced: m.MID})
+	}
+	b, err := m.encode()
+	if err != nil {
+		return nil, nil, inErr(protocol.CodeInvalidField, "", "repaired message cannot be encoded", err)
+	}
+	if err := validateSchema(b); err != nil {
+		return nil, nil, err
+	}
+	return m, cs, nil
+}
+
+// decodeWire checks raw and splits it into its members.
+func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, error) {
+	if len(raw) > maxBytes {
+		return nil, inErr(protocol.CodeTooLarge, "", "message is "+itoa(len(raw))+" bytes, limit "+itoa(maxBytes), nil)
+	}
+	if err := checkJSON(raw); err != nil {
+		return nil, err
+	}
+	if k := kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
+		return nil, inErr(protocol.CodeWrongType, "", "a CLowl message is a JSON object, got "+kindName(k), nil)
+	}
+	w := new(wire)
+	if err := jsonv2.Unmarshal(raw, w); err != nil {
+		return nil, decodeErr(err, "")
+	}
+	// The version first (seed 003 §8): a message of another version is
+	// E014 whatever else is wrong with it.
+	switch kind(w.Clowl) {
+	case '"':
+		if v, _ := str(w.Clowl); v != Version {
+			return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version "+strconv.Quote(v)+", this adapter speaks "+Version, ErrVersion)
+		}
+	case 0:
+		if hasMember(w.Unknown, "cl") {
+			return nil, inErr(protocol.CodeUnsupportedVersion, "/cl", `a CLowl v0.1 message ("cl"), this adapter speaks `+Version, ErrVersion)
+		}
+		if !lenient {
+			return nil, inErr(protocol.CodeMissingField, "/clowl", "clowl (the version) is required", nil)
+		}
+		*cs = append(*cs, Coercion{Field: "clowl", Coerced: Version, Reason: "default-clowl-version"})
+	default:
+		return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version is a "+kindName(kind(w.Clowl))+", this adapter speaks \""+Version+"\"", ErrVersion)
+	}
+	return w, nil
+}
+
+func hasMember(obj jsontext.Value, name string) bool {
+	if len(obj) == 0 {
+		return false
+	}
+	ms, err := members(obj)
+	if err != nil {
+		return false
+	}
+	for _, m := range ms {
+		if m.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// message extracts the typed message. In strict mode the schema has
+// already been checked, so errors here are only defensive.
+func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
+	m := &Message{}
+	var err error
+	if lenient && len(w.Unknown) > 0 {
+		ignore(cs, "", w.Unknown)
+	}
+	// mid
+	switch {
+	case kind(w.MID) == '"':
+		m.MID, _ = str(w.MID)
+	case kind(w.MID) == 0 || kind(w.MID) == 'n':
+		if !lenient {
+			return nil, inErr(protocol.CodeMissingField, "/mid", "mid is required", nil)
+		}
+	default:
+		return nil, inErr(protocol.CodeWrongType, "/mid", "mid must be a string", nil)
+	}
+	// ts
+	if m.TS, err = readTS(w.TS, lenient, cs); err != nil {
+		return nil, err
+	}
+	// tid, pid
+	if m.TID, err = readID(w.TID, "tid", lenient, cs); err != nil {
+		return nil, err
+	}
+	if m.PID, err = readID(w.PID, "pid", lenient, cs); err != nil {
+		return nil, err
+	}
+	// p
+	p, _, err := wantString(w.P, "/p")
+	if err != nil {
+		return nil, err
+	}
+	if lenient {
+		if q := strings.ToUpper(strings.TrimSpace(p)); q != p {
+			reason := "uppercase-performative"
+			if strings.TrimSpace(p) != p {
+				reason = "trim-performative"
+			}
+			*cs = append(*cs, Coercion{Field: "p", Original: p, Coerced: q, Reason: reason})
+			p = q
+		}
+	}
+	m.P = Performative(p)
+	if !m.P.Valid() {
+		return nil, inErr(protocol.CodeInvalidField, "/p", "unknown performative "+strconv.Quote(p), nil)
+	}
+	if m.From, _, err = wantString(w.From, "/from"); err != nil {
+		return nil, err
+	}
+	if m.CID, _, err = wantString(w.CID, "/cid"); err != nil {
+		return nil, err
+	}
+	if m.Auth, _, err = wantString(w.Auth, "/auth"); err != nil {
+		return nil, err
+	}
+	if err := m.readTo(w.To); err != nil {
+		return nil, err
+	}
+	if err := m.readBody(w.Body, lenient, cs); err != nil {
+		return nil, err
+	}
+	if err := m.readCtx(w.Ctx, lenient, cs); err != nil {
+		return nil, err
+	}
+	if m.Det, err = readDet(w.Det, lenient, cs); err != nil {
+		return nil, err
+	}
+	for _, f := range [...]struct{ name, v string }{{"from", m.From}, {"cid", m.CID}} {
+		if f.v == "" {
+			return nil, inErr(protocol.CodeMissingField, "/"+f.name, f.name+" is required", nil)
+		}
+	}
+	return m, nil
+}
+
+func ignore(cs *[]Coercion, prefix string, obj jsontext.Value) {
+	ms, _ := members(obj)
+	for _, mb := range ms {
+		*cs = append(*cs, Coercion{Field: prefix + mb.name, Original: toAny(mb.value), Reason: "ignore-unknown-field"})
+	}
+}
+
+func readTS(v jsontext.Value, lenient bool, cs *[]Coercion) (int64, error) {
+	switch kind(v) {
+	case 0, 'n':
+		return 0, inErr(protocol.CodeMissingField, "/ts", "ts is required", nil)
+	case '0':
+		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return n, nil
+		}
+		if lenient {
+			// JSON has no integer type; the SDKs accept an integral float.
+			if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == float64(int64(f)) {
+				*cs = append(*cs, Coercion{Field: "ts", Original: json.Number(v), Coerced: int64(f), Reason: "integral-float-to-int"})
+				return int64(f), nil
+			}
+		}
+		return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer number of seconds, got "+string(v), nil)
+	case '"':
+		if lenient {
+			s, _ := str(v)
+			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+				*cs = append(*cs, Coercion{Field: "ts", Original: s, Coerced: n, Reason: "numeric-string-to-int"})
+				return n, nil
+			}
+		}
+	}
+	return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer, got "+kindName(kind(v)), nil)
+}
+
+func readID(v jsontext.Value, name string, lenient bool, cs *[]Coercion) (string, error) {
+	switch kind(v) {
+	case 0, 'n':
+		return "", nil
+	case '"':
+		s, _ := str(v)
+		return s, nil
+	case '0':
+		if lenient {
+			*cs = append(*cs, Coercion{Field: name, Original: json.Number(v), Coerced: string(v), Reason: "stringify-" + name})
+			return string(v), nil
+		}
+	}
+	return "", inErr(protocol.CodeWrongType, "/"+name, name+" must be a string, got "+kindName(kind(v)), nil)
+}
+
+func readDet(v jsontext.Value, lenient bool, cs *[]Coercion) (*bool, error) {
+	switch kind(v) {
+	case 0, 'n':
+		return nil, nil
+	case 't', 'f':
+		b := v[0] == 't'
+		return &b, nil
+	}
+	if lenient {
+		if b, ok := truthy(v); ok {
+			*cs = append(*cs, Coercion{Field: "det", Original: toAny(v), Coerced: b, Reason: "coerce-det-to-bool"})
+			return &b, nil
+		}
+	}
+	return nil, inErr(protocol.CodeWrongType, "/det", "det must be a boolean, got "+kindName(kind(v)), nil)
+}
+
+// truthy reads the boolean a lenient sender meant: "true"/"yes"/"1" and
+// non-zero numbers are true; "false"/"no"/"0"/"" and 0 are false.
+func truthy(v jsontext.Value) (bool, bool) {
+	switch kind(v) {
+	case '"':
+		s, _ := str(v)
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "true", "yes", "y", "1", "on":
+			return true, true
+		case "false", "no", "n", "0", "off", "":
+			return false, true
+		}
+	case '0':
+		f, err := strconv.ParseFloat(string(v), 64)
+		return f != 0, err == nil
+	}
+	return false, false
+}
+
+func (m *Message) readTo(v jsontext.Value) error {
+	switch kind(v) {
+	case 0, 'n':
+		return inErr(protocol.CodeMissingField, "/to", "to is required", nil)
+	case '"':
+		s, _ := str(v)
+		if s == "" {
+			return inErr(protocol.CodeInvalidField, "/to", "to must not be empty", nil)
+		}
+		m.To = []string{s}
+		return nil
+	case '[':
+		var to []string
+		if err := jsonv2.Unmarshal(v, &to); err != nil {
+			return decodeErr(err, "/to")
+		}
+		if len(to) == 0 {
+			return inErr(protocol.CodeInvalidField, "/to", "to must name at least one recipient", nil)
+		}
+		for i, s := range to {
+			if s == "" {
+				return inErr(protocol.CodeInvalidField, "/to/"+itoa(i), "a recipient must not be empty", nil)
+			}
+		}
+		m.To, m.ToList = to, true
+		return nil
+	}
+	return inErr(protocol.CodeWrongType, "/to", "to must be a string or an array, got "+kindName(kind(v)), nil)
+}
+
+func (m *Message) readBody(v jsontext.Value, lenient bool, cs *[]Coercion) error {
+	switch kind(v) {
+	case 0, 'n':
+		return inErr(protocol.CodeMissingField, "/body", "body is required", nil)
+	case '{':
+	default:
+		return inErr(protocol.CodeWrongType, "/body", "body must be an object, got "+kindName(kind(v)), nil)
+	}
+	var b wireBody
+	if err := jsonv2.Unmarshal(v, &b); err != nil {
+		return decodeErr(err, "/body")
+	}
+	if lenient && len(b.Unknown) > 0 {
+		ignore(cs, "body.", b.Unknown)
+	}
+	t, _, err := wantString(b.T, "/body/t")
+	if err != nil {
+		return err
+	}
+	if t == "" {
+		return inErr(protocol.CodeMissingField, "/body/t", "body.t is required", nil)
+	}
+	m.Body.T = t
+	switch kind(b.D) {
+	case 0, 'n':
+		return inErr(protocol.CodeMissingField, "/body/d", "body.d is required", nil)
+	case '{':
+	default:
+		return inErr(protocol.CodeWrongType, "/body/d", "body.d must be an object, got "+kindName(kind(b.D)), nil)
+	}
+	d := compact(b.D)
+	if lenient {
+		var err error
+		if d, err = coerceData(m.P, d, cs); err != nil {
+			return err
+		}
+	}
+	m.Body.D = d
+	return nil
+}
+
+// coerceData applies the SDKs' lenient repairs inside body.d.
+func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
+	if p != DLGT && p != PROG {
+		return d, nil
+	}
+	ms, err := members(d)
+	if err != nil {
+		return nil, decodeErr(err, "/body/d")
+	}
+	changed := false
+	for i := range ms {
+		mb := &ms[i]
+		field := "body.d." + mb.name
+		switch {
+		case p == DLGT && mb.name == "delegation_mode" && kind(mb.value) == '"':
+			s, _ := str(mb.value)
+			if l := strings.ToLower(strings.TrimSpace(s)); l != s {
+				*cs = append(*cs, Coercion{Field: field, Original: s, Coerced: l, Reason: "lowercase-delegation-mode"})
+				mb.value, _ = appendString(nil, l)
+				changed = true
+			}
+		case p == PROG && (mb.name == "pct" || mb.name == "seq"):
+			n, orig, ok := numericString(mb.value)
+			if ok {
+				*cs = append(*cs, Coercion{Field: field, Original: orig, Coerced: n, Reason: "numeric-string-to-" + mb.name})
+			} else if kind(mb.value) == '0' {
+				n, ok = intLiteral(mb.value)
+			}
+			if !ok {
+				continue // left for the schema to refuse
+			}
+			if mb.name == "pct" && (n < 0 || n > 100) {
+				c := min(max(n, 0), 100)
+				*cs = append(*cs, Coercion{Field: field, Original: n, Coerced: c, Reason: "clamp-pct-range"})
+				n = c
+			}
+			mb.value = strconv.AppendInt(nil, n, 10)
+			changed = true
+		case p == PROG && mb.name == "final" && kind(mb.value) != 't' && kind(mb.value) != 'f':
+			if b, ok := truthy(mb.value); ok {
+				*cs = append(*cs, Coercion{Field: field, Original: toAny(mb.value), Coerced: b, Reason: "coerce-final-to-bool"})
+				mb.value = strconv.AppendBool(nil, b)
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return d, nil
+	}
+	return buildObject(ms), nil
+}
+
+func numericString(v jsontext.Value) (int64, string, bool) {
+	if kind(v) != '"' {
+		return 0, "", false
+	}
+	s, _ := str(v)
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return n, s, err == nil
+}
+
+func intLiteral(v jsontext.Value) (int64, bool) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
+}
+
+func (m *Message) readCtx(v jsontext.Value, lenient bool, cs *[]Coercion) error {
+	switch kind(v) {
+	case 0:
+		return nil
+	case '{':
+	default:
+		return inErr(protocol.CodeWrongType, "/ctx", "ctx must be an object, got "+kindName(kind(v)), nil)
+	}
+	var c wireCtx
+	if err := jsonv2.Unmarshal(v, &c); err != nil {
+		return decodeErr(err, "/ctx")
+	}
+	if lenient && len(c.Unknown) > 0 {
+		ignore(cs, "ctx.", c.Unknown)
+	}
+	ctx := &Context{}
+	var err error
+	if ctx.Ref, _, err = wantString(c.Ref, "/ctx/ref"); err != nil {
+		return err
+	}
+	if ctx.Inline, _, err = wantString(c.Inline, "/ctx/inline"); err != nil {
+		return err
+	}
+	if ctx.Hash, _, err = wantString(c.Hash, "/ctx/hash"); err != nil {
+		return err
+	}
+	m.Ctx = ctx
+	return nil
+}
+
+// generatedMID returns a UUIDv7-shaped id from ts and the input's content.
+func generatedMID(raw []byte, ts int64) string {
+	canon, err := protocol.Canonical(raw)
+	if err != nil {
+		canon = raw
+	}
+	sum := sha256.Sum256(canon)
+	h := hex.EncodeToString(sum[:])
+	ms := strconv.FormatInt(max(ts, 0)*1000, 16)
+	if len(ms) < 12 {
+		ms = strings.Repeat("0", 12-len(ms)) + ms
+	}
+	variant := "89ab"[sum[2]&3]
+	return ms[len(ms)-12:len(ms)-4] + "-" + ms[len(ms)-4:] + "-7" + h[0:3] + "-" + string(variant) + h[3:6] + "-" + h[6:18]
+}
+
+// Marshal encodes m in the spec's member order (seed 003 §2) and checks
+// the result against the CLowl v0.2 JSON Schema.
+func (m *Message) Marshal() ([]byte, error) {
+	b, err := m.encode()
+	if err != nil {
+		return nil, outErr(protocol.CodeInvalidField, "", "cannot encode the CLowl message", err)
+	}
+	if err := validateSchema(b); err != nil {
+		return nil, asOutbound(err)
+	}
+	return b, nil
+}
+
+// MarshalJSON encodes m (see Marshal) without the schema check, so that m
+// can be embedded in other JSON.
+func (m *Message) MarshalJSON() ([]byte, error) { return m.encode() }
+
+// UnmarshalJSON decodes strictly (see Parse).
+func (m *Message) UnmarshalJSON(b []byte) error {
+	p, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	*m = *p
+	return nil
+}
+
+// encode writes the wire form.
+func (m *Message) encode() ([]byte, error) {
+	b := make([]byte, 0, 192+len(m.Body.D))
+	var err error
+	app := func(key, v string) {
+		if err != nil {
+			return
+		}
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		b, err = appendString(b, v)
+	}
+	b = append(b, `{"clowl":"`+Version+`"`...)
+	app("mid", m.MID)
+	b = append(b, `,"ts":`...)
+	b = strconv.AppendInt(b, m.TS, 10)
+	if m.TID != "" {
+		app("tid", m.TID)
+	}
+	if m.PID != "" {
+		app("pid", m.PID)
+	}
+	app("p", string(m.P))
+	app("from", m.From)
+	if len(m.To) == 1 && !m.ToList {
+		app("to", m.To[0])
+	} else {
+		b = append(b, `,"to":[`...)
+		for i, t := range m.To {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if err == nil {
+				b, err = appendString(b, t)
+			}
+		}
+		b = append(b, ']')
+	}
+	app("cid", m.CID)
+	b = append(b, `,"body":{"t":`...)
+	if err == nil {
+		b, err = appendString(b, m.Body.T)
+	}
+	b = append(b, `,"d":`...)
+	d := m.Body.D
+	if len(d) == 0 {
+		d = []byte("{}")
+	}
+	b = append(b, d...)
+	b = append(b, '}')
+	if c := m.Ctx; c != nil {
+		b = append(b, `,"ctx":{"ref":`...)
+		b, err = appendNullable(b, c.Ref, err)
+		b = append(b, `,"inline":`...)
+		b, err = appendNullable(b, c.Inline, err)
+		b = append(b, `,"hash":`...)
+		b, err = appendNullable(b, c.Hash, err)
+		b = append(b, '}')
+	}
+	if m.Auth != "" {
+		app("auth", m.Auth)
+	}
+	if m.Det != nil {
+		b = append(b, `,"det":`...)
+		b = strconv.AppendBool(b, *m.Det)
+	}
+	b = append(b, '}')
+	return b, err
+}
+
+func appendNullable(b []byte, s string, err error) ([]byte, error) {
+	if err != nil {
+		return b, err
+	}
+	if s == "" {
+		return append(b, "null"...), nil
+	}
+	return appendString(b, s)
+}
+
+// member is one member of a JSON object, in order.
+type member struct {
+	name  string
+	value jsontext.Value
+}
+
+// members returns the members of a JSON object in order.
+func members(obj []byte) ([]member, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.ReadToken(); err != nil {
+		return nil, err
+	} else if tok.Kind() != '{' {
+		return nil, &jsonv2.SemanticError{JSONKind: tok.Kind()}
+	}
+	var out []member
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, member{name, append(jsontext.Value(nil), v...)})
+	}
+	return out, nil
+}
+
+// buildObject writes members as a compact JSON object.
+func buildObject(ms []member) []byte {
+	b := []byte{'{'}
+	for i, mb := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b, _ = appendString(b, mb.name)
+		b = append(b, ':')
+		b = append(b, compact(mb.value)...)
+	}
+	return append(b, '}')
+}
