@@ -1,0 +1,142 @@
+// Package mcp connects Clutch to the Model Context Protocol in both
+// directions, on the official SDK github.com/modelcontextprotocol/go-sdk
+// (v1.8.0, which speaks MCP 2026-07-28 and falls back to 2025-11-25 for
+// older servers):
+//
+//   - [Client]: agents call tools of many MCP servers, each call recorded
+//     as tool.call / tool.result / tool.error events of the calling task
+//     (seed 000 §2.3, §6, §7; seed 002 §3: the multi-server client tool).
+//   - [Server]: an MCP host (an IDE assistant, another agent runtime)
+//     joins the team through tools over stdio or Streamable HTTP (seed
+//     004: an agent-facing tool surface with a uniform result envelope).
+//
+// # Basics
+//
+// Configure servers by name — stdio (Command, Args, Env, Dir), Streamable
+// HTTP (URL, Headers) or any go-sdk transport — and call tools from a
+// router handler through its task:
+//
+//	c, _ := mcp.NewClient([]mcp.ServerConfig{
+//		{Name: "everything", Command: "node", Args: []string{"dist/index.js", "stdio"}},
+//		{Name: "search", URL: "http://127.0.0.1:3001/mcp", Headers: map[string]string{"Authorization": "Bearer …"}},
+//	}, nil)
+//	defer c.Close()
+//	r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+//		res, err := c.Call(ctx, t, "everything", "echo", map[string]any{"message": "hi"}, nil)
+//		...
+//	})
+//
+// A server is addressed as "mcp:<name>", the id AgentCards (capability
+// tools and servers) and tool allowlists use. Connections are made on the
+// first call, dropped when they break, and made again on the next call: a
+// stdio server that crashed is restarted as a fresh process. After failed
+// connection attempts calls fail fast (TOOL_UNAVAILABLE with retryAfter)
+// for a backoff that doubles from 100 ms up to ClientOptions.MaxBackoff.
+// Each line a stdio server writes to stderr goes to the client's slog
+// logger (attributes mcp_server, stderr). Close ends every session and
+// every server process (stdin closed, then SIGTERM, then SIGKILL to the
+// process group) and waits for them.
+//
+// Tool lists are cached per server, dropped on notifications/tools/
+// list_changed (ClientOptions.OnToolsChanged is told) and on reconnection,
+// and reloaded on demand (Refresh). [Client.LLMTools] names every tool
+// "mcp_<server>_<tool>" (seed 002 §3.3), matching ^[A-Za-z0-9_-]{1,64}$:
+// server names may not contain '_', so two servers never produce the same
+// name; [Client.Resolve] maps a name back. A [Toolbox] is the view of one
+// task: only the servers its policy allows, calls by LLM name.
+//
+// # Mapping: MCP → events
+//
+// [Client.Call] does, in order:
+//
+//	policy (no I/O)    request security.policy.tool_allowlist (when set) and the
+//	                   agent card's tools/servers must include "mcp:<server>",
+//	                   else tool.error POLICY_DENIED
+//	tool.call          {tool: "mcp:<server>", name, args}           (CallPayload)
+//	tools/call         with a deadline and _meta.progressToken (the tool.call id)
+//	progress           notifications/progress → task.progress of the task
+//	                   {tool, name, call_id, progress, total, message} while the
+//	                   call is pending; later ones are dropped
+//	tool.result        {tool, name, call_id, content, structuredContent}
+//	                   (ResultPayload); over InlineResultBytes (256 KiB) the
+//	                   content goes to the artifact store and the payload
+//	                   holds {artifact, bytes}
+//	tool.error         protocol.ErrorPayload {code, message, retryable,
+//	                   details{tool, name, server, call_id, ...}}
+//
+// tool.* events have no recipient agent ("to": []); the server is named in
+// the payload (seed 000 §10 step 5). They carry no payload_type.
+//
+// # Errors
+//
+// A failed call returns a [*ToolError] (errors.Is matches its
+// protocol.Code) and records the same error as the tool.error payload:
+//
+//	TOOL_UNAVAILABLE  cannot connect, connection lost, server crashed mid-call;
+//	                  retryable; details.stderr_tail for stdio servers,
+//	                  details.retryAfter while backing off
+//	TOOL_NOT_FOUND    the server said so — JSON-RPC error (go-sdk, TS SDK v2) or an
+//	                  isError result "Tool x not found" (TS SDK v1) — or the server
+//	                  is not configured; details.available_tools (seed 002 §3.5)
+//	TOOL_FAILED       an isError result; details.content (and structuredContent)
+//	                  kept; a seed-004 envelope {error, code, retryable,
+//	                  retryAction} keeps its retryability, details.retryAction
+//	                  and details.server_code
+//	RATE_LIMITED      HTTP 429 (details.retryAfter from Retry-After), or an error
+//	                  naming a rate limit or carrying retryAfter; retryable
+//	TIMEOUT           the call's deadline (CallOptions.Timeout, ServerConfig.Timeout,
+//	                  ClientOptions.Timeout; 30 s) or the caller's; retryable;
+//	                  the server gets notifications/cancelled
+//	CANCELLED         ctx was cancelled; the server gets notifications/cancelled
+//	POLICY_DENIED     refused before any I/O
+//	TOO_LARGE         a result over MaxResultBytes (4 MiB); the connection stays up
+//	VALIDATION        structuredContent missing or not matching the outputSchema
+//	INVALID_FIELD     arguments that are not a JSON object
+//
+// Results the tool flagged isError are returned too, next to the error.
+// Configuration errors match [ErrInvalidConfig]; [ErrUnknownServer],
+// [ErrNoTask] and [ErrClosed] complete the sentinels.
+//
+// # Server surface
+//
+// [NewServer] puts an MCP server in front of a router and its store. Tools:
+// list_agents, list_payload_types, submit_task (submits as the host and
+// waits up to wait_sec, sending a progress notification for each event of
+// the run), wait_task, cancel_task (tasks submitted through this server),
+// get_run_events (paged by seq), get_task_tree. Every result is seed 004's
+// envelope: content holds the JSON text of structuredContent, isError
+// marks errors, and an error's structuredContent is
+// {error, code, retryable, retryAction, details} with a code of the
+// protocol table and a retryAction such as fix_arguments,
+// call_list_agents_and_fix_requires, call_wait_task or
+// submit_a_new_task. Arguments are validated against the tool's input
+// schema first. Each call is recorded in the store as an event of type
+// x.clutch.mcp.call ([TypeHostCall], payload [HostCallPayload]) from the
+// host's agent id (ServerOptions.AgentID, "agent:mcp-host"), in a run of
+// its own ([Server.HostRun]), so the audit trail shows what the host did
+// without entering the runs it reads. [Server.Handler] serves Streamable
+// HTTP (stateless, so both protocol eras work); [Server.Run] serves one
+// session on a transport such as &sdk.StdioTransport{}.
+//
+// # Caveats
+//
+//   - The size cap is exact on stdio and HTTP (the frame is measured before
+//     it is decoded, and replaced by an error for the same request); on other
+//     transports the decoded result is measured.
+//   - structuredContent is validated with github.com/google/jsonschema-go
+//     (draft 2020-12 and draft-07, the dialects MCP uses; already a
+//     dependency of the SDK). The project's schema package uses gojsonschema,
+//     which has no 2020-12. An outputSchema that cannot be compiled (e.g. a
+//     remote $ref) is logged and not checked.
+//   - Over HTTP the SDK may deliver the last progress notification after the
+//     result; it is then dropped, never stored after tool.result.
+//   - A call cancelled because its task was cancelled cannot record its
+//     tool.error: the task has ended (task.cancel says why).
+//   - A call whose connection was already closing is sent once more over a
+//     fresh connection (it never reached the server); no other call is
+//     retried behind the caller's back.
+//   - stdio servers get a minimal environment unless InheritEnv is set.
+//   - cancel_task only cancels tasks submitted through the same Server.
+//   - list_agents without ServerOptions.Registry rebuilds the cards from the
+//     store on every call and cannot tell liveness of in-process agents.
+package mcp
