@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun runs the tutorial against the server-everything that `make deps`
+// installs. Without node or the package it fails when CI=true and is
+// skipped otherwise.
+func TestRun(t *testing.T) {
+	script := filepath.Join("..", "..", filepath.FromSlash(defaultServer))
+	_, errNode := exec.LookPath("node")
+	_, errPkg := os.Stat(script)
+	if errNode != nil || errPkg != nil {
+		msg := "examples/mcp-tools needs node and server-everything (run `make deps`)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	cfg, err := everything(script, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := run(ctx, &out, cfg); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"mcp_everything_echo",
+		`tool.call         agent:weather       {"tool":"mcp:everything","name":"echo"`,
+		`"echo":"Echo: weather for New York"`,
+		"tool.result       agent:weather       mcp:everything get-structured-content structuredContent {",
+		`"temperature":`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
