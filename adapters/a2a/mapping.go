@@ -149,10 +149,11 @@ func mapMessage(msg *a2a.Message, reqMeta map[string]any) (*inbound, error) {
 	if typedAt >= 0 && len(texts) == 0 && len(data) == 1 {
 		in.payloadType, in.payload = typed, data[0]
 	} else {
-		if len(texts) == 0 && len(data) == 0 {
-			return nil, inputError(protocol.CodeMissingField, "/message/parts", "a message needs a text or data part")
+		c := Content{Text: strings.Join(texts, "\n"), Data: data}
+		if c.Text == "" && len(c.Data) == 0 && len(in.files) == 0 {
+			return nil, inputError(protocol.CodeMissingField, "/message/parts", "the message has no content")
 		}
-		b, err := json.Marshal(Content{Text: strings.Join(texts, "\n"), Data: data})
+		b, err := json.Marshal(c)
 		if err != nil {
 			return nil, inputError(protocol.CodeWrongType, "/message/parts", err.Error())
 		}
@@ -263,8 +264,9 @@ func dataPart(raw json.RawMessage, meta map[string]any) *a2a.Part {
 	return &a2a.Part{Content: a2a.Data{Value: raw}, Metadata: meta}
 }
 
-// contentOf decodes a payload as [Content] when payloadType allows it
-// (PayloadContent, or untyped) and it is one; ok is false otherwise.
+// contentOf decodes a payload as [Content] when payloadType allows it:
+// PayloadContent, or untyped and not empty (an untyped {} stays data); ok
+// is false otherwise.
 func contentOf(payloadType string, payload json.RawMessage) (Content, bool) {
 	if payloadType != "" && payloadType != PayloadContent {
 		return Content{}, false
@@ -274,7 +276,7 @@ func contentOf(payloadType string, payload json.RawMessage) (Content, bool) {
 	}
 	m := &protocol.Message{Payload: payload}
 	c, err := protocol.DecodePayload[Content](m)
-	if err != nil || (c.Text == "" && len(c.Data) == 0) {
+	if err != nil || (payloadType == "" && c.Text == "" && len(c.Data) == 0) {
 		return Content{}, false
 	}
 	return c, true
