@@ -345,3 +345,41 @@ func stderrOf(err error) string {
 	}
 	return ""
 }
+
+// TestClientToServerHTTP points the Client at the Server surface over
+// Streamable HTTP (protocol 2026-07-28 end to end): a task calls
+// submit_task of another team, the structured results and errors map as
+// for any MCP server, and the server's progress notifications become
+// task.progress events of the calling task.
+func TestClientToServerHTTP(t *testing.T) {
+	tm := newTeam(t)
+	hs := httptest.NewServer(tm.srv.Handler())
+	t.Cleanup(hs.Close)
+	c := newClient(t, []mcp.ServerConfig{{Name: "team", URL: hs.URL}}, nil)
+	tr := newTaskRunner(t, "mcp:team")
+
+	res, err, evs := tr.call(c, "team", mcp.ToolSubmitTask, map[string]any{
+		"payload_type": "research.query.v1", "payload": map[string]any{"query": "q"}, "requires": []string{"skill:research"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.StructuredContent), `"status":"result"`) {
+		t.Errorf("structured %s", res.StructuredContent)
+	}
+	if n := strings.Count(strings.Join(typeStrings(evs), " "), "task.progress"); n == 0 {
+		t.Errorf("no task.progress from the server's notifications: %v", types(evs))
+	}
+	_, err, _ = tr.call(c, "team", mcp.ToolWaitTask, map[string]any{"task_id": "task_nope"}, nil)
+	var te *mcp.ToolError
+	if !errors.As(err, &te) || te.Code != protocol.CodeToolFailed || te.Details["server_code"] != "NOT_FOUND" || te.Details["retryAction"] != mcp.ActionCheckID {
+		t.Errorf("wait_task unknown: %#v", err)
+	}
+}
+
+func typeStrings(evs []*protocol.Message) []string {
+	out := make([]string, len(evs))
+	for i, m := range evs {
+		out[i] = string(m.Type)
+	}
+	return out
+}
