@@ -138,7 +138,9 @@ func ExampleServer_run() {
 	defer resp.Body.Close()
 	var body struct {
 		Result json.RawMessage
-		Meta   struct{ AgentID string `json:"agent_id"` }
+		Meta   struct {
+			AgentID string `json:"agent_id"`
+		}
 	}
 	json.NewDecoder(resp.Body).Decode(&body)
 	fmt.Println(resp.StatusCode, string(body.Result), body.Meta.AgentID)
