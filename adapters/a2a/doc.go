@@ -100,7 +100,9 @@
 // PushNotificationNotSupportedError and ExtendedAgentCardNotConfiguredError
 // and the cards do not claim them. Method names are A2A 1.0's
 // (SendMessage, ...); an A2A 0.3 request (message/send) gets
-// MethodNotFoundError.
+// MethodNotFoundError, and an A2A-Version header other than 1.x gets
+// VersionNotSupportedError (a request without the header is served as
+// 1.0, as the official SDKs do, though the spec reads it as 0.3).
 //
 // SendMessage waits until the task ends or stops for input unless
 // configuration.returnImmediately is set. Streams carry every event listed
@@ -168,8 +170,31 @@
 // NOT_FOUND, UNAUTHORIZED, UNSUPPORTED_VERSION, UNSUPPORTED_TASK or
 // INVALID_FIELD, not retryable.
 //
+// # Interoperability
+//
+// Tested in both directions against @a2a-js/sdk 1.3.0 (testdata/jspeer: an
+// echo server and a client suite, run by the tests on 127.0.0.1) and
+// against a2a-go/v2 itself. Both SDKs speak 1.0 natively; no compatibility
+// layer is involved. What the tests found:
+//
+//   - The JS server answers a request without "A2A-Version: 1.0" as an
+//     A2A 0.3 one (-32009 VersionNotSupportedError): the a2a-go client, and
+//     NewRemote when it reads the card, always send the header.
+//   - The JS server's card handler writes securitySchemes in the SDK's
+//     internal form ({"scheme": {"$case": ...}}), which a2a-go cannot
+//     decode. NewRemote then reads the card without its security members
+//     (and logs it): the token is RemoteOptions.BearerToken anyway.
+//   - The JS client resolves the card relative to the base URL, like a
+//     browser resolves a link: give it an agent's base with a trailing
+//     slash (".../agents/ken/"), or ".../agents/ken" loses "ken".
+//   - A JS agent answering a follow-up to an INPUT_REQUIRED task must
+//     publish the task first, back in WORKING: a first event still
+//     INPUT_REQUIRED ends a blocking call at once.
+//
 // # Caveats
 //
+//   - The Server authenticates nobody: wrap it in the host's own
+//     middleware. Tasks that enter through it come from ServerOptions.From.
 //   - A2A 0.3 is not spoken, in either direction: the SDK's compatibility
 //     layer (a2acompat/a2av0) would pull the old a2a-go module and gRPC
 //     into every build. A 0.3 card is refused by NewRemote with

@@ -192,6 +192,13 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 		h = s.rpcHandler(a.ID())
 	}
+	if v := r.Header.Get(a2a.SvcParamVersion); v != "" && v != "1" && !strings.HasPrefix(v, "1.") {
+		// A2A 1.0 §3.6.2: a version the server does not speak. A request
+		// without the header is served as 1.0 (the spec reads it as 0.3;
+		// the official SDKs route it by method name, and so does this).
+		writeRPCError(w, http.StatusOK, a2a.ErrVersionNotSupported, "A2A version "+v+" is not supported; this server speaks 1.0")
+		return
+	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest, "request body over the limit of "+itoa(s.opts.MaxBodyBytes)+" bytes")
 		return
@@ -202,7 +209,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 
 // writeRPCError answers a JSON-RPC request that never reached a handler.
 func writeRPCError(w http.ResponseWriter, status int, code error, msg string) {
-	codes := map[error]int{a2a.ErrInvalidRequest: -32600, a2a.ErrMethodNotFound: -32601}
+	codes := map[error]int{a2a.ErrInvalidRequest: -32600, a2a.ErrMethodNotFound: -32601, a2a.ErrVersionNotSupported: -32009}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{

@@ -374,8 +374,17 @@ func TestServerErrors(t *testing.T) {
 		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`, `"code":-32601`},
 		{"extended card", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{}}`, `"code":-32007`},
 		{"not JSON", `{"jsonrpc":`, `"code":-32700`},
+		{"version 0.3", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`, `"code":-32009`},
+		{"version 1.1", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`, `"code":-32001`},
+		{"no version", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`, `"code":-32001`},
 	} {
-		status, _, body := httpDo(t, "POST", e.hs.URL+RPCPath, tc.body, "Content-Type", "application/json")
+		version := "1.0"
+		if v, ok := strings.CutPrefix(tc.name, "version "); ok {
+			version = v
+		} else if tc.name == "no version" {
+			version = ""
+		}
+		status, _, body := httpDo(t, "POST", e.hs.URL+RPCPath, tc.body, "Content-Type", "application/json", "A2A-Version", version)
 		if status != 200 || !strings.Contains(body, tc.want) {
 			t.Errorf("%s: %d %s", tc.name, status, body)
 		}
