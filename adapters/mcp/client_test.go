@@ -195,17 +195,14 @@ func TestCallProgressTimeoutCancel(t *testing.T) {
 	tr := newTaskRunner(t, "mcp:go")
 
 	t.Run("progress", func(t *testing.T) {
-		_, err, evs := tr.call(c, "go", "slow", map[string]any{"steps": 3, "ms": 5}, nil)
+		_, err, evs := tr.call(c, "go", "slow", map[string]any{"steps": 3, "ms": 20}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := types(toolEvents(evs))
-		want := []protocol.Type{protocol.TypeToolCall, protocol.TypeTaskProgress, protocol.TypeTaskProgress, protocol.TypeTaskProgress, protocol.TypeToolResult}
-		if !slices.Equal(got, want) {
-			t.Fatalf("events %v", got)
-		}
-		pp, _ := protocol.DecodePayload[mcp.ProgressPayload](toolEvents(evs)[3])
-		if pp.Progress != 3 || pp.Total != 3 || pp.Message != "step 3" || pp.Tool != "mcp:go" {
+		tev := toolEvents(evs)
+		checkProgress(t, tev, 3)
+		pp, _ := protocol.DecodePayload[mcp.ProgressPayload](tev[1])
+		if pp.Progress != 1 || pp.Total != 3 || pp.Message != "step 1" || pp.Tool != "mcp:go" || pp.CallID != tev[0].ID {
 			t.Errorf("progress %+v", pp)
 		}
 	})
@@ -405,5 +402,25 @@ func TestToolbox(t *testing.T) {
 	}
 	if got := types(toolEvents(tr.env.Events(store.Query{TaskID: id}))); !slices.Equal(got, []protocol.Type{protocol.TypeToolCall, protocol.TypeToolResult, protocol.TypeToolError}) {
 		t.Errorf("events %v", got)
+	}
+}
+
+// checkProgress checks the events of a call that reported up to max
+// progress notifications: tool.call, the task.progress events, then
+// tool.result and nothing after it. The SDK hands notifications to their
+// handler on a queue of their own, so the last ones may come after the
+// result; the adapter then drops them (research/mcp.md §2), so fewer than
+// max is fine, but at least the first must have made it.
+func checkProgress(t *testing.T, tev []*protocol.Message, max int) {
+	t.Helper()
+	got := types(tev)
+	n := len(got) - 2
+	if len(got) < 3 || got[0] != protocol.TypeToolCall || got[len(got)-1] != protocol.TypeToolResult || n > max {
+		t.Fatalf("events %v", got)
+	}
+	for _, ty := range got[1 : len(got)-1] {
+		if ty != protocol.TypeTaskProgress {
+			t.Fatalf("events %v", got)
+		}
 	}
 }

@@ -137,6 +137,10 @@
 //     retried behind the caller's back.
 //   - stdio servers get a minimal environment unless InheritEnv is set.
 //   - cancel_task only cancels tasks submitted through the same Server.
+//   - The Server writes each progress notification before the result, but
+//     a TypeScript SDK v1 client drops notifications that reach it in the
+//     same read as the response: a host on it sees no progress for a task
+//     that ends within milliseconds.
 //   - list_agents without ServerOptions.Registry rebuilds the cards from the
 //     store on every call and cannot tell liveness of in-process agents.
 package mcp

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -74,6 +75,9 @@ func researchHandler(ctx context.Context, t *router.Task) (*router.Result, error
 		return nil, err
 	}
 	_ = t.Progress(ctx, map[string]any{"step": "searching"})
+	// A task takes a moment: the TypeScript SDK v1 client drops progress
+	// notifications that reach it in the same read as the response.
+	time.Sleep(50 * time.Millisecond)
 	return &router.Result{PayloadType: schema.PayloadResearchSummary, Payload: schema.ResearchSummary{
 		Findings: []string{"answer to " + q.Query}, Citations: []string{"https://example.org"}}}, nil
 }

@@ -40,6 +40,7 @@ func newTeam(t testing.TB) *team {
 				return nil, err
 			}
 			_ = t.Progress(ctx, map[string]any{"step": "searching"})
+			time.Sleep(50 * time.Millisecond) // see researchHandler
 			return &router.Result{PayloadType: schema.PayloadResearchSummary, Payload: schema.ResearchSummary{
 				Findings: []string{"answer to " + q.Query}, Citations: []string{"https://example.org"}}}, nil
 		})
