@@ -328,6 +328,31 @@ func TestUnavailableAndBackoff(t *testing.T) {
 	if fails != 1 {
 		t.Errorf("backoff: %d connection attempts, want 1", fails)
 	}
+
+	// A real unreachable HTTP server and a command that does not exist.
+	c2 := newClient(t, []mcp.ServerConfig{{Name: "http", URL: "http://127.0.0.1:1/mcp"}, {Name: "cmd", Command: "/nonexistent/mcp-server"}}, nil)
+	tr2 := newTaskRunner(t, "mcp:http", "mcp:cmd")
+	for _, s := range []string{"http", "cmd"} {
+		_, err, _ := tr2.call(c2, s, "x", nil, nil)
+		if !errors.As(err, &te) || te.Code != protocol.CodeToolUnavailable || !te.Retryable {
+			t.Errorf("%s: %#v", s, err)
+		}
+	}
+}
+
+func TestServerTimeout(t *testing.T) {
+	p := newGoPeer(t)
+	cfg := goServer(p)
+	cfg.Timeout = 100 * time.Millisecond
+	c := newClient(t, []mcp.ServerConfig{cfg}, nil)
+	tr := newTaskRunner(t, "mcp:go")
+	_, err, evs := tr.call(c, "go", "hang", nil, nil)
+	if !errors.Is(err, protocol.CodeTimeout) {
+		t.Fatalf("err = %v", err)
+	}
+	if ep := errorPayload(t, toolEvents(evs)[1]); ep.Details["timeout_ms"] != float64(100) {
+		t.Errorf("details %v", ep.Details)
+	}
 }
 
 func TestToolsCacheAndNames(t *testing.T) {

@@ -310,9 +310,11 @@ func TestEverythingStdio(t *testing.T) {
 			t.Errorf("server processes left after Close: %v", ps)
 		}
 	})
+	t.Setenv("CLUTCH_TEST_SECRET", "do-not-pass")
 	c := newClient(t, []mcp.ServerConfig{{
 		Name: "everything", Command: node,
 		Args: []string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio", tag},
+		Env:  map[string]string{"CLUTCH_TEST_VAR": "42"},
 	}}, &mcp.ClientOptions{TerminateDuration: 300 * time.Millisecond})
 	tr := newTaskRunner(t, "mcp:everything")
 	ctx := context.Background()
@@ -341,6 +343,10 @@ func TestEverythingStdio(t *testing.T) {
 	res, err, _ = tr.call(c, "everything", "get-structured-content", map[string]any{"location": "New York"}, nil)
 	if err != nil || !strings.Contains(string(res.StructuredContent), `"temperature"`) {
 		t.Fatalf("get-structured-content: %v %v", res, err)
+	}
+	res, err, _ = tr.call(c, "everything", "get-env", nil, nil)
+	if err != nil || !strings.Contains(res.Text(), "CLUTCH_TEST_VAR") || strings.Contains(res.Text(), "CLUTCH_TEST_SECRET") || !strings.Contains(res.Text(), "PATH") {
+		t.Errorf("environment of the server: %v %.300s", err, res.Text())
 	}
 	_, err, _ = tr.call(c, "everything", "nosuch", nil, nil)
 	if !errors.Is(err, protocol.CodeToolNotFound) {

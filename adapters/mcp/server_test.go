@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -354,9 +355,16 @@ func stderrOf(err error) string {
 // task.progress events of the calling task.
 func TestClientToServerHTTP(t *testing.T) {
 	tm := newTeam(t)
-	hs := httptest.NewServer(tm.srv.Handler())
+	h := tm.srv.Handler()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t0ken" { // ServerConfig.Headers reach the server
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
-	c := newClient(t, []mcp.ServerConfig{{Name: "team", URL: hs.URL}}, nil)
+	c := newClient(t, []mcp.ServerConfig{{Name: "team", URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer t0ken"}}}, nil)
 	tr := newTaskRunner(t, "mcp:team")
 
 	res, err, evs := tr.call(c, "team", mcp.ToolSubmitTask, map[string]any{
