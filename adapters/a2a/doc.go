@@ -159,7 +159,8 @@
 // Other task failures answer their code's HTTP status
 // (protocol.Code.HTTPStatus) with the code in lower case as the error
 // name ("timeout", "tool_failed", "input_required") and the agent's
-// message; seed 002 has no row for them.
+// message; seed 002 has no row for them. Its llm_init_failed row has no
+// counterpart: Clutch holds no LLM providers.
 //
 // Outbound, Handle returns wire errors the router retries when retryable:
 // an unreachable peer, a dropped connection, HTTP 5xx and JSON-RPC

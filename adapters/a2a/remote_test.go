@@ -243,6 +243,7 @@ func TestRemoteCancel(t *testing.T) {
 }
 
 func TestRemoteTimeout(t *testing.T) {
+	t.Parallel() // waits for a max_runtime_sec of 1 s
 	b := newTestEnv(t, nil)
 	c := newCaller(t, b.hs.URL+"/agents/echo", &RemoteOptions{Limits: &protocol.Limits{MaxRuntimeSec: 1}}, 1)
 	out, err := c.ask(t, "block:", "")
@@ -501,5 +502,40 @@ func TestClassify(t *testing.T) {
 		if ep.Code != tc.code || ep.Retryable != tc.retryable || ep.Details["remote"] != "http://peer" {
 			t.Errorf("%v: %+v", tc.err, ep)
 		}
+	}
+}
+
+// TestRemoteContexts: one contextId per Clutch thread — the thread id,
+// or the id the agent gave the thread — and a thread whose last remote
+// task asked for input answers that task.
+func TestRemoteContexts(t *testing.T) {
+	rm := &Remote{contexts: map[string]string{}, pending: map[string]a2a.TaskID{}}
+	req := &protocol.Message{ID: "msg_1", ThreadID: "thr_1", PayloadType: PayloadContent, Payload: json.RawMessage(`{"text":"hi"}`)}
+	if msg := rm.outbound(req); msg.ContextID != "thr_1" || msg.TaskID != "" || msg.ID != "msg_1" || textOf(msg.Parts) != "hi" {
+		t.Fatalf("first message: %s", mustJSON(t, msg))
+	}
+	run := &remoteRun{rm: rm, thread: "thr_1", taskID: "remote-task"}
+	run.learnContext("thr_1") // the agent kept ours: nothing to remember
+	if len(rm.contexts) != 0 {
+		t.Errorf("contexts %v", rm.contexts)
+	}
+	run.learnContext("ctx-from-agent")
+	run.status = a2a.TaskStatus{State: a2a.TaskStateInputRequired}
+	if _, err := run.outcome(context.Background()); !errors.Is(err, protocol.CodeInputRequired) {
+		t.Fatalf("outcome: %v", err)
+	}
+	msg := rm.outbound(req)
+	if msg.ContextID != "ctx-from-agent" || msg.TaskID != "remote-task" {
+		t.Errorf("follow-up: %s", mustJSON(t, msg))
+	}
+	if msg := rm.outbound(req); msg.TaskID != "" || msg.ContextID != "ctx-from-agent" {
+		t.Errorf("the pending task is answered once: %s", mustJSON(t, msg))
+	}
+	// The map is bounded.
+	for i := range maxRemoteContexts + 10 {
+		(&remoteRun{rm: rm, thread: fmt.Sprint("thr_", i)}).learnContext(fmt.Sprint("c", i))
+	}
+	if len(rm.contexts) > maxRemoteContexts {
+		t.Errorf("%d contexts remembered", len(rm.contexts))
 	}
 }

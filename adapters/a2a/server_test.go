@@ -177,6 +177,7 @@ func TestSendStreamingMessage(t *testing.T) {
 }
 
 func TestTaskStates(t *testing.T) {
+	t.Parallel() // waits for a max_runtime_sec of 1 s
 	e := newTestEnv(t, nil)
 	cl := e.client(t, "")
 	for _, tc := range []struct {
