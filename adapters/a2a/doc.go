@@ -139,7 +139,7 @@
 // Go errors of the package are [*Error]: a protocol.Code (so errors.Is
 // against a code works and the error has an HTTP status and a CLowl code),
 // the JSON pointer of bad outside input, and one of the sentinels
-// ErrInvalidOptions, ErrCard, ErrInput, ErrClosed.
+// ErrInvalidOptions, ErrCard, ErrInput.
 //
 // On A2A JSON-RPC the Server answers the A2A errors: TaskNotFoundError
 // (unknown task, or one not visible there), TaskNotCancelableError (ended,

@@ -18,8 +18,6 @@ var (
 	// ErrInput: outside input (an A2A message, a simple-surface body) could
 	// not be mapped to a task.request (see Error.Code and Error.Path).
 	ErrInput error = coded.New("a2a: invalid input", protocol.CodeInvalidField)
-	// ErrClosed: the Remote was closed.
-	ErrClosed error = coded.New("a2a: remote closed", protocol.CodeToolUnavailable)
 )
 
 // Error is the typed error of the package: the sentinel it matches, the
@@ -30,7 +28,7 @@ type Error struct {
 	Code     protocol.Code // stable code from the protocol error table
 	Path     string        // JSON pointer into the outside input, "" if none
 	Detail   string        // human-readable explanation
-	Sentinel error         // ErrInvalidOptions, ErrCard, ErrInput, ErrClosed
+	Sentinel error         // ErrInvalidOptions, ErrCard or ErrInput
 	Err      error         // cause, if any
 }
 

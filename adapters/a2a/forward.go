@@ -29,7 +29,7 @@ type RemoteProgress struct {
 // card's max_runtime_sec) cancels the remote task.
 func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, error) {
 	if rm.closed.Load() {
-		return nil, router.Fail(protocol.CodeToolUnavailable, "the A2A remote "+rm.url+" is closed", true, nil)
+		return nil, router.Fail(protocol.CodeToolUnavailable, "the A2A remote "+rm.url+" is closed", false, nil)
 	}
 	run := &remoteRun{rm: rm, t: t, thread: t.Request().ThreadID}
 	req := &a2a.SendMessageRequest{Message: rm.outbound(t.Request())}

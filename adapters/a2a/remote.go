@@ -200,7 +200,8 @@ func (rm *Remote) Card() *protocol.AgentCard { return rm.card }
 func (rm *Remote) A2ACard() *a2a.AgentCard { return rm.a2aCard }
 
 // Close releases the Remote's connections; Handle then fails every task
-// with a retryable TOOL_UNAVAILABLE. Closing twice is harmless.
+// with TOOL_UNAVAILABLE, not retryable (a closed Remote does not come
+// back). Closing twice is harmless.
 func (rm *Remote) Close() error {
 	if rm.closed.Swap(true) {
 		return nil
