@@ -29,7 +29,8 @@ type Client struct {
 }
 
 // NewClient returns a Client for the given servers, without connecting to
-// any of them. opts may be nil.
+// any of them. The servers are a slice, not a map, so that LLMTools lists
+// them in a stable order; their names must be unique. opts may be nil.
 func NewClient(servers []ServerConfig, opts *ClientOptions) (*Client, error) {
 	var o ClientOptions
 	if opts != nil {

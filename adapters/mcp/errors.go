@@ -61,10 +61,8 @@ type ToolError struct {
 	Err error
 }
 
-func (e *ToolError) Error() string {
-	s := "mcp: " + string(e.Code) + ": " + e.Message
-	return s
-}
+// Error returns "mcp: <CODE>: <message>".
+func (e *ToolError) Error() string { return "mcp: " + string(e.Code) + ": " + e.Message }
 
 // Unwrap returns the cause.
 func (e *ToolError) Unwrap() error { return e.Err }
