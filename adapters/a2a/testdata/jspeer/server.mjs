@@ -202,7 +202,10 @@ server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`LISTENING ${base}\n`);
 });
 
-const stop = () => server.close(() => process.exit(0));
+const stop = () => {
+  server.close(() => process.exit(0));
+  server.closeAllConnections(); // idle keep-alive connections too
+};
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 // The Go test closes our stdin when it is done: never outlive it.
