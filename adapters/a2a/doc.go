@@ -47,7 +47,8 @@
 //	                                   status COMPLETED
 //	task.error INPUT_REQUIRED        status INPUT_REQUIRED, message: the question
 //	task.error (any other code)      status FAILED, message: text and the §5.4 error
-//	                                   as a data part (clutch.kind "error")
+//	                                   as a data part (clutch.kind "error"); an INTERNAL
+//	                                   error says "internal error" only (the log keeps it)
 //	task.timeout                     status FAILED with the TIMEOUT error
 //	task.cancel                      status CANCELED
 //	routing.*, tool.*, other events  nothing (they stay in the Clutch log)
@@ -147,7 +148,9 @@
 // an ended or running task, streaming when disabled, subscribing to an
 // ended task), InvalidParamsError (a message that does not map, with the
 // reason), InternalError (with no detail: the detail is logged). A body
-// over MaxBodyBytes gets HTTP 413 and InvalidRequestError.
+// whose Content-Length is over MaxBodyBytes gets HTTP 413 and
+// InvalidRequestError; a chunked body is cut at the limit and answers
+// ParseError.
 //
 // The simple surface normalises errors as seed 002 §2.5, JSON bodies
 // {"error", "message", "details"?}: agent_not_found (404); invalid_request

@@ -204,6 +204,9 @@ func TestTaskStates(t *testing.T) {
 			if tc.code == protocol.CodeInputRequired && textOf(task.Status.Message.Parts) != "which market?" {
 				t.Errorf("question: %s", mustJSON(t, task.Status.Message))
 			}
+			if strings.Contains(mustJSON(t, task), "secret") {
+				t.Errorf("internal detail leaked: %s", mustJSON(t, task.Status))
+			}
 		})
 	}
 }

@@ -54,6 +54,11 @@ func (v *taskView) apply(m *protocol.Message) []a2a.Event {
 		return v.status(m, a2a.TaskStateWorking, v.agentMessage(m, payloadParts("", m.Payload, kindProgress, true)))
 	case protocol.TypeTaskError, protocol.TypeTaskTimeout, protocol.TypeTaskCancel:
 		ep := errorOf(m)
+		if ep.Code == protocol.CodeInternal {
+			// A panic's value or a store failure is for the log, not for
+			// the client.
+			ep = protocol.ErrorPayload{Code: ep.Code, Message: "internal error", Retryable: ep.Retryable}
+		}
 		msg := v.agentMessage(m, errorParts(ep))
 		switch {
 		case m.Type == protocol.TypeTaskCancel:
