@@ -1,10 +1,15 @@
 package boltstore_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
@@ -45,6 +50,82 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportMetric(float64(fi.Size())/float64(b.N), "disk-B/event")
 		})
 	}
+}
+
+// BenchmarkAppendNaive is the baseline of research/perf-baselines.md §2 on
+// this machine, in the same run: one bbolt transaction per message holding
+// the message under its seq and, in the same transaction, the dedup
+// lookups and puts of the id and idempotency key and the four index keys
+// (attr ‖ 0 ‖ seq), from 64 goroutines.
+func BenchmarkAppendNaive(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "naive.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	names := []string{"events", "ids", "idem", "run", "thread", "task", "agent"}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, n := range names {
+			if _, err := tx.CreateBucket([]byte(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	work := storetest.BenchMessages(b, b.N, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, msgs := range work {
+		wg.Go(func() {
+			for _, m := range msgs {
+				if err := m.Validate(); err != nil {
+					b.Error(err)
+					return
+				}
+				err := db.Update(func(tx *bolt.Tx) error {
+					bk := func(n string) *bolt.Bucket { return tx.Bucket([]byte(n)) }
+					idemKey := []byte(m.RunID + "\x00" + m.IdempotencyKey)
+					if bk("ids").Get([]byte(m.ID)) != nil || bk("idem").Get(idemKey) != nil {
+						return nil
+					}
+					var seq uint64 = 1
+					if k, _ := bk("events").Cursor().Last(); k != nil {
+						seq = binary.BigEndian.Uint64(k) + 1
+					}
+					sk := binary.BigEndian.AppendUint64(nil, seq)
+					puts := []struct {
+						b    string
+						k, v []byte
+					}{
+						{"events", sk, m.Raw()}, {"ids", []byte(m.ID), sk}, {"idem", idemKey, sk},
+						{"run", append([]byte(m.RunID+"\x00"), sk...), nil},
+						{"thread", append([]byte(m.ThreadID+"\x00"), sk...), nil},
+						{"task", append([]byte(m.TaskID+"\x00"), sk...), nil},
+						{"agent", append([]byte(m.From.AgentID+"\x00"), sk...), nil},
+					}
+					for _, p := range puts {
+						if err := bk(p.b).Put(p.k, p.v); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 }
 
 func BenchmarkReadRun(b *testing.B) {

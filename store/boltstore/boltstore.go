@@ -337,7 +337,7 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	var f fetcher
 	through := upTo
 	err := s.view(func(tx *bolt.Tx) error {
-		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q}
+		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q, max: limit}
 		full := func(seq uint64) bool {
 			if len(f.evs) == limit {
 				through = seq
@@ -445,6 +445,7 @@ type fetcher struct {
 	c   *bolt.Cursor
 	q   store.Query
 	at  uint64 // seq under the cursor, 0 when unknown
+	max int    // the page's limit
 	evs []store.Event
 }
 
@@ -477,7 +478,7 @@ func (f *fetcher) add(seq uint64, v []byte, check bool) error {
 		return nil
 	}
 	if f.evs == nil {
-		f.evs = make([]store.Event, 0, 16)
+		f.evs = make([]store.Event, 0, min(f.max, 64))
 	}
 	f.evs = append(f.evs, eventOf(seq, &r))
 	return nil

@@ -345,8 +345,12 @@ func (w *writer) flush() error {
 // unlike a fixed batch delay it cannot cost more than a fraction of the
 // commit it amortizes.
 func (w *writer) gather() {
-	deadline := time.Now().Add(w.lastCommit / 4)
+	deadline := time.Now().Add(min(w.lastCommit/4, maxGather))
 	for len(w.s.reqs) < w.lastGroup && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
 }
+
+// maxGather caps gather's wait, so that a slow commit (a loaded machine, a
+// slow disk) does not make the writer spin long.
+const maxGather = 200 * time.Microsecond

@@ -229,8 +229,14 @@ func testReopen(t *testing.T, su *suite) {
 	if n := lastSeq(t, s); n != uint64(len(m)) {
 		t.Fatalf("LastSeq after reopen = %d, want %d", n, len(m))
 	}
-	if diff := cmp.Diff(before, readAll(t, s, store.Query{})); diff != "" {
-		t.Fatalf("events after reopen (-before +after):\n%s", diff)
+	after := readAll(t, s, store.Query{})
+	if len(after) != len(before) {
+		t.Fatalf("%d events after reopen, %d before", len(after), len(before))
+	}
+	for i, e := range after {
+		if b := before[i]; e.Seq != b.Seq || !e.Time.Equal(b.Time) || !bytes.Equal(e.Raw, b.Raw) {
+			t.Fatalf("event %d after reopen is seq %d at %v, before seq %d at %v (or its bytes differ)", i, e.Seq, e.Time, b.Seq, b.Time)
+		}
 	}
 	checkRead(t, s, m, store.Query{RunID: m[0].RunID})
 	checkRead(t, s, m, store.Query{TaskID: m[1].TaskID, AfterSeq: 7})
