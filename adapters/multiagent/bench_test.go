@@ -1,0 +1,64 @@
+package multiagent_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/clutchprotocol/clutch/adapters/multiagent"
+)
+
+// A typical planner envelope (seed 001, canonical example 1: content,
+// artifacts, two next actions, confidence): inbound (checks, mapping, the
+// derived id, two proposed requests) and outbound of the main message.
+func BenchmarkInboundPlan(b *testing.B) {
+	raw, err := os.ReadFile("testdata/examples/01-planner-plan.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := multiagent.New(nil)
+	ctx := context.Background()
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Inbound(ctx, raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkOutboundPlan(b *testing.B) {
+	raw, err := os.ReadFile("testdata/examples/01-planner-plan.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := multiagent.New(nil)
+	ctx := context.Background()
+	msgs, err := a.Inbound(ctx, raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Outbound(ctx, msgs[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkClaudePrompt(b *testing.B) {
+	raw, err := os.ReadFile("testdata/examples/01-planner-plan.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs, err := multiagent.New(nil).Inbound(context.Background(), raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := multiagent.ClaudePrompt(msgs[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package multiagent_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/clutchprotocol/clutch/adapters/multiagent"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store/memstore"
+)
+
+// A planner's envelope becomes its task.result and one proposed
+// task.request per next action.
+func Example() {
+	raw := []byte(`{"protocol":"multiagent-1.0","role":"agent","agent":{"id":"gpt5.plan","name":"Planner","model":"gpt-5"},
+	  "timestamp":"2025-10-10T12:40:00Z","intent":"plan","task":"Outline steps to scrape prices",
+	  "content":{"type":"text","text":"I propose a 3-step plan."},
+	  "outputs":{"next_actions":[{"intent":"decompose","task":"Turn plan into executable tasks"}]},
+	  "confidence":{"score":0.78},"trace":{"id":"msg_002","parents":["msg_001"]}}`)
+	msgs, err := multiagent.New(nil).Inbound(context.Background(), raw)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range msgs {
+		fmt.Println(m.Type, m.ID, m.TaskID, m.From.AgentID, m.Domain, m.PayloadType, m.Meta["intent"])
+	}
+	// Output:
+	// task.result msg_002 task:msg_001 agent:gpt5.plan planning multiagent.plan.v1 plan
+	// task.request msg_002/next/0 task:msg_002/next/0 agent:gpt5.plan planning multiagent.decompose.v1 decompose
+}
+
+// The seed's routing rules as a router policy.
+func ExamplePolicy() {
+	ctx := context.Background()
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	reg, _ := registry.Open(ctx, st, nil)
+	schemas, _ := schema.New(nil)
+	_ = multiagent.RegisterSchemas(schemas)
+	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	defer r.Close()
+	for _, id := range []string{"agent:gpt5", "agent:claude", "agent:gemini"} {
+		card := &protocol.AgentCard{V: protocol.Version, AgentID: id, Capabilities: []protocol.Capability{}}
+		r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			return &router.Result{Payload: map[string]any{"by": t.Agent()}}, nil
+		})
+	}
+	p, _ := multiagent.NewPolicy(r, &multiagent.PolicyOptions{
+		Routes: multiagent.SeedRoutes("agent:gpt5", "agent:claude", "agent:gemini"),
+	})
+	for _, intent := range []string{"plan", "summarize", "retrieve"} {
+		req, _ := r.NewRequest("agent:ui", multiagent.PayloadType(intent), map[string]any{"task": intent})
+		h, _ := p.Submit(context.Background(), req)
+		out, _ := h.Wait(context.Background())
+		fmt.Println(intent, "→", out.Message.From.AgentID)
+	}
+	// Output:
+	// plan → agent:gpt5
+	// summarize → agent:claude
+	// retrieve → agent:gemini
+}
+
+// An LLM-backed agent renders its request in its model's style.
+func ExampleClaudePrompt() {
+	m, _ := multiagent.New(nil).Inbound(context.Background(), []byte(`{"protocol":"multiagent-1.0","role":"user",
+	  "timestamp":"2025-10-10T12:00:00Z","intent":"summarize","task":"Produce daily change summary",
+	  "inputs":{"context":"prices.csv has 147 new rows"},"content":{"type":"json","data":{"rows":147}}}`))
+	s, _ := multiagent.ClaudePrompt(m[0])
+	fmt.Println(s)
+	sys, user, _ := multiagent.GPTPrompt(m[0])
+	fmt.Println(sys)
+	fmt.Println(user)
+	g, _ := multiagent.GeminiPrompt(m[0])
+	fmt.Println(g)
+	// Output:
+	// [INTENT:summarize] [TASK:Produce daily change summary]
+	// CONTEXT:
+	// prices.csv has 147 new rows
+	// CONTENT:
+	// {"rows":147}
+	// You speak Envelope v1. Intent=summarize. Return JSON only.
+	// {"task":"Produce daily change summary","context":"prices.csv has 147 new rows"}
+	// Goal: Produce daily change summary
+	// Intent: summarize
+	// Context: prices.csv has 147 new rows
+	// Data:{
+	//   "rows": 147
+	// }
+}

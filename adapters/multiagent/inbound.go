@@ -1,0 +1,759 @@
+package multiagent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// The roles of seed 001.
+const (
+	RoleAgent  = "agent"
+	RoleUser   = "user"
+	RoleSystem = "system"
+	RoleTool   = "tool"
+)
+
+// The content types of seed 001.
+const (
+	ContentText       = "text"
+	ContentCode       = "code"
+	ContentJSON       = "json"
+	ContentToolResult = "tool_result"
+	ContentError      = "error"
+)
+
+type wire struct {
+	Protocol   jsontext.Value `json:"protocol"`
+	Role       jsontext.Value `json:"role"`
+	Agent      jsontext.Value `json:"agent"`
+	Timestamp  jsontext.Value `json:"timestamp"`
+	Intent     jsontext.Value `json:"intent"`
+	Task       jsontext.Value `json:"task"`
+	Inputs     jsontext.Value `json:"inputs"`
+	Content    jsontext.Value `json:"content"`
+	Outputs    jsontext.Value `json:"outputs"`
+	Confidence jsontext.Value `json:"confidence"`
+	Trace      jsontext.Value `json:"trace"`
+	Unknown    jsontext.Value `json:",embed"`
+
+	// Parsed views.
+	role, intent, task, ts, contentType string
+	time                                time.Time
+	agent                               []member // agent members other than id
+	agentID                             string
+	score                               json.Number
+	hasScore                            bool
+	traceID                             string
+	parents, tags                       []string
+	cost                                jsontext.Value
+	traceExtra                          []member
+	actions                             []action
+	artifacts                           []artifact
+	handshake                           bool
+	supports                            []string
+}
+
+type action struct {
+	intent, task string
+	args         jsontext.Value
+}
+
+type artifact struct {
+	kind, name, uri string
+}
+
+// present reports whether an optional member has a value (null counts as
+// absent).
+func present(v jsontext.Value) bool { k := kind(v); return k != 0 && k != 'n' }
+
+// parse checks an envelope and reads the fields the mapping needs.
+func parse(raw []byte, maxBytes int) (*wire, error) {
+	if len(raw) > maxBytes {
+		return nil, inErr(protocol.CodeTooLarge, "", "envelope is "+itoa(len(raw))+" bytes, limit "+itoa(maxBytes), nil)
+	}
+	if err := checkJSON(raw); err != nil {
+		return nil, err
+	}
+	if k := kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
+		return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+kindName(k), nil)
+	}
+	w := new(wire)
+	if err := jsonv2.Unmarshal(raw, w); err != nil {
+		return nil, decodeErr(err, "")
+	}
+	p, ok, err := wantString(w.Protocol, "/protocol")
+	switch {
+	case err != nil:
+		return nil, inErr(protocol.CodeUnsupportedVersion, "/protocol", "protocol must be the string "+strconv.Quote(Protocol), ErrProtocol)
+	case !ok:
+		return nil, inErr(protocol.CodeMissingField, "/protocol", "protocol is required", nil)
+	case p != Protocol:
+		return nil, inErr(protocol.CodeUnsupportedVersion, "/protocol", "protocol "+strconv.Quote(p)+", this adapter speaks "+Protocol, ErrProtocol)
+	}
+	if w.role, err = required(w.Role, "/role"); err != nil {
+		return nil, err
+	}
+	switch w.role {
+	case RoleAgent, RoleUser, RoleSystem, RoleTool:
+	default:
+		return nil, inErr(protocol.CodeInvalidField, "/role", "role "+strconv.Quote(w.role)+" is not agent, user, system or tool", nil)
+	}
+	if w.ts, err = required(w.Timestamp, "/timestamp"); err != nil {
+		return nil, err
+	}
+	if w.time, err = time.Parse(time.RFC3339Nano, w.ts); err != nil {
+		return nil, inErr(protocol.CodeInvalidField, "/timestamp", "timestamp "+strconv.Quote(w.ts)+" is not ISO 8601 / RFC 3339", nil)
+	}
+	if w.intent, err = required(w.Intent, "/intent"); err != nil {
+		return nil, err
+	}
+	if w.intent == "" {
+		return nil, inErr(protocol.CodeInvalidField, "/intent", "intent must not be empty", nil)
+	}
+	if !present(w.Task) {
+		return nil, inErr(protocol.CodeMissingField, "/task", "task is required", nil)
+	}
+	if w.task, _, err = wantString(w.Task, "/task"); err != nil {
+		return nil, err
+	}
+	if err := w.readAgent(); err != nil {
+		return nil, err
+	}
+	if present(w.Inputs) && kind(w.Inputs) != '{' {
+		return nil, inErr(protocol.CodeWrongType, "/inputs", "inputs must be an object", nil)
+	}
+	if err := w.readContent(); err != nil {
+		return nil, err
+	}
+	if err := w.readOutputs(); err != nil {
+		return nil, err
+	}
+	if err := w.readConfidence(); err != nil {
+		return nil, err
+	}
+	if err := w.readTrace(); err != nil {
+		return nil, err
+	}
+	if len(w.Unknown) > 0 {
+		if depth(w.Unknown) > protocol.DefaultMaxDepth-4 {
+			return nil, inErr(protocol.CodeTooDeep, "", "unknown members are nested too deeply to keep in meta", nil)
+		}
+	}
+	return w, nil
+}
+
+func required(v jsontext.Value, path string) (string, error) {
+	s, ok, err := wantString(v, path)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", inErr(protocol.CodeMissingField, path, path[1:]+" is required", nil)
+	}
+	return s, nil
+}
+
+func (w *wire) readAgent() error {
+	if !present(w.Agent) {
+		return nil
+	}
+	if kind(w.Agent) != '{' {
+		return inErr(protocol.CodeWrongType, "/agent", "agent must be an object", nil)
+	}
+	ms, err := members(w.Agent)
+	if err != nil {
+		return decodeErr(err, "/agent")
+	}
+	for _, mb := range ms {
+		if mb.name == "id" {
+			id, ok := str(mb.value)
+			if !ok || id == "" {
+				return inErr(protocol.CodeInvalidField, "/agent/id", "agent.id must be a non-empty string", nil)
+			}
+			w.agentID = id
+			continue
+		}
+		w.agent = append(w.agent, mb)
+	}
+	if w.agentID == "" {
+		return inErr(protocol.CodeMissingField, "/agent/id", "agent.id is required", nil)
+	}
+	return nil
+}
+
+func (w *wire) readContent() error {
+	if !present(w.Content) {
+		return inErr(protocol.CodeMissingField, "/content", "content is required", nil)
+	}
+	if kind(w.Content) != '{' {
+		return inErr(protocol.CodeWrongType, "/content", "content must be an object", nil)
+	}
+	ms, err := members(w.Content)
+	if err != nil {
+		return decodeErr(err, "/content")
+	}
+	var data jsontext.Value
+	for _, mb := range ms {
+		switch mb.name {
+		case "type":
+			s, ok := str(mb.value)
+			if !ok || s == "" {
+				return inErr(protocol.CodeInvalidField, "/content/type", "content.type must be a non-empty string", nil)
+			}
+			w.contentType = s
+		case "text":
+			if present(mb.value) && kind(mb.value) != '"' {
+				return inErr(protocol.CodeWrongType, "/content/text", "content.text must be a string", nil)
+			}
+		case "data":
+			data = mb.value
+		}
+	}
+	if w.contentType == "" {
+		return inErr(protocol.CodeMissingField, "/content/type", "content.type is required", nil)
+	}
+	// The handshake / health message of seed 001: a system message
+	// announcing what the sender supports.
+	if w.role == RoleSystem && w.contentType == ContentJSON && kind(data) == '{' {
+		dm, _ := members(data)
+		for _, mb := range dm {
+			if mb.name != "supports" || kind(mb.value) != '[' {
+				continue
+			}
+			var l []jsontext.Value
+			if jsonv2.Unmarshal(mb.value, &l) != nil {
+				continue
+			}
+			w.handshake = true
+			for _, e := range l {
+				if s, ok := str(e); ok {
+					w.supports = append(w.supports, s)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (w *wire) readOutputs() error {
+	if !present(w.Outputs) {
+		return nil
+	}
+	if kind(w.Outputs) != '{' {
+		return inErr(protocol.CodeWrongType, "/outputs", "outputs must be an object", nil)
+	}
+	ms, err := members(w.Outputs)
+	if err != nil {
+		return decodeErr(err, "/outputs")
+	}
+	for _, mb := range ms {
+		switch mb.name {
+		case "artifacts", "next_actions":
+		default:
+			continue
+		}
+		if !present(mb.value) {
+			continue
+		}
+		base := "/outputs/" + mb.name
+		if kind(mb.value) != '[' {
+			return inErr(protocol.CodeWrongType, base, mb.name+" must be an array", nil)
+		}
+		var l []jsontext.Value
+		if err := jsonv2.Unmarshal(mb.value, &l); err != nil {
+			return decodeErr(err, base)
+		}
+		for i, e := range l {
+			p := base + "/" + itoa(i)
+			if kind(e) != '{' {
+				return inErr(protocol.CodeWrongType, p, "want an object", nil)
+			}
+			em, err := members(e)
+			if err != nil {
+				return decodeErr(err, p)
+			}
+			if mb.name == "artifacts" {
+				var a artifact
+				for _, f := range em {
+					s, isStr := str(f.value)
+					switch {
+					case f.name == "uri" && isStr:
+						a.uri = s
+					case f.name == "kind" && isStr:
+						a.kind = s
+					case f.name == "name" && isStr:
+						a.name = s
+					case (f.name == "uri" || f.name == "kind" || f.name == "name" || f.name == "inline") && present(f.value) && !isStr:
+						return inErr(protocol.CodeWrongType, p+"/"+f.name, f.name+" must be a string", nil)
+					}
+				}
+				w.artifacts = append(w.artifacts, a)
+				continue
+			}
+			var a action
+			seen := false
+			for _, f := range em {
+				switch f.name {
+				case "intent":
+					s, ok := str(f.value)
+					if !ok || s == "" {
+						return inErr(protocol.CodeInvalidField, p+"/intent", "a next action needs an intent", nil)
+					}
+					a.intent = s
+				case "task":
+					s, ok := str(f.value)
+					if !ok {
+						return inErr(protocol.CodeWrongType, p+"/task", "task must be a string", nil)
+					}
+					a.task, seen = s, true
+				case "args":
+					if present(f.value) {
+						if kind(f.value) != '{' {
+							return inErr(protocol.CodeWrongType, p+"/args", "args must be an object", nil)
+						}
+						a.args = compact(f.value)
+					}
+				}
+			}
+			if a.intent == "" || !seen {
+				return inErr(protocol.CodeMissingField, p, "a next action needs intent and task", nil)
+			}
+			w.actions = append(w.actions, a)
+		}
+	}
+	return nil
+}
+
+func (w *wire) readConfidence() error {
+	if !present(w.Confidence) {
+		return nil
+	}
+	if kind(w.Confidence) != '{' {
+		return inErr(protocol.CodeWrongType, "/confidence", "confidence must be an object", nil)
+	}
+	ms, err := members(w.Confidence)
+	if err != nil {
+		return decodeErr(err, "/confidence")
+	}
+	for _, mb := range ms {
+		if mb.name != "score" {
+			continue
+		}
+		if kind(mb.value) != '0' {
+			return inErr(protocol.CodeWrongType, "/confidence/score", "score must be a number", nil)
+		}
+		f, err := strconv.ParseFloat(string(mb.value), 64)
+		if err != nil || f < 0 || f > 1 {
+			return inErr(protocol.CodeInvalidField, "/confidence/score", "score must be between 0 and 1", nil)
+		}
+		w.score, w.hasScore = json.Number(mb.value), true
+	}
+	if !w.hasScore {
+		return inErr(protocol.CodeMissingField, "/confidence/score", "confidence needs a score", nil)
+	}
+	return nil
+}
+
+func (w *wire) readTrace() error {
+	if !present(w.Trace) {
+		return nil
+	}
+	if kind(w.Trace) != '{' {
+		return inErr(protocol.CodeWrongType, "/trace", "trace must be an object", nil)
+	}
+	ms, err := members(w.Trace)
+	if err != nil {
+		return decodeErr(err, "/trace")
+	}
+	for _, mb := range ms {
+		p := "/trace/" + mb.name
+		switch mb.name {
+		case "id":
+			if !present(mb.value) {
+				continue
+			}
+			s, ok := str(mb.value)
+			if !ok || s == "" || len(s) > protocol.MaxIDLength {
+				return inErr(protocol.CodeInvalidField, p, "trace.id must be a string of 1 to 256 bytes", nil)
+			}
+			w.traceID = s
+		case "parents", "tags":
+			if !present(mb.value) {
+				continue
+			}
+			var l []string
+			if err := jsonv2.Unmarshal(mb.value, &l); err != nil {
+				return decodeErr(err, p)
+			}
+			if l == nil {
+				l = []string{}
+			}
+			if mb.name == "tags" {
+				w.tags = l
+				continue
+			}
+			for i, s := range l {
+				if s == "" || len(s) > protocol.MaxIDLength {
+					return inErr(protocol.CodeInvalidField, p+"/"+itoa(i), "a parent id must be a string of 1 to 256 bytes", nil)
+				}
+			}
+			w.parents = l
+		case "cost":
+			if present(mb.value) {
+				if kind(mb.value) != '{' {
+					return inErr(protocol.CodeWrongType, p, "cost must be an object", nil)
+				}
+				w.cost = mb.value
+			}
+		default:
+			w.traceExtra = append(w.traceExtra, mb)
+		}
+	}
+	return nil
+}
+
+// depth returns the nesting depth of a JSON value.
+func depth(v []byte) int {
+	d, deepest, inStr := 0, 0, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inStr:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
+}
+
+// toEnvelope maps a parsed envelope (see the package doc's table).
+func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*protocol.Message, error) {
+	m := &protocol.Message{
+		V:       protocol.Version,
+		ID:      w.traceID,
+		TS:      protocol.Timestamp(w.time),
+		From:    protocol.Participant{Role: w.role},
+		To:      []protocol.Participant{},
+		Attempt: 1,
+	}
+	meta := map[string]any{adapters.MetaSource: Source, MetaIntent: w.intent}
+	if w.agentID != "" {
+		m.From.AgentID = protocol.PrefixAgent + w.agentID
+		ag := make(map[string]any, len(w.agent))
+		for _, mb := range w.agent {
+			ag[mb.name] = toAny(mb.value)
+		}
+		meta[MetaAgent] = ag
+	} else {
+		m.From.AgentID = protocol.PrefixAgent + w.role // an anonymous user, system or tool
+		meta[MetaNoAgent] = true
+	}
+	if back := w.time.UTC().Format(time.RFC3339Nano); back != w.ts {
+		meta[MetaTimestamp] = w.ts
+	}
+	if m.ID == "" {
+		// No trace.id: an id from the content, so that a re-sent envelope
+		// dedups (research/protocols.md §1.5).
+		canon, err := protocol.Canonical(raw)
+		if err != nil {
+			return nil, inErr(protocol.CodeOf(err), "", "", err)
+		}
+		sum := sha256.Sum256(canon)
+		m.ID = protocol.IDPrefixMessage + hex.EncodeToString(sum[:16])
+		meta[MetaIDDerived] = true
+	}
+	if w.hasScore {
+		meta[MetaConfidence] = w.score
+	}
+	if w.parents != nil {
+		meta[MetaParents] = strList(w.parents)
+		if len(w.parents) > 0 {
+			meta[MetaInReplyTo] = w.parents[len(w.parents)-1]
+		}
+	}
+	if w.tags != nil {
+		meta[MetaTags] = strList(w.tags)
+	}
+	if w.cost != nil {
+		meta[MetaUsage] = toAny(w.cost)
+	}
+	if len(w.traceExtra) > 0 {
+		x := map[string]any{}
+		for _, mb := range w.traceExtra {
+			x[mb.name] = toAny(mb.value)
+		}
+		meta[MetaTraceExtra] = x
+	}
+	if len(w.Unknown) > 0 {
+		meta[MetaExtra] = toAny(w.Unknown)
+	}
+	m.Meta = meta
+
+	// Where it lands: the run and thread of the message it answers (the
+	// last of trace.parents), else of the lineage's root.
+	var parent string
+	var plink Link
+	var known bool
+	if n := len(w.parents); n > 0 {
+		parent = w.parents[n-1]
+		plink, known = a.opts.Index.Lookup(ctx, parent)
+	}
+	if known && plink.RunID != "" {
+		m.RunID, m.ThreadID = plink.RunID, plink.ThreadID
+	} else {
+		root := m.ID
+		if len(w.parents) > 0 {
+			root = w.parents[0]
+		}
+		m.RunID, m.ThreadID = protocol.PrefixRun+root, protocol.PrefixThread+root
+	}
+	parentTask := ""
+	if parent != "" {
+		parentTask = protocol.PrefixTask + parent
+		if known && plink.TaskID != "" {
+			parentTask = plink.TaskID
+		}
+	}
+	own := protocol.PrefixTask + m.ID
+
+	info, isKnown := LookupIntent(w.intent)
+	if isKnown && !w.handshake {
+		m.Domain = info.Domain
+	}
+	payload := w.payload()
+	switch {
+	case w.handshake:
+		m.Type, m.TaskID = protocol.TypeAgentRegister, own
+		if l, seen := a.opts.Index.Lookup(ctx, helloKey+m.From.AgentID); seen && l.TaskID != own {
+			m.Type = protocol.TypeAgentHeartbeat
+		}
+		var err error
+		if m.Payload, err = w.handshakePayload(m.Type, m.From.AgentID, payload); err != nil {
+			return nil, err
+		}
+	case w.contentType == ContentError:
+		m.Type = protocol.TypeTaskError
+		if w.intent == ToolCall {
+			m.Type = protocol.TypeToolError
+		}
+		m.TaskID = cmpOr(parentTask, own)
+		m.Payload = errorPayload(w, payload)
+	default:
+		m.Type = info.Answer
+		if w.intent == ToolCall && w.contentType != ContentToolResult || w.intent != ToolCall && (w.role == RoleUser || w.role == RoleSystem) {
+			m.Type = info.Request
+		}
+		m.PayloadType = PayloadType(w.intent)
+		m.Payload = payload
+		if m.Type == protocol.TypeTaskRequest || m.Type == protocol.TypeToolCall {
+			m.TaskID, m.ParentTaskID = own, parentTask
+		} else {
+			m.TaskID = cmpOr(parentTask, own)
+		}
+	}
+	for _, ar := range w.artifacts {
+		if ar.uri == "" {
+			continue // inline artifacts stay in the payload
+		}
+		m.Attachments = append(m.Attachments, protocol.Attachment{Kind: refKind(ar.uri), Ref: ar.uri, Name: cmpOr(ar.name, ar.kind)})
+	}
+	out := []*protocol.Message{m}
+	for i, act := range w.actions {
+		out = append(out, proposed(m, i, act))
+	}
+	for i, x := range out {
+		if err := x.Validate(); err != nil {
+			return nil, inErr(protocol.CodeOf(err), "", "translated message "+itoa(i)+" is invalid", err)
+		}
+	}
+	for _, x := range out {
+		a.opts.Index.Remember(ctx, x.ID, Link{RunID: x.RunID, ThreadID: x.ThreadID, TaskID: x.TaskID, Intent: metaString(x, MetaIntent)})
+	}
+	if m.Type == protocol.TypeAgentRegister {
+		a.opts.Index.Remember(ctx, helloKey+m.From.AgentID, Link{TaskID: own})
+	}
+	return out, nil
+}
+
+// helloKey prefixes the Index key that records an agent's handshake.
+const helloKey = "hello:"
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func strList(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
+}
+
+// payload is the envelope's body, verbatim: task, inputs, content,
+// outputs, confidence.
+func (w *wire) payload() []byte {
+	ms := []member{{"task", compact(w.Task)}}
+	for _, f := range []struct {
+		name string
+		v    jsontext.Value
+	}{{"inputs", w.Inputs}, {"content", w.Content}, {"outputs", w.Outputs}, {"confidence", w.Confidence}} {
+		if present(f.v) {
+			ms = append(ms, member{f.name, f.v})
+		}
+	}
+	return buildObject(ms)
+}
+
+// errorPayload maps content.type "error" to the wire error of seed 000
+// §5.4: content.data.code when it is a protocol code (or a CLowl
+// E-code), else INTERNAL; content.text as the message; the body kept
+// whole in details.multiagent.
+func errorPayload(w *wire, body []byte) []byte {
+	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: toAny(body)}}
+	cm, _ := members(w.Content)
+	for _, mb := range cm {
+		switch mb.name {
+		case "text":
+			ep.Message, _ = str(mb.value)
+		case "data":
+			dm, _ := members(mb.value)
+			for _, d := range dm {
+				s, _ := str(d.value)
+				switch {
+				case d.name == "code" && protocol.Code(s).Known():
+					ep.Code = protocol.Code(s)
+				case d.name == "code" && len(s) == 4 && s[0] == 'E':
+					ep.Code = protocol.CodeFromCLowl(s)
+				}
+			}
+		}
+	}
+	ep.Retryable = ep.Code.Retryable()
+	dm := map[string]any{}
+	for _, mb := range cm {
+		if mb.name == "data" {
+			if d, ok := toAny(mb.value).(map[string]any); ok {
+				dm = d
+			}
+		}
+	}
+	if r, ok := dm["retryable"].(bool); ok {
+		ep.Retryable = r
+	}
+	var m protocol.Message
+	_ = m.SetPayload(&ep) // the router's own error type: cannot fail
+	return m.Payload
+}
+
+// detailBody is the details member of a task.error that keeps the
+// envelope's body.
+const detailBody = "multiagent"
+
+// handshakePayload builds the AgentCard of a handshake (agent.register) or
+// the heartbeat payload {"status": "ok", "multiagent": body}.
+func (w *wire) handshakePayload(t protocol.Type, agentID string, body []byte) ([]byte, error) {
+	if t == protocol.TypeAgentHeartbeat {
+		return buildObject([]member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
+	}
+	card := &protocol.AgentCard{V: protocol.Version, AgentID: agentID, Capabilities: []protocol.Capability{},
+		Extensions: map[string]json.RawMessage{detailBody: body}}
+	for _, mb := range w.agent {
+		if s, ok := str(mb.value); ok && mb.name == "name" && s != "" {
+			card.Display = &protocol.Display{Name: s}
+		}
+	}
+	for _, s := range w.supports {
+		if id := "content:" + s; validCapability(s) && !hasCap(card, id) {
+			card.Capabilities = append(card.Capabilities, protocol.Capability{ID: id})
+		}
+	}
+	b, err := protocol.EncodeAgentCard(card)
+	if err != nil {
+		return nil, inErr(protocol.CodeOf(err), "/content/data", "the handshake does not make a valid AgentCard", err)
+	}
+	return b, nil
+}
+
+func validCapability(s string) bool {
+	return s != "" && len(s) < 200 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
+
+func hasCap(c *protocol.AgentCard, id string) bool {
+	for _, x := range c.Capabilities {
+		if x.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// proposed turns outputs.next_actions[i] into a task.request that still
+// goes through routing (research/protocols.md §1.5): same run and thread,
+// a subtask of the proposing message's task, from its sender, to nobody
+// yet (the router or a Policy chooses).
+func proposed(m *protocol.Message, i int, act action) *protocol.Message {
+	id := m.ID + "/next/" + itoa(i)
+	if len(id) > protocol.MaxIDLength {
+		sum := sha256.Sum256([]byte(id))
+		id = protocol.IDPrefixMessage + hex.EncodeToString(sum[:16])
+	}
+	r := &protocol.Message{
+		V: protocol.Version, ID: id, TS: m.TS, ThreadID: m.ThreadID, RunID: m.RunID,
+		TaskID: protocol.PrefixTask + id, ParentTaskID: m.TaskID,
+		From: m.From, To: []protocol.Participant{}, Type: protocol.TypeTaskRequest,
+		PayloadType: PayloadType(act.intent), Attempt: 1,
+		Meta: map[string]any{adapters.MetaSource: Source, MetaIntent: act.intent, MetaProposed: true,
+			MetaAction: json.Number(itoa(i)), MetaParents: []any{m.ID}, MetaInReplyTo: m.ID},
+	}
+	if info, ok := LookupIntent(act.intent); ok {
+		r.Domain = info.Domain
+	}
+	if ag, ok := m.Meta[MetaAgent]; ok {
+		r.Meta[MetaAgent] = ag
+	}
+	task, _ := appendString(nil, act.task)
+	ms := []member{{"task", task}}
+	if act.args != nil {
+		ms = append(ms, member{"inputs", buildObject([]member{{"parameters", act.args}})})
+	}
+	r.Payload = buildObject(ms)
+	return r
+}
+
+// refKind is the attachment kind of an artifact uri: "artifact_ref" for
+// an artifact of the event store, "url" for a URL, "path" otherwise.
+func refKind(uri string) string {
+	switch {
+	case strings.HasPrefix(uri, protocol.PrefixArtifact):
+		return "artifact_ref"
+	case strings.Contains(uri, "://"):
+		return "url"
+	}
+	return "path"
+}

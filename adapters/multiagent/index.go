@@ -1,0 +1,86 @@
+package multiagent
+
+import (
+	"context"
+	"sync"
+)
+
+// Link is where an earlier message landed in the envelope's task tree.
+type Link struct {
+	RunID    string
+	ThreadID string
+	TaskID   string
+	// Intent is the message's intent, so that Clutch events of a task a
+	// multiagent request started go out with the request's intent.
+	Intent string
+}
+
+// Index remembers, by message id, where the messages the adapter has
+// translated landed, so that a message whose trace.parents name an
+// earlier one joins that message's run, thread and task, across any
+// number of hops. An Index must be safe for concurrent use.
+//
+// An Index over the event store, for messages the host appends there:
+//
+//	type storeIndex struct{ st store.Store }
+//	func (s storeIndex) Lookup(ctx context.Context, id string) (multiagent.Link, bool) {
+//		ev, err := s.st.Get(ctx, id)
+//		if err != nil {
+//			return multiagent.Link{}, false
+//		}
+//		m, err := ev.Message()
+//		if err != nil {
+//			return multiagent.Link{}, false
+//		}
+//		t, _ := m.Meta[multiagent.MetaIntent].(string)
+//		return multiagent.Link{RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID, Intent: t}, true
+//	}
+//	func (storeIndex) Remember(context.Context, string, multiagent.Link) {}
+type Index interface {
+	// Lookup returns the link of the message with this id.
+	Lookup(ctx context.Context, id string) (Link, bool)
+	// Remember records the link of a translated message.
+	Remember(ctx context.Context, id string, l Link)
+}
+
+// DefaultIndexSize is how many messages the default in-memory Index
+// remembers.
+const DefaultIndexSize = 1 << 16
+
+// NewMemoryIndex returns an in-memory Index that remembers the last n
+// messages (DefaultIndexSize when n ≤ 0), forgetting the oldest first.
+func NewMemoryIndex(n int) Index {
+	if n <= 0 {
+		n = DefaultIndexSize
+	}
+	return &memIndex{m: make(map[string]Link), ring: make([]string, n)}
+}
+
+type memIndex struct {
+	mu   sync.Mutex
+	m    map[string]Link
+	ring []string // ids in insertion order, for eviction
+	next int
+}
+
+func (x *memIndex) Lookup(_ context.Context, id string) (Link, bool) {
+	x.mu.Lock()
+	l, ok := x.m[id]
+	x.mu.Unlock()
+	return l, ok
+}
+
+func (x *memIndex) Remember(_ context.Context, id string, l Link) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.m[id]; ok {
+		x.m[id] = l
+		return
+	}
+	if old := x.ring[x.next]; old != "" {
+		delete(x.m, old)
+	}
+	x.ring[x.next] = id
+	x.next = (x.next + 1) % len(x.ring)
+	x.m[id] = l
+}

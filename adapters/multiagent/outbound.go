@@ -1,0 +1,408 @@
+package multiagent
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// mappable reports whether a message type has a multiagent-1.0 form.
+func mappable(t protocol.Type) bool {
+	switch t.Family() {
+	case "task", "tool", "chat", "agent":
+		return t.Standard()
+	}
+	return false
+}
+
+// outEnv is a multiagent-1.0 envelope being written; raw values are
+// compact JSON, nil when absent.
+type outEnv struct {
+	role, intent, task, timestamp string
+	agent                         []member
+	inputs, content, outputs      []byte
+	confidence, trace             []byte
+	extra                         []member
+}
+
+// fromEnvelope maps an envelope (see the package doc's table).
+func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEnv, error) {
+	if m == nil {
+		return nil, outErr(protocol.CodeMissingField, "", "nil message", nil)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, outErr(protocol.CodeOf(err), "", "the envelope is invalid", err)
+	}
+	if !mappable(m.Type) {
+		return nil, outErr(protocol.CodeUnsupportedTask, "/type", string(m.Type)+" has no multiagent-1.0 form", ErrNotMappable)
+	}
+	t, err := m.Time()
+	if err != nil {
+		return nil, outErr(protocol.CodeInvalidField, "/ts", "ts is not RFC 3339", err)
+	}
+	e := &outEnv{role: role(m), intent: a.intent(ctx, m), timestamp: t.UTC().Format(time.RFC3339Nano)}
+	if s := metaString(m, MetaTimestamp); s != "" {
+		if st, err := time.Parse(time.RFC3339Nano, s); err == nil && st.Equal(t) {
+			e.timestamp = s
+		}
+	}
+	if b, _ := metaBool(m, MetaNoAgent); !b {
+		id := strings.TrimPrefix(m.From.AgentID, protocol.PrefixAgent)
+		idJSON, err := appendString(nil, id)
+		if err != nil {
+			return nil, outErr(protocol.CodeInvalidUTF8, "/from/agent_id", "", err)
+		}
+		e.agent = []member{{"id", idJSON}}
+		ag, _ := m.Meta[MetaAgent].(map[string]any)
+		if ag == nil {
+			ag = map[string]any{"name": id, "model": "n/a"} // AgentRef needs both
+		}
+		for _, k := range sortedKeys(ag) {
+			if k == "id" {
+				continue
+			}
+			v, err := fromAny(ag[k])
+			if err != nil {
+				return nil, outErr(protocol.CodeWrongType, "/meta/agent/"+k, "", err)
+			}
+			e.agent = append(e.agent, member{k, v})
+		}
+	}
+	if err := e.body(m); err != nil {
+		return nil, err
+	}
+	if err := e.traceOf(m); err != nil {
+		return nil, err
+	}
+	if x, ok := m.Meta[MetaExtra].(map[string]any); ok {
+		for _, k := range sortedKeys(x) {
+			switch k {
+			case "protocol", "role", "agent", "timestamp", "intent", "task", "inputs", "content", "outputs", "confidence", "trace":
+				continue // never shadow a defined member
+			}
+			v, err := fromAny(x[k])
+			if err != nil {
+				return nil, outErr(protocol.CodeWrongType, "/meta/extra/"+k, "", err)
+			}
+			e.extra = append(e.extra, member{k, v})
+		}
+	}
+	return e, nil
+}
+
+// role picks the envelope's role: from.role when it agrees with the
+// message's kind (asking: user or system; answering: agent or tool), else
+// the kind's default.
+func role(m *protocol.Message) string {
+	r := m.From.Role
+	switch m.Type {
+	case protocol.TypeTaskRequest, protocol.TypeToolCall, protocol.TypeTaskCancel:
+		if r == RoleUser || r == RoleSystem {
+			return r
+		}
+		return RoleSystem
+	case protocol.TypeToolResult, protocol.TypeToolError:
+		if r == RoleAgent || r == RoleTool {
+			return r
+		}
+		return RoleTool
+	case protocol.TypeAgentRegister, protocol.TypeAgentHeartbeat, protocol.TypeAgentUpdate, protocol.TypeChatSystem:
+		return RoleSystem
+	case protocol.TypeChatMessage:
+		switch r {
+		case RoleAgent, RoleUser, RoleSystem, RoleTool:
+			return r
+		}
+		return RoleAgent
+	}
+	if r == RoleAgent || r == RoleTool {
+		return r
+	}
+	return RoleAgent
+}
+
+// intent picks the envelope's intent: meta.intent, else the intent of the
+// request that started the task (Index), else the payload_type's, else
+// the domain's, else the type's default.
+func (a *Adapter) intent(ctx context.Context, m *protocol.Message) string {
+	if s := metaString(m, MetaIntent); s != "" {
+		return s
+	}
+	if id, ok := strings.CutPrefix(m.TaskID, protocol.PrefixTask); ok && id != "" {
+		if l, ok := a.opts.Index.Lookup(ctx, id); ok && l.Intent != "" {
+			return l.Intent
+		}
+	}
+	if i := intentOfPayloadType(m.PayloadType); i != "" {
+		return i
+	}
+	if i := intentOfDomain(m.Domain); i != "" {
+		return i
+	}
+	switch m.Type.Family() {
+	case "tool":
+		return ToolCall
+	case "agent":
+		return Reflect // the seed's handshake says "reflect"
+	case "chat":
+		return Analyze
+	}
+	return Execute
+}
+
+// body fills task, inputs, content, outputs and confidence.
+func (e *outEnv) body(m *protocol.Message) error {
+	switch m.Type {
+	case protocol.TypeAgentRegister, protocol.TypeAgentUpdate:
+		card, err := protocol.DecodeAgentCard(m.Payload)
+		if err != nil {
+			return outErr(protocol.CodeOf(err), "/payload", "an agent.register or agent.update payload must be an AgentCard", err)
+		}
+		if b, ok := card.Extensions[detailBody]; ok && kind(b) == '{' {
+			return e.fromBody(b)
+		}
+		var supports []any
+		for _, c := range card.Capabilities {
+			supports = append(supports, strings.TrimPrefix(c.ID, "content:"))
+		}
+		data, _ := fromAny(map[string]any{"supports": supports})
+		e.task = "Announce envelope support and capabilities"
+		e.content = buildObject([]member{{"type", quote(ContentJSON)}, {"data", data}})
+		return nil
+	case protocol.TypeAgentHeartbeat:
+		if b := member0(m.Payload, detailBody); kind(b) == '{' {
+			return e.fromBody(b)
+		}
+		e.task = "Heartbeat"
+		e.content = buildObject([]member{{"type", quote(ContentJSON)}, {"data", objectOr(m.Payload)}})
+		return nil
+	case protocol.TypeTaskError, protocol.TypeToolError, protocol.TypeTaskTimeout, protocol.TypeTaskCancel:
+		if ep, err := protocol.DecodePayload[protocol.ErrorPayload](m); err == nil && ep.Code != "" {
+			if b, ok := ep.Details[detailBody].(map[string]any); ok {
+				raw, err := fromAny(b)
+				if err == nil {
+					return e.fromBody(raw)
+				}
+			}
+			data := map[string]any{"code": string(ep.Code), "retryable": ep.Retryable}
+			if len(ep.Details) > 0 {
+				data["details"] = ep.Details
+			}
+			d, err := fromAny(data)
+			if err != nil {
+				return outErr(protocol.CodeWrongType, "/payload/details", "", err)
+			}
+			e.task = string(m.Type)
+			e.content = buildObject([]member{{"type", quote(ContentError)}, {"text", quote(ep.Message)}, {"data", d}})
+			return nil
+		}
+	}
+	if kind(m.Payload) == '{' && isBody(m.Payload) {
+		if err := e.fromBody(m.Payload); err != nil {
+			return err
+		}
+	} else {
+		e.task = cmpOr(m.PayloadType, string(m.Type))
+		switch kind(m.Payload) {
+		case '"':
+			e.content = buildObject([]member{{"type", quote(ContentText)}, {"text", compact(m.Payload)}})
+		default:
+			ct := ContentJSON
+			if m.Type == protocol.TypeToolResult {
+				ct = ContentToolResult
+			}
+			e.content = buildObject([]member{{"type", quote(ct)}, {"data", compact(m.Payload)}})
+		}
+	}
+	if e.outputs == nil && len(m.Attachments) > 0 {
+		arts := make([]any, len(m.Attachments))
+		for i, at := range m.Attachments {
+			arts[i] = map[string]any{"kind": at.Kind, "name": cmpOr(at.Name, at.Ref), "uri": at.Ref}
+		}
+		b, _ := fromAny(map[string]any{"artifacts": arts})
+		e.outputs = b
+	}
+	if e.confidence == nil {
+		if f, ok := m.Meta[MetaConfidence]; ok {
+			if _, isNum := number(f); isNum {
+				b, err := fromAny(map[string]any{"score": f})
+				if err == nil {
+					e.confidence = b
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// isBody reports whether a payload object is a multiagent body: it has a
+// content object with a type, or a string task and nothing the body does
+// not define.
+func isBody(p []byte) bool {
+	ms, err := members(p)
+	if err != nil {
+		return false
+	}
+	hasTask := false
+	for _, mb := range ms {
+		switch mb.name {
+		case "content":
+			if kind(mb.value) == '{' && kind(member0(mb.value, "type")) == '"' {
+				return true
+			}
+		case "task":
+			hasTask = kind(mb.value) == '"'
+		case "inputs", "outputs", "confidence":
+		default:
+			return false
+		}
+	}
+	return hasTask
+}
+
+// fromBody takes task, inputs, content, outputs and confidence from a
+// multiagent body; a body without content gets {type: text, text: task}.
+func (e *outEnv) fromBody(b []byte) error {
+	ms, err := members(b)
+	if err != nil {
+		return outErr(protocol.CodeInvalidJSON, "/payload", "", err)
+	}
+	for _, mb := range ms {
+		v := compact(mb.value)
+		switch mb.name {
+		case "task":
+			e.task, _ = str(v)
+		case "inputs":
+			e.inputs = v
+		case "content":
+			e.content = v
+		case "outputs":
+			e.outputs = v
+		case "confidence":
+			e.confidence = v
+		}
+	}
+	if e.content == nil {
+		e.content = buildObject([]member{{"type", quote(ContentText)}, {"text", quote(e.task)}})
+	}
+	return nil
+}
+
+// traceOf builds trace {parents, id, tags, cost, ...}.
+func (e *outEnv) traceOf(m *protocol.Message) error {
+	var ms []member
+	add := func(name string, v any) error {
+		b, err := fromAny(v)
+		if err != nil {
+			return outErr(protocol.CodeWrongType, "/meta/"+name, "", err)
+		}
+		ms = append(ms, member{name, b})
+		return nil
+	}
+	if p, ok := m.Meta[MetaParents]; ok {
+		if err := add("parents", p); err != nil {
+			return err
+		}
+	} else if id, ok := strings.CutPrefix(m.TaskID, protocol.PrefixTask); ok && id != "" && id != m.ID && adapters.Source(m) != Source {
+		// A Clutch event of a task a multiagent request started answers it.
+		if err := add("parents", []any{id}); err != nil {
+			return err
+		}
+	}
+	if b, _ := metaBool(m, MetaIDDerived); !b {
+		if err := add("id", m.ID); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ meta, name string }{{MetaTags, "tags"}, {MetaUsage, "cost"}} {
+		if v, ok := m.Meta[f.meta]; ok {
+			if err := add(f.name, v); err != nil {
+				return err
+			}
+		}
+	}
+	if x, ok := m.Meta[MetaTraceExtra].(map[string]any); ok {
+		for _, k := range sortedKeys(x) {
+			switch k {
+			case "parents", "id", "tags", "cost":
+				continue
+			}
+			if err := add(k, x[k]); err != nil {
+				return err
+			}
+		}
+	}
+	if len(ms) > 0 {
+		e.trace = buildObject(ms)
+	}
+	return nil
+}
+
+// encode writes the envelope in the seed's member order.
+func (e *outEnv) encode() ([]byte, error) {
+	ms := []member{{"protocol", quote(Protocol)}, {"role", quote(e.role)}}
+	if e.agent != nil {
+		ms = append(ms, member{"agent", buildObject(e.agent)})
+	}
+	task, err := appendString(nil, e.task)
+	if err != nil {
+		return nil, outErr(protocol.CodeInvalidUTF8, "/payload/task", "", err)
+	}
+	intent, err := appendString(nil, e.intent)
+	if err != nil {
+		return nil, outErr(protocol.CodeInvalidUTF8, "/meta/intent", "", err)
+	}
+	ms = append(ms, member{"timestamp", quote(e.timestamp)}, member{"intent", intent}, member{"task", task})
+	for _, f := range []struct {
+		name string
+		v    []byte
+	}{{"inputs", e.inputs}, {"content", e.content}, {"outputs", e.outputs}, {"confidence", e.confidence}, {"trace", e.trace}} {
+		if f.v != nil {
+			ms = append(ms, member{f.name, f.v})
+		}
+	}
+	return buildObject(append(ms, e.extra...)), nil
+}
+
+func quote(s string) []byte {
+	b, err := appendString(nil, s)
+	if err != nil {
+		b, _ = appendString(nil, strings.ToValidUTF8(s, "\uFFFD"))
+	}
+	return b
+}
+
+// member0 returns the value of the member name of an object, nil if none.
+func member0(obj []byte, name string) []byte {
+	ms, err := members(obj)
+	if err != nil {
+		return nil
+	}
+	for _, mb := range ms {
+		if mb.name == name {
+			return mb.value
+		}
+	}
+	return nil
+}
+
+func objectOr(p json.RawMessage) []byte {
+	if kind(p) == '{' {
+		return compact(p)
+	}
+	return []byte("{}")
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
