@@ -565,6 +565,17 @@ func TestEnglish(t *testing.T) {
 	if _, err := clowl.Translate([]byte("{")); err == nil {
 		t.Error("Translate of garbage")
 	}
+	// An envelope that came from CLowl translates as the CLowl message did.
+	ad := clowl.New(nil)
+	for _, c := range examples(t) {
+		want, _ := clowl.Translate(c.Raw)
+		if got, err := clowl.EnglishOf(inbound(t, ad, c.Raw)); err != nil || got != want {
+			t.Errorf("%s: EnglishOf %q, %v\nwant %q", c.Name, got, err, want)
+		}
+	}
+	if _, err := clowl.EnglishOf(protocol.NewMessage(protocol.TypeToolCall, "agent:a")); !errors.Is(err, clowl.ErrNotMappable) {
+		t.Errorf("EnglishOf(tool.call): %v", err)
+	}
 }
 
 func TestSystemPrompt(t *testing.T) {

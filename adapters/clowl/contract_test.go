@@ -42,3 +42,15 @@ func TestContract(t *testing.T) {
 		Equal: adaptertest.EqualOptions{NullIsAbsent: true},
 	})
 }
+
+// The lenient adapter keeps the same contract; the repairs it reports in
+// meta.coercions are the only difference a second translation may show.
+func TestContractLenient(t *testing.T) {
+	adaptertest.Run(t, clowl.New(&clowl.Options{Lenient: true}), &adaptertest.Options{
+		Valid: examples(t), Invalid: invalid[:2],
+		Equal:          adaptertest.EqualOptions{NullIsAbsent: true},
+		FixpointIgnore: []string{"/meta/coercions"},
+		MaxCuts:        256,
+		Seed:           2,
+	})
+}

@@ -144,7 +144,8 @@
 // # English translation
 //
 // Every message has a deterministic English translation (seed 003 §1):
-// Message.English and Translate. The same message always gives the same
+// Message.English, Translate (CLowl bytes) and EnglishOf (an envelope, as
+// Outbound would send it). The same message always gives the same
 // sentence: times are UTC, objects are written in their JCS form (RFC
 // 8785, members sorted). The sentence is
 //

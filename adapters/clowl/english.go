@@ -48,6 +48,17 @@ func Translate(raw []byte) (string, error) {
 	return m.English(), nil
 }
 
+// EnglishOf returns the English translation of an envelope: the CLowl
+// message Outbound would send (FromEnvelope), translated. It fails for the
+// types CLowl has no performative for.
+func EnglishOf(m *protocol.Message) (string, error) {
+	cm, err := FromEnvelope(m)
+	if err != nil {
+		return "", err
+	}
+	return cm.English(), nil
+}
+
 // English returns the message's English translation. The same message
 // always gives the same sentence: the time is UTC, and objects are
 // written in their JCS (RFC 8785) form, members sorted. The templates are

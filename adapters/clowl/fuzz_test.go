@@ -35,6 +35,9 @@ func FuzzInbound(f *testing.F) {
 		if msgs == nil {
 			return
 		}
+		if _, err := clowl.EnglishOf(msgs[0]); err != nil {
+			t.Fatalf("no English for an inbound message: %v", err)
+		}
 		if !a.CanHandle(msgs[0]) {
 			t.Fatalf("CanHandle refuses an inbound %s", msgs[0].Type)
 		}
