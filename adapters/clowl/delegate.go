@@ -37,7 +37,7 @@ func ModeOf(m *protocol.Message) Mode {
 
 // Delegation follows a subtask started by Delegate.
 type Delegation struct {
-	Mode Mode
+	Mode Mode // how the subtask was delegated
 	done chan struct{}
 	out  *router.Outcome
 	err  error
