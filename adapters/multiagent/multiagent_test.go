@@ -9,6 +9,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/adapters/adaptertest"
+	"github.com/clutchprotocol/clutch/adapters/clowl"
 	"github.com/clutchprotocol/clutch/adapters/multiagent"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/schema"
@@ -367,5 +368,24 @@ func TestDetect(t *testing.T) {
 	}
 	if _, err := reg.ForRaw([]byte(`{"clowl":"0.2","p":"REQ"}`)); err == nil {
 		t.Error("CLowl detected as multiagent")
+	}
+	// With both message-language adapters, each input finds its own and
+	// each answer goes back the way its request came.
+	both, err := adapters.NewRegistry(clowl.New(nil), multiagent.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for raw, name := range map[string]string{
+		string(examples(t)[1].Raw): "multiagent",
+		`{"clowl":"0.2","mid":"m1","ts":1,"p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}}}`: "clowl",
+	} {
+		msgs, a, err := both.Inbound(ctx, []byte(raw))
+		if err != nil || a.Name() != name {
+			t.Fatalf("%s: %v %v", name, a, err)
+		}
+		if _, a, err := both.Outbound(ctx, msgs[0]); err != nil || a.Name() != name {
+			t.Errorf("%s answered by %v: %v", name, a, err)
+		}
 	}
 }
