@@ -138,3 +138,14 @@ func TestSchemaRefFor(t *testing.T) {
 		}
 	}
 }
+
+func TestCloneKeepsEmptyTo(t *testing.T) {
+	m := NewMessage(TypeTaskRequest, "agent:a")
+	c := m.Clone()
+	if c.To == nil {
+		t.Fatal("Clone turned an empty to into nil")
+	}
+	if _, err := Encode(c); err != nil {
+		t.Fatal(err)
+	}
+}

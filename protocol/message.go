@@ -166,7 +166,9 @@ func (m *Message) Clone() *Message {
 		t := *m.Trace
 		c.Trace = &t
 	}
-	c.To = append([]Participant(nil), m.To...)
+	if m.To != nil {
+		c.To = append(make([]Participant, 0, len(m.To)), m.To...) // an empty to stays empty, not nil
+	}
 	c.Payload = append(json.RawMessage(nil), m.Payload...)
 	c.Requires = cloneStrings(m.Requires)
 	c.Prefers = cloneStrings(m.Prefers)
