@@ -60,9 +60,9 @@
 // the watermark) with the tail (events after it); deduplication checks the
 // tail, then the file. After a crash Open rebuilds the tail from the
 // records after the watermark, whose headers hold the indexed fields;
-// Close writes it out. The default 16 KiB page fits eleven 1.4 KiB records
-// where a 4 KiB page fits two, which saves a third of the file and most of
-// the writes per commit.
+// Close writes it out. The default 16 KiB page holds ten or eleven 1.4 KiB records
+// where a 4 KiB page holds two, which saves a quarter of the file (see
+// Options.PageSize).
 //
 // # Errors
 //

@@ -36,10 +36,12 @@ type Options struct {
 	// FileMode is the mode of a new file; 0600 when 0.
 	FileMode os.FileMode
 	// PageSize is the bbolt page size of a new file, a power of two from
-	// 4 KiB to 64 KiB; 16 KiB when 0. An existing file keeps its own. A
-	// 1 KiB envelope wastes up to half a 4 KiB page (two records fit where
-	// three nearly do) and almost nothing of a 16 KiB one, which also
-	// takes fewer writes per commit.
+	// 4 KiB to 64 KiB; 16 KiB when 0. An existing file keeps its own. The
+	// page size decides how densely records pack: bbolt leaves at least
+	// two entries on each side of a page split, so a 1.4 KiB record (a
+	// 1 KiB envelope and its header) fills a 4 KiB page only half (two
+	// fit), an 8 KiB page three fifths when commits are small, and a
+	// 16 KiB page nine tenths whatever the group size.
 	PageSize int
 }
 

@@ -27,7 +27,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := tailEntryOf(&r)
-	want := tailEntry{id: e.ID, run: e.RunID, thread: e.ThreadID, task: e.TaskID, agent: e.AgentID, idem: e.IdempotencyKey, typ: e.Type}
+	want := tailEntry{id: e.ID, run: e.RunID, thread: e.ThreadID, task: e.TaskID, agent: e.AgentID, idemKey: string(idemKey(e.RunID, e.IdempotencyKey)), typ: e.Type}
 	if got != want || r.time != 1234567890 || !bytes.Equal(r.raw, e.Raw) {
 		t.Fatalf("round trip: %+v %d %q", got, r.time, r.raw)
 	}

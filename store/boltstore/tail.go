@@ -22,12 +22,13 @@ type tail struct {
 	base    uint64      // the watermark: events up to base are indexed in the file
 	entries []tailEntry // the event base+1+i is entries[i]
 	ids     map[string]uint64
-	idem    map[string]uint64 // run_id + "\x00" + idempotency_key
+	idem    map[string]uint64 // by idem bucket key (see idemKey)
 }
 
 type tailEntry struct {
-	id, run, thread, task, agent, idem string
-	typ                                protocol.Type
+	id, run, thread, task, agent string
+	idemKey                      string // the idem bucket key, "" without an idempotency key
+	typ                          protocol.Type
 }
 
 // attr returns the entry's value for an index.
@@ -59,14 +60,18 @@ func newTail(base uint64, n int) *tail {
 func (t *tail) add(e tailEntry, seq uint64) {
 	t.entries = append(t.entries, e)
 	t.ids[e.id] = seq
-	if e.idem != "" {
-		t.idem[e.run+"\x00"+e.idem] = seq
+	if e.idemKey != "" {
+		t.idem[e.idemKey] = seq
 	}
 }
 
 func tailEntryOf(r *record) tailEntry {
-	return tailEntry{
+	e := tailEntry{
 		id: string(r.id), run: string(r.run), thread: string(r.thread), task: string(r.task),
-		agent: string(r.agent), idem: string(r.idem), typ: protocol.Type(r.typ),
+		agent: string(r.agent), typ: protocol.Type(r.typ),
 	}
+	if len(r.idem) > 0 {
+		e.idemKey = string(idemKey(e.run, string(r.idem)))
+	}
+	return e
 }

@@ -19,22 +19,24 @@ import (
 type request struct {
 	ctx     context.Context // the Append call's; checked before the commit
 	entries []driver.Entry
-	recs    [][]byte // records, time filled in at commit
-	idem    []string // run_id + "\x00" + idempotency_key, "" for none
-	idemKey [][]byte // the idem bucket keys
+	items   []item
 	res     []store.AppendResult
 	err     error
 	done    chan struct{} // closed when res or err is set
+	one     [1]item       // items of a one-message Append, without an allocation
+}
+
+type item struct {
+	rec     []byte // the record, time filled in at commit
+	idemKey string // the idem bucket key, "" without an idempotency key
 }
 
 func newRequest(ctx context.Context, entries []driver.Entry) *request {
-	r := &request{
-		ctx:     ctx,
-		entries: entries,
-		recs:    make([][]byte, len(entries)),
-		idem:    make([]string, len(entries)),
-		idemKey: make([][]byte, len(entries)),
-		done:    make(chan struct{}),
+	r := &request{ctx: ctx, entries: entries, done: make(chan struct{})}
+	if len(entries) == 1 {
+		r.items = r.one[:]
+	} else {
+		r.items = make([]item, len(entries))
 	}
 	n := 0
 	for i := range entries {
@@ -45,10 +47,9 @@ func newRequest(ctx context.Context, entries []driver.Entry) *request {
 		e := &entries[i]
 		start := len(buf)
 		buf = appendRecord(buf, e)
-		r.recs[i] = buf[start:len(buf):len(buf)]
+		r.items[i].rec = buf[start:len(buf):len(buf)]
 		if e.IdempotencyKey != "" {
-			r.idem[i] = e.RunID + "\x00" + e.IdempotencyKey
-			r.idemKey[i] = idemKey(e.RunID, e.IdempotencyKey)
+			r.items[i].idemKey = string(idemKey(e.RunID, e.IdempotencyKey))
 		}
 	}
 	return r
@@ -168,8 +169,9 @@ func (w *writer) commit() {
 					r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
 					continue
 				}
-				if r.idem[i] != "" {
-					if dup, ok, err := w.findIdem(idem, r.idem[i], r.idemKey[i]); err != nil {
+				it := &r.items[i]
+				if it.idemKey != "" {
+					if dup, ok, err := w.findIdem(idem, it.idemKey); err != nil {
 						return err
 					} else if ok {
 						r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
@@ -177,18 +179,18 @@ func (w *writer) commit() {
 					}
 				}
 				seq++
-				setRecordTime(r.recs[i], now)
+				setRecordTime(it.rec, now)
 				keys = appendSeq(keys, seq)
-				if err := events.Put(keys[len(keys)-8:], r.recs[i]); err != nil {
+				if err := events.Put(keys[len(keys)-8:], it.rec); err != nil {
 					return err
 				}
 				w.pendIDs[e.ID] = seq
-				if r.idem[i] != "" {
-					w.pendIdem[r.idem[i]] = seq
+				if it.idemKey != "" {
+					w.pendIdem[it.idemKey] = seq
 				}
 				w.added = append(w.added, tailEntry{
 					id: e.ID, run: e.RunID, thread: e.ThreadID, task: e.TaskID,
-					agent: e.AgentID, idem: e.IdempotencyKey, typ: e.Type,
+					agent: e.AgentID, idemKey: it.idemKey, typ: e.Type,
 				})
 				r.res[i] = store.AppendResult{Seq: seq}
 			}
@@ -242,17 +244,17 @@ func (w *writer) findID(ids *bolt.Bucket, id string) (uint64, bool, error) {
 	return seq, err == nil, err
 }
 
-func (w *writer) findIdem(idem *bolt.Bucket, key string, fileKey []byte) (uint64, bool, error) {
+func (w *writer) findIdem(idem *bolt.Bucket, key string) (uint64, bool, error) {
 	if seq, ok := w.pendIdem[key]; ok {
 		return seq, true, nil
 	}
 	if seq, ok := w.s.tail.idem[key]; ok {
 		return seq, true, nil
 	}
-	if w.maxIdem == nil || bytes.Compare(fileKey, w.maxIdem) > 0 {
+	if w.maxIdem == nil || key > string(w.maxIdem) {
 		return 0, false, nil
 	}
-	v := idem.Get(fileKey)
+	v := idem.Get([]byte(key))
 	if v == nil {
 		return 0, false, nil
 	}
@@ -285,8 +287,8 @@ func (w *writer) flush() error {
 			if err := ids.Put([]byte(e.id), v); err != nil {
 				return err
 			}
-			if e.idem != "" {
-				if err := idem.Put(idemKey(e.run, e.idem), v); err != nil {
+			if e.idemKey != "" {
+				if err := idem.Put([]byte(e.idemKey), v); err != nil {
 					return err
 				}
 			}

@@ -214,7 +214,9 @@ func testFollowDeliversEachEventOnce(t *testing.T, su *suite) {
 				continue
 			}
 			tail = append(tail, e.Seq)
-			close(woke)
+			if len(tail) == 1 {
+				close(woke)
+			}
 		}
 	}()
 	time.Sleep(20 * time.Millisecond) // let it block
