@@ -17,7 +17,7 @@
 // behind it. It never waits on a timer (bbolt's DB.Batch waits up to
 // 10 ms, which makes it slower than one transaction per message at low
 // concurrency); after a group of several it yields the processor briefly,
-// for at most a quarter of the last commit's duration, so that the callers
+// for at most half the last commit's duration, so that the callers
 // it just acknowledged can join the next group. [Store.Stats] shows the
 // mean group size.
 //

@@ -342,12 +342,13 @@ func (w *writer) flush() error {
 // group is taken. Without it, synchronous appenders settle into two
 // cohorts that alternate, each group holding half of them. It waits, by
 // yielding the processor, until as many requests are queued as the last
-// group held, or for at most a quarter of the last commit's duration. It
+// group held, or for at most half the last commit's duration (and never
+// more than maxGather). It
 // never waits after a group of one, so a lone appender pays nothing, and
 // unlike a fixed batch delay it cannot cost more than a fraction of the
 // commit it amortizes.
 func (w *writer) gather() {
-	deadline := time.Now().Add(min(w.lastCommit/4, maxGather))
+	deadline := time.Now().Add(min(w.lastCommit/2, maxGather))
 	for len(w.s.reqs) < w.lastGroup && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
@@ -355,4 +356,4 @@ func (w *writer) gather() {
 
 // maxGather caps gather's wait, so that a slow commit (a loaded machine, a
 // slow disk) does not make the writer spin long.
-const maxGather = 200 * time.Microsecond
+const maxGather = 500 * time.Microsecond
