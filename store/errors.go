@@ -40,6 +40,7 @@ type InvalidMessageError struct {
 	Err   error // the reason
 }
 
+// Error names the message's index and the reason.
 func (e *InvalidMessageError) Error() string {
 	return "store: message " + strconv.Itoa(e.Index) + " is invalid: " + e.Err.Error()
 }
@@ -59,6 +60,7 @@ type TooLargeError struct {
 	Limit int    // the limit in bytes
 }
 
+// Error names what is too large, its size and the limit.
 func (e *TooLargeError) Error() string {
 	s := "store: " + e.What
 	if e.Index >= 0 {
@@ -78,9 +80,10 @@ func (e *TooLargeError) ClutchCode() protocol.Code { return protocol.CodeTooLarg
 // QueryError reports a malformed Query. It matches ErrInvalidQuery.
 type QueryError struct {
 	Field  string // the Query field at fault
-	Detail string
+	Detail string // what is wrong with it
 }
 
+// Error names the field and the problem.
 func (e *QueryError) Error() string { return "store: invalid query: " + e.Field + " " + e.Detail }
 
 // Is matches ErrInvalidQuery.

@@ -113,6 +113,7 @@ const (
 	DedupByIdempotencyKey
 )
 
+// String returns "none", "id" or "idempotency_key".
 func (r DedupRule) String() string {
 	switch r {
 	case NotDuplicate:
@@ -168,7 +169,7 @@ func (q Query) Match(runID, threadID, taskID, agentID string, typ protocol.Type)
 type Artifact struct {
 	Ref       string // "artifact:sha256:<hex>"
 	MediaType string // e.g. "application/pdf"
-	Data      []byte
+	Data      []byte // the content, as put
 }
 
 // Defaults of the in-tree backends.

@@ -27,12 +27,13 @@ var (
 
 // FormatError reports a file Open refuses. It matches ErrFormat.
 type FormatError struct {
-	Path      string
+	Path      string // the file
 	Version   uint32 // the file's format version; 0 when it has none
 	Supported uint32 // the newest version this package reads
-	Detail    string
+	Detail    string // what is wrong, when it is not the version
 }
 
+// Error describes the refusal; for a newer file it says to upgrade.
 func (e *FormatError) Error() string {
 	s := "boltstore: " + e.Path + ": "
 	if e.Version > e.Supported {
@@ -47,9 +48,10 @@ func (e *FormatError) Unwrap() error { return ErrFormat }
 
 // CorruptError reports data that cannot be decoded. It matches ErrCorrupt.
 type CorruptError struct {
-	Detail string
+	Detail string // what could not be decoded, and where
 }
 
+// Error returns "boltstore: corrupt file: " and the detail.
 func (e *CorruptError) Error() string { return ErrCorrupt.Error() + ": " + e.Detail }
 
 // Unwrap returns ErrCorrupt.

@@ -354,6 +354,9 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.blocks, s.ids, s.idem, s.artifacts = nil, dedupIndex{}, dedupIndex{}, nil
+	for i := range s.postings {
+		s.postings[i] = nil
+	}
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

@@ -17,14 +17,14 @@ import (
 // Entry is a message prepared for appending: its bytes and the fields the
 // store indexes and deduplicates on.
 type Entry struct {
-	Raw            []byte
-	ID             string
-	RunID          string
-	ThreadID       string
-	TaskID         string
-	AgentID        string
-	Type           protocol.Type
-	IdempotencyKey string
+	Raw            []byte        // the message's bytes, shared with it
+	ID             string        // id
+	RunID          string        // run_id
+	ThreadID       string        // thread_id
+	TaskID         string        // task_id
+	AgentID        string        // from.agent_id
+	Type           protocol.Type // type
+	IdempotencyKey string        // idempotency_key, "" when absent
 }
 
 // Prepare validates msgs and gets their bytes, encoding each message at
