@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -202,6 +203,13 @@ func crashOnce(t *testing.T, path string, rng *rand.Rand) []string {
 			cmd.Wait()
 			t.Fatalf("child acknowledged only %d appends in 30s: %s", len(ids), stderr.String())
 		}
+	}
+	// While the child holds the file, another process cannot open it: it
+	// gets ErrLocked after its LockTimeout instead of hanging.
+	if _, err := boltstore.Open(path, &boltstore.Options{LockTimeout: 20 * time.Millisecond}); !errors.Is(err, boltstore.ErrLocked) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("Open of a file another process holds: %v, want ErrLocked", err)
 	}
 	time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
