@@ -20,11 +20,18 @@
 //  3. [github.com/clutchprotocol/clutch/schema] — payload_type → JSON Schema
 //     registry, Go-type reflection, the built-in payload types of seed 000
 //     §3.3, and workflow-scoped validation (§3.4).
-//  4. registry and router (next milestone) — agents register AgentCards and
-//     a handler; tasks are routed by requires/prefers with a recorded
-//     routing.decision; every lifecycle step is an event in the store.
-//  5. adapters (later milestones) — MCP, A2A, CLowl, multiagent-1.0,
-//     LangGraph, AutoGen and crewAI traffic in and out of the envelope.
+//  4. [github.com/clutchprotocol/clutch/registry] — the agent registry:
+//     AgentCards, heartbeats and liveness, load and success tracking,
+//     event-sourced from the store.
+//  5. [github.com/clutchprotocol/clutch/router] — the heart: tasks are
+//     routed by requires/prefers with a recorded routing.decision, run by
+//     in-process handlers, retried, timed out, cancelled, delegated; every
+//     lifecycle step is an event. router/routertest makes unit tests of
+//     agents a few lines long.
+//  6. [github.com/clutchprotocol/clutch/adapters] — the Adapter contract
+//     and the outside world: adapters/clowl and adapters/multiagent
+//     translate message languages, adapters/mcp calls MCP tools and serves
+//     MCP hosts, adapters/a2a serves and calls A2A agents.
 //
 // Dependencies point one way: protocol ← store ← registry, schema ← router
 // ← adapters ← examples. The examples folder holds runnable tutorials;
