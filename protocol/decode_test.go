@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -341,5 +342,51 @@ func TestFastPayloadEncodersMatchJSONv2(t *testing.T) {
 	m.Payload = []byte(`{"a":1,"a":2}`)
 	if err := m.Validate(); !errors.Is(err, CodeDuplicateKey) {
 		t.Fatalf("replaced payload not re-checked: %v", err)
+	}
+}
+
+// TestValidateOnceForFixedBytes: a message whose bytes are fixed is
+// validated once; Reset makes the next Validate look at the fields again.
+func TestValidateOnceForFixedBytes(t *testing.T) {
+	m, err := Decode([]byte(env(``)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m.From.AgentID = "no-prefix"
+	m.Reset()
+	if err := m.Validate(); !errors.Is(err, CodeInvalidField) {
+		t.Fatalf("after Reset, Validate = %v", err)
+	}
+	bad, err := Decode([]byte(strings.Replace(env(``), `"agent:a"`, `"a"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a failure is never cached
+		if err := bad.Validate(); !errors.Is(err, CodeInvalidField) {
+			t.Fatalf("Validate = %v", err)
+		}
+	}
+}
+
+type marshalsItself struct{ X int }
+
+func (m marshalsItself) MarshalJSON() ([]byte, error) {
+	return []byte(`{"x":` + strconv.Itoa(m.X) + `}`), nil
+}
+
+type marshalsBadly struct{}
+
+func (marshalsBadly) MarshalJSON() ([]byte, error) { return []byte(`{"a":1,"a":2}`), nil }
+
+func TestSetPayloadMarshaler(t *testing.T) {
+	m := NewMessage(TypeChatMessage, "agent:a")
+	if err := m.SetPayload(marshalsItself{X: 3}); err != nil || string(m.Payload) != `{"x":3}` {
+		t.Fatalf("%s %v", m.Payload, err)
+	}
+	if err := m.SetPayload(marshalsBadly{}); !errors.Is(err, CodeWrongType) {
+		t.Fatalf("a marshaler's duplicate key was accepted: %v", err)
 	}
 }

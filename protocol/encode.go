@@ -39,6 +39,7 @@ func Encode(m *Message) ([]byte, error) {
 	// The bytes live as long as the event does (a memstore holds them):
 	// give them an exact-size allocation and reuse the scratch buffer.
 	m.raw = append(make([]byte, 0, len(b)), b...)
+	m.valid = true // validated just above, against the fields now encoded
 	if cap(b) <= 64<<10 {
 		*buf = b
 		encodeBufs.Put(buf)
@@ -422,6 +423,17 @@ func marshalPayload(v any) ([]byte, error) {
 		w.errorPayload(x)
 	case nil, string, bool, map[string]any, []any, []string:
 		w.anyValue(x, 0)
+	case json.Marshaler:
+		// Call it directly and check its output with the strict scanner,
+		// which is what JSON v2 would do at several times the cost.
+		b, err := x.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := checkJSON(b, ""); err != nil {
+			return nil, err
+		}
+		return append([]byte(nil), b...), nil // the marshaler may reuse b
 	default:
 		return marshalValue(v)
 	}

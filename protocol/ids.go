@@ -104,7 +104,10 @@ func (g *IDs) TaskID() string { return g.New(IDPrefixTask) }
 func (g *IDs) ThreadID() string { return g.New(IDPrefixThread) }
 
 // Timestamp formats t as the envelope's ts: RFC 3339, UTC, milliseconds.
-func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func Timestamp(t time.Time) string {
+	var buf [32]byte
+	return string(t.UTC().AppendFormat(buf[:0], "2006-01-02T15:04:05.000Z07:00"))
+}
 
 // NewMessage returns a message of type t from agent from, with v, id, ts and
 // attempt set from g, and a new run, thread and task when the caller does

@@ -50,6 +50,7 @@ type Message struct {
 
 	raw     []byte // the exact bytes this message was decoded from or encoded to
 	checked []byte // the payload SetPayload produced and checked
+	valid   bool   // Validate passed while raw was set
 }
 
 // Participant is a sender or recipient: {"agent_id": "agent:ken", "role": "worker"}.
@@ -107,7 +108,7 @@ func (m *Message) Raw() []byte { return m.raw }
 // Reset forgets the remembered bytes, so the next [Encode] encodes the
 // current fields. Use it after changing a decoded message on purpose (which
 // invalidates any signature it carried).
-func (m *Message) Reset() { m.raw = nil }
+func (m *Message) Reset() { m.raw, m.valid = nil, false }
 
 // Time parses TS.
 func (m *Message) Time() (time.Time, error) { return time.Parse(time.RFC3339Nano, m.TS) }
@@ -130,7 +131,7 @@ func (m *Message) SetPayload(v any) error {
 		// Our encoders and JSON v2 emit strict JSON only (v2 checks the
 		// output of MarshalJSON methods), so it needs no second check.
 		m.Payload, m.checked = out, out
-		m.raw = nil
+		m.raw, m.valid = nil, false
 		return nil
 	}
 	if err := checkJSON(b, "/payload"); err != nil {
@@ -138,7 +139,7 @@ func (m *Message) SetPayload(v any) error {
 	}
 	m.Payload = append(json.RawMessage(nil), b...)
 	m.checked = m.Payload
-	m.raw = nil
+	m.raw, m.valid = nil, false
 	return nil
 }
 

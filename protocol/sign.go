@@ -51,7 +51,7 @@ func Sign(m *Message, kid string, key ed25519.PrivateKey) error {
 		m.Security = &Security{}
 	}
 	m.Security.Auth = &Auth{Scheme: SchemeEd25519, Kid: kid}
-	m.raw = nil
+	m.Reset()
 	unsigned, err := Encode(m)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func Sign(m *Message, kid string, key ed25519.PrivateKey) error {
 		return err
 	}
 	m.Security.Auth.Sig = base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, canon))
-	m.raw = nil
+	m.Reset()
 	_, err = Encode(m)
 	return err
 }

@@ -33,6 +33,20 @@ func (m *Message) Validate() error {
 	if m == nil {
 		return &Error{Code: CodeMissingField, Offset: -1, Detail: "nil message"}
 	}
+	if m.valid && m.raw != nil {
+		// Its bytes are fixed and its fields passed before: fields may
+		// change only through Reset, which clears this (DESIGN "the hot
+		// path": each message is checked once on its way through).
+		return nil
+	}
+	if err := m.validate(); err != nil {
+		return err
+	}
+	m.valid = m.raw != nil
+	return nil
+}
+
+func (m *Message) validate() error {
 	if m.V != Version {
 		if m.V == "" {
 			return invalid(CodeMissingField, "/v", "v is required")
