@@ -1,6 +1,7 @@
 package clowl
 
 import (
+	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
@@ -81,15 +82,15 @@ func (m *Message) English() string {
 		name = string(m.P)
 	}
 	b.WriteString(name + " ")
-	ms, _ := members(m.Body.D)
+	ms, _ := jsonx.Members(m.Body.D)
 	switch m.P {
 	case ERR:
 		b.WriteString(errSentence(m.Body.T, ms))
 	case DLGT:
 		mode, rest := "", ms[:0:0]
 		for _, mb := range ms {
-			if mb.name == "delegation_mode" {
-				mode, _ = str(mb.value)
+			if mb.Name == "delegation_mode" {
+				mode, _ = jsonx.Str(mb.Value)
 			} else {
 				rest = append(rest, mb)
 			}
@@ -100,7 +101,7 @@ func (m *Message) English() string {
 	case CNCL:
 		reason, rest := "", ms[:0:0]
 		for _, mb := range ms {
-			if s, ok := str(mb.value); ok && mb.name == "reason" {
+			if s, ok := jsonx.Str(mb.Value); ok && mb.Name == "reason" {
 				reason = s
 			} else {
 				rest = append(rest, mb)
@@ -116,13 +117,13 @@ func (m *Message) English() string {
 	case CAPS:
 		v, supports := Version, []string{}
 		for _, mb := range ms {
-			switch mb.name {
+			switch mb.Name {
 			case "clowl":
-				if s, ok := str(mb.value); ok {
+				if s, ok := jsonx.Str(mb.Value); ok {
 					v = s
 				}
 			case "supports":
-				for _, c := range capabilities([]byte(`{"supports":` + string(mb.value) + `}`)) {
+				for _, c := range capabilities([]byte(`{"supports":` + string(mb.Value) + `}`)) {
 					supports = append(supports, strings.TrimPrefix(c.ID, "skill:"))
 				}
 			}
@@ -159,35 +160,35 @@ func (m *Message) English() string {
 
 // summary renders body.d members: nothing when empty, "key: value" for a
 // single string member, else the JCS form of the object.
-func summary(ms []member) string {
+func summary(ms []jsonx.Member) string {
 	switch {
 	case len(ms) == 0:
 		return ""
 	case len(ms) == 1:
-		if s, ok := str(ms[0].value); ok {
-			return " — " + ms[0].name + ": " + s
+		if s, ok := jsonx.Str(ms[0].Value); ok {
+			return " — " + ms[0].Name + ": " + s
 		}
 	}
-	canon, err := protocol.Canonical(buildObject(ms))
+	canon, err := protocol.Canonical(jsonx.BuildObject(ms))
 	if err != nil {
-		return " — " + string(buildObject(ms))
+		return " — " + string(jsonx.BuildObject(ms))
 	}
 	return " — " + string(canon)
 }
 
-func errSentence(t string, ms []member) string {
+func errSentence(t string, ms []jsonx.Member) string {
 	code, msg, retry, cause := "?", "", "", ""
-	var rest []member
+	var rest []jsonx.Member
 	for _, mb := range ms {
-		s, isStr := str(mb.value)
+		s, isStr := jsonx.Str(mb.Value)
 		switch {
-		case mb.name == "code" && isStr:
+		case mb.Name == "code" && isStr:
 			code = s
-		case mb.name == "msg" && isStr:
+		case mb.Name == "msg" && isStr:
 			msg = s
-		case mb.name == "retry" && (kind(mb.value) == 't' || kind(mb.value) == 'f'):
-			retry = map[bool]string{true: "retryable", false: "not retryable"}[kind(mb.value) == 't']
-		case mb.name == "cascade_err" && isStr:
+		case mb.Name == "retry" && (jsonx.Kind(mb.Value) == 't' || jsonx.Kind(mb.Value) == 'f'):
+			retry = map[bool]string{true: "retryable", false: "not retryable"}[jsonx.Kind(mb.Value) == 't']
+		case mb.Name == "cascade_err" && isStr:
 			cause = s
 		default:
 			rest = append(rest, mb)
@@ -211,23 +212,23 @@ func errSentence(t string, ms []member) string {
 	return b.String()
 }
 
-func progSentence(ms []member) string {
+func progSentence(ms []jsonx.Member) string {
 	var parts []string
-	var rest []member
+	var rest []jsonx.Member
 	for _, mb := range ms {
-		s, isStr := str(mb.value)
+		s, isStr := jsonx.Str(mb.Value)
 		switch {
-		case mb.name == "pct" && kind(mb.value) == '0':
-			parts = append(parts, string(mb.value)+"%")
-		case mb.name == "phase" && isStr:
+		case mb.Name == "pct" && jsonx.Kind(mb.Value) == '0':
+			parts = append(parts, string(mb.Value)+"%")
+		case mb.Name == "phase" && isStr:
 			parts = append(parts, "phase "+s)
-		case mb.name == "note" && isStr:
+		case mb.Name == "note" && isStr:
 			parts = append(parts, s)
-		case mb.name == "seq" && kind(mb.value) == '0':
-			parts = append(parts, "#"+string(mb.value))
-		case mb.name == "final" && kind(mb.value) == 't':
+		case mb.Name == "seq" && jsonx.Kind(mb.Value) == '0':
+			parts = append(parts, "#"+string(mb.Value))
+		case mb.Name == "final" && jsonx.Kind(mb.Value) == 't':
 			parts = append(parts, "final")
-		case mb.name == "final" && kind(mb.value) == 'f':
+		case mb.Name == "final" && jsonx.Kind(mb.Value) == 'f':
 		default:
 			rest = append(rest, mb)
 		}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
+	"strconv"
 	"strings"
 	"time"
 
@@ -162,13 +164,13 @@ func (a *Adapter) taskOf(ctx context.Context, mid string) string {
 }
 
 func delegationMode(d []byte) (string, bool) {
-	ms, err := members(d)
+	ms, err := jsonx.Members(d)
 	if err != nil {
 		return "", false
 	}
 	for _, mb := range ms {
-		if mb.name == "delegation_mode" {
-			return str(mb.value)
+		if mb.Name == "delegation_mode" {
+			return jsonx.Str(mb.Value)
 		}
 	}
 	return "", false
@@ -177,9 +179,9 @@ func delegationMode(d []byte) (string, bool) {
 // errorPayload maps an ERR body.d {code, msg, retry, cascade_err?} to the
 // wire error of seed 000 §5.4 through the protocol error table.
 func errorPayload(d []byte) ([]byte, error) {
-	ms, err := members(d)
+	ms, err := jsonx.Members(d)
 	if err != nil {
-		return nil, decodeErr(err, "/body/d")
+		return nil, jsonx.DecodeErr(Name, err, "/body/d")
 	}
 	var (
 		ep                  protocol.ErrorPayload
@@ -189,28 +191,28 @@ func errorPayload(d []byte) ([]byte, error) {
 	)
 	for _, mb := range ms {
 		var ok bool
-		switch mb.name {
+		switch mb.Name {
 		case "code":
-			eCode, ok = str(mb.value)
+			eCode, ok = jsonx.Str(mb.Value)
 		case "msg":
-			ep.Message, ok = str(mb.value)
+			ep.Message, ok = jsonx.Str(mb.Value)
 		case "retry":
-			k := kind(mb.value)
+			k := jsonx.Kind(mb.Value)
 			ep.Retryable, hasRetry, ok = k == 't', true, k == 't' || k == 'f'
 		case "clutch_code":
-			if clutch, ok = str(mb.value); ok {
+			if clutch, ok = jsonx.Str(mb.Value); ok {
 				hasClutch = true
 				continue
 			}
-			details[mb.name] = toAny(mb.value)
+			details[mb.Name] = jsonx.ToAny(mb.Value)
 			continue
 		default:
-			details[mb.name] = toAny(mb.value)
+			details[mb.Name] = jsonx.ToAny(mb.Value)
 			continue
 		}
 		if !ok {
 			// error-codes.md: code and msg are strings, retry a boolean.
-			return nil, inErr(protocol.CodeInvalidField, "/body/d/"+mb.name, "an ERR "+mb.name+" must be a "+map[string]string{"code": "string", "msg": "string", "retry": "boolean"}[mb.name], nil)
+			return nil, inErr(protocol.CodeInvalidField, "/body/d/"+mb.Name, "an ERR "+mb.Name+" must be a "+map[string]string{"code": "string", "msg": "string", "retry": "boolean"}[mb.Name], nil)
 		}
 	}
 	if eCode == "" {
@@ -243,21 +245,21 @@ const detailCLowlCode = "clowl_code"
 // cancelPayload maps a CNCL body.d {reason?} to the payload of the
 // router's own task.cancel events: a wire error with code CANCELLED.
 func cancelPayload(d []byte) ([]byte, error) {
-	ms, err := members(d)
+	ms, err := jsonx.Members(d)
 	if err != nil {
-		return nil, decodeErr(err, "/body/d")
+		return nil, jsonx.DecodeErr(Name, err, "/body/d")
 	}
 	ep := protocol.ErrorPayload{Code: protocol.CodeCancelled}
 	details := map[string]any{}
 	for _, mb := range ms {
-		s, isStr := str(mb.value)
+		s, isStr := jsonx.Str(mb.Value)
 		switch {
-		case mb.name == "reason" && isStr:
+		case mb.Name == "reason" && isStr:
 			ep.Message = s
-		case mb.name == "clutch_code" && isStr && protocol.Code(s).Known() && protocol.Code(s) != protocol.CodeCancelled:
+		case mb.Name == "clutch_code" && isStr && protocol.Code(s).Known() && protocol.Code(s) != protocol.CodeCancelled:
 			ep.Code = protocol.Code(s) // sent by a Clutch outbound
 		default:
-			details[mb.name] = toAny(mb.value)
+			details[mb.Name] = jsonx.ToAny(mb.Value)
 		}
 	}
 	if len(details) > 0 {
@@ -293,20 +295,20 @@ const cardExtension = "clowl"
 // capabilities returns the capability list of a CAPS body.d "supports".
 func capabilities(d []byte) []protocol.Capability {
 	out := []protocol.Capability{}
-	ms, err := members(d)
+	ms, err := jsonx.Members(d)
 	if err != nil {
 		return out
 	}
 	for _, mb := range ms {
-		if mb.name != "supports" || kind(mb.value) != '[' {
+		if mb.Name != "supports" || jsonx.Kind(mb.Value) != '[' {
 			continue
 		}
 		var l []json.RawMessage
-		if json.Unmarshal(mb.value, &l) != nil {
+		if json.Unmarshal(mb.Value, &l) != nil {
 			return out
 		}
 		for _, e := range l {
-			s, ok := str(e)
+			s, ok := jsonx.Str(e)
 			if !ok {
 				continue
 			}
@@ -400,9 +402,9 @@ func refKind(ref string) string {
 func metaValue(v any) any {
 	switch x := v.(type) {
 	case int64:
-		return json.Number(itoa(int(x)))
+		return json.Number(strconv.Itoa(int(x)))
 	case int:
-		return json.Number(itoa(x))
+		return json.Number(strconv.Itoa(x))
 	}
 	return v
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 
@@ -213,23 +214,23 @@ func parseLenient(raw []byte, maxBytes int) (*Message, []Coercion, error) {
 // decodeWire checks raw and splits it into its members.
 func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, error) {
 	if len(raw) > maxBytes {
-		return nil, inErr(protocol.CodeTooLarge, "", "message is "+itoa(len(raw))+" bytes, limit "+itoa(maxBytes), nil)
+		return nil, inErr(protocol.CodeTooLarge, "", "message is "+strconv.Itoa(len(raw))+" bytes, limit "+strconv.Itoa(maxBytes), nil)
 	}
-	if err := checkJSON(raw); err != nil {
+	if err := jsonx.CheckJSON(Name, raw); err != nil {
 		return nil, err
 	}
-	if k := kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
-		return nil, inErr(protocol.CodeWrongType, "", "a CLowl message is a JSON object, got "+kindName(k), nil)
+	if k := jsonx.Kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
+		return nil, inErr(protocol.CodeWrongType, "", "a CLowl message is a JSON object, got "+jsonx.KindName(k), nil)
 	}
 	w := new(wire)
 	if err := jsonv2.Unmarshal(raw, w); err != nil {
-		return nil, decodeErr(err, "")
+		return nil, jsonx.DecodeErr(Name, err, "")
 	}
 	// The version first (seed 003 §8): a message of another version is
 	// E014 whatever else is wrong with it.
-	switch kind(w.Clowl) {
+	switch jsonx.Kind(w.Clowl) {
 	case '"':
-		if v, _ := str(w.Clowl); v != Version {
+		if v, _ := jsonx.Str(w.Clowl); v != Version {
 			return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version "+strconv.Quote(v)+", this adapter speaks "+Version, ErrVersion)
 		}
 	case 0:
@@ -241,7 +242,7 @@ func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, 
 		}
 		*cs = append(*cs, Coercion{Field: "clowl", Coerced: Version, Reason: "default-clowl-version"})
 	default:
-		return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version is a "+kindName(kind(w.Clowl))+", this adapter speaks \""+Version+"\"", ErrVersion)
+		return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version is a "+jsonx.KindName(jsonx.Kind(w.Clowl))+", this adapter speaks \""+Version+"\"", ErrVersion)
 	}
 	return w, nil
 }
@@ -250,12 +251,12 @@ func hasMember(obj jsontext.Value, name string) bool {
 	if len(obj) == 0 {
 		return false
 	}
-	ms, err := members(obj)
+	ms, err := jsonx.Members(obj)
 	if err != nil {
 		return false
 	}
 	for _, m := range ms {
-		if m.name == name {
+		if m.Name == name {
 			return true
 		}
 	}
@@ -272,9 +273,9 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 	}
 	// mid
 	switch {
-	case kind(w.MID) == '"':
-		m.MID, _ = str(w.MID)
-	case kind(w.MID) == 0 || kind(w.MID) == 'n':
+	case jsonx.Kind(w.MID) == '"':
+		m.MID, _ = jsonx.Str(w.MID)
+	case jsonx.Kind(w.MID) == 0 || jsonx.Kind(w.MID) == 'n':
 		if !lenient {
 			return nil, inErr(protocol.CodeMissingField, "/mid", "mid is required", nil)
 		}
@@ -293,7 +294,7 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 		return nil, err
 	}
 	// p
-	p, _, err := wantString(w.P, "/p")
+	p, _, err := jsonx.WantString(Name, w.P, "/p")
 	if err != nil {
 		return nil, err
 	}
@@ -311,13 +312,13 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 	if !m.P.Valid() {
 		return nil, inErr(protocol.CodeInvalidField, "/p", "unknown performative "+strconv.Quote(p), nil)
 	}
-	if m.From, _, err = wantString(w.From, "/from"); err != nil {
+	if m.From, _, err = jsonx.WantString(Name, w.From, "/from"); err != nil {
 		return nil, err
 	}
-	if m.CID, _, err = wantString(w.CID, "/cid"); err != nil {
+	if m.CID, _, err = jsonx.WantString(Name, w.CID, "/cid"); err != nil {
 		return nil, err
 	}
-	if m.Auth, _, err = wantString(w.Auth, "/auth"); err != nil {
+	if m.Auth, _, err = jsonx.WantString(Name, w.Auth, "/auth"); err != nil {
 		return nil, err
 	}
 	if err := m.readTo(w.To); err != nil {
@@ -341,14 +342,14 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 }
 
 func ignore(cs *[]Coercion, prefix string, obj jsontext.Value) {
-	ms, _ := members(obj)
+	ms, _ := jsonx.Members(obj)
 	for _, mb := range ms {
-		*cs = append(*cs, Coercion{Field: prefix + mb.name, Original: toAny(mb.value), Reason: "ignore-unknown-field"})
+		*cs = append(*cs, Coercion{Field: prefix + mb.Name, Original: jsonx.ToAny(mb.Value), Reason: "ignore-unknown-field"})
 	}
 }
 
 func readTS(v jsontext.Value, lenient bool, cs *[]Coercion) (int64, error) {
-	switch kind(v) {
+	switch jsonx.Kind(v) {
 	case 0, 'n':
 		return 0, inErr(protocol.CodeMissingField, "/ts", "ts is required", nil)
 	case '0':
@@ -365,22 +366,22 @@ func readTS(v jsontext.Value, lenient bool, cs *[]Coercion) (int64, error) {
 		return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer number of seconds, got "+string(v), nil)
 	case '"':
 		if lenient {
-			s, _ := str(v)
+			s, _ := jsonx.Str(v)
 			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
 				*cs = append(*cs, Coercion{Field: "ts", Original: s, Coerced: n, Reason: "numeric-string-to-int"})
 				return n, nil
 			}
 		}
 	}
-	return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer, got "+kindName(kind(v)), nil)
+	return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer, got "+jsonx.KindName(jsonx.Kind(v)), nil)
 }
 
 func readID(v jsontext.Value, name string, lenient bool, cs *[]Coercion) (string, error) {
-	switch kind(v) {
+	switch jsonx.Kind(v) {
 	case 0, 'n':
 		return "", nil
 	case '"':
-		s, _ := str(v)
+		s, _ := jsonx.Str(v)
 		return s, nil
 	case '0':
 		if lenient {
@@ -388,11 +389,11 @@ func readID(v jsontext.Value, name string, lenient bool, cs *[]Coercion) (string
 			return string(v), nil
 		}
 	}
-	return "", inErr(protocol.CodeWrongType, "/"+name, name+" must be a string, got "+kindName(kind(v)), nil)
+	return "", inErr(protocol.CodeWrongType, "/"+name, name+" must be a string, got "+jsonx.KindName(jsonx.Kind(v)), nil)
 }
 
 func readDet(v jsontext.Value, lenient bool, cs *[]Coercion) (*bool, error) {
-	switch kind(v) {
+	switch jsonx.Kind(v) {
 	case 0, 'n':
 		return nil, nil
 	case 't', 'f':
@@ -401,19 +402,19 @@ func readDet(v jsontext.Value, lenient bool, cs *[]Coercion) (*bool, error) {
 	}
 	if lenient {
 		if b, ok := truthy(v); ok {
-			*cs = append(*cs, Coercion{Field: "det", Original: toAny(v), Coerced: b, Reason: "coerce-det-to-bool"})
+			*cs = append(*cs, Coercion{Field: "det", Original: jsonx.ToAny(v), Coerced: b, Reason: "coerce-det-to-bool"})
 			return &b, nil
 		}
 	}
-	return nil, inErr(protocol.CodeWrongType, "/det", "det must be a boolean, got "+kindName(kind(v)), nil)
+	return nil, inErr(protocol.CodeWrongType, "/det", "det must be a boolean, got "+jsonx.KindName(jsonx.Kind(v)), nil)
 }
 
 // truthy reads the boolean a lenient sender meant: "true"/"yes"/"1" and
 // non-zero numbers are true; "false"/"no"/"0"/"" and 0 are false.
 func truthy(v jsontext.Value) (bool, bool) {
-	switch kind(v) {
+	switch jsonx.Kind(v) {
 	case '"':
-		s, _ := str(v)
+		s, _ := jsonx.Str(v)
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "true", "yes", "y", "1", "on":
 			return true, true
@@ -428,11 +429,11 @@ func truthy(v jsontext.Value) (bool, bool) {
 }
 
 func (m *Message) readTo(v jsontext.Value) error {
-	switch kind(v) {
+	switch jsonx.Kind(v) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/to", "to is required", nil)
 	case '"':
-		s, _ := str(v)
+		s, _ := jsonx.Str(v)
 		if s == "" {
 			return inErr(protocol.CodeInvalidField, "/to", "to must not be empty", nil)
 		}
@@ -441,38 +442,38 @@ func (m *Message) readTo(v jsontext.Value) error {
 	case '[':
 		var to []string
 		if err := jsonv2.Unmarshal(v, &to); err != nil {
-			return decodeErr(err, "/to")
+			return jsonx.DecodeErr(Name, err, "/to")
 		}
 		if len(to) == 0 {
 			return inErr(protocol.CodeInvalidField, "/to", "to must name at least one recipient", nil)
 		}
 		for i, s := range to {
 			if s == "" {
-				return inErr(protocol.CodeInvalidField, "/to/"+itoa(i), "a recipient must not be empty", nil)
+				return inErr(protocol.CodeInvalidField, "/to/"+strconv.Itoa(i), "a recipient must not be empty", nil)
 			}
 		}
 		m.To, m.ToList = to, true
 		return nil
 	}
-	return inErr(protocol.CodeWrongType, "/to", "to must be a string or an array, got "+kindName(kind(v)), nil)
+	return inErr(protocol.CodeWrongType, "/to", "to must be a string or an array, got "+jsonx.KindName(jsonx.Kind(v)), nil)
 }
 
 func (m *Message) readBody(v jsontext.Value, lenient bool, cs *[]Coercion) error {
-	switch kind(v) {
+	switch jsonx.Kind(v) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/body", "body is required", nil)
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/body", "body must be an object, got "+kindName(kind(v)), nil)
+		return inErr(protocol.CodeWrongType, "/body", "body must be an object, got "+jsonx.KindName(jsonx.Kind(v)), nil)
 	}
 	var b wireBody
 	if err := jsonv2.Unmarshal(v, &b); err != nil {
-		return decodeErr(err, "/body")
+		return jsonx.DecodeErr(Name, err, "/body")
 	}
 	if lenient && len(b.Unknown) > 0 {
 		ignore(cs, "body.", b.Unknown)
 	}
-	t, _, err := wantString(b.T, "/body/t")
+	t, _, err := jsonx.WantString(Name, b.T, "/body/t")
 	if err != nil {
 		return err
 	}
@@ -480,14 +481,14 @@ func (m *Message) readBody(v jsontext.Value, lenient bool, cs *[]Coercion) error
 		return inErr(protocol.CodeMissingField, "/body/t", "body.t is required", nil)
 	}
 	m.Body.T = t
-	switch kind(b.D) {
+	switch jsonx.Kind(b.D) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/body/d", "body.d is required", nil)
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/body/d", "body.d must be an object, got "+kindName(kind(b.D)), nil)
+		return inErr(protocol.CodeWrongType, "/body/d", "body.d must be an object, got "+jsonx.KindName(jsonx.Kind(b.D)), nil)
 	}
-	d := compact(b.D)
+	d := jsonx.Compact(b.D)
 	if lenient {
 		var err error
 		if d, err = coerceData(m.P, d, cs); err != nil {
@@ -503,43 +504,43 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 	if p != DLGT && p != PROG {
 		return d, nil
 	}
-	ms, err := members(d)
+	ms, err := jsonx.Members(d)
 	if err != nil {
-		return nil, decodeErr(err, "/body/d")
+		return nil, jsonx.DecodeErr(Name, err, "/body/d")
 	}
 	changed := false
 	for i := range ms {
 		mb := &ms[i]
-		field := "body.d." + mb.name
+		field := "body.d." + mb.Name
 		switch {
-		case p == DLGT && mb.name == "delegation_mode" && kind(mb.value) == '"':
-			s, _ := str(mb.value)
+		case p == DLGT && mb.Name == "delegation_mode" && jsonx.Kind(mb.Value) == '"':
+			s, _ := jsonx.Str(mb.Value)
 			if l := strings.ToLower(strings.TrimSpace(s)); l != s {
 				*cs = append(*cs, Coercion{Field: field, Original: s, Coerced: l, Reason: "lowercase-delegation-mode"})
-				mb.value, _ = appendString(nil, l)
+				mb.Value, _ = jsonx.AppendString(nil, l)
 				changed = true
 			}
-		case p == PROG && (mb.name == "pct" || mb.name == "seq"):
-			n, orig, ok := numericString(mb.value)
+		case p == PROG && (mb.Name == "pct" || mb.Name == "seq"):
+			n, orig, ok := numericString(mb.Value)
 			if ok {
-				*cs = append(*cs, Coercion{Field: field, Original: orig, Coerced: n, Reason: "numeric-string-to-" + mb.name})
-			} else if kind(mb.value) == '0' {
-				n, ok = intLiteral(mb.value)
+				*cs = append(*cs, Coercion{Field: field, Original: orig, Coerced: n, Reason: "numeric-string-to-" + mb.Name})
+			} else if jsonx.Kind(mb.Value) == '0' {
+				n, ok = intLiteral(mb.Value)
 			}
 			if !ok {
 				continue // left for the schema to refuse
 			}
-			if mb.name == "pct" && (n < 0 || n > 100) {
+			if mb.Name == "pct" && (n < 0 || n > 100) {
 				c := min(max(n, 0), 100)
 				*cs = append(*cs, Coercion{Field: field, Original: n, Coerced: c, Reason: "clamp-pct-range"})
 				n = c
 			}
-			mb.value = strconv.AppendInt(nil, n, 10)
+			mb.Value = strconv.AppendInt(nil, n, 10)
 			changed = true
-		case p == PROG && mb.name == "final" && kind(mb.value) != 't' && kind(mb.value) != 'f':
-			if b, ok := truthy(mb.value); ok {
-				*cs = append(*cs, Coercion{Field: field, Original: toAny(mb.value), Coerced: b, Reason: "coerce-final-to-bool"})
-				mb.value = strconv.AppendBool(nil, b)
+		case p == PROG && mb.Name == "final" && jsonx.Kind(mb.Value) != 't' && jsonx.Kind(mb.Value) != 'f':
+			if b, ok := truthy(mb.Value); ok {
+				*cs = append(*cs, Coercion{Field: field, Original: jsonx.ToAny(mb.Value), Coerced: b, Reason: "coerce-final-to-bool"})
+				mb.Value = strconv.AppendBool(nil, b)
 				changed = true
 			}
 		}
@@ -547,14 +548,14 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 	if !changed {
 		return d, nil
 	}
-	return buildObject(ms), nil
+	return jsonx.BuildObject(ms), nil
 }
 
 func numericString(v jsontext.Value) (int64, string, bool) {
-	if kind(v) != '"' {
+	if jsonx.Kind(v) != '"' {
 		return 0, "", false
 	}
-	s, _ := str(v)
+	s, _ := jsonx.Str(v)
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	return n, s, err == nil
 }
@@ -565,29 +566,29 @@ func intLiteral(v jsontext.Value) (int64, bool) {
 }
 
 func (m *Message) readCtx(v jsontext.Value, lenient bool, cs *[]Coercion) error {
-	switch kind(v) {
+	switch jsonx.Kind(v) {
 	case 0:
 		return nil
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/ctx", "ctx must be an object, got "+kindName(kind(v)), nil)
+		return inErr(protocol.CodeWrongType, "/ctx", "ctx must be an object, got "+jsonx.KindName(jsonx.Kind(v)), nil)
 	}
 	var c wireCtx
 	if err := jsonv2.Unmarshal(v, &c); err != nil {
-		return decodeErr(err, "/ctx")
+		return jsonx.DecodeErr(Name, err, "/ctx")
 	}
 	if lenient && len(c.Unknown) > 0 {
 		ignore(cs, "ctx.", c.Unknown)
 	}
 	ctx := &Context{}
 	var err error
-	if ctx.Ref, _, err = wantString(c.Ref, "/ctx/ref"); err != nil {
+	if ctx.Ref, _, err = jsonx.WantString(Name, c.Ref, "/ctx/ref"); err != nil {
 		return err
 	}
-	if ctx.Inline, _, err = wantString(c.Inline, "/ctx/inline"); err != nil {
+	if ctx.Inline, _, err = jsonx.WantString(Name, c.Inline, "/ctx/inline"); err != nil {
 		return err
 	}
-	if ctx.Hash, _, err = wantString(c.Hash, "/ctx/hash"); err != nil {
+	if ctx.Hash, _, err = jsonx.WantString(Name, c.Hash, "/ctx/hash"); err != nil {
 		return err
 	}
 	m.Ctx = ctx
@@ -648,7 +649,7 @@ func (m *Message) encode() ([]byte, error) {
 		b = append(b, ',', '"')
 		b = append(b, key...)
 		b = append(b, '"', ':')
-		b, err = appendString(b, v)
+		b, err = jsonx.AppendString(b, v)
 	}
 	b = append(b, `{"clowl":"`+Version+`"`...)
 	app("mid", m.MID)
@@ -671,7 +672,7 @@ func (m *Message) encode() ([]byte, error) {
 				b = append(b, ',')
 			}
 			if err == nil {
-				b, err = appendString(b, t)
+				b, err = jsonx.AppendString(b, t)
 			}
 		}
 		b = append(b, ']')
@@ -679,7 +680,7 @@ func (m *Message) encode() ([]byte, error) {
 	app("cid", m.CID)
 	b = append(b, `,"body":{"t":`...)
 	if err == nil {
-		b, err = appendString(b, m.Body.T)
+		b, err = jsonx.AppendString(b, m.Body.T)
 	}
 	b = append(b, `,"d":`...)
 	d := m.Body.D
@@ -715,49 +716,5 @@ func appendNullable(b []byte, s string, err error) ([]byte, error) {
 	if s == "" {
 		return append(b, "null"...), nil
 	}
-	return appendString(b, s)
-}
-
-// member is one member of a JSON object, in order.
-type member struct {
-	name  string
-	value jsontext.Value
-}
-
-// members returns the members of a JSON object in order.
-func members(obj []byte) ([]member, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.ReadToken(); err != nil {
-		return nil, err
-	} else if tok.Kind() != '{' {
-		return nil, &jsonv2.SemanticError{JSONKind: tok.Kind()}
-	}
-	var out []member
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		name := tok.String()
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, member{name, append(jsontext.Value(nil), v...)})
-	}
-	return out, nil
-}
-
-// buildObject writes members as a compact JSON object.
-func buildObject(ms []member) []byte {
-	b := []byte{'{'}
-	for i, mb := range ms {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b, _ = appendString(b, mb.name)
-		b = append(b, ':')
-		b = append(b, compact(mb.value)...)
-	}
-	return append(b, '}')
+	return jsonx.AppendString(b, s)
 }

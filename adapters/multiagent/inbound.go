@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
@@ -51,14 +52,14 @@ type wire struct {
 	// Parsed views.
 	role, intent, task, ts, contentType string
 	time                                time.Time
-	agent                               []member // agent members other than id
+	agent                               []jsonx.Member // agent members other than id
 	agentID                             string
 	score                               json.Number
 	hasScore                            bool
 	traceID                             string
 	parents, tags                       []string
 	cost                                jsontext.Value
-	traceExtra                          []member
+	traceExtra                          []jsonx.Member
 	actions                             []action
 	artifacts                           []artifact
 	handshake                           bool
@@ -76,24 +77,24 @@ type artifact struct {
 
 // present reports whether an optional member has a value (null counts as
 // absent).
-func present(v jsontext.Value) bool { k := kind(v); return k != 0 && k != 'n' }
+func present(v jsontext.Value) bool { k := jsonx.Kind(v); return k != 0 && k != 'n' }
 
 // parse checks an envelope and reads the fields the mapping needs.
 func parse(raw []byte, maxBytes int) (*wire, error) {
 	if len(raw) > maxBytes {
-		return nil, inErr(protocol.CodeTooLarge, "", "envelope is "+itoa(len(raw))+" bytes, limit "+itoa(maxBytes), nil)
+		return nil, inErr(protocol.CodeTooLarge, "", "envelope is "+strconv.Itoa(len(raw))+" bytes, limit "+strconv.Itoa(maxBytes), nil)
 	}
-	if err := checkJSON(raw); err != nil {
+	if err := jsonx.CheckJSON(Name, raw); err != nil {
 		return nil, err
 	}
-	if k := kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
-		return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+kindName(k), nil)
+	if k := jsonx.Kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
+		return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+jsonx.KindName(k), nil)
 	}
 	w := new(wire)
 	if err := jsonv2.Unmarshal(raw, w); err != nil {
-		return nil, decodeErr(err, "")
+		return nil, jsonx.DecodeErr(Name, err, "")
 	}
-	p, ok, err := wantString(w.Protocol, "/protocol")
+	p, ok, err := jsonx.WantString(Name, w.Protocol, "/protocol")
 	switch {
 	case err != nil:
 		return nil, inErr(protocol.CodeUnsupportedVersion, "/protocol", "protocol must be the string "+strconv.Quote(Protocol), ErrProtocol)
@@ -125,13 +126,13 @@ func parse(raw []byte, maxBytes int) (*wire, error) {
 	if !present(w.Task) {
 		return nil, inErr(protocol.CodeMissingField, "/task", "task is required", nil)
 	}
-	if w.task, _, err = wantString(w.Task, "/task"); err != nil {
+	if w.task, _, err = jsonx.WantString(Name, w.Task, "/task"); err != nil {
 		return nil, err
 	}
 	if err := w.readAgent(); err != nil {
 		return nil, err
 	}
-	if present(w.Inputs) && kind(w.Inputs) != '{' {
+	if present(w.Inputs) && jsonx.Kind(w.Inputs) != '{' {
 		return nil, inErr(protocol.CodeWrongType, "/inputs", "inputs must be an object", nil)
 	}
 	if err := w.readContent(); err != nil {
@@ -155,7 +156,7 @@ func parse(raw []byte, maxBytes int) (*wire, error) {
 }
 
 func required(v jsontext.Value, path string) (string, error) {
-	s, ok, err := wantString(v, path)
+	s, ok, err := jsonx.WantString(Name, v, path)
 	if err != nil {
 		return "", err
 	}
@@ -169,16 +170,16 @@ func (w *wire) readAgent() error {
 	if !present(w.Agent) {
 		return nil
 	}
-	if kind(w.Agent) != '{' {
+	if jsonx.Kind(w.Agent) != '{' {
 		return inErr(protocol.CodeWrongType, "/agent", "agent must be an object", nil)
 	}
-	ms, err := members(w.Agent)
+	ms, err := jsonx.Members(w.Agent)
 	if err != nil {
-		return decodeErr(err, "/agent")
+		return jsonx.DecodeErr(Name, err, "/agent")
 	}
 	for _, mb := range ms {
-		if mb.name == "id" {
-			id, ok := str(mb.value)
+		if mb.Name == "id" {
+			id, ok := jsonx.Str(mb.Value)
 			if !ok || id == "" {
 				return inErr(protocol.CodeInvalidField, "/agent/id", "agent.id must be a non-empty string", nil)
 			}
@@ -197,28 +198,28 @@ func (w *wire) readContent() error {
 	if !present(w.Content) {
 		return inErr(protocol.CodeMissingField, "/content", "content is required", nil)
 	}
-	if kind(w.Content) != '{' {
+	if jsonx.Kind(w.Content) != '{' {
 		return inErr(protocol.CodeWrongType, "/content", "content must be an object", nil)
 	}
-	ms, err := members(w.Content)
+	ms, err := jsonx.Members(w.Content)
 	if err != nil {
-		return decodeErr(err, "/content")
+		return jsonx.DecodeErr(Name, err, "/content")
 	}
 	var data jsontext.Value
 	for _, mb := range ms {
-		switch mb.name {
+		switch mb.Name {
 		case "type":
-			s, ok := str(mb.value)
+			s, ok := jsonx.Str(mb.Value)
 			if !ok || s == "" {
 				return inErr(protocol.CodeInvalidField, "/content/type", "content.type must be a non-empty string", nil)
 			}
 			w.contentType = s
 		case "text":
-			if present(mb.value) && kind(mb.value) != '"' {
+			if present(mb.Value) && jsonx.Kind(mb.Value) != '"' {
 				return inErr(protocol.CodeWrongType, "/content/text", "content.text must be a string", nil)
 			}
 		case "data":
-			data = mb.value
+			data = mb.Value
 		}
 	}
 	if w.contentType == "" {
@@ -226,19 +227,19 @@ func (w *wire) readContent() error {
 	}
 	// The handshake / health message of seed 001: a system message
 	// announcing what the sender supports.
-	if w.role == RoleSystem && w.contentType == ContentJSON && kind(data) == '{' {
-		dm, _ := members(data)
+	if w.role == RoleSystem && w.contentType == ContentJSON && jsonx.Kind(data) == '{' {
+		dm, _ := jsonx.Members(data)
 		for _, mb := range dm {
-			if mb.name != "supports" || kind(mb.value) != '[' {
+			if mb.Name != "supports" || jsonx.Kind(mb.Value) != '[' {
 				continue
 			}
 			var l []jsontext.Value
-			if jsonv2.Unmarshal(mb.value, &l) != nil {
+			if jsonv2.Unmarshal(mb.Value, &l) != nil {
 				continue
 			}
 			w.handshake = true
 			for _, e := range l {
-				if s, ok := str(e); ok {
+				if s, ok := jsonx.Str(e); ok {
 					w.supports = append(w.supports, s)
 				}
 			}
@@ -251,52 +252,52 @@ func (w *wire) readOutputs() error {
 	if !present(w.Outputs) {
 		return nil
 	}
-	if kind(w.Outputs) != '{' {
+	if jsonx.Kind(w.Outputs) != '{' {
 		return inErr(protocol.CodeWrongType, "/outputs", "outputs must be an object", nil)
 	}
-	ms, err := members(w.Outputs)
+	ms, err := jsonx.Members(w.Outputs)
 	if err != nil {
-		return decodeErr(err, "/outputs")
+		return jsonx.DecodeErr(Name, err, "/outputs")
 	}
 	for _, mb := range ms {
-		switch mb.name {
+		switch mb.Name {
 		case "artifacts", "next_actions":
 		default:
 			continue
 		}
-		if !present(mb.value) {
+		if !present(mb.Value) {
 			continue
 		}
-		base := "/outputs/" + mb.name
-		if kind(mb.value) != '[' {
-			return inErr(protocol.CodeWrongType, base, mb.name+" must be an array", nil)
+		base := "/outputs/" + mb.Name
+		if jsonx.Kind(mb.Value) != '[' {
+			return inErr(protocol.CodeWrongType, base, mb.Name+" must be an array", nil)
 		}
 		var l []jsontext.Value
-		if err := jsonv2.Unmarshal(mb.value, &l); err != nil {
-			return decodeErr(err, base)
+		if err := jsonv2.Unmarshal(mb.Value, &l); err != nil {
+			return jsonx.DecodeErr(Name, err, base)
 		}
 		for i, e := range l {
-			p := base + "/" + itoa(i)
-			if kind(e) != '{' {
+			p := base + "/" + strconv.Itoa(i)
+			if jsonx.Kind(e) != '{' {
 				return inErr(protocol.CodeWrongType, p, "want an object", nil)
 			}
-			em, err := members(e)
+			em, err := jsonx.Members(e)
 			if err != nil {
-				return decodeErr(err, p)
+				return jsonx.DecodeErr(Name, err, p)
 			}
-			if mb.name == "artifacts" {
+			if mb.Name == "artifacts" {
 				var a artifact
 				for _, f := range em {
-					s, isStr := str(f.value)
+					s, isStr := jsonx.Str(f.Value)
 					switch {
-					case f.name == "uri" && isStr:
+					case f.Name == "uri" && isStr:
 						a.uri = s
-					case f.name == "kind" && isStr:
+					case f.Name == "kind" && isStr:
 						a.kind = s
-					case f.name == "name" && isStr:
+					case f.Name == "name" && isStr:
 						a.name = s
-					case (f.name == "uri" || f.name == "kind" || f.name == "name" || f.name == "inline") && present(f.value) && !isStr:
-						return inErr(protocol.CodeWrongType, p+"/"+f.name, f.name+" must be a string", nil)
+					case (f.Name == "uri" || f.Name == "kind" || f.Name == "name" || f.Name == "inline") && present(f.Value) && !isStr:
+						return inErr(protocol.CodeWrongType, p+"/"+f.Name, f.Name+" must be a string", nil)
 					}
 				}
 				w.artifacts = append(w.artifacts, a)
@@ -305,25 +306,25 @@ func (w *wire) readOutputs() error {
 			var a action
 			seen := false
 			for _, f := range em {
-				switch f.name {
+				switch f.Name {
 				case "intent":
-					s, ok := str(f.value)
+					s, ok := jsonx.Str(f.Value)
 					if !ok || s == "" {
 						return inErr(protocol.CodeInvalidField, p+"/intent", "a next action needs an intent", nil)
 					}
 					a.intent = s
 				case "task":
-					s, ok := str(f.value)
+					s, ok := jsonx.Str(f.Value)
 					if !ok {
 						return inErr(protocol.CodeWrongType, p+"/task", "task must be a string", nil)
 					}
 					a.task, seen = s, true
 				case "args":
-					if present(f.value) {
-						if kind(f.value) != '{' {
+					if present(f.Value) {
+						if jsonx.Kind(f.Value) != '{' {
 							return inErr(protocol.CodeWrongType, p+"/args", "args must be an object", nil)
 						}
-						a.args = compact(f.value)
+						a.args = jsonx.Compact(f.Value)
 					}
 				}
 			}
@@ -340,25 +341,25 @@ func (w *wire) readConfidence() error {
 	if !present(w.Confidence) {
 		return nil
 	}
-	if kind(w.Confidence) != '{' {
+	if jsonx.Kind(w.Confidence) != '{' {
 		return inErr(protocol.CodeWrongType, "/confidence", "confidence must be an object", nil)
 	}
-	ms, err := members(w.Confidence)
+	ms, err := jsonx.Members(w.Confidence)
 	if err != nil {
-		return decodeErr(err, "/confidence")
+		return jsonx.DecodeErr(Name, err, "/confidence")
 	}
 	for _, mb := range ms {
-		if mb.name != "score" {
+		if mb.Name != "score" {
 			continue
 		}
-		if kind(mb.value) != '0' {
+		if jsonx.Kind(mb.Value) != '0' {
 			return inErr(protocol.CodeWrongType, "/confidence/score", "score must be a number", nil)
 		}
-		f, err := strconv.ParseFloat(string(mb.value), 64)
+		f, err := strconv.ParseFloat(string(mb.Value), 64)
 		if err != nil || f < 0 || f > 1 {
 			return inErr(protocol.CodeInvalidField, "/confidence/score", "score must be between 0 and 1", nil)
 		}
-		w.score, w.hasScore = json.Number(mb.value), true
+		w.score, w.hasScore = json.Number(mb.Value), true
 	}
 	if !w.hasScore {
 		return inErr(protocol.CodeMissingField, "/confidence/score", "confidence needs a score", nil)
@@ -370,52 +371,52 @@ func (w *wire) readTrace() error {
 	if !present(w.Trace) {
 		return nil
 	}
-	if kind(w.Trace) != '{' {
+	if jsonx.Kind(w.Trace) != '{' {
 		return inErr(protocol.CodeWrongType, "/trace", "trace must be an object", nil)
 	}
-	ms, err := members(w.Trace)
+	ms, err := jsonx.Members(w.Trace)
 	if err != nil {
-		return decodeErr(err, "/trace")
+		return jsonx.DecodeErr(Name, err, "/trace")
 	}
 	for _, mb := range ms {
-		p := "/trace/" + mb.name
-		switch mb.name {
+		p := "/trace/" + mb.Name
+		switch mb.Name {
 		case "id":
-			if !present(mb.value) {
+			if !present(mb.Value) {
 				continue
 			}
-			s, ok := str(mb.value)
+			s, ok := jsonx.Str(mb.Value)
 			if !ok || s == "" || len(s) > protocol.MaxIDLength {
 				return inErr(protocol.CodeInvalidField, p, "trace.id must be a string of 1 to 256 bytes", nil)
 			}
 			w.traceID = s
 		case "parents", "tags":
-			if !present(mb.value) {
+			if !present(mb.Value) {
 				continue
 			}
 			var l []string
-			if err := jsonv2.Unmarshal(mb.value, &l); err != nil {
-				return decodeErr(err, p)
+			if err := jsonv2.Unmarshal(mb.Value, &l); err != nil {
+				return jsonx.DecodeErr(Name, err, p)
 			}
 			if l == nil {
 				l = []string{}
 			}
-			if mb.name == "tags" {
+			if mb.Name == "tags" {
 				w.tags = l
 				continue
 			}
 			for i, s := range l {
 				if s == "" || len(s) > protocol.MaxIDLength {
-					return inErr(protocol.CodeInvalidField, p+"/"+itoa(i), "a parent id must be a string of 1 to 256 bytes", nil)
+					return inErr(protocol.CodeInvalidField, p+"/"+strconv.Itoa(i), "a parent id must be a string of 1 to 256 bytes", nil)
 				}
 			}
 			w.parents = l
 		case "cost":
-			if present(mb.value) {
-				if kind(mb.value) != '{' {
+			if present(mb.Value) {
+				if jsonx.Kind(mb.Value) != '{' {
 					return inErr(protocol.CodeWrongType, p, "cost must be an object", nil)
 				}
-				w.cost = mb.value
+				w.cost = mb.Value
 			}
 		default:
 			w.traceExtra = append(w.traceExtra, mb)
@@ -463,7 +464,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		m.From.AgentID = protocol.PrefixAgent + w.agentID
 		ag := make(map[string]any, len(w.agent))
 		for _, mb := range w.agent {
-			ag[mb.name] = toAny(mb.value)
+			ag[mb.Name] = jsonx.ToAny(mb.Value)
 		}
 		meta[MetaAgent] = ag
 	} else {
@@ -497,17 +498,17 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		meta[MetaTags] = strList(w.tags)
 	}
 	if w.cost != nil {
-		meta[MetaUsage] = toAny(w.cost)
+		meta[MetaUsage] = jsonx.ToAny(w.cost)
 	}
 	if len(w.traceExtra) > 0 {
 		x := map[string]any{}
 		for _, mb := range w.traceExtra {
-			x[mb.name] = toAny(mb.value)
+			x[mb.Name] = jsonx.ToAny(mb.Value)
 		}
 		meta[MetaTraceExtra] = x
 	}
 	if len(w.Unknown) > 0 {
-		meta[MetaExtra] = toAny(w.Unknown)
+		meta[MetaExtra] = jsonx.ToAny(w.Unknown)
 	}
 	m.Meta = meta
 
@@ -585,11 +586,11 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	}
 	for i, x := range out {
 		if err := x.Validate(); err != nil {
-			return nil, inErr(protocol.CodeOf(err), "", "translated message "+itoa(i)+" is invalid", err)
+			return nil, inErr(protocol.CodeOf(err), "", "translated message "+strconv.Itoa(i)+" is invalid", err)
 		}
 	}
 	for _, x := range out {
-		a.opts.Index.Remember(ctx, x.ID, Link{RunID: x.RunID, ThreadID: x.ThreadID, TaskID: x.TaskID, Intent: metaString(x, MetaIntent)})
+		a.opts.Index.Remember(ctx, x.ID, Link{RunID: x.RunID, ThreadID: x.ThreadID, TaskID: x.TaskID, Intent: jsonx.MetaString(x, MetaIntent)})
 	}
 	if m.Type == protocol.TypeAgentRegister {
 		a.opts.Index.Remember(ctx, helloKey+m.From.AgentID, Link{TaskID: own})
@@ -618,16 +619,16 @@ func strList(l []string) []any {
 // payload is the envelope's body, verbatim: task, inputs, content,
 // outputs, confidence.
 func (w *wire) payload() []byte {
-	ms := []member{{"task", compact(w.Task)}}
+	ms := []jsonx.Member{{"task", jsonx.Compact(w.Task)}}
 	for _, f := range []struct {
 		name string
 		v    jsontext.Value
 	}{{"inputs", w.Inputs}, {"content", w.Content}, {"outputs", w.Outputs}, {"confidence", w.Confidence}} {
 		if present(f.v) {
-			ms = append(ms, member{f.name, f.v})
+			ms = append(ms, jsonx.Member{f.name, f.v})
 		}
 	}
-	return buildObject(ms)
+	return jsonx.BuildObject(ms)
 }
 
 // errorPayload maps content.type "error" to the wire error of seed 000
@@ -635,20 +636,20 @@ func (w *wire) payload() []byte {
 // E-code), else INTERNAL; content.text as the message; the body kept
 // whole in details.multiagent.
 func errorPayload(w *wire, body []byte) []byte {
-	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: toAny(body)}}
-	cm, _ := members(w.Content)
+	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: jsonx.ToAny(body)}}
+	cm, _ := jsonx.Members(w.Content)
 	for _, mb := range cm {
-		switch mb.name {
+		switch mb.Name {
 		case "text":
-			ep.Message, _ = str(mb.value)
+			ep.Message, _ = jsonx.Str(mb.Value)
 		case "data":
-			dm, _ := members(mb.value)
+			dm, _ := jsonx.Members(mb.Value)
 			for _, d := range dm {
-				s, _ := str(d.value)
+				s, _ := jsonx.Str(d.Value)
 				switch {
-				case d.name == "code" && protocol.Code(s).Known():
+				case d.Name == "code" && protocol.Code(s).Known():
 					ep.Code = protocol.Code(s)
-				case d.name == "code" && len(s) == 4 && s[0] == 'E':
+				case d.Name == "code" && len(s) == 4 && s[0] == 'E':
 					ep.Code = protocol.CodeFromCLowl(s)
 				}
 			}
@@ -657,8 +658,8 @@ func errorPayload(w *wire, body []byte) []byte {
 	ep.Retryable = ep.Code.Retryable()
 	dm := map[string]any{}
 	for _, mb := range cm {
-		if mb.name == "data" {
-			if d, ok := toAny(mb.value).(map[string]any); ok {
+		if mb.Name == "data" {
+			if d, ok := jsonx.ToAny(mb.Value).(map[string]any); ok {
 				dm = d
 			}
 		}
@@ -679,12 +680,12 @@ const detailBody = "multiagent"
 // the heartbeat payload {"status": "ok", "multiagent": body}.
 func (w *wire) handshakePayload(t protocol.Type, agentID string, body []byte) ([]byte, error) {
 	if t == protocol.TypeAgentHeartbeat {
-		return buildObject([]member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
+		return jsonx.BuildObject([]jsonx.Member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
 	}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: agentID, Capabilities: []protocol.Capability{},
 		Extensions: map[string]json.RawMessage{detailBody: body}}
 	for _, mb := range w.agent {
-		if s, ok := str(mb.value); ok && mb.name == "name" && s != "" {
+		if s, ok := jsonx.Str(mb.Value); ok && mb.Name == "name" && s != "" {
 			card.Display = &protocol.Display{Name: s}
 		}
 	}
@@ -718,7 +719,7 @@ func hasCap(c *protocol.AgentCard, id string) bool {
 // a subtask of the proposing message's task, from its sender, to nobody
 // yet (the router or a Policy chooses).
 func proposed(m *protocol.Message, i int, act action) *protocol.Message {
-	id := m.ID + "/next/" + itoa(i)
+	id := m.ID + "/next/" + strconv.Itoa(i)
 	if len(id) > protocol.MaxIDLength {
 		sum := sha256.Sum256([]byte(id))
 		id = protocol.IDPrefixMessage + hex.EncodeToString(sum[:16])
@@ -729,7 +730,7 @@ func proposed(m *protocol.Message, i int, act action) *protocol.Message {
 		From: m.From, To: []protocol.Participant{}, Type: protocol.TypeTaskRequest,
 		PayloadType: PayloadType(act.intent), Attempt: 1,
 		Meta: map[string]any{adapters.MetaSource: Source, MetaIntent: act.intent, MetaProposed: true,
-			MetaAction: json.Number(itoa(i)), MetaParents: []any{m.ID}, MetaInReplyTo: m.ID},
+			MetaAction: json.Number(strconv.Itoa(i)), MetaParents: []any{m.ID}, MetaInReplyTo: m.ID},
 	}
 	if info, ok := LookupIntent(act.intent); ok {
 		r.Domain = info.Domain
@@ -737,12 +738,12 @@ func proposed(m *protocol.Message, i int, act action) *protocol.Message {
 	if ag, ok := m.Meta[MetaAgent]; ok {
 		r.Meta[MetaAgent] = ag
 	}
-	task, _ := appendString(nil, act.task)
-	ms := []member{{"task", task}}
+	task, _ := jsonx.AppendString(nil, act.task)
+	ms := []jsonx.Member{{"task", task}}
 	if act.args != nil {
-		ms = append(ms, member{"inputs", buildObject([]member{{"parameters", act.args}})})
+		ms = append(ms, jsonx.Member{"inputs", jsonx.BuildObject([]jsonx.Member{{"parameters", act.args}})})
 	}
-	r.Payload = buildObject(ms)
+	r.Payload = jsonx.BuildObject(ms)
 	return r
 }
 

@@ -3,6 +3,7 @@ package multiagent
 import (
 	"context"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"sort"
 	"strings"
 	"time"
@@ -24,10 +25,10 @@ func mappable(t protocol.Type) bool {
 // compact JSON, nil when absent.
 type outEnv struct {
 	role, intent, task, timestamp string
-	agent                         []member
+	agent                         []jsonx.Member
 	inputs, content, outputs      []byte
 	confidence, trace             []byte
-	extra                         []member
+	extra                         []jsonx.Member
 }
 
 // fromEnvelope maps an envelope (see the package doc's table).
@@ -46,18 +47,18 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 		return nil, outErr(protocol.CodeInvalidField, "/ts", "ts is not RFC 3339", err)
 	}
 	e := &outEnv{role: role(m), intent: a.intent(ctx, m), timestamp: t.UTC().Format(time.RFC3339Nano)}
-	if s := metaString(m, MetaTimestamp); s != "" {
+	if s := jsonx.MetaString(m, MetaTimestamp); s != "" {
 		if st, err := time.Parse(time.RFC3339Nano, s); err == nil && st.Equal(t) {
 			e.timestamp = s
 		}
 	}
-	if b, _ := metaBool(m, MetaNoAgent); !b {
+	if b, _ := jsonx.MetaBool(m, MetaNoAgent); !b {
 		id := strings.TrimPrefix(m.From.AgentID, protocol.PrefixAgent)
-		idJSON, err := appendString(nil, id)
+		idJSON, err := jsonx.AppendString(nil, id)
 		if err != nil {
 			return nil, outErr(protocol.CodeInvalidUTF8, "/from/agent_id", "", err)
 		}
-		e.agent = []member{{"id", idJSON}}
+		e.agent = []jsonx.Member{{"id", idJSON}}
 		ag, _ := m.Meta[MetaAgent].(map[string]any)
 		if ag == nil {
 			ag = map[string]any{"name": id, "model": "n/a"} // AgentRef needs both
@@ -66,11 +67,11 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 			if k == "id" {
 				continue
 			}
-			v, err := fromAny(ag[k])
+			v, err := jsonx.FromAny(ag[k])
 			if err != nil {
 				return nil, outErr(protocol.CodeWrongType, "/meta/agent/"+k, "", err)
 			}
-			e.agent = append(e.agent, member{k, v})
+			e.agent = append(e.agent, jsonx.Member{k, v})
 		}
 	}
 	if err := e.body(m); err != nil {
@@ -85,11 +86,11 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 			case "protocol", "role", "agent", "timestamp", "intent", "task", "inputs", "content", "outputs", "confidence", "trace":
 				continue // never shadow a defined member
 			}
-			v, err := fromAny(x[k])
+			v, err := jsonx.FromAny(x[k])
 			if err != nil {
 				return nil, outErr(protocol.CodeWrongType, "/meta/extra/"+k, "", err)
 			}
-			e.extra = append(e.extra, member{k, v})
+			e.extra = append(e.extra, jsonx.Member{k, v})
 		}
 	}
 	return e, nil
@@ -130,7 +131,7 @@ func role(m *protocol.Message) string {
 // request that started the task (Index), else the payload_type's, else
 // the domain's, else the type's default.
 func (a *Adapter) intent(ctx context.Context, m *protocol.Message) string {
-	if s := metaString(m, MetaIntent); s != "" {
+	if s := jsonx.MetaString(m, MetaIntent); s != "" {
 		return s
 	}
 	if id, ok := strings.CutPrefix(m.TaskID, protocol.PrefixTask); ok && id != "" {
@@ -163,28 +164,28 @@ func (e *outEnv) body(m *protocol.Message) error {
 		if err != nil {
 			return outErr(protocol.CodeOf(err), "/payload", "an agent.register or agent.update payload must be an AgentCard", err)
 		}
-		if b, ok := card.Extensions[detailBody]; ok && kind(b) == '{' {
+		if b, ok := card.Extensions[detailBody]; ok && jsonx.Kind(b) == '{' {
 			return e.fromBody(b)
 		}
 		var supports []any
 		for _, c := range card.Capabilities {
 			supports = append(supports, strings.TrimPrefix(c.ID, "content:"))
 		}
-		data, _ := fromAny(map[string]any{"supports": supports})
+		data, _ := jsonx.FromAny(map[string]any{"supports": supports})
 		e.task = "Announce envelope support and capabilities"
-		e.content = buildObject([]member{{"type", quote(ContentJSON)}, {"data", data}})
+		e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentJSON)}, {"data", data}})
 		return nil
 	case protocol.TypeAgentHeartbeat:
-		if b := member0(m.Payload, detailBody); kind(b) == '{' {
+		if b := member0(m.Payload, detailBody); jsonx.Kind(b) == '{' {
 			return e.fromBody(b)
 		}
 		e.task = "Heartbeat"
-		e.content = buildObject([]member{{"type", quote(ContentJSON)}, {"data", objectOr(m.Payload)}})
+		e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentJSON)}, {"data", objectOr(m.Payload)}})
 		return nil
 	case protocol.TypeTaskError, protocol.TypeToolError, protocol.TypeTaskTimeout, protocol.TypeTaskCancel:
 		if ep, err := protocol.DecodePayload[protocol.ErrorPayload](m); err == nil && ep.Code != "" {
 			if b, ok := ep.Details[detailBody].(map[string]any); ok {
-				raw, err := fromAny(b)
+				raw, err := jsonx.FromAny(b)
 				if err == nil {
 					return e.fromBody(raw)
 				}
@@ -193,30 +194,30 @@ func (e *outEnv) body(m *protocol.Message) error {
 			if len(ep.Details) > 0 {
 				data["details"] = ep.Details
 			}
-			d, err := fromAny(data)
+			d, err := jsonx.FromAny(data)
 			if err != nil {
 				return outErr(protocol.CodeWrongType, "/payload/details", "", err)
 			}
 			e.task = string(m.Type)
-			e.content = buildObject([]member{{"type", quote(ContentError)}, {"text", quote(ep.Message)}, {"data", d}})
+			e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentError)}, {"text", quote(ep.Message)}, {"data", d}})
 			return nil
 		}
 	}
-	if kind(m.Payload) == '{' && isBody(m.Payload) {
+	if jsonx.Kind(m.Payload) == '{' && isBody(m.Payload) {
 		if err := e.fromBody(m.Payload); err != nil {
 			return err
 		}
 	} else {
 		e.task = cmpOr(m.PayloadType, string(m.Type))
-		switch kind(m.Payload) {
+		switch jsonx.Kind(m.Payload) {
 		case '"':
-			e.content = buildObject([]member{{"type", quote(ContentText)}, {"text", compact(m.Payload)}})
+			e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentText)}, {"text", jsonx.Compact(m.Payload)}})
 		default:
 			ct := ContentJSON
 			if m.Type == protocol.TypeToolResult {
 				ct = ContentToolResult
 			}
-			e.content = buildObject([]member{{"type", quote(ct)}, {"data", compact(m.Payload)}})
+			e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ct)}, {"data", jsonx.Compact(m.Payload)}})
 		}
 	}
 	if e.outputs == nil && len(m.Attachments) > 0 {
@@ -224,13 +225,13 @@ func (e *outEnv) body(m *protocol.Message) error {
 		for i, at := range m.Attachments {
 			arts[i] = map[string]any{"kind": at.Kind, "name": cmpOr(at.Name, at.Ref), "uri": at.Ref}
 		}
-		b, _ := fromAny(map[string]any{"artifacts": arts})
+		b, _ := jsonx.FromAny(map[string]any{"artifacts": arts})
 		e.outputs = b
 	}
 	if e.confidence == nil {
 		if f, ok := m.Meta[MetaConfidence]; ok {
-			if _, isNum := number(f); isNum {
-				b, err := fromAny(map[string]any{"score": f})
+			if _, isNum := jsonx.Number(f); isNum {
+				b, err := jsonx.FromAny(map[string]any{"score": f})
 				if err == nil {
 					e.confidence = b
 				}
@@ -244,19 +245,19 @@ func (e *outEnv) body(m *protocol.Message) error {
 // content object with a type, or a string task and nothing the body does
 // not define.
 func isBody(p []byte) bool {
-	ms, err := members(p)
+	ms, err := jsonx.Members(p)
 	if err != nil {
 		return false
 	}
 	hasTask := false
 	for _, mb := range ms {
-		switch mb.name {
+		switch mb.Name {
 		case "content":
-			if kind(mb.value) == '{' && kind(member0(mb.value, "type")) == '"' {
+			if jsonx.Kind(mb.Value) == '{' && jsonx.Kind(member0(mb.Value, "type")) == '"' {
 				return true
 			}
 		case "task":
-			hasTask = kind(mb.value) == '"'
+			hasTask = jsonx.Kind(mb.Value) == '"'
 		case "inputs", "outputs", "confidence":
 		default:
 			return false
@@ -268,15 +269,15 @@ func isBody(p []byte) bool {
 // fromBody takes task, inputs, content, outputs and confidence from a
 // multiagent body; a body without content gets {type: text, text: task}.
 func (e *outEnv) fromBody(b []byte) error {
-	ms, err := members(b)
+	ms, err := jsonx.Members(b)
 	if err != nil {
 		return outErr(protocol.CodeInvalidJSON, "/payload", "", err)
 	}
 	for _, mb := range ms {
-		v := compact(mb.value)
-		switch mb.name {
+		v := jsonx.Compact(mb.Value)
+		switch mb.Name {
 		case "task":
-			e.task, _ = str(v)
+			e.task, _ = jsonx.Str(v)
 		case "inputs":
 			e.inputs = v
 		case "content":
@@ -288,20 +289,20 @@ func (e *outEnv) fromBody(b []byte) error {
 		}
 	}
 	if e.content == nil {
-		e.content = buildObject([]member{{"type", quote(ContentText)}, {"text", quote(e.task)}})
+		e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentText)}, {"text", quote(e.task)}})
 	}
 	return nil
 }
 
 // traceOf builds trace {parents, id, tags, cost, ...}.
 func (e *outEnv) traceOf(m *protocol.Message) error {
-	var ms []member
+	var ms []jsonx.Member
 	add := func(name string, v any) error {
-		b, err := fromAny(v)
+		b, err := jsonx.FromAny(v)
 		if err != nil {
 			return outErr(protocol.CodeWrongType, "/meta/"+name, "", err)
 		}
-		ms = append(ms, member{name, b})
+		ms = append(ms, jsonx.Member{name, b})
 		return nil
 	}
 	if p, ok := m.Meta[MetaParents]; ok {
@@ -314,7 +315,7 @@ func (e *outEnv) traceOf(m *protocol.Message) error {
 			return err
 		}
 	}
-	if b, _ := metaBool(m, MetaIDDerived); !b {
+	if b, _ := jsonx.MetaBool(m, MetaIDDerived); !b {
 		if err := add("id", m.ID); err != nil {
 			return err
 		}
@@ -338,62 +339,62 @@ func (e *outEnv) traceOf(m *protocol.Message) error {
 		}
 	}
 	if len(ms) > 0 {
-		e.trace = buildObject(ms)
+		e.trace = jsonx.BuildObject(ms)
 	}
 	return nil
 }
 
 // encode writes the envelope in the seed's member order.
 func (e *outEnv) encode() ([]byte, error) {
-	ms := []member{{"protocol", quote(Protocol)}, {"role", quote(e.role)}}
+	ms := []jsonx.Member{{"protocol", quote(Protocol)}, {"role", quote(e.role)}}
 	if e.agent != nil {
-		ms = append(ms, member{"agent", buildObject(e.agent)})
+		ms = append(ms, jsonx.Member{"agent", jsonx.BuildObject(e.agent)})
 	}
-	task, err := appendString(nil, e.task)
+	task, err := jsonx.AppendString(nil, e.task)
 	if err != nil {
 		return nil, outErr(protocol.CodeInvalidUTF8, "/payload/task", "", err)
 	}
-	intent, err := appendString(nil, e.intent)
+	intent, err := jsonx.AppendString(nil, e.intent)
 	if err != nil {
 		return nil, outErr(protocol.CodeInvalidUTF8, "/meta/intent", "", err)
 	}
-	ms = append(ms, member{"timestamp", quote(e.timestamp)}, member{"intent", intent}, member{"task", task})
+	ms = append(ms, jsonx.Member{"timestamp", quote(e.timestamp)}, jsonx.Member{"intent", intent}, jsonx.Member{"task", task})
 	for _, f := range []struct {
 		name string
 		v    []byte
 	}{{"inputs", e.inputs}, {"content", e.content}, {"outputs", e.outputs}, {"confidence", e.confidence}, {"trace", e.trace}} {
 		if f.v != nil {
-			ms = append(ms, member{f.name, f.v})
+			ms = append(ms, jsonx.Member{f.name, f.v})
 		}
 	}
-	return buildObject(append(ms, e.extra...)), nil
+	return jsonx.BuildObject(append(ms, e.extra...)), nil
 }
 
 func quote(s string) []byte {
-	b, err := appendString(nil, s)
+	b, err := jsonx.AppendString(nil, s)
 	if err != nil {
-		b, _ = appendString(nil, strings.ToValidUTF8(s, "\uFFFD"))
+		b, _ = jsonx.AppendString(nil, strings.ToValidUTF8(s, "\uFFFD"))
 	}
 	return b
 }
 
 // member0 returns the value of the member name of an object, nil if none.
 func member0(obj []byte, name string) []byte {
-	ms, err := members(obj)
+	ms, err := jsonx.Members(obj)
 	if err != nil {
 		return nil
 	}
 	for _, mb := range ms {
-		if mb.name == name {
-			return mb.value
+		if mb.Name == name {
+			return mb.Value
 		}
 	}
 	return nil
 }
 
 func objectOr(p json.RawMessage) []byte {
-	if kind(p) == '{' {
-		return compact(p)
+	if jsonx.Kind(p) == '{' {
+		return jsonx.Compact(p)
 	}
 	return []byte("{}")
 }

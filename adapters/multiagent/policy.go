@@ -3,6 +3,7 @@ package multiagent
 import (
 	"context"
 	"fmt"
+	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 
@@ -146,7 +147,7 @@ func IntentOf(m *protocol.Message) string {
 	if m == nil {
 		return ""
 	}
-	if s := metaString(m, MetaIntent); s != "" {
+	if s := jsonx.MetaString(m, MetaIntent); s != "" {
 		return s
 	}
 	return intentOfPayloadType(m.PayloadType)
@@ -204,15 +205,15 @@ func (p *Policy) Submit(ctx context.Context, req *protocol.Message) (*router.Han
 // ScoreOf returns the confidence score of a message: its payload's
 // confidence.score, else meta.confidence; ok is false when it has none.
 func ScoreOf(m *protocol.Message) (score float64, ok bool) {
-	if kind(m.Payload) == '{' {
-		if c := member0(m.Payload, "confidence"); kind(c) == '{' {
-			if s := member0(c, "score"); kind(s) == '0' {
+	if jsonx.Kind(m.Payload) == '{' {
+		if c := member0(m.Payload, "confidence"); jsonx.Kind(c) == '{' {
+			if s := member0(c, "score"); jsonx.Kind(s) == '0' {
 				f, err := strconv.ParseFloat(string(s), 64)
 				return f, err == nil
 			}
 		}
 	}
-	return number(m.Meta[MetaConfidence])
+	return jsonx.Number(m.Meta[MetaConfidence])
 }
 
 // ReflectOn submits a reflect task for a result of low confidence (seed
@@ -271,16 +272,16 @@ func (p *Policy) reflectRequest(result *protocol.Message, score float64, reflect
 		Meta: map[string]any{MetaIntent: Reflect, MetaParents: []any{result.ID}, MetaInReplyTo: result.ID,
 			MetaReflectOf: result.ID, MetaRoutedBy: RoutedBy, MetaRouteReason: reason},
 	}
-	taskJSON, _ := appendString(nil, "Reflect on: "+task)
-	ctxJSON, _ := appendString(nil, fmt.Sprintf("confidence %g from %s", score, result.From.AgentID))
+	taskJSON, _ := jsonx.AppendString(nil, "Reflect on: "+task)
+	ctxJSON, _ := jsonx.AppendString(nil, fmt.Sprintf("confidence %g from %s", score, result.From.AgentID))
 	data := []byte(result.Payload)
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	req.Payload = buildObject([]member{
+	req.Payload = jsonx.BuildObject([]jsonx.Member{
 		{"task", taskJSON},
-		{"inputs", buildObject([]member{{"context", ctxJSON}})},
-		{"content", buildObject([]member{{"type", quote(ContentJSON)}, {"data", compact(data)}})},
+		{"inputs", jsonx.BuildObject([]jsonx.Member{{"context", ctxJSON}})},
+		{"content", jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentJSON)}, {"data", jsonx.Compact(data)}})},
 	})
 	return req
 }

@@ -1,10 +1,14 @@
-package multiagent
+// Package jsonx holds the raw-JSON helpers the message-language adapters
+// (clowl, multiagent) share: strict checks with the protocol's scanner,
+// JSON v2 error translation, small readers of raw values, ordered object
+// Members. Errors are *adapters.Error of the named adapter.
+package jsonx
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
+	"github.com/clutchprotocol/clutch/adapters"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -13,26 +17,26 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// checkJSON checks raw with the protocol's strict scanner: one JSON value,
+// CheckJSON checks raw with the protocol's strict scanner: one JSON value,
 // valid UTF-8 without lone surrogates, no duplicate key at any depth, at
 // most protocol.DefaultMaxDepth deep. Message.SetPayload runs exactly that
 // check on the bytes it is given, so the adapter refuses what the store
 // would refuse, with the same codes.
-func checkJSON(raw []byte) error {
+func CheckJSON(adapter string, raw []byte) error {
 	var probe protocol.Message
 	if err := probe.SetPayload(json.RawMessage(raw)); err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
-			return inErr(pe.Code, strings.TrimPrefix(pe.Path, "/payload"), pe.Detail, nil)
+			return adapters.InboundError(adapter, pe.Code, strings.TrimPrefix(pe.Path, "/payload"), pe.Detail, nil)
 		}
-		return inErr(protocol.CodeInvalidJSON, "", "", err)
+		return adapters.InboundError(adapter, protocol.CodeInvalidJSON, "", "", err)
 	}
 	return nil
 }
 
-// decodeErr turns a JSON v2 error into an inbound error with a code and
+// DecodeErr turns a JSON v2 error into an inbound error with a code and
 // path (base is prefixed to the path).
-func decodeErr(err error, base string) error {
+func DecodeErr(adapter string, err error, base string) error {
 	code, path := protocol.CodeInvalidJSON, base
 	var syn *jsontext.SyntacticError
 	var sem *jsonv2.SemanticError
@@ -49,12 +53,12 @@ func decodeErr(err error, base string) error {
 		path += string(sem.JSONPointer)
 		code = protocol.CodeWrongType
 	}
-	return inErr(code, path, "", err)
+	return adapters.InboundError(adapter, code, path, "", err)
 }
 
-// kind returns the JSON kind of a raw value: '"', '0' (number), '{', '[',
+// Kind returns the JSON kind of a raw value: '"', '0' (number), '{', '[',
 // 't', 'f', 'n', or 0 when absent.
-func kind(v []byte) byte {
+func Kind(v []byte) byte {
 	if len(v) == 0 {
 		return 0
 	}
@@ -66,7 +70,7 @@ func kind(v []byte) byte {
 	}
 }
 
-func kindName(k byte) string {
+func KindName(k byte) string {
 	switch k {
 	case '"':
 		return "string"
@@ -84,9 +88,9 @@ func kindName(k byte) string {
 	return "nothing"
 }
 
-// str returns the string a raw JSON string holds.
-func str(v []byte) (string, bool) {
-	if kind(v) != '"' {
+// Str returns the string a raw JSON string holds.
+func Str(v []byte) (string, bool) {
+	if Kind(v) != '"' {
 		return "", false
 	}
 	if bytes.IndexByte(v[1:len(v)-1], '\\') < 0 {
@@ -99,30 +103,30 @@ func str(v []byte) (string, bool) {
 	return string(b), true
 }
 
-// wantString reads an optional string member: absent and null give ""
+// WantString reads an optional string member: absent and null give ""
 // and present=false.
-func wantString(v []byte, path string) (s string, present bool, err error) {
-	switch kind(v) {
+func WantString(adapter string, v []byte, path string) (s string, present bool, err error) {
+	switch Kind(v) {
 	case 0, 'n':
 		return "", false, nil
 	case '"':
-		s, ok := str(v)
+		s, ok := Str(v)
 		if !ok {
-			return "", false, inErr(protocol.CodeInvalidJSON, path, "bad string", nil)
+			return "", false, adapters.InboundError(adapter, protocol.CodeInvalidJSON, path, "bad string", nil)
 		}
 		return s, true, nil
 	}
-	return "", false, inErr(protocol.CodeWrongType, path, "want a string, got "+kindName(kind(v)), nil)
+	return "", false, adapters.InboundError(adapter, protocol.CodeWrongType, path, "want a string, got "+KindName(Kind(v)), nil)
 }
 
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) ([]byte, error) {
+// AppendString appends s as a JSON string.
+func AppendString(b []byte, s string) ([]byte, error) {
 	return jsontext.AppendQuote(b, s)
 }
 
-// toAny decodes one raw JSON value into the types protocol.Decode gives
+// ToAny decodes one raw JSON value into the types protocol.Decode gives
 // meta values: map[string]any, []any, string, bool, json.Number, nil.
-func toAny(v []byte) any {
+func ToAny(v []byte) any {
 	d := json.NewDecoder(bytes.NewReader(v))
 	d.UseNumber()
 	var out any
@@ -132,8 +136,8 @@ func toAny(v []byte) any {
 	return out
 }
 
-// fromAny encodes a meta-style value as JSON.
-func fromAny(v any) ([]byte, error) {
+// FromAny encodes a meta-style value as JSON.
+func FromAny(v any) ([]byte, error) {
 	var b bytes.Buffer
 	e := json.NewEncoder(&b)
 	e.SetEscapeHTML(false)
@@ -143,20 +147,20 @@ func fromAny(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// metaString returns meta[k] when it is a string.
-func metaString(m *protocol.Message, k string) string {
+// MetaString returns meta[k] when it is a string.
+func MetaString(m *protocol.Message, k string) string {
 	s, _ := m.Meta[k].(string)
 	return s
 }
 
-// metaBool returns meta[k] when it is a bool.
-func metaBool(m *protocol.Message, k string) (bool, bool) {
+// MetaBool returns meta[k] when it is a bool.
+func MetaBool(m *protocol.Message, k string) (bool, bool) {
 	b, ok := m.Meta[k].(bool)
 	return b, ok
 }
 
-// number reads a JSON number meta value of any Go numeric type.
-func number(v any) (float64, bool) {
+// Number reads a JSON number meta value of any Go numeric type.
+func Number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case json.Number:
 		f, err := x.Float64()
@@ -173,8 +177,8 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// compact returns v without insignificant whitespace.
-func compact(v []byte) []byte {
+// Compact returns v without insignificant whitespace.
+func Compact(v []byte) []byte {
 	out := append(jsontext.Value(nil), v...)
 	if err := out.Compact(); err != nil {
 		return append([]byte(nil), v...)
@@ -182,23 +186,23 @@ func compact(v []byte) []byte {
 	return out
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
-
-// member is one member of a JSON object, in order.
-type member struct {
-	name  string
-	value jsontext.Value
+// Member is one member of a JSON object, in order. It is an alias of an
+// unnamed struct so that the adapters can write members as {name, value}
+// pairs.
+type Member = struct {
+	Name  string
+	Value jsontext.Value
 }
 
-// members returns the members of a JSON object in order.
-func members(obj []byte) ([]member, error) {
+// Members returns the members of a JSON object in order.
+func Members(obj []byte) ([]Member, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.ReadToken(); err != nil {
 		return nil, err
 	} else if tok.Kind() != '{' {
 		return nil, &jsonv2.SemanticError{JSONKind: tok.Kind()}
 	}
-	var out []member
+	var out []Member
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -209,21 +213,21 @@ func members(obj []byte) ([]member, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, member{name, append(jsontext.Value(nil), v...)})
+		out = append(out, Member{name, append(jsontext.Value(nil), v...)})
 	}
 	return out, nil
 }
 
-// buildObject writes members as a compact JSON object.
-func buildObject(ms []member) []byte {
+// BuildObject writes members as a compact JSON object.
+func BuildObject(ms []Member) []byte {
 	b := []byte{'{'}
 	for i, mb := range ms {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b, _ = appendString(b, mb.name)
+		b, _ = AppendString(b, mb.Name)
 		b = append(b, ':')
-		b = append(b, compact(mb.value)...)
+		b = append(b, Compact(mb.Value)...)
 	}
 	return append(b, '}')
 }
