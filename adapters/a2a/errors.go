@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -20,62 +21,16 @@ var (
 	ErrInput error = coded.New("a2a: invalid input", protocol.CodeInvalidField)
 )
 
-// Error is the typed error of the package: the sentinel it matches, the
-// protocol Code that puts it on the wire (and gives its HTTP status and
-// retryability), the JSON pointer of the offending field of the outside
-// input when there is one, and the cause.
-type Error struct {
-	Code     protocol.Code // stable code from the protocol error table
-	Path     string        // JSON pointer into the outside input, "" if none
-	Detail   string        // human-readable explanation
-	Sentinel error         // ErrInvalidOptions, ErrCard or ErrInput
-	Err      error         // cause, if any
-}
-
-func (e *Error) Error() string {
-	s := "a2a"
-	if e.Sentinel != nil {
-		s = e.Sentinel.Error()
-	}
-	s += ": " + string(e.Code)
-	if e.Path != "" {
-		s += " at " + e.Path
-	}
-	if e.Detail != "" {
-		s += ": " + e.Detail
-	}
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-// Unwrap returns the sentinel and the cause.
-func (e *Error) Unwrap() []error {
-	out := make([]error, 0, 2)
-	if e.Sentinel != nil {
-		out = append(out, e.Sentinel)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
-}
-
-// Is matches the error's protocol.Code, so errors.Is(err,
-// protocol.CodeToolUnavailable) works.
-func (e *Error) Is(target error) bool {
-	c, ok := target.(protocol.Code)
-	return ok && c == e.Code
-}
-
-// ClutchCode returns e.Code, for protocol.CodeOf.
-func (e *Error) ClutchCode() protocol.Code { return e.Code }
+// Error is the typed error of the package, the adapters' one: the
+// sentinel it matches, the protocol Code that puts it on the wire (and
+// gives its HTTP status and retryability), the JSON pointer of the
+// offending field of the outside input when there is one, and the cause.
+type Error = adapters.Error
 
 func optionsError(detail string) error {
-	return &Error{Code: protocol.CodeInvalidField, Detail: detail, Sentinel: ErrInvalidOptions}
+	return &Error{Adapter: "a2a", Code: protocol.CodeInvalidField, Detail: detail, Sentinel: ErrInvalidOptions}
 }
 
 func inputError(code protocol.Code, path, detail string) *Error {
-	return &Error{Code: code, Path: path, Detail: detail, Sentinel: ErrInput}
+	return &Error{Adapter: "a2a", Code: code, Path: path, Detail: detail, Sentinel: ErrInput}
 }

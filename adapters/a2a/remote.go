@@ -182,13 +182,13 @@ func NewRemote(ctx context.Context, url string, opts *RemoteOptions) (*Remote, e
 	rm.card.Capabilities = append(rm.card.Capabilities, o.Capabilities...)
 	if err := rm.card.Validate(); err != nil {
 		rm.Close()
-		return nil, &Error{Code: protocol.CodeInvalidField, Detail: "the mapped card is not valid", Sentinel: ErrCard, Err: err}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeInvalidField, Detail: "the mapped card is not valid", Sentinel: ErrCard, Err: err}
 	}
 	rm.client, err = a2aclient.NewFromCard(ctx, card, a2aclient.WithDefaultsDisabled(),
 		a2aclient.WithJSONRPCTransport(rm.hc), a2aclient.WithRESTTransport(rm.hc))
 	if err != nil {
 		rm.Close()
-		return nil, &Error{Code: protocol.CodeUnsupportedVersion, Detail: "the card offers no A2A 1.x JSON-RPC or HTTP+JSON interface", Sentinel: ErrCard, Err: err}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeUnsupportedVersion, Detail: "the card offers no A2A 1.x JSON-RPC or HTTP+JSON interface", Sentinel: ErrCard, Err: err}
 	}
 	return rm, nil
 }
@@ -237,22 +237,22 @@ func (rm *Remote) fetchCard(ctx context.Context) (*a2a.AgentCard, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, &Error{Code: protocol.CodeInvalidField, Detail: "card URL " + u, Sentinel: ErrCard, Err: err}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeInvalidField, Detail: "card URL " + u, Sentinel: ErrCard, Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(a2a.SvcParamVersion, string(a2a.Version))
 	resp, err := rm.hc.Do(req)
 	if err != nil {
 		ep := classify(err, rm.url)
-		return nil, &Error{Code: ep.Code, Detail: "fetching the card at " + u, Sentinel: ErrCard, Err: err}
+		return nil, &Error{Adapter: "a2a", Code: ep.Code, Detail: "fetching the card at " + u, Sentinel: ErrCard, Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCardBytes+1))
 	if err != nil {
-		return nil, &Error{Code: protocol.CodeToolUnavailable, Detail: "reading the card at " + u, Sentinel: ErrCard, Err: err}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeToolUnavailable, Detail: "reading the card at " + u, Sentinel: ErrCard, Err: err}
 	}
 	if len(body) > maxCardBytes {
-		return nil, &Error{Code: protocol.CodeTooLarge, Detail: fmt.Sprintf("the card at %s is over %d bytes", u, maxCardBytes), Sentinel: ErrCard}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeTooLarge, Detail: fmt.Sprintf("the card at %s is over %d bytes", u, maxCardBytes), Sentinel: ErrCard}
 	}
 	var card a2a.AgentCard
 	if err := json.Unmarshal(body, &card); err != nil {
@@ -262,13 +262,13 @@ func (rm *Remote) fetchCard(ctx context.Context) (*a2a.AgentCard, error) {
 		// such a card is read without its security members.
 		stripped, ok := withoutSecurity(body)
 		if !ok || json.Unmarshal(stripped, &card) != nil {
-			return nil, &Error{Code: protocol.CodeInvalidJSON, Detail: "the card at " + u + " is not an A2A agent card", Sentinel: ErrCard, Err: err}
+			return nil, &Error{Adapter: "a2a", Code: protocol.CodeInvalidJSON, Detail: "the card at " + u + " is not an A2A agent card", Sentinel: ErrCard, Err: err}
 		}
 		rm.opts.Logger.WarnContext(ctx, "a2a: the card's security members do not parse; read without them", "card", u, "err", err)
 	}
 	if len(card.SupportedInterfaces) == 0 {
 		// An A2A 0.3 card has url and protocolVersion instead.
-		return nil, &Error{Code: protocol.CodeUnsupportedVersion, Detail: "the card at " + u + " lists no supportedInterfaces: an A2A 0.3 agent (this package speaks 1.0)", Sentinel: ErrCard}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeUnsupportedVersion, Detail: "the card at " + u + " lists no supportedInterfaces: an A2A 0.3 agent (this package speaks 1.0)", Sentinel: ErrCard}
 	}
 	return &card, nil
 }
@@ -309,12 +309,12 @@ func withoutSecurity(body []byte) ([]byte, bool) {
 // the caller.
 func ClutchCard(c *a2a.AgentCard, agentID string) (*protocol.AgentCard, error) {
 	if c == nil {
-		return nil, &Error{Code: protocol.CodeMissingField, Detail: "nil card", Sentinel: ErrCard}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeMissingField, Detail: "nil card", Sentinel: ErrCard}
 	}
 	if agentID == "" {
 		slug := slugOf(c.Name)
 		if slug == "" {
-			return nil, &Error{Code: protocol.CodeMissingField, Path: "/name", Detail: "the card has no usable name; set RemoteOptions.AgentID", Sentinel: ErrCard}
+			return nil, &Error{Adapter: "a2a", Code: protocol.CodeMissingField, Path: "/name", Detail: "the card has no usable name; set RemoteOptions.AgentID", Sentinel: ErrCard}
 		}
 		agentID = protocol.PrefixAgent + slug
 	}
@@ -349,7 +349,7 @@ func ClutchCard(c *a2a.AgentCard, agentID string) (*protocol.AgentCard, error) {
 		out.Capabilities = append(out.Capabilities, protocol.Capability{ID: id, Tags: append([]string(nil), sk.Tags...)})
 	}
 	if err := out.Validate(); err != nil {
-		return nil, &Error{Code: protocol.CodeInvalidField, Detail: "the mapped card is not valid", Sentinel: ErrCard, Err: err}
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodeInvalidField, Detail: "the mapped card is not valid", Sentinel: ErrCard, Err: err}
 	}
 	return out, nil
 }
