@@ -2,7 +2,7 @@ package multiagent
 
 import (
 	"context"
-	"sync"
+	"github.com/clutchprotocol/clutch/adapters/internal/ringmap"
 )
 
 // Link is where an earlier message landed in the envelope's task tree.
@@ -53,34 +53,11 @@ func NewMemoryIndex(n int) Index {
 	if n <= 0 {
 		n = DefaultIndexSize
 	}
-	return &memIndex{m: make(map[string]Link), ring: make([]string, n)}
+	return memIndex{ringmap.New[Link](n)}
 }
 
-type memIndex struct {
-	mu   sync.Mutex
-	m    map[string]Link
-	ring []string // ids in insertion order, for eviction
-	next int
-}
+type memIndex struct{ m *ringmap.Map[Link] }
 
-func (x *memIndex) Lookup(_ context.Context, id string) (Link, bool) {
-	x.mu.Lock()
-	l, ok := x.m[id]
-	x.mu.Unlock()
-	return l, ok
-}
+func (x memIndex) Lookup(_ context.Context, id string) (Link, bool) { return x.m.Get(id) }
 
-func (x *memIndex) Remember(_ context.Context, id string, l Link) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if _, ok := x.m[id]; ok {
-		x.m[id] = l
-		return
-	}
-	if old := x.ring[x.next]; old != "" {
-		delete(x.m, old)
-	}
-	x.ring[x.next] = id
-	x.next = (x.next + 1) % len(x.ring)
-	x.m[id] = l
-}
+func (x memIndex) Remember(_ context.Context, id string, l Link) { x.m.Put(id, l) }
