@@ -2,11 +2,13 @@ package registry_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -71,7 +73,14 @@ func (nopClose) Close() error { return nil }
 // TestBoltstoreReopen runs the restart on a real bbolt file, closed and
 // opened again.
 func TestBoltstoreReopen(t *testing.T) {
-	t.Skip("store/boltstore is not in the tree yet: when it lands, open " +
-		"boltstore.Open(filepath.Join(t.TempDir(), \"clutch.db\"), nil) in both " +
-		"functions given to restartScenario")
+	path := filepath.Join(t.TempDir(), "clutch.db")
+	open := func(t *testing.T) store.Store {
+		st, err := boltstore.Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	restartScenario(t, open, open)
 }
