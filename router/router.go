@@ -201,8 +201,11 @@ func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskS
 		ts.depth = parent.depth + 1
 	}
 	base := context.WithoutCancel(ctx)
-	if parent != nil {
-		base = ctx // a subtask ends with the handler that delegated it
+	if rc := parentRunCtx(parent); rc != nil {
+		// A subtask ends with the attempt that delegated it, whatever
+		// context the handler passed to Delegate (§1.3: cancelling a task
+		// cancels its subtree).
+		base = rc
 	}
 	ts.ctx, ts.cancel = context.WithCancelCause(base)
 
@@ -332,3 +335,13 @@ func (s *signal) Broadcast() {
 
 // now is the router clock.
 func (r *Router) now() time.Time { return r.ids.Now() }
+
+func parentRunCtx(parent *taskState) context.Context {
+	if parent == nil {
+		return nil
+	}
+	if p := parent.runCtx.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

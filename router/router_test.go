@@ -719,3 +719,44 @@ func TestConcurrentSubmitsRace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCancelReachesSubtaskDelegatedWithOtherContext: the subtree is
+// cancelled even when a handler delegates with a context of its own.
+func TestCancelReachesSubtaskDelegatedWithOtherContext(t *testing.T) {
+	e := newEnv(t, nil)
+	childStarted := make(chan string, 1)
+	e.register(card("agent:lead", skill("skill:lead")), func(ctx context.Context, t *Task) (*Result, error) {
+		sub, _ := t.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "sub"})
+		sub.Requires = []string{"skill:worker"}
+		h, err := t.r.submit(context.Background(), sub, t.ts) // not the handler's ctx
+		if err != nil {
+			return nil, err
+		}
+		out, err := h.Wait(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return &Result{PayloadType: out.Message.PayloadType, Payload: out.Message.Payload}, nil
+	})
+	e.register(card("agent:worker", skill("skill:worker")), func(ctx context.Context, t *Task) (*Result, error) {
+		childStarted <- t.ID()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	h := e.submit(e.request("skill:lead"))
+	child := <-childStarted
+	h.Cancel("stop")
+	if _, err := e.wait(h); !errors.Is(err, protocol.CodeCancelled) {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if got := e.types(child); got[len(got)-1] == "task.cancel" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child events %v", e.types(child))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -25,6 +25,7 @@ type taskState struct {
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	runCtx atomic.Pointer[context.Context] // the context of the running attempt
 
 	finished atomic.Bool
 	done     chan struct{}
@@ -199,6 +200,7 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		})
 		defer stop()
 	}
+	ts.runCtx.Store(&ctx) // subtasks live inside the attempt that delegated them
 	t := &Task{r: r, ts: ts, agent: a, attempt: ts.attempt}
 	res, err := r.call(ctx, r.handler(a.ID()), t)
 	// A timeout or cancellation wins over what the handler returned after
@@ -217,11 +219,9 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		ep := errorPayload(err)
 		r.release(a, false)
 		if ep.Retryable && ts.attempt < r.opts.MaxAttempts && ts.ctx.Err() == nil {
-			ev := r.errorEvent(ts, a.ID(), ep)
-			ev.Payload = nil
 			retryEP := *ep
 			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": ts.attempt + 1})
-			r.setPayload(ev, &retryEP)
+			ev := r.errorEvent(ts, a.ID(), &retryEP)
 			if _, err := r.st.Append(ts.ctx, ev); err != nil {
 				r.storeFailed(ts, err)
 				return false
