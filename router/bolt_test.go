@@ -56,7 +56,7 @@ func TestRestartRecoveryOnBoltstore(t *testing.T) {
 	}
 	out, err := e2.wait(e2.submit(again))
 	if err != nil || out.Message.Attempt != 2 || out.Message.From.AgentID != "agent:a" {
-		t.Fatalf("%+v %v", out, err)
+		t.Fatalf("%+v %v attempt %d from %s events %v", out, err, out.Message.Attempt, out.Message.From.AgentID, e2.types(crashed.TaskID))
 	}
 	// The finished task keeps its stored outcome.
 	again, _ = protocol.Decode(finished.Raw())

@@ -267,7 +267,8 @@ func (r *Router) redelivered(ctx context.Context, req *protocol.Message, seq uin
 	r.mu.Lock()
 	ts := r.tasks[orig.TaskID]
 	r.mu.Unlock()
-	if ts != nil && (!ts.finished.Load() || ts.outcome != nil) {
+	if ts != nil {
+		// Running, or ending right now: its handle gives the outcome.
 		return &Handle{r: r, ts: ts}, nil
 	}
 	out, err := r.storedOutcome(ctx, orig.TaskID)
