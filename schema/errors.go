@@ -2,35 +2,12 @@ package schema
 
 import (
 	"fmt"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"strconv"
 	"strings"
 
 	"github.com/clutchprotocol/clutch/protocol"
 )
-
-// sentinel is the type of the package's sentinel errors. Each carries the
-// protocol code it is reported with, so that [protocol.CodeOf] puts the right
-// code on the wire for any error that wraps it, and errors.Is matches both
-// the sentinel and its code:
-//
-//	errors.Is(err, schema.ErrTooLarge)        // true
-//	errors.Is(err, protocol.CodeTooLarge)     // true as well
-type sentinel struct {
-	msg  string
-	code protocol.Code
-}
-
-// Error returns "schema: " and the sentinel's text.
-func (e *sentinel) Error() string { return "schema: " + e.msg }
-
-// ClutchCode returns the protocol code of the sentinel, for [protocol.CodeOf].
-func (e *sentinel) ClutchCode() protocol.Code { return e.code }
-
-// Is matches a [protocol.Code] target.
-func (e *sentinel) Is(target error) bool {
-	c, ok := target.(protocol.Code)
-	return ok && c == e.code
-}
 
 // The sentinel errors of the package. Errors returned by the package wrap one
 // of them with %w (or, for [*ValidationError], [*SchemaError] and
@@ -41,70 +18,70 @@ var (
 	// ErrValidation: a payload or message does not satisfy its schema or
 	// workflow step (seed 000 §3). The detail is a [*ValidationError].
 	// [VALIDATION]
-	ErrValidation error = &sentinel{"validation failed", protocol.CodeValidation}
+	ErrValidation error = coded.New("schema: validation failed", protocol.CodeValidation)
 
 	// ErrUnknownPayloadType: no schema is registered for the payload_type and
 	// the registry is not permissive. [VALIDATION]
-	ErrUnknownPayloadType error = &sentinel{"unknown payload type", protocol.CodeValidation}
+	ErrUnknownPayloadType error = coded.New("schema: unknown payload type", protocol.CodeValidation)
 
 	// ErrInvalidPayloadType: the payload_type is not of the form
 	// <domain>.<name>.v<N> (seed 000 §3.2). [INVALID_FIELD]
-	ErrInvalidPayloadType error = &sentinel{"invalid payload type", protocol.CodeInvalidField}
+	ErrInvalidPayloadType error = coded.New("schema: invalid payload type", protocol.CodeInvalidField)
 
 	// ErrSchemaRefMismatch: a message's schema_ref is not the reference of
 	// its payload_type (seed 000 §3.2). [INVALID_FIELD]
-	ErrSchemaRefMismatch error = &sentinel{"schema_ref does not match payload_type", protocol.CodeInvalidField}
+	ErrSchemaRefMismatch error = coded.New("schema: schema_ref does not match payload_type", protocol.CodeInvalidField)
 
 	// ErrInvalidJSON: a payload is not one well-formed JSON value. [INVALID_JSON]
-	ErrInvalidJSON error = &sentinel{"invalid JSON", protocol.CodeInvalidJSON}
+	ErrInvalidJSON error = coded.New("schema: invalid JSON", protocol.CodeInvalidJSON)
 
 	// ErrTooLarge: a payload, schema or workflow is over its size limit. [TOO_LARGE]
-	ErrTooLarge error = &sentinel{"too large", protocol.CodeTooLarge}
+	ErrTooLarge error = coded.New("schema: too large", protocol.CodeTooLarge)
 
 	// ErrAlreadyRegistered: a schema is already registered for the
 	// payload_type. Payload types are versioned contracts: change the
 	// version, not the schema. [CONFLICT]
-	ErrAlreadyRegistered error = &sentinel{"payload type already registered", protocol.CodeConflict}
+	ErrAlreadyRegistered error = coded.New("schema: payload type already registered", protocol.CodeConflict)
 
 	// ErrInvalidSchema: a schema is not valid JSON, not a JSON Schema that
 	// gojsonschema compiles, has a $ref that does not resolve, or a Go type
 	// cannot be reflected. The detail is a [*SchemaError]. [INVALID_FIELD]
-	ErrInvalidSchema error = &sentinel{"invalid schema", protocol.CodeInvalidField}
+	ErrInvalidSchema error = coded.New("schema: invalid schema", protocol.CodeInvalidField)
 
 	// ErrUnsupportedKeyword: a schema uses a keyword gojsonschema would
 	// silently ignore or that can crash it ($anchor, prefixItems, ...; see
 	// the package doc). The detail is a [*SchemaError]. [INVALID_FIELD]
-	ErrUnsupportedKeyword error = &sentinel{"unsupported keyword", protocol.CodeInvalidField}
+	ErrUnsupportedKeyword error = coded.New("schema: unsupported keyword", protocol.CodeInvalidField)
 
 	// ErrRemoteRef: a schema has a $ref that is not a local fragment
 	// ("#/..."). Remote references are never fetched. The detail is a
 	// [*SchemaError]. [INVALID_FIELD]
-	ErrRemoteRef error = &sentinel{"remote $ref refused", protocol.CodeInvalidField}
+	ErrRemoteRef error = coded.New("schema: remote $ref refused", protocol.CodeInvalidField)
 
 	// ErrRefCycle: a schema's $ref and in-place applicators (allOf, anyOf,
 	// oneOf, not, if/then/else, dependencies) form a loop that does not
 	// descend into the instance, which would recurse without end during
 	// validation. The detail is a [*SchemaError]. [INVALID_FIELD]
-	ErrRefCycle error = &sentinel{"$ref cycle", protocol.CodeInvalidField}
+	ErrRefCycle error = coded.New("schema: $ref cycle", protocol.CodeInvalidField)
 
 	// ErrInvalidWorkflow: a workflow document or value is malformed or
 	// inconsistent with the registry (seed 000 §3.4). The detail is a
 	// [*WorkflowError]. [INVALID_FIELD]
-	ErrInvalidWorkflow error = &sentinel{"invalid workflow", protocol.CodeInvalidField}
+	ErrInvalidWorkflow error = coded.New("schema: invalid workflow", protocol.CodeInvalidField)
 
 	// ErrUnknownStep: a step id names no step of the workflow. [NOT_FOUND]
-	ErrUnknownStep error = &sentinel{"unknown workflow step", protocol.CodeNotFound}
+	ErrUnknownStep error = coded.New("schema: unknown workflow step", protocol.CodeNotFound)
 
 	// ErrAlreadyBound: a run is already bound to a different workflow. [CONFLICT]
-	ErrAlreadyBound error = &sentinel{"run already bound to another workflow", protocol.CodeConflict}
+	ErrAlreadyBound error = coded.New("schema: run already bound to another workflow", protocol.CodeConflict)
 
 	// ErrInvalidOptions: an [Options] field is out of range, or a required
 	// argument is missing. [INVALID_FIELD]
-	ErrInvalidOptions error = &sentinel{"invalid options", protocol.CodeInvalidField}
+	ErrInvalidOptions error = coded.New("schema: invalid options", protocol.CodeInvalidField)
 
 	// ErrInternal: gojsonschema or invopop/jsonschema panicked; the panic
 	// was recovered and turned into this error. [INTERNAL]
-	ErrInternal error = &sentinel{"internal error", protocol.CodeInternal}
+	ErrInternal error = coded.New("schema: internal error", protocol.CodeInternal)
 )
 
 // Violation is one way in which a document fails its schema or workflow
@@ -291,7 +268,7 @@ func errorf(s error, format string, args ...any) error {
 
 // wrapCause wraps a sentinel with a formatted detail and an underlying cause.
 func wrapCause(s error, cause error, format string, args ...any) error {
-	msg := "schema: " + fmt.Sprintf(format, args...) + ": " + s.(*sentinel).msg
+	msg := "schema: " + fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(s.Error(), "schema: ")
 	e := &wrapError{msg: msg, nerrs: 1}
 	e.errs[0] = s
 	if cause != nil {

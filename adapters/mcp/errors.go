@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -9,36 +10,18 @@ import (
 // one of these: it is a [*ToolError], matched by its code.
 var (
 	// ErrClosed: the Client or Server was closed.
-	ErrClosed error = &sentinel{"mcp: closed", protocol.CodeToolUnavailable}
+	ErrClosed error = coded.New("mcp: closed", protocol.CodeToolUnavailable)
 	// ErrInvalidConfig: a ServerConfig or an Options struct holds an
 	// impossible value.
-	ErrInvalidConfig error = &sentinel{"mcp: invalid configuration", protocol.CodeInvalidField}
+	ErrInvalidConfig error = coded.New("mcp: invalid configuration", protocol.CodeInvalidField)
 	// ErrUnknownServer: no server of that name is configured.
-	ErrUnknownServer error = &sentinel{"mcp: unknown server", protocol.CodeToolNotFound}
+	ErrUnknownServer error = coded.New("mcp: unknown server", protocol.CodeToolNotFound)
 	// ErrNoTask: Call was given a nil task. Every call belongs to a task:
 	// it is checked against the task's policy and recorded in its events.
-	ErrNoTask error = &sentinel{"mcp: a tool call needs a task", protocol.CodeInvalidField}
+	ErrNoTask error = coded.New("mcp: a tool call needs a task", protocol.CodeInvalidField)
 )
 
-type sentinel struct {
-	msg  string
-	code protocol.Code
-}
-
-func (e *sentinel) Error() string { return e.msg }
-
-// ClutchCode returns the protocol code of the error, for protocol.CodeOf.
-func (e *sentinel) ClutchCode() protocol.Code { return e.code }
-
-type wrapped struct {
-	sentinel error
-	detail   string
-}
-
-func (e *wrapped) Error() string { return e.sentinel.Error() + ": " + e.detail }
-func (e *wrapped) Unwrap() error { return e.sentinel }
-
-func wrap(sentinel error, detail string) error { return &wrapped{sentinel, detail} }
+func wrap(sentinel error, detail string) error { return coded.Wrap(sentinel, detail, nil) }
 
 // ToolError is a failed tool call (seed 000 §5.4, seed 002 §3.5): the code
 // of the protocol error table (TOOL_UNAVAILABLE, TOOL_NOT_FOUND,

@@ -21,6 +21,13 @@ func (e *Sentinel) Error() string { return e.msg }
 // ClutchCode returns the sentinel's protocol code, for protocol.CodeOf.
 func (e *Sentinel) ClutchCode() protocol.Code { return e.code }
 
+// Is matches the sentinel's protocol.Code too, so errors.Is(err,
+// protocol.CodeTooLarge) holds for an error wrapping a TOO_LARGE sentinel.
+func (e *Sentinel) Is(target error) bool {
+	c, ok := target.(protocol.Code)
+	return ok && c == e.code
+}
+
 // Wrapped is a sentinel with detail and an optional cause; errors.Is
 // matches both.
 type Wrapped struct {

@@ -21,3 +21,11 @@ func TestWrap(t *testing.T) {
 		t.Fatal("CodeOf")
 	}
 }
+
+func TestSentinelMatchesItsCode(t *testing.T) {
+	s := New("pkg: too large", protocol.CodeTooLarge)
+	err := Wrap(s, "5 MiB", nil)
+	if !errors.Is(err, protocol.CodeTooLarge) || errors.Is(err, protocol.CodeTimeout) {
+		t.Fatal("a wrapped sentinel does not match exactly its code")
+	}
+}
