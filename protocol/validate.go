@@ -78,7 +78,8 @@ func (m *Message) validate() error {
 		return invalid(CodeMissingField, "/to", "to is required (an empty list lets the router choose)")
 	}
 	for i, p := range m.To {
-		if err := checkAgent("/to/"+strconv.Itoa(i)+"/agent_id", p.AgentID, true); err != nil {
+		if err := checkAgent("/agent_id", p.AgentID, true); err != nil {
+			err.Path = "/to/" + strconv.Itoa(i) + err.Path // built only on failure
 			return err
 		}
 	}
