@@ -124,13 +124,6 @@ func (r *Router) Attach(agentID string, h Handler) error {
 	return nil
 }
 
-func (r *Router) hasHandler(id string) bool {
-	r.hmu.RLock()
-	_, ok := r.handlers[id]
-	r.hmu.RUnlock()
-	return ok
-}
-
 func (r *Router) handler(id string) Handler {
 	r.hmu.RLock()
 	h := r.handlers[id]

@@ -177,13 +177,13 @@ func TestRemoteFailures(t *testing.T) {
 	}
 
 	// INPUT_REQUIRED, then the answer in the same thread continues the remote task.
-	out, err := c.ask(t, "input:which market?", "thr_conversation")
+	_, err := c.ask(t, "input:which market?", "thr_conversation")
 	var ep *protocol.ErrorPayload
 	if !errors.As(err, &ep) || ep.Code != protocol.CodeInputRequired || ep.Message != "which market?" || ep.Retryable {
 		t.Fatalf("input required: %v", err)
 	}
 	first := ep.Details["a2a_task_id"]
-	out, err = c.ask(t, "fintech", "thr_conversation")
+	out, err := c.ask(t, "fintech", "thr_conversation")
 	if err != nil {
 		t.Fatal(err)
 	}

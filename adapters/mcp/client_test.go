@@ -183,6 +183,9 @@ func TestCallPolicy(t *testing.T) {
 		if err != nil {
 			t.Errorf("allowed call: %v", err)
 		}
+		if got := types(toolEvents(tr.env.Events(store.Query{TaskID: id}))); !slices.Equal(got, []protocol.Type{protocol.TypeToolCall, protocol.TypeToolResult}) {
+			t.Errorf("allowed call events %v", got)
+		}
 	})
 	if n := p.connects.Load(); n != 1 {
 		t.Errorf("refused calls must do no I/O; connects = %d", n)

@@ -30,7 +30,6 @@ type Store struct {
 	reqs    chan *request
 	wdone   chan struct{} // closed when the writer has stopped
 	closeMx sync.Mutex
-	cerr    error // the result of the first Close
 	cdone   bool
 
 	// mu guards what readers share with the writer.
@@ -410,7 +409,8 @@ func eachIndexed(b *bolt.Bucket, attr string, after uint64, f func(seq uint64) b
 	c := b.Cursor()
 	start := binary.BigEndian.AppendUint64(bytes.Clone(prefix), after+1)
 	// The chunk that starts at or before after may hold later seqs too.
-	k, v := c.Seek(start)
+	var v []byte
+	k, _ := c.Seek(start)
 	if k == nil {
 		k, v = c.Last()
 	} else {

@@ -180,13 +180,3 @@ func drain(seq func(func(store.Event, error) bool)) (n int, err error) {
 	}
 	return n, nil
 }
-
-// increasing reports whether s increases strictly.
-func increasing(s []uint64) bool {
-	for i := 1; i < len(s); i++ {
-		if s[i] <= s[i-1] {
-			return false
-		}
-	}
-	return true
-}
