@@ -1,7 +1,7 @@
 package clowl_test
 
 import (
-	"context"
+	"github.com/clutchprotocol/clutch/adapters/adaptertest"
 	"os"
 	"testing"
 
@@ -16,15 +16,7 @@ func BenchmarkInboundREQ(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := clowl.New(nil)
-	ctx := context.Background()
-	b.SetBytes(int64(len(raw)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := a.Inbound(ctx, raw); err != nil {
-			b.Fatal(err)
-		}
-	}
+	adaptertest.BenchInbound(b, clowl.New(nil), raw)
 }
 
 func BenchmarkOutboundREQ(b *testing.B) {
@@ -32,18 +24,7 @@ func BenchmarkOutboundREQ(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := clowl.New(nil)
-	ctx := context.Background()
-	msgs, err := a.Inbound(ctx, raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := a.Outbound(ctx, msgs[0]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	adaptertest.BenchOutbound(b, clowl.New(nil), raw)
 }
 
 // The English translation of the same REQ.

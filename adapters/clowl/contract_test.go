@@ -1,8 +1,6 @@
 package clowl_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/clutchprotocol/clutch/adapters/adaptertest"
@@ -12,20 +10,7 @@ import (
 
 // examples returns the 21 example messages of examples-v0.2.md.
 func examples(t testing.TB) []adaptertest.Case {
-	t.Helper()
-	files, err := filepath.Glob("testdata/examples-v0.2/*.json")
-	if err != nil || len(files) != 21 {
-		t.Fatalf("want the 21 examples, got %d (%v)", len(files), err)
-	}
-	var out []adaptertest.Case
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, adaptertest.Case{Name: filepath.Base(f), Raw: b})
-	}
-	return out
+	return adaptertest.Files(t, "testdata/examples-v0.2/*.json", 21)
 }
 
 var invalid = []adaptertest.Case{

@@ -2,6 +2,7 @@ package multiagent_test
 
 import (
 	"context"
+	"github.com/clutchprotocol/clutch/adapters/adaptertest"
 	"os"
 	"testing"
 
@@ -16,15 +17,7 @@ func BenchmarkInboundPlan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := multiagent.New(nil)
-	ctx := context.Background()
-	b.SetBytes(int64(len(raw)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := a.Inbound(ctx, raw); err != nil {
-			b.Fatal(err)
-		}
-	}
+	adaptertest.BenchInbound(b, multiagent.New(nil), raw)
 }
 
 func BenchmarkOutboundPlan(b *testing.B) {
@@ -32,18 +25,7 @@ func BenchmarkOutboundPlan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := multiagent.New(nil)
-	ctx := context.Background()
-	msgs, err := a.Inbound(ctx, raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := a.Outbound(ctx, msgs[0]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	adaptertest.BenchOutbound(b, multiagent.New(nil), raw)
 }
 
 func BenchmarkClaudePrompt(b *testing.B) {

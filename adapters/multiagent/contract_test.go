@@ -2,7 +2,6 @@ package multiagent_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/clutchprotocol/clutch/adapters/adaptertest"
@@ -13,20 +12,7 @@ import (
 // examples returns the canonical examples and the handshake of seed 001
 // (01..04); the template 00 is not a message.
 func examples(t testing.TB) []adaptertest.Case {
-	t.Helper()
-	files, err := filepath.Glob("testdata/examples/0[1-9]-*.json")
-	if err != nil || len(files) != 4 {
-		t.Fatalf("want 4 examples, got %d (%v)", len(files), err)
-	}
-	var out []adaptertest.Case
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, adaptertest.Case{Name: filepath.Base(f), Raw: b})
-	}
-	return out
+	return adaptertest.Files(t, "testdata/examples/0[1-9]-*.json", 4)
 }
 
 func template(t testing.TB) []byte {
