@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
 
@@ -18,7 +17,7 @@ import (
 func crashedTask(t *testing.T, e *env) *protocol.Message {
 	t.Helper()
 	req := e.request("skill:r")
-	if _, err := Encode(req); err != nil {
+	if _, err := protocol.Encode(req); err != nil {
 		t.Fatal(err)
 	}
 	ts := &taskState{req: req, attempt: 1}
@@ -30,9 +29,6 @@ func crashedTask(t *testing.T, e *env) *protocol.Message {
 	}
 	return req
 }
-
-// Encode is protocol.Encode, here so tests read naturally.
-func Encode(m *protocol.Message) ([]byte, error) { return protocol.Encode(m) }
 
 func TestRecoverFail(t *testing.T) {
 	st, _ := memstore.New(nil)
@@ -175,5 +171,4 @@ func TestCloseInterruptsRunningTasks(t *testing.T) {
 	if n, _ := e.r.Recover(context.Background()); n != 0 {
 		t.Fatalf("Recover found %d", n)
 	}
-	_ = store.Query{}
 }

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -286,8 +285,7 @@ func (t *Tree) String() string {
 			fmt.Fprintf(&b, "  %s", n.Outcome.Err.Code)
 		}
 		b.WriteByte('\n')
-		kids := slices.Clone(n.Children)
-		for _, c := range kids {
+		for _, c := range n.Children {
 			walk(c, indent+"  ")
 		}
 	}

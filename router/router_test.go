@@ -49,38 +49,37 @@ func TestLifecycleResult(t *testing.T) {
 	}
 }
 
-func decisionOf(t *testing.T, e *env, taskID string) protocol.RoutingDecision {
+// payloadOf decodes the payload of the task's first event whose type has
+// the prefix.
+func payloadOf[T any](t *testing.T, e *env, taskID, typePrefix string) T {
 	t.Helper()
-	for ev, err := range e.st.Read(context.Background(), store.Query{TaskID: taskID, TypePrefix: "routing."}) {
+	for ev, err := range e.st.Read(context.Background(), store.Query{TaskID: taskID, TypePrefix: typePrefix}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, _ := ev.Message()
-		d, err := protocol.DecodePayload[protocol.RoutingDecision](m)
+		m, err := ev.Message()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d
-	}
-	t.Fatal("no routing.decision")
-	return protocol.RoutingDecision{}
-}
-
-func failureOf(t *testing.T, e *env, taskID string) protocol.ErrorPayload {
-	t.Helper()
-	for ev, err := range e.st.Read(context.Background(), store.Query{TaskID: taskID, TypePrefix: "routing.failure"}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, _ := ev.Message()
-		p, err := protocol.DecodePayload[protocol.ErrorPayload](m)
+		p, err := protocol.DecodePayload[T](m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	t.Fatal("no routing.failure")
-	return protocol.ErrorPayload{}
+	t.Fatalf("task %s has no %s event", taskID, typePrefix)
+	var zero T
+	return zero
+}
+
+func decisionOf(t *testing.T, e *env, taskID string) protocol.RoutingDecision {
+	t.Helper()
+	return payloadOf[protocol.RoutingDecision](t, e, taskID, string(protocol.TypeRoutingDecision))
+}
+
+func failureOf(t *testing.T, e *env, taskID string) protocol.ErrorPayload {
+	t.Helper()
+	return payloadOf[protocol.ErrorPayload](t, e, taskID, string(protocol.TypeRoutingFailure))
 }
 
 func TestRequiresAndSemantics(t *testing.T) {
@@ -305,10 +304,11 @@ func TestHardFilters(t *testing.T) {
 	}
 }
 
-func TestOfflineAgentNotRoutable(t *testing.T) {
+// TestAttachedAgent: an agent registered in the registry by someone else
+// (an adapter) is routable once a handler is attached; going offline after
+// the TTL is tested in routertest, whose clock can move.
+func TestAttachedAgent(t *testing.T) {
 	e := newEnv(t, nil)
-	// Registered straight in the registry, not Local, with a handler: it
-	// is online until the TTL passes without heartbeats.
 	e.register(card("agent:local", skill("skill:x")), ok())
 	if err := e.reg.Register(context.Background(), card("agent:remote", skill("skill:r")), nil); err != nil {
 		t.Fatal(err)
