@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -271,10 +272,26 @@ type ErrorPayload struct {
 	Details   map[string]any `json:"details,omitempty"`
 }
 
-// NewErrorPayload builds the wire error for err: its Code (see [CodeOf]), its
-// message and the code's default retryability.
+// NewErrorPayload builds the wire error for err: an [*ErrorPayload] in its
+// chain as it is (a peer's or a handler's own wire error); else its Code
+// (see [CodeOf]; a context deadline is TIMEOUT and a cancellation
+// CANCELLED), its message and the code's default retryability.
 func NewErrorPayload(err error) ErrorPayload {
+	var ep *ErrorPayload
+	if errors.As(err, &ep) {
+		c := *ep
+		if c.Code == "" {
+			c.Code = CodeInternal
+		}
+		return c
+	}
 	c := CodeOf(err)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		c = CodeTimeout
+	case errors.Is(err, context.Canceled):
+		c = CodeCancelled
+	}
 	return ErrorPayload{Code: c, Message: err.Error(), Retryable: c.Retryable()}
 }
 

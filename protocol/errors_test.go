@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -60,5 +61,19 @@ func TestCodeOf(t *testing.T) {
 	}
 	if got := pe.Error(); got != "TIMEOUT at /x" {
 		t.Fatalf("Error() = %q", got)
+	}
+}
+
+func TestNewErrorPayloadKeepsWireErrors(t *testing.T) {
+	wire := &ErrorPayload{Code: CodeToolUnavailable, Message: "down", Retryable: false, Details: map[string]any{"tool": "mcp:x"}}
+	p := NewErrorPayload(fmt.Errorf("calling: %w", wire))
+	if p.Code != CodeToolUnavailable || p.Retryable || p.Message != "down" || p.Details["tool"] != "mcp:x" {
+		t.Fatalf("wire error changed: %+v", p)
+	}
+	if p := NewErrorPayload(fmt.Errorf("x: %w", context.DeadlineExceeded)); p.Code != CodeTimeout || !p.Retryable {
+		t.Fatalf("deadline: %+v", p)
+	}
+	if p := NewErrorPayload(context.Canceled); p.Code != CodeCancelled {
+		t.Fatalf("cancel: %+v", p)
 	}
 }

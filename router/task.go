@@ -216,7 +216,8 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		return false
 	}
 	if err != nil {
-		ep := errorPayload(err)
+		wire := protocol.NewErrorPayload(err)
+		ep := &wire
 		r.release(a, false)
 		if ep.Retryable && ts.attempt < r.opts.MaxAttempts && ts.ctx.Err() == nil {
 			retryEP := *ep
@@ -262,26 +263,6 @@ func (r *Router) call(ctx context.Context, h Handler, t *Task) (res *Result, err
 		return nil, &protocol.ErrorPayload{Code: protocol.CodeNotFound, Message: "agent " + t.agent.ID() + " has no handler"}
 	}
 	return h(ctx, t)
-}
-
-// errorPayload turns a handler's error into the wire error of §5.4.
-func errorPayload(err error) *protocol.ErrorPayload {
-	var ep *protocol.ErrorPayload
-	if errors.As(err, &ep) {
-		c := *ep
-		if c.Code == "" {
-			c.Code = protocol.CodeInternal
-		}
-		return &c
-	}
-	code := protocol.CodeOf(err)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		code = protocol.CodeTimeout
-	case errors.Is(err, context.Canceled):
-		code = protocol.CodeCancelled
-	}
-	return &protocol.ErrorPayload{Code: code, Message: err.Error(), Retryable: code.Retryable()}
 }
 
 func mergeDetails(a, b map[string]any) map[string]any {
