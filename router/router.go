@@ -164,7 +164,8 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 	if req == nil || req.Type != protocol.TypeTaskRequest {
 		return nil, wrap(ErrInvalidRequest, "want a task.request", nil)
 	}
-	if err := req.Validate(); err != nil {
+	// Validated and encoded once here; the store then takes the bytes.
+	if _, err := protocol.Encode(req); err != nil {
 		return nil, wrap(ErrInvalidRequest, "", err)
 	}
 	r.mu.Lock()

@@ -294,7 +294,7 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 		// The request named its workflow step; the result answers it.
 		m.Meta = map[string]any{schema.MetaStep: step}
 	}
-	err := m.Validate()
+	_, err := protocol.Encode(m) // validated and encoded once, before the schema check
 	if err == nil {
 		if r.opts.Workflows != nil {
 			err = r.opts.Workflows.Validate(m) // the run's step, else the registry
@@ -508,7 +508,7 @@ func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, 
 	if err := m.SetPayload(payload); err != nil {
 		return nil, err
 	}
-	if err := m.Validate(); err != nil {
+	if _, err := protocol.Encode(m); err != nil {
 		return nil, err
 	}
 	if _, err := t.r.st.Append(ctx, m); err != nil {
