@@ -196,7 +196,7 @@ func (s *Store) Path() string { return s.path }
 // writer takes every call waiting at that moment into one transaction and
 // one fsync, then acknowledges each caller.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
-	entries, err := driver.Prepare(msgs, s.opts.MaxEventSize)
+	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,12 @@
 //	res, err := s.Append(ctx, msg)
 //	for ev, err := range s.Read(ctx, store.Query{RunID: msg.RunID}) { ... }
 //
-// A Store is safe for concurrent use. Appends take one lock for a few map
-// updates; reads copy a page of events out under a read lock and hold
+// A Store is safe for concurrent use. An append interns the message's run,
+// thread, task and agent ids in sharded maps first, then takes the store's
+// one write lock only to check the id (and idempotency key) for a
+// duplicate, place the event and add its seq to four posting lists, which
+// keep their first seqs inline and grow in fixed chunks, so that nothing
+// is copied or, mostly, allocated under the lock. Reads copy a page of events out under a read lock and hold
 // nothing between pages, so a loop body may append to the same store.
 // Follow waits on a broadcast channel that each append closes, so it never
 // polls.

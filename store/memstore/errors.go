@@ -3,6 +3,7 @@ package memstore
 import (
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
 )
 
 // ErrInvalidOptions: New was given options it cannot use.
@@ -12,3 +13,8 @@ type optionError struct{ detail string }
 
 func (e *optionError) Error() string { return ErrInvalidOptions.Error() + ": " + e.detail }
 func (e *optionError) Unwrap() error { return ErrInvalidOptions }
+
+// errTooManyKeys is returned by Append when the store has interned as many
+// distinct run, thread, task and agent ids as it indexes (64 Mi); it
+// matches store.ErrTooLarge.
+var errTooManyKeys = coded.Wrap(store.ErrTooLarge, "memstore: the store indexes at most 64 Mi distinct run, thread, task and agent ids", nil)

@@ -6,7 +6,9 @@ import (
 	"hash/maphash"
 	"iter"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -60,29 +62,168 @@ type Store struct {
 	n         uint64    // last seq
 	blocks    [][]event // event seq is at blocks[(seq-1)/blockSize][(seq-1)%blockSize]
 	seed      maphash.Seed
-	ids       dedupIndex              // id → seq
-	idem      dedupIndex              // (run_id, idempotency_key) → seq
-	postings  [5]map[string]*[]uint64 // by driver.Index: attribute → seqs
+	ids       dedupIndex // id → seq
+	idem      dedupIndex // (run_id, idempotency_key) → seq
 	artifacts map[[sha256.Size]byte]store.Artifact
+
+	// The indexes: each attribute value (a run id, an agent id, ...) is
+	// interned once as a posting list, in a shard picked by its hash,
+	// before the append takes mu; the list's seqs are then guarded by mu.
+	// Lists never move, and list numbers are handed out atomically, so
+	// reading a list's key or seqs needs no shard lock.
+	shards  [keyShards]keyShard
+	nl      atomic.Uint32                                      // list numbers handed out; 0 is "none"
+	chunks  [maxListChunks]atomic.Pointer[[listChunk]postings] // list l is chunks[l/listChunk][l%listChunk]
+	kclosed atomic.Bool                                        // Close dropped the indexes
 }
+
+// A keyShard interns the attribute values whose hash falls in it.
+type keyShard struct {
+	mu   sync.Mutex
+	keys map[indexKey]uint32
+	_    [40]byte // keep shards on separate cache lines
+}
+
+type indexKey struct {
+	ix  driver.Index
+	val string
+}
+
+const keyShards = 32
 
 // blockSize is the number of events per block: growing the log never
 // copies events, so the time an append holds the lock stays flat.
 const blockSize = 1024
 
 // event is what a read needs: the bytes, the time and the fields a query
-// filters on.
+// filters on. It holds few pointers: a store of millions of events is
+// marked by every garbage collection.
 type event struct {
-	id, idem                 string // idem: the idempotency key
-	raw                      []byte
-	time                     time.Time
-	run, thread, task, agent string
-	typ                      protocol.Type
+	raw     []byte
+	id      string
+	typ     protocol.Type
+	sec     int64     // time: Unix seconds
+	nsec    int32     // and nanoseconds
+	hasIdem bool      // the message has an idempotency key
+	attrs   [4]uint32 // list numbers of run, thread, task, agent (0: none)
 }
+
+// The order of event.attrs.
+var attrIndex = [4]driver.Index{driver.RunIndex, driver.ThreadIndex, driver.TaskIndex, driver.AgentIndex}
+
+func (e *event) time() time.Time { return time.Unix(e.sec, int64(e.nsec)).UTC() }
 
 func (s *Store) at(seq uint64) *event {
 	i := seq - 1
 	return &s.blocks[i/blockSize][i%blockSize]
+}
+
+// postings is the seqs of the events with one attribute value, in order:
+// the first few inline, so that the many short lists (a task's events) cost
+// no allocation, the rest in fixed-size chunks, so that a long list (an
+// agent's) grows without copying.
+type postings struct {
+	key  string
+	n    int
+	head [postingsInline]uint64
+	more [][]uint64 // chunks of postingsChunk seqs
+}
+
+const (
+	postingsInline = 4
+	postingsChunk  = 512
+	listChunk      = 1024
+	maxListChunks  = 1 << 16 // 64 Mi attribute values
+)
+
+func (p *postings) at(i int) uint64 {
+	if i < postingsInline {
+		return p.head[i]
+	}
+	i -= postingsInline
+	return p.more[i/postingsChunk][i%postingsChunk]
+}
+
+func (p *postings) add(seq uint64) {
+	if p.n < postingsInline {
+		p.head[p.n] = seq
+	} else {
+		i := p.n - postingsInline
+		if i%postingsChunk == 0 {
+			p.more = append(p.more, make([]uint64, postingsChunk))
+		}
+		p.more[i/postingsChunk][i%postingsChunk] = seq
+	}
+	p.n++
+}
+
+// list returns list number l, which intern handed out.
+func (s *Store) list(l uint32) *postings { return &s.chunks[l/listChunk].Load()[l%listChunk] }
+
+// key returns the attribute value of list number l ("" for 0).
+func (s *Store) key(l uint32) string {
+	if l == 0 {
+		return ""
+	}
+	return s.list(l).key
+}
+
+// intern returns the list numbers of the attributes of e, creating lists
+// for values seen for the first time.
+func (s *Store) intern(e *driver.Entry) (attrs [4]uint32, err error) {
+	vals := [4]string{e.RunID, e.ThreadID, e.TaskID, e.AgentID}
+	for i, v := range vals {
+		if v == "" {
+			continue
+		}
+		k := indexKey{attrIndex[i], v}
+		sh := &s.shards[maphash.Comparable(s.seed, k)%keyShards]
+		sh.mu.Lock()
+		l, ok := sh.keys[k]
+		if !ok {
+			if s.kclosed.Load() {
+				sh.mu.Unlock()
+				return attrs, store.ErrClosed
+			}
+			if l, err = s.newList(v); err != nil {
+				sh.mu.Unlock()
+				return attrs, err
+			}
+			sh.keys[k] = l
+		}
+		sh.mu.Unlock()
+		attrs[i] = l
+	}
+	return attrs, nil
+}
+
+// newList hands out the next list number for value v.
+func (s *Store) newList(v string) (uint32, error) {
+	l := s.nl.Add(1) - 1
+	c := l / listChunk
+	if c >= maxListChunks {
+		return 0, errTooManyKeys
+	}
+	chunk := s.chunks[c].Load()
+	if chunk == nil {
+		s.chunks[c].CompareAndSwap(nil, new([listChunk]postings))
+		chunk = s.chunks[c].Load()
+	}
+	chunk[l%listChunk].key = v
+	return l, nil
+}
+
+// lookupList returns the list of attribute value attr in index ix, or nil.
+func (s *Store) lookupList(ix driver.Index, attr string) *postings {
+	k := indexKey{ix, attr}
+	sh := &s.shards[maphash.Comparable(s.seed, k)%keyShards]
+	sh.mu.Lock()
+	l, ok := sh.keys[k]
+	sh.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return s.list(l)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -105,15 +246,18 @@ func New(opts *Options) (*Store, error) {
 		idem:      newDedupIndex(),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}
-	for i := range s.postings {
-		s.postings[i] = make(map[string]*[]uint64)
+	s.nl.Store(1) // list 0 means "no value"
+	s.chunks[0].Store(new([listChunk]postings))
+	for i := range s.shards {
+		s.shards[i].keys = make(map[indexKey]uint32)
 	}
 	return s, nil
 }
 
 // Append implements store.Store.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
-	entries, err := driver.Prepare(msgs, s.opts.MaxEventSize)
+	var buf [4]driver.Entry
+	entries, err := driver.Prepare(buf[:0], msgs, s.opts.MaxEventSize)
 	if err != nil {
 		return nil, err
 	}
@@ -124,41 +268,49 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		return nil, s.checkOpen()
 	}
 	res := make([]store.AppendResult, len(entries))
-	// Hash outside the lock: the hashes are the map keys.
-	hashes := make([]uint64, 2*len(entries))
-	for i, e := range entries {
-		hashes[2*i] = maphash.String(s.seed, e.ID)
-		if e.IdempotencyKey != "" {
-			var h maphash.Hash
-			h.SetSeed(s.seed)
-			h.WriteString(e.RunID)
-			h.WriteByte(0)
-			h.WriteString(e.IdempotencyKey)
-			hashes[2*i+1] = h.Sum64()
-		}
+	// Hash and intern outside the lock.
+	type prepared struct {
+		idHash, idemHash uint64
+		attrs            [4]uint32
 	}
-	now := s.opts.Clock().UTC().Round(0)
+	var pbuf [4]prepared
+	pre := pbuf[:0]
+	if len(entries) > len(pbuf) {
+		pre = make([]prepared, 0, len(entries))
+	}
+	for i := range entries {
+		e := &entries[i]
+		p := prepared{idHash: maphash.String(s.seed, e.ID)}
+		if p.attrs, err = s.intern(e); err != nil {
+			return nil, err
+		}
+		if e.IdempotencyKey != "" {
+			p.idemHash = s.idemHash(e.RunID, e.IdempotencyKey)
+		}
+		pre = append(pre, p)
+	}
+	now := s.opts.Clock().UTC()
+	sec, nsec := now.Unix(), int32(now.Nanosecond())
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, store.ErrClosed
 	}
 	for i := range entries {
-		e := &entries[i]
+		e, p := &entries[i], &pre[i]
 		// Nothing can fail from here on, so the batch is atomic even
 		// though it is applied one message at a time; a duplicate inside
 		// the batch finds the earlier message already applied.
-		idHash, idemHash := hashes[2*i], hashes[2*i+1]
-		seq, found, idTaken := s.ids.lookup(idHash, func(seq uint64) bool { return s.at(seq).id == e.ID }, func() string { return e.ID })
+		seq, found, idTaken := s.ids.lookup(p.idHash, func(seq uint64) bool { return s.at(seq).id == e.ID }, func() string { return e.ID })
 		if found {
 			res[i] = store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByID}
 			continue
 		}
 		var idemTaken bool
 		if e.IdempotencyKey != "" {
-			seq, found, idemTaken = s.idem.lookup(idemHash, func(seq uint64) bool {
-				ev := s.at(seq)
-				return ev.idem == e.IdempotencyKey && ev.run == e.RunID
+			seq, found, idemTaken = s.idem.lookup(p.idemHash, func(seq uint64) bool {
+				run, idem := s.idemAt(seq)
+				return idem == e.IdempotencyKey && run == e.RunID
 			}, func() string { return e.RunID + "\x00" + e.IdempotencyKey })
 			if found {
 				res[i] = store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
@@ -169,17 +321,18 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 			s.blocks = append(s.blocks, make([]event, 0, blockSize))
 		}
 		b := &s.blocks[len(s.blocks)-1]
-		*b = append(*b, event{id: e.ID, idem: e.IdempotencyKey, raw: e.Raw, time: now, run: e.RunID, thread: e.ThreadID, task: e.TaskID, agent: e.AgentID, typ: e.Type})
+		*b = append(*b, event{raw: e.Raw, id: e.ID, typ: e.Type, sec: sec, nsec: nsec, hasIdem: e.IdempotencyKey != "", attrs: p.attrs})
 		s.n++
 		seq = s.n
-		s.ids.put(idHash, idTaken, func() string { return e.ID }, seq)
+		s.ids.put(p.idHash, idTaken, func() string { return e.ID }, seq)
 		if e.IdempotencyKey != "" {
-			s.idem.put(idemHash, idemTaken, func() string { return e.RunID + "\x00" + e.IdempotencyKey }, seq)
+			s.idem.put(p.idemHash, idemTaken, func() string { return e.RunID + "\x00" + e.IdempotencyKey }, seq)
 		}
-		s.post(driver.RunIndex, e.RunID, seq)
-		s.post(driver.ThreadIndex, e.ThreadID, seq)
-		s.post(driver.TaskIndex, e.TaskID, seq)
-		s.post(driver.AgentIndex, e.AgentID, seq)
+		for _, l := range p.attrs {
+			if l != 0 {
+				s.list(l).add(seq)
+			}
+		}
 		res[i] = store.AppendResult{Seq: seq}
 	}
 	s.mu.Unlock()
@@ -187,13 +340,28 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	return res, nil
 }
 
-func (s *Store) post(ix driver.Index, attr string, seq uint64) {
-	m := s.postings[ix]
-	if p := m[attr]; p != nil {
-		*p = append(*p, seq)
-		return
+func (s *Store) idemHash(run, key string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(run)
+	h.WriteByte(0)
+	h.WriteString(key)
+	return h.Sum64()
+}
+
+// idemAt returns the run and idempotency key of the event at seq, which
+// has a key. They are not kept apart from the bytes: this runs only when a
+// key's hash is already taken, that is, for a duplicate (or a collision).
+func (s *Store) idemAt(seq uint64) (run, key string) {
+	e := s.at(seq)
+	if !e.hasIdem {
+		return "", ""
 	}
-	m[attr] = &[]uint64{seq}
+	m, err := protocol.Decode(e.raw)
+	if err != nil {
+		return "", "" // cannot happen: the bytes were validated
+	}
+	return m.RunID, m.IdempotencyKey
 }
 
 func (s *Store) checkOpen() error {
@@ -224,7 +392,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 
 func (s *Store) eventAt(seq uint64) store.Event {
 	e := s.at(seq)
-	return store.Event{Seq: seq, Time: e.time, Raw: e.raw}
+	return store.Event{Seq: seq, Time: e.time(), Raw: e.raw}
 }
 
 // LastSeq implements store.Store.
@@ -268,11 +436,11 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, max
 	var evs []store.Event
 	add := func(seq uint64) bool {
 		e := s.at(seq)
-		if q.Match(e.run, e.thread, e.task, e.agent, e.typ) {
+		if s.match(&q, e) {
 			if evs == nil {
 				evs = make([]store.Event, 0, min(max, 16))
 			}
-			evs = append(evs, store.Event{Seq: seq, Time: e.time, Raw: e.raw})
+			evs = append(evs, store.Event{Seq: seq, Time: e.time(), Raw: e.raw})
 		}
 		return len(evs) < max
 	}
@@ -285,16 +453,34 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, max
 		}
 		return evs, upTo, nil
 	}
-	var list []uint64
-	if p := s.postings[ix][attr]; p != nil {
-		list = *p
+	p := s.lookupList(ix, attr)
+	if p == nil {
+		return nil, upTo, nil
 	}
-	for i := sort.Search(len(list), func(i int) bool { return list[i] > after }); i < len(list) && list[i] <= upTo; i++ {
-		if !add(list[i]) {
-			return evs, list[i], nil
+	for i := sort.Search(p.n, func(i int) bool { return p.at(i) > after }); i < p.n; i++ {
+		seq := p.at(i)
+		if seq > upTo {
+			break
+		}
+		if !add(seq) {
+			return evs, seq, nil
 		}
 	}
 	return evs, upTo, nil
+}
+
+// match reports whether e matches q; mu is held.
+func (s *Store) match(q *store.Query, e *event) bool {
+	if !strings.HasPrefix(string(e.typ), q.TypePrefix) {
+		return false
+	}
+	want := [4]string{q.RunID, q.ThreadID, q.TaskID, q.AgentID}
+	for i, w := range want {
+		if w != "" && s.key(e.attrs[i]) != w {
+			return false
+		}
+	}
+	return true
 }
 
 // PutArtifact implements store.Store.
@@ -354,8 +540,12 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.blocks, s.ids, s.idem, s.artifacts = nil, dedupIndex{}, dedupIndex{}, nil
-	for i := range s.postings {
-		s.postings[i] = nil
+	s.kclosed.Store(true)
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.keys = nil
+		sh.mu.Unlock()
 	}
 	s.mu.Unlock()
 	s.sig.Notify()

@@ -31,9 +31,10 @@ type Entry struct {
 // most once (DESIGN "the hot path"): a message that has bytes is validated
 // and stored as it is; one without is encoded by protocol.Encode, which
 // validates it. The first failure is returned as a store.InvalidMessageError
-// or store.TooLargeError naming the message's index.
-func Prepare(msgs []*protocol.Message, maxSize int) ([]Entry, error) {
-	out := make([]Entry, len(msgs))
+// or store.TooLargeError naming the message's index. The entries are
+// appended to dst, which may be a caller's stack buffer.
+func Prepare(dst []Entry, msgs []*protocol.Message, maxSize int) ([]Entry, error) {
+	out := append(dst, make([]Entry, len(msgs))...)[len(dst):]
 	for i, m := range msgs {
 		if m == nil {
 			return nil, &store.InvalidMessageError{Index: i, Err: &protocol.Error{Code: protocol.CodeMissingField, Offset: -1, Detail: "nil message"}}

@@ -38,7 +38,7 @@ func TestSignalWakesEveryWaiter(t *testing.T) {
 func TestPrepare(t *testing.T) {
 	ids := protocol.NewIDs(nil)
 	m := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
-	entries, err := Prepare([]*protocol.Message{m}, 1<<20)
+	entries, err := Prepare(nil, []*protocol.Message{m}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestPrepare(t *testing.T) {
 	if string(e.Raw) != string(m.Raw()) || e.ID != m.ID || e.RunID != m.RunID || e.AgentID != "agent:a" || e.Type != protocol.TypeChatMessage {
 		t.Fatalf("entry %+v does not match the message", e)
 	}
-	if _, err := Prepare([]*protocol.Message{m}, len(m.Raw())-1); !errors.Is(err, store.ErrTooLarge) {
+	if _, err := Prepare(nil, []*protocol.Message{m}, len(m.Raw())-1); !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("over the limit: %v", err)
 	}
 }
