@@ -66,24 +66,36 @@ func (g *IDs) Now() time.Time { return g.clock() }
 
 // New returns prefix followed by a new ULID, e.g. "msg_01J9ZK...".
 func (g *IDs) New(prefix string) string {
+	var id [1]ulid.ULID
+	g.mu.Lock()
+	g.next(id[:], g.clock())
+	g.mu.Unlock()
+	return format(prefix, id[0])
+}
+
+// next fills ids with new ULIDs of time t, in order; g.mu is held.
+func (g *IDs) next(ids []ulid.ULID, t time.Time) {
+	ms := ulid.Timestamp(t)
+	for i := range ids {
+		// ulid.New would do the same, but its buffer escapes to the heap.
+		err := ids[i].SetTime(ms)
+		if err == nil {
+			err = g.entropy.MonotonicRead(ms, g.scratch[:])
+			copy(ids[i][6:], g.scratch[:])
+		}
+		if err != nil {
+			// The monotonic counter overflowed within one millisecond or
+			// the entropy source failed: fall back to fresh entropy for
+			// this id rather than fail the caller.
+			ids[i] = ulid.MustNew(ms, rand.Reader)
+		}
+	}
+}
+
+// format returns prefix followed by id's text.
+func format(prefix string, id ulid.ULID) string {
 	var buf [64]byte
 	n := copy(buf[:], prefix)
-	var id ulid.ULID
-	g.mu.Lock()
-	ms := ulid.Timestamp(g.clock())
-	// ulid.New would do the same, but its buffer escapes to the heap.
-	err := id.SetTime(ms)
-	if err == nil {
-		err = g.entropy.MonotonicRead(ms, g.scratch[:])
-		copy(id[6:], g.scratch[:])
-	}
-	if err != nil {
-		// The monotonic counter overflowed within one millisecond or the
-		// entropy source failed: fall back to fresh entropy for this id
-		// rather than fail the caller.
-		id = ulid.MustNew(ms, rand.Reader)
-	}
-	g.mu.Unlock()
 	if n+ulid.EncodedSize > len(buf) {
 		return prefix + id.String()
 	}
@@ -103,23 +115,67 @@ func (g *IDs) TaskID() string { return g.New(IDPrefixTask) }
 // ThreadID returns a new "thr_" id.
 func (g *IDs) ThreadID() string { return g.New(IDPrefixThread) }
 
-// Timestamp formats t as the envelope's ts: RFC 3339, UTC, milliseconds.
+// Timestamp formats t as the envelope's ts: RFC 3339, UTC, milliseconds
+// ("2026-03-14T09:26:53.589Z").
 func Timestamp(t time.Time) string {
 	var buf [32]byte
-	return string(t.UTC().AppendFormat(buf[:0], "2006-01-02T15:04:05.000Z07:00"))
+	return string(appendTimestamp(buf[:0], t))
+}
+
+// appendTimestamp appends t as Timestamp formats it. It writes the digits
+// itself: time.Time.AppendFormat parses its layout on every call, which was
+// a visible share of the cost of a message.
+func appendTimestamp(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	}
+	hour, min, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, min, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, ms, 3)
+	return append(b, 'Z')
+}
+
+// appendDigits appends v (≥ 0) with exactly n digits.
+func appendDigits(b []byte, v, n int) []byte {
+	var d [4]byte
+	for i := n - 1; i >= 0; i-- {
+		d[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(b, d[:n]...)
 }
 
 // NewMessage returns a message of type t from agent from, with v, id, ts and
 // attempt set from g, and a new run, thread and task when the caller does
 // not set them afterwards. The payload is the JSON null until set.
 func (g *IDs) NewMessage(t Type, from string) *Message {
+	// The four ids under one lock: a message id, then thread, run and task.
+	var ids [4]ulid.ULID
+	g.mu.Lock()
+	now := g.clock()
+	g.next(ids[:], now)
+	g.mu.Unlock()
 	return &Message{
 		V:        Version,
-		ID:       g.MessageID(),
-		TS:       Timestamp(g.Now()),
-		ThreadID: g.ThreadID(),
-		RunID:    g.RunID(),
-		TaskID:   g.TaskID(),
+		ID:       format(IDPrefixMessage, ids[0]),
+		TS:       Timestamp(now),
+		ThreadID: format(IDPrefixThread, ids[1]),
+		RunID:    format(IDPrefixRun, ids[2]),
+		TaskID:   format(IDPrefixTask, ids[3]),
 		From:     Participant{AgentID: from},
 		To:       []Participant{},
 		Type:     t,

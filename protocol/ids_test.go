@@ -149,3 +149,26 @@ func TestCloneKeepsEmptyTo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Timestamp writes its digits itself; it must agree with the layout it
+// replaces for every instant, including the edges of the years it handles.
+func TestTimestampMatchesLayout(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	times := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 14, 9, 26, 53, 589_999_999, time.FixedZone("X", -7*3600)),
+		{},
+	}
+	for range 10000 {
+		times = append(times, time.Unix(r.Int64N(400*365*86400)-100*365*86400, r.Int64N(1e9)))
+	}
+	for _, tm := range times {
+		want := tm.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		if got := Timestamp(tm); got != want {
+			t.Fatalf("Timestamp(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}

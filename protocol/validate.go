@@ -3,6 +3,8 @@ package protocol
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -252,12 +254,31 @@ func ValidSchemaRef(s string) bool {
 // (§3.2): "research.summary.v1" → "schema://clutch/research/summary@1". It
 // returns "" when payloadType is not well formed.
 func SchemaRefFor(payloadType string) string {
+	if ref, ok := schemaRefs.Load(payloadType); ok {
+		return ref.(string)
+	}
 	if !ValidPayloadType(payloadType) {
 		return ""
 	}
 	i := strings.LastIndexByte(payloadType, '.')
-	return PrefixSchema + "clutch/" + strings.ReplaceAll(payloadType[:i], ".", "/") + "@" + payloadType[i+2:]
+	ref := PrefixSchema + "clutch/" + strings.ReplaceAll(payloadType[:i], ".", "/") + "@" + payloadType[i+2:]
+	if schemaRefsLen.Load() < maxSchemaRefs {
+		if _, loaded := schemaRefs.LoadOrStore(payloadType, ref); !loaded {
+			schemaRefsLen.Add(1)
+		}
+	}
+	return ref
 }
+
+// schemaRefs caches SchemaRefFor: a program uses a handful of payload types,
+// each on every message. The cache stops growing at maxSchemaRefs entries,
+// so that payload types from outside cannot grow it without bound.
+var (
+	schemaRefs    sync.Map // payload type → schema ref
+	schemaRefsLen atomic.Int64
+)
+
+const maxSchemaRefs = 4096
 
 // validCapabilityRef accepts "<kind>:<name>": a kind of lower-case letters,
 // digits, '_' and '-', then a non-empty name without spaces or control

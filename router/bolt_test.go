@@ -30,6 +30,8 @@ func TestRestartRecoveryOnBoltstore(t *testing.T) {
 	e.r.mu.Lock()
 	e.r.closed = true
 	e.r.mu.Unlock()
+	close(e.r.quit) // nor does it keep idle worker goroutines
+	e.r.workers.Wait()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

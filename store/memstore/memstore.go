@@ -80,13 +80,8 @@ type Store struct {
 // A keyShard interns the attribute values whose hash falls in it.
 type keyShard struct {
 	mu   sync.Mutex
-	keys map[indexKey]uint32
-	_    [40]byte // keep shards on separate cache lines
-}
-
-type indexKey struct {
-	ix  driver.Index
-	val string
+	keys [4]map[string]uint32 // by the order of event.attrs
+	_    [24]byte             // keep shards on separate cache lines
 }
 
 const keyShards = 32
@@ -169,17 +164,26 @@ func (s *Store) key(l uint32) string {
 }
 
 // intern returns the list numbers of the attributes of e, creating lists
-// for values seen for the first time.
-func (s *Store) intern(e *driver.Entry) (attrs [4]uint32, err error) {
+// for values seen for the first time. prev is the previous entry of the
+// batch and its list numbers: the events of one batch mostly share their
+// run, thread and task.
+func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]uint32, err error) {
 	vals := [4]string{e.RunID, e.ThreadID, e.TaskID, e.AgentID}
+	var pvals [4]string
+	if prev != nil {
+		pvals = [4]string{prev.RunID, prev.ThreadID, prev.TaskID, prev.AgentID}
+	}
 	for i, v := range vals {
 		if v == "" {
 			continue
 		}
-		k := indexKey{attrIndex[i], v}
-		sh := &s.shards[maphash.Comparable(s.seed, k)%keyShards]
+		if prev != nil && pvals[i] == v {
+			attrs[i] = prevAttrs[i]
+			continue
+		}
+		sh := &s.shards[maphash.String(s.seed, v)%keyShards]
 		sh.mu.Lock()
-		l, ok := sh.keys[k]
+		l, ok := sh.keys[i][v]
 		if !ok {
 			if s.kclosed.Load() {
 				sh.mu.Unlock()
@@ -189,7 +193,7 @@ func (s *Store) intern(e *driver.Entry) (attrs [4]uint32, err error) {
 				sh.mu.Unlock()
 				return attrs, err
 			}
-			sh.keys[k] = l
+			sh.keys[i][v] = l
 		}
 		sh.mu.Unlock()
 		attrs[i] = l
@@ -215,10 +219,15 @@ func (s *Store) newList(v string) (uint32, error) {
 
 // lookupList returns the list of attribute value attr in index ix, or nil.
 func (s *Store) lookupList(ix driver.Index, attr string) *postings {
-	k := indexKey{ix, attr}
-	sh := &s.shards[maphash.Comparable(s.seed, k)%keyShards]
+	sh := &s.shards[maphash.String(s.seed, attr)%keyShards]
 	sh.mu.Lock()
-	l, ok := sh.keys[k]
+	var l uint32
+	ok := false
+	for i, x := range attrIndex {
+		if x == ix && sh.keys[i] != nil {
+			l, ok = sh.keys[i][attr]
+		}
+	}
 	sh.mu.Unlock()
 	if !ok {
 		return nil
@@ -249,7 +258,9 @@ func New(opts *Options) (*Store, error) {
 	s.nl.Store(1) // list 0 means "no value"
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
-		s.shards[i].keys = make(map[indexKey]uint32)
+		for j := range s.shards[i].keys {
+			s.shards[i].keys[j] = make(map[string]uint32)
+		}
 	}
 	return s, nil
 }
@@ -281,7 +292,12 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	for i := range entries {
 		e := &entries[i]
 		p := prepared{idHash: maphash.String(s.seed, e.ID)}
-		if p.attrs, err = s.intern(e); err != nil {
+		var prev *driver.Entry
+		var prevAttrs *[4]uint32
+		if i > 0 {
+			prev, prevAttrs = &entries[i-1], &pre[i-1].attrs
+		}
+		if p.attrs, err = s.intern(e, prev, prevAttrs); err != nil {
 			return nil, err
 		}
 		if e.IdempotencyKey != "" {
@@ -544,7 +560,7 @@ func (s *Store) Close() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.keys = nil
+		sh.keys = [4]map[string]uint32{}
 		sh.mu.Unlock()
 	}
 	s.mu.Unlock()
