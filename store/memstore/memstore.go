@@ -77,11 +77,39 @@ type Store struct {
 	kclosed atomic.Bool                                        // Close dropped the indexes
 }
 
-// A keyShard interns the attribute values whose hash falls in it.
+// A keyShard interns the attribute values whose hash falls in it. Like
+// dedupIndex, it maps 64-bit hashes, so that its maps hold no pointers
+// (the collector does not scan them) and a lookup compares integers; a
+// value whose hash another value took first goes to a small exact map.
 type keyShard struct {
-	mu   sync.Mutex
-	keys [4]map[string]uint32 // by the order of event.attrs
-	_    [24]byte             // keep shards on separate cache lines
+	mu     sync.Mutex
+	byHash [4]map[uint64]uint32 // by the order of event.attrs: hash → list number
+	exact  [4]map[string]uint32 // values whose hash was taken
+	_      [8]byte              // keep shards on separate cache lines
+}
+
+// find returns the list number of value v (hash h) of attribute i; sh.mu is
+// held.
+func (sh *keyShard) find(s *Store, i int, h uint64, v string) (uint32, bool) {
+	l, ok := sh.byHash[i][h]
+	if !ok {
+		return 0, false
+	}
+	if s.list(l).key == v {
+		return l, true
+	}
+	l, ok = sh.exact[i][v]
+	return l, ok
+}
+
+// put records list number l for value v (hash h) of attribute i, which
+// find did not find; sh.mu is held.
+func (sh *keyShard) put(i int, h uint64, v string, l uint32) {
+	if _, taken := sh.byHash[i][h]; taken {
+		sh.exact[i][v] = l
+		return
+	}
+	sh.byHash[i][h] = l
 }
 
 const keyShards = 32
@@ -181,9 +209,10 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 			attrs[i] = prevAttrs[i]
 			continue
 		}
-		sh := &s.shards[maphash.String(s.seed, v)%keyShards]
+		h := maphash.String(s.seed, v)
+		sh := &s.shards[h%keyShards]
 		sh.mu.Lock()
-		l, ok := sh.keys[i][v]
+		l, ok := sh.find(s, i, h, v)
 		if !ok {
 			if s.kclosed.Load() {
 				sh.mu.Unlock()
@@ -193,7 +222,7 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 				sh.mu.Unlock()
 				return attrs, err
 			}
-			sh.keys[i][v] = l
+			sh.put(i, h, v, l)
 		}
 		sh.mu.Unlock()
 		attrs[i] = l
@@ -219,13 +248,16 @@ func (s *Store) newList(v string) (uint32, error) {
 
 // lookupList returns the list of attribute value attr in index ix, or nil.
 func (s *Store) lookupList(ix driver.Index, attr string) *postings {
-	sh := &s.shards[maphash.String(s.seed, attr)%keyShards]
-	sh.mu.Lock()
+	h := maphash.String(s.seed, attr)
+	sh := &s.shards[h%keyShards]
 	var l uint32
 	ok := false
-	for i, x := range attrIndex {
-		if x == ix && sh.keys[i] != nil {
-			l, ok = sh.keys[i][attr]
+	sh.mu.Lock()
+	if !s.kclosed.Load() {
+		for i, x := range attrIndex {
+			if x == ix {
+				l, ok = sh.find(s, i, h, attr)
+			}
 		}
 	}
 	sh.mu.Unlock()
@@ -258,8 +290,9 @@ func New(opts *Options) (*Store, error) {
 	s.nl.Store(1) // list 0 means "no value"
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
-		for j := range s.shards[i].keys {
-			s.shards[i].keys[j] = make(map[string]uint32)
+		for j := range attrIndex {
+			s.shards[i].byHash[j] = make(map[uint64]uint32)
+			s.shards[i].exact[j] = make(map[string]uint32)
 		}
 	}
 	return s, nil
@@ -560,7 +593,7 @@ func (s *Store) Close() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.keys = [4]map[string]uint32{}
+		sh.byHash, sh.exact = [4]map[uint64]uint32{}, [4]map[string]uint32{}
 		sh.mu.Unlock()
 	}
 	s.mu.Unlock()
