@@ -411,17 +411,25 @@ func quote(s string) string { return strconv.Quote(s) }
 // marshalPayload encodes a payload: the protocol's own payload types and
 // plain values through the fast writer, everything else through JSON v2.
 func marshalPayload(v any) ([]byte, error) {
-	w := writer{b: make([]byte, 0, 256)}
+	// The buffer is sized per case: the marshaler case does not use it.
+	var w writer
 	switch x := v.(type) {
 	case RoutingDecision:
+		w.b = make([]byte, 0, 256)
 		w.routingDecision(&x)
 	case *RoutingDecision:
+		w.b = make([]byte, 0, 256)
 		w.routingDecision(x)
 	case ErrorPayload:
+		w.b = make([]byte, 0, 256)
 		w.errorPayload(&x)
 	case *ErrorPayload:
+		w.b = make([]byte, 0, 256)
 		w.errorPayload(x)
-	case nil, string, bool, map[string]any, []any, []string:
+	case nil:
+		return []byte("null"), nil
+	case string, bool, map[string]any, []any, []string:
+		w.b = make([]byte, 0, 64)
 		w.anyValue(x, 0)
 	case json.Marshaler:
 		// Call it directly and check its output with the strict scanner,

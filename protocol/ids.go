@@ -103,6 +103,17 @@ func format(prefix string, id ulid.ULID) string {
 	return string(buf[:n+ulid.EncodedSize])
 }
 
+// stamp returns a new "msg_" id and the timestamp of the clock reading it
+// was made at, under one lock.
+func (g *IDs) stamp() (id, ts string) {
+	var u [1]ulid.ULID
+	g.mu.Lock()
+	now := g.clock()
+	g.next(u[:], now)
+	g.mu.Unlock()
+	return format(IDPrefixMessage, u[0]), Timestamp(now)
+}
+
 // MessageID returns a new "msg_" id.
 func (g *IDs) MessageID() string { return g.New(IDPrefixMessage) }
 
@@ -192,10 +203,11 @@ func NewMessage(t Type, from string) *Message { return defaultIDs.NewMessage(t, 
 // and parent task. Use it for task.accept, task.progress, task.result and
 // the other answers of §2.1.
 func (g *IDs) Reply(m *Message, t Type, from string) *Message {
+	id, ts := g.stamp()
 	r := &Message{
 		V:            Version,
-		ID:           g.MessageID(),
-		TS:           Timestamp(g.Now()),
+		ID:           id,
+		TS:           ts,
 		ThreadID:     m.ThreadID,
 		RunID:        m.RunID,
 		TaskID:       m.TaskID,

@@ -214,11 +214,16 @@ func validSegments(s string, sep byte) bool {
 // validVersionSegment accepts "v" and a number without leading zeros, so
 // that every version has one spelling.
 func validVersionSegment(v string) bool {
-	if len(v) < 2 || v[0] != 'v' || (v[1] == '0' && len(v) > 2) {
+	return len(v) >= 2 && v[0] == 'v' && validVersionNumber(v[1:])
+}
+
+// validVersionNumber accepts a version number: digits, no leading zero.
+func validVersionNumber(n string) bool {
+	if n == "" || (n[0] == '0' && len(n) > 1) {
 		return false
 	}
-	for i := 1; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
+	for i := 0; i < len(n); i++ {
+		if n[i] < '0' || n[i] > '9' {
 			return false
 		}
 	}
@@ -243,7 +248,7 @@ func ValidSchemaRef(s string) bool {
 	}
 	rest := s[len(PrefixSchema):]
 	at := strings.LastIndexByte(rest, '@')
-	if at < 0 || !validVersionSegment("v"+rest[at+1:]) {
+	if at < 0 || !validVersionNumber(rest[at+1:]) {
 		return false
 	}
 	path := rest[:at]

@@ -80,5 +80,6 @@ func (h *Handle) Cancel(reason string) {
 	}
 	if h.ts.cancel != nil {
 		h.ts.cancel(&cancelCause{reason})
+		h.r.cancelled(h.ts)
 	}
 }

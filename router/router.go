@@ -306,6 +306,13 @@ func (r *Router) Close() error {
 	r.mu.Unlock()
 	for _, ts := range running {
 		ts.cancel(errRouterClosed)
+		if ts.parent == nil { // subtasks: their AfterFunc stores it
+			r.wg.Add(1) // before Wait, and the task's goroutine holds r.wg
+			go func() {
+				defer r.wg.Done()
+				r.onCancel(ts)
+			}()
+		}
 	}
 	r.wg.Wait()
 	close(r.quit)

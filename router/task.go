@@ -63,8 +63,13 @@ func (c *timeoutCause) Error() string { return "max_runtime_sec of " + c.limit.S
 func (r *Router) run(ts *taskState, budgetErr *protocol.ErrorPayload) {
 	defer r.wg.Done()
 	defer r.forget(ts)
-	stop := context.AfterFunc(ts.ctx, func() { r.onCancel(ts) })
-	defer stop()
+	if ts.parent != nil {
+		// A subtask's context also ends with its parent's attempt: store
+		// its task.cancel then. A task without a parent is only cancelled
+		// through Router.cancelled.
+		stop := context.AfterFunc(ts.ctx, func() { r.onCancel(ts) })
+		defer stop()
+	}
 	if budgetErr != nil {
 		r.end(ts, &Outcome{Err: budgetErr}, r.errorEvent(ts, r.opts.AgentID, budgetErr))
 		return
@@ -322,15 +327,10 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 // requester.
 func (r *Router) event(ts *taskState, t protocol.Type, from string, to []string) *protocol.Message {
 	req := ts.req
-	m := &protocol.Message{
-		V: protocol.Version, ID: r.ids.MessageID(), TS: protocol.Timestamp(r.now()),
-		ThreadID: req.ThreadID, RunID: req.RunID, TaskID: req.TaskID, ParentTaskID: req.ParentTaskID,
-		Trace: req.Trace, From: protocol.Participant{AgentID: from}, Type: t, Domain: req.Domain,
-		Payload: json.RawMessage("null"), Attempt: ts.attempt,
-	}
-	if to == nil {
-		m.To = []protocol.Participant{{AgentID: req.From.AgentID}}
-	} else {
+	m := r.ids.Reply(req, t, from) // id and ts under one lock of the id source
+	m.Trace = req.Trace            // shared, not copied: nobody modifies it
+	m.Attempt = ts.attempt
+	if to != nil {
 		m.To = make([]protocol.Participant, len(to))
 		for i, id := range to {
 			m.To[i].AgentID = id
@@ -378,6 +378,29 @@ func (r *Router) end(ts *taskState, out *Outcome, events ...*protocol.Message) b
 func (r *Router) storeFailed(ts *taskState, err error) {
 	ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing task events failed: " + err.Error(), Retryable: true}
 	r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+}
+
+// cancelled stores the task.cancel of a task without a parent whose
+// context was just cancelled, on a goroutine of its own so that the caller
+// does not wait for the store, as context.AfterFunc would (subtasks use
+// that; a context per task for it cost more than the rest of starting a
+// task). Close does the same for the tasks it cancels.
+func (r *Router) cancelled(ts *taskState) {
+	if ts.parent != nil {
+		return // its AfterFunc does it
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// While the task is in r.tasks its goroutine holds r.wg, so Add cannot
+	// race with Close's Wait; once Close has begun, it ends the task.
+	if r.closed || r.tasks[ts.req.TaskID] != ts || ts.finished.Load() {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.onCancel(ts)
+	}()
 }
 
 // onCancel runs when the task's context ends before the task did.
