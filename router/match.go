@@ -1,7 +1,6 @@
 package router
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -392,28 +391,34 @@ func cmpDesc(a, b float64) int {
 
 // explain is the human-readable reason of a routing.decision (§4.3).
 func (r *Router) explain(m *match, requires []string) string {
-	var b strings.Builder
+	b := make([]byte, 0, 96)
 	if m.explicit {
-		b.WriteString("explicit recipient")
+		b = append(b, "explicit recipient"...)
 	} else if len(requires) > 0 {
-		b.WriteString("matched " + describeRequires(requires))
+		b = append(b, "matched "...)
+		b = append(b, describeRequires(requires)...)
 	} else {
-		b.WriteString("no requirements")
+		b = append(b, "no requirements"...)
 	}
 	if len(m.candidates) == 1 {
-		b.WriteString(", only eligible candidate")
-		return b.String()
+		return string(append(b, ", only eligible candidate"...))
 	}
 	first, second := m.candidates[0], m.candidates[1]
 	switch {
 	case first.score != second.score:
-		fmt.Fprintf(&b, ", best preference score %.2f", first.score)
+		b = append(b, ", best preference score "...)
+		b = strconv.AppendFloat(b, first.score, 'f', 2, 64)
 	case first.load != second.load:
-		fmt.Fprintf(&b, ", lowest load (%d in flight)", first.load)
+		b = append(b, ", lowest load ("...)
+		b = strconv.AppendInt(b, int64(first.load), 10)
+		b = append(b, " in flight)"...)
 	case first.success != second.success:
-		fmt.Fprintf(&b, ", best recent success rate %.2f", first.success)
+		b = append(b, ", best recent success rate "...)
+		b = strconv.AppendFloat(b, first.success, 'f', 2, 64)
 	default:
-		fmt.Fprintf(&b, ", round robin among %d equal candidates", m.tied)
+		b = append(b, ", round robin among "...)
+		b = strconv.AppendInt(b, int64(m.tied), 10)
+		b = append(b, " equal candidates"...)
 	}
-	return b.String()
+	return string(b)
 }

@@ -83,7 +83,7 @@ type Store struct {
 // value whose hash another value took first goes to a small exact map.
 type keyShard struct {
 	mu     sync.Mutex
-	byHash [4]map[uint64]uint32 // by the order of event.attrs: hash → list number
+	byHash [4]hashTable         // by the order of event.attrs: hash → list number
 	exact  [4]map[string]uint32 // values whose hash was taken
 	_      [8]byte              // keep shards on separate cache lines
 }
@@ -91,25 +91,25 @@ type keyShard struct {
 // find returns the list number of value v (hash h) of attribute i; sh.mu is
 // held.
 func (sh *keyShard) find(s *Store, i int, h uint64, v string) (uint32, bool) {
-	l, ok := sh.byHash[i][h]
-	if !ok {
+	l := uint32(sh.byHash[i].get(h))
+	if l == 0 {
 		return 0, false
 	}
 	if s.list(l).key == v {
 		return l, true
 	}
-	l, ok = sh.exact[i][v]
+	l, ok := sh.exact[i][v]
 	return l, ok
 }
 
 // put records list number l for value v (hash h) of attribute i, which
 // find did not find; sh.mu is held.
 func (sh *keyShard) put(i int, h uint64, v string, l uint32) {
-	if _, taken := sh.byHash[i][h]; taken {
+	if sh.byHash[i].get(h) != 0 {
 		sh.exact[i][v] = l
 		return
 	}
-	sh.byHash[i][h] = l
+	sh.byHash[i].put(h, uint64(l))
 }
 
 const keyShards = 32
@@ -291,7 +291,6 @@ func New(opts *Options) (*Store, error) {
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
 		for j := range attrIndex {
-			s.shards[i].byHash[j] = make(map[uint64]uint32)
 			s.shards[i].exact[j] = make(map[string]uint32)
 		}
 	}
@@ -593,7 +592,7 @@ func (s *Store) Close() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.byHash, sh.exact = [4]map[uint64]uint32{}, [4]map[string]uint32{}
+		sh.byHash, sh.exact = [4]hashTable{}, [4]map[string]uint32{}
 		sh.mu.Unlock()
 	}
 	s.mu.Unlock()
@@ -601,17 +600,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// dedupIndex maps keys to seqs by their 64-bit hashes: a map without
+// dedupIndex maps keys to seqs by their 64-bit hashes: a table without
 // pointers, which the garbage collector does not scan and which grows
 // without hashing strings again. A key whose hash is already taken by
 // another key goes to a small exact map.
 type dedupIndex struct {
-	byHash map[uint64]uint64
+	byHash hashTable
 	exact  map[string]uint64
 }
 
 func newDedupIndex() dedupIndex {
-	return dedupIndex{byHash: make(map[uint64]uint64), exact: make(map[string]uint64)}
+	return dedupIndex{exact: make(map[string]uint64)}
 }
 
 // lookup finds the seq stored for a key with hash h; is reports whether
@@ -619,7 +618,8 @@ func newDedupIndex() dedupIndex {
 // collision). taken reports that h is in use (by this
 // key or another), which put needs.
 func (d *dedupIndex) lookup(h uint64, is func(seq uint64) bool, key func() string) (seq uint64, found, taken bool) {
-	seq, taken = d.byHash[h]
+	seq = d.byHash.get(h)
+	taken = seq != 0
 	if !taken {
 		return 0, false, false
 	}
@@ -636,5 +636,5 @@ func (d *dedupIndex) put(h uint64, taken bool, key func() string, seq uint64) {
 		d.exact[key()] = seq
 		return
 	}
-	d.byHash[h] = seq
+	d.byHash.put(h, seq)
 }
