@@ -114,6 +114,7 @@ type Schema struct {
 	maxBytes    int
 	rootProps   map[string]bool
 	rootClosed  bool
+	fast        *fastValidator // nil: every payload takes the slow path
 }
 
 // PayloadType returns the payload_type the schema is registered for
@@ -137,11 +138,20 @@ func (s *Schema) GoType() reflect.Type { return s.goType }
 func (s *Schema) Validate(payload []byte) error { return s.validate(payload, "") }
 
 func (s *Schema) validate(payload []byte, prefix string) error {
+	if s.fastValid(payload) {
+		return nil
+	}
 	doc, err := decodePayload(payload, s.maxBytes)
 	if err != nil {
 		return err
 	}
 	return s.validateDoc(doc, prefix)
+}
+
+// fastValid reports whether the fast path (fast.go) accepts payload. false
+// means "ask gojsonschema", never "invalid".
+func (s *Schema) fastValid(payload []byte) bool {
+	return s.fast != nil && s.fast.check(payload, s.maxBytes) == fastValid
 }
 
 func (s *Schema) validateDoc(doc any, prefix string) error {
@@ -237,6 +247,7 @@ func (r *Registry) register(payloadType string, data []byte, t reflect.Type) err
 		maxBytes:    r.maxBytes,
 		rootProps:   pr.rootProps,
 		rootClosed:  pr.rootClosed,
+		fast:        compileFast(pr.doc),
 	}
 	// Copy on write: readers keep using the old map until the swap.
 	r.mu.Lock()

@@ -582,6 +582,15 @@ func (w *Workflow) StepFor(m *protocol.Message) (step Step, ok bool, err error) 
 	}
 }
 
+// requiredPointer turns an expects.required entry into a JSON pointer: a
+// member name, or a pointer when it starts with "/".
+func requiredPointer(name string) string {
+	if name == "" || name[0] != '/' {
+		return "/" + escapePointer(name)
+	}
+	return name
+}
+
 // ValidateStep validates a message against one step of the workflow (seed
 // 000 §3.4): its type must be expects.type, its payload_type
 // expects.payload_type (when set), every expects.required member must be
@@ -628,23 +637,37 @@ func (w *Workflow) ValidateStep(stepID string, m *protocol.Message, reg *Registr
 	if sch != nil {
 		maxBytes = sch.maxBytes
 	}
+	// When the fast path accepts the payload, the schema holds and
+	// expects.required is read from the bytes; no decoding.
+	fast := sch != nil && sch.fastValid(m.Payload)
+	var buf [8]bool
+	present := buf[:0]
+	for _, name := range e.Required {
+		if !fast {
+			break
+		}
+		p, ok := requiredPresent(m.Payload, name)
+		present, fast = append(present, p), ok
+	}
 	var doc any
-	if sch != nil || len(e.Required) > 0 {
+	if !fast && (sch != nil || len(e.Required) > 0) {
 		if doc, err = decodePayload(m.Payload, maxBytes); err != nil {
 			return err
 		}
 	}
-	for _, name := range e.Required {
-		ptr := name
-		if name == "" || name[0] != '/' {
-			ptr = "/" + escapePointer(name)
+	for i, name := range e.Required {
+		var found bool
+		if fast {
+			found = present[i]
+		} else {
+			_, found = resolvePointer(doc, requiredPointer(name))
 		}
-		if _, found := resolvePointer(doc, ptr); !found {
-			vs = append(vs, Violation{Path: "/payload" + ptr, Keyword: "expects.required",
+		if !found {
+			vs = append(vs, Violation{Path: "/payload" + requiredPointer(name), Keyword: "expects.required",
 				Message: fmt.Sprintf("step %q requires %s", s.ID, strings.TrimPrefix(name, "/"))})
 		}
 	}
-	if sch != nil {
+	if sch != nil && !fast {
 		err := sch.validateDoc(doc, "/payload")
 		var ve *ValidationError
 		switch {
