@@ -40,8 +40,8 @@
 //
 // Schemas are compiled once, at registration, and the registry is a
 // copy-on-write map behind an atomic pointer: validation never locks and
-// costs one map read plus gojsonschema's own work, and registering does not
-// block validation. No call does I/O or waits, so none takes a context.
+// costs one map read plus the fast path's or gojsonschema's work (see
+// "Fast path"), and registering does not block validation. No call does I/O or waits, so none takes a context.
 //
 // Workflow files are read with go.yaml.in/yaml/v3, the YAML organisation's
 // maintained continuation of gopkg.in/yaml.v3: its yaml.Node tree keeps the
@@ -51,6 +51,35 @@
 // step fields, bad types), which is what users need most. JSON workflows are
 // parsed by the same code (JSON syntax errors are reported by encoding/json,
 // with line and column).
+//
+// # Fast path
+//
+// Most payloads are valid, and decoding one into Go values for
+// gojsonschema costs far more than checking it. So a schema whose keywords
+// are all among type, properties, required, additionalProperties, items
+// (one schema), minItems, maxItems, minLength, maxLength, minProperties,
+// maxProperties, enum, const, minimum, maximum, exclusiveMinimum,
+// exclusiveMaximum, multipleOf, pattern, format, allOf, anyOf, oneOf, not,
+// a local $ref, uniqueItems: false and annotations (title, description,
+// default, examples, $comment, definitions, $defs, ...) is also compiled
+// into a small validator at registration, unless it declares draft 4; all
+// built-in types qualify. Validation ([Registry.Validate],
+// [Registry.ValidateMessage], [Schema.Validate], [Workflow.ValidateStep]
+// and so the [Binder]) first runs it over the payload bytes in one pass,
+// without decoding. It only ever answers "valid": any other outcome (an
+// invalid payload, malformed JSON, something it does not judge, such as a
+// duplicate member, invalid UTF-8, a lone surrogate escape, a number
+// beyond float64, composite enum values, patternProperties, tuple items,
+// dependencies or if/then/else) sends the payload to gojsonschema, which
+// stays the reference and produces every error, exactly as before. Each
+// keyword follows gojsonschema v1.2.0's semantics, not the specification's
+// where they differ (format checkers from gojsonschema.FormatCheckers,
+// lengths in runes, integers such as 1.0 and 1e2, enum numbers compared as
+// float64, numeric bounds compared exactly). FuzzFastValidate,
+// FuzzFastSchema and FuzzFastPointer check it against gojsonschema on
+// hand-written schemas for every keyword and on fuzzed payloads and
+// schemas; table tests check per keyword that it decides, rather than
+// defers, where it should.
 //
 // # Errors
 //

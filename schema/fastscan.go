@@ -29,8 +29,8 @@ import (
 //
 // A value is judged only after an enclosing node has scanned all of it
 // (applicators run after the node's own checks passed), so every number a
-// subschema sees is below 1e308 and the slow path's enum and const, which
-// turn numbers into float64, cannot fail on it.
+// subschema sees is within float64's range and the slow path's enum and
+// const, which turn numbers into float64, cannot fail (and panic) on it.
 
 // fastMaxDepth bounds nesting; encoding/json allows 10000.
 const fastMaxDepth = 512

@@ -17,9 +17,9 @@ import (
 // \u003e, \u0026; U+2028 and U+2029 escaped; invalid UTF-8 as \ufffd) and
 // floats formatted the same way.
 
-// jsonSafe marks the ASCII bytes encoding/json writes as they are (its
-// htmlSafeSet).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+// jsonSafe marks the bytes encoding/json writes as they are: its
+// htmlSafeSet, within ASCII.
+var jsonSafe = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		switch c {
 		case '"', '\\', '<', '>', '&':
@@ -37,12 +37,14 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && jsonSafe[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '\\', '"':
