@@ -177,6 +177,17 @@ func compileFast(doc any) (fv *fastValidator) {
 	if n == nil {
 		return nil
 	}
+	// A chain of $refs must end in a schema (prepareSchema refuses loops;
+	// the fast path does not rely on it).
+	for _, r := range c.refs {
+		steps := 0
+		for ; r != nil && r.kind == kindRef && steps <= len(c.refs); steps++ {
+			r = r.ref
+		}
+		if r == nil || steps > len(c.refs) {
+			return nil
+		}
+	}
 	return &fastValidator{root: n}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -471,4 +472,66 @@ func FuzzFastPointer(f *testing.F) {
 			t.Fatalf("pointerPresent(%q, %q) = %v, resolvePointer %v", payload, ptr, got, want)
 		}
 	})
+}
+
+// skipSafe and skipJSONSafe find the first byte their table does not mark,
+// eight bytes at a time, wherever it is and whatever follows it.
+func TestSkipSafe(t *testing.T) {
+	for c := range 256 {
+		for n := 1; n <= 20; n++ {
+			for p := range n {
+				for _, fill := range []byte{'a', '~', ' ', 0x7f} {
+					buf := make([]byte, n)
+					for k := range buf {
+						buf[k] = fill
+					}
+					buf[p] = byte(c)
+					if p+1 < n {
+						buf[p+1] = byte(255 - c) // whatever follows
+					}
+					want := 0
+					for want < n && strSafe[buf[want]] {
+						want++
+					}
+					if got := skipSafe(buf, 0); got != want {
+						t.Fatalf("skipSafe(%q) = %d, want %d", buf, got, want)
+					}
+					want = 0
+					for want < n && jsonSafe[buf[want]] {
+						want++
+					}
+					if got := skipJSONSafe(string(buf), 0); got != want {
+						t.Fatalf("skipJSONSafe(%q) = %d, want %d", buf, got, want)
+					}
+				}
+			}
+		}
+	}
+	// Several special bytes in one word, from any start.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("ab\"\\<>&\x00\x1f\x20\x7f\x80\xff\xc3\xa9")
+	for range 200000 {
+		buf := make([]byte, rnd.IntN(24))
+		for k := range buf {
+			buf[k] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		from := 0
+		if len(buf) > 0 {
+			from = rnd.IntN(len(buf))
+		}
+		want := from
+		for want < len(buf) && strSafe[buf[want]] {
+			want++
+		}
+		if got := skipSafe(buf, from); got != want {
+			t.Fatalf("skipSafe(%q, %d) = %d, want %d", buf, from, got, want)
+		}
+		want = from
+		for want < len(buf) && jsonSafe[buf[want]] {
+			want++
+		}
+		if got := skipJSONSafe(string(buf), from); got != want {
+			t.Fatalf("skipJSONSafe(%q, %d) = %d, want %d", buf, from, got, want)
+		}
+	}
 }

@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf16"
@@ -244,8 +246,10 @@ func scalarEnum(e *fastEnum, c byte, s []byte) bool {
 }
 
 // applicators runs allOf, anyOf, oneOf and not over the value at d[i:],
-// which the caller has scanned completely.
+// which the caller has scanned completely. Subschemas count as a level of
+// depth, so that no schema can make the fast path recurse without bound.
 func (r *fastRun) applicators(n *fastNode, i, depth int) verdict {
+	depth++
 	for _, b := range n.allOf {
 		if _, res := r.value(b, i, depth); res != fastValid {
 			return res
@@ -412,9 +416,7 @@ func (r *fastRun) scanString(i int) (end int, esc, ok bool) {
 	j := i + 1
 	ascii := true
 	for {
-		for j < len(d) && strSafe[d[j]] {
-			j++
-		}
+		j = skipSafe(d, j)
 		if j >= len(d) {
 			return 0, false, false
 		}
@@ -452,6 +454,32 @@ func (r *fastRun) scanString(i int) (end int, esc, ok bool) {
 			j++
 		}
 	}
+}
+
+// skipSafe returns the index of the first byte from j on that strSafe
+// does not mark, eight bytes at a time.
+func skipSafe(d []byte, j int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for j+8 <= len(d) {
+		x := binary.LittleEndian.Uint64(d[j:])
+		q := x ^ ('"' * ones)
+		b := x ^ ('\\' * ones)
+		// The high bit of a byte is set where the byte is '"' or '\\'
+		// (zero after the xor), a control character or not ASCII; the
+		// lowest one set is exact.
+		m := ((q - ones) &^ q) | ((b - ones) &^ b) | ((x - 0x20*ones) &^ x) | x
+		if m &= highs; m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	for j < len(d) && strSafe[d[j]] {
+		j++
+	}
+	return j
 }
 
 func unhex(c byte) rune {

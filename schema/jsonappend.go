@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"math"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -37,10 +38,7 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		for i < len(s) && jsonSafe[s[i]] {
-			i++
-		}
-		if i == len(s) {
+		if i = skipJSONSafe(s, i); i == len(s) {
 			break
 		}
 		c := s[i]
@@ -83,6 +81,32 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// skipJSONSafe returns the index of the first byte of s from i on that
+// jsonSafe does not mark, eight bytes at a time (see skipSafe).
+func skipJSONSafe(s string, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for i+8 <= len(s) {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q, b := x^('"'*ones), x^('\\'*ones)
+		lt, gt, amp := x^('<'*ones), x^('>'*ones), x^('&'*ones)
+		m := ((x - 0x20*ones) &^ x) | x | // control characters, not ASCII
+			((q - ones) &^ q) | ((b - ones) &^ b) |
+			((lt - ones) &^ lt) | ((gt - ones) &^ gt) | ((amp - ones) &^ amp)
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(s) && jsonSafe[s[i]] {
+		i++
+	}
+	return i
 }
 
 // appendFloat appends f as encoding/json formats a float64; NaN and
