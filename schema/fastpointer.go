@@ -33,7 +33,12 @@ func requiredPresent(payload []byte, name string) (present, ok bool) {
 // true, else one member name.
 func walkPresent(payload []byte, path string, pointer bool) (present, ok bool) {
 	r := fastRun{data: payload}
-	defer r.release()
+	defer func() {
+		if recover() != nil {
+			present, ok = false, false
+		}
+		r.release()
+	}()
 	cur := skipWS(payload, 0)
 	for more := true; more; {
 		tok := path
