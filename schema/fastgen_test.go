@@ -28,7 +28,7 @@ var (
 )
 
 func (g *fastGen) pick(xs []string) string { return xs[g.r.IntN(len(xs))] }
-func (g *fastGen) chance(p float64) bool  { return g.r.Float64() < p }
+func (g *fastGen) chance(p float64) bool   { return g.r.Float64() < p }
 
 // scalar returns a random JSON scalar literal.
 func (g *fastGen) scalar() string {
