@@ -46,7 +46,7 @@ func (t *hashTable) get(h uint64) uint64 {
 
 // put sets the value of h, which get does not find, to v (≠ 0).
 func (t *hashTable) put(h, v uint64) {
-	if (t.n+1)*4 > len(t.slots)*3 { // load factor at most 3/4
+	if (t.n+1)*2 > len(t.slots) { // load factor at most 1/2: a miss probes 2.5 slots on average
 		t.grow()
 	}
 	t.insert(h, v)

@@ -36,7 +36,7 @@ func TestHashTableAgainstMap(t *testing.T) {
 					t.Fatalf("get(%x) = %d, want %d", h, got, v)
 				}
 			}
-			if tab.n != len(want) || tab.n*4 > len(tab.slots)*3 {
+			if tab.n != len(want) || tab.n*2 > len(tab.slots) {
 				t.Fatalf("%d entries in %d slots, want %d", tab.n, len(tab.slots), len(want))
 			}
 			var empty hashTable
