@@ -271,6 +271,10 @@ func (w *writer) str(s string) {
 	w.b = append(w.b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plainWord(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if plainASCII[c] {
 			i++
@@ -306,6 +310,22 @@ func (w *writer) str(s string) {
 	}
 	w.b = append(w.b, s[start:]...)
 	w.b = append(w.b, '"')
+}
+
+// plainWord reports whether the 8 bytes of s are all plain ASCII (plainASCII:
+// printable, not '"' or '\\'), testing them at once (SWAR): ids,
+// timestamps and most text are skipped 8 bytes at a time.
+func plainWord(s string) bool {
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	bs := x ^ (ones * '\\')
+	bad := x | // ≥ 0x80
+		(x - ones*0x20) | // < 0x20 (with x < 0x80, tested above)
+		(q - ones) &^ q | // == '"'
+		(bs - ones) &^ bs // == '\\'
+	return bad&highs == 0
 }
 
 // anyValue appends a Meta value. Common types are written directly, others

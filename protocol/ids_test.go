@@ -172,3 +172,37 @@ func TestTimestampMatchesLayout(t *testing.T) {
 		}
 	}
 }
+
+// plainWord tests 8 bytes at once; it must agree with the byte table for
+// every byte value at every position, and on random words.
+func TestPlainWordMatchesTable(t *testing.T) {
+	check := func(w [8]byte) {
+		want := true
+		for _, c := range w {
+			want = want && plainASCII[c]
+		}
+		if got := plainWord(string(w[:])); got != want {
+			t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			w := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+			w[pos] = byte(c)
+			check(w)
+			w[(pos+3)%8] = 0x21 // a neighbour just past '"' - 1 and ' '
+			check(w)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		var w [8]byte
+		for i := range w {
+			w[i] = byte(r.IntN(256))
+			if r.IntN(3) > 0 {
+				w[i] = byte(0x1e + r.IntN(0x62)) // mostly printable, around the edges
+			}
+		}
+		check(w)
+	}
+}
