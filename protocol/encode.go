@@ -479,7 +479,8 @@ func (w *writer) routingDecision(d *RoutingDecision) {
 	w.field("reason", d.Reason)
 	if len(d.Scores) > 0 {
 		w.b = append(w.b, `,"scores":{`...)
-		for i, k := range sortedKeys(d.Scores) {
+		var buf [16]string
+		for i, k := range appendSortedKeys(buf[:0], d.Scores) {
 			if i > 0 {
 				w.b = append(w.b, ',')
 			}
@@ -529,7 +530,12 @@ func (w *writer) errorPayload(p *ErrorPayload) {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+	return appendSortedKeys(make([]string, 0, len(m)), m)
+}
+
+// appendSortedKeys appends the keys of m to keys (a caller's stack buffer,
+// say), sorted.
+func appendSortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
