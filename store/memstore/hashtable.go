@@ -22,7 +22,7 @@ type hashSlot struct {
 	v uint64 // 0: empty
 }
 
-const hashTableMin = 1024
+const hashTableMin = 64
 
 // home is the first slot h probes: the top bits of h times the golden
 // ratio, which do not depend on the low bits a caller may have used to

@@ -74,6 +74,7 @@ type Store struct {
 	shards  [keyShards]keyShard
 	nl      atomic.Uint32                                      // list numbers handed out; 0 is "none"
 	chunks  [maxListChunks]atomic.Pointer[[listChunk]postings] // list l is chunks[l/listChunk][l%listChunk]
+	agents  atomic.Pointer[map[string]uint32]                  // a read-only cache of agent ids' list numbers, replaced on change
 	kclosed atomic.Bool                                        // Close dropped the indexes
 }
 
@@ -209,6 +210,12 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 			attrs[i] = prevAttrs[i]
 			continue
 		}
+		if i == agentAttr {
+			if l, ok := (*s.agents.Load())[v]; ok {
+				attrs[i] = l
+				continue
+			}
+		}
 		h := maphash.String(s.seed, v)
 		sh := &s.shards[h%keyShards]
 		sh.mu.Lock()
@@ -226,8 +233,43 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 		}
 		sh.mu.Unlock()
 		attrs[i] = l
+		if i == agentAttr {
+			s.cacheAgent(v, l)
+		}
 	}
 	return attrs, nil
+}
+
+// agentAttr is the position of the agent id in event.attrs.
+const agentAttr = 3
+
+// maxCachedAgents bounds the agent cache: a store fed from outside may see
+// any number of sender ids, and the cache is copied on every addition.
+const maxCachedAgents = 256
+
+// cacheAgent adds agent id v, list number l, to the lock-free agent cache.
+// Every event names its sender, and a program has few agents, so without
+// the cache the shard locks of its busiest agents are taken by every
+// append (measured: the top source of lock contention after the store's
+// own lock).
+func (s *Store) cacheAgent(v string, l uint32) {
+	for {
+		old := s.agents.Load()
+		if len(*old) >= maxCachedAgents {
+			return
+		}
+		if _, ok := (*old)[v]; ok {
+			return
+		}
+		next := make(map[string]uint32, len(*old)+1)
+		for k, x := range *old {
+			next[k] = x
+		}
+		next[v] = l
+		if s.agents.CompareAndSwap(old, &next) {
+			return
+		}
+	}
 }
 
 // newList hands out the next list number for value v.
@@ -288,6 +330,7 @@ func New(opts *Options) (*Store, error) {
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}
 	s.nl.Store(1) // list 0 means "no value"
+	s.agents.Store(&map[string]uint32{})
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
 		for j := range attrIndex {
@@ -605,9 +648,14 @@ func (s *Store) Close() error {
 // without hashing strings again. A key whose hash is already taken by
 // another key goes to a small exact map.
 type dedupIndex struct {
-	byHash hashTable
+	byHash [dedupParts]hashTable // by the hash's low bits
 	exact  map[string]uint64
 }
+
+// dedupParts splits a dedup index into tables that grow one at a time: a
+// table grows under the store's lock, and one table of millions of ids
+// would stop every appender for the tens of milliseconds its rehash takes.
+const dedupParts = 64
 
 func newDedupIndex() dedupIndex {
 	return dedupIndex{exact: make(map[string]uint64)}
@@ -618,7 +666,7 @@ func newDedupIndex() dedupIndex {
 // collision). taken reports that h is in use (by this
 // key or another), which put needs.
 func (d *dedupIndex) lookup(h uint64, is func(seq uint64) bool, key func() string) (seq uint64, found, taken bool) {
-	seq = d.byHash.get(h)
+	seq = d.byHash[h%dedupParts].get(h)
 	taken = seq != 0
 	if !taken {
 		return 0, false, false
@@ -636,5 +684,5 @@ func (d *dedupIndex) put(h uint64, taken bool, key func() string, seq uint64) {
 		d.exact[key()] = seq
 		return
 	}
-	d.byHash.put(h, seq)
+	d.byHash[h%dedupParts].put(h, seq)
 }
