@@ -69,6 +69,12 @@ type ResearchQuery struct {
 	MaxSources int `json:"max_sources,omitzero" jsonschema:"minimum=0"`
 }
 
+// MarshalJSON writes the JSON encoding/json writes, directly: a request is
+// encoded on every task.
+func (p ResearchQuery) MarshalJSON() ([]byte, error) {
+	return p.appendJSON(make([]byte, 0, p.size())), nil
+}
+
 // ResearchSummary is the payload of research.summary.v1 (seed 000 §3.3, the
 // task.result of §1.1 and §10). Required: findings[], citations[].
 type ResearchSummary struct {

@@ -161,6 +161,21 @@ func sizeStrings(ss []string) int {
 	return n
 }
 
+func (p ResearchQuery) appendJSON(b []byte) []byte {
+	b = appendString(appendMember(append(b, '{'), "query"), p.Query)
+	if p.Context != "" {
+		b = appendString(appendMember(b, "context"), p.Context)
+	}
+	if p.MaxSources != 0 {
+		b = strconv.AppendInt(appendMember(b, "max_sources"), int64(p.MaxSources), 10)
+	}
+	return append(b, '}')
+}
+
+func (p ResearchQuery) size() int {
+	return 48 + len(p.Query) + len(p.Context)
+}
+
 func (p ResearchSummary) appendJSON(b []byte) []byte {
 	b = append(b, '{')
 	if p.Title != "" {

@@ -25,6 +25,9 @@ func oldMarshal(v any) ([]byte, error) {
 		return s
 	}
 	switch p := v.(type) {
+	case ResearchQuery:
+		type plain ResearchQuery
+		return json.Marshal(plain(p))
 	case ResearchSummary:
 		type plain ResearchSummary
 		q := plain(p)
@@ -65,6 +68,8 @@ func builtinValues(s1, s2, s3 string, n int, f float64, flag bool) []any {
 		sev = SeverityMedium
 	}
 	return []any{
+		ResearchQuery{Query: s1, Context: s2, MaxSources: n},
+		ResearchQuery{Query: s3},
 		ResearchSummary{Title: s1, Findings: []string{s2, s3}, Citations: []string{s1}},
 		ResearchSummary{Findings: nil, Citations: []string{}},
 		ResearchSources{Sources: []Source{{URL: s1, Title: s2, Excerpt: s3}, {URL: s2}}, RelevanceScores: map[string]float64{s1: f, s2: 0.5, s3: -f, "n": float64(n)}},
@@ -118,6 +123,8 @@ func checkMarshal(t *testing.T, reg *Registry, v any) {
 	}
 	pt := ""
 	switch v.(type) {
+	case ResearchQuery:
+		pt = PayloadResearchQuery
 	case ResearchSummary:
 		pt = PayloadResearchSummary
 	case ResearchSources:
@@ -157,6 +164,8 @@ func schemaValid(v any) bool {
 		return false
 	}
 	switch p := v.(type) {
+	case ResearchQuery:
+		return p.Query != "" && p.MaxSources >= 0
 	case ResearchSources:
 		for _, s := range p.Sources {
 			if s.URL == "" {
