@@ -323,8 +323,8 @@ func plainWord(s string) bool {
 	bs := x ^ (ones * '\\')
 	bad := x | // ≥ 0x80
 		(x - ones*0x20) | // < 0x20 (with x < 0x80, tested above)
-		(q - ones) &^ q | // == '"'
-		(bs - ones) &^ bs // == '\\'
+		(q-ones)&^q | // == '"'
+		(bs-ones)&^bs // == '\\'
 	return bad&highs == 0
 }
 
