@@ -374,8 +374,14 @@ func (r *Router) end(ts *taskState, out *Outcome, events ...*protocol.Message) b
 	return true
 }
 
-// storeFailed ends a task whose events could not be stored.
+// storeFailed ends a task whose events could not be stored. When the
+// append failed because the task was cancelled meanwhile, the task ends as
+// cancelled: the cancellation is the cause, not the store.
 func (r *Router) storeFailed(ts *taskState, err error) {
+	if ts.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		r.onCancel(ts)
+		return
+	}
 	ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing task events failed: " + err.Error(), Retryable: true}
 	r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 }

@@ -1,0 +1,87 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// A task is cancelled while no handler runs it: waiting in the capacity
+// queue, or waiting out the backoff before a retry. Its task.cancel must be
+// stored and its handle resolved at once, not when the wait would have
+// ended (there is no handler to notice the context).
+
+func TestCancelWhileQueued(t *testing.T) {
+	e := newEnv(t, &Options{QueueTimeout: time.Hour})
+	c := card("agent:one", skill("skill:r"))
+	c.Limits = &protocol.Limits{MaxConcurrency: 1}
+	b := newBlocker()
+	e.register(c, b.handler("one"))
+	h1 := e.submit(e.request("skill:r"))
+	<-b.started
+	h2 := e.submit(e.request("skill:r"))
+	for e.r.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h2.Cancel("no longer needed")
+	out, err := e.wait(h2)
+	if !errors.Is(err, protocol.CodeCancelled) || out.Type != protocol.TypeTaskCancel || out.Err.Message != "no longer needed" {
+		t.Fatalf("queued task: %+v, %v", out, err)
+	}
+	if got := e.types(h2.TaskID()); got[len(got)-1] != string(protocol.TypeTaskCancel) {
+		t.Fatalf("events of the queued task: %v", got)
+	}
+	close(b.release)
+	if _, err := e.wait(h1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelDuringBackoff(t *testing.T) {
+	e := newEnv(t, &Options{MaxAttempts: 3, Backoff: func(int) time.Duration { return time.Hour }})
+	failed := make(chan struct{}, 1)
+	e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) {
+		failed <- struct{}{}
+		return nil, &protocol.ErrorPayload{Code: protocol.CodeRateLimited, Message: "try later", Retryable: true}
+	})
+	h := e.submit(e.request("skill:r"))
+	<-failed
+	h.Cancel("")
+	done := make(chan struct{})
+	var out *Outcome
+	var err error
+	go func() { out, err = e.wait(h); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a task cancelled during its backoff did not end")
+	}
+	if !errors.Is(err, protocol.CodeCancelled) || out.Type != protocol.TypeTaskCancel {
+		t.Fatalf("%+v, %v", out, err)
+	}
+}
+
+func TestCloseEndsQueuedTask(t *testing.T) {
+	e := newEnv(t, &Options{QueueTimeout: time.Hour})
+	c := card("agent:one", skill("skill:r"))
+	c.Limits = &protocol.Limits{MaxConcurrency: 1}
+	b := newBlocker()
+	e.register(c, b.handler("one"))
+	h1 := e.submit(e.request("skill:r"))
+	<-b.started
+	h2 := e.submit(e.request("skill:r"))
+	for e.r.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := e.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*Handle{h1, h2} {
+		if out, err := e.wait(h); !errors.Is(err, protocol.CodeInterrupted) {
+			t.Fatalf("%s after Close: %+v, %v", h.TaskID(), out, err)
+		}
+	}
+}
