@@ -15,12 +15,17 @@
 //	for ev, err := range s.Read(ctx, store.Query{RunID: msg.RunID}) { ... }
 //
 // A Store is safe for concurrent use. An append interns the message's run,
-// thread, task and agent ids in sharded maps first, then takes the store's
+// thread, task and agent ids first, in 32 sharded tables (agent ids, which
+// every event repeats, also in a lock-free cache), then takes the store's
 // one write lock only to check the id (and idempotency key) for a
-// duplicate, place the event and add its seq to four posting lists, which
-// keep their first seqs inline and grow in fixed chunks, so that nothing
-// is copied or, mostly, allocated under the lock. Reads copy a page of events out under a read lock and hold
-// nothing between pages, so a loop body may append to the same store.
+// duplicate, place the event and add its seq to four posting lists. The
+// lists keep their first seqs inline and grow in fixed chunks, and the
+// hash tables are pointer-free open-addressing arrays split so that each
+// grows on its own, so nothing is copied at length or, mostly, allocated
+// under the lock, and the garbage collector has little to scan however
+// many events the store holds. Reads copy a page of events out under a
+// read lock and hold nothing between pages, so a loop body may append to
+// the same store.
 // Follow waits on a broadcast channel that each append closes, so it never
 // polls.
 //
