@@ -328,9 +328,11 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 func (r *Router) event(ts *taskState, t protocol.Type, from string, to []string) *protocol.Message {
 	req := ts.req
 	m := r.ids.Reply(req, t, from) // id and ts under one lock of the id source
-	m.Trace = req.Trace            // shared, not copied: nobody modifies it
 	m.Attempt = ts.attempt
-	if to != nil {
+	switch {
+	case len(to) == 1:
+		m.To[0].AgentID = to[0] // Reply's one recipient, readdressed
+	case to != nil:
 		m.To = make([]protocol.Participant, len(to))
 		for i, id := range to {
 			m.To[i].AgentID = id
