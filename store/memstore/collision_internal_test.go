@@ -1,6 +1,13 @@
 package memstore
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+)
 
 // Hash collisions cannot be provoked through the public API (64-bit
 // seeded hashes), so these tests force them: two values with the same hash
@@ -51,5 +58,30 @@ func TestDedupIndexCollision(t *testing.T) {
 		if seq, found, _ = d.lookup(h, is(key), func() string { return key }); !found || seq != want {
 			t.Errorf("lookup(%s) = %d, %v; want %d", key, seq, found, want)
 		}
+	}
+}
+
+// Past the last list number an append with a new attribute value fails
+// with ErrTooLarge and stores nothing; values already known still work.
+func TestTooManyKeys(t *testing.T) {
+	s, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	ids := protocol.NewIDs(nil)
+	known := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
+	if _, err := s.Append(ctx, known); err != nil {
+		t.Fatal(err)
+	}
+	s.nl.Store(maxListChunks * listChunk)
+	fresh := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
+	if _, err := s.Append(ctx, fresh); !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("append with new ids past the limit: %v", err)
+	}
+	again := ids.Reply(known, protocol.TypeChatMessage, "agent:a")
+	if res, err := s.Append(ctx, again); err != nil || res[0].Seq != 2 {
+		t.Fatalf("append with known ids: %v %v", res, err)
 	}
 }

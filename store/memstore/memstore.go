@@ -274,6 +274,9 @@ func (s *Store) cacheAgent(v string, l uint32) {
 
 // newList hands out the next list number for value v.
 func (s *Store) newList(v string) (uint32, error) {
+	if s.nl.Load() >= maxListChunks*listChunk {
+		return 0, errTooManyKeys // checked first, so that the counter never wraps
+	}
 	l := s.nl.Add(1) - 1
 	c := l / listChunk
 	if c >= maxListChunks {
