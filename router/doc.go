@@ -110,10 +110,11 @@
 //
 // Each running task holds one goroutine (its handler runs on it) and about
 // 1 KiB of heap besides. Goroutines are reused: one whose task ended waits
-// up to 2 s for the next task before it exits, since a fresh goroutine
+// 2 to 4 s for the next task before it exits, since a fresh goroutine
 // grows its stack again on every task. Close stops the idle ones, so a
-// test that checks for leaked goroutines (goleak) must Close the router. A task's context ends when its handler returns,
-// so a handler must wait for the subtasks it delegates (Delegate does).
+// test that checks for leaked goroutines (goleak) must Close the router.
+// A task's context ends when its handler returns, so a handler must wait
+// for the subtasks it delegates (Delegate does).
 // A handler that ignores its context after a timeout or cancel keeps its
 // concurrency slot until it returns. Budgets count the tasks a run has
 // while some of them are running in this router. Recover scans the task
