@@ -20,7 +20,8 @@ func crashedTask(t *testing.T, e *env) *protocol.Message {
 	if _, err := protocol.Encode(req); err != nil {
 		t.Fatal(err)
 	}
-	ts := &taskState{req: req, attempt: 1}
+	ts := &taskState{req: req}
+	ts.attempt.Store(1)
 	d := e.r.event(ts, protocol.TypeRoutingDecision, e.r.opts.AgentID, []string{"agent:a"})
 	e.r.setPayload(d, protocol.RoutingDecision{Selected: "agent:a", Candidates: []string{"agent:a"}, Reason: "test"})
 	acc := e.r.event(ts, protocol.TypeTaskAccept, "agent:a", nil)

@@ -199,7 +199,8 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 
 // start begins a new task (or a new run of one) whose request is stored.
 func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskState, attempt int) (*Handle, error) {
-	ts := &taskState{req: req, parent: parent, done: make(chan struct{}), attempt: attempt}
+	ts := &taskState{req: req, parent: parent, done: make(chan struct{})}
+	ts.attempt.Store(int32(attempt))
 	if parent != nil {
 		ts.depth = parent.depth + 1
 	}

@@ -20,7 +20,7 @@ type taskState struct {
 	parent   *taskState
 	children []*taskState // guarded by Router.mu
 	depth    int
-	attempt  int          // current attempt; written by the run goroutine
+	attempt  atomic.Int32 // current attempt; written by the run goroutine, read by cancels too
 	agent    atomic.Value // string: the agent of the current attempt
 
 	ctx    context.Context
@@ -63,6 +63,14 @@ func (c *timeoutCause) Error() string { return "max_runtime_sec of " + c.limit.S
 func (r *Router) run(ts *taskState, budgetErr *protocol.ErrorPayload) {
 	defer r.wg.Done()
 	defer r.forget(ts)
+	// However run returns, a cancelled task that nothing ended yet ends
+	// here (Cancel, Close and the AfterFunc only make it happen sooner; any
+	// of them can lose the race with this goroutine's return).
+	defer func() {
+		if !ts.finished.Load() && ts.ctx.Err() != nil {
+			r.onCancel(ts)
+		}
+	}()
 	if ts.parent != nil {
 		// A subtask's context also ends with its parent's attempt: store
 		// its task.cancel then. A task without a parent is only cancelled
@@ -83,14 +91,14 @@ func (r *Router) run(ts *taskState, budgetErr *protocol.ErrorPayload) {
 		if !retry {
 			return
 		}
-		wait := time.NewTimer(r.opts.Backoff(ts.attempt))
+		wait := time.NewTimer(r.opts.Backoff(int(ts.attempt.Load())))
 		select {
 		case <-wait.C:
 		case <-ts.ctx.Done():
 			wait.Stop()
 			return
 		}
-		ts.attempt++
+		ts.attempt.Add(1)
 	}
 }
 
@@ -206,7 +214,7 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		defer stop()
 	}
 	ts.runCtx.Store(&ctx) // subtasks live inside the attempt that delegated them
-	t := &Task{r: r, ts: ts, agent: a, attempt: ts.attempt}
+	t := &Task{r: r, ts: ts, agent: a, attempt: int(ts.attempt.Load())}
 	res, err := r.call(ctx, r.handler(a.ID()), t)
 	// A timeout or cancellation wins over what the handler returned after
 	// it; end() stores whichever comes first, once.
@@ -224,9 +232,14 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		wire := protocol.NewErrorPayload(err)
 		ep := &wire
 		r.release(a, false)
-		if ep.Retryable && ts.attempt < r.opts.MaxAttempts && ts.ctx.Err() == nil {
+		if n := int(ts.attempt.Load()); ep.Retryable && n < r.opts.MaxAttempts {
+			if ts.ctx.Err() != nil {
+				// It would be retried but for the cancel, which wins.
+				r.onCancel(ts)
+				return false
+			}
 			retryEP := *ep
-			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": ts.attempt + 1})
+			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": n + 1})
 			ev := r.errorEvent(ts, a.ID(), &retryEP)
 			if _, err := r.st.Append(ts.ctx, ev); err != nil {
 				r.storeFailed(ts, err)
@@ -328,7 +341,7 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 func (r *Router) event(ts *taskState, t protocol.Type, from string, to []string) *protocol.Message {
 	req := ts.req
 	m := r.ids.Reply(req, t, from) // id and ts under one lock of the id source
-	m.Attempt = ts.attempt
+	m.Attempt = int(ts.attempt.Load())
 	switch {
 	case len(to) == 1:
 		m.To[0].AgentID = to[0] // Reply's one recipient, readdressed
@@ -380,7 +393,7 @@ func (r *Router) end(ts *taskState, out *Outcome, events ...*protocol.Message) b
 // append failed because the task was cancelled meanwhile, the task ends as
 // cancelled: the cancellation is the cause, not the store.
 func (r *Router) storeFailed(ts *taskState, err error) {
-	if ts.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if ts.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		r.onCancel(ts)
 		return
 	}
