@@ -48,14 +48,14 @@ func TestDedupIndexCollision(t *testing.T) {
 	}
 	d.put(h, false, func() string { return "msg_a" }, 1)
 	stored[1] = "msg_a"
-	seq, found, taken := d.lookup(h, is("msg_b"), func() string { return "msg_b" })
+	_, found, taken := d.lookup(h, is("msg_b"), func() string { return "msg_b" })
 	if found || !taken {
 		t.Fatalf("msg_b: found %v taken %v", found, taken)
 	}
 	d.put(h, taken, func() string { return "msg_b" }, 2)
 	stored[2] = "msg_b"
 	for key, want := range map[string]uint64{"msg_a": 1, "msg_b": 2} {
-		if seq, found, _ = d.lookup(h, is(key), func() string { return key }); !found || seq != want {
+		if seq, found, _ := d.lookup(h, is(key), func() string { return key }); !found || seq != want {
 			t.Errorf("lookup(%s) = %d, %v; want %d", key, seq, found, want)
 		}
 	}
