@@ -23,23 +23,24 @@ func TestKeyShardCollision(t *testing.T) {
 	const h = 42
 	la, _ := s.newList("run_a")
 	lb, _ := s.newList("run_b")
-	sh.put(0, h, "run_a", la)
-	if _, ok := sh.find(s, 0, h, "run_b"); ok {
+	sh.put(0, h, false, "run_a", la)
+	_, ok, taken := sh.find(s, 0, h, "run_b")
+	if ok {
 		t.Fatal("run_b found under run_a's hash")
 	}
-	sh.put(0, h, "run_b", lb)
+	sh.put(0, h, taken, "run_b", lb)
 	for v, want := range map[string]uint32{"run_a": la, "run_b": lb} {
-		if l, ok := sh.find(s, 0, h, v); !ok || l != want {
+		if l, ok, _ := sh.find(s, 0, h, v); !ok || l != want {
 			t.Errorf("find(%s) = %d, %v; want %d", v, l, ok, want)
 		}
 	}
-	if _, ok := sh.find(s, 1, h, "run_a"); ok {
+	if _, ok, _ := sh.find(s, 1, h, "run_a"); ok {
 		t.Error("a run id found in the thread index")
 	}
 }
 
 func TestDedupIndexCollision(t *testing.T) {
-	d := newDedupIndex()
+	d := newHashIndex(dedupParts)
 	stored := map[uint64]string{}
 	is := func(key string) func(uint64) bool { return func(seq uint64) bool { return stored[seq] == key } }
 	const h = 7

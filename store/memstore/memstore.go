@@ -62,8 +62,8 @@ type Store struct {
 	n         uint64    // last seq
 	blocks    [][]event // event seq is at blocks[(seq-1)/blockSize][(seq-1)%blockSize]
 	seed      maphash.Seed
-	ids       dedupIndex // id → seq
-	idem      dedupIndex // (run_id, idempotency_key) → seq
+	ids       hashIndex // id → seq
+	idem      hashIndex // (run_id, idempotency_key) → seq
 	artifacts map[[sha256.Size]byte]store.Artifact
 
 	// The indexes: each attribute value (a run id, an agent id, ...) is
@@ -78,39 +78,27 @@ type Store struct {
 	kclosed atomic.Bool                                        // Close dropped the indexes
 }
 
-// A keyShard interns the attribute values whose hash falls in it. Like
-// dedupIndex, it maps 64-bit hashes, so that its maps hold no pointers
-// (the collector does not scan them) and a lookup compares integers; a
-// value whose hash another value took first goes to a small exact map.
+// A keyShard interns the attribute values whose hash falls in it, in a
+// hashIndex per attribute (see there: pointer-free tables, integer
+// comparisons, an exact map for colliding values).
 type keyShard struct {
-	mu     sync.Mutex
-	byHash [4]hashTable         // by the order of event.attrs: hash → list number
-	exact  [4]map[string]uint32 // values whose hash was taken
-	_      [8]byte              // keep shards on separate cache lines
+	mu   sync.Mutex
+	keys [4]hashIndex // by the order of event.attrs: value → list number
+	_    [8]byte      // keep shards on separate cache lines
 }
 
-// find returns the list number of value v (hash h) of attribute i; sh.mu is
+// find returns the list number of value v (hash h) of attribute i, and
+// whether h is taken (by v or another value), which put needs; sh.mu is
 // held.
-func (sh *keyShard) find(s *Store, i int, h uint64, v string) (uint32, bool) {
-	l := uint32(sh.byHash[i].get(h))
-	if l == 0 {
-		return 0, false
-	}
-	if s.list(l).key == v {
-		return l, true
-	}
-	l, ok := sh.exact[i][v]
-	return l, ok
+func (sh *keyShard) find(s *Store, i int, h uint64, v string) (l uint32, found, taken bool) {
+	n, found, taken := sh.keys[i].lookup(h, func(n uint64) bool { return s.list(uint32(n)).key == v }, func() string { return v })
+	return uint32(n), found, taken
 }
 
 // put records list number l for value v (hash h) of attribute i, which
 // find did not find; sh.mu is held.
-func (sh *keyShard) put(i int, h uint64, v string, l uint32) {
-	if sh.byHash[i].get(h) != 0 {
-		sh.exact[i][v] = l
-		return
-	}
-	sh.byHash[i].put(h, uint64(l))
+func (sh *keyShard) put(i int, h uint64, taken bool, v string, l uint32) {
+	sh.keys[i].put(h, taken, func() string { return v }, uint64(l))
 }
 
 const keyShards = 32
@@ -219,7 +207,7 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 		h := maphash.String(s.seed, v)
 		sh := &s.shards[h%keyShards]
 		sh.mu.Lock()
-		l, ok := sh.find(s, i, h, v)
+		l, ok, taken := sh.find(s, i, h, v)
 		if !ok {
 			if s.kclosed.Load() {
 				sh.mu.Unlock()
@@ -229,7 +217,7 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 				sh.mu.Unlock()
 				return attrs, err
 			}
-			sh.put(i, h, v, l)
+			sh.put(i, h, taken, v, l)
 		}
 		sh.mu.Unlock()
 		attrs[i] = l
@@ -301,7 +289,7 @@ func (s *Store) lookupList(ix driver.Index, attr string) *postings {
 	if !s.kclosed.Load() {
 		for i, x := range attrIndex {
 			if x == ix {
-				l, ok = sh.find(s, i, h, attr)
+				l, ok, _ = sh.find(s, i, h, attr)
 			}
 		}
 	}
@@ -328,8 +316,8 @@ func New(opts *Options) (*Store, error) {
 	s := &Store{
 		opts:      o,
 		seed:      maphash.MakeSeed(),
-		ids:       newDedupIndex(),
-		idem:      newDedupIndex(),
+		ids:       newHashIndex(dedupParts),
+		idem:      newHashIndex(dedupParts),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}
 	s.nl.Store(1) // list 0 means "no value"
@@ -337,7 +325,7 @@ func New(opts *Options) (*Store, error) {
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
 		for j := range attrIndex {
-			s.shards[i].exact[j] = make(map[string]uint32)
+			s.shards[i].keys[j] = newHashIndex(1)
 		}
 	}
 	return s, nil
@@ -633,12 +621,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.blocks, s.ids, s.idem, s.artifacts = nil, dedupIndex{}, dedupIndex{}, nil
+	s.blocks, s.ids, s.idem, s.artifacts = nil, hashIndex{}, hashIndex{}, nil
 	s.kclosed.Store(true)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.byHash, sh.exact = [4]hashTable{}, [4]map[string]uint32{}
+		sh.keys = [4]hashIndex{}
 		sh.mu.Unlock()
 	}
 	s.mu.Unlock()
@@ -646,46 +634,51 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// dedupIndex maps keys to seqs by their 64-bit hashes: a table without
-// pointers, which the garbage collector does not scan and which grows
-// without hashing strings again. A key whose hash is already taken by
-// another key goes to a small exact map.
-type dedupIndex struct {
-	byHash [dedupParts]hashTable // by the hash's low bits
+// hashIndex maps string keys to non-zero values (seqs, list numbers) by
+// their 64-bit hashes: tables without pointers, which the garbage
+// collector does not scan and which grow without hashing strings again. A
+// key whose hash is already taken by another key goes to a small exact
+// map. The keys themselves are not kept: the caller tells whether the
+// value found for a hash belongs to its key.
+type hashIndex struct {
+	byHash []hashTable // by the hash modulo their number
 	exact  map[string]uint64
 }
 
-// dedupParts splits a dedup index into tables that grow one at a time: a
-// table grows under the store's lock, and one table of millions of ids
-// would stop every appender for the tens of milliseconds its rehash takes.
+// dedupParts splits the id and idempotency indexes into tables that grow
+// one at a time: a table grows under the store's lock, and one table of
+// millions of ids would stop every appender for the tens of milliseconds
+// its rehash takes.
 const dedupParts = 64
 
-func newDedupIndex() dedupIndex {
-	return dedupIndex{exact: make(map[string]uint64)}
+func newHashIndex(parts int) hashIndex {
+	return hashIndex{byHash: make([]hashTable, parts), exact: make(map[string]uint64)}
 }
 
-// lookup finds the seq stored for a key with hash h; is reports whether
-// the event at a seq has the key, and key returns it (only called after a
-// collision). taken reports that h is in use (by this
-// key or another), which put needs.
-func (d *dedupIndex) lookup(h uint64, is func(seq uint64) bool, key func() string) (seq uint64, found, taken bool) {
-	seq = d.byHash[h%dedupParts].get(h)
-	taken = seq != 0
-	if !taken {
+// lookup finds the value stored for a key with hash h; is reports whether
+// a value belongs to the key, and key returns it (only called after a
+// collision). taken reports that h is in use (by this key or another),
+// which put needs.
+func (x *hashIndex) lookup(h uint64, is func(v uint64) bool, key func() string) (v uint64, found, taken bool) {
+	if len(x.byHash) == 0 {
+		return 0, false, false // dropped by Close
+	}
+	v = x.byHash[h%uint64(len(x.byHash))].get(h)
+	if v == 0 {
 		return 0, false, false
 	}
-	if is(seq) {
-		return seq, true, true
+	if is(v) {
+		return v, true, true
 	}
-	seq, found = d.exact[key()]
-	return seq, found, true
+	v, found = x.exact[key()]
+	return v, found, true
 }
 
-// put records a key that lookup did not find.
-func (d *dedupIndex) put(h uint64, taken bool, key func() string, seq uint64) {
+// put records a key that lookup did not find (never after Close).
+func (x *hashIndex) put(h uint64, taken bool, key func() string, v uint64) {
 	if taken {
-		d.exact[key()] = seq
+		x.exact[key()] = v
 		return
 	}
-	d.byHash[h%dedupParts].put(h, seq)
+	x.byHash[h%uint64(len(x.byHash))].put(h, v)
 }
