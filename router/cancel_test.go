@@ -14,18 +14,27 @@ import (
 // stored and its handle resolved at once, not when the wait would have
 // ended (there is no handler to notice the context).
 
-func TestCancelWhileQueued(t *testing.T) {
-	e := newEnv(t, &Options{QueueTimeout: time.Hour})
+// queued starts a router whose one agent has max_concurrency 1, a task h1
+// running on it (blocked until b.release is closed) and a task h2 waiting
+// in the capacity queue.
+func queued(t *testing.T) (e *env, b *blocker, h1, h2 *Handle) {
+	t.Helper()
+	e = newEnv(t, &Options{QueueTimeout: time.Hour})
 	c := card("agent:one", skill("skill:r"))
 	c.Limits = &protocol.Limits{MaxConcurrency: 1}
-	b := newBlocker()
+	b = newBlocker()
 	e.register(c, b.handler("one"))
-	h1 := e.submit(e.request("skill:r"))
+	h1 = e.submit(e.request("skill:r"))
 	<-b.started
-	h2 := e.submit(e.request("skill:r"))
+	h2 = e.submit(e.request("skill:r"))
 	for e.r.waiting.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
+	return e, b, h1, h2
+}
+
+func TestCancelWhileQueued(t *testing.T) {
+	e, b, h1, h2 := queued(t)
 	h2.Cancel("no longer needed")
 	out, err := e.wait(h2)
 	if !errors.Is(err, protocol.CodeCancelled) || out.Type != protocol.TypeTaskCancel || out.Err.Message != "no longer needed" {
@@ -65,17 +74,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 }
 
 func TestCloseEndsQueuedTask(t *testing.T) {
-	e := newEnv(t, &Options{QueueTimeout: time.Hour})
-	c := card("agent:one", skill("skill:r"))
-	c.Limits = &protocol.Limits{MaxConcurrency: 1}
-	b := newBlocker()
-	e.register(c, b.handler("one"))
-	h1 := e.submit(e.request("skill:r"))
-	<-b.started
-	h2 := e.submit(e.request("skill:r"))
-	for e.r.waiting.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	e, _, h1, h2 := queued(t)
 	if err := e.r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,17 +114,7 @@ func TestIdleWorkersExit(t *testing.T) {
 // window (Cancel's two steps forced apart here) and a stress run hit it
 // about once in 400 cancels during a retry loop.
 func TestCancelRacingTheTaskGoroutine(t *testing.T) {
-	e := newEnv(t, &Options{QueueTimeout: time.Hour})
-	c := card("agent:one", skill("skill:r"))
-	c.Limits = &protocol.Limits{MaxConcurrency: 1}
-	b := newBlocker()
-	e.register(c, b.handler("one"))
-	h1 := e.submit(e.request("skill:r"))
-	<-b.started
-	h2 := e.submit(e.request("skill:r"))
-	for e.r.waiting.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	e, b, h1, h2 := queued(t)
 	h2.ts.cancel(&cancelCause{"gone"}) // Cancel's first step only
 	time.Sleep(20 * time.Millisecond)  // the task's goroutine returns meanwhile
 	h2.r.cancelled(h2.ts)              // its second step finds the task gone
