@@ -311,11 +311,7 @@ func (r *Router) Close() error {
 	for _, ts := range running {
 		ts.cancel(errRouterClosed)
 		if ts.parent == nil { // subtasks: their AfterFunc stores it
-			r.wg.Add(1) // before Wait, and the task's goroutine holds r.wg
-			go func() {
-				defer r.wg.Done()
-				r.onCancel(ts)
-			}()
+			r.goOnCancel(ts)
 		}
 	}
 	r.wg.Wait()

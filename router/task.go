@@ -74,7 +74,7 @@ func (r *Router) run(ts *taskState, budgetErr *protocol.ErrorPayload) {
 	if ts.parent != nil {
 		// A subtask's context also ends with its parent's attempt: store
 		// its task.cancel then. A task without a parent is only cancelled
-		// through Router.cancelled.
+		// by Handle.Cancel and Close, which call goOnCancel.
 		stop := context.AfterFunc(ts.ctx, func() { r.onCancel(ts) })
 		defer stop()
 	}
@@ -417,6 +417,13 @@ func (r *Router) cancelled(ts *taskState) {
 	if r.closed || r.tasks[ts.req.TaskID] != ts || ts.finished.Load() {
 		return
 	}
+	r.goOnCancel(ts)
+}
+
+// goOnCancel runs onCancel(ts) on a goroutine counted in r.wg. The caller
+// makes sure the Add cannot race Close's Wait: the task's own goroutine
+// still holds r.wg, or the caller is Close before its Wait.
+func (r *Router) goOnCancel(ts *taskState) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
