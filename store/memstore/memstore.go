@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"hash/maphash"
 	"iter"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -283,16 +284,8 @@ func (s *Store) newList(v string) (uint32, error) {
 func (s *Store) lookupList(ix driver.Index, attr string) *postings {
 	h := maphash.String(s.seed, attr)
 	sh := &s.shards[h%keyShards]
-	var l uint32
-	ok := false
 	sh.mu.Lock()
-	if !s.kclosed.Load() {
-		for i, x := range attrIndex {
-			if x == ix {
-				l, ok, _ = sh.find(s, i, h, attr)
-			}
-		}
-	}
+	l, ok, _ := sh.find(s, slices.Index(attrIndex[:], ix), h, attr) // not found after Close
 	sh.mu.Unlock()
 	if !ok {
 		return nil
