@@ -2,8 +2,10 @@ package protocol
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -27,14 +29,25 @@ type IDOptions struct {
 }
 
 // IDs makes prefixed ULIDs (msg_, run_, task_, thr_) and timestamps. Ids from
-// one IDs sort by creation time, also within one millisecond (monotonic
-// entropy). An IDs is safe for concurrent use. Tests make a deterministic one
-// with a fixed clock and seeded entropy.
+// one IDs sort by creation time, also within one millisecond: the first id of
+// a millisecond takes 80 random bits, the next ones of that millisecond add
+// one to them (the ULID specification's monotonic mode). An IDs is safe for
+// concurrent use and takes no lock within a millisecond. Tests make a
+// deterministic one with a fixed clock and seeded entropy.
 type IDs struct {
-	mu      sync.Mutex
 	clock   func() time.Time
-	entropy *ulid.MonotonicEntropy
-	scratch [10]byte // entropy bytes; a field so that no id escapes to the heap
+	mu      sync.Mutex // serialises entropy reads, which start a millisecond
+	entropy io.Reader
+	cur     atomic.Pointer[idEpoch] // the latest millisecond that has ids
+}
+
+// idEpoch is one millisecond's ids: every id of it shares ms and hi, and
+// takes the next lo. lo starts below 2^63, so 2^63 ids of one millisecond
+// fit before it could wrap.
+type idEpoch struct {
+	ms uint64
+	hi uint16        // the top 16 of the 80 random bits
+	lo atomic.Uint64 // the low 64 random bits of the last id handed out
 }
 
 // NewIDs returns an id source; opts may be nil.
@@ -49,7 +62,7 @@ func NewIDs(opts *IDOptions) *IDs {
 			r = opts.Entropy
 		}
 	}
-	g.entropy = ulid.Monotonic(r, 0)
+	g.entropy = r
 	return g
 }
 
@@ -67,29 +80,75 @@ func (g *IDs) Now() time.Time { return g.clock() }
 // New returns prefix followed by a new ULID, e.g. "msg_01J9ZK...".
 func (g *IDs) New(prefix string) string {
 	var id [1]ulid.ULID
-	g.mu.Lock()
 	g.next(id[:], g.clock())
-	g.mu.Unlock()
 	return format(prefix, id[0])
 }
 
-// next fills ids with new ULIDs of time t, in order; g.mu is held.
+// next fills ids with new ULIDs of time t, in order.
 func (g *IDs) next(ids []ulid.ULID, t time.Time) {
 	ms := ulid.Timestamp(t)
-	for i := range ids {
-		// ulid.New would do the same, but its buffer escapes to the heap.
-		err := ids[i].SetTime(ms)
-		if err == nil {
-			err = g.entropy.MonotonicRead(ms, g.scratch[:])
-			copy(ids[i][6:], g.scratch[:])
-		}
-		if err != nil {
-			// The monotonic counter overflowed within one millisecond or
-			// the entropy source failed: fall back to fresh entropy for
-			// this id rather than fail the caller.
-			ids[i] = ulid.MustNew(ms, rand.Reader)
+	n := uint64(len(ids))
+	e := g.cur.Load()
+	if e == nil || e.ms != ms {
+		e = g.epoch(ms)
+	}
+	var lo uint64
+	if e != nil {
+		lo = e.lo.Add(n) - n // the ids take lo+1 … lo+n
+		if lo >= 1<<63 {
+			e = nil // 2^63 ids in one millisecond: never, but not a duplicate either
 		}
 	}
+	for i := range ids {
+		if e == nil {
+			ids[i] = g.fresh(ms)
+			continue
+		}
+		id := &ids[i]
+		_ = id.SetTime(ms) // ms came from ulid.Timestamp: in range
+		binary.BigEndian.PutUint16(id[6:8], e.hi)
+		binary.BigEndian.PutUint64(id[8:], lo+uint64(i)+1)
+	}
+}
+
+// epoch returns the epoch of millisecond ms, starting it with fresh entropy
+// when ms is later than the current one. It returns nil when ms is earlier
+// (the clock went back, or another goroutine read a later clock first): the
+// caller then takes fresh entropy per id, which keeps ids unique although
+// they cannot sort after the later ones.
+func (g *IDs) epoch(ms uint64) *idEpoch {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.cur.Load()
+	switch {
+	case e != nil && e.ms == ms:
+		return e // another goroutine started it
+	case e != nil && e.ms > ms:
+		return nil
+	}
+	var b [10]byte
+	if _, err := io.ReadFull(g.entropy, b[:]); err != nil {
+		// The caller's entropy source failed: fall back to crypto/rand
+		// rather than fail the caller.
+		_, _ = rand.Read(b[:])
+	}
+	e = &idEpoch{ms: ms, hi: binary.BigEndian.Uint16(b[:2])}
+	e.lo.Store(binary.BigEndian.Uint64(b[2:]) >> 1)
+	g.cur.Store(e)
+	return e
+}
+
+// fresh returns an id of millisecond ms with 80 new random bits.
+func (g *IDs) fresh(ms uint64) ulid.ULID {
+	var id ulid.ULID
+	_ = id.SetTime(ms)
+	g.mu.Lock()
+	_, err := io.ReadFull(g.entropy, id[6:])
+	g.mu.Unlock()
+	if err != nil {
+		_, _ = rand.Read(id[6:])
+	}
+	return id
 }
 
 // format returns prefix followed by id's text.
@@ -103,15 +162,26 @@ func format(prefix string, id ulid.ULID) string {
 	return string(buf[:n+ulid.EncodedSize])
 }
 
+// appendID appends prefix and id's text to b.
+func appendID(b []byte, prefix string, id ulid.ULID) []byte {
+	b = append(b, prefix...)
+	n := len(b)
+	b = append(b, make([]byte, ulid.EncodedSize)...)
+	_ = id.MarshalTextTo(b[n:])
+	return b
+}
+
 // stamp returns a new "msg_" id and the timestamp of the clock reading it
-// was made at, under one lock.
+// was made at. Both are cut from one string: one allocation, not two.
 func (g *IDs) stamp() (id, ts string) {
 	var u [1]ulid.ULID
-	g.mu.Lock()
 	now := g.clock()
 	g.next(u[:], now)
-	g.mu.Unlock()
-	return format(IDPrefixMessage, u[0]), Timestamp(now)
+	var buf [64]byte
+	b := appendID(buf[:0], IDPrefixMessage, u[0])
+	n := len(b)
+	s := string(appendTimestamp(b, now))
+	return s[:n], s[n:]
 }
 
 // MessageID returns a new "msg_" id.
@@ -174,19 +244,26 @@ func appendDigits(b []byte, v, n int) []byte {
 // attempt set from g, and a new run, thread and task when the caller does
 // not set them afterwards. The payload is the JSON null until set.
 func (g *IDs) NewMessage(t Type, from string) *Message {
-	// The four ids under one lock: a message id, then thread, run and task.
+	// The four ids in one step: a message id, then thread, run and task,
+	// cut with the timestamp from one string (one allocation, not five).
 	var ids [4]ulid.ULID
-	g.mu.Lock()
 	now := g.clock()
 	g.next(ids[:], now)
-	g.mu.Unlock()
+	var buf [160]byte
+	var ends [4]int
+	b := buf[:0]
+	for i, p := range [4]string{IDPrefixMessage, IDPrefixThread, IDPrefixRun, IDPrefixTask} {
+		b = appendID(b, p, ids[i])
+		ends[i] = len(b)
+	}
+	s := string(appendTimestamp(b, now))
 	return &Message{
 		V:        Version,
-		ID:       format(IDPrefixMessage, ids[0]),
-		TS:       Timestamp(now),
-		ThreadID: format(IDPrefixThread, ids[1]),
-		RunID:    format(IDPrefixRun, ids[2]),
-		TaskID:   format(IDPrefixTask, ids[3]),
+		ID:       s[:ends[0]],
+		ThreadID: s[ends[0]:ends[1]],
+		RunID:    s[ends[1]:ends[2]],
+		TaskID:   s[ends[2]:ends[3]],
+		TS:       s[ends[3]:],
 		From:     Participant{AgentID: from},
 		To:       []Participant{},
 		Type:     t,

@@ -1,12 +1,16 @@
 package protocol
 
 import (
+	"io"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 func TestIDsSortByCreation(t *testing.T) {
@@ -74,6 +78,103 @@ func TestIDsDeterministic(t *testing.T) {
 	}
 	if err := m.Validate(); err != nil {
 		t.Fatalf("NewMessage is not valid: %v", err)
+	}
+}
+
+// TestIDsMonotonicStep checks the ULID specification's monotonic mode: in
+// one millisecond the random part of each id is the previous one plus one.
+func TestIDsMonotonicStep(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) }
+	g := NewIDs(&IDOptions{Clock: clock, Entropy: rand.NewChaCha8([32]byte{2})})
+	var prev ulid.ULID
+	for i := range 100 {
+		id, err := ulid.Parse(strings.TrimPrefix(g.MessageID(), "msg_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id.Time() != ulid.Timestamp(clock()) {
+			t.Fatalf("id time %d, want %d", id.Time(), ulid.Timestamp(clock()))
+		}
+		if i > 0 {
+			want := new(big.Int).Add(new(big.Int).SetBytes(prev.Entropy()), big.NewInt(1))
+			if got := new(big.Int).SetBytes(id.Entropy()); got.Cmp(want) != 0 {
+				t.Fatalf("id %d: entropy %x, want the previous plus one (%x)", i, got, want)
+			}
+		}
+		prev = id
+	}
+}
+
+// TestIDsClockBack: ids made after the clock went back carry the earlier
+// time and are still unique; ids of a later millisecond start afresh.
+func TestIDsClockBack(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 25, 12, 0, 0, 5e6, time.UTC)
+	g := NewIDs(&IDOptions{Clock: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	set := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
+	seen := map[string]bool{}
+	add := func(id string) ulid.ULID {
+		if seen[id] {
+			t.Fatalf("duplicate id %s", id)
+		}
+		seen[id] = true
+		u, err := ulid.Parse(strings.TrimPrefix(id, "msg_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	later := add(g.MessageID())
+	set(now.Add(-3 * time.Millisecond))
+	for range 50 {
+		if u := add(g.MessageID()); u.Time() != later.Time()-3 {
+			t.Fatalf("id after the clock went back has time %d, want %d", u.Time(), later.Time()-3)
+		}
+	}
+	set(now.Add(10 * time.Millisecond))
+	a, b := add(g.MessageID()), add(g.MessageID())
+	if a.Time() != later.Time()+7 || a.Compare(b) >= 0 {
+		t.Fatalf("ids of a later millisecond: %s then %s", a, b)
+	}
+}
+
+// TestIDsEntropyFailure: a failing entropy source does not fail id making
+// (crypto/rand takes over) nor give duplicates.
+func TestIDsEntropyFailure(t *testing.T) {
+	g := NewIDs(&IDOptions{Entropy: failingReader{}})
+	seen := map[string]bool{}
+	for range 1000 {
+		id := g.TaskID()
+		if seen[id] || len(id) != len("task_")+26 {
+			t.Fatalf("id %q (duplicate: %v)", id, seen[id])
+		}
+		seen[id] = true
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
+// TestNewMessageFields: the ids and timestamp NewMessage cuts from one
+// string are each exactly what they should be.
+func TestNewMessageFields(t *testing.T) {
+	g := NewIDs(&IDOptions{Clock: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 7e6, time.UTC) }})
+	m := g.NewMessage(TypeTaskRequest, "agent:a")
+	for _, c := range []struct{ v, prefix string }{{m.ID, "msg_"}, {m.ThreadID, "thr_"}, {m.RunID, "run_"}, {m.TaskID, "task_"}} {
+		if !strings.HasPrefix(c.v, c.prefix) || len(c.v) != len(c.prefix)+26 {
+			t.Fatalf("%q: want %s and 26 characters", c.v, c.prefix)
+		}
+		if _, err := ulid.Parse(c.v[len(c.prefix):]); err != nil {
+			t.Fatalf("%q: %v", c.v, err)
+		}
+	}
+	if m.TS != "2026-11-25T12:00:00.007Z" {
+		t.Fatalf("ts = %q", m.TS)
+	}
+	r := g.Reply(m, TypeTaskAccept, "agent:b")
+	if r.TS != m.TS || !strings.HasPrefix(r.ID, "msg_") || len(r.ID) != 30 || r.ID <= m.ID {
+		t.Fatalf("reply id %q ts %q", r.ID, r.TS)
 	}
 }
 

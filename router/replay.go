@@ -102,7 +102,7 @@ func (r *Router) recoverTask(ctx context.Context, req *protocol.Message) (*Handl
 	if r.opts.Recovery == RecoverRedispatch {
 		return r.restart(ctx, l)
 	}
-	ts := &taskState{req: l.req, ctx: context.Background(), done: make(chan struct{})}
+	ts := &taskState{req: l.req, ctx: context.Background(), base: context.Background(), done: make(chan struct{})}
 	ts.attempt.Store(int32(max(l.attempt, 1)))
 	ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the process running the task stopped before it ended", Retryable: true}
 	r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))

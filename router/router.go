@@ -204,13 +204,17 @@ func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskS
 	if parent != nil {
 		ts.depth = parent.depth + 1
 	}
-	base := context.WithoutCancel(ctx)
+	base := ctx
+	if base.Done() != nil {
+		base = context.WithoutCancel(ctx)
+	}
 	if rc := parentRunCtx(parent); rc != nil {
 		// A subtask ends with the attempt that delegated it, whatever
 		// context the handler passed to Delegate (§1.3: cancelling a task
 		// cancels its subtree).
 		base = rc
 	}
+	ts.base = base
 	ts.ctx, ts.cancel = context.WithCancelCause(base)
 
 	r.mu.Lock()

@@ -21,10 +21,11 @@ type taskState struct {
 	children []*taskState // guarded by Router.mu
 	depth    int
 	attempt  atomic.Int32 // current attempt; written by the run goroutine, read by cancels too
-	agent    atomic.Value // string: the agent of the current attempt
+	agent    atomic.Pointer[registry.Agent] // the agent of the current attempt
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	base   context.Context // ctx's parent
 	runCtx atomic.Pointer[context.Context] // the context of the running attempt
 
 	finished atomic.Bool
@@ -33,8 +34,19 @@ type taskState struct {
 }
 
 func (ts *taskState) agentID() string {
-	s, _ := ts.agent.Load().(string)
-	return s
+	if a := ts.agent.Load(); a != nil {
+		return a.ID()
+	}
+	return ""
+}
+
+// detached returns a context with the values of ts.ctx that is never
+// done, for the events that are stored whatever happened to the task.
+func (ts *taskState) detached() context.Context {
+	if ts.base != nil && ts.base.Done() == nil {
+		return ts.base // a root task's base is detached already: no allocation
+	}
+	return context.WithoutCancel(ts.ctx)
 }
 
 // ancestors returns the agents on the task's delegation chain.
@@ -185,7 +197,7 @@ func nonNilStrings(s []string) []string {
 // task should be tried again.
 func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	a := m.selected
-	ts.agent.Store(a.ID())
+	ts.agent.Store(a)
 	decision := r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
 	r.setPayload(decision, m.decision())
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
@@ -213,7 +225,12 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		})
 		defer stop()
 	}
-	ts.runCtx.Store(&ctx) // subtasks live inside the attempt that delegated them
+	// Subtasks live inside the attempt that delegated them.
+	if cause == nil {
+		ts.runCtx.Store(&ts.ctx) // ts.ctx is set before the task runs and never changes
+	} else {
+		ts.runCtx.Store(&ctx)
+	}
 	t := &Task{r: r, ts: ts, agent: a, attempt: int(ts.attempt.Load())}
 	res, err := r.call(ctx, r.handler(a.ID()), t)
 	// A timeout or cancellation wins over what the handler returned after
@@ -375,7 +392,7 @@ func (r *Router) end(ts *taskState, out *Outcome, events ...*protocol.Message) b
 	}
 	last := events[len(events)-1]
 	// Terminal events are stored even when the task's context is done.
-	if _, err := r.st.Append(context.WithoutCancel(ts.ctx), events...); err != nil {
+	if _, err := r.st.Append(ts.detached(), events...); err != nil {
 		r.opts.Logger.Error("router: storing the terminal event failed", "task", ts.req.TaskID, "type", last.Type, "err", err)
 		if out.Err == nil {
 			out.Err = &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing the result failed: " + err.Error(), Retryable: true}

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
@@ -93,7 +94,7 @@ func IndexOf(q store.Query) (Index, string) {
 type Signal struct {
 	mu     sync.Mutex
 	ch     chan struct{}
-	waited bool
+	waited atomic.Bool // a channel was handed out since the last Notify
 }
 
 // Wait returns the channel the next Notify closes.
@@ -103,17 +104,24 @@ func (s *Signal) Wait() <-chan struct{} {
 	if s.ch == nil {
 		s.ch = make(chan struct{})
 	}
-	s.waited = true
+	s.waited.Store(true)
 	return s.ch
 }
 
-// Notify wakes every waiter. It costs nothing when nobody waits.
+// Notify wakes every waiter. It takes no lock when nobody waits, which is
+// every append of a store without followers. No wake-up is lost: Notify
+// runs after the append it announces, and a follower sets waited before it
+// reads; in the one order of these atomic steps either Notify sees waited,
+// or the follower's read comes after the append and sees it.
 func (s *Signal) Notify() {
+	if !s.waited.Load() {
+		return
+	}
 	s.mu.Lock()
-	if s.waited {
+	if s.waited.Load() {
 		close(s.ch)
 		s.ch = make(chan struct{})
-		s.waited = false
+		s.waited.Store(false)
 	}
 	s.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,36 @@ func TestSignalWakesEveryWaiter(t *testing.T) {
 	if c := s.Wait(); c == a {
 		t.Fatal("Wait after Notify returned the closed channel")
 	}
+}
+
+// TestSignalNoLostWakeUp races a notifier against a waiter that follows
+// the protocol of Follow (take the channel, then read, then wait): the
+// waiter must see every value, however Notify's lock-free check interleaves.
+func TestSignalNoLostWakeUp(t *testing.T) {
+	var s Signal
+	var n atomic.Int64
+	const last = 20000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= last; i++ {
+			n.Store(int64(i))
+			s.Notify()
+		}
+	}()
+	for seen := int64(0); seen < last; {
+		wake := s.Wait()
+		if v := n.Load(); v > seen {
+			seen = v
+			continue
+		}
+		select {
+		case <-wake:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("lost wake-up: saw %d of %d", seen, last)
+		}
+	}
+	<-done
 }
 
 func TestPrepare(t *testing.T) {
