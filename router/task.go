@@ -20,12 +20,12 @@ type taskState struct {
 	parent   *taskState
 	children []*taskState // guarded by Router.mu
 	depth    int
-	attempt  atomic.Int32 // current attempt; written by the run goroutine, read by cancels too
+	attempt  atomic.Int32                   // current attempt; written by the run goroutine, read by cancels too
 	agent    atomic.Pointer[registry.Agent] // the agent of the current attempt
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	base   context.Context // ctx's parent
+	base   context.Context                 // ctx's parent
 	runCtx atomic.Pointer[context.Context] // the context of the running attempt
 
 	finished atomic.Bool
