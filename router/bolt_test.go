@@ -30,8 +30,7 @@ func TestRestartRecoveryOnBoltstore(t *testing.T) {
 	e.r.mu.Lock()
 	e.r.closed = true
 	e.r.mu.Unlock()
-	close(e.r.quit) // nor does it keep idle worker goroutines
-	e.r.workers.Wait()
+	e.r.pool.close() // nor does it keep idle worker goroutines
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestCloseEndsQueuedTask(t *testing.T) {
 // a task after that starts a new one.
 func TestIdleWorkersExit(t *testing.T) {
 	e := newEnv(t, nil)
-	e.r.idle = 10 * time.Millisecond
+	e.r.pool.every = 10 * time.Millisecond
 	e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) { return summary("x"), nil })
 	for round := range 2 {
 		hs := []*Handle{e.submit(e.request("skill:r")), e.submit(e.request("skill:r"))}
@@ -99,9 +99,9 @@ func TestIdleWorkersExit(t *testing.T) {
 			}
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for e.r.nworkers.Load() > 0 {
+		for e.r.pool.n.Load() > 0 {
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: %d workers still alive after 5 s idle", round, e.r.nworkers.Load())
+				t.Fatalf("round %d: %d workers still alive after 5 s idle", round, e.r.pool.n.Load())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}

@@ -59,10 +59,14 @@ func (h *Handle) Done() <-chan struct{} { return h.ts.done }
 // If ctx ends first it returns ctx's error and a nil outcome; the task goes
 // on.
 func (h *Handle) Wait(ctx context.Context) (*Outcome, error) {
-	select {
-	case <-h.ts.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if d := ctx.Done(); d == nil {
+		<-h.ts.done // a context that never ends: no select
+	} else {
+		select {
+		case <-h.ts.done:
+		case <-d:
+			return nil, ctx.Err()
+		}
 	}
 	out := h.ts.outcome
 	if out.Err != nil {

@@ -53,11 +53,7 @@ type Router struct {
 	closed bool
 	wg     sync.WaitGroup // task goroutines
 
-	work     chan func()    // hands a task to an idle worker
-	quit     chan struct{}  // closed by Close: idle workers exit
-	workers  sync.WaitGroup // worker goroutines
-	nworkers atomic.Int32   // worker goroutines alive
-	idle     time.Duration  // workerIdle; tests shorten it
+	pool *workers // the goroutines tasks run on
 
 	rr      atomic.Uint64 // round-robin counter
 	waiting atomic.Int64  // tasks waiting for capacity
@@ -88,9 +84,7 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 		tasks:    map[string]*taskState{},
 		runs:     map[string]*runState{},
 		slots:    newSignal(),
-		work:     make(chan func()),
-		quit:     make(chan struct{}),
-		idle:     workerIdle,
+		pool:     newWorkers(workerIdle),
 	}, nil
 }
 
@@ -243,7 +237,7 @@ func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskS
 	r.wg.Add(1)
 	r.mu.Unlock()
 
-	r.spawn(func() { r.run(ts, budgetErr) })
+	r.pool.run(func() { r.run(ts, budgetErr) })
 	return &Handle{r: r, ts: ts}, nil
 }
 
@@ -319,56 +313,8 @@ func (r *Router) Close() error {
 		}
 	}
 	r.wg.Wait()
-	close(r.quit)
-	r.workers.Wait()
+	r.pool.close()
 	return nil
-}
-
-// workerIdle is about how long a worker goroutine waits for its next task
-// before it exits (see worker).
-const workerIdle = 2 * time.Second
-
-// spawn runs f on an idle worker goroutine, or on a new one when none is
-// idle. Workers live on for a while after their task: a task that runs
-// on a worker whose stack has already grown does not pay for growing it
-// again, which was the largest single cost of a short task (measured:
-// 15 % of the CPU of BenchmarkEndToEndMemstore with a goroutine per task).
-func (r *Router) spawn(f func()) {
-	select {
-	case r.work <- f:
-	default:
-		r.workers.Add(1)
-		r.nworkers.Add(1)
-		go r.worker(f)
-	}
-}
-
-// worker runs f, then the tasks spawn hands it, until it has had none for
-// a whole tick of its timer (workerIdle to twice that). The timer is not
-// reset per task, which cost more than the rest of the hand-over.
-func (r *Router) worker(f func()) {
-	defer r.workers.Done()
-	defer r.nworkers.Add(-1)
-	tick := time.NewTimer(r.idle)
-	defer tick.Stop()
-	for {
-		f()
-		f = nil // nothing of the task stays reachable from an idle worker
-		busy := true
-		for f == nil {
-			select {
-			case f = <-r.work:
-			case <-tick.C:
-				if !busy {
-					return
-				}
-				busy = false
-				tick.Reset(r.idle)
-			case <-r.quit:
-				return
-			}
-		}
-	}
 }
 
 var errRouterClosed = errors.New("router closed")

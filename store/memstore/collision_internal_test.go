@@ -21,8 +21,8 @@ func TestKeyShardCollision(t *testing.T) {
 	defer s.Close()
 	sh := &s.shards[0]
 	const h = 42
-	la, _ := s.newList("run_a")
-	lb, _ := s.newList("run_b")
+	la, _ := s.newList(0, "run_a")
+	lb, _ := s.newList(0, "run_b")
 	sh.put(0, h, false, "run_a", la)
 	_, ok, taken := sh.find(s, 0, h, "run_b")
 	if ok {

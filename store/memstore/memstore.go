@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
@@ -76,6 +77,7 @@ type Store struct {
 	nl      atomic.Uint32                                      // list numbers handed out; 0 is "none"
 	chunks  [maxListChunks]atomic.Pointer[[listChunk]postings] // list l is chunks[l/listChunk][l%listChunk]
 	agents  atomic.Pointer[map[string]uint32]                  // a read-only cache of agent ids' list numbers, replaced on change
+	same    [sameSize]atomic.Uint32                            // list numbers by the address of their key string: see sameList
 	kclosed atomic.Bool                                        // Close dropped the indexes
 }
 
@@ -138,6 +140,7 @@ func (s *Store) at(seq uint64) *event {
 type postings struct {
 	key  string
 	n    int
+	attr int // the position in event.attrs of the attribute key is a value of
 	head [postingsInline]uint64
 	more [][]uint64 // chunks of postingsChunk seqs
 }
@@ -199,6 +202,10 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 			attrs[i] = prevAttrs[i]
 			continue
 		}
+		if l := s.sameList(i, v); l != 0 {
+			attrs[i] = l
+			continue
+		}
 		if i == agentAttr {
 			if l, ok := (*s.agents.Load())[v]; ok {
 				attrs[i] = l
@@ -214,11 +221,12 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 				sh.mu.Unlock()
 				return attrs, store.ErrClosed
 			}
-			if l, err = s.newList(v); err != nil {
+			if l, err = s.newList(i, v); err != nil {
 				sh.mu.Unlock()
 				return attrs, err
 			}
 			sh.put(i, h, taken, v, l)
+			s.same[sameSlot(i, v)].Store(l)
 		}
 		sh.mu.Unlock()
 		attrs[i] = l
@@ -227,6 +235,35 @@ func (s *Store) intern(e, prev *driver.Entry, prevAttrs *[4]uint32) (attrs [4]ui
 		}
 	}
 	return attrs, nil
+}
+
+// sameSize is the number of slots of the cache of list numbers by key
+// address.
+const sameSize = 4096
+
+// sameSlot is the slot of value v of attribute i in the cache by address.
+func sameSlot(i int, v string) uint64 {
+	return (uint64(uintptr(unsafe.Pointer(unsafe.StringData(v))))*0x9E3779B97F4A7C15 + uint64(i)) >> (64 - 12)
+}
+
+// sameList returns the list number of value v of attribute i when v is the
+// very string a list was made from (same address, same length), else 0.
+// The events of one task repeat its run, thread and task ids, and a
+// program building replies copies the request's strings rather than making
+// new ones: this finds their lists without hashing v, taking a shard lock or
+// probing a large table (which misses the cache). A list keeps its key
+// string alive and never changes it, so an address can only match the
+// string the list was made from.
+func (s *Store) sameList(i int, v string) uint32 {
+	l := s.same[sameSlot(i, v)].Load()
+	if l == 0 {
+		return 0
+	}
+	p := s.list(l)
+	if p.attr != i || len(p.key) != len(v) || unsafe.StringData(p.key) != unsafe.StringData(v) {
+		return 0
+	}
+	return l
 }
 
 // agentAttr is the position of the agent id in event.attrs.
@@ -261,8 +298,8 @@ func (s *Store) cacheAgent(v string, l uint32) {
 	}
 }
 
-// newList hands out the next list number for value v.
-func (s *Store) newList(v string) (uint32, error) {
+// newList hands out the next list number for value v of attribute i.
+func (s *Store) newList(i int, v string) (uint32, error) {
 	if s.nl.Load() >= maxListChunks*listChunk {
 		return 0, errTooManyKeys // checked first, so that the counter never wraps
 	}
@@ -277,6 +314,7 @@ func (s *Store) newList(v string) (uint32, error) {
 		chunk = s.chunks[c].Load()
 	}
 	chunk[l%listChunk].key = v
+	chunk[l%listChunk].attr = i
 	return l, nil
 }
 

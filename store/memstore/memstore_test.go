@@ -1,9 +1,13 @@
 package memstore_test
 
 import (
+	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
@@ -52,4 +56,49 @@ func BenchmarkStore(b *testing.B) {
 		}
 		return s
 	})
+}
+
+// The lists found by the address of a key string (sameList) must agree with
+// those found by its content: one string used as two attributes makes two
+// lists, and an equal string at another address finds the same list.
+func TestKeysByAddressAndContent(t *testing.T) {
+	s := newStore(t)
+	defer s.Close()
+	ctx := context.Background()
+	ids := protocol.NewIDs(nil)
+	shared := ids.RunID()
+	a := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
+	a.RunID, a.ThreadID = shared, shared // one string, two attributes
+	b := ids.Reply(a, protocol.TypeChatMessage, "agent:b")
+	b.RunID = strings.Clone(shared) // same content, another address
+	b.ThreadID = ids.ThreadID()
+	c := ids.Reply(a, protocol.TypeChatMessage, "agent:c") // the same address again
+	if _, err := s.Append(ctx, a, b, c); err != nil {
+		t.Fatal(err)
+	}
+	count := func(q store.Query) (ids []string) {
+		for ev, err := range s.Read(ctx, q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := protocol.Decode(ev.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	if got := count(store.Query{RunID: shared}); !slices.Equal(got, []string{a.ID, b.ID, c.ID}) {
+		t.Errorf("by run: %v", got)
+	}
+	if got := count(store.Query{ThreadID: shared}); !slices.Equal(got, []string{a.ID, c.ID}) {
+		t.Errorf("by thread: %v", got)
+	}
+	if got := count(store.Query{ThreadID: b.ThreadID}); !slices.Equal(got, []string{b.ID}) {
+		t.Errorf("by b's thread: %v", got)
+	}
+	if got := count(store.Query{RunID: shared, ThreadID: shared}); !slices.Equal(got, []string{a.ID, c.ID}) {
+		t.Errorf("by run and thread: %v", got)
+	}
 }
