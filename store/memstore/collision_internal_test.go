@@ -62,6 +62,60 @@ func TestDedupIndexCollision(t *testing.T) {
 	}
 }
 
+// Two keys whose 64-bit hashes differ but pick the same table and share
+// the fingerprint it keeps: the second goes to the exact map.
+func TestDedupIndexFingerprintCollision(t *testing.T) {
+	d := newHashIndex(dedupParts)
+	stored := map[uint64]string{}
+	is := func(key string) func(uint64) bool { return func(seq uint64) bool { return stored[seq] == key } }
+	ha, hb := uint64(0xabcd)<<32|5, uint64(0xabcd)<<32|(5+dedupParts)
+	d.put(ha, false, func() string { return "msg_a" }, 1)
+	stored[1] = "msg_a"
+	_, found, taken := d.lookup(hb, is("msg_b"), func() string { return "msg_b" })
+	if found || !taken {
+		t.Fatalf("msg_b: found %v taken %v", found, taken)
+	}
+	d.put(hb, taken, func() string { return "msg_b" }, 2)
+	stored[2] = "msg_b"
+	if len(d.exact) != 1 {
+		t.Fatalf("%d keys in the exact map, want 1", len(d.exact))
+	}
+	for key, c := range map[string]struct{ h, seq uint64 }{"msg_a": {ha, 1}, "msg_b": {hb, 2}} {
+		if seq, found, _ := d.lookup(c.h, is(key), func() string { return key }); !found || seq != c.seq {
+			t.Errorf("lookup(%s) = %d, %v; want %d", key, seq, found, c.seq)
+		}
+	}
+}
+
+// Past the most events the indexes can number, Append fails with
+// ErrTooLarge and stores nothing of the batch.
+func TestTooManyEvents(t *testing.T) {
+	defer func(n uint64) { maxEvents = n }(maxEvents)
+	maxEvents = 3
+	s, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	ids := protocol.NewIDs(nil)
+	a := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
+	b, c := ids.Reply(a, protocol.TypeChatMessage, "agent:b"), ids.Reply(a, protocol.TypeChatMessage, "agent:c")
+	if _, err := s.Append(ctx, a, b); err != nil {
+		t.Fatal(err)
+	}
+	d := ids.Reply(a, protocol.TypeChatMessage, "agent:d")
+	if _, err := s.Append(ctx, c, d); !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("a batch past the limit: %v", err)
+	}
+	if n, _ := s.LastSeq(ctx); n != 2 {
+		t.Fatalf("last seq %d after a refused batch, want 2", n)
+	}
+	if res, err := s.Append(ctx, c); err != nil || res[0].Seq != 3 {
+		t.Fatalf("the last event that fits: %v %v", res, err)
+	}
+}
+
 // Past the last list number an append with a new attribute value fails
 // with ErrTooLarge and stores nothing; values already known still work.
 func TestTooManyKeys(t *testing.T) {

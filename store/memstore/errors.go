@@ -18,3 +18,7 @@ func (e *optionError) Unwrap() error { return ErrInvalidOptions }
 // distinct run, thread, task and agent ids as it indexes (64 Mi); it
 // matches store.ErrTooLarge.
 var errTooManyKeys = coded.Wrap(store.ErrTooLarge, "memstore: the store indexes at most 64 Mi distinct run, thread, task and agent ids", nil)
+
+// errTooManyEvents is returned by Append when the store holds as many
+// events as it can index (2^32 - 1); it matches store.ErrTooLarge.
+var errTooManyEvents = coded.Wrap(store.ErrTooLarge, "memstore: the store holds at most 2^32 - 1 events", nil)

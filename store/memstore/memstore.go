@@ -409,6 +409,10 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		s.mu.Unlock()
 		return nil, store.ErrClosed
 	}
+	if s.n+uint64(len(entries)) > maxEvents { // checked for the whole batch, duplicates or not
+		s.mu.Unlock()
+		return nil, errTooManyEvents
+	}
 	for i := range entries {
 		e, p := &entries[i], &pre[i]
 		// Nothing can fail from here on, so the batch is atomic even
@@ -665,12 +669,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// hashIndex maps string keys to non-zero values (seqs, list numbers) by
-// their 64-bit hashes: tables without pointers, which the garbage
-// collector does not scan and which grow without hashing strings again. A
-// key whose hash is already taken by another key goes to a small exact
-// map. The keys themselves are not kept: the caller tells whether the
-// value found for a hash belongs to its key.
+// hashIndex maps string keys to non-zero values below 2^32 (seqs, list
+// numbers) by their 64-bit hashes: tables without pointers, which the
+// garbage collector does not scan and which grow without hashing strings
+// again. The low bits of a hash pick the table, the high 32 bits are the
+// fingerprint the table keeps. A key whose fingerprint is already taken in
+// its table by another key goes to a small exact map. The keys themselves
+// are not kept: the caller tells whether the value found for a hash
+// belongs to its key.
 type hashIndex struct {
 	byHash []hashTable // by the hash modulo their number
 	exact  map[string]uint64
@@ -686,15 +692,19 @@ func newHashIndex(parts int) hashIndex {
 	return hashIndex{byHash: make([]hashTable, parts), exact: make(map[string]uint64)}
 }
 
+func (x *hashIndex) table(h uint64) *hashTable { return &x.byHash[h%uint64(len(x.byHash))] }
+
+func fingerprint(h uint64) uint32 { return uint32(h >> 32) }
+
 // lookup finds the value stored for a key with hash h; is reports whether
 // a value belongs to the key, and key returns it (only called after a
-// collision). taken reports that h is in use (by this key or another),
-// which put needs.
+// collision). taken reports that h's fingerprint is in use (by this key or
+// another), which put needs.
 func (x *hashIndex) lookup(h uint64, is func(v uint64) bool, key func() string) (v uint64, found, taken bool) {
 	if len(x.byHash) == 0 {
 		return 0, false, false // dropped by Close
 	}
-	v = x.byHash[h%uint64(len(x.byHash))].get(h)
+	v = uint64(x.table(h).get(fingerprint(h)))
 	if v == 0 {
 		return 0, false, false
 	}
@@ -705,11 +715,23 @@ func (x *hashIndex) lookup(h uint64, is func(v uint64) bool, key func() string) 
 	return v, found, true
 }
 
-// put records a key that lookup did not find (never after Close).
+// put records value v (0 < v < 2^32) for a key that lookup did not find
+// (never after Close).
 func (x *hashIndex) put(h uint64, taken bool, key func() string, v uint64) {
+	if v == 0 || v > maxIndexValue {
+		panic("memstore: index value out of range") // the callers' limits make this unreachable
+	}
 	if taken {
 		x.exact[key()] = v
 		return
 	}
-	x.byHash[h%uint64(len(x.byHash))].put(h, v)
+	x.table(h).put(fingerprint(h), uint32(v))
 }
+
+// maxIndexValue is the largest value a hashIndex keeps: the store holds at
+// most this many events (see maxEvents) and hands out fewer list numbers.
+const maxIndexValue = 1<<32 - 1
+
+// maxEvents is the most events a store holds (about 4 billion, terabytes
+// of memory): seqs are kept in 32 bits in its indexes.
+var maxEvents uint64 = maxIndexValue // a variable so that a test can lower it
