@@ -1,10 +1,12 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"hash/maphash"
 	"iter"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -67,6 +69,7 @@ type Store struct {
 	ids       hashIndex // id → seq
 	idem      hashIndex // (run_id, idempotency_key) → seq
 	artifacts map[[sha256.Size]byte]store.Artifact
+	extIDs    map[uint64]string // ids of events whose bytes do not hold them verbatim, by seq
 
 	// The indexes: each attribute value (a run id, an agent id, ...) is
 	// interned once as a posting list, in a shard picked by its hash,
@@ -111,15 +114,18 @@ const keyShards = 32
 const blockSize = 1024
 
 // event is what a read needs: the bytes, the time and the fields a query
-// filters on. It holds few pointers: a store of millions of events is
-// marked by every garbage collection.
+// filters on. It holds few pointers (a store of millions of events is
+// marked by every garbage collection) and no string of its own: the id is
+// read from the bytes, where an encoded message has it verbatim.
 type event struct {
 	raw     []byte
-	id      string
 	typ     protocol.Type
 	sec     int64     // time: Unix seconds
 	nsec    int32     // and nanoseconds
+	idOff   uint32    // the id is raw[idOff:idOff+idLen]
+	idLen   uint16    //
 	hasIdem bool      // the message has an idempotency key
+	extID   bool      // the id is not in raw verbatim (escaped): see Store.extIDs
 	attrs   [4]uint32 // list numbers of run, thread, task, agent (0: none)
 }
 
@@ -127,6 +133,29 @@ type event struct {
 var attrIndex = [4]driver.Index{driver.RunIndex, driver.ThreadIndex, driver.TaskIndex, driver.AgentIndex}
 
 func (e *event) time() time.Time { return time.Unix(e.sec, int64(e.nsec)).UTC() }
+
+// hasID reports whether the event at seq has id id; mu is held.
+func (s *Store) hasID(seq uint64, id string) bool {
+	e := s.at(seq)
+	if e.extID {
+		return s.extIDs[seq] == id
+	}
+	return string(e.raw[e.idOff:int(e.idOff)+int(e.idLen)]) == id
+}
+
+// placeID sets where the event finds its id: in its bytes when they hold
+// it verbatim (any id without characters JSON escapes, as every id this
+// module makes), else in s.extIDs; mu is held.
+func (s *Store) placeID(e *event, seq uint64, id string) {
+	if len(id) <= math.MaxUint16 {
+		if i := bytes.Index(e.raw, unsafe.Slice(unsafe.StringData(id), len(id))); i >= 0 {
+			e.idOff, e.idLen = uint32(i), uint16(len(id))
+			return
+		}
+	}
+	e.extID = true
+	s.extIDs[seq] = id
+}
 
 func (s *Store) at(seq uint64) *event {
 	i := seq - 1
@@ -350,6 +379,7 @@ func New(opts *Options) (*Store, error) {
 		ids:       newHashIndex(dedupParts),
 		idem:      newHashIndex(dedupParts),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
+		extIDs:    make(map[uint64]string),
 	}
 	s.nl.Store(1) // list 0 means "no value"
 	s.agents.Store(&map[string]uint32{})
@@ -418,7 +448,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		// Nothing can fail from here on, so the batch is atomic even
 		// though it is applied one message at a time; a duplicate inside
 		// the batch finds the earlier message already applied.
-		seq, found, idTaken := s.ids.lookup(p.idHash, func(seq uint64) bool { return s.at(seq).id == e.ID }, func() string { return e.ID })
+		seq, found, idTaken := s.ids.lookup(p.idHash, func(seq uint64) bool { return s.hasID(seq, e.ID) }, func() string { return e.ID })
 		if found {
 			res[i] = store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByID}
 			continue
@@ -438,9 +468,10 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 			s.blocks = append(s.blocks, make([]event, 0, blockSize))
 		}
 		b := &s.blocks[len(s.blocks)-1]
-		*b = append(*b, event{raw: e.Raw, id: e.ID, typ: e.Type, sec: sec, nsec: nsec, hasIdem: e.IdempotencyKey != "", attrs: p.attrs})
+		*b = append(*b, event{raw: e.Raw, typ: e.Type, sec: sec, nsec: nsec, hasIdem: e.IdempotencyKey != "", attrs: p.attrs})
 		s.n++
 		seq = s.n
+		s.placeID(&(*b)[len(*b)-1], seq, e.ID)
 		s.ids.put(p.idHash, idTaken, func() string { return e.ID }, seq)
 		if e.IdempotencyKey != "" {
 			s.idem.put(p.idemHash, idemTaken, func() string { return e.RunID + "\x00" + e.IdempotencyKey }, seq)
@@ -500,7 +531,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	if s.closed {
 		return store.Event{}, store.ErrClosed
 	}
-	seq, ok, _ := s.ids.lookup(maphash.String(s.seed, id), func(seq uint64) bool { return s.at(seq).id == id }, func() string { return id })
+	seq, ok, _ := s.ids.lookup(maphash.String(s.seed, id), func(seq uint64) bool { return s.hasID(seq, id) }, func() string { return id })
 	if !ok {
 		return store.Event{}, store.ErrNotFound
 	}
@@ -656,7 +687,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.blocks, s.ids, s.idem, s.artifacts = nil, hashIndex{}, hashIndex{}, nil
+	s.blocks, s.ids, s.idem, s.artifacts, s.extIDs = nil, hashIndex{}, hashIndex{}, nil, nil
 	s.kclosed.Store(true)
 	for i := range s.shards {
 		sh := &s.shards[i]

@@ -102,3 +102,40 @@ func TestKeysByAddressAndContent(t *testing.T) {
 		t.Errorf("by run and thread: %v", got)
 	}
 }
+
+// An id the bytes hold only escaped ("\u0041" for "A", a quote as \") is
+// still found by Get and still deduplicates.
+func TestEscapedIDs(t *testing.T) {
+	s := newStore(t)
+	defer s.Close()
+	ctx := context.Background()
+	for _, c := range []struct{ raw, id string }{
+		{`"msg_\u0041bc"`, "msg_Abc"},
+		{`"msg_q\"uote"`, `msg_q"uote`},
+		{`"msg_plain"`, "msg_plain"},
+	} {
+		m, err := protocol.Decode([]byte(`{"v":"clutch/0.1","id":` + c.raw + `,"ts":"2026-02-01T13:20:11.123Z",
+		  "thread_id":"thr_1","run_id":"run_1","task_id":"task_1","from":{"agent_id":"agent:a"},"to":[],
+		  "type":"chat.message","payload":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ID != c.id {
+			t.Fatalf("decoded id %q, want %q", m.ID, c.id)
+		}
+		res, err := s.Append(ctx, m)
+		if err != nil || res[0].Duplicate {
+			t.Fatalf("append %s: %v %v", c.id, res, err)
+		}
+		ev, err := s.Get(ctx, c.id)
+		if err != nil || ev.Seq != res[0].Seq {
+			t.Fatalf("Get(%q) = %v, %v", c.id, ev.Seq, err)
+		}
+		again := m.Clone()
+		again.Reset() // re-encoded by this process: the id is written escaped or not, as it needs
+		res2, err := s.Append(ctx, again)
+		if err != nil || !res2[0].Duplicate || res2[0].Seq != res[0].Seq {
+			t.Fatalf("the same id again: %+v %v", res2, err)
+		}
+	}
+}
