@@ -16,14 +16,18 @@
 //
 // A Store is safe for concurrent use. An append interns the message's run,
 // thread, task and agent ids first, in 32 sharded tables (agent ids, which
-// every event repeats, also in a lock-free cache), then takes the store's
-// one write lock only to check the id (and idempotency key) for a
-// duplicate, place the event and add its seq to four posting lists. The
-// lists keep their first seqs inline and grow in fixed chunks, and the
-// hash tables are pointer-free open-addressing arrays split so that each
-// grows on its own, so nothing is copied at length or, mostly, allocated
-// under the lock, and the garbage collector has little to scan however
-// many events the store holds. Reads copy a page of events out under a
+// every event repeats, also in a lock-free cache; the ids of an event that
+// reuses the very strings of an earlier one, as replies do, in a cache by
+// address), then takes the store's one write lock only to check the id
+// (and idempotency key) for a duplicate, copy the bytes after the last
+// event's and add its seq to four posting lists. The lists keep their
+// first seqs inline and grow in fixed chunks; the hash tables are
+// pointer-free open-addressing arrays of 32-bit fingerprints and values,
+// split so that each grows on its own; events are pointer-free records in
+// blocks, their bytes in chunks of up to 1 MiB that the next is prepared
+// for outside the lock. So nothing is copied at length or, mostly,
+// allocated under the lock, and the garbage collector has almost nothing
+// to scan however many events the store holds. Reads copy a page of events out under a
 // read lock and hold nothing between pages, so a loop body may append to
 // the same store.
 // Follow waits on a broadcast channel that each append closes, so it never
@@ -38,6 +42,10 @@
 //
 // Everything lives in memory until Close, which drops it: there is no
 // durability and no size bound other than Options.MaxEventSize per
-// message. Events share their bytes with the appended messages
-// (Event.Raw is read-only). The dedup window is the store's lifetime.
+// message (and the indexes' own: 2^32-1 events, 64 Mi distinct run,
+// thread, task and agent ids, 65,536 event types; past them Append fails
+// with store.ErrTooLarge). The store keeps a copy of each event's bytes;
+// Event.Raw is a read-only view of it, and holding one keeps its chunk
+// (up to 1 MiB) alive after Close. The dedup window is the store's
+// lifetime.
 package memstore

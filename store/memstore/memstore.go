@@ -35,8 +35,8 @@ type Options struct {
 }
 
 func (o *Options) validate() error {
-	if o.MaxEventSize < 0 {
-		return &optionError{"MaxEventSize must not be negative"}
+	if o.MaxEventSize < 0 || uint64(o.MaxEventSize) > math.MaxUint32 {
+		return &optionError{"MaxEventSize must be between 0 and 2^32-1 bytes"}
 	}
 	if o.MaxArtifactSize < 0 {
 		return &optionError{"MaxArtifactSize must not be negative"}
@@ -61,10 +61,16 @@ type Store struct {
 	opts Options
 	sig  driver.Signal
 
-	mu        sync.RWMutex
-	closed    bool
-	n         uint64    // last seq
-	blocks    [][]event // event seq is at blocks[(seq-1)/blockSize][(seq-1)%blockSize]
+	mu     sync.RWMutex
+	closed bool
+	n      uint64    // last seq
+	blocks [][]event // event seq is at blocks[(seq-1)/blockSize][(seq-1)%blockSize]
+	data   [][]byte  // the events' bytes, one after the other in chunks that never move
+
+	room      atomic.Int64           // free bytes in the last chunk of data
+	spare     atomic.Pointer[[]byte] // the next chunk, ready
+	preparing atomic.Bool            // a goroutine is readying spare
+	big       atomic.Bool            // chunks have reached dataChunkMax: readyChunk makes spares
 	seed      maphash.Seed
 	ids       hashIndex // id → seq
 	idem      hashIndex // (run_id, idempotency_key) → seq
@@ -76,12 +82,19 @@ type Store struct {
 	// before the append takes mu; the list's seqs are then guarded by mu.
 	// Lists never move, and list numbers are handed out atomically, so
 	// reading a list's key or seqs needs no shard lock.
-	shards  [keyShards]keyShard
-	nl      atomic.Uint32                                      // list numbers handed out; 0 is "none"
-	chunks  [maxListChunks]atomic.Pointer[[listChunk]postings] // list l is chunks[l/listChunk][l%listChunk]
-	agents  atomic.Pointer[map[string]uint32]                  // a read-only cache of agent ids' list numbers, replaced on change
-	same    [sameSize]atomic.Uint32                            // list numbers by the address of their key string: see sameList
-	kclosed atomic.Bool                                        // Close dropped the indexes
+	shards [keyShards]keyShard
+	nl     atomic.Uint32                                      // list numbers handed out; 0 is "none"
+	chunks [maxListChunks]atomic.Pointer[[listChunk]postings] // list l is chunks[l/listChunk][l%listChunk]
+	agents atomic.Pointer[map[string]uint32]                  // a read-only cache of agent ids' list numbers, replaced on change
+	// The event types seen, numbered in order: typeNames by number;
+	// allTypes, under typesMu, by name; fastTypes, a lock-free copy of the
+	// first maxFastTypes of allTypes, replaced on change.
+	typeNames atomic.Pointer[[]protocol.Type]
+	fastTypes atomic.Pointer[map[protocol.Type]uint16]
+	typesMu   sync.Mutex
+	allTypes  map[protocol.Type]uint16
+	same      [sameSize]atomic.Uint32 // list numbers by the address of their key string: see sameList
+	kclosed   atomic.Bool             // Close dropped the indexes
 }
 
 // A keyShard interns the attribute values whose hash falls in it, in a
@@ -113,20 +126,134 @@ const keyShards = 32
 // copies events, so the time an append holds the lock stays flat.
 const blockSize = 1024
 
-// event is what a read needs: the bytes, the time and the fields a query
-// filters on. It holds few pointers (a store of millions of events is
-// marked by every garbage collection) and no string of its own: the id is
-// read from the bytes, where an encoded message has it verbatim.
+// event is what a read needs: where its bytes are, the time and the fields
+// a query filters on. It holds no pointer, and neither do the blocks of
+// events, the chunks of bytes or the hash tables: a store of millions of
+// events is marked by every garbage collection, and pointer-free memory is
+// not scanned (one event per object, with two pointers, was a tenth of the
+// CPU of BenchmarkEndToEndMemstore in the collector). The id is read from
+// the bytes, where an encoded message has it verbatim.
 type event struct {
-	raw     []byte
-	typ     protocol.Type
 	sec     int64     // time: Unix seconds
-	nsec    int32     // and nanoseconds
-	idOff   uint32    // the id is raw[idOff:idOff+idLen]
+	chunk   uint32    // the bytes are data[chunk][off:off+n]
+	off     uint32    //
+	n       uint32    //
+	idOff   uint32    // the id is the bytes' [idOff:idOff+idLen]
+	nsec    int32     // time: nanoseconds
 	idLen   uint16    //
+	typ     uint16    // the number of its type in Store.types
 	hasIdem bool      // the message has an idempotency key
-	extID   bool      // the id is not in raw verbatim (escaped): see Store.extIDs
+	extID   bool      // the id is not in the bytes verbatim (escaped): see Store.extIDs
 	attrs   [4]uint32 // list numbers of run, thread, task, agent (0: none)
+}
+
+// maxTypes bounds the distinct event types of a store (types are 16-bit
+// numbers in events).
+const maxTypes = 1 << 16
+
+// maxFastTypes is how many types the lock-free map of type numbers holds:
+// it is copied whenever a type is added, so it stays small; a store fed
+// more distinct types than that (from outside) numbers the rest under
+// typesMu.
+const maxFastTypes = 256
+
+// typeNum returns the number of type t, numbering it if it is new.
+func (s *Store) typeNum(t protocol.Type) (uint16, error) {
+	if n, ok := (*s.fastTypes.Load())[t]; ok {
+		return n, nil
+	}
+	s.typesMu.Lock()
+	defer s.typesMu.Unlock()
+	if n, ok := s.allTypes[t]; ok {
+		return n, nil
+	}
+	names := *s.typeNames.Load()
+	if len(names) >= maxTypes {
+		return 0, errTooManyTypes
+	}
+	n := uint16(len(names))
+	s.allTypes[t] = n
+	// Readers index the slice they loaded, never past its length: an
+	// append within capacity writes where none of them reads.
+	names = append(names, t)
+	s.typeNames.Store(&names)
+	if old := *s.fastTypes.Load(); len(old) < maxFastTypes {
+		next := make(map[protocol.Type]uint16, len(old)+1)
+		for k, v := range old {
+			next[k] = v
+		}
+		next[t] = n
+		s.fastTypes.Store(&next)
+	}
+	return n, nil
+}
+
+// typeName returns the type numbered n.
+func (s *Store) typeName(n uint16) protocol.Type { return (*s.typeNames.Load())[n] }
+
+// dataChunkMin and dataChunkMax bound the size of the chunks event bytes
+// are copied into: a store's first chunks are small (tests make many small
+// stores), later ones large; a larger event gets a chunk of its own size.
+const (
+	dataChunkMin = 4 << 10
+	dataChunkMax = 1 << 20
+)
+
+// keep copies raw after the last event's bytes and returns where; mu is
+// held. The copy is made under the lock, after the duplicate check, so
+// that a redelivered message costs no memory; the next chunk is
+// allocated and its pages touched before the lock (see readyChunk), so
+// that the lock is not held through page faults, which stalled every
+// appender.
+func (s *Store) keep(raw []byte) (chunk, off uint32) {
+	last := len(s.data) - 1
+	if last < 0 || len(s.data[last])+len(raw) > cap(s.data[last]) {
+		size := dataChunkMin
+		if last >= 0 {
+			size = min(2*cap(s.data[last]), dataChunkMax)
+		}
+		var b []byte
+		if p := s.spare.Swap(nil); p != nil && cap(*p) >= len(raw) {
+			b = (*p)[:0]
+		} else {
+			b = make([]byte, 0, max(size, len(raw)))
+		}
+		s.data = append(s.data, b)
+		last++
+		s.room.Store(int64(cap(b)))
+		if size == dataChunkMax {
+			s.big.Store(true)
+		}
+	}
+	c := &s.data[last]
+	off = uint32(len(*c))
+	*c = append(*c, raw...) // within capacity: the chunk never moves
+	s.room.Store(int64(cap(*c) - len(*c)))
+	return uint32(last), off
+}
+
+// readyChunk prepares the next chunk outside the lock once chunks are
+// large and the current one is more than half full: allocated, and one byte written per page so
+// that the kernel maps its pages now, not while an appender holds mu.
+func (s *Store) readyChunk() {
+	if !s.big.Load() || s.room.Load() > dataChunkMax/2 || s.spare.Load() != nil || !s.preparing.CompareAndSwap(false, true) {
+		return // small chunks are cheap to make under the lock, and a small store wants no spare
+	}
+	defer s.preparing.Store(false)
+	if s.spare.Load() != nil {
+		return
+	}
+	b := make([]byte, dataChunkMax)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 0 // a write maps the page; make may have left it unmapped
+	}
+	s.spare.Store(&b)
+}
+
+// raw returns the bytes of e, read-only; mu is held (the bytes themselves
+// never change, so the slice may be used after mu is released).
+func (s *Store) raw(e *event) []byte {
+	return s.data[e.chunk][e.off : e.off+e.n : e.off+e.n]
 }
 
 // The order of event.attrs.
@@ -140,7 +267,7 @@ func (s *Store) hasID(seq uint64, id string) bool {
 	if e.extID {
 		return s.extIDs[seq] == id
 	}
-	return string(e.raw[e.idOff:int(e.idOff)+int(e.idLen)]) == id
+	return string(s.raw(e)[e.idOff:e.idOff+uint32(e.idLen)]) == id
 }
 
 // placeID sets where the event finds its id: in its bytes when they hold
@@ -148,7 +275,7 @@ func (s *Store) hasID(seq uint64, id string) bool {
 // module makes), else in s.extIDs; mu is held.
 func (s *Store) placeID(e *event, seq uint64, id string) {
 	if len(id) <= math.MaxUint16 {
-		if i := bytes.Index(e.raw, unsafe.Slice(unsafe.StringData(id), len(id))); i >= 0 {
+		if i := bytes.Index(s.raw(e), unsafe.Slice(unsafe.StringData(id), len(id))); i >= 0 {
 			e.idOff, e.idLen = uint32(i), uint16(len(id))
 			return
 		}
@@ -383,6 +510,9 @@ func New(opts *Options) (*Store, error) {
 	}
 	s.nl.Store(1) // list 0 means "no value"
 	s.agents.Store(&map[string]uint32{})
+	s.typeNames.Store(new([]protocol.Type))
+	s.fastTypes.Store(&map[protocol.Type]uint16{})
+	s.allTypes = map[protocol.Type]uint16{}
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
 		for j := range attrIndex {
@@ -410,6 +540,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	type prepared struct {
 		idHash, idemHash uint64
 		attrs            [4]uint32
+		typ              uint16
 	}
 	var pbuf [4]prepared
 	pre := pbuf[:0]
@@ -430,8 +561,12 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		if e.IdempotencyKey != "" {
 			p.idemHash = s.idemHash(e.RunID, e.IdempotencyKey)
 		}
+		if p.typ, err = s.typeNum(e.Type); err != nil {
+			return nil, err
+		}
 		pre = append(pre, p)
 	}
+	s.readyChunk()
 	now := s.opts.Clock().UTC()
 	sec, nsec := now.Unix(), int32(now.Nanosecond())
 	s.mu.Lock()
@@ -468,7 +603,8 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 			s.blocks = append(s.blocks, make([]event, 0, blockSize))
 		}
 		b := &s.blocks[len(s.blocks)-1]
-		*b = append(*b, event{raw: e.Raw, typ: e.Type, sec: sec, nsec: nsec, hasIdem: e.IdempotencyKey != "", attrs: p.attrs})
+		chunk, off := s.keep(e.Raw)
+		*b = append(*b, event{chunk: chunk, off: off, n: uint32(len(e.Raw)), typ: p.typ, sec: sec, nsec: nsec, hasIdem: e.IdempotencyKey != "", attrs: p.attrs})
 		s.n++
 		seq = s.n
 		s.placeID(&(*b)[len(*b)-1], seq, e.ID)
@@ -505,7 +641,7 @@ func (s *Store) idemAt(seq uint64) (run, key string) {
 	if !e.hasIdem {
 		return "", ""
 	}
-	m, err := protocol.Decode(e.raw)
+	m, err := protocol.Decode(s.raw(e))
 	if err != nil {
 		return "", "" // cannot happen: the bytes were validated
 	}
@@ -540,7 +676,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 
 func (s *Store) eventAt(seq uint64) store.Event {
 	e := s.at(seq)
-	return store.Event{Seq: seq, Time: e.time(), Raw: e.raw}
+	return store.Event{Seq: seq, Time: e.time(), Raw: s.raw(e)}
 }
 
 // LastSeq implements store.Store.
@@ -588,7 +724,7 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, max
 			if evs == nil {
 				evs = make([]store.Event, 0, min(max, 16))
 			}
-			evs = append(evs, store.Event{Seq: seq, Time: e.time(), Raw: e.raw})
+			evs = append(evs, store.Event{Seq: seq, Time: e.time(), Raw: s.raw(e)})
 		}
 		return len(evs) < max
 	}
@@ -619,7 +755,7 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, max
 
 // match reports whether e matches q; mu is held.
 func (s *Store) match(q *store.Query, e *event) bool {
-	if !strings.HasPrefix(string(e.typ), q.TypePrefix) {
+	if q.TypePrefix != "" && !strings.HasPrefix(string(s.typeName(e.typ)), q.TypePrefix) {
 		return false
 	}
 	want := [4]string{q.RunID, q.ThreadID, q.TaskID, q.AgentID}
@@ -687,7 +823,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.blocks, s.ids, s.idem, s.artifacts, s.extIDs = nil, hashIndex{}, hashIndex{}, nil, nil
+	s.spare.Store(nil)
+	s.blocks, s.data, s.ids, s.idem, s.artifacts, s.extIDs = nil, nil, hashIndex{}, hashIndex{}, nil, nil
 	s.kclosed.Store(true)
 	for i := range s.shards {
 		sh := &s.shards[i]
