@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // scanner is the strict JSON reader under Decode. It works on one owned copy
@@ -17,6 +18,10 @@ type scanner struct {
 	s        string
 	pos      int
 	maxDepth int
+	// borrow makes sub return strings that share data's memory, for a
+	// scan that drops its keys before returning (checkJSON: keys are only
+	// compared, and copied into errors).
+	borrow bool
 }
 
 func (sc *scanner) err(code Code, format string, args ...any) *Error {
@@ -107,6 +112,9 @@ func (sc *scanner) str() (string, *Error) {
 func (sc *scanner) sub(a, b int) string {
 	if sc.s != "" {
 		return sc.s[a:b]
+	}
+	if sc.borrow && b > a {
+		return unsafe.String(&sc.data[a], b-a)
 	}
 	return string(sc.data[a:b])
 }
@@ -579,8 +587,9 @@ func checkJSON(b []byte, path string) error {
 	if len(b) == 0 {
 		return &Error{Code: CodeInvalidJSON, Path: path, Offset: 0, Detail: "empty JSON"}
 	}
-	// skip reads only data, so no string copy is needed here.
-	sc := scanner{data: b, maxDepth: DefaultMaxDepth}
+	// skip reads only data, and the keys it compares for duplicates need
+	// not outlive it: no string copy is needed here.
+	sc := scanner{data: b, maxDepth: DefaultMaxDepth, borrow: true}
 	if _, _, err := sc.skip(0); err != nil {
 		err.Path = path + err.Path
 		return err
