@@ -82,8 +82,45 @@ type Registry struct {
 
 	mu     sync.RWMutex
 	agents map[string]*Agent
-	byCap  map[string][]*Agent // capability id → agents, sorted by id
-	stats  map[string]*stats   // survive card updates and re-registration
+	stats  map[string]*stats // survive card updates and re-registration
+
+	// byCap is the capability index: capability id → agents, sorted by
+	// id. Every routing reads it and few events change it, so it is read
+	// without a lock: each shard's map and lists are never changed once
+	// published; a change (under mu) publishes a new map for the shard of
+	// each capability it touches, with a new list for that capability.
+	// Shards keep the copies small when there are many capabilities.
+	byCap [capShards]atomic.Pointer[map[string][]*Agent]
+}
+
+const capShards = 64
+
+func capShard(c string) int {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(c); i++ {
+		h = (h ^ uint32(c[i])) * 16777619
+	}
+	return int(h % capShards)
+}
+
+// capList returns the agents with capability c, sorted by id; read-only.
+func (r *Registry) capList(c string) []*Agent { return (*r.byCap[capShard(c)].Load())[c] }
+
+// setCapList publishes l as the agents with capability c (none: l empty);
+// r.mu is held.
+func (r *Registry) setCapList(c string, l []*Agent) {
+	sh := &r.byCap[capShard(c)]
+	old := *sh.Load()
+	next := make(map[string][]*Agent, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	if len(l) == 0 {
+		delete(next, c)
+	} else {
+		next[c] = l
+	}
+	sh.Store(&next)
 }
 
 // Agent is one registered agent as the registry sees it. The card is
@@ -174,7 +211,10 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 	}
 	r := &Registry{
 		st: st, opts: o,
-		agents: map[string]*Agent{}, byCap: map[string][]*Agent{}, stats: map[string]*stats{},
+		agents: map[string]*Agent{}, stats: map[string]*stats{},
+	}
+	for i := range r.byCap {
+		r.byCap[i].Store(&map[string][]*Agent{})
 	}
 	for ev, err := range st.Read(ctx, store.Query{RunID: o.RunID}) {
 		if err != nil {
@@ -362,9 +402,9 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 		}
 		r.agents[id] = a
 		for _, c := range a.caps {
-			l := r.byCap[c]
+			l := r.capList(c)
 			i, _ := slices.BinarySearchFunc(l, id, byID)
-			r.byCap[c] = slices.Insert(l, i, a)
+			r.setCapList(c, slices.Insert(slices.Clip(l), i, a)) // a new array: readers may hold l
 		}
 		r.mu.Unlock()
 	case TypeRemove:
@@ -387,16 +427,12 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 // unindex removes a from the capability index; r.mu is held.
 func (r *Registry) unindex(a *Agent) {
 	for _, c := range a.caps {
-		l := r.byCap[c]
+		l := r.capList(c)
 		i, found := slices.BinarySearchFunc(l, a.ID(), byID)
 		if !found || l[i] != a {
 			continue // cannot happen: a is indexed under each of its caps
 		}
-		if l = slices.Delete(l, i, i+1); len(l) == 0 {
-			delete(r.byCap, c)
-		} else {
-			r.byCap[c] = l
-		}
+		r.setCapList(c, slices.Concat(l[:i], l[i+1:])) // a new array: readers may hold l
 	}
 }
 
@@ -441,11 +477,9 @@ func (r *Registry) Candidates(requires []string) []*Agent {
 	if len(requires) == 0 {
 		return r.List()
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	base, rest := r.byCap[requires[0]], requires[1:]
+	base, rest := r.capList(requires[0]), requires[1:]
 	for _, c := range rest {
-		if l := r.byCap[c]; len(l) < len(base) {
+		if l := r.capList(c); len(l) < len(base) {
 			base = l
 		}
 	}

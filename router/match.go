@@ -119,15 +119,14 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	m.considered += len(agents)
 	now := r.now()
 	m.candidates = make([]scored, 0, len(agents))
-	r.hmu.RLock()
+	handlers := r.handlerMap()
 	for _, a := range agents {
-		if why, kind := r.hardFilter(req, a, requires, ancestors, m.explicit, now); kind != rejNone {
+		if why, kind := r.hardFilter(req, a, handlers, requires, ancestors, m.explicit, now); kind != rejNone {
 			m.reject(a.ID(), kind, why)
 			continue
 		}
 		m.candidates = append(m.candidates, scored{a: a})
 	}
-	r.hmu.RUnlock()
 	if len(m.candidates) == 0 {
 		return m
 	}
@@ -203,12 +202,12 @@ func networkRank(v string) int {
 
 // hardFilter applies the must-pass rules of §4.2 step 1 (and, for an
 // explicit recipient, step 2), cheapest first.
-// r.hmu is held for reading.
-func (r *Router) hardFilter(req *protocol.Message, a *registry.Agent, requires, ancestors []string, explicit bool, now time.Time) (string, rejection) {
+// handlers is the router's handler map.
+func (r *Router) hardFilter(req *protocol.Message, a *registry.Agent, handlers map[string]Handler, requires, ancestors []string, explicit bool, now time.Time) (string, rejection) {
 	if !a.Local() && now.Sub(a.LastSeen()) > r.reg.HeartbeatTTL() {
 		return "offline: no heartbeat within " + r.reg.HeartbeatTTL().String(), rejOffline
 	}
-	if _, ok := r.handlers[a.ID()]; !ok {
+	if _, ok := handlers[a.ID()]; !ok {
 		return "no handler registered with this router", rejNoHandle
 	}
 	card := a.Card()

@@ -44,8 +44,8 @@ type Router struct {
 	opts    Options
 	ids     *protocol.IDs
 
-	hmu      sync.RWMutex
-	handlers map[string]Handler
+	hmu      sync.Mutex                         // serialises changes to handlers
+	handlers atomic.Pointer[map[string]Handler] // read-only, replaced on change: every routing reads it
 
 	mu     sync.Mutex
 	tasks  map[string]*taskState // tasks whose goroutine runs, by task id
@@ -80,11 +80,10 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 	}
 	return &Router{
 		st: st, reg: reg, schemas: schemas, opts: o, ids: o.IDs,
-		handlers: map[string]Handler{},
-		tasks:    map[string]*taskState{},
-		runs:     map[string]*runState{},
-		slots:    newSignal(),
-		pool:     newWorkers(workerIdle),
+		tasks: map[string]*taskState{},
+		runs:  map[string]*runState{},
+		slots: newSignal(),
+		pool:  newWorkers(workerIdle),
 	}, nil
 }
 
@@ -102,13 +101,9 @@ func (r *Router) Register(ctx context.Context, card *protocol.AgentCard, h Handl
 	if card.AgentID == r.opts.AgentID {
 		return wrap(ErrInvalidOptions, card.AgentID+" is the router's own id", nil)
 	}
-	r.hmu.Lock()
-	r.handlers[card.AgentID] = h
-	r.hmu.Unlock()
+	r.setHandler(card.AgentID, h)
 	if err := r.reg.Register(ctx, card, &registry.RegisterOptions{Local: true}); err != nil {
-		r.hmu.Lock()
-		delete(r.handlers, card.AgentID)
-		r.hmu.Unlock()
+		r.setHandler(card.AgentID, nil)
 		return err
 	}
 	return nil
@@ -121,18 +116,35 @@ func (r *Router) Attach(agentID string, h Handler) error {
 	if h == nil {
 		return wrap(ErrInvalidOptions, "nil handler", nil)
 	}
-	r.hmu.Lock()
-	r.handlers[agentID] = h
-	r.hmu.Unlock()
+	r.setHandler(agentID, h)
 	return nil
 }
 
-func (r *Router) handler(id string) Handler {
-	r.hmu.RLock()
-	h := r.handlers[id]
-	r.hmu.RUnlock()
-	return h
+// setHandler sets (h ≠ nil) or removes the handler of agent id.
+func (r *Router) setHandler(id string, h Handler) {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	old := r.handlerMap()
+	next := make(map[string]Handler, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	if h != nil {
+		next[id] = h
+	} else {
+		delete(next, id)
+	}
+	r.handlers.Store(&next)
 }
+
+func (r *Router) handlerMap() map[string]Handler {
+	if m := r.handlers.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+func (r *Router) handler(id string) Handler { return r.handlerMap()[id] }
 
 // NewRequest returns a task.request from "from" with a new run, thread and
 // task, ids and timestamp from the router's id source, addressed to the

@@ -27,9 +27,10 @@
 // blocks, their bytes in chunks of up to 1 MiB that the next is prepared
 // for outside the lock. So nothing is copied at length or, mostly,
 // allocated under the lock, and the garbage collector has almost nothing
-// to scan however many events the store holds. Reads copy a page of events out under a
-// read lock and hold nothing between pages, so a loop body may append to
-// the same store.
+// to scan however many events the store holds. Reads copy a page of
+// events out under the same lock (a plain mutex: appends dominate) and
+// hold nothing between pages, so a loop body may append to the same
+// store.
 // Follow waits on a broadcast channel that each append closes, so it never
 // polls.
 //
