@@ -257,7 +257,8 @@ func (g *IDs) NewMessage(t Type, from string) *Message {
 		ends[i] = len(b)
 	}
 	s := string(appendTimestamp(b, now))
-	return &Message{
+	x := new(messageWith)
+	x.m = Message{
 		V:        Version,
 		ID:       s[:ends[0]],
 		ThreadID: s[ends[0]:ends[1]],
@@ -265,11 +266,26 @@ func (g *IDs) NewMessage(t Type, from string) *Message {
 		TaskID:   s[ends[2]:ends[3]],
 		TS:       s[ends[3]:],
 		From:     Participant{AgentID: from},
-		To:       []Participant{},
+		To:       x.to[:0:1], // empty; room for one recipient
 		Type:     t,
-		Payload:  []byte("null"),
+		Payload:  x.null(),
 		Attempt:  1,
 	}
+	return &x.m
+}
+
+// messageWith is a new message allocated together with the backing arrays
+// of its first recipient and its "null" payload: one allocation, not three.
+// Appending to To or Payload moves them out (their capacity is exact).
+type messageWith struct {
+	m       Message
+	to      [1]Participant
+	payload [4]byte
+}
+
+func (x *messageWith) null() []byte {
+	x.payload = [4]byte{'n', 'u', 'l', 'l'}
+	return x.payload[:4:4]
 }
 
 // NewMessage is [IDs.NewMessage] on the default id source.
@@ -281,7 +297,9 @@ func NewMessage(t Type, from string) *Message { return defaultIDs.NewMessage(t, 
 // the other answers of §2.1.
 func (g *IDs) Reply(m *Message, t Type, from string) *Message {
 	id, ts := g.stamp()
-	r := &Message{
+	x := new(messageWith)
+	x.to[0] = Participant{AgentID: m.From.AgentID}
+	x.m = Message{
 		V:            Version,
 		ID:           id,
 		TS:           ts,
@@ -290,12 +308,13 @@ func (g *IDs) Reply(m *Message, t Type, from string) *Message {
 		TaskID:       m.TaskID,
 		ParentTaskID: m.ParentTaskID,
 		From:         Participant{AgentID: from},
-		To:           []Participant{{AgentID: m.From.AgentID}},
+		To:           x.to[:1:1],
 		Type:         t,
 		Domain:       m.Domain,
-		Payload:      []byte("null"),
+		Payload:      x.null(),
 		Attempt:      1,
 	}
+	r := &x.m
 	if m.Trace != nil {
 		tr := *m.Trace
 		r.Trace = &tr

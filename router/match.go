@@ -130,7 +130,8 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	if len(m.candidates) == 0 {
 		return m
 	}
-	ps, total := r.prefsOf(req)
+	var pbuf [8]pref
+	ps, total := r.prefsOf(req, pbuf[:0])
 	for i := range m.candidates {
 		c := &m.candidates[i]
 		c.score = score(ps, total, c.a)
@@ -278,30 +279,55 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// pref is one parsed preference of a request.
+// pref is one parsed preference of a request: plain data, so that
+// parsing a request's preferences allocates nothing for the few a request
+// has.
 type pref struct {
-	match  func(card *protocol.AgentCard) bool
+	kind   prefKind
+	name   string // the tag, the tool name or the capability id
 	weight float64
 }
 
+type prefKind uint8
+
+const (
+	prefTag        prefKind = iota // "tag:x", "domain:x" and the request's domain
+	prefTool                       // "tool:x", "mcp:x"
+	prefCapability                 // any other entry: a capability id
+)
+
+// match reports whether card meets the preference.
+func (p *pref) match(card *protocol.AgentCard) bool {
+	switch p.kind {
+	case prefTag:
+		return hasTag(card, p.name)
+	case prefTool:
+		return hasTool(card, p.name)
+	default:
+		_, ok := card.Capability(p.name)
+		return ok
+	}
+}
+
 // prefsOf parses req's preferences once per routing pass (§4.2 step 3):
-// each prefers[] entry with the weight of its kind, and the domain.
-func (r *Router) prefsOf(req *protocol.Message) (ps []pref, total float64) {
+// each prefers[] entry with the weight of its kind, and the domain. buf is
+// where they go when they fit.
+func (r *Router) prefsOf(req *protocol.Message, buf []pref) (ps []pref, total float64) {
 	w := r.opts.Weights
+	ps = buf[:0]
 	for _, p := range req.Prefers {
 		kind, name, _ := strings.Cut(p, ":")
 		switch kind {
 		case "tag", "domain":
-			ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { return hasTag(c, name) }, weight: w.Tags})
+			ps = append(ps, pref{kind: prefTag, name: name, weight: w.Tags})
 		case "tool", "mcp":
-			toolID, server := "tool:"+name, "mcp:"+name
-			ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { return hasTool(c, toolID, server, name) }, weight: w.Tools})
+			ps = append(ps, pref{kind: prefTool, name: name, weight: w.Tools})
 		default:
-			ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { _, ok := c.Capability(p); return ok }, weight: w.Capabilities})
+			ps = append(ps, pref{kind: prefCapability, name: p, weight: w.Capabilities})
 		}
 	}
 	if d := req.Domain; d != "" {
-		ps = append(ps, pref{match: func(c *protocol.AgentCard) bool { return hasTag(c, d) }, weight: w.Domain})
+		ps = append(ps, pref{kind: prefTag, name: d, weight: w.Domain})
 	}
 	for _, p := range ps {
 		total += p.weight
@@ -316,8 +342,8 @@ func score(ps []pref, total float64, a *registry.Agent) float64 {
 	}
 	var got float64
 	card := a.Card()
-	for _, p := range ps {
-		if p.weight != 0 && p.match(card) {
+	for i := range ps {
+		if p := &ps[i]; p.weight != 0 && p.match(card) {
 			got += p.weight
 		}
 	}
@@ -335,23 +361,28 @@ func hasTag(card *protocol.AgentCard, tag string) bool {
 	return false
 }
 
-func hasTool(card *protocol.AgentCard, toolID, server, name string) bool {
+func hasTool(card *protocol.AgentCard, name string) bool {
 	for _, c := range card.Capabilities {
-		if c.ID == toolID {
+		if prefixed(c.ID, "tool:", name) {
 			return true
 		}
 		for _, t := range c.Tools {
-			if t == server || t == name {
+			if t == name || prefixed(t, "mcp:", name) {
 				return true
 			}
 		}
 		for _, t := range c.Servers {
-			if t == server || t == name {
+			if t == name || prefixed(t, "mcp:", name) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// prefixed reports whether s is prefix+name.
+func prefixed(s, prefix, name string) bool {
+	return len(s) == len(prefix)+len(name) && strings.HasPrefix(s, prefix) && s[len(prefix):] == name
 }
 
 // rank orders m.candidates best first: score, then the tie-breakers of

@@ -105,7 +105,7 @@ func (r *Router) recoverTask(ctx context.Context, req *protocol.Message) (*Handl
 	ts := &taskState{req: l.req, ctx: context.Background(), base: context.Background(), done: make(chan struct{})}
 	ts.attempt.Store(int32(max(l.attempt, 1)))
 	ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the process running the task stopped before it ended", Retryable: true}
-	r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+	r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 	return &Handle{r: r, ts: ts}, nil
 }
 

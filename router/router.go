@@ -53,7 +53,7 @@ type Router struct {
 	closed bool
 	wg     sync.WaitGroup // task goroutines
 
-	pool *workers // the goroutines tasks run on
+	pool *workers[*taskState] // the goroutines tasks run on
 
 	rr      atomic.Uint64 // round-robin counter
 	waiting atomic.Int64  // tasks waiting for capacity
@@ -78,13 +78,14 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Router{
+	r := &Router{
 		st: st, reg: reg, schemas: schemas, opts: o, ids: o.IDs,
 		tasks: map[string]*taskState{},
 		runs:  map[string]*runState{},
 		slots: newSignal(),
-		pool:  newWorkers(workerIdle),
-	}, nil
+	}
+	r.pool = newWorkers(workerIdle, r.run)
+	return r, nil
 }
 
 // Register registers an in-process agent: its card goes to the registry
@@ -152,7 +153,7 @@ func (r *Router) handler(id string) Handler { return r.handlerMap()[id] }
 // Requires, Prefers, Domain or To on it before Submit.
 func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Message, error) {
 	m := r.ids.NewMessage(protocol.TypeTaskRequest, from)
-	m.To = []protocol.Participant{{AgentID: r.opts.AgentID}}
+	m.To = append(m.To[:0], protocol.Participant{AgentID: r.opts.AgentID}) // NewMessage left room for one
 	m.PayloadType = payloadType
 	if pt := protocol.SchemaRefFor(payloadType); pt != "" {
 		m.SchemaRef = pt
@@ -206,6 +207,7 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 // start begins a new task (or a new run of one) whose request is stored.
 func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskState, attempt int) (*Handle, error) {
 	ts := &taskState{req: req, parent: parent, done: make(chan struct{})}
+	ts.handle = Handle{r: r, ts: ts}
 	ts.attempt.Store(int32(attempt))
 	if parent != nil {
 		ts.depth = parent.depth + 1
@@ -232,14 +234,14 @@ func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskS
 	if old := r.tasks[req.TaskID]; old != nil && !old.finished.Load() {
 		r.mu.Unlock()
 		ts.cancel(nil)
-		return &Handle{r: r, ts: old}, nil
+		return &old.handle, nil
 	}
 	rs := r.runs[req.RunID]
 	if rs == nil {
-		rs = &runState{}
+		rs = &ts.ownRun
 		r.runs[req.RunID] = rs
 	}
-	budgetErr := r.checkBudget(rs, ts)
+	ts.budgetErr = r.checkBudget(rs, ts)
 	rs.tasks++
 	rs.open++
 	r.tasks[req.TaskID] = ts
@@ -249,8 +251,8 @@ func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskS
 	r.wg.Add(1)
 	r.mu.Unlock()
 
-	r.pool.run(func() { r.run(ts, budgetErr) })
-	return &Handle{r: r, ts: ts}, nil
+	r.pool.run(ts)
+	return &ts.handle, nil
 }
 
 // checkBudget applies the run budget; r.mu is held.

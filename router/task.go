@@ -31,6 +31,15 @@ type taskState struct {
 	finished atomic.Bool
 	done     chan struct{}
 	outcome  *Outcome
+
+	// Parts of the task allocated with it, not each on its own.
+	handle    Handle                 // the handle Submit returns
+	out       Outcome                // what outcome points to, once ended
+	task      Task                   // the handler's view of the first attempt
+	ownRun    runState               // the run's state, when this task started the run
+	budgetErr *protocol.ErrorPayload // the run's budget refused the task
+	evs       [2]*protocol.Message   // events being stored by the run goroutine
+	endEvs    [2]*protocol.Message   // terminal events being stored by end's caller
 }
 
 func (ts *taskState) agentID() string {
@@ -72,7 +81,7 @@ type timeoutCause struct{ limit time.Duration }
 func (c *timeoutCause) Error() string { return "max_runtime_sec of " + c.limit.String() + " passed" }
 
 // run drives one task from routing to its terminal event.
-func (r *Router) run(ts *taskState, budgetErr *protocol.ErrorPayload) {
+func (r *Router) run(ts *taskState) {
 	defer r.wg.Done()
 	defer r.forget(ts)
 	// However run returns, a cancelled task that nothing ended yet ends
@@ -90,8 +99,8 @@ func (r *Router) run(ts *taskState, budgetErr *protocol.ErrorPayload) {
 		stop := context.AfterFunc(ts.ctx, func() { r.onCancel(ts) })
 		defer stop()
 	}
-	if budgetErr != nil {
-		r.end(ts, &Outcome{Err: budgetErr}, r.errorEvent(ts, r.opts.AgentID, budgetErr))
+	if ep := ts.budgetErr; ep != nil {
+		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 		return
 	}
 	for {
@@ -183,7 +192,7 @@ func (r *Router) routingFailure(ts *taskState, m *match, detail string) {
 	ep := &protocol.ErrorPayload{Code: code, Message: msg, Retryable: code.Retryable(), Details: details}
 	fail := r.event(ts, protocol.TypeRoutingFailure, r.opts.AgentID, nil)
 	r.setPayload(fail, ep)
-	r.end(ts, &Outcome{Err: ep}, fail, r.errorEvent(ts, r.opts.AgentID, ep))
+	r.end(ts, Outcome{Err: ep}, fail, r.errorEvent(ts, r.opts.AgentID, ep))
 }
 
 func nonNilStrings(s []string) []string {
@@ -201,37 +210,30 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	decision := r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
 	r.setPayload(decision, m.decision())
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
-	if _, err := r.st.Append(ts.ctx, decision, accept); err != nil {
+	ts.evs = [2]*protocol.Message{decision, accept}
+	_, err := r.st.Append(ts.ctx, ts.evs[:]...)
+	ts.evs = [2]*protocol.Message{}
+	if err != nil {
 		r.release(a, false)
 		r.storeFailed(ts, err)
 		return false
 	}
 
+	// Subtasks live inside the attempt that delegated them (runCtx).
 	ctx := ts.ctx
 	var cause *timeoutCause
 	if card := a.Card(); card.Limits != nil && card.Limits.MaxRuntimeSec > 0 {
-		limit := time.Duration(card.Limits.MaxRuntimeSec) * time.Second
-		cause = &timeoutCause{limit}
-		var cancel context.CancelFunc
-		// Real time, not the router's clock: tests may freeze that one.
-		ctx, cancel = context.WithTimeoutCause(ts.ctx, limit, cause)
-		defer cancel()
-		// Store task.timeout at the deadline even if the handler ignores
-		// its context.
-		stop := context.AfterFunc(ctx, func() {
-			if context.Cause(ctx) == cause {
-				r.onTimeout(ts, cause)
-			}
-		})
-		defer stop()
-	}
-	// Subtasks live inside the attempt that delegated them.
-	if cause == nil {
-		ts.runCtx.Store(&ts.ctx) // ts.ctx is set before the task runs and never changes
+		var cleanup func()
+		ctx, cause, cleanup = r.limit(ts, time.Duration(card.Limits.MaxRuntimeSec)*time.Second)
+		defer cleanup()
 	} else {
-		ts.runCtx.Store(&ctx)
+		ts.runCtx.Store(&ts.ctx) // ts.ctx is set before the task runs and never changes
 	}
-	t := &Task{r: r, ts: ts, agent: a, attempt: int(ts.attempt.Load())}
+	t := &ts.task
+	if t.r != nil {
+		t = new(Task) // a retry: the first attempt's Task may still be referenced
+	}
+	*t = Task{r: r, ts: ts, agent: a, attempt: int(ts.attempt.Load())}
 	res, err := r.call(ctx, r.handler(a.ID()), t)
 	// A timeout or cancellation wins over what the handler returned after
 	// it; end() stores whichever comes first, once.
@@ -264,18 +266,35 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 			}
 			return true
 		}
-		r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, a.ID(), ep))
+		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, a.ID(), ep))
 		return false
 	}
 	result, verr := r.resultEvent(ts, a.ID(), res)
 	if verr != nil {
 		r.release(a, false)
-		r.end(ts, &Outcome{Err: verr}, r.errorEvent(ts, a.ID(), verr))
+		r.end(ts, Outcome{Err: verr}, r.errorEvent(ts, a.ID(), verr))
 		return false
 	}
 	r.release(a, true)
-	r.end(ts, &Outcome{}, result)
+	r.end(ts, Outcome{}, result)
 	return false
+}
+
+// limit gives an attempt its max_runtime_sec: the attempt's context, the
+// cause its deadline sets, and what to call when the attempt is over.
+func (r *Router) limit(ts *taskState, limit time.Duration) (context.Context, *timeoutCause, func()) {
+	cause := &timeoutCause{limit}
+	// Real time, not the router's clock: tests may freeze that one.
+	ctx, cancel := context.WithTimeoutCause(ts.ctx, limit, cause)
+	// Store task.timeout at the deadline even if the handler ignores its
+	// context.
+	stop := context.AfterFunc(ctx, func() {
+		if context.Cause(ctx) == cause {
+			r.onTimeout(ts, cause)
+		}
+	})
+	ts.runCtx.Store(&ctx)
+	return ctx, cause, func() { stop(); cancel() }
 }
 
 func (r *Router) release(a *registry.Agent, ok bool) {
@@ -386,13 +405,19 @@ func (r *Router) errorEvent(ts *taskState, from string, ep *protocol.ErrorPayloa
 
 // end stores the terminal event(s) of a task exactly once and resolves its
 // handle. It reports whether this call ended the task.
-func (r *Router) end(ts *taskState, out *Outcome, events ...*protocol.Message) bool {
+func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bool {
 	if !ts.finished.CompareAndSwap(false, true) {
 		return false
 	}
 	last := events[len(events)-1]
 	// Terminal events are stored even when the task's context is done.
-	if _, err := r.st.Append(ts.detached(), events...); err != nil {
+	// They go through a buffer of the task, which only the caller that
+	// ended the task uses, so that events does not escape (the callers'
+	// arrays stay on their stacks).
+	evs := append(ts.endEvs[:0], events...)
+	_, err := r.st.Append(ts.detached(), evs...)
+	clear(ts.endEvs[:])
+	if err != nil {
 		r.opts.Logger.Error("router: storing the terminal event failed", "task", ts.req.TaskID, "type", last.Type, "err", err)
 		if out.Err == nil {
 			out.Err = &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing the result failed: " + err.Error(), Retryable: true}
@@ -401,7 +426,8 @@ func (r *Router) end(ts *taskState, out *Outcome, events ...*protocol.Message) b
 	out.TaskID = ts.req.TaskID
 	out.Type = last.Type
 	out.Message = last
-	ts.outcome = out
+	ts.out = out
+	ts.outcome = &ts.out
 	close(ts.done)
 	return true
 }
@@ -415,7 +441,7 @@ func (r *Router) storeFailed(ts *taskState, err error) {
 		return
 	}
 	ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing task events failed: " + err.Error(), Retryable: true}
-	r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+	r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 }
 
 // cancelled stores the task.cancel of a task without a parent whose
@@ -456,7 +482,7 @@ func (r *Router) onCancel(ts *taskState) {
 	cause := context.Cause(ts.ctx)
 	if errors.Is(cause, errRouterClosed) {
 		ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the router closed while the task ran", Retryable: true}
-		r.end(ts, &Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 		return
 	}
 	reason := "cancelled"
@@ -475,7 +501,7 @@ func (r *Router) onCancel(ts *taskState) {
 	ep := &protocol.ErrorPayload{Code: protocol.CodeCancelled, Message: reason}
 	m := r.event(ts, protocol.TypeTaskCancel, r.opts.AgentID, nil)
 	r.setPayload(m, ep)
-	r.end(ts, &Outcome{Err: ep}, m)
+	r.end(ts, Outcome{Err: ep}, m)
 }
 
 // onTimeout runs when an attempt passes the agent's max_runtime_sec.
@@ -484,7 +510,7 @@ func (r *Router) onTimeout(ts *taskState, cause *timeoutCause) {
 		Details: map[string]any{"agent": ts.agentID(), "max_runtime_sec": int(cause.limit / time.Second)}}
 	m := r.event(ts, protocol.TypeTaskTimeout, r.opts.AgentID, nil)
 	r.setPayload(m, ep)
-	r.end(ts, &Outcome{Err: ep}, m)
+	r.end(ts, Outcome{Err: ep}, m)
 }
 
 // forget removes a task that has returned from the router's maps.

@@ -24,10 +24,11 @@ const workerIdle = 2 * time.Second
 // task, so the ones at the bottom of the list are those idle longest; a
 // single timer, armed while any worker is idle, ends those that have been
 // idle for a whole period (idle to twice that).
-type workers struct {
+type workers[T any] struct {
+	fn     func(T) // what a worker does with a job
 	mu     sync.Mutex
-	idle   []*worker // LIFO
-	gen    uint64    // periods of the reaper so far
+	idle   []*worker[T] // LIFO
+	gen    uint64       // periods of the reaper so far
 	reaper *time.Timer
 	closed bool
 
@@ -36,22 +37,26 @@ type workers struct {
 	n     atomic.Int32 // worker goroutines alive
 }
 
-type worker struct {
-	ch  chan func() // the next task; closed to end the worker
-	gen uint64      // workers.gen when it went idle
+type worker[T any] struct {
+	ch  chan T // the next job; closed to end the worker
+	gen uint64 // workers.gen when it went idle
 }
 
-func newWorkers(every time.Duration) *workers { return &workers{every: every} }
+// newWorkers returns a pool whose workers call fn with each job. Jobs are
+// values, not closures: handing one over allocates nothing.
+func newWorkers[T any](every time.Duration, fn func(T)) *workers[T] {
+	return &workers[T]{every: every, fn: fn}
+}
 
-// run runs f on an idle worker, or on a new one when none is idle.
-func (p *workers) run(f func()) {
+// run runs fn(job) on an idle worker, or on a new one when none is idle.
+func (p *workers[T]) run(job T) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		w := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		w.ch <- f // buffered: never blocks
+		w.ch <- job // buffered: never blocks
 		return
 	}
 	closed := p.closed
@@ -60,23 +65,24 @@ func (p *workers) run(f func()) {
 	p.n.Add(1)
 	if closed {
 		// Close has ended the pool (the router's own tasks are over by
-		// then): run f once without keeping the goroutine.
+		// then): run the job without keeping the goroutine.
 		go func() {
 			defer p.wg.Done()
 			defer p.n.Add(-1)
-			f()
+			p.fn(job)
 		}()
 		return
 	}
-	go p.loop(&worker{ch: make(chan func(), 1)}, f)
+	go p.loop(&worker[T]{ch: make(chan T, 1)}, job)
 }
 
-func (p *workers) loop(w *worker, f func()) {
+func (p *workers[T]) loop(w *worker[T], job T) {
 	defer p.wg.Done()
 	defer p.n.Add(-1)
-	for f != nil {
-		f()
-		f = nil // nothing of the task stays reachable from an idle worker
+	for {
+		p.fn(job)
+		var zero T
+		job = zero // nothing of the job stays reachable from an idle worker
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -88,13 +94,16 @@ func (p *workers) loop(w *worker, f func()) {
 			p.reaper = time.AfterFunc(p.every, p.reap)
 		}
 		p.mu.Unlock()
-		f = <-w.ch // nil once the channel is closed
+		var ok bool
+		if job, ok = <-w.ch; !ok {
+			return // reaped or closed
+		}
 	}
 }
 
 // reap ends the workers that have been idle for a whole period, and runs
 // again in a period while any worker is idle.
-func (p *workers) reap() {
+func (p *workers[T]) reap() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -119,7 +128,7 @@ func (p *workers) reap() {
 
 // close ends every worker: idle ones at once, busy ones when their task
 // returns. It waits for them.
-func (p *workers) close() {
+func (p *workers[T]) close() {
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true

@@ -9,7 +9,7 @@ import (
 // Sequential tasks reuse one worker; concurrent ones get one each; close
 // ends idle and busy workers and waits for them.
 func TestWorkersReuseAndClose(t *testing.T) {
-	p := newWorkers(time.Hour)
+	p := newWorkers(time.Hour, func(f func()) { f() })
 	for range 100 {
 		done := make(chan struct{})
 		p.run(func() { close(done) })
@@ -46,7 +46,7 @@ func TestWorkersReuseAndClose(t *testing.T) {
 // Workers idle for a whole period end; the one used more recently stays
 // until its own period is over.
 func TestWorkersReap(t *testing.T) {
-	p := newWorkers(20 * time.Millisecond)
+	p := newWorkers(20*time.Millisecond, func(f func()) { f() })
 	defer p.close()
 	release := make(chan struct{})
 	for range 4 {
@@ -68,7 +68,7 @@ func TestWorkersReap(t *testing.T) {
 	}
 }
 
-func waitIdle(t *testing.T, p *workers, n int) {
+func waitIdle(t *testing.T, p *workers[func()], n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
