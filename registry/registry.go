@@ -474,8 +474,17 @@ func (r *Registry) Online(a *Agent) bool {
 // matching set, not the number of agents. With no requires it returns
 // every agent.
 func (r *Registry) Candidates(requires []string) []*Agent {
+	return r.AppendCandidates(nil, requires)
+}
+
+// AppendCandidates is Candidates appending to dst: a caller routing task
+// after task reuses one slice.
+func (r *Registry) AppendCandidates(dst []*Agent, requires []string) []*Agent {
 	if len(requires) == 0 {
-		return r.List()
+		if dst == nil {
+			return r.List()
+		}
+		return append(dst, r.List()...)
 	}
 	base, rest := r.capList(requires[0]), requires[1:]
 	for _, c := range rest {
@@ -484,11 +493,17 @@ func (r *Registry) Candidates(requires []string) []*Agent {
 		}
 	}
 	if len(rest) == 0 {
-		return append(make([]*Agent, 0, len(base)), base...)
+		if dst == nil {
+			return append(make([]*Agent, 0, len(base)), base...)
+		}
+		return append(dst, base...)
 	}
-	// An AND of several capabilities usually keeps few of base: start
-	// small rather than allocate for all of them.
-	out := make([]*Agent, 0, min(len(base), 16))
+	out := dst
+	if out == nil {
+		// An AND of several capabilities usually keeps few of base: start
+		// small rather than allocate for all of them.
+		out = make([]*Agent, 0, min(len(base), 16))
+	}
 outer:
 	for _, a := range base {
 		for _, c := range requires {

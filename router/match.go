@@ -37,6 +37,34 @@ type match struct {
 	reason     string
 	considered int
 	tied       int // candidates equal on score, load and success rate
+
+	// Kept for the next routing pass by the match pool.
+	agents []*registry.Agent
+	dec    protocol.RoutingDecision // decision's payload, its list and map reused
+}
+
+// newMatch returns an empty match from the router's pool: a routing pass
+// per task would otherwise allocate the match, its candidate list, the
+// registry's candidate list and the decision's list and map.
+func (r *Router) newMatch() *match {
+	if m, ok := r.matches.Get().(*match); ok {
+		return m
+	}
+	return &match{}
+}
+
+// freeMatch returns m to the pool; nothing may use m afterwards.
+func (r *Router) freeMatch(m *match) {
+	clear(m.agents)
+	clear(m.candidates)
+	clear(m.rejected)
+	clear(m.dec.Candidates)
+	clear(m.dec.Scores)
+	*m = match{
+		agents: m.agents[:0], candidates: m.candidates[:0], rejected: m.rejected,
+		dec: protocol.RoutingDecision{Candidates: m.dec.Candidates[:0], Scores: m.dec.Scores},
+	}
+	r.matches.Put(m)
 }
 
 // scored is a candidate with the keys it is ranked by.
@@ -58,16 +86,22 @@ func (m *match) onlyBusy() bool {
 	return m.selected == nil && m.kinds[rejCapacity] > 0
 }
 
-// decision is the routing.decision payload of m (seed 000 §4.3).
-func (m *match) decision() protocol.RoutingDecision {
+// decision is the routing.decision payload of m (seed 000 §4.3). It is
+// m's: marshal it before m is freed.
+func (m *match) decision() *protocol.RoutingDecision {
 	n := min(len(m.candidates), maxListed)
-	d := protocol.RoutingDecision{
-		Selected: m.selected.ID(), Reason: m.reason, Candidates: make([]string, n),
-		Scores: make(map[string]float64, n), Rejected: m.rejected,
-		Eligible: len(m.candidates), Considered: m.considered,
+	d := &m.dec
+	if d.Scores == nil {
+		d.Scores = make(map[string]float64, n)
 	}
-	for i, c := range m.candidates[:n] {
-		d.Candidates[i] = c.a.ID()
+	d.Selected, d.Reason, d.Candidates = m.selected.ID(), m.reason, d.Candidates[:0]
+	d.Eligible, d.Considered = len(m.candidates), m.considered
+	d.Rejected = nil
+	if len(m.rejected) > 0 {
+		d.Rejected = m.rejected
+	}
+	for _, c := range m.candidates[:n] {
+		d.Candidates = append(d.Candidates, c.a.ID())
 		d.Scores[c.a.ID()] = math.Round(c.score*1000) / 1000 // as §4.3 shows them
 	}
 	return d
@@ -98,8 +132,8 @@ func describeRequires(requires []string) string {
 // route runs the matching algorithm of seed 000 §4.2 for req, whose task
 // has the given ancestor agents.
 func (r *Router) route(req *protocol.Message, ancestors []string) *match {
-	m := &match{}
-	var agents []*registry.Agent
+	m := r.newMatch()
+	agents := m.agents[:0]
 	requires := capabilityRequires(req.Requires)
 	if targets := r.explicitTargets(req); len(targets) > 0 {
 		// An explicit "to" skips scoring but not the hard filters (§4.2).
@@ -114,11 +148,12 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 			agents = append(agents, a)
 		}
 	} else {
-		agents = r.reg.Candidates(requires)
+		agents = r.reg.AppendCandidates(agents, requires)
 	}
+	m.agents = agents
 	m.considered += len(agents)
 	now := r.now()
-	m.candidates = make([]scored, 0, len(agents))
+	m.candidates = slices.Grow(m.candidates[:0], len(agents))
 	handlers := r.handlerMap()
 	for _, a := range agents {
 		if why, kind := r.hardFilter(req, a, handlers, requires, ancestors, m.explicit, now); kind != rejNone {

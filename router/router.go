@@ -55,6 +55,7 @@ type Router struct {
 
 	pool *workers[*taskState] // the goroutines tasks run on
 
+	matches sync.Pool     // *match, see newMatch
 	rr      atomic.Uint64 // round-robin counter
 	waiting atomic.Int64  // tasks waiting for capacity
 	slots   signal        // broadcast when a slot frees up

@@ -304,6 +304,40 @@ func TestHardFilters(t *testing.T) {
 	}
 }
 
+// TestRoutingPassesShareNothing: the router reuses its routing state
+// from task to task; a decision must show only its own pass — after a pass
+// that rejected agents, one that rejects none lists no rejections and
+// every candidate, with scores of its own.
+func TestRoutingPassesShareNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	e.register(card("agent:a", protocol.Capability{ID: "skill:r", Tags: []string{"fintech"}}), ok())
+	e.register(card("agent:b", protocol.Capability{ID: "skill:r", Tools: []string{"mcp:browser"}}), ok())
+	for i := range 6 {
+		req := e.request("skill:r")
+		restricted := i%2 == 0
+		if restricted {
+			req.Security = &protocol.Security{Policy: &protocol.Policy{ToolAllowlist: []string{"mcp:none"}}}
+		} else {
+			req.Prefers = []string{"domain:fintech"}
+		}
+		h := e.submit(req)
+		if _, err := e.wait(h); err != nil {
+			t.Fatal(err)
+		}
+		d := decisionOf(t, e, h.TaskID())
+		if restricted {
+			if len(d.Rejected) != 1 || d.Rejected["agent:b"] == "" || !slices.Equal(d.Candidates, []string{"agent:a"}) || len(d.Scores) != 1 {
+				t.Fatalf("task %d (b rejected): %+v", i, d)
+			}
+			continue
+		}
+		if d.Rejected != nil || len(d.Candidates) != 2 || d.Selected != "agent:a" ||
+			d.Scores["agent:a"] != 1 || d.Scores["agent:b"] != 0 || d.Eligible != 2 || d.Considered != 2 {
+			t.Fatalf("task %d (none rejected): %+v", i, d)
+		}
+	}
+}
+
 // TestAttachedAgent: an agent registered in the registry by someone else
 // (an adapter) is routable once a handler is attached; going offline after
 // the TTL is tested in routertest, whose clock can move.

@@ -109,6 +109,7 @@ func (r *Router) run(ts *taskState) {
 			return
 		}
 		retry := r.attempt(ts, m)
+		r.freeMatch(m)
 		if !retry {
 			return
 		}
@@ -137,10 +138,12 @@ func (r *Router) routeTask(ts *taskState) *match {
 			if r.reg.TryAcquire(m.selected) {
 				return m
 			}
+			r.freeMatch(m)
 			continue // lost a race for the last slot: route again
 		}
 		if !m.onlyBusy() {
 			r.routingFailure(ts, m, "")
+			r.freeMatch(m)
 			return nil
 		}
 		if deadline == nil {
@@ -151,24 +154,32 @@ func (r *Router) routeTask(ts *taskState) *match {
 		if n := r.waiting.Add(1); n > int64(r.opts.MaxQueued) {
 			r.waiting.Add(-1)
 			r.routingFailure(ts, m, fmt.Sprintf("the wait queue is full (%d tasks)", r.opts.MaxQueued))
+			r.freeMatch(m)
 			return nil
 		}
 		wake := r.slots.C()
 		// Re-check after registering as a waiter: a slot may have freed in
 		// between.
-		if again := r.route(ts.req, ts.ancestors()); again.selected != nil || !again.onlyBusy() {
+		again := r.route(ts.req, ts.ancestors())
+		retry := again.selected != nil || !again.onlyBusy()
+		r.freeMatch(again)
+		if retry {
 			r.waiting.Add(-1)
+			r.freeMatch(m)
 			continue
 		}
 		select {
 		case <-wake:
 			r.waiting.Add(-1)
+			r.freeMatch(m)
 		case <-deadline:
 			r.waiting.Add(-1)
 			r.routingFailure(ts, m, "no capacity within the queue timeout of "+r.opts.QueueTimeout.String())
+			r.freeMatch(m)
 			return nil
 		case <-ts.ctx.Done():
 			r.waiting.Add(-1)
+			r.freeMatch(m)
 			return nil
 		}
 	}
