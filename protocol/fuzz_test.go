@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
@@ -101,6 +102,29 @@ func FuzzDecodeAgentCard(f *testing.F) {
 		}
 		if diff := cmp.Diff(c, c2, cmp.Comparer(jsonEqual)); diff != "" {
 			t.Fatalf("round trip (-first +second):\n%s", diff)
+		}
+	})
+}
+
+// FuzzValidTimestamp: the fast timestamp check agrees with time.Parse on
+// every input.
+func FuzzValidTimestamp(f *testing.F) {
+	for _, s := range []string{
+		"2026-03-14T09:26:53.589Z", "2024-02-29T00:00:00.000Z", "2023-02-29T00:00:00.000Z",
+		"1900-02-29T00:00:00.000Z", "2000-02-29T23:59:59.999Z", "2026-04-31T00:00:00.000Z",
+		"2026-13-01T00:00:00.000Z", "2026-00-01T00:00:00.000Z", "2026-01-00T00:00:00.000Z",
+		"2026-01-01T24:00:00.000Z", "2026-01-01T23:60:00.000Z", "2026-01-01T23:59:60.000Z",
+		"0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", "2026-01-01t00:00:00.000Z",
+		"2026-01-01T00:00:00.000z", "2026-01-01T00:00:00.00aZ", "+026-01-01T00:00:00.000Z",
+		"2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123456789+02:00", "2026-1-01T00:00:00.000Z",
+		"", "2026-01-01 00:00:00.000Z", "2026-01-01T00:00:00,000Z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := time.Parse(time.RFC3339Nano, s)
+		if got, want := validTimestamp(s), err == nil; got != want {
+			t.Fatalf("validTimestamp(%q) = %v, time.Parse says %v (%v)", s, got, want, err)
 		}
 	})
 }

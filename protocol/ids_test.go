@@ -307,3 +307,24 @@ func TestPlainWordMatchesTable(t *testing.T) {
 		check(w)
 	}
 }
+
+// The fast path of validTimestamp sees only strings of its own shape:
+// random digits in that shape, compared with time.Parse.
+func TestValidTimestampShape(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	b := []byte("0000-00-00T00:00:00.000Z")
+	for range 300000 {
+		for _, i := range []int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22} {
+			b[i] = byte('0' + r.IntN(10))
+		}
+		if r.IntN(2) == 0 { // mostly plausible months, days and times
+			b[5], b[6] = byte('0'+r.IntN(2)), byte('0'+r.IntN(10))
+			b[8], b[11], b[14], b[17] = byte('0'+r.IntN(4)), byte('0'+r.IntN(3)), byte('0'+r.IntN(7)), byte('0'+r.IntN(7))
+		}
+		s := string(b)
+		_, err := time.Parse(time.RFC3339Nano, s)
+		if got := validTimestamp(s); got != (err == nil) {
+			t.Fatalf("validTimestamp(%q) = %v, time.Parse: %v", s, got, err)
+		}
+	}
+}
