@@ -271,9 +271,24 @@ func (w *writer) str(s string) {
 	w.b = append(w.b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plainWord(s[i:i+8]) {
+		// Skip 8 plain ASCII bytes at a time (SWAR): ids, timestamps and
+		// most text. A byte is bad when ≥ 0x80, < 0x20 (given < 0x80),
+		// '"' or '\\'; each test sets the byte's high bit. Written out
+		// here: as a function it was not inlined, and the call cost more
+		// than the test.
+		for i+8 <= len(s) {
+			t := s[i : i+8]
+			_ = t[7]
+			x := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+				uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+			q, bs := x^(ones*'"'), x^(ones*'\\')
+			if (x|(x-ones*0x20)|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+				break
+			}
 			i += 8
-			continue
+		}
+		if i >= len(s) {
+			break
 		}
 		c := s[i]
 		if plainASCII[c] {
@@ -312,21 +327,8 @@ func (w *writer) str(s string) {
 	w.b = append(w.b, '"')
 }
 
-// plainWord reports whether the 8 bytes of s are all plain ASCII (plainASCII:
-// printable, not '"' or '\\'), testing them at once (SWAR): ids,
-// timestamps and most text are skipped 8 bytes at a time.
-func plainWord(s string) bool {
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q := x ^ (ones * '"')
-	bs := x ^ (ones * '\\')
-	bad := x | // ≥ 0x80
-		(x - ones*0x20) | // < 0x20 (with x < 0x80, tested above)
-		(q-ones)&^q | // == '"'
-		(bs-ones)&^bs // == '\\'
-	return bad&highs == 0
-}
+// ones and highs are the byte masks of str's word-at-a-time test.
+const ones, highs = 0x0101010101010101, 0x8080808080808080
 
 // anyValue appends a Meta value. Common types are written directly, others
 // through the JSON v2 marshaler with deterministic map order. An error's
