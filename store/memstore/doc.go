@@ -18,21 +18,21 @@
 // thread, task and agent ids first, in 32 sharded tables (agent ids, which
 // every event repeats, also in a lock-free cache; the ids of an event that
 // reuses the very strings of an earlier one, as replies do, in a cache by
-// address), then takes the store's one write lock only to check the id
-// (and idempotency key) for a duplicate, copy the bytes after the last
-// event's and add its seq to four posting lists. The lists keep their
-// first seqs inline and grow in fixed chunks; the hash tables are
-// pointer-free open-addressing arrays of 32-bit fingerprints and values,
-// split so that each grows on its own; events are pointer-free records in
-// blocks, their bytes in chunks of up to 1 MiB that the next is prepared
-// for outside the lock. So nothing is copied at length or, mostly,
-// allocated under the lock, and the garbage collector has almost nothing
-// to scan however many events the store holds. Reads copy a page of
-// events out under the same lock (a plain mutex: appends dominate) and
-// hold nothing between pages, so a loop body may append to the same
-// store.
-// Follow waits on a broadcast channel that each append closes, so it never
-// polls.
+// address). Then it takes the store's one lock only to check the id (and
+// idempotency key) for a duplicate, copy the bytes after the last event's
+// and add the seq to four posting lists. Ids with a ULID time are checked
+// in a small table per 128 ms of that time, which recent appends keep in
+// the cache. The lists keep their first seqs inline and grow in fixed
+// chunks; the hash tables are pointer-free open-addressing arrays of 32-bit
+// fingerprints and values that grow one at a time; events are
+// pointer-free records in blocks, their bytes in chunks of up to 1 MiB,
+// the next of which is prepared outside the lock. So nothing is copied at
+// length or, mostly, allocated under the lock, and the garbage collector
+// has almost nothing to scan however many events the store holds. Reads
+// copy a page of events out under the same lock (a plain mutex: appends
+// dominate) and hold nothing between pages, so a loop body may append to
+// the same store. Follow waits on a broadcast channel that an append
+// closes when someone waits, so it never polls.
 //
 // # Errors
 //

@@ -72,7 +72,7 @@ type Store struct {
 	preparing atomic.Bool            // a goroutine is readying spare
 	big       atomic.Bool            // chunks have reached dataChunkMax: readyChunk makes spares
 	seed      maphash.Seed
-	ids       hashIndex // id → seq
+	ids       idIndex   // id → seq
 	idem      hashIndex // (run_id, idempotency_key) → seq
 	artifacts map[[sha256.Size]byte]store.Artifact
 	extIDs    map[uint64]string // ids of events whose bytes do not hold them verbatim, by seq
@@ -503,7 +503,7 @@ func New(opts *Options) (*Store, error) {
 	s := &Store{
 		opts:      o,
 		seed:      maphash.MakeSeed(),
-		ids:       newHashIndex(dedupParts),
+		ids:       newIDIndex(),
 		idem:      newHashIndex(dedupParts),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 		extIDs:    make(map[uint64]string),
@@ -539,6 +539,8 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	// Hash and intern outside the lock.
 	type prepared struct {
 		idHash, idemHash uint64
+		idWin            uint64
+		hasWin           bool
 		attrs            [4]uint32
 		typ              uint16
 	}
@@ -550,6 +552,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	for i := range entries {
 		e := &entries[i]
 		p := prepared{idHash: maphash.String(s.seed, e.ID)}
+		p.idWin, p.hasWin = idWindow(e.ID)
 		var prev *driver.Entry
 		var prevAttrs *[4]uint32
 		if i > 0 {
@@ -583,7 +586,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		// Nothing can fail from here on, so the batch is atomic even
 		// though it is applied one message at a time; a duplicate inside
 		// the batch finds the earlier message already applied.
-		seq, found, idTaken := s.ids.lookup(p.idHash, func(seq uint64) bool { return s.hasID(seq, e.ID) }, func() string { return e.ID })
+		seq, found, idTaken := s.ids.lookup(p.idHash, p.idWin, p.hasWin, func(seq uint64) bool { return s.hasID(seq, e.ID) }, func() string { return e.ID })
 		if found {
 			res[i] = store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByID}
 			continue
@@ -608,7 +611,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		s.n++
 		seq = s.n
 		s.placeID(&(*b)[len(*b)-1], seq, e.ID)
-		s.ids.put(p.idHash, idTaken, func() string { return e.ID }, seq)
+		s.ids.put(p.idHash, p.idWin, p.hasWin, idTaken, func() string { return e.ID }, seq)
 		if e.IdempotencyKey != "" {
 			s.idem.put(p.idemHash, idemTaken, func() string { return e.RunID + "\x00" + e.IdempotencyKey }, seq)
 		}
@@ -667,7 +670,8 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	if s.closed {
 		return store.Event{}, store.ErrClosed
 	}
-	seq, ok, _ := s.ids.lookup(maphash.String(s.seed, id), func(seq uint64) bool { return s.hasID(seq, id) }, func() string { return id })
+	w, hasWin := idWindow(id)
+	seq, ok, _ := s.ids.lookup(maphash.String(s.seed, id), w, hasWin, func(seq uint64) bool { return s.hasID(seq, id) }, func() string { return id })
 	if !ok {
 		return store.Event{}, store.ErrNotFound
 	}
@@ -824,7 +828,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.spare.Store(nil)
-	s.blocks, s.data, s.ids, s.idem, s.artifacts, s.extIDs = nil, nil, hashIndex{}, hashIndex{}, nil, nil
+	s.blocks, s.data, s.ids, s.idem, s.artifacts, s.extIDs = nil, nil, idIndex{}, hashIndex{}, nil, nil
 	s.kclosed.Store(true)
 	for i := range s.shards {
 		sh := &s.shards[i]

@@ -1,0 +1,129 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/oklog/ulid/v2"
+)
+
+// idWindowRef is idWindow written with the ulid package.
+func idWindowRef(id string) (uint64, bool) {
+	if len(id) < 26 {
+		return 0, false
+	}
+	u := id[len(id)-26:]
+	for i := range len(u) {
+		if !strings.ContainsRune("0123456789ABCDEFGHJKMNPQRSTVWXYZ", rune(u[i])) {
+			return 0, false
+		}
+	}
+	v, err := ulid.ParseStrict(u)
+	if err != nil {
+		return 0, false // the first character is past '7': a time over 48 bits
+	}
+	return v.Time() >> idWindowShift, true
+}
+
+func TestIDWindow(t *testing.T) {
+	ids := protocol.NewIDs(nil)
+	for _, id := range []string{ids.MessageID(), ids.RunID(), ids.TaskID(), ids.ThreadID()} {
+		w, ok := idWindow(id)
+		u, err := ulid.Parse(id[strings.IndexByte(id, '_')+1:])
+		if err != nil || !ok || w != u.Time()>>idWindowShift {
+			t.Fatalf("idWindow(%s) = %d, %v; want %d", id, w, ok, u.Time()>>idWindowShift)
+		}
+	}
+	for _, id := range []string{"", "msg_1", "msg_01KGCNRRQW4ZQ3J69ZFQGMEMP", "msg_81KGCNRRQW4ZQ3J69ZFQGMEMPZ",
+		"msg_01kgcnrrqw4zq3j69zfqgmempz", "msg_01KGCNRRQW4ZQ3J69ZFQGMEMPU", "550e8400-e29b-41d4-a716-446655440000"} {
+		if w, ok := idWindow(id); ok {
+			t.Errorf("idWindow(%q) = %d, want no window", id, w)
+		}
+	}
+}
+
+func FuzzIDWindow(f *testing.F) {
+	for _, s := range []string{"msg_01KGCNRRQW4ZQ3J69ZFQGMEMPZ", "7ZZZZZZZZZZZZZZZZZZZZZZZZZ", "80000000000000000000000000",
+		"00000000000000000000000000", "msg_01kgcnrrqw4zq3j69zfqgmempz", "x", "msg_01KGCNRRQW4ZQ3J69ZFQGMEMPI"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		w, ok := idWindow(id)
+		rw, rok := idWindowRef(id)
+		if ok != rok || w != rw {
+			t.Fatalf("idWindow(%q) = %d, %v; the ulid package says %d, %v", id, w, ok, rw, rok)
+		}
+	})
+}
+
+// Duplicates are found whichever index their id goes to, however much
+// later they come: ids with a ULID time (several windows of it), ids
+// without one, and two ids of one window whose fingerprints collide.
+func TestIDIndexDedup(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	s, err := New(&Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var msgs []*protocol.Message
+	for i := range 50 {
+		at := now.Add(time.Duration(i*37) * time.Millisecond) // across windows
+		g := protocol.NewIDs(&protocol.IDOptions{Clock: func() time.Time { return at }})
+		m := g.NewMessage(protocol.TypeChatMessage, "agent:a")
+		if i%5 == 0 {
+			m.ID = fmt.Sprintf("external-%d", i) // no ULID time
+		}
+		msgs = append(msgs, m)
+	}
+	for _, m := range msgs {
+		if res, err := s.Append(ctx, m); err != nil || res[0].Duplicate {
+			t.Fatalf("first append of %s: %+v %v", m.ID, res, err)
+		}
+	}
+	if len(s.ids.windows) < 10 {
+		t.Fatalf("%d windows, want the ids spread over many", len(s.ids.windows))
+	}
+	for i, m := range msgs {
+		again := m.Clone()
+		again.Reset()
+		res, err := s.Append(ctx, again)
+		if err != nil || !res[0].Duplicate || res[0].Seq != uint64(i+1) {
+			t.Fatalf("%s again: %+v %v", m.ID, res, err)
+		}
+		if ev, err := s.Get(ctx, m.ID); err != nil || ev.Seq != uint64(i+1) {
+			t.Fatalf("Get(%s) = %d, %v", m.ID, ev.Seq, err)
+		}
+	}
+	if _, err := s.Get(ctx, "msg_01KGCNRRQW4ZQ3J69ZFQGMEMPZ"); err != store.ErrNotFound {
+		t.Fatalf("an unknown id of no stored window: %v", err)
+	}
+
+	// A forced fingerprint collision inside one window.
+	x := newIDIndex()
+	stored := map[uint64]string{}
+	is := func(key string) func(uint64) bool { return func(seq uint64) bool { return stored[seq] == key } }
+	const h, w = uint64(0xabcd) << 32, 99
+	x.put(h, w, true, false, func() string { return "a" }, 1)
+	stored[1] = "a"
+	_, found, taken := x.lookup(h, w, true, is("b"), func() string { return "b" })
+	if found || !taken {
+		t.Fatalf("b: found %v taken %v", found, taken)
+	}
+	x.put(h, w, true, taken, func() string { return "b" }, 2)
+	stored[2] = "b"
+	for key, want := range map[string]uint64{"a": 1, "b": 2} {
+		if seq, found, _ := x.lookup(h, w, true, is(key), func() string { return key }); !found || seq != want {
+			t.Fatalf("lookup(%s) = %d, %v", key, seq, found)
+		}
+	}
+	if _, found, _ := x.lookup(h, w+1, true, is("a"), func() string { return "a" }); found {
+		t.Fatal("found in another window")
+	}
+}
