@@ -1,16 +1,17 @@
 package memstore
 
-// idIndex is the dedup index of message ids: id → seq. Ids made by a ULID
-// source (<prefix>_<26 characters>, as every id this module makes) carry
-// the time they were made, and an append's new ids were made moments ago:
-// they go to a small table per window of that time, so the table a new id
-// is checked against is one that recent appends have kept in the cache,
-// where one table (or 64) for every id of the store made that check a
-// cache and TLB miss, under the store's lock (measured: the largest cost
-// of the locked section). An id decides its own window, so a duplicate
-// sent any time later finds the first. Other ids go to a hash-split
-// index. Fingerprints taken by another id of the same window go to one
-// exact map. The store's lock guards it.
+// idIndex maps ids to numbers: message ids to seqs (the dedup index), and
+// run, thread and task ids to list numbers (in the key shards). Ids made by
+// a ULID source (<prefix>_<26 characters>, as every id this module makes)
+// carry the time they were made, and an append's new ids were made
+// moments ago: they go to a small table per window of that time, so the
+// table a new id is checked against is one that recent appends have kept
+// in the cache, where one table (or 64) for every id of the store made
+// that check a cache and TLB miss, under the store's lock (measured: the
+// largest cost of the locked section). An id decides its own window, so a
+// duplicate sent any time later finds the first. Other ids go to a
+// hash-split index. Fingerprints taken by another id of the same window go
+// to one exact map. The owner's lock (the store's, a shard's) guards it.
 type idIndex struct {
 	windows map[uint64]*hashTable // by idWindow
 	other   hashIndex             // ids without a ULID time
@@ -19,8 +20,10 @@ type idIndex struct {
 	lastW   uint64
 }
 
-func newIDIndex() idIndex {
-	return idIndex{windows: map[uint64]*hashTable{}, other: newHashIndex(dedupParts), exact: map[string]uint64{}}
+// newIDIndex returns an index whose ids without a ULID time go to a
+// hashIndex of parts tables.
+func newIDIndex(parts int) idIndex {
+	return idIndex{windows: map[uint64]*hashTable{}, other: newHashIndex(parts), exact: map[string]uint64{}}
 }
 
 // idWindowShift sets the window of time whose ids share a table: 2^7 ms.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
@@ -106,7 +107,7 @@ func TestIDIndexDedup(t *testing.T) {
 	}
 
 	// A forced fingerprint collision inside one window.
-	x := newIDIndex()
+	x := newIDIndex(dedupParts)
 	stored := map[uint64]string{}
 	is := func(key string) func(uint64) bool { return func(seq uint64) bool { return stored[seq] == key } }
 	const h, w = uint64(0xabcd) << 32, 99
@@ -125,5 +126,13 @@ func TestIDIndexDedup(t *testing.T) {
 	}
 	if _, found, _ := x.lookup(h, w+1, true, is("a"), func() string { return "a" }); found {
 		t.Fatal("found in another window")
+	}
+}
+
+// Shards sit on cache lines of their own: appenders lock different shards
+// at once.
+func TestKeyShardSize(t *testing.T) {
+	if n := unsafe.Sizeof(keyShard{}); n%64 != 0 {
+		t.Fatalf("keyShard is %d bytes, not a multiple of 64: adjust its padding", n)
 	}
 }

@@ -97,27 +97,30 @@ type Store struct {
 	kclosed   atomic.Bool             // Close dropped the indexes
 }
 
-// A keyShard interns the attribute values whose hash falls in it, in a
-// hashIndex per attribute (see there: pointer-free tables, integer
-// comparisons, an exact map for colliding values).
+// A keyShard interns the attribute values whose hash falls in it, in an
+// idIndex per attribute (see there: run, thread and task ids are ULIDs, a
+// new one checked in a small table of its time window; pointer-free
+// tables, integer comparisons, an exact map for colliding values).
 type keyShard struct {
 	mu   sync.Mutex
-	keys [4]hashIndex // by the order of event.attrs: value → list number
-	_    [8]byte      // keep shards on separate cache lines
+	keys [4]idIndex // by the order of event.attrs: value → list number
+	_    [56]byte   // keep shards on separate cache lines (TestKeyShardSize)
 }
 
 // find returns the list number of value v (hash h) of attribute i, and
 // whether h is taken (by v or another value), which put needs; sh.mu is
 // held.
 func (sh *keyShard) find(s *Store, i int, h uint64, v string) (l uint32, found, taken bool) {
-	n, found, taken := sh.keys[i].lookup(h, func(n uint64) bool { return s.list(uint32(n)).key == v }, func() string { return v })
+	w, ok := idWindow(v)
+	n, found, taken := sh.keys[i].lookup(h, w, ok, func(n uint64) bool { return s.list(uint32(n)).key == v }, func() string { return v })
 	return uint32(n), found, taken
 }
 
 // put records list number l for value v (hash h) of attribute i, which
 // find did not find; sh.mu is held.
 func (sh *keyShard) put(i int, h uint64, taken bool, v string, l uint32) {
-	sh.keys[i].put(h, taken, func() string { return v }, uint64(l))
+	w, ok := idWindow(v)
+	sh.keys[i].put(h, w, ok, taken, func() string { return v }, uint64(l))
 }
 
 const keyShards = 32
@@ -503,7 +506,7 @@ func New(opts *Options) (*Store, error) {
 	s := &Store{
 		opts:      o,
 		seed:      maphash.MakeSeed(),
-		ids:       newIDIndex(),
+		ids:       newIDIndex(dedupParts),
 		idem:      newHashIndex(dedupParts),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 		extIDs:    make(map[uint64]string),
@@ -516,7 +519,7 @@ func New(opts *Options) (*Store, error) {
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
 		for j := range attrIndex {
-			s.shards[i].keys[j] = newHashIndex(1)
+			s.shards[i].keys[j] = newIDIndex(1)
 		}
 	}
 	return s, nil
@@ -833,7 +836,7 @@ func (s *Store) Close() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.keys = [4]hashIndex{}
+		sh.keys = [4]idIndex{}
 		sh.mu.Unlock()
 	}
 	s.mu.Unlock()
