@@ -47,8 +47,11 @@
 // §4.2. Both counters belong to the agent id, not to its card: they carry
 // over updates and re-registrations.
 //
-// A Registry is safe for concurrent use. Reads (Get, List, Candidates,
-// Online) take at most a read lock, for a map lookup or a copy.
+// A Registry is safe for concurrent use. Get and List take a read lock
+// for a map lookup or a copy; Candidates takes none: the capability index
+// is copy-on-write (64 shards, so that a change copies little), since every
+// routing pass reads it and few events change it. [Registry.AppendCandidates]
+// appends to a caller's slice, for a router that routes task after task.
 //
 // # Events
 //
