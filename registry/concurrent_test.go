@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,5 +128,46 @@ func TestUpdateDuringRemove(t *testing.T) {
 	}
 	if _, ok := open(t, g.Store, c, nil).Get("agent:a"); ok {
 		t.Error("agent:a is registered after replaying Remove")
+	}
+}
+
+// TestCandidatesDuringUpdate: the capability index is read without a lock;
+// while an agent's card is replaced by one that keeps the capability, the
+// agent must never be missing from Candidates (a router would fail the
+// task with NO_MATCH). Found by review: removal and insertion were
+// published apart.
+func TestCandidatesDuringUpdate(t *testing.T) {
+	st := newStore(t)
+	r := open(t, st, newClock(), nil)
+	mustRegister(t, r, card("agent:a", "skill:x", "skill:y"), true)
+	var stop atomic.Bool
+	missed := make(chan int)
+	go func() {
+		n := 0
+		for !stop.Load() {
+			if len(r.Candidates([]string{"skill:x"})) != 1 || len(r.Candidates([]string{"skill:x", "skill:y"})) != 1 {
+				n++
+			}
+		}
+		missed <- n
+	}()
+	for i := range 2000 {
+		c := card("agent:a", "skill:x", "skill:y")
+		if i%2 == 1 {
+			c = card("agent:a", "skill:y", "skill:z", "skill:x")
+		}
+		if err := r.Update(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	if n := <-missed; n > 0 {
+		t.Fatalf("Candidates missed the agent %d times while its card was updated", n)
+	}
+	if err := r.Update(context.Background(), card("agent:a", "skill:x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Candidates([]string{"skill:z"}); len(got) != 0 {
+		t.Fatalf("skill:z after the last update dropped it: %d candidates", len(got))
 	}
 }

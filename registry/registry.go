@@ -397,20 +397,13 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 			r.stats[id] = st
 		}
 		a.st = st
-		if old := r.agents[id]; old != nil {
-			r.unindex(old)
-		}
+		r.reindex(r.agents[id], a)
 		r.agents[id] = a
-		for _, c := range a.caps {
-			l := r.capList(c)
-			i, _ := slices.BinarySearchFunc(l, id, byID)
-			r.setCapList(c, slices.Insert(slices.Clip(l), i, a)) // a new array: readers may hold l
-		}
 		r.mu.Unlock()
 	case TypeRemove:
 		r.mu.Lock()
 		if old := r.agents[id]; old != nil {
-			r.unindex(old)
+			r.reindex(old, nil)
 			delete(r.agents, id)
 		}
 		r.mu.Unlock()
@@ -424,15 +417,35 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 	return nil
 }
 
-// unindex removes a from the capability index; r.mu is held.
-func (r *Registry) unindex(a *Agent) {
-	for _, c := range a.caps {
-		l := r.capList(c)
-		i, found := slices.BinarySearchFunc(l, a.ID(), byID)
-		if !found || l[i] != a {
-			continue // cannot happen: a is indexed under each of its caps
+// reindex replaces agent old (nil: none) by agent a (nil: none, a
+// removal) of the same id in the capability index; r.mu is held. Each
+// capability's list is published once, with old out and a in: a reader
+// never sees a list without the agent while its card is replaced by one
+// that keeps the capability (readers take no lock, see byCap).
+func (r *Registry) reindex(old, a *Agent) {
+	var caps []string
+	if old != nil {
+		caps = append(caps, old.caps...)
+	}
+	if a != nil {
+		for _, c := range a.caps {
+			if !slices.Contains(caps, c) {
+				caps = append(caps, c)
+			}
 		}
-		r.setCapList(c, slices.Concat(l[:i], l[i+1:])) // a new array: readers may hold l
+	}
+	for _, c := range caps {
+		l := slices.Clone(r.capList(c)) // a new array: readers may hold the old one
+		if old != nil {
+			if i, found := slices.BinarySearchFunc(l, old.ID(), byID); found && l[i] == old {
+				l = slices.Delete(l, i, i+1)
+			}
+		}
+		if a != nil && a.has(c) {
+			i, _ := slices.BinarySearchFunc(l, a.ID(), byID)
+			l = slices.Insert(l, i, a)
+		}
+		r.setCapList(c, l)
 	}
 }
 
