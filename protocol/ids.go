@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"io"
+	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,21 +30,29 @@ type IDOptions struct {
 }
 
 // IDs makes prefixed ULIDs (msg_, run_, task_, thr_) and timestamps. Ids from
-// one IDs sort by creation time, also within one millisecond: the first id of
-// a millisecond takes 80 random bits, the next ones of that millisecond add
-// one to them (the ULID specification's monotonic mode). An IDs is safe for
-// concurrent use and takes no lock within a millisecond. Tests make a
-// deterministic one with a fixed clock and seeded entropy.
+// one IDs sort by creation time, also within one millisecond (the ULID
+// specification's monotonic mode): the first id of a millisecond takes 80
+// random bits, each next one of that millisecond adds a random step of 1 to
+// 2^32 to them, so that an id does not tell the next one. With the default
+// entropy an IDs takes no lock within a millisecond (steps come from the
+// runtime's ChaCha8 source); with a caller's Entropy every id is made under
+// a lock and steps are read from it, so that tests get the same ids from
+// the same clock and seed. An IDs is safe for concurrent use.
 type IDs struct {
 	clock   func() time.Time
-	mu      sync.Mutex // serialises entropy reads, which start a millisecond
+	mu      sync.Mutex // serialises entropy reads (every id, with a caller's Entropy)
 	entropy io.Reader
+	seeded  bool                    // the caller gave Entropy
 	cur     atomic.Pointer[idEpoch] // the latest millisecond that has ids
+	// prev is an earlier millisecond's: the clock went back, or a
+	// goroutine read the clock before cur began. Its ids still sort among
+	// themselves, and cur goes on undisturbed.
+	prev atomic.Pointer[idEpoch]
 }
 
 // idEpoch is one millisecond's ids: every id of it shares ms and hi, and
-// takes the next lo. lo starts below 2^63, so 2^63 ids of one millisecond
-// fit before it could wrap.
+// takes the next lo. lo starts below 2^63 and steps are at most 2^32, so
+// 2^31 ids of one millisecond fit before it could wrap.
 type idEpoch struct {
 	ms uint64
 	hi uint16        // the top 16 of the 80 random bits
@@ -52,17 +61,15 @@ type idEpoch struct {
 
 // NewIDs returns an id source; opts may be nil.
 func NewIDs(opts *IDOptions) *IDs {
-	g := &IDs{clock: time.Now}
-	var r io.Reader = rand.Reader
+	g := &IDs{clock: time.Now, entropy: rand.Reader}
 	if opts != nil {
 		if opts.Clock != nil {
 			g.clock = opts.Clock
 		}
 		if opts.Entropy != nil {
-			r = opts.Entropy
+			g.entropy, g.seeded = opts.Entropy, true
 		}
 	}
-	g.entropy = r
 	return g
 }
 
@@ -87,67 +94,98 @@ func (g *IDs) New(prefix string) string {
 // next fills ids with new ULIDs of time t, in order.
 func (g *IDs) next(ids []ulid.ULID, t time.Time) {
 	ms := ulid.Timestamp(t)
-	n := uint64(len(ids))
-	e := g.cur.Load()
-	if e == nil || e.ms != ms {
-		e = g.epoch(ms)
-	}
-	var lo uint64
-	if e != nil {
-		lo = e.lo.Add(n) - n // the ids take lo+1 … lo+n
-		if lo >= 1<<63 {
-			e = nil // 2^63 ids in one millisecond: never, but not a duplicate either
-		}
+	if g.seeded {
+		g.mu.Lock()
+		defer g.mu.Unlock()
 	}
 	for i := range ids {
-		if e == nil {
-			ids[i] = g.fresh(ms)
+		e := g.epoch(ms)
+		lo, ok := g.step(e)
+		if !ok {
+			ids[i] = g.fresh(ms) // 2^31 ids in one millisecond: never, but not a duplicate either
 			continue
 		}
 		id := &ids[i]
 		_ = id.SetTime(ms) // ms came from ulid.Timestamp: in range
 		binary.BigEndian.PutUint16(id[6:8], e.hi)
-		binary.BigEndian.PutUint64(id[8:], lo+uint64(i)+1)
+		binary.BigEndian.PutUint64(id[8:], lo)
 	}
 }
 
-// epoch returns the epoch of millisecond ms, starting it with fresh entropy
-// when ms is later than the current one. It returns nil when ms is earlier
-// (the clock went back, or another goroutine read a later clock first): the
-// caller then takes fresh entropy per id, which keeps ids unique although
-// they cannot sort after the later ones.
+// epoch returns the epoch of millisecond ms: cur or prev when one is of
+// ms, else a new one with fresh entropy, which becomes cur when ms is
+// later than cur's and prev otherwise. g.mu is held when g.seeded.
 func (g *IDs) epoch(ms uint64) *idEpoch {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e := g.cur.Load()
-	switch {
-	case e != nil && e.ms == ms:
-		return e // another goroutine started it
-	case e != nil && e.ms > ms:
-		return nil
+	if e := g.cur.Load(); e != nil && e.ms == ms {
+		return e
+	}
+	if e := g.prev.Load(); e != nil && e.ms == ms {
+		return e
+	}
+	if !g.seeded {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+	}
+	cur := g.cur.Load()
+	if cur != nil && cur.ms == ms {
+		return cur // another goroutine started it
+	}
+	if e := g.prev.Load(); e != nil && e.ms == ms {
+		return e
 	}
 	var b [10]byte
-	if _, err := io.ReadFull(g.entropy, b[:]); err != nil {
-		// The caller's entropy source failed: fall back to crypto/rand
-		// rather than fail the caller.
-		_, _ = rand.Read(b[:])
-	}
-	e = &idEpoch{ms: ms, hi: binary.BigEndian.Uint16(b[:2])}
+	g.read(b[:])
+	e := &idEpoch{ms: ms, hi: binary.BigEndian.Uint16(b[:2])}
 	e.lo.Store(binary.BigEndian.Uint64(b[2:]) >> 1)
-	g.cur.Store(e)
+	if cur == nil || ms > cur.ms {
+		g.cur.Store(e)
+	} else {
+		g.prev.Store(e)
+	}
 	return e
 }
 
-// fresh returns an id of millisecond ms with 80 new random bits.
+// step advances e by a random step and returns the new low bits; false if
+// they would wrap. g.mu is held when g.seeded.
+func (g *IDs) step(e *idEpoch) (uint64, bool) {
+	var inc uint64
+	if g.seeded {
+		var b [4]byte
+		g.read(b[:])
+		inc = 1 + uint64(binary.BigEndian.Uint32(b[:]))
+	} else {
+		inc = 1 + uint64(mrand.Uint32())
+	}
+	for {
+		old := e.lo.Load()
+		next := old + inc
+		if next < old {
+			return 0, false
+		}
+		if e.lo.CompareAndSwap(old, next) {
+			return next, true
+		}
+	}
+}
+
+// read fills b from the entropy source; g.mu is held. A failing source of
+// the caller's falls back to crypto/rand rather than fail the caller.
+func (g *IDs) read(b []byte) {
+	if _, err := io.ReadFull(g.entropy, b); err != nil {
+		_, _ = rand.Read(b)
+	}
+}
+
+// fresh returns an id of millisecond ms with 80 new random bits. g.mu is
+// held when g.seeded.
 func (g *IDs) fresh(ms uint64) ulid.ULID {
 	var id ulid.ULID
 	_ = id.SetTime(ms)
-	g.mu.Lock()
-	_, err := io.ReadFull(g.entropy, id[6:])
-	g.mu.Unlock()
-	if err != nil {
-		_, _ = rand.Read(id[6:])
+	if !g.seeded {
+		g.mu.Lock()
+		defer g.mu.Unlock()
 	}
+	g.read(id[6:])
 	return id
 }
 
@@ -266,7 +304,7 @@ func (g *IDs) NewMessage(t Type, from string) *Message {
 		TaskID:   s[ends[2]:ends[3]],
 		TS:       s[ends[3]:],
 		From:     Participant{AgentID: from},
-		To:       x.to[:0:1], // empty; room for one recipient
+		To:       []Participant{},
 		Type:     t,
 		Payload:  x.null(),
 		Attempt:  1,

@@ -82,27 +82,38 @@ func TestIDsDeterministic(t *testing.T) {
 	}
 }
 
-// TestIDsMonotonicStep checks the ULID specification's monotonic mode: in
-// one millisecond the random part of each id is the previous one plus one.
+// TestIDsMonotonicStep checks the ULID specification's monotonic mode:
+// in one millisecond each id's random part is the previous one's plus a
+// step, which is random (1 to 2^32: an id does not tell the next one), for
+// the default source and a seeded one alike.
 func TestIDsMonotonicStep(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) }
-	g := NewIDs(&IDOptions{Clock: clock, Entropy: rand.NewChaCha8([32]byte{2})})
-	var prev ulid.ULID
-	for i := range 100 {
-		id, err := ulid.Parse(strings.TrimPrefix(g.MessageID(), "msg_"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if id.Time() != ulid.Timestamp(clock()) {
-			t.Fatalf("id time %d, want %d", id.Time(), ulid.Timestamp(clock()))
-		}
-		if i > 0 {
-			want := new(big.Int).Add(new(big.Int).SetBytes(prev.Entropy()), big.NewInt(1))
-			if got := new(big.Int).SetBytes(id.Entropy()); got.Cmp(want) != 0 {
-				t.Fatalf("id %d: entropy %x, want the previous plus one (%x)", i, got, want)
+	for name, g := range map[string]*IDs{
+		"default": NewIDs(&IDOptions{Clock: clock}),
+		"seeded":  NewIDs(&IDOptions{Clock: clock, Entropy: rand.NewChaCha8([32]byte{2})}),
+	} {
+		var prev ulid.ULID
+		steps := map[string]bool{}
+		for i := range 200 {
+			id, err := ulid.Parse(strings.TrimPrefix(g.MessageID(), "msg_"))
+			if err != nil {
+				t.Fatal(err)
 			}
+			if id.Time() != ulid.Timestamp(clock()) {
+				t.Fatalf("%s: id time %d, want %d", name, id.Time(), ulid.Timestamp(clock()))
+			}
+			if i > 0 {
+				step := new(big.Int).Sub(new(big.Int).SetBytes(id.Entropy()), new(big.Int).SetBytes(prev.Entropy()))
+				if step.Sign() <= 0 || step.Cmp(big.NewInt(1<<32)) > 0 {
+					t.Fatalf("%s: id %d: step %s, want 1 to 2^32", name, i, step)
+				}
+				steps[step.String()] = true
+			}
+			prev = id
 		}
-		prev = id
+		if len(steps) < 190 {
+			t.Fatalf("%s: %d distinct steps in 199: not random", name, len(steps))
+		}
 	}
 }
 
@@ -126,15 +137,28 @@ func TestIDsClockBack(t *testing.T) {
 		return u
 	}
 	later := add(g.MessageID())
-	set(now.Add(-3 * time.Millisecond))
+	base := now
+	set(base.Add(-3 * time.Millisecond))
+	var back []string
 	for range 50 {
-		if u := add(g.MessageID()); u.Time() != later.Time()-3 {
+		id := g.MessageID()
+		if u := add(id); u.Time() != later.Time()-3 {
 			t.Fatalf("id after the clock went back has time %d, want %d", u.Time(), later.Time()-3)
 		}
+		back = append(back, id)
 	}
-	set(now.Add(10 * time.Millisecond))
+	set(base.Add(-2 * time.Millisecond)) // still before the latest id's
+	for range 50 {
+		id := g.MessageID()
+		add(id)
+		back = append(back, id)
+	}
+	if !slices.IsSorted(back) {
+		t.Fatal("ids made one after another after the clock went back do not sort by creation")
+	}
+	set(base.Add(10 * time.Millisecond))
 	a, b := add(g.MessageID()), add(g.MessageID())
-	if a.Time() != later.Time()+7 || a.Compare(b) >= 0 {
+	if a.Time() != later.Time()+10 || a.Compare(b) >= 0 {
 		t.Fatalf("ids of a later millisecond: %s then %s", a, b)
 	}
 }

@@ -154,7 +154,7 @@ func (r *Router) handler(id string) Handler { return r.handlerMap()[id] }
 // Requires, Prefers, Domain or To on it before Submit.
 func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Message, error) {
 	m := r.ids.NewMessage(protocol.TypeTaskRequest, from)
-	m.To = append(m.To[:0], protocol.Participant{AgentID: r.opts.AgentID}) // NewMessage left room for one
+	m.To = []protocol.Participant{{AgentID: r.opts.AgentID}}
 	m.PayloadType = payloadType
 	if pt := protocol.SchemaRefFor(payloadType); pt != "" {
 		m.SchemaRef = pt
