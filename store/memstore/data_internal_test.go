@@ -111,9 +111,8 @@ func TestEventTypes(t *testing.T) {
 	if n := len(*s.fastTypes.Load()); n != maxFastTypes {
 		t.Fatalf("lock-free map holds %d types, want %d", n, maxFastTypes)
 	}
-	names := make([]protocol.Type, maxTypes)
-	copy(names, *s.typeNames.Load())
-	s.typeNames.Store(&names) // as if every number were taken
+	defer func(n uint64) { maxTypes = n }(maxTypes)
+	maxTypes = uint64(len(*s.typeNames.Load())) // as if every number were taken
 	ctx := context.Background()
 	m := protocol.NewIDs(nil).NewMessage("x.acme.new", "agent:a")
 	if _, err := s.Append(ctx, m); !errors.Is(err, store.ErrTooLarge) {
@@ -122,5 +121,27 @@ func TestEventTypes(t *testing.T) {
 	known := protocol.NewIDs(nil).NewMessage("x.acme.t3", "agent:a")
 	if _, err := s.Append(ctx, known); err != nil {
 		t.Fatalf("a known type: %v", err)
+	}
+}
+
+// A list that passes its inline seqs grows its first chunk by doubling
+// (most stay short), later chunks are whole; every seq reads back in order.
+func TestPostingsGrowth(t *testing.T) {
+	var p postings
+	for n := 1; n <= postingsInline+3*postingsChunk+7; n++ {
+		p.add(uint64(n * 3))
+		if n == postingsInline+1 && cap(p.more[0]) != postingsFirst {
+			t.Fatalf("first chunk of a list of %d has room for %d, want %d", n, cap(p.more[0]), postingsFirst)
+		}
+		if n%97 == 0 || n > postingsInline+3*postingsChunk {
+			for i := range p.n {
+				if got := p.at(i); got != uint64((i+1)*3) {
+					t.Fatalf("list of %d: at(%d) = %d, want %d", n, i, got, (i+1)*3)
+				}
+			}
+		}
+	}
+	if len(p.more) != 4 || cap(p.more[1]) != postingsChunk {
+		t.Fatalf("%d chunks, the second with room for %d", len(p.more), cap(p.more[1]))
 	}
 }

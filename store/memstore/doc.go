@@ -44,8 +44,8 @@
 // Everything lives in memory until Close, which drops it: there is no
 // durability and no size bound other than Options.MaxEventSize per
 // message (and the indexes' own: 2^32-1 events, 64 Mi distinct run,
-// thread, task and agent ids, 65,536 event types; past them Append fails
-// with store.ErrTooLarge). The store keeps a copy of each event's bytes;
+// thread, task and agent ids; past them Append fails with
+// store.ErrTooLarge). The store keeps a copy of each event's bytes;
 // Event.Raw is a read-only view of it, and holding one keeps its chunk
 // (up to 1 MiB) alive after Close. The dedup window is the store's
 // lifetime.

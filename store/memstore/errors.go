@@ -24,6 +24,6 @@ var errTooManyKeys = coded.Wrap(store.ErrTooLarge, "memstore: the store indexes 
 var errTooManyEvents = coded.Wrap(store.ErrTooLarge, "memstore: the store holds at most 2^32 - 1 events", nil)
 
 // errTooManyTypes is returned by Append for a message of a new type when
-// the store has seen 65,536 distinct event types; it matches
+// the store has numbered 2^32-1 distinct event types; it matches
 // store.ErrTooLarge.
-var errTooManyTypes = coded.Wrap(store.ErrTooLarge, "memstore: the store numbers at most 65536 distinct event types", nil)
+var errTooManyTypes = coded.Wrap(store.ErrTooLarge, "memstore: the store numbers at most 2^32-1 distinct event types", nil)

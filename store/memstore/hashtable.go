@@ -28,7 +28,10 @@ type hashSlot struct {
 	v  uint32 // 0: empty
 }
 
-const hashTableMin = 64
+// hashTableMin is the size of a table's first array: small, because a
+// store makes a table per 128 ms of message ids (see idIndex), and
+// sparse appends leave most of them nearly empty.
+const hashTableMin = 8
 
 // home is the first slot fp probes: fp times the golden ratio, top bits.
 func (t *hashTable) home(fp uint32) uint64 { return (uint64(fp) * 0x9E3779B97F4A7C15) >> t.shift }

@@ -1,8 +1,7 @@
 package memstore
 
-// idIndex maps ids to numbers: message ids to seqs (the dedup index), and
-// run, thread and task ids to list numbers (in the key shards). Ids made by
-// a ULID source (<prefix>_<26 characters>, as every id this module makes)
+// idIndex is the dedup index of message ids: id → seq. Ids made by a ULID
+// source (<prefix>_<26 characters>, as every id this module makes)
 // carry the time they were made, and an append's new ids were made
 // moments ago: they go to a small table per window of that time, so the
 // table a new id is checked against is one that recent appends have kept
@@ -11,7 +10,9 @@ package memstore
 // largest cost of the locked section). An id decides its own window, so a
 // duplicate sent any time later finds the first. Other ids go to a
 // hash-split index. Fingerprints taken by another id of the same window go
-// to one exact map. The owner's lock (the store's, a shard's) guards it.
+// to one exact map. The store's lock guards it. A window costs a map
+// entry and a table of 8 slots and up: about 150 B for a store that
+// appends once per 128 ms, nothing noticeable for a busy one.
 type idIndex struct {
 	windows map[uint64]*hashTable // by idWindow
 	other   hashIndex             // ids without a ULID time

@@ -90,37 +90,37 @@ type Store struct {
 	// allTypes, under typesMu, by name; fastTypes, a lock-free copy of the
 	// first maxFastTypes of allTypes, replaced on change.
 	typeNames atomic.Pointer[[]protocol.Type]
-	fastTypes atomic.Pointer[map[protocol.Type]uint16]
+	fastTypes atomic.Pointer[map[protocol.Type]uint32]
 	typesMu   sync.Mutex
-	allTypes  map[protocol.Type]uint16
+	allTypes  map[protocol.Type]uint32
 	same      [sameSize]atomic.Uint32 // list numbers by the address of their key string: see sameList
 	kclosed   atomic.Bool             // Close dropped the indexes
 }
 
-// A keyShard interns the attribute values whose hash falls in it, in an
-// idIndex per attribute (see there: run, thread and task ids are ULIDs, a
-// new one checked in a small table of its time window; pointer-free
-// tables, integer comparisons, an exact map for colliding values).
+// A keyShard interns the attribute values whose hash falls in it, in a
+// hashIndex per attribute (see there: pointer-free tables, integer
+// comparisons, an exact map for colliding values). Unlike message ids,
+// these are not put in tables by time window (see idIndex): spread over
+// 32 shards and 3 attributes, the windows' tables cost more memory than
+// they saved time.
 type keyShard struct {
 	mu   sync.Mutex
-	keys [4]idIndex // by the order of event.attrs: value → list number
-	_    [56]byte   // keep shards on separate cache lines (TestKeyShardSize)
+	keys [4]hashIndex // by the order of event.attrs: value → list number
+	_    [56]byte     // keep shards on separate cache lines (TestKeyShardSize)
 }
 
 // find returns the list number of value v (hash h) of attribute i, and
 // whether h is taken (by v or another value), which put needs; sh.mu is
 // held.
 func (sh *keyShard) find(s *Store, i int, h uint64, v string) (l uint32, found, taken bool) {
-	w, ok := idWindow(v)
-	n, found, taken := sh.keys[i].lookup(h, w, ok, func(n uint64) bool { return s.list(uint32(n)).key == v }, func() string { return v })
+	n, found, taken := sh.keys[i].lookup(h, func(n uint64) bool { return s.list(uint32(n)).key == v }, func() string { return v })
 	return uint32(n), found, taken
 }
 
 // put records list number l for value v (hash h) of attribute i, which
 // find did not find; sh.mu is held.
 func (sh *keyShard) put(i int, h uint64, taken bool, v string, l uint32) {
-	w, ok := idWindow(v)
-	sh.keys[i].put(h, w, ok, taken, func() string { return v }, uint64(l))
+	sh.keys[i].put(h, taken, func() string { return v }, uint64(l))
 }
 
 const keyShards = 32
@@ -143,16 +143,17 @@ type event struct {
 	n       uint32    //
 	idOff   uint32    // the id is the bytes' [idOff:idOff+idLen]
 	nsec    int32     // time: nanoseconds
+	typ     uint32    // the number of its type in Store.typeNames
 	idLen   uint16    //
-	typ     uint16    // the number of its type in Store.types
 	hasIdem bool      // the message has an idempotency key
 	extID   bool      // the id is not in the bytes verbatim (escaped): see Store.extIDs
 	attrs   [4]uint32 // list numbers of run, thread, task, agent (0: none)
 }
 
-// maxTypes bounds the distinct event types of a store (types are 16-bit
-// numbers in events).
-const maxTypes = 1 << 16
+// maxTypes bounds the distinct event types of a store (types are 32-bit
+// numbers in events): memory runs out first. A variable so that a test can
+// lower it.
+var maxTypes uint64 = math.MaxUint32
 
 // maxFastTypes is how many types the lock-free map of type numbers holds:
 // it is copied whenever a type is added, so it stays small; a store fed
@@ -161,7 +162,7 @@ const maxTypes = 1 << 16
 const maxFastTypes = 256
 
 // typeNum returns the number of type t, numbering it if it is new.
-func (s *Store) typeNum(t protocol.Type) (uint16, error) {
+func (s *Store) typeNum(t protocol.Type) (uint32, error) {
 	if n, ok := (*s.fastTypes.Load())[t]; ok {
 		return n, nil
 	}
@@ -171,17 +172,17 @@ func (s *Store) typeNum(t protocol.Type) (uint16, error) {
 		return n, nil
 	}
 	names := *s.typeNames.Load()
-	if len(names) >= maxTypes {
+	if uint64(len(names)) >= maxTypes {
 		return 0, errTooManyTypes
 	}
-	n := uint16(len(names))
+	n := uint32(len(names))
 	s.allTypes[t] = n
 	// Readers index the slice they loaded, never past its length: an
 	// append within capacity writes where none of them reads.
 	names = append(names, t)
 	s.typeNames.Store(&names)
 	if old := *s.fastTypes.Load(); len(old) < maxFastTypes {
-		next := make(map[protocol.Type]uint16, len(old)+1)
+		next := make(map[protocol.Type]uint32, len(old)+1)
 		for k, v := range old {
 			next[k] = v
 		}
@@ -192,7 +193,7 @@ func (s *Store) typeNum(t protocol.Type) (uint16, error) {
 }
 
 // typeName returns the type numbered n.
-func (s *Store) typeName(n uint16) protocol.Type { return (*s.typeNames.Load())[n] }
+func (s *Store) typeName(n uint32) protocol.Type { return (*s.typeNames.Load())[n] }
 
 // dataChunkMin and dataChunkMax bound the size of the chunks event bytes
 // are copied into: a store's first chunks are small (tests make many small
@@ -306,6 +307,7 @@ type postings struct {
 
 const (
 	postingsInline = 4
+	postingsFirst  = 8
 	postingsChunk  = 512
 	listChunk      = 1024
 	maxListChunks  = 1 << 16 // 64 Mi attribute values
@@ -324,10 +326,15 @@ func (p *postings) add(seq uint64) {
 		p.head[p.n] = seq
 	} else {
 		i := p.n - postingsInline
-		if i%postingsChunk == 0 {
-			p.more = append(p.more, make([]uint64, postingsChunk))
+		c := i / postingsChunk
+		if c == len(p.more) {
+			size := postingsChunk
+			if c == 0 {
+				size = postingsFirst // most lists that pass the inline seqs stay short
+			}
+			p.more = append(p.more, make([]uint64, 0, size))
 		}
-		p.more[i/postingsChunk][i%postingsChunk] = seq
+		p.more[c] = append(p.more[c], seq) // the first chunk grows by doubling, up to postingsChunk
 	}
 	p.n++
 }
@@ -514,12 +521,12 @@ func New(opts *Options) (*Store, error) {
 	s.nl.Store(1) // list 0 means "no value"
 	s.agents.Store(&map[string]uint32{})
 	s.typeNames.Store(new([]protocol.Type))
-	s.fastTypes.Store(&map[protocol.Type]uint16{})
-	s.allTypes = map[protocol.Type]uint16{}
+	s.fastTypes.Store(&map[protocol.Type]uint32{})
+	s.allTypes = map[protocol.Type]uint32{}
 	s.chunks[0].Store(new([listChunk]postings))
 	for i := range s.shards {
 		for j := range attrIndex {
-			s.shards[i].keys[j] = newIDIndex(1)
+			s.shards[i].keys[j] = newHashIndex(1)
 		}
 	}
 	return s, nil
@@ -545,7 +552,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		idWin            uint64
 		hasWin           bool
 		attrs            [4]uint32
-		typ              uint16
+		typ              uint32
 	}
 	var pbuf [4]prepared
 	pre := pbuf[:0]
@@ -836,7 +843,7 @@ func (s *Store) Close() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.keys = [4]idIndex{}
+		sh.keys = [4]hashIndex{}
 		sh.mu.Unlock()
 	}
 	s.mu.Unlock()
