@@ -272,19 +272,8 @@ func (w *writer) str(s string) {
 	start := 0
 	for i := 0; i < len(s); {
 		// Skip 8 plain ASCII bytes at a time (SWAR): ids, timestamps and
-		// most text. A byte is bad when ≥ 0x80, < 0x20 (given < 0x80),
-		// '"' or '\\'; each test sets the byte's high bit. Written out
-		// here: as a function it was not inlined, and the call cost more
-		// than the test.
-		for i+8 <= len(s) {
-			t := s[i : i+8]
-			_ = t[7]
-			x := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-				uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-			q, bs := x^(ones*'"'), x^(ones*'\\')
-			if (x|(x-ones*0x20)|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
-				break
-			}
+		// most text.
+		for i+8 <= len(s) && plainBits(load8(s[i:])) {
 			i += 8
 		}
 		if i >= len(s) {
@@ -329,6 +318,22 @@ func (w *writer) str(s string) {
 
 // ones and highs are the byte masks of str's word-at-a-time test.
 const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// load8 returns the first 8 bytes of s (at least 8 long), little endian:
+// one load.
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainBits reports whether the 8 bytes of x are all plain ASCII
+// (plainASCII: printable, not '"' or '\\'). A byte is bad when ≥ 0x80,
+// < 0x20 (given < 0x80), '"' or '\\'; each test sets its high bit.
+func plainBits(x uint64) bool {
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return (x|(x-ones*0x20)|(q-ones)&^q|(bs-ones)&^bs)&highs == 0
+}
 
 // anyValue appends a Meta value. Common types are written directly, others
 // through the JSON v2 marshaler with deterministic map order. An error's

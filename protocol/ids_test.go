@@ -345,13 +345,13 @@ func TestStrMatchesByteAtATime(t *testing.T) {
 			t.Fatalf("str(%q) = %s (err %v), want %s (valid %v)", s, w.b, w.err, want, ok)
 		}
 	}
-	for _, n := range []int{8, 11, 16, 19} {
-		for pos := range 8 {
+	for _, n := range []int{3, 8, 11, 16, 19} {
+		for pos := range n { // in the words and in the tail after them
 			for c := range 256 {
 				w := []byte("abcdefghijklmnopqrs"[:n])
 				w[pos] = byte(c)
 				check(string(w))
-				w[(pos+3)%8] = 0x21 // a neighbour just past '"' - 1 and ' '
+				w[(pos+3)%n] = 0x21 // a neighbour just past '"' - 1 and ' '
 				check(string(w))
 			}
 		}
