@@ -274,18 +274,14 @@ func (s *Store) hasID(seq uint64, id string) bool {
 	return string(s.raw(e)[e.idOff:e.idOff+uint32(e.idLen)]) == id
 }
 
-// placeID sets where the event finds its id: in its bytes when they hold
-// it verbatim (any id without characters JSON escapes, as every id this
-// module makes), else in s.extIDs; mu is held.
-func (s *Store) placeID(e *event, seq uint64, id string) {
-	if len(id) <= math.MaxUint16 {
-		if i := bytes.Index(s.raw(e), unsafe.Slice(unsafe.StringData(id), len(id))); i >= 0 {
-			e.idOff, e.idLen = uint32(i), uint16(len(id))
-			return
-		}
+// idOffset returns where raw holds id verbatim (any id without characters
+// JSON escapes, as every id this module makes), or -1: the event then
+// keeps its id in s.extIDs. It runs before the store's lock is taken.
+func idOffset(raw []byte, id string) int {
+	if len(id) > math.MaxUint16 {
+		return -1
 	}
-	e.extID = true
-	s.extIDs[seq] = id
+	return bytes.Index(raw, unsafe.Slice(unsafe.StringData(id), len(id)))
 }
 
 func (s *Store) at(seq uint64) *event {
@@ -553,6 +549,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		hasWin           bool
 		attrs            [4]uint32
 		typ              uint32
+		idOff            int // see idOffset
 	}
 	var pbuf [4]prepared
 	pre := pbuf[:0]
@@ -577,6 +574,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		if p.typ, err = s.typeNum(e.Type); err != nil {
 			return nil, err
 		}
+		p.idOff = idOffset(e.Raw, e.ID)
 		pre = append(pre, p)
 	}
 	s.readyChunk()
@@ -620,7 +618,12 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		*b = append(*b, event{chunk: chunk, off: off, n: uint32(len(e.Raw)), typ: p.typ, sec: sec, nsec: nsec, hasIdem: e.IdempotencyKey != "", attrs: p.attrs})
 		s.n++
 		seq = s.n
-		s.placeID(&(*b)[len(*b)-1], seq, e.ID)
+		if ev := &(*b)[len(*b)-1]; p.idOff >= 0 {
+			ev.idOff, ev.idLen = uint32(p.idOff), uint16(len(e.ID))
+		} else {
+			ev.extID = true
+			s.extIDs[seq] = e.ID
+		}
 		s.ids.put(p.idHash, p.idWin, p.hasWin, idTaken, func() string { return e.ID }, seq)
 		if e.IdempotencyKey != "" {
 			s.idem.put(p.idemHash, idemTaken, func() string { return e.RunID + "\x00" + e.IdempotencyKey }, seq)
