@@ -67,10 +67,12 @@ type Store struct {
 	blocks [][]event // event seq is at blocks[(seq-1)/blockSize][(seq-1)%blockSize]
 	data   [][]byte  // the events' bytes, one after the other in chunks that never move
 
+	// The next chunk of data, prepared outside mu (see readyChunk).
 	room      atomic.Int64           // free bytes in the last chunk of data
 	spare     atomic.Pointer[[]byte] // the next chunk, ready
 	preparing atomic.Bool            // a goroutine is readying spare
 	big       atomic.Bool            // chunks have reached dataChunkMax: readyChunk makes spares
+
 	seed      maphash.Seed
 	ids       idIndex   // id → seq
 	idem      hashIndex // (run_id, idempotency_key) → seq
