@@ -88,7 +88,8 @@ func (g *IDs) Now() time.Time { return g.clock() }
 func (g *IDs) New(prefix string) string {
 	var id [1]ulid.ULID
 	g.next(id[:], g.clock())
-	return format(prefix, id[0])
+	var buf [64]byte
+	return string(appendID(buf[:0], prefix, id[0]))
 }
 
 // next fills ids with new ULIDs of time t, in order.
@@ -187,17 +188,6 @@ func (g *IDs) fresh(ms uint64) ulid.ULID {
 	}
 	g.read(id[6:])
 	return id
-}
-
-// format returns prefix followed by id's text.
-func format(prefix string, id ulid.ULID) string {
-	var buf [64]byte
-	n := copy(buf[:], prefix)
-	if n+ulid.EncodedSize > len(buf) {
-		return prefix + id.String()
-	}
-	_ = id.MarshalTextTo(buf[n : n+ulid.EncodedSize])
-	return string(buf[:n+ulid.EncodedSize])
 }
 
 // appendID appends prefix and id's text to b.

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -110,11 +111,7 @@ func (r *Registry) capList(c string) []*Agent { return (*r.byCap[capShard(c)].Lo
 // r.mu is held.
 func (r *Registry) setCapList(c string, l []*Agent) {
 	sh := &r.byCap[capShard(c)]
-	old := *sh.Load()
-	next := make(map[string][]*Agent, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
+	next := maps.Clone(*sh.Load())
 	if len(l) == 0 {
 		delete(next, c)
 	} else {
@@ -495,7 +492,7 @@ func (r *Registry) Candidates(requires []string) []*Agent {
 func (r *Registry) AppendCandidates(dst []*Agent, requires []string) []*Agent {
 	if len(requires) == 0 {
 		if dst == nil {
-			return r.List()
+			return r.List() // already a copy
 		}
 		return append(dst, r.List()...)
 	}
@@ -506,10 +503,7 @@ func (r *Registry) AppendCandidates(dst []*Agent, requires []string) []*Agent {
 		}
 	}
 	if len(rest) == 0 {
-		if dst == nil {
-			return append(make([]*Agent, 0, len(base)), base...)
-		}
-		return append(dst, base...)
+		return append(dst, base...) // a new slice, even when dst is nil and base is not
 	}
 	out := dst
 	if out == nil {

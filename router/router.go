@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +86,7 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 		runs:  map[string]*runState{},
 		slots: newSignal(),
 	}
+	r.handlers.Store(&map[string]Handler{})
 	r.pool = newWorkers(workerIdle, r.run)
 	return r, nil
 }
@@ -126,11 +128,7 @@ func (r *Router) Attach(agentID string, h Handler) error {
 func (r *Router) setHandler(id string, h Handler) {
 	r.hmu.Lock()
 	defer r.hmu.Unlock()
-	old := r.handlerMap()
-	next := make(map[string]Handler, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
+	next := maps.Clone(r.handlerMap())
 	if h != nil {
 		next[id] = h
 	} else {
@@ -139,12 +137,7 @@ func (r *Router) setHandler(id string, h Handler) {
 	r.handlers.Store(&next)
 }
 
-func (r *Router) handlerMap() map[string]Handler {
-	if m := r.handlers.Load(); m != nil {
-		return *m
-	}
-	return nil
-}
+func (r *Router) handlerMap() map[string]Handler { return *r.handlers.Load() }
 
 func (r *Router) handler(id string) Handler { return r.handlerMap()[id] }
 

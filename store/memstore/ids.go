@@ -92,18 +92,7 @@ func (x *idIndex) lookup(h, w uint64, ok bool, is func(v uint64) bool, key func(
 	if x.windows == nil {
 		return 0, false, false // dropped by Close
 	}
-	t := x.table(w, false)
-	if t == nil {
-		return 0, false, false
-	}
-	if v = uint64(t.get(fingerprint(h))); v == 0 {
-		return 0, false, false
-	}
-	if is(v) {
-		return v, true, true
-	}
-	v, found = x.exact[key()]
-	return v, found, true
+	return find(x.table(w, false), x.exact, h, is, key)
 }
 
 // put is hashIndex.put for an id with hash h and window w (ok: whether it
@@ -113,11 +102,7 @@ func (x *idIndex) put(h, w uint64, ok, taken bool, key func() string, v uint64) 
 		x.other.put(h, taken, key, v)
 		return
 	}
-	if v == 0 || v > maxIndexValue {
-		panic("memstore: index value out of range") // the callers' limits make this unreachable
-	}
-	if taken {
-		x.exact[key()] = v
+	if putExact(x.exact, taken, key, v) {
 		return
 	}
 	x.table(w, true).put(fingerprint(h), uint32(v))

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"hash/maphash"
 	"iter"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -184,10 +185,7 @@ func (s *Store) typeNum(t protocol.Type) (uint32, error) {
 	names = append(names, t)
 	s.typeNames.Store(&names)
 	if old := *s.fastTypes.Load(); len(old) < maxFastTypes {
-		next := make(map[protocol.Type]uint32, len(old)+1)
-		for k, v := range old {
-			next[k] = v
-		}
+		next := maps.Clone(old)
 		next[t] = n
 		s.fastTypes.Store(&next)
 	}
@@ -239,8 +237,9 @@ func (s *Store) keep(raw []byte) (chunk, off uint32) {
 }
 
 // readyChunk prepares the next chunk outside the lock once chunks are
-// large and the current one is more than half full: allocated, and one byte written per page so
-// that the kernel maps its pages now, not while an appender holds mu.
+// large and the current one is more than half full: allocated, and one
+// byte written per page so that the kernel maps its pages now, not while
+// an appender holds mu.
 func (s *Store) readyChunk() {
 	if !s.big.Load() || s.room.Load() > dataChunkMax/2 || s.spare.Load() != nil || !s.preparing.CompareAndSwap(false, true) {
 		return // small chunks are cheap to make under the lock, and a small store wants no spare
@@ -451,10 +450,7 @@ func (s *Store) cacheAgent(v string, l uint32) {
 		if _, ok := (*old)[v]; ok {
 			return
 		}
-		next := make(map[string]uint32, len(*old)+1)
-		for k, x := range *old {
-			next[k] = x
-		}
+		next := maps.Clone(*old)
 		next[v] = l
 		if s.agents.CompareAndSwap(old, &next) {
 			return
@@ -891,28 +887,45 @@ func (x *hashIndex) lookup(h uint64, is func(v uint64) bool, key func() string) 
 	if len(x.byHash) == 0 {
 		return 0, false, false // dropped by Close
 	}
-	v = uint64(x.table(h).get(fingerprint(h)))
-	if v == 0 {
+	return find(x.table(h), x.exact, h, is, key)
+}
+
+// find is the lookup of a key with hash h in table t (nil: none), whose
+// keys with a taken fingerprint are in exact; see hashIndex.lookup.
+func find(t *hashTable, exact map[string]uint64, h uint64, is func(v uint64) bool, key func() string) (v uint64, found, taken bool) {
+	if t == nil {
+		return 0, false, false
+	}
+	if v = uint64(t.get(fingerprint(h))); v == 0 {
 		return 0, false, false
 	}
 	if is(v) {
 		return v, true, true
 	}
-	v, found = x.exact[key()]
+	v, found = exact[key()]
 	return v, found, true
 }
 
 // put records value v (0 < v < 2^32) for a key that lookup did not find
 // (never after Close).
 func (x *hashIndex) put(h uint64, taken bool, key func() string, v uint64) {
+	if putExact(x.exact, taken, key, v) {
+		return
+	}
+	x.table(h).put(fingerprint(h), uint32(v))
+}
+
+// putExact checks value v (0 < v < 2^32) of a key that lookup did not
+// find and, when its fingerprint is taken, records it in exact; it reports
+// whether it did (else the caller puts it in a table).
+func putExact(exact map[string]uint64, taken bool, key func() string, v uint64) bool {
 	if v == 0 || v > maxIndexValue {
 		panic("memstore: index value out of range") // the callers' limits make this unreachable
 	}
 	if taken {
-		x.exact[key()] = v
-		return
+		exact[key()] = v
 	}
-	x.table(h).put(fingerprint(h), uint32(v))
+	return taken
 }
 
 // maxIndexValue is the largest value a hashIndex keeps: the store holds at
