@@ -39,51 +39,53 @@ func TestKeyShardCollision(t *testing.T) {
 	}
 }
 
-func TestDedupIndexCollision(t *testing.T) {
-	d := newHashIndex(dedupParts)
+// indexOps are the lookup and put of an index under test.
+type indexOps struct {
+	lookup func(h uint64, is func(uint64) bool, key func() string) (uint64, bool, bool)
+	put    func(h uint64, taken bool, key func() string, v uint64)
+	exact  func() int // keys in the exact map
+}
+
+// collide puts msg_a under hash ha, then msg_b under hb, which collides
+// with ha in the index (same hash, or same table and fingerprint): msg_b
+// must see the fingerprint taken, go to the exact map, and both keys must
+// then be found with their own values.
+func collide(t *testing.T, x indexOps, ha, hb uint64) {
+	t.Helper()
 	stored := map[uint64]string{}
 	is := func(key string) func(uint64) bool { return func(seq uint64) bool { return stored[seq] == key } }
-	const h = 7
-	if _, found, taken := d.lookup(h, is("msg_a"), func() string { return "msg_a" }); found || taken {
+	if _, found, taken := x.lookup(ha, is("msg_a"), func() string { return "msg_a" }); found || taken {
 		t.Fatal("empty index found something")
 	}
-	d.put(h, false, func() string { return "msg_a" }, 1)
+	x.put(ha, false, func() string { return "msg_a" }, 1)
 	stored[1] = "msg_a"
-	_, found, taken := d.lookup(h, is("msg_b"), func() string { return "msg_b" })
+	_, found, taken := x.lookup(hb, is("msg_b"), func() string { return "msg_b" })
 	if found || !taken {
 		t.Fatalf("msg_b: found %v taken %v", found, taken)
 	}
-	d.put(h, taken, func() string { return "msg_b" }, 2)
+	x.put(hb, taken, func() string { return "msg_b" }, 2)
 	stored[2] = "msg_b"
-	for key, want := range map[string]uint64{"msg_a": 1, "msg_b": 2} {
-		if seq, found, _ := d.lookup(h, is(key), func() string { return key }); !found || seq != want {
-			t.Errorf("lookup(%s) = %d, %v; want %d", key, seq, found, want)
+	if n := x.exact(); n != 1 {
+		t.Fatalf("%d keys in the exact map, want 1", n)
+	}
+	for key, c := range map[string]struct{ h, seq uint64 }{"msg_a": {ha, 1}, "msg_b": {hb, 2}} {
+		if seq, found, _ := x.lookup(c.h, is(key), func() string { return key }); !found || seq != c.seq {
+			t.Errorf("lookup(%s) = %d, %v; want %d", key, seq, found, c.seq)
 		}
 	}
 }
 
-// Two keys whose 64-bit hashes differ but pick the same table and share
-// the fingerprint it keeps: the second goes to the exact map.
-func TestDedupIndexFingerprintCollision(t *testing.T) {
-	d := newHashIndex(dedupParts)
-	stored := map[uint64]string{}
-	is := func(key string) func(uint64) bool { return func(seq uint64) bool { return stored[seq] == key } }
-	ha, hb := uint64(0xabcd)<<32|5, uint64(0xabcd)<<32|(5+dedupParts)
-	d.put(ha, false, func() string { return "msg_a" }, 1)
-	stored[1] = "msg_a"
-	_, found, taken := d.lookup(hb, is("msg_b"), func() string { return "msg_b" })
-	if found || !taken {
-		t.Fatalf("msg_b: found %v taken %v", found, taken)
-	}
-	d.put(hb, taken, func() string { return "msg_b" }, 2)
-	stored[2] = "msg_b"
-	if len(d.exact) != 1 {
-		t.Fatalf("%d keys in the exact map, want 1", len(d.exact))
-	}
-	for key, c := range map[string]struct{ h, seq uint64 }{"msg_a": {ha, 1}, "msg_b": {hb, 2}} {
-		if seq, found, _ := d.lookup(c.h, is(key), func() string { return key }); !found || seq != c.seq {
-			t.Errorf("lookup(%s) = %d, %v; want %d", key, seq, found, c.seq)
-		}
+// The hash-split index: two keys of one hash, and two keys whose hashes
+// differ but pick the same table and share the fingerprint it keeps.
+func TestDedupIndexCollision(t *testing.T) {
+	for name, c := range map[string]struct{ ha, hb uint64 }{
+		"same hash":        {7, 7},
+		"same fingerprint": {uint64(0xabcd)<<32 | 5, uint64(0xabcd)<<32 | (5 + dedupParts)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newHashIndex(dedupParts)
+			collide(t, indexOps{lookup: d.lookup, put: d.put, exact: func() int { return len(d.exact) }}, c.ha, c.hb)
+		})
 	}
 }
 

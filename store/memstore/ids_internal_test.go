@@ -106,25 +106,22 @@ func TestIDIndexDedup(t *testing.T) {
 		t.Fatalf("an unknown id of no stored window: %v", err)
 	}
 
-	// A forced fingerprint collision inside one window.
+	// A forced fingerprint collision inside one window; another window
+	// does not see its keys.
 	x := newIDIndex(dedupParts)
-	stored := map[uint64]string{}
-	is := func(key string) func(uint64) bool { return func(seq uint64) bool { return stored[seq] == key } }
-	const h, w = uint64(0xabcd) << 32, 99
-	x.put(h, w, true, false, func() string { return "a" }, 1)
-	stored[1] = "a"
-	_, found, taken := x.lookup(h, w, true, is("b"), func() string { return "b" })
-	if found || !taken {
-		t.Fatalf("b: found %v taken %v", found, taken)
-	}
-	x.put(h, w, true, taken, func() string { return "b" }, 2)
-	stored[2] = "b"
-	for key, want := range map[string]uint64{"a": 1, "b": 2} {
-		if seq, found, _ := x.lookup(h, w, true, is(key), func() string { return key }); !found || seq != want {
-			t.Fatalf("lookup(%s) = %d, %v", key, seq, found)
+	const w = 99
+	in := func(w uint64) indexOps {
+		return indexOps{
+			lookup: func(h uint64, is func(uint64) bool, key func() string) (uint64, bool, bool) {
+				return x.lookup(h, w, true, is, key)
+			},
+			put:   func(h uint64, taken bool, key func() string, v uint64) { x.put(h, w, true, taken, key, v) },
+			exact: func() int { return len(x.exact) },
 		}
 	}
-	if _, found, _ := x.lookup(h, w+1, true, is("a"), func() string { return "a" }); found {
+	const h = uint64(0xabcd) << 32
+	collide(t, in(w), h, h)
+	if _, found, _ := in(w+1).lookup(h, func(uint64) bool { return true }, func() string { return "a" }); found {
 		t.Fatal("found in another window")
 	}
 }
