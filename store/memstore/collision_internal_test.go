@@ -14,11 +14,7 @@ import (
 // must still get their own list and seq.
 
 func TestKeyShardCollision(t *testing.T) {
-	s, err := New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, nil)
 	sh := &s.shards[0]
 	const h = 42
 	la, _ := s.newList(0, "run_a")
@@ -94,11 +90,7 @@ func TestDedupIndexCollision(t *testing.T) {
 func TestTooManyEvents(t *testing.T) {
 	defer func(n uint64) { maxEvents = n }(maxEvents)
 	maxEvents = 3
-	s, err := New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, nil)
 	ctx := context.Background()
 	ids := protocol.NewIDs(nil)
 	a := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
@@ -121,11 +113,7 @@ func TestTooManyEvents(t *testing.T) {
 // Past the last list number an append with a new attribute value fails
 // with ErrTooLarge and stores nothing; values already known still work.
 func TestTooManyKeys(t *testing.T) {
-	s, err := New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, nil)
 	ctx := context.Background()
 	ids := protocol.NewIDs(nil)
 	known := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
@@ -141,4 +129,15 @@ func TestTooManyKeys(t *testing.T) {
 	if res, err := s.Append(ctx, again); err != nil || res[0].Seq != 2 {
 		t.Fatalf("append with known ids: %v %v", res, err)
 	}
+}
+
+// openStore returns a new store, closed when the test ends.
+func openStore(t *testing.T, opts *Options) *Store {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

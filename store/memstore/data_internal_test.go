@@ -16,11 +16,7 @@ import (
 // Events of every size, from many goroutines, through small chunks, large
 // ones, spares and events larger than a chunk, read back byte for byte.
 func TestEventBytesInChunks(t *testing.T) {
-	s, err := New(&Options{MaxEventSize: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, &Options{MaxEventSize: 4 << 20})
 	ctx := context.Background()
 	ids := protocol.NewIDs(nil)
 	sizes := []int{10, 3000, 100, dataChunkMax + 5000, 700, 50000, 2 * dataChunkMax, 1}
@@ -69,11 +65,7 @@ func TestEventBytesInChunks(t *testing.T) {
 
 // A duplicate costs no bytes: the copy is made after the dedup check.
 func TestDuplicateKeepsNoBytes(t *testing.T) {
-	s, err := New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, nil)
 	ctx := context.Background()
 	m := protocol.NewIDs(nil).NewMessage(protocol.TypeChatMessage, "agent:a")
 	if _, err := s.Append(ctx, m); err != nil {
@@ -93,11 +85,7 @@ func TestDuplicateKeepsNoBytes(t *testing.T) {
 // Types are numbered once each, also past the lock-free map's size, and
 // past the last number Append fails with ErrTooLarge.
 func TestEventTypes(t *testing.T) {
-	s, err := New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, nil)
 	for i := range maxFastTypes + 50 {
 		typ := protocol.Type(fmt.Sprintf("x.acme.t%d", i))
 		a, err := s.typeNum(typ)

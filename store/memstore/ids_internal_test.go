@@ -67,11 +67,7 @@ func FuzzIDWindow(f *testing.F) {
 // without one, and two ids of one window whose fingerprints collide.
 func TestIDIndexDedup(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	s, err := New(&Options{Clock: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, &Options{Clock: func() time.Time { return now }})
 	ctx := context.Background()
 	var msgs []*protocol.Message
 	for i := range 50 {
