@@ -18,7 +18,7 @@
 //     unit tests; store/boltstore (embedded bbolt) is the default;
 //     store/storetest certifies any backend.
 //  3. [github.com/clutchprotocol/clutch/schema] — payload_type → JSON Schema
-//     registry, Go-type reflection, the built-in payload types of seed 000
+//     registry, Go-type reflection, the built-in payload types of docs/protocol.md
 //     §3.3, and workflow-scoped validation (§3.4).
 //  4. [github.com/clutchprotocol/clutch/registry] — the agent registry:
 //     AgentCards, heartbeats and liveness, load and success tracking,

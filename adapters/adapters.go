@@ -9,7 +9,7 @@ import (
 )
 
 // Adapter translates one outside protocol or framework to and from the
-// Clutch envelope: seed 000 §7.2 in Go.
+// Clutch envelope: docs/protocol.md §7.2 in Go.
 //
 //	interface Adapter {
 //	  name: string;

@@ -1,7 +1,7 @@
 // Package adapters is the contract between Clutch and the outside
-// protocols and frameworks it speaks with (seed 000 §7): MCP, A2A, CLowl,
+// protocols and frameworks it speaks with (docs/protocol.md §7): MCP, A2A, CLowl,
 // multiagent-1.0, LangGraph, AutoGen, crewAI. Each lives in a sub-package
-// and implements [Adapter] — seed 000 §7.2 in Go: a name, whether it can
+// and implements [Adapter] — docs/protocol.md §7.2 in Go: a name, whether it can
 // translate an envelope outbound, inbound (the outside protocol's bytes →
 // one or more envelopes) and outbound (envelope → bytes).
 //

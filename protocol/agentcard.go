@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// AgentCard advertises an agent and its capabilities (seed 000 §1.4).
+// AgentCard advertises an agent and its capabilities (docs/protocol.md §1.4).
 type AgentCard struct {
 	V            string              `json:"v"`
 	AgentID      string              `json:"agent_id"`

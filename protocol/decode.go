@@ -69,7 +69,7 @@ var required = []struct {
 	{fTask, "task_id"}, {fFrom, "from"}, {fTo, "to"}, {fType, "type"}, {fPayload, "payload"},
 }
 
-// Decode decodes one envelope. It is strict (seed 000 §1.2; DESIGN "the
+// Decode decodes one envelope. It is strict (docs/protocol.md §1.2; docs/protocol.md §11 "the
 // envelope"): the input must be one JSON object of at most MaxBytes, in valid
 // UTF-8, with no duplicate key at any depth, every field of the JSON type the
 // seed gives it, every required field present, "v" equal to [Version] and
@@ -199,7 +199,7 @@ func (sc *scanner) member(m *Message, k string, seen int) (int, *Error) {
 		}
 		if !t.Valid() {
 			sc.pos = start
-			return 0, sc.err(CodeUnknownType, "type %q is neither a seed 000 §2 type nor x.<vendor>.<name>", string(t))
+			return 0, sc.err(CodeUnknownType, "type %q is neither a docs/protocol.md §2 type nor x.<vendor>.<name>", string(t))
 		}
 		if std := internType(sc.data[a:b]); std != "" {
 			t = std

@@ -1,10 +1,10 @@
 // Package protocol is the Clutch envelope: the one message format every
 // agent, store, router and adapter of the module speaks (Clutch Protocol v0,
-// "clutch/0.1", seed 000).
+// "clutch/0.1", docs/protocol.md).
 //
 // # Basics
 //
-// A [Message] is the envelope of seed 000 §1.1: ids (id, thread_id, run_id,
+// A [Message] is the envelope of docs/protocol.md §1.1: ids (id, thread_id, run_id,
 // task_id, parent_task_id), sender and recipients, a [Type] (the 17 of §2 or
 // an x.<vendor>.<name> extension), the structured contract (domain,
 // payload_type, schema_ref) and a payload kept as raw JSON. An [AgentCard]
@@ -56,7 +56,7 @@
 //
 // # Signing
 //
-// [Sign] and [Verify] implement seed 000 §6 "ed25519 signatures" with one
+// [Sign] and [Verify] implement docs/protocol.md §6 "ed25519 signatures" with one
 // rule: Ed25519 over the RFC 8785 (JCS) canonical bytes of the envelope with
 // only security.auth.sig removed; scheme "ed25519"; sig in base64url without
 // padding. Verify works on the bytes as received, rejects duplicate keys and

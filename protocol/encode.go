@@ -16,7 +16,7 @@ import (
 
 // Encode returns the wire bytes of m. A message that already has bytes (it
 // was decoded, or encoded before) returns them unchanged, so a signed message
-// is never re-encoded (DESIGN "the hot path"). Otherwise Encode validates m
+// is never re-encoded (docs/protocol.md §11 "the hot path"). Otherwise Encode validates m
 // ([Message.Validate]), encodes it once in the seed's field order, remembers
 // the bytes and returns them. The returned slice is shared with m: do not
 // modify it.

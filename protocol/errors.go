@@ -19,7 +19,7 @@ import (
 type Code string
 
 // The error table: every code the module produces. Each code maps to a CLowl
-// v0.2 code (E001–E016, seed 003), an HTTP status and a default retryability;
+// v0.2 code (E001–E016, docs/protocol.md §14), an HTTP status and a default retryability;
 // see [Code.CLowl], [Code.HTTPStatus] and [Code.Retryable].
 const (
 	// Decoding and validation of the envelope.
@@ -74,7 +74,7 @@ type codeInfo struct {
 }
 
 // codes is the one table behind Code's methods. CLowl codes follow the CLowl
-// v0.2 error catalog (seed 003); retryability follows the same catalog where
+// v0.2 error catalog (docs/protocol.md §14); retryability follows the same catalog where
 // the CLowl code says it, else the nature of the failure.
 var codes = map[Code]codeInfo{
 	CodeInvalidJSON:        {"E001", http.StatusBadRequest, false, "the input is not well-formed JSON"},
@@ -138,7 +138,7 @@ func (c Code) HTTPStatus() int {
 }
 
 // Retryable reports whether a failure with this code is worth retrying by
-// default (seed 000 §5.3). An [ErrorPayload] may override it.
+// default (docs/protocol.md §5.3). An [ErrorPayload] may override it.
 func (c Code) Retryable() bool { return codes[c].retryable }
 
 // Summary is a short English description of the code.
@@ -261,7 +261,7 @@ func newError(code Code, path string, off int, format string, args ...any) *Erro
 	return &Error{Code: code, Path: path, Offset: int64(off), Detail: d}
 }
 
-// ErrorPayload is the wire form of an error (seed 000 §5.4), the payload of
+// ErrorPayload is the wire form of an error (docs/protocol.md §5.4), the payload of
 // task.error, tool.error and routing.failure messages:
 //
 //	{"code": "TOOL_UNAVAILABLE", "message": "...", "retryable": true, "details": {...}}

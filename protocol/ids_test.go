@@ -226,7 +226,7 @@ func TestReply(t *testing.T) {
 
 func TestTypes(t *testing.T) {
 	if n := len(Types()); n != 17 {
-		t.Fatalf("%d types, seed 000 §2 has 17", n)
+		t.Fatalf("%d types, docs/protocol.md §2 has 17", n)
 	}
 	for _, typ := range Types() {
 		if !typ.Standard() || typ.Extension() || !typ.Valid() {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Message is the Clutch envelope (ClutchMessage, seed 000 §1.1–§1.2). Field
+// Message is the Clutch envelope (ClutchMessage, docs/protocol.md §1.1–§1.2). Field
 // names and JSON names are exactly those of the seed.
 //
 // A Message obtained from [Decode] remembers the exact bytes it arrived in
@@ -95,7 +95,7 @@ type Attachment struct {
 	MediaType string `json:"media_type,omitempty"` // e.g. "application/pdf"
 	Name      string `json:"name,omitempty"`
 	Size      int64  `json:"size,omitempty"`
-	// SHA256 is the hex digest of the content, when known (seed 000 has no
+	// SHA256 is the hex digest of the content, when known (docs/protocol.md has no
 	// digest field; CLowl's ctx.hash needs one).
 	SHA256 string `json:"sha256,omitempty"`
 }

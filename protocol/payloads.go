@@ -1,6 +1,6 @@
 package protocol
 
-// RoutingDecision is the payload of a routing.decision message (seed 000
+// RoutingDecision is the payload of a routing.decision message (docs/protocol.md
 // §4.3): which agent was selected, among which candidates, why, and with
 // which preference scores.
 type RoutingDecision struct {

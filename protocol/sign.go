@@ -35,7 +35,7 @@ func (k StaticKeys) ResolveKey(kid string) (ed25519.PublicKey, error) {
 	return nil, invalid(CodeUnknownKey, "/security/auth/kid", "no key for kid "+quote(kid))
 }
 
-// Sign signs m with Ed25519 (seed 000 §6 "ed25519 signatures"). The rule:
+// Sign signs m with Ed25519 (docs/protocol.md §6 "ed25519 signatures"). The rule:
 //
 //	sig = base64url-nopad( Ed25519( JCS( envelope without security.auth.sig ) ) )
 //

@@ -2,14 +2,14 @@ package protocol
 
 import "strings"
 
-// Version is the only protocol version this package speaks (seed 000 §1.2).
+// Version is the only protocol version this package speaks (docs/protocol.md §1.2).
 const Version = "clutch/0.1"
 
-// Type is a message type: one of the 17 of seed 000 §2 or an extension
+// Type is a message type: one of the 17 of docs/protocol.md §2 or an extension
 // named x.<vendor>.<name>.
 type Type string
 
-// The message types of seed 000 §2.
+// The message types of docs/protocol.md §2.
 const (
 	// §2.1 Task lifecycle.
 	TypeTaskRequest  Type = "task.request"
@@ -35,7 +35,7 @@ const (
 	TypeRoutingFailure  Type = "routing.failure"
 )
 
-// Types returns the 17 message types of seed 000 §2, in the seed's order.
+// Types returns the 17 message types of docs/protocol.md §2, in the seed's order.
 func Types() []Type {
 	return []Type{
 		TypeTaskRequest, TypeTaskAccept, TypeTaskProgress, TypeTaskResult,
@@ -89,7 +89,7 @@ func internType(s []byte) Type {
 	return ""
 }
 
-// Standard reports whether t is one of the 17 types of seed 000 §2.
+// Standard reports whether t is one of the 17 types of docs/protocol.md §2.
 func (t Type) Standard() bool { return internType([]byte(t)) != "" }
 
 // Extension reports whether t has the extension form x.<vendor>.<name>:
@@ -136,7 +136,7 @@ func (t Type) Terminal() bool {
 	return false
 }
 
-// The reserved prefixes of seed 000 Appendix B.
+// The reserved prefixes of docs/protocol.md Appendix B.
 const (
 	PrefixAgent    = "agent:"
 	PrefixGroup    = "group:"

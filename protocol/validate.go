@@ -9,7 +9,7 @@ import (
 )
 
 // MaxIDLength is the longest id accepted in id, thread_id, run_id, task_id,
-// parent_task_id, idempotency_key and agent ids (DESIGN "the envelope":
+// parent_task_id, idempotency_key and agent ids (docs/protocol.md §11 "the envelope":
 // foreign ids of any form survive up to this length).
 const MaxIDLength = 256
 
@@ -18,7 +18,7 @@ const MaxIDLength = 256
 //   - v is [Version]; type is a §2 type or x.<vendor>.<name> (§2);
 //   - id, thread_id, run_id and task_id are non-empty, and every id is at
 //     most [MaxIDLength] bytes;
-//   - ts is an RFC 3339 timestamp (§1.2 "ISO 8601"; DESIGN asks RFC 3339);
+//   - ts is an RFC 3339 timestamp (§1.2 "ISO 8601"; docs/protocol.md §11 asks RFC 3339);
 //   - from.agent_id and each to[].agent_id start with "agent:" (Appendix B);
 //     a recipient may also be a group ("group:");
 //   - attempt ≥ 1 (§5.3, 1-based);
@@ -37,7 +37,7 @@ func (m *Message) Validate() error {
 	}
 	if m.valid && m.raw != nil {
 		// Its bytes are fixed and its fields passed before: fields may
-		// change only through Reset, which clears this (DESIGN "the hot
+		// change only through Reset, which clears this (docs/protocol.md §11 "the hot
 		// path": each message is checked once on its way through).
 		return nil
 	}
@@ -89,7 +89,7 @@ func (m *Message) validate() error {
 		return invalid(CodeMissingField, "/type", "type is required")
 	}
 	if !m.Type.Valid() {
-		return invalid(CodeUnknownType, "/type", "type "+quote(string(m.Type))+" is neither a seed 000 §2 type nor x.<vendor>.<name>")
+		return invalid(CodeUnknownType, "/type", "type "+quote(string(m.Type))+" is neither a docs/protocol.md §2 type nor x.<vendor>.<name>")
 	}
 	if m.Attempt < 1 {
 		return invalid(CodeInvalidField, "/attempt", "attempt must be ≥ 1, got "+strconv.Itoa(m.Attempt))

@@ -1,4 +1,4 @@
-// Package registry keeps the AgentCards of a Clutch deployment (seed 000
+// Package registry keeps the AgentCards of a Clutch deployment (docs/protocol.md
 // §1.4): who is registered, with which capabilities, whether they are
 // online, how loaded they are and how often their tasks succeed. It is
 // event-sourced: every change is an event in a [store.Store], and the
@@ -21,7 +21,7 @@
 // register, update or heartbeat is no older than Options.HeartbeatTTL
 // (30 s by default). Call [Registry.Heartbeat] every TTL/3 or so; an agent
 // that stops goes offline without any further call. [Registry.Update]
-// replaces a card (seed 000 §2.4 "capability change") and
+// replaces a card (docs/protocol.md §2.4 "capability change") and
 // [Registry.Remove] forgets an agent.
 //
 // [Registry.Candidates] answers step 2 of the matching algorithm (seed
@@ -66,9 +66,9 @@
 //	Heartbeat   agent.heartbeat         {"status": "ok"}
 //	Remove      x.clutch.agent.remove   {"agent_id": "<id>"}
 //
-// Seed 000 §2.4 defines register, heartbeat and update but no way for an
+// docs/protocol.md §2.4 defines register, heartbeat and update but no way for an
 // agent to leave, so the removal is an extension type in the x.clutch
-// namespace (DESIGN: anything outside §2 is namespaced x.<vendor>.<name>).
+// namespace (docs/protocol.md §2.6: anything outside §2 is namespaced x.<vendor>.<name>).
 // A reader that does not know it sees an agent that stopped sending
 // heartbeats, which is the right approximation.
 //

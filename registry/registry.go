@@ -25,7 +25,7 @@ const (
 )
 
 // TypeRemove is the extension type of the event that removes an agent:
-// seed 000 §2.4 has register, heartbeat and update but no removal.
+// docs/protocol.md §2.4 has register, heartbeat and update but no removal.
 const TypeRemove protocol.Type = "x.clutch.agent.remove"
 
 // metaLocal marks, in an agent.register event, an agent that ran inside
@@ -73,7 +73,7 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// Registry holds the AgentCards of a Clutch deployment (seed 000 §1.4),
+// Registry holds the AgentCards of a Clutch deployment (docs/protocol.md §1.4),
 // event-sourced from a store. It is safe for concurrent use.
 type Registry struct {
 	st   store.Store
@@ -250,7 +250,7 @@ func (r *Registry) Register(ctx context.Context, card *protocol.AgentCard, opts 
 	return r.write(ctx, m, dec, false)
 }
 
-// Update records a changed card as an agent.update event (seed 000 §2.4
+// Update records a changed card as an agent.update event (docs/protocol.md §2.4
 // "capability change"). The agent must be registered; it keeps being
 // Local if it was.
 func (r *Registry) Update(ctx context.Context, card *protocol.AgentCard) error {
@@ -479,7 +479,7 @@ func (r *Registry) Online(a *Agent) bool {
 }
 
 // Candidates returns the registered agents that have every capability id
-// in requires (seed 000 §4.2 step 2, AND semantics), online or not, sorted
+// in requires (docs/protocol.md §4.2 step 2, AND semantics), online or not, sorted
 // by id. It reads the capability index, so its cost follows the smallest
 // matching set, not the number of agents. With no requires it returns
 // every agent.

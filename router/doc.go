@@ -25,9 +25,9 @@
 // artifacts (Task.PutArtifact), delegates subtasks (Task.NewSubtask,
 // Task.Delegate, which blocks until the subtask ends) and returns a Result
 // or an error. Return Fail(code, message, retryable, details) for a wire
-// error of seed 000 §5.4; any other error is coded with protocol.CodeOf.
+// error of docs/protocol.md §5.4; any other error is coded with protocol.CodeOf.
 //
-// # Routing (seed 000 §4.2)
+// # Routing (docs/protocol.md §4.2)
 //
 // Each routing pass, recorded as a routing.decision event:
 //
@@ -59,7 +59,7 @@
 // CAPACITY. When every matching agent is only busy, the task waits in a
 // bounded queue (MaxQueued, QueueTimeout) and fails with CAPACITY after.
 //
-// # Lifecycle (seed 000 §2.1, §5)
+// # Lifecycle (docs/protocol.md §2.1, §5)
 //
 // Every task leaves task.request, then per attempt routing.decision and
 // task.accept (stored together), any task.progress, and ends with exactly

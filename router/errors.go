@@ -7,7 +7,7 @@ import (
 
 // The sentinel errors of the router. Match them with errors.Is; each also
 // carries a protocol.Code (see protocol.CodeOf). A task's own failure is not
-// one of these: it is a *protocol.ErrorPayload (the wire error of seed 000
+// one of these: it is a *protocol.ErrorPayload (the wire error of docs/protocol.md
 // §5.4) returned by Handle.Wait and matched by its Code.
 var (
 	// ErrClosed: the router was closed.
@@ -32,7 +32,7 @@ func wrap(sentinel error, detail string, cause error) error {
 	return coded.Wrap(sentinel, detail, cause)
 }
 
-// Fail returns the wire error of seed 000 §5.4 as a Go error, for a handler
+// Fail returns the wire error of docs/protocol.md §5.4 as a Go error, for a handler
 // to return: its code, message, retryability and details reach the task's
 // task.error event unchanged.
 func Fail(code protocol.Code, message string, retryable bool, details map[string]any) error {

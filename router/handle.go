@@ -8,7 +8,7 @@ import (
 
 // Outcome is how a task ended: its terminal event (task.result,
 // task.error, task.cancel or task.timeout) and, unless it succeeded, the
-// wire error (seed 000 §5.4).
+// wire error (docs/protocol.md §5.4).
 type Outcome struct {
 	TaskID  string
 	Type    protocol.Type
@@ -75,7 +75,7 @@ func (h *Handle) Wait(ctx context.Context) (*Outcome, error) {
 	return out, nil
 }
 
-// Cancel cancels the task and every subtask under it (seed 000 §1.3): each
+// Cancel cancels the task and every subtask under it (docs/protocol.md §1.3): each
 // gets a task.cancel event with the reason. It returns at once; Wait for
 // the outcome. Cancelling an ended task does nothing.
 func (h *Handle) Cancel(reason string) {

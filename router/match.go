@@ -26,7 +26,7 @@ const (
 	rejRequires           // lacks a required capability (explicit to only)
 )
 
-// match is the outcome of one routing pass (seed 000 §4.2).
+// match is the outcome of one routing pass (docs/protocol.md §4.2).
 type match struct {
 	selected   *registry.Agent
 	explicit   bool                 // "to" named the recipients
@@ -86,7 +86,7 @@ func (m *match) onlyBusy() bool {
 	return m.selected == nil && m.kinds[rejCapacity] > 0
 }
 
-// decision is the routing.decision payload of m (seed 000 §4.3). It is
+// decision is the routing.decision payload of m (docs/protocol.md §4.3). It is
 // m's: marshal it before m is freed.
 func (m *match) decision() *protocol.RoutingDecision {
 	n := min(len(m.candidates), maxListed)
@@ -129,7 +129,7 @@ func describeRequires(requires []string) string {
 	return "requires[" + strings.Join(requires, ", ") + "]"
 }
 
-// route runs the matching algorithm of seed 000 §4.2 for req, whose task
+// route runs the matching algorithm of docs/protocol.md §4.2 for req, whose task
 // has the given ancestor agents.
 func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	m := r.newMatch()

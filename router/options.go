@@ -8,7 +8,7 @@ import (
 	"github.com/clutchprotocol/clutch/schema"
 )
 
-// Weights weigh the parts of the preference score (seed 000 §4.2 step 3).
+// Weights weigh the parts of the preference score (docs/protocol.md §4.2 step 3).
 // Each prefers[] entry counts with the weight of its kind; the message's
 // domain counts with Domain. A score is the weighted share of preferences an
 // agent meets, from 0 to 1.
@@ -80,7 +80,7 @@ type Options struct {
 	// Weights of the preference score; DefaultWeights when all zero.
 	Weights Weights
 	// MaxAttempts is how many times a task is tried when it fails with a
-	// retryable error (seed 000 §5.3); DefaultMaxAttempts when 0, 1 for no
+	// retryable error (docs/protocol.md §5.3); DefaultMaxAttempts when 0, 1 for no
 	// retries.
 	MaxAttempts int
 	// Backoff is the wait before attempt n+1 after attempt n failed;
@@ -97,7 +97,7 @@ type Options struct {
 	// negative for no depth limit.
 	Budget Budget
 	// Workflows, when set, validates each result in the scope of its run
-	// (seed 000 §3.4): a run bound to a workflow (Binder.Bind) has its
+	// (docs/protocol.md §3.4): a run bound to a workflow (Binder.Bind) has its
 	// results checked against the step they answer — the step named in the
 	// request's meta.step (copied to the result), else the step expecting
 	// the result's type and payload_type — and other results against the

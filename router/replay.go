@@ -165,7 +165,7 @@ func (r *Router) Recover(ctx context.Context) (int, error) {
 }
 
 // Retry runs one ended task of a run again from the log (partial retry,
-// seed 000 "Task DAGs ... with partial retry"): a task that ended with
+// docs/protocol.md "Task DAGs ... with partial retry"): a task that ended with
 // task.error or task.timeout is routed again as a new attempt, with its
 // stored request. The rest of the run is not touched.
 func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
@@ -200,7 +200,7 @@ type TaskNode struct {
 	Children     []*TaskNode
 }
 
-// Tree is a run's task tree rebuilt from the store (seed 000 §1.3, §8.1
+// Tree is a run's task tree rebuilt from the store (docs/protocol.md §1.3, §8.1
 // "replay by run_id").
 type Tree struct {
 	RunID string

@@ -24,7 +24,7 @@ import (
 type Handler func(ctx context.Context, t *Task) (*Result, error)
 
 // Result is what a handler returns on success: the payload of the
-// task.result event and its structured contract (seed 000 §3).
+// task.result event and its structured contract (docs/protocol.md §3).
 type Result struct {
 	// PayloadType names the payload's schema ("research.summary.v1"); the
 	// result is validated against it. "" sends an untyped result.
@@ -32,12 +32,12 @@ type Result struct {
 	// Payload is encoded as JSON; a json.RawMessage or []byte is taken as
 	// it is.
 	Payload any
-	// Attachments reference artifacts (seed 000 §8.2).
+	// Attachments reference artifacts (docs/protocol.md §8.2).
 	Attachments []protocol.Attachment
 }
 
 // Router matches task requests to agents, runs them and records every step
-// as an event (seed 000 §2, §4, §5). It is safe for concurrent use.
+// as an event (docs/protocol.md §2, §4, §5). It is safe for concurrent use.
 type Router struct {
 	st      store.Store
 	reg     *registry.Registry
@@ -164,7 +164,7 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 // (cancel it through the handle).
 //
 // A request that is already stored (same id, or same run_id and
-// idempotency_key: seed 000 §5.2) is not run again: the handle follows the
+// idempotency_key: docs/protocol.md §5.2) is not run again: the handle follows the
 // task that request started, or holds its stored outcome.
 func (r *Router) Submit(ctx context.Context, req *protocol.Message) (*Handle, error) {
 	return r.submit(ctx, req, nil)
@@ -263,7 +263,7 @@ func (r *Router) checkBudget(rs *runState, ts *taskState) *protocol.ErrorPayload
 	return nil
 }
 
-// redelivered handles a request the store already holds (seed 000 §5.1:
+// redelivered handles a request the store already holds (docs/protocol.md §5.1:
 // at-least-once delivery, dedup by the receiver).
 func (r *Router) redelivered(ctx context.Context, req *protocol.Message, seq uint64) (*Handle, error) {
 	stored, err := r.eventAt(ctx, seq)

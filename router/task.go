@@ -186,7 +186,7 @@ func (r *Router) routeTask(ts *taskState) *match {
 }
 
 // routingFailure stores routing.failure and the task.error that ends the
-// task (seed 000 §2.5, §4.2).
+// task (docs/protocol.md §2.5, §4.2).
 func (r *Router) routingFailure(ts *taskState, m *match, detail string) {
 	code, msg := m.failure(capabilityRequires(ts.req.Requires))
 	if detail != "" {
@@ -315,7 +315,7 @@ func (r *Router) release(a *registry.Agent, ok bool) {
 	}
 }
 
-// call runs the handler; a panic becomes an INTERNAL error (DESIGN: a
+// call runs the handler; a panic becomes an INTERNAL error (docs/protocol.md §5.4: a
 // panicking handler never crashes the host).
 func (r *Router) call(ctx context.Context, h Handler, t *Task) (res *Result, err error) {
 	defer func() {
@@ -342,7 +342,7 @@ func mergeDetails(a, b map[string]any) map[string]any {
 }
 
 // resultEvent builds the task.result of a handler's Result and validates it
-// (seed 000 §3). An invalid result gives a VALIDATION error whose details
+// (docs/protocol.md §3). An invalid result gives a VALIDATION error whose details
 // keep the result for audit.
 func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol.Message, *protocol.ErrorPayload) {
 	if res == nil {
@@ -572,14 +572,14 @@ func (t *Task) Agent() string { return t.agent.ID() }
 // it.
 func (t *Task) Card() *protocol.AgentCard { return t.agent.Card() }
 
-// Attempt returns the attempt number, 1 for the first (seed 000 §5.3).
+// Attempt returns the attempt number, 1 for the first (docs/protocol.md §5.3).
 func (t *Task) Attempt() int { return t.attempt }
 
 // Input decodes the request's payload into a T, strictly (see
 // protocol.DecodePayload).
 func Input[T any](t *Task) (T, error) { return protocol.DecodePayload[T](t.ts.req) }
 
-// Progress stores a task.progress event with payload (seed 000 §2.1).
+// Progress stores a task.progress event with payload (docs/protocol.md §2.1).
 func (t *Task) Progress(ctx context.Context, payload any) error {
 	if t.ts.finished.Load() {
 		return ErrTaskEnded
@@ -594,7 +594,7 @@ func (t *Task) Progress(ctx context.Context, payload any) error {
 }
 
 // Emit stores another event of the task from the running agent, such as a
-// tool.call or tool.result (seed 000 §2.3). Its thread, run, task, sender
+// tool.call or tool.result (docs/protocol.md §2.3). Its thread, run, task, sender
 // and attempt are set by the router; the type, payload and contract are
 // the caller's. It is addressed to the requester, except tool.* events,
 // which have no recipient agent (the tool server is named in the payload).
@@ -638,7 +638,7 @@ func (t *Task) NewSubtask(payloadType string, payload any) (*protocol.Message, e
 	return m, nil
 }
 
-// Delegate submits sub as a subtask of t and blocks until it ends (seed 000
+// Delegate submits sub as a subtask of t and blocks until it ends (docs/protocol.md
 // §1.3). sub must be a task.request of t's run whose parent_task_id is t
 // (NewSubtask makes one). The subtask is cancelled with t. A subtask routed
 // back to an agent already on t's delegation chain is refused with CYCLE
@@ -656,7 +656,7 @@ func (t *Task) Delegate(ctx context.Context, sub *protocol.Message) (*Outcome, e
 }
 
 // PutArtifact stores data in the artifact store and returns its ref, for a
-// Result's attachments (seed 000 §8.2).
+// Result's attachments (docs/protocol.md §8.2).
 func (t *Task) PutArtifact(ctx context.Context, mediaType string, data []byte) (string, error) {
 	return t.r.st.PutArtifact(ctx, mediaType, data)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/xeipuuv/gojsonschema"
 )
 
-// A typical research.summary.v1 payload (seed 000 §1.1, filled in): 3
+// A typical research.summary.v1 payload (docs/protocol.md §1.1, filled in): 3
 // findings, 2 citations, ~300 bytes.
 var benchSummary = []byte(`{"title":"Market analysis complete","findings":["The fintech lending market grew 12% in 2025","Three incumbents hold 61% of the market","Regulation is tightening in the EU"],"citations":["https://example.com/reports/fintech-2025","https://example.com/eu/regulation"]}`)
 

@@ -8,7 +8,7 @@ import (
 
 // Binder binds runs to workflows, so that the messages of a run are
 // validated against the workflow's steps: "validation is workflow-scoped,
-// not global" (seed 000 §3.1). It is what the router uses:
+// not global" (docs/protocol.md §3.1). It is what the router uses:
 //
 //	binder := schema.NewBinder(reg)
 //	binder.Bind(runID, wf)        // when the run starts

@@ -6,7 +6,7 @@ import (
 	"github.com/invopop/jsonschema"
 )
 
-// The built-in payload types: the five of seed 000 §3.3, plus
+// The built-in payload types: the five of docs/protocol.md §3.3, plus
 // research.query.v1, the payload of the task.request that starts the seed's
 // end-to-end example (§10). Each has a Go type, from which its schema is
 // reflected.
@@ -59,7 +59,7 @@ func registerBuiltins(r *Registry) error {
 // reflection.
 
 // ResearchQuery is the payload of research.query.v1: the request that starts
-// a research task (seed 000 §10, step 1). Required: query.
+// a research task (docs/protocol.md §10, step 1). Required: query.
 type ResearchQuery struct {
 	// Query is the question to research, in plain language.
 	Query string `json:"query" jsonschema:"minLength=1"`
@@ -75,7 +75,7 @@ func (p ResearchQuery) MarshalJSON() ([]byte, error) {
 	return p.appendJSON(make([]byte, 0, p.size())), nil
 }
 
-// ResearchSummary is the payload of research.summary.v1 (seed 000 §3.3, the
+// ResearchSummary is the payload of research.summary.v1 (docs/protocol.md §3.3, the
 // task.result of §1.1 and §10). Required: findings[], citations[].
 type ResearchSummary struct {
 	// Title is an optional headline ("Market analysis complete").
@@ -92,7 +92,7 @@ func (p ResearchSummary) MarshalJSON() ([]byte, error) {
 	return p.appendJSON(make([]byte, 0, p.size())), nil
 }
 
-// ResearchSources is the payload of research.sources.v1 (seed 000 §3.3).
+// ResearchSources is the payload of research.sources.v1 (docs/protocol.md §3.3).
 // Required: sources[], relevance_scores.
 type ResearchSources struct {
 	// Sources are the sources found.
@@ -115,7 +115,7 @@ type Source struct {
 	Excerpt string `json:"excerpt,omitempty"`
 }
 
-// CodeOutput is the payload of code.output.v1 (seed 000 §3.3). Required:
+// CodeOutput is the payload of code.output.v1 (docs/protocol.md §3.3). Required:
 // files[], language, tests_passed.
 type CodeOutput struct {
 	// Files are the files produced or changed.
@@ -132,7 +132,7 @@ func (p CodeOutput) MarshalJSON() ([]byte, error) {
 }
 
 // File is one file of a [CodeOutput]: its path and either its content
-// inline or a reference to it in the artifact store (seed 000 §8.2,
+// inline or a reference to it in the artifact store (docs/protocol.md §8.2,
 // "artifact:sha256:<hex>"). Required: path.
 type File struct {
 	Path    string `json:"path" jsonschema:"minLength=1"`
@@ -140,7 +140,7 @@ type File struct {
 	Ref     string `json:"ref,omitempty"`
 }
 
-// CodeReview is the payload of code.review.v1 (seed 000 §3.3). Required:
+// CodeReview is the payload of code.review.v1 (docs/protocol.md §3.3). Required:
 // findings[], severity; patch_ref is optional (the seed's "patch_ref?").
 type CodeReview struct {
 	// Findings are the review's remarks.
@@ -183,7 +183,7 @@ func (Severity) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Enum: []any{"info", "low", "medium", "high", "critical"}}
 }
 
-// ReviewFeedback is the payload of review.feedback.v1 (seed 000 §3.3; the
+// ReviewFeedback is the payload of review.feedback.v1 (docs/protocol.md §3.3; the
 // REVIEW of Appendix A). Required: decision, comments, blocking_issues[].
 type ReviewFeedback struct {
 	// Decision is the reviewer's verdict.

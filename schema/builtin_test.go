@@ -9,7 +9,7 @@ import (
 )
 
 // builtinCases holds, for each built-in payload type, a valid payload, the
-// required members of seed 000 §3.3 (§10 for research.query.v1), and
+// required members of docs/protocol.md §3.3 (§10 for research.query.v1), and
 // payloads with a member of the wrong type.
 var builtinCases = []struct {
 	payloadType string

@@ -1,13 +1,13 @@
 // Package schema is the payload schema registry of Clutch: it maps each
 // payload_type to a JSON Schema, validates payloads and messages against it,
 // and scopes validation to workflows. "domain + payload_type + schema
-// registry prevents unstructured prompt soup" (seed 000, "What Clutch
+// registry prevents unstructured prompt soup" (docs/protocol.md, "What Clutch
 // Protocol Adds"); "validation is workflow-scoped, not global" (§3.1).
 //
 // # Basics
 //
 // A [Registry] holds compiled schemas, one per payload_type. [New] makes one
-// with the built-in payload types of seed 000 §3.3 plus research.query.v1
+// with the built-in payload types of docs/protocol.md §3.3 plus research.query.v1
 // (§10), each with an exported Go type ([ResearchSummary], [CodeOutput],
 // ...) to build payloads from:
 //

@@ -16,7 +16,7 @@ import (
 // brackets is the [protocol.Code] that [protocol.CodeOf] reports.
 var (
 	// ErrValidation: a payload or message does not satisfy its schema or
-	// workflow step (seed 000 §3). The detail is a [*ValidationError].
+	// workflow step (docs/protocol.md §3). The detail is a [*ValidationError].
 	// [VALIDATION]
 	ErrValidation error = coded.New("schema: validation failed", protocol.CodeValidation)
 
@@ -25,11 +25,11 @@ var (
 	ErrUnknownPayloadType error = coded.New("schema: unknown payload type", protocol.CodeValidation)
 
 	// ErrInvalidPayloadType: the payload_type is not of the form
-	// <domain>.<name>.v<N> (seed 000 §3.2). [INVALID_FIELD]
+	// <domain>.<name>.v<N> (docs/protocol.md §3.2). [INVALID_FIELD]
 	ErrInvalidPayloadType error = coded.New("schema: invalid payload type", protocol.CodeInvalidField)
 
 	// ErrSchemaRefMismatch: a message's schema_ref is not the reference of
-	// its payload_type (seed 000 §3.2). [INVALID_FIELD]
+	// its payload_type (docs/protocol.md §3.2). [INVALID_FIELD]
 	ErrSchemaRefMismatch error = coded.New("schema: schema_ref does not match payload_type", protocol.CodeInvalidField)
 
 	// ErrInvalidJSON: a payload is not one well-formed JSON value. [INVALID_JSON]
@@ -65,7 +65,7 @@ var (
 	ErrRefCycle error = coded.New("schema: $ref cycle", protocol.CodeInvalidField)
 
 	// ErrInvalidWorkflow: a workflow document or value is malformed or
-	// inconsistent with the registry (seed 000 §3.4). The detail is a
+	// inconsistent with the registry (docs/protocol.md §3.4). The detail is a
 	// [*WorkflowError]. [INVALID_FIELD]
 	ErrInvalidWorkflow error = coded.New("schema: invalid workflow", protocol.CodeInvalidField)
 
@@ -221,7 +221,7 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// WorkflowError lists every problem found in a workflow (seed 000 §3.4). It
+// WorkflowError lists every problem found in a workflow (docs/protocol.md §3.4). It
 // matches [ErrInvalidWorkflow] with errors.Is.
 type WorkflowError struct {
 	Workflow string    // the workflow name, when it could be read

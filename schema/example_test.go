@@ -54,7 +54,7 @@ func ExampleRegisterType() {
 }
 
 func ExampleRegistry_Validate() {
-	reg, err := schema.New(nil) // the built-in payload types of seed 000 §3.3
+	reg, err := schema.New(nil) // the built-in payload types of docs/protocol.md §3.3
 	if err != nil {
 		panic(err)
 	}
@@ -99,7 +99,7 @@ func ExampleRegistry_LoadWorkflow() {
 	if err != nil {
 		panic(err)
 	}
-	// The workflow of seed 000 §3.4.
+	// The workflow of docs/protocol.md §3.4.
 	wf, err := reg.LoadWorkflow([]byte(`
 workflow: product-research
 steps:
@@ -134,7 +134,7 @@ steps:
 	}
 	// Output:
 	// product-research research task.result research.summary.v1 [findings citations]
-	// line 6:13: steps[0].expects.type: unknown message type "task.finished": neither a seed 000 §2 type nor x.<vendor>.<name>
+	// line 6:13: steps[0].expects.type: unknown message type "task.finished": neither a docs/protocol.md §2 type nor x.<vendor>.<name>
 	// line 7:21: steps[0].expects.payload_type: unknown payload type "research.summery.v1": no schema is registered for it
 }
 

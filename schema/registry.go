@@ -36,7 +36,7 @@ type Options struct {
 	// refused with [ErrTooLarge]. 0 means [DefaultMaxPayloadBytes].
 	MaxPayloadBytes int
 
-	// NoBuiltins leaves out the built-in payload types of seed 000 §3.3 and
+	// NoBuiltins leaves out the built-in payload types of docs/protocol.md §3.3 and
 	// research.query.v1 (see [Builtins]), which are registered by default.
 	NoBuiltins bool
 
@@ -46,7 +46,7 @@ type Options struct {
 	Reflector *jsonschema.Reflector
 }
 
-// Registry maps payload types to compiled JSON Schemas (seed 000 §3). It is
+// Registry maps payload types to compiled JSON Schemas (docs/protocol.md §3). It is
 // safe for use by many goroutines: validation reads an immutable snapshot
 // through an atomic pointer and never takes a lock; registration compiles
 // outside any lock, then copies the snapshot and swaps it in under a mutex
@@ -121,7 +121,7 @@ type Schema struct {
 // ("research.summary.v1").
 func (s *Schema) PayloadType() string { return s.payloadType }
 
-// Ref returns the schema_ref of the payload type (seed 000 §3.2):
+// Ref returns the schema_ref of the payload type (docs/protocol.md §3.2):
 // "schema://clutch/research/summary@1".
 func (s *Schema) Ref() string { return s.ref }
 
@@ -315,7 +315,7 @@ func (r *Registry) unknown(payloadType string, payload []byte) error {
 }
 
 // ValidateMessage validates a message's payload against the schema of its
-// payload_type (seed 000 §3). A message without payload_type and schema_ref
+// payload_type (docs/protocol.md §3). A message without payload_type and schema_ref
 // carries no structured contract and passes. Otherwise:
 //   - payload_type must be well formed, and schema_ref, when present, must
 //     be the reference of payload_type ("research.summary.v1" ↔

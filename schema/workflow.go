@@ -24,7 +24,7 @@ const MaxWorkflowBytes = 1 << 20
 // ("meta": {"step": "research"}); see [Workflow.StepFor].
 const MetaStep = "step"
 
-// Workflow holds the validation rules of one workflow (seed 000 §3.4): what
+// Workflow holds the validation rules of one workflow (docs/protocol.md §3.4): what
 // each step is expected to produce. Its YAML (or JSON) form is exactly the
 // seed's:
 //
@@ -55,7 +55,7 @@ type Step struct {
 
 // Expects is what a step's message must be.
 type Expects struct {
-	// Type is the message type (seed 000 §2), e.g. task.result. Required.
+	// Type is the message type (docs/protocol.md §2), e.g. task.result. Required.
 	Type protocol.Type `json:"type" yaml:"type"`
 	// PayloadType is the payload_type the message must carry; its payload
 	// is validated against that type's schema. Optional: "" accepts any
@@ -103,7 +103,7 @@ func (w *Workflow) equal(o *Workflow) bool {
 }
 
 // LoadWorkflow reads a workflow from YAML or JSON (JSON is recognised by its
-// leading '{"') in exactly the shape of seed 000 §3.4 and checks it against
+// leading '{"') in exactly the shape of docs/protocol.md §3.4 and checks it against
 // the registry (see [Registry.CheckWorkflow]). Unknown fields, duplicate
 // keys, values of the wrong kind, a second YAML document, and every failed
 // check are reported together in a [*WorkflowError] whose problems carry the
@@ -194,7 +194,7 @@ func (r *Registry) check(w *Workflow, pos map[string][2]int) []Problem {
 		case e.Type == "":
 			add(f+".expects.type", "expects.type is required (e.g. task.result)")
 		case !e.Type.Valid():
-			add(f+".expects.type", "unknown message type %q: neither a seed 000 §2 type nor x.<vendor>.<name>", e.Type)
+			add(f+".expects.type", "unknown message type %q: neither a docs/protocol.md §2 type nor x.<vendor>.<name>", e.Type)
 		}
 		var sch *Schema
 		if e.PayloadType != "" {

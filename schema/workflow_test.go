@@ -10,7 +10,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// seedWorkflow is the example of seed 000 §3.4, verbatim.
+// seedWorkflow is the example of docs/protocol.md §3.4, verbatim.
 const seedWorkflow = `workflow: product-research
 steps:
   - id: research

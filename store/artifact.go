@@ -11,10 +11,10 @@ import (
 )
 
 // ArtifactRefPrefix starts every artifact ref: the protocol's "artifact:"
-// (seed 000 Appendix B) and the hash algorithm.
+// (docs/protocol.md Appendix B) and the hash algorithm.
 const ArtifactRefPrefix = protocol.PrefixArtifact + "sha256:"
 
-// ArtifactRef returns the content address of data (seed 000 §8.2):
+// ArtifactRef returns the content address of data (docs/protocol.md §8.2):
 // "artifact:sha256:" and the lower-case hex SHA-256 of the bytes. Every
 // backend names artifacts with it, so the same bytes have the same ref in
 // any store.

@@ -1,5 +1,5 @@
 // Package store defines Clutch's event store: the one append-only log that
-// the router, the UI, audit, replay and deduplication all read (seed 000
+// the router, the UI, audit, replay and deduplication all read (docs/protocol.md
 // §1.6, §5, §8). It holds the contract — the [Store] interface, [Event],
 // [Query], [AppendResult], the artifact refs and the sentinel errors — and
 // no implementation. The backends are
@@ -18,7 +18,7 @@
 //	// res[0].Seq, res[1].Seq: consecutive seqs
 //
 // Reads return iter.Seq2[Event, error], in seq order, served by the
-// indexes of seed 000 §8.1 (run_id, thread_id, task_id, from.agent_id) and
+// indexes of docs/protocol.md §8.1 (run_id, thread_id, task_id, from.agent_id) and
 // filtered by a type prefix:
 //
 //	for ev, err := range s.Read(ctx, store.Query{RunID: run, Limit: 100}) {
@@ -35,7 +35,7 @@
 //
 // Breaking out of any of these loops releases everything the read held.
 //
-// Large payloads go to the artifact store (seed 000 §8.2): PutArtifact
+// Large payloads go to the artifact store (docs/protocol.md §8.2): PutArtifact
 // returns a content address "artifact:sha256:<hex>" ([ArtifactRef]) to put
 // in a message's attachments, and GetArtifact returns the bytes.
 //
@@ -55,7 +55,7 @@
 //
 // # Deduplication
 //
-// Deduplication happens in the same transaction as the append (seed 000
+// Deduplication happens in the same transaction as the append (docs/protocol.md
 // §5.2). A message is a duplicate, and is not appended again, when
 //
 //  1. an event with the same id is stored (checked first), or
@@ -68,7 +68,7 @@
 // that duplicates one event by id and another by key is reported as a
 // duplicate by id.
 //
-// The dedup window: seed 000 §5.2 asks for dedup state "until run
+// The dedup window: docs/protocol.md §5.2 asks for dedup state "until run
 // completion". The in-tree backends keep it forever, since the indexes it
 // lives in are never pruned; a backend with a shorter window must keep it
 // at least until the run ends and say so in its documentation.
@@ -80,7 +80,7 @@
 // [ErrInvalidMediaType]. Match them with errors.Is; the typed errors
 // ([InvalidMessageError], [TooLargeError], [QueryError]) carry the detail.
 // Every store error also carries a [protocol.Code] for [protocol.CodeOf],
-// so it can be sent on the wire as a seed 000 §5.4 error. A call whose
+// so it can be sent on the wire as a docs/protocol.md §5.4 error. A call whose
 // context is done returns ctx.Err().
 //
 // # Caveats

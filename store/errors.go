@@ -10,7 +10,7 @@ import (
 // The sentinel errors of the store contract. Match them with errors.Is;
 // the typed errors below carry the detail and match their sentinel. Each
 // also carries a [protocol.Code] (see [protocol.CodeOf]), so a store error
-// can travel on the wire (seed 000 §5.4).
+// can travel on the wire (docs/protocol.md §5.4).
 var (
 	// ErrClosed: the store was closed.
 	ErrClosed error = coded.New("store: closed", protocol.CodeInternal)

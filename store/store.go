@@ -9,7 +9,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// Store is the append-only event log of seed 000 §1.6 and §8.1. Every
+// Store is the append-only event log of docs/protocol.md §1.6 and §8.1. Every
 // method that can block takes a context first; all methods are safe for
 // concurrent use. The package doc states the rules every implementation
 // keeps, and [github.com/clutchprotocol/clutch/store/storetest.Run] checks
@@ -46,7 +46,7 @@ type Store interface {
 	// LastSeq returns the seq of the last event, 0 for an empty store.
 	LastSeq(ctx context.Context) (uint64, error)
 
-	// PutArtifact stores data under its content address (seed 000 §8.2)
+	// PutArtifact stores data under its content address (docs/protocol.md §8.2)
 	// and returns the ref, "artifact:sha256:<hex>" (see [ArtifactRef]).
 	// Putting the same bytes again returns the same ref and keeps the
 	// media type given first. An empty mediaType means
@@ -99,7 +99,7 @@ type AppendResult struct {
 	DuplicateBy DedupRule
 }
 
-// DedupRule names a deduplication rule of seed 000 §5.2.
+// DedupRule names a deduplication rule of docs/protocol.md §5.2.
 type DedupRule uint8
 
 // The deduplication rules, in the order they are checked.
@@ -165,7 +165,7 @@ func (q Query) Match(runID, threadID, taskID, agentID string, typ protocol.Type)
 		strings.HasPrefix(string(typ), q.TypePrefix)
 }
 
-// Artifact is a blob of the artifact store (seed 000 §8.2).
+// Artifact is a blob of the artifact store (docs/protocol.md §8.2).
 type Artifact struct {
 	Ref       string // "artifact:sha256:<hex>"
 	MediaType string // e.g. "application/pdf"

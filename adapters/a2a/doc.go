@@ -9,7 +9,7 @@
 //   - Serving (inbound): [Server] is an http.Handler that exposes the
 //     agents of a router over A2A — agent cards, SendMessage,
 //     SendStreamingMessage, GetTask, CancelTask, SubscribeToTask,
-//     ListTasks — and over the simple surface of seed 002 (GET /agents,
+//     ListTasks — and over the simple surface of docs/protocol.md §13 (GET /agents,
 //     POST /agents/{name}/run, SSE stream).
 //   - Calling out (outbound): [Register] resolves a remote A2A agent's
 //     card, maps it to a Clutch AgentCard and registers the agent with a
@@ -88,7 +88,7 @@
 //	                                             capability (clutch.requires, ...)
 //	GET  /agents/{name}/.well-known/agent-card.json   one agent's card
 //	POST /agents/{name}/a2a                     its JSON-RPC endpoint (tasks go to it)
-//	GET  /agents                                seed 002: {"agents": [{name, agent_id,
+//	GET  /agents                                docs/protocol.md §13: {"agents": [{name, agent_id,
 //	                                             description, capabilities, online, url}]}
 //	GET  /agents/{name}                         one agent, with its Clutch card
 //	POST /agents/{name}/run                     {"prompt", "sessionId"?} → {"result", "meta"}
@@ -152,7 +152,7 @@
 // InvalidRequestError; a chunked body is cut at the limit and answers
 // ParseError.
 //
-// The simple surface normalises errors as seed 002 §2.5, JSON bodies
+// The simple surface normalises errors as docs/protocol.md §13.2.5, JSON bodies
 // {"error", "message", "details"?}: agent_not_found (404); invalid_request
 // (400: not JSON, unknown member, missing or empty prompt; 413 for a body
 // over the limit; 405 for a wrong method); guardrail_violation (400, with
@@ -162,7 +162,7 @@
 // Other task failures answer their code's HTTP status
 // (protocol.Code.HTTPStatus) with the code in lower case as the error
 // name ("timeout", "tool_failed", "input_required") and the agent's
-// message; seed 002 has no row for them. Its llm_init_failed row has no
+// message; docs/protocol.md §13 has no row for them. Its llm_init_failed row has no
 // counterpart: Clutch holds no LLM providers.
 //
 // Outbound, Handle returns wire errors the router retries when retryable:

@@ -121,7 +121,7 @@ func ExampleRegister() {
 	// {"text":"echo: hi"}
 }
 
-// The simple HTTP surface of seed 002: POST /agents/{name}/run.
+// The simple HTTP surface of docs/protocol.md §13: POST /agents/{name}/run.
 func ExampleServer_run() {
 	ctx := context.Background()
 	tm := newTeam()

@@ -29,7 +29,7 @@ const (
 	RPCPath = "/a2a"
 	// AgentsPath prefixes one agent's surface: AgentsPath+"/{name}" is its
 	// description, and under it CardPath and RPCPath are its own A2A
-	// card and endpoint, "/run" and "/stream" the simple surface (seed 002
+	// card and endpoint, "/run" and "/stream" the simple surface (docs/protocol.md §13
 	// §2). {name} is the agent id without "agent:".
 	AgentsPath = "/agents"
 )
@@ -122,7 +122,7 @@ func (o *ServerOptions) setDefaults() error {
 }
 
 // Server is an http.Handler that serves registered Clutch agents over A2A
-// 1.0 JSON-RPC and over the simple HTTP surface of seed 002 §2. See the
+// 1.0 JSON-RPC and over the simple HTTP surface of docs/protocol.md §13.2. See the
 // package doc for its paths and mapping. It is safe for concurrent use.
 type Server struct {
 	r    *router.Router

@@ -21,7 +21,7 @@ import (
 	"github.com/clutchprotocol/clutch/store"
 )
 
-// httpError is the error body of the simple surface (seed 002 §2.5):
+// httpError is the error body of the simple surface (docs/protocol.md §13.2.5):
 // {"error": "agent_not_found", "message": "...", "details": {...}}.
 type httpError struct {
 	Error   string         `json:"error"`
@@ -29,7 +29,7 @@ type httpError struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// The error names of seed 002 §2.5, and the ones this package adds.
+// The error names of docs/protocol.md §13.2.5, and the ones this package adds.
 const (
 	errNameAgentNotFound = "agent_not_found"     // 404
 	errNameGuardrail     = "guardrail_violation" // 400, with details
@@ -81,7 +81,7 @@ func (s *Server) info(base string, a *registry.Agent, withCard bool) agentInfo {
 	return in
 }
 
-// serveAgents serves GET /agents (seed 002 §2.2).
+// serveAgents serves GET /agents (docs/protocol.md §13.2.2).
 func (s *Server) serveAgents(w http.ResponseWriter, r *http.Request) {
 	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
 		return
@@ -120,7 +120,7 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 	return false
 }
 
-// RunRequest is the body of POST /agents/{name}/run and /stream (seed 002
+// RunRequest is the body of POST /agents/{name}/run and /stream (docs/protocol.md §13
 // §2.2-2.3): a non-empty prompt of at most ServerOptions.MaxPromptLength
 // characters, and optionally the session it continues (the Clutch
 // thread_id).
@@ -247,7 +247,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 	return h, true
 }
 
-// runResult is the body of a successful run (seed 002 §2.4): the result
+// runResult is the body of a successful run (docs/protocol.md §13.2.4): the result
 // payload as the agent returned it, and where it came from.
 type runResult struct {
 	Result json.RawMessage `json:"result"`
@@ -271,7 +271,7 @@ func resultBody(m *protocol.Message, start time.Time) runResult {
 	}}
 }
 
-// taskHTTPError normalises a task's failure (seed 002 §2.5): a policy
+// taskHTTPError normalises a task's failure (docs/protocol.md §13.2.5): a policy
 // refusal is a guardrail_violation (400, with details); INTERNAL and codes
 // outside the table are internal_error (500, "Unexpected failure", nothing
 // leaked); any other code answers its HTTP status (protocol.Code.HTTPStatus)
@@ -319,7 +319,7 @@ type stateEvent struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-// serveStream serves GET or POST /agents/{name}/stream (seed 002 §2.6):
+// serveStream serves GET or POST /agents/{name}/stream (docs/protocol.md §13.2.6):
 // Server-Sent Events "state" for every step of the task, then one
 // "result" with the body /run would answer, or one "error" with the
 // normalised error.

@@ -93,7 +93,7 @@ func (o *Options) defaults() Options {
 //     or translated into valid messages;
 //   - concurrent: Inbound of every valid payload from several goroutines at
 //     once (run with -race);
-//   - outbound: Outbound of envelopes of every seed 000 §2 type with odd
+//   - outbound: Outbound of envelopes of every docs/protocol.md §2 type with odd
 //     payloads never panics and fails only with typed errors.
 //
 // Each check runs as a subtest; a broken rule is reported with the input
@@ -560,7 +560,7 @@ func pointer(path []any) string {
 	return b.String()
 }
 
-// oddEnvelopes returns valid envelopes of every seed 000 §2 type and an
+// oddEnvelopes returns valid envelopes of every docs/protocol.md §2 type and an
 // extension type, with payloads of every JSON kind.
 func oddEnvelopes() []*protocol.Message {
 	ids := protocol.NewIDs(nil)

@@ -1,5 +1,5 @@
 // Package adaptertest checks any adapters.Adapter against the contract of
-// package adapters (seed 000 §7.2 in Go), the way testing/fstest.TestFS
+// package adapters (docs/protocol.md §7.2 in Go), the way testing/fstest.TestFS
 // checks an fs.FS and storetest.Run checks a store:
 //
 //	func TestContract(t *testing.T) {

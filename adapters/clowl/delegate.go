@@ -9,10 +9,10 @@ import (
 	"github.com/clutchprotocol/clutch/router"
 )
 
-// Mode is a DLGT delegation mode (seed 003 §3, required by the schema).
+// Mode is a DLGT delegation mode (docs/protocol.md §14.3, required by the schema).
 type Mode string
 
-// The three delegation modes of seed 003 §3.
+// The three delegation modes of docs/protocol.md §14.3.
 const (
 	// Transfer is a full handoff: the delegating agent is done and the
 	// delegate takes ownership, so the subtask's outcome is the task's.
@@ -72,7 +72,7 @@ func (d *Delegation) Result(ctx context.Context) (*router.Result, error) {
 }
 
 // Delegate runs sub, a subtask of t (router.Task.NewSubtask makes one), the
-// way mode says (seed 003 §3 DLGT), and records the mode in sub's meta, so
+// way mode says (docs/protocol.md §14.3 DLGT), and records the mode in sub's meta, so
 // that Outbound sends sub to a CLowl agent as a DLGT with that
 // delegation_mode:
 //   - Assist: Delegate waits for the subtask (router.Task.Delegate) and

@@ -1,4 +1,4 @@
-// Package clowl translates CLowl v0.2 (seed 003; github.com/oscarsterling/clowl,
+// Package clowl translates CLowl v0.2 (docs/protocol.md §14; github.com/oscarsterling/clowl,
 // MIT) to and from the Clutch envelope. CLowl is a message language for
 // agent-to-agent traffic with ten performatives; the adapter needs no
 // network.
@@ -35,7 +35,7 @@
 //	det          meta.det                                              meta.det
 //	(lenient)    meta.coercions: the repairs made (Coercion objects)   -
 //
-// Performatives (seed 003 §3). A REQ or a DLGT starts the task
+// Performatives (docs/protocol.md §14.3). A REQ or a DLGT starts the task
 // "task:<mid>"; every other message belongs to the task of the message it
 // answers: the Index's answer for its pid, else "task:<pid>" (the task a
 // REQ with that mid started), else, without a pid, "task:<mid>".
@@ -48,7 +48,7 @@
 //	ACK   task.accept                   body.d                                               task.accept
 //	PROG  task.progress                 body.d (the schema's progress_partial)               task.progress
 //	DONE  task.result                   body.d                                               task.result
-//	ERR   task.error                    {code, message, retryable, details} (seed 000 §5.4): task.error, task.timeout
+//	ERR   task.error                    {code, message, retryable, details} (docs/protocol.md §5.4): task.error, task.timeout
 //	                                    code through the protocol error table
 //	                                    (protocol.CodeFromCLowl; details.clowl_code keeps
 //	                                    a code the table does not give back, such as E900),
@@ -59,7 +59,7 @@
 //	                                    (the payload of the router's own task.cancel)
 //	INF   chat.message                  body.d                                               chat.message, chat.system
 //	QRY   chat.message                  body.d; meta.performative QRY                        chat.message with meta.performative QRY
-//	CAPS  agent.register (the agent's   an AgentCard (seed 000 §1.4): each "supports" entry   agent.register, agent.update: the card's
+//	CAPS  agent.register (the agent's   an AgentCard (docs/protocol.md §1.4): each "supports" entry   agent.register, agent.update: the card's
 //	      first CAPS), agent.update     a capability (CapabilityID), body.d verbatim in the  "clowl" extension when it lists the same
 //	      (a later one)                 card's "clowl" extension                             capabilities, else {supports, clowl "0.2"}
 //
@@ -108,12 +108,12 @@
 // message gets the same mid and dedups), and values of the wrong form are
 // coerced where the SDKs coerce them; the repaired message must then pass
 // the schema. One divergence: a version other than "0.2" is refused in
-// both modes (seed 003 §8: mismatch → E014), where the SDKs' lenient
+// both modes (docs/protocol.md §14.8: mismatch → E014), where the SDKs' lenient
 // parsers coerce it.
 //
 // # Context references
 //
-// ctx.ref is preferred and ctx.inline is the degraded path (seed 003 §5).
+// ctx.ref is preferred and ctx.inline is the degraded path (docs/protocol.md §14.5).
 // With Options.Resolve nil, refs are not resolved: the attachment carries
 // ref and hash for the recipient to check. With a Resolver, the content of
 // the ref is fetched: when ctx.hash is set it must match (else the message
@@ -143,7 +143,7 @@
 //
 // # English translation
 //
-// Every message has a deterministic English translation (seed 003 §1):
+// Every message has a deterministic English translation (docs/protocol.md §14.1):
 // Message.English, Translate (CLowl bytes) and EnglishOf (an envelope, as
 // Outbound would send it). The same message always gives the same
 // sentence: times are UTC, objects are written in their JCS form (RFC

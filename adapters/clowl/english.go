@@ -9,7 +9,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// SystemPrompt is the system-prompt text of the CLowl spec (seed 003 §7,
+// SystemPrompt is the system-prompt text of the CLowl spec (docs/protocol.md §14.7,
 // "System Prompt Injection"), verbatim, for LLM-backed agents. The spec
 // still writes it for v0.1 ("cl":"0.1", ctx as a string) and for the
 // semantic layer only: the runtime wraps what the model writes with ids,
@@ -38,7 +38,7 @@ Error d: {"code":"E001-E016","msg":"...","retry":bool}. ctx, tid, pid, auth, det
 
 Rules: Output RAW JSON only. No markdown. No extra text. Keep 'd' flat. Use natural language ONLY for human-facing output.`
 
-// Translate returns the English translation of a CLowl message (seed 003
+// Translate returns the English translation of a CLowl message (docs/protocol.md §14
 // §1: "every message has a deterministic English translation"): Parse,
 // then Message.English.
 func Translate(raw []byte) (string, error) {

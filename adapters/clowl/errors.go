@@ -15,16 +15,16 @@ import (
 var (
 	// ErrHashMismatch: the content of ctx.ref (or ctx.inline when there is
 	// no ref) does not have the SHA-256 of ctx.hash. Code
-	// CONTEXT_UNAVAILABLE, CLowl E003 (seed 003 §5; examples-v0.2.md §8:
+	// CONTEXT_UNAVAILABLE, CLowl E003 (docs/protocol.md §14.5; examples-v0.2.md §8:
 	// "If it doesn't match, Muse returns ERR E003").
 	ErrHashMismatch = errors.New("clowl: ctx.hash does not match the content")
 	// ErrContextUnreachable: ctx.ref could not be resolved and ctx.inline
-	// is null. Code CONTEXT_UNAVAILABLE, CLowl E003 (seed 003 §5).
+	// is null. Code CONTEXT_UNAVAILABLE, CLowl E003 (docs/protocol.md §14.5).
 	ErrContextUnreachable = errors.New("clowl: ctx.ref is unreachable and ctx.inline is null")
 	// ErrSkip is what a Resolver returns to leave a ref unresolved: the
 	// ref is kept as an attachment, unchecked, as with no Resolver.
 	ErrSkip = errors.New("clowl: ref not resolved")
-	// ErrVersion: the message is not CLowl 0.2 (seed 003 §8: mismatch →
+	// ErrVersion: the message is not CLowl 0.2 (docs/protocol.md §14.8: mismatch →
 	// E014). Code UNSUPPORTED_VERSION.
 	ErrVersion = errors.New("clowl: unsupported CLowl version")
 	// ErrSchema: the message breaks the CLowl v0.2 JSON Schema. The

@@ -18,7 +18,7 @@ import (
 // maxTS is the last second RFC 3339 can write (9999-12-31T23:59:59Z).
 const maxTS = 253402300799
 
-// Prefixes of the ids the adapter derives (seed 000 Appendix B reserves
+// Prefixes of the ids the adapter derives (docs/protocol.md Appendix B reserves
 // task:, run: and group:).
 const (
 	taskPrefix = protocol.PrefixTask
@@ -177,7 +177,7 @@ func delegationMode(d []byte) (string, bool) {
 }
 
 // errorPayload maps an ERR body.d {code, msg, retry, cascade_err?} to the
-// wire error of seed 000 §5.4 through the protocol error table.
+// wire error of docs/protocol.md §5.4 through the protocol error table.
 func errorPayload(d []byte) ([]byte, error) {
 	ms, err := jsonx.Members(d)
 	if err != nil {
@@ -276,7 +276,7 @@ func encodePayload(v any) ([]byte, error) {
 	return m.Payload, nil
 }
 
-// capsCard maps a CAPS body.d {supports, clowl} to an AgentCard (seed 000
+// capsCard maps a CAPS body.d {supports, clowl} to an AgentCard (docs/protocol.md
 // §1.4): each supported entry becomes a capability id, and body.d itself
 // is kept verbatim as the card's "clowl" extension.
 func capsCard(agentID string, d []byte) ([]byte, error) {
@@ -329,7 +329,7 @@ func containsCap(l []protocol.Capability, id string) bool {
 	return false
 }
 
-// CapabilityID returns the capability id (seed 000 §1.5) of a CAPS
+// CapabilityID returns the capability id (docs/protocol.md §1.5) of a CAPS
 // "supports" entry: the entry itself when it already has the form
 // <kind>:<name> ("search:web"), else "skill:<entry>"; "" when the entry
 // cannot be an id (empty, spaces or control characters).
@@ -345,7 +345,7 @@ func CapabilityID(s string) string {
 	return "skill:" + s
 }
 
-// context maps ctx (seed 003 §5): ref → an attachment (hash checked when
+// context maps ctx (docs/protocol.md §14.5): ref → an attachment (hash checked when
 // a Resolver gives the content), inline → meta, hash without ref → meta.
 func (a *Adapter) context(ctx context.Context, cm *Message, m *protocol.Message) error {
 	c := cm.Ctx
@@ -364,7 +364,7 @@ func (a *Adapter) context(ctx context.Context, cm *Message, m *protocol.Message)
 			case c.Inline == "":
 				return inErr(protocol.CodeContextUnavailable, "/ctx/ref", c.Ref+" is unreachable and ctx.inline is null", errors.Join(ErrContextUnreachable, err))
 			default:
-				m.Meta[MetaCtxFallback] = true // seed 003 §5: monitoring should flag it
+				m.Meta[MetaCtxFallback] = true // docs/protocol.md §14.5: monitoring should flag it
 			}
 		}
 		m.Attachments = []protocol.Attachment{{Kind: refKind(c.Ref), Ref: c.Ref, Name: AttachmentName, SHA256: c.Hash}}

@@ -15,13 +15,13 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// Version is the CLowl version this package speaks (seed 003 §8).
+// Version is the CLowl version this package speaks (docs/protocol.md §14.8).
 const Version = "0.2"
 
-// Performative is the "p" of a CLowl message (seed 003 §3).
+// Performative is the "p" of a CLowl message (docs/protocol.md §14.3).
 type Performative string
 
-// The ten performatives of seed 003 §3.
+// The ten performatives of docs/protocol.md §14.3.
 const (
 	REQ  Performative = "REQ"  // Request: "Do this thing."
 	INF  Performative = "INF"  // Inform: "Here is information."
@@ -35,7 +35,7 @@ const (
 	CAPS Performative = "CAPS" // Capabilities: "Here's what I can do."
 )
 
-// Performatives returns the ten performatives in the order of seed 003 §3.
+// Performatives returns the ten performatives in the order of docs/protocol.md §14.3.
 func Performatives() []Performative {
 	return []Performative{REQ, INF, ACK, ERR, DLGT, DONE, CNCL, QRY, PROG, CAPS}
 }
@@ -71,7 +71,7 @@ func (p Performative) Name() string {
 	return ""
 }
 
-// Message is one CLowl v0.2 message (seed 003 §2) in Go. Optional members
+// Message is one CLowl v0.2 message (docs/protocol.md §14.2) in Go. Optional members
 // that are null or absent on the wire are the zero value here: CLowl gives
 // null and absence the same meaning, and Marshal writes the spec's form
 // (pid and ctx members as null when unset inside a ctx object, tid, auth
@@ -102,7 +102,7 @@ type Body struct {
 	D json.RawMessage // "d", a JSON object
 }
 
-// Context is the "ctx" object (seed 003 §5). "" stands for null.
+// Context is the "ctx" object (docs/protocol.md §14.5). "" stands for null.
 type Context struct {
 	Ref    string // path or URL of shared context
 	Inline string // fallback content, at most 2000 characters
@@ -177,7 +177,7 @@ func parse(raw []byte, maxBytes int) (*Message, error) {
 // coerce them (numeric-string ts; lower-case or padded performative;
 // non-string tid and pid; non-boolean det; upper-case delegation_mode;
 // PROG pct, seq and final). Every repair is reported. A version other than
-// "0.2" is still refused (UNSUPPORTED_VERSION, CLowl E014: seed 003 §8),
+// "0.2" is still refused (UNSUPPORTED_VERSION, CLowl E014: docs/protocol.md §14.8),
 // where the SDKs coerce it; a missing version is taken as "0.2". The
 // repaired message must then pass the schema.
 //
@@ -226,7 +226,7 @@ func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, 
 	if err := jsonv2.Unmarshal(raw, w); err != nil {
 		return nil, jsonx.DecodeErr(Name, err, "")
 	}
-	// The version first (seed 003 §8): a message of another version is
+	// The version first (docs/protocol.md §14.8): a message of another version is
 	// E014 whatever else is wrong with it.
 	switch jsonx.Kind(w.Clowl) {
 	case '"':
@@ -611,7 +611,7 @@ func generatedMID(raw []byte, ts int64) string {
 	return ms[len(ms)-12:len(ms)-4] + "-" + ms[len(ms)-4:] + "-7" + h[0:3] + "-" + string(variant) + h[3:6] + "-" + h[6:18]
 }
 
-// Marshal encodes m in the spec's member order (seed 003 §2) and checks
+// Marshal encodes m in the spec's member order (docs/protocol.md §14.2) and checks
 // the result against the CLowl v0.2 JSON Schema.
 func (m *Message) Marshal() ([]byte, error) {
 	b, err := m.encode()

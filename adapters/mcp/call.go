@@ -14,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// CallPayload is the payload of a tool.call event (seed 000 §2.3, §10
+// CallPayload is the payload of a tool.call event (docs/protocol.md §2.3, §10
 // step 5: {tool: "mcp:browser", args}).
 type CallPayload struct {
 	Tool string          `json:"tool"` // the server id, "mcp:<server>"
@@ -22,7 +22,7 @@ type CallPayload struct {
 	Args json.RawMessage `json:"args"` // the arguments, a JSON object
 }
 
-// ResultPayload is the payload of a tool.result event (seed 000 §2.3).
+// ResultPayload is the payload of a tool.result event (docs/protocol.md §2.3).
 type ResultPayload struct {
 	Tool   string `json:"tool"`    // "mcp:<server>"
 	Name   string `json:"name"`    // the tool's name
@@ -98,7 +98,7 @@ func (s *callState) get() float64 {
 var errDeadline = errors.New("mcp: the call's deadline passed")
 
 // Call calls a tool of a server on behalf of a router task, recording the
-// call in the task's events (seed 000 §2.3, §6; seed 002 §3.5):
+// call in the task's events (docs/protocol.md §2.3, §6; docs/protocol.md §13.3.5):
 //
 //  1. Policy, before any I/O: the server ("mcp:<server>") must be in the
 //     request's security.policy.tool_allowlist when that is set, and among
@@ -113,7 +113,7 @@ var errDeadline = errors.New("mcp: the call's deadline passed")
 //  4. A tool.result event {tool, name, call_id, content,
 //     structuredContent}, structuredContent checked against the tool's
 //     outputSchema; or a tool.error event whose payload is the wire error
-//     of seed 000 §5.4 — see the package doc for the codes.
+//     of docs/protocol.md §5.4 — see the package doc for the codes.
 //
 // args is anything that encodes as a JSON object (nil means {}).
 // A failure is returned as a *ToolError; for a result the tool flagged with
@@ -211,7 +211,7 @@ func (s *server) callTool(ctx context.Context, tool string, args json.RawMessage
 }
 
 // enrich adds hints to a failure: the available tools for TOOL_NOT_FOUND
-// (seed 002 §3.5), the server's last stderr lines for TOOL_UNAVAILABLE.
+// (docs/protocol.md §13.3.5), the server's last stderr lines for TOOL_UNAVAILABLE.
 func (c *Client) enrich(ctx context.Context, s *server, oc *outcome) {
 	switch oc.code {
 	case protocol.CodeToolNotFound:
@@ -366,7 +366,7 @@ func mergeDetails(a, b map[string]any) map[string]any {
 }
 
 // policyDenied returns why the task may not use the server, "" when it
-// may (seed 000 §6: per-agent and per-message tool allowlists).
+// may (docs/protocol.md §6: per-agent and per-message tool allowlists).
 func policyDenied(t *router.Task, sid string) string {
 	if sec := t.Request().Security; sec != nil && sec.Policy != nil && len(sec.Policy.ToolAllowlist) > 0 {
 		allowed := false

@@ -124,7 +124,7 @@ func classifyWireError(we *jsonrpc.Error, tool string) outcome {
 
 // classifyResult maps a result with isError set (the tool ran and failed,
 // or the server reported "unknown tool" that way, as TypeScript SDK v1
-// servers do). A seed-004 style structured error — {error, code,
+// servers do). A docs/protocol.md §15 style structured error — {error, code,
 // retryable, retryAction} in structuredContent or as the JSON text of the
 // first content block — keeps its retryability and retryAction; one that
 // names a rate limit or carries retryAfter becomes RATE_LIMITED.
@@ -170,7 +170,7 @@ func classifyResult(res *sdk.CallToolResult) outcome {
 	return o
 }
 
-// structuredError returns v as a seed-004 error envelope, nil when it is
+// structuredError returns v as a docs/protocol.md §15 error envelope, nil when it is
 // not one.
 func structuredError(v any) map[string]any {
 	var m map[string]any

@@ -11,7 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Client reaches many MCP servers by name (seed 002 §3.3): it connects
+// Client reaches many MCP servers by name (docs/protocol.md §13.3.3): it connects
 // lazily, caches each server's tool list, names tools for LLMs, and makes
 // tool calls on behalf of router tasks (see [Client.Call]). It is safe for
 // concurrent use. Close it to stop every server process it started.

@@ -109,7 +109,7 @@ type ClientOptions struct {
 	// DefaultMaxResultBytes when 0.
 	MaxResultBytes int
 	// InlineResultBytes is the largest tool.result payload stored inline
-	// in the event; a larger one is stored as an artifact (seed 000 §8.2)
+	// in the event; a larger one is stored as an artifact (docs/protocol.md §8.2)
 	// and the event holds its ref. DefaultInlineResultBytes when 0.
 	InlineResultBytes int
 	// TerminateDuration: see DefaultTerminateDuration.

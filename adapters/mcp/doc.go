@@ -5,7 +5,7 @@
 //
 //   - [Client]: agents call tools of many MCP servers, each call recorded
 //     as tool.call / tool.result / tool.error events of the calling task
-//     (seed 000 §2.3, §6, §7; seed 002 §3: the multi-server client tool).
+//     (docs/protocol.md §2.3, §6, §7; docs/protocol.md §13.3: the multi-server client tool).
 //   - [Server]: an MCP host (an IDE assistant, another agent runtime)
 //     joins the team through tools over stdio or Streamable HTTP (seed
 //     004: an agent-facing tool surface with a uniform result envelope).
@@ -40,7 +40,7 @@
 // Tool lists are cached per server, dropped on notifications/tools/
 // list_changed (ClientOptions.OnToolsChanged is told) and on reconnection,
 // and reloaded on demand (Refresh). [Client.LLMTools] names every tool
-// "mcp_<server>_<tool>" (seed 002 §3.3), matching ^[A-Za-z0-9_-]{1,64}$:
+// "mcp_<server>_<tool>" (docs/protocol.md §13.3.3), matching ^[A-Za-z0-9_-]{1,64}$:
 // server names may not contain '_', so two servers never produce the same
 // name; [Client.Resolve] maps a name back. A [Toolbox] is the view of one
 // task: only the servers its policy allows, calls by LLM name.
@@ -65,7 +65,7 @@
 //	                   details{tool, name, server, call_id, ...}}
 //
 // tool.* events have no recipient agent ("to": []); the server is named in
-// the payload (seed 000 §10 step 5). They carry no payload_type.
+// the payload (docs/protocol.md §10 step 5). They carry no payload_type.
 //
 // # Errors
 //
@@ -77,9 +77,9 @@
 //	                  details.retryAfter while backing off
 //	TOOL_NOT_FOUND    the server said so — JSON-RPC error (go-sdk, TS SDK v2) or an
 //	                  isError result "Tool x not found" (TS SDK v1) — or the server
-//	                  is not configured; details.available_tools (seed 002 §3.5)
+//	                  is not configured; details.available_tools (docs/protocol.md §13.3.5)
 //	TOOL_FAILED       an isError result; details.content (and structuredContent)
-//	                  kept; a seed-004 envelope {error, code, retryable,
+//	                  kept; a docs/protocol.md §15 envelope {error, code, retryable,
 //	                  retryAction} keeps its retryability, details.retryAction
 //	                  and details.server_code
 //	RATE_LIMITED      HTTP 429 (details.retryAfter from Retry-After), or an error
@@ -103,7 +103,7 @@
 // list_agents, list_payload_types, submit_task (submits as the host and
 // waits up to wait_sec, sending a progress notification for each event of
 // the run), wait_task, cancel_task (tasks submitted through this server),
-// get_run_events (paged by seq), get_task_tree. Every result is seed 004's
+// get_run_events (paged by seq), get_task_tree. Every result is docs/protocol.md §15's
 // envelope: content holds the JSON text of structuredContent, isError
 // marks errors, and an error's structuredContent is
 // {error, code, retryable, retryAction, details} with a code of the

@@ -23,7 +23,7 @@ var (
 
 func wrap(sentinel error, detail string) error { return coded.Wrap(sentinel, detail, nil) }
 
-// ToolError is a failed tool call (seed 000 §5.4, seed 002 §3.5): the code
+// ToolError is a failed tool call (docs/protocol.md §5.4, docs/protocol.md §13.3.5): the code
 // of the protocol error table (TOOL_UNAVAILABLE, TOOL_NOT_FOUND,
 // TOOL_FAILED, TIMEOUT, CANCELLED, POLICY_DENIED, TOO_LARGE, RATE_LIMITED,
 // VALIDATION, INVALID_FIELD), whether a retry may help, and the details
@@ -59,12 +59,12 @@ func (e *ToolError) Is(target error) bool {
 // ClutchCode returns e.Code, for protocol.CodeOf.
 func (e *ToolError) ClutchCode() protocol.Code { return e.Code }
 
-// Payload returns the wire error of the tool.error event (seed 000 §5.4).
+// Payload returns the wire error of the tool.error event (docs/protocol.md §5.4).
 func (e *ToolError) Payload() *protocol.ErrorPayload {
 	return &protocol.ErrorPayload{Code: e.Code, Message: e.Message, Retryable: e.Retryable, Details: e.Details}
 }
 
-// RetryAfter returns the server's retryAfter hint in seconds (seed 002
+// RetryAfter returns the server's retryAfter hint in seconds (docs/protocol.md §13
 // §3.5), 0 when there is none.
 func (e *ToolError) RetryAfter() float64 {
 	f, _ := e.Details["retryAfter"].(float64)

@@ -109,7 +109,7 @@ func ExampleClient_LLMTools() {
 }
 
 // A host connects to the team's MCP surface and lists the agents; every
-// result carries structuredContent (seed 004).
+// result carries structuredContent (docs/protocol.md §15).
 func ExampleServer() {
 	ctx := context.Background()
 	r, st, reg, sch := newRouter()

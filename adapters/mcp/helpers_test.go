@@ -176,7 +176,7 @@ func newTaskRunner(t testing.TB, tools ...string) *taskRunner {
 	tr := &taskRunner{env: routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Timeout: 60 * time.Second})}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:caller",
 		// The servers sit on a capability that routing does not use, so
-		// that the router's own allowlist filter (seed 000 §4.2) lets the
+		// that the router's own allowlist filter (docs/protocol.md §4.2) lets the
 		// task through and the adapter's check is what is tested.
 		Capabilities: []protocol.Capability{{ID: "skill:call"}, {ID: "tool:mcp", Servers: tools}}}
 	tr.env.Register(card, func(ctx context.Context, t *router.Task) (*router.Result, error) {

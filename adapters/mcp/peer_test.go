@@ -88,7 +88,7 @@ func uniqueTag(t testing.TB) string {
 }
 
 // TestPeerStdio runs the TypeScript peer as a stdio server and goes
-// through every failure mode of seed 002 §3.5.
+// through every failure mode of docs/protocol.md §13.3.5.
 func TestPeerStdio(t *testing.T) {
 	node, dir := needPeer(t, "peer", "@modelcontextprotocol/sdk")
 	tag := uniqueTag(t)

@@ -20,7 +20,7 @@ import (
 )
 
 // TypeHostCall is the extension type of the event that records each tool
-// call an MCP host made on a Server (seed 004 "attestation": every
+// call an MCP host made on a Server (docs/protocol.md §15 "attestation": every
 // meaningful action leaves structured evidence), from the host's agent id.
 const TypeHostCall protocol.Type = "x.clutch.mcp.call"
 
@@ -79,10 +79,10 @@ type ServerOptions struct {
 	HTTP *sdk.StreamableHTTPOptions
 }
 
-// Server is the MCP surface of a router (seed 004): an MCP host — an IDE
+// Server is the MCP surface of a router (docs/protocol.md §15): an MCP host — an IDE
 // assistant, another agent runtime — connects over stdio ([Server.Run]) or
 // Streamable HTTP ([Server.Handler]) and works with the team through
-// tools. Every result uses seed 004's envelope and every call is recorded
+// tools. Every result uses docs/protocol.md §15's envelope and every call is recorded
 // in the store under the host's agent id. See the package doc for the
 // tools.
 type Server struct {
@@ -178,7 +178,7 @@ func (s *Server) Handler() http.Handler {
 // calls are recorded.
 func (s *Server) HostRun() (runID, threadID, taskID string) { return s.runID, s.threadID, s.taskID }
 
-// toolErr is a structured error of seed 004: {error, code, retryable,
+// toolErr is a structured error of docs/protocol.md §15: {error, code, retryable,
 // retryAction} plus details.
 type toolErr struct {
 	Error       string         `json:"error"`
@@ -217,7 +217,7 @@ type callInfo struct {
 type handlerFunc[In any] func(ctx context.Context, req *sdk.CallToolRequest, in In, info *callInfo) (any, *toolErr)
 
 // addTool registers a tool whose input schema is inferred from In and
-// whose results and errors use the seed-004 envelope.
+// whose results and errors use the docs/protocol.md §15 envelope.
 func addTool[In any](s *Server, name, title, desc string, out any, h handlerFunc[In]) error {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -260,7 +260,7 @@ func addTool[In any](s *Server, name, title, desc string, out any, h handlerFunc
 	return nil
 }
 
-// envelope builds seed 004's uniform result: the structured value as
+// envelope builds docs/protocol.md §15's uniform result: the structured value as
 // JSON text in content, the same value as structuredContent, isError for
 // errors.
 func envelope(v any, terr *toolErr) *sdk.CallToolResult {

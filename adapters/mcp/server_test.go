@@ -101,7 +101,7 @@ func (p *progressLog) all() []string {
 }
 
 // callTool calls a tool and decodes its structuredContent; it checks the
-// seed-004 envelope: the text block holds the same JSON.
+// docs/protocol.md §15 envelope: the text block holds the same JSON.
 func callTool(t testing.TB, cs *sdk.ClientSession, name string, args any, progress bool) (map[string]any, bool) {
 	t.Helper()
 	p := &sdk.CallToolParams{Name: name, Arguments: args}
@@ -210,7 +210,7 @@ func testSurface(t *testing.T, tm *team, cs *sdk.ClientSession, pl *progressLog)
 		t.Errorf("request from %s", evs[0].From.AgentID)
 	}
 
-	// Seed-004 retryable errors.
+	// docs/protocol.md §15 retryable errors.
 	sc, isErr = callTool(t, cs, mcp.ToolSubmitTask, map[string]any{"payload_type": "research.query.v1", "payload": map[string]any{"query": ""}}, false)
 	if !isErr || sc["code"] != "VALIDATION" || sc["retryAction"] != mcp.ActionListTypes {
 		t.Errorf("invalid payload: %v", sc)

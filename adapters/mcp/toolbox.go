@@ -19,7 +19,7 @@ type Toolbox struct {
 // Toolbox returns the toolbox of task t.
 func (c *Client) Toolbox(t *router.Task) *Toolbox { return &Toolbox{c: c, t: t} }
 
-// Allowed reports whether the task may use the server (seed 000 §6: the
+// Allowed reports whether the task may use the server (docs/protocol.md §6: the
 // request's tool allowlist and the agent card's tools).
 func (b *Toolbox) Allowed(server string) bool { return policyDenied(b.t, ServerID(server)) == "" }
 

@@ -20,7 +20,7 @@ type Tool struct {
 	// Name is the tool's name on the server (what tools/call sends).
 	Name string
 	// LLMName is the flattened name handed to an LLM, "mcp_<server>_<tool>"
-	// (seed 002 §3.3): it matches ^[A-Za-z0-9_-]{1,64}$ and is unique
+	// (docs/protocol.md §13.3.3): it matches ^[A-Za-z0-9_-]{1,64}$ and is unique
 	// across all servers of a Client. Characters outside that set become
 	// '_'; a name that would be too long, or that collides with another
 	// tool of the same server after that, is cut and gets a short hash of
@@ -39,7 +39,7 @@ type Tool struct {
 // ServerID returns "mcp:<Server>", the id AgentCards and allowlists use.
 func (t *Tool) ServerID() string { return ServerID(t.Server) }
 
-// ServerID returns the id of a server, "mcp:<name>" (seed 000 Appendix B).
+// ServerID returns the id of a server, "mcp:<name>" (docs/protocol.md Appendix B).
 func ServerID(name string) string { return "mcp:" + name }
 
 // LLMNameRE is the pattern every flattened tool name matches.

@@ -9,7 +9,7 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/multiagent"
 )
 
-// A typical planner envelope (seed 001, canonical example 1: content,
+// A typical planner envelope (docs/protocol.md §12, canonical example 1: content,
 // artifacts, two next actions, confidence): inbound (checks, mapping, the
 // derived id, two proposed requests) and outbound of the main message.
 func BenchmarkInboundPlan(b *testing.B) {

@@ -9,7 +9,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// examples returns the canonical examples and the handshake of seed 001
+// examples returns the canonical examples and the handshake of docs/protocol.md §12
 // (01..04); the template 00 is not a message.
 func examples(t testing.TB) []adaptertest.Case {
 	return adaptertest.Files(t, "testdata/examples/0[1-9]-*.json", 4)

@@ -1,4 +1,4 @@
-// Package multiagent translates the "multiagent-1.0" envelope (seed 001,
+// Package multiagent translates the "multiagent-1.0" envelope (docs/protocol.md §12,
 // "Unified Multi-Agent Message Schema"; Protocol.md of
 // github.com/scarmonit-creator/LLM, MIT) to and from the Clutch envelope,
 // runs its routing rules as a policy over the router, and renders
@@ -46,7 +46,7 @@
 //	other top-level        meta.extra                                    meta.extra (never shadowing a defined member)
 //	members
 //
-// Intents (seed 001 "Minimal TypeScript types"; IntentInfo, Intents). An
+// Intents (docs/protocol.md §12 "Minimal TypeScript types"; IntentInfo, Intents). An
 // envelope asks for its intent when its role is user or system and answers
 // it when its role is agent or tool; content.type "error" makes it a
 // failure; for tool.call, content.type tool_result is the answer and
@@ -65,17 +65,17 @@
 //	tool.call  tools           tool.call       tool.result    tool.error   multiagent.tool_call.v1
 //
 // An intent outside the ten is kept (meta.intent) and mapped like a task
-// with no domain. A failure's payload is the wire error of seed 000 §5.4:
+// with no domain. A failure's payload is the wire error of docs/protocol.md §5.4:
 // code = content.data.code when it is a protocol code or a CLowl E-code
 // (else INTERNAL), message = content.text, retryable = content.data.retryable
 // (else the code's default), and the whole body in details.multiagent, which
 // Outbound sends back as it was; a Clutch error goes out as content {type
 // error, text: message, data {code, retryable, details}}.
 //
-// The handshake / health message of seed 001 (role system, content json
+// The handshake / health message of docs/protocol.md §12 (role system, content json
 // whose data has "supports") is agent.register the first time an agent
 // sends one (a re-sent one translates the same) and agent.heartbeat after
-// that. The register payload is an AgentCard (seed 000 §1.4) with a
+// that. The register payload is an AgentCard (docs/protocol.md §1.4) with a
 // capability "content:<entry>" per supported content type, display.name
 // from agent.name, and the body kept as the card's "multiagent"
 // extension; the heartbeat payload is {"status": "ok", "multiagent":

@@ -18,7 +18,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// The roles of seed 001.
+// The roles of docs/protocol.md §12.
 const (
 	RoleAgent  = "agent"
 	RoleUser   = "user"
@@ -26,7 +26,7 @@ const (
 	RoleTool   = "tool"
 )
 
-// The content types of seed 001.
+// The content types of docs/protocol.md §12.
 const (
 	ContentText       = "text"
 	ContentCode       = "code"
@@ -225,7 +225,7 @@ func (w *wire) readContent() error {
 	if w.contentType == "" {
 		return inErr(protocol.CodeMissingField, "/content/type", "content.type is required", nil)
 	}
-	// The handshake / health message of seed 001: a system message
+	// The handshake / health message of docs/protocol.md §12: a system message
 	// announcing what the sender supports.
 	if w.role == RoleSystem && w.contentType == ContentJSON && jsonx.Kind(data) == '{' {
 		dm, _ := jsonx.Members(data)
@@ -631,7 +631,7 @@ func (w *wire) payload() []byte {
 	return jsonx.BuildObject(ms)
 }
 
-// errorPayload maps content.type "error" to the wire error of seed 000
+// errorPayload maps content.type "error" to the wire error of docs/protocol.md
 // §5.4: content.data.code when it is a protocol code (or a CLowl
 // E-code), else INTERNAL; content.text as the message; the body kept
 // whole in details.multiagent.

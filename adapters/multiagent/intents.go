@@ -6,7 +6,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// The ten intents of multiagent-1.0 (seed 001, "Minimal TypeScript types").
+// The ten intents of multiagent-1.0 (docs/protocol.md §12, "Minimal TypeScript types").
 const (
 	Plan      = "plan"
 	Decompose = "decompose"

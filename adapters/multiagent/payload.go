@@ -11,7 +11,7 @@ import (
 
 // Payload is the payload of the messages the adapter makes (except
 // task.error and agent.*): the envelope's body, member for member, with
-// the types of seed 001's TypeScript interface. Unknown members inside
+// the types of docs/protocol.md §12's TypeScript interface. Unknown members inside
 // these objects are kept on the wire but not in these Go types.
 type Payload struct {
 	Task       string      `json:"task"`

@@ -23,10 +23,10 @@ const (
 const RoutedBy = "multiagent.policy"
 
 // DefaultReflectBelow is the seed's threshold: a result with
-// confidence.score below it is reflected on (seed 001, "Routing rules").
+// confidence.score below it is reflected on (docs/protocol.md §12, "Routing rules").
 const DefaultReflectBelow = 0.5
 
-// SeedRoutes returns the routing rules of seed 001 for three agents:
+// SeedRoutes returns the routing rules of docs/protocol.md §12 for three agents:
 //
 //	plan | reflect | finalize         → planner    (GPT-5 in the seed: planner/controller)
 //	decompose | summarize | analyze   → structurer (Claude: structure and clarity)
@@ -54,7 +54,7 @@ type PolicyOptions struct {
 	// reflect task; DefaultReflectBelow when 0, never when negative.
 	ReflectBelow float64
 	// Reflectors are the agents that may reflect, in order of preference;
-	// the first that is not the result's author gets the task (seed 001:
+	// the first that is not the result's author gets the task (docs/protocol.md §12:
 	// "a different model"). Nil: Routes["reflect"], then the other routed
 	// agents in the order of the intent table.
 	Reflectors []string
@@ -65,7 +65,7 @@ type PolicyOptions struct {
 	IDs *protocol.IDs
 }
 
-// Policy is the routing policy of seed 001 over a router: it sends each
+// Policy is the routing policy of docs/protocol.md §12 over a router: it sends each
 // request to the agent configured for its intent, and answers results of
 // low confidence with a reflect task to a different agent. It uses only
 // the router's public API: it names the agent as the request's explicit

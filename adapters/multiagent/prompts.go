@@ -9,7 +9,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// The per-model prompt renderings of seed 001 ("Adapters (one file per
+// The per-model prompt renderings of docs/protocol.md §12 ("Adapters (one file per
 // model)": the fromEnvelope functions of adapters/claude.ts, gpt5.ts and
 // gemini.ts), as plain functions over an envelope, for LLM-backed agents:
 // a handler renders its task.request with the function of its model.

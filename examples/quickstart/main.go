@@ -1,4 +1,4 @@
-// Command quickstart is the first tutorial: the end-to-end flow of seed 000
+// Command quickstart is the first tutorial: the end-to-end flow of docs/protocol.md
 // §10, in one process, with no services and no API keys.
 //
 //  1. The UI signs a task.request (research.query.v1) for the orchestrator;

@@ -37,14 +37,14 @@
 //     idempotency_key) — followed by the message's exact bytes, so reads,
 //     filters and checks never decode JSON.
 //   - ids: id → seq, and idem: (idempotency_key, run_id) → seq, for Get and
-//     deduplication (seed 000 §5.2).
+//     deduplication (docs/protocol.md §5.2).
 //   - run, thread, task, agent: (value, first seq) → posting list, the
 //     seqs of that value as delta-encoded varints. Chunks of one value are
 //     adjacent and ordered by seq, so an index read is a range scan with no
 //     sort, and new runs, threads and tasks (time-ordered ids) land at the
 //     end of their tree.
 //   - meta: the format version and the index watermark; artifacts:
-//     SHA-256 → media type and bytes (seed 000 §8.2).
+//     SHA-256 → media type and bytes (docs/protocol.md §8.2).
 //
 // # Performance
 //

@@ -19,7 +19,7 @@ import (
 //
 // Keys that start with a time-ordered id (the ULIDs of protocol.NewIDs)
 // land at the end of their B+tree, and the events bucket is append-only,
-// which keeps commits cheap as the file grows (DESIGN "the hot path").
+// which keeps commits cheap as the file grows (docs/protocol.md §11 "the hot path").
 var (
 	bucketMeta      = []byte("meta")
 	bucketEvents    = []byte("events")

@@ -161,7 +161,7 @@ func (w *writer) commit() {
 			r.res = make([]store.AppendResult, len(r.entries))
 			for i := range r.entries {
 				e := &r.entries[i]
-				// Dedup, seed 000 §5.2: the id first, then (run_id,
+				// Dedup, docs/protocol.md §5.2: the id first, then (run_id,
 				// idempotency_key); this group, the tail, then the file.
 				if dup, ok, err := w.findID(ids, e.ID); err != nil {
 					return err

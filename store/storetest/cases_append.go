@@ -62,8 +62,8 @@ func testSeqIncreasesByOne(t *testing.T, su *suite) {
 	}
 }
 
-// The bytes a message arrived with are the bytes stored (seed 000 §1.6;
-// DESIGN: a signed message is never re-encoded); a message built in Go is
+// The bytes a message arrived with are the bytes stored (docs/protocol.md §1.6;
+// docs/protocol.md §8.1: a signed message is never re-encoded); a message built in Go is
 // encoded once.
 func testKeepsRawBytes(t *testing.T, su *suite) {
 	s := su.open(t)
@@ -96,7 +96,7 @@ func testKeepsRawBytes(t *testing.T, su *suite) {
 }
 
 // A message whose id is stored is not appended again; the result names
-// the stored event (seed 000 §5.2).
+// the stored event (docs/protocol.md §5.2).
 func testDuplicateID(t *testing.T, su *suite) {
 	s := su.open(t)
 	g := newGen(3)

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// Artifacts are content addressed (seed 000 §8.2).
+// Artifacts are content addressed (docs/protocol.md §8.2).
 func testArtifacts(t *testing.T, su *suite) {
 	s := su.open(t)
 	ctx := t.Context()

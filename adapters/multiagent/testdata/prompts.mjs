@@ -1,4 +1,4 @@
-// The three fromEnvelope functions of seed 001 ("Adapters (one file per
+// The three fromEnvelope functions of docs/protocol.md §12 ("Adapters (one file per
 // model)": adapters/claude.ts, gpt5.ts, gemini.ts), with the TypeScript
 // types removed and nothing else changed. Used by prompts_test.go to
 // check the Go renderings against JavaScript itself:

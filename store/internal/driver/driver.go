@@ -29,7 +29,7 @@ type Entry struct {
 }
 
 // Prepare validates msgs and gets their bytes, encoding each message at
-// most once (DESIGN "the hot path"): a message that has bytes is validated
+// most once (docs/protocol.md §11 "the hot path"): a message that has bytes is validated
 // and stored as it is; one without is encoded by protocol.Encode, which
 // validates it. The first failure is returned as a store.InvalidMessageError
 // or store.TooLargeError naming the message's index. The entries are
@@ -63,7 +63,7 @@ func Prepare(dst []Entry, msgs []*protocol.Message, maxSize int) ([]Entry, error
 // Index names the index that serves a query.
 type Index uint8
 
-// The indexes of seed 000 §8.1, most selective first.
+// The indexes of docs/protocol.md §8.1, most selective first.
 const (
 	NoIndex Index = iota
 	TaskIndex

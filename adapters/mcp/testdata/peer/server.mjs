@@ -1,13 +1,13 @@
 // A test peer for adapters/mcp on the TypeScript MCP SDK (v1, protocol
 // 2025-11-25): the tools server-everything lacks, for the failure modes of
-// seed 002 §3.5 and seed 004's structured errors. Deterministic, no network
+// docs/protocol.md §13.3.5 and docs/protocol.md §15's structured errors. Deterministic, no network
 // beyond 127.0.0.1.
 //
 //   node server.mjs --transport stdio
 //   node server.mjs --transport http     # prints "listening <url>" on stdout
 //
 // Tools: echo, structured (outputSchema), fail_tool (isError),
-// fail_retryable (seed-004 envelope), rate_limited (envelope with
+// fail_retryable (docs/protocol.md §15 envelope), rate_limited (envelope with
 // retryAfter), slow (progress, honours cancel), hang (never answers),
 // large (a result of `bytes` bytes), crash (exits mid-call). Over HTTP,
 // a tools/call of "http_429" is answered 429 with Retry-After: 7.
@@ -40,7 +40,7 @@ function newServer() {
   });
   s.registerTool('fail_tool', { description: 'Always a tool execution error (isError).' },
     async () => ({ ...text('fail_tool: deliberate failure'), isError: true }));
-  s.registerTool('fail_retryable', { description: 'isError with a seed-004 structured error envelope.' }, async () => {
+  s.registerTool('fail_retryable', { description: 'isError with a docs/protocol.md §15 structured error envelope.' }, async () => {
     const env = { error: 'stale knownHashes: memory changed since last load', code: 'STALE_HASH', retryable: true, retryAction: 'call memload again without knownHashes' };
     return { content: [{ type: 'text', text: JSON.stringify(env) }], structuredContent: env, isError: true };
   });
