@@ -9,8 +9,8 @@ import (
 )
 
 // Code is a stable, machine-readable error code. The same codes appear in Go
-// errors (as [*Error].Code), on the wire (the "code" of an [ErrorPayload], seed
-// 000 §5.4) and in the documentation; they never change meaning once released.
+// errors (as [*Error].Code), on the wire (the "code" of an [ErrorPayload], docs/protocol.md
+// §5.4) and in the documentation; they never change meaning once released.
 //
 // A Code is itself an error so that callers can match any error of the module
 // by code with errors.Is:

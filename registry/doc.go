@@ -24,8 +24,8 @@
 // replaces a card (docs/protocol.md §2.4 "capability change") and
 // [Registry.Remove] forgets an agent.
 //
-// [Registry.Candidates] answers step 2 of the matching algorithm (seed
-// 000 §4.2): the agents that have every capability id of requires (AND
+// [Registry.Candidates] answers step 2 of the matching algorithm (docs/protocol.md
+// §4.2): the agents that have every capability id of requires (AND
 // semantics), sorted by id. It reads a capability index, so its cost
 // follows the smallest matching set, not the number of agents. It returns
 // agents online or not; the router applies [Registry.Online], the hard

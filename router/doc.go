@@ -1,6 +1,6 @@
 // Package router is the heart of Clutch: it matches task requests to
-// agents, runs them, and records every step as an event in the store (seed
-// 000 §1.3–§1.6, §2, §4, §5, §10).
+// agents, runs them, and records every step as an event in the store (docs/protocol.md
+// §1.3–§1.6, §2, §4, §5, §10).
 //
 // # Basics
 //

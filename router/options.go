@@ -69,8 +69,8 @@ const (
 type Options struct {
 	// AgentID is the router's own agent id: the sender of routing events,
 	// task.timeout and task.cancel, and the recipient ("to") that means
-	// "route this for me". DefaultAgentID ("agent:orchestrator", as in seed
-	// 000 §10) when "".
+	// "route this for me". DefaultAgentID ("agent:orchestrator", as in docs/protocol.md
+	// §10) when "".
 	AgentID string
 	// IDs makes ids and timestamps and is the router's clock;
 	// protocol.DefaultIDs() when nil. Tests pass one with a fixed clock.

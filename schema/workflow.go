@@ -591,8 +591,8 @@ func requiredPointer(name string) string {
 	return name
 }
 
-// ValidateStep validates a message against one step of the workflow (seed
-// 000 §3.4): its type must be expects.type, its payload_type
+// ValidateStep validates a message against one step of the workflow (docs/protocol.md
+// §3.4): its type must be expects.type, its payload_type
 // expects.payload_type (when set), every expects.required member must be
 // present, and the payload must satisfy the schema of its payload_type in
 // reg. Failures of any of these are collected in one [*ValidationError]

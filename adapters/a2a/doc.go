@@ -1,6 +1,6 @@
-// Package a2a connects Clutch to the Agent2Agent protocol (A2A 1.0): seed
-// 000 calls A2A the adapter "for external agent communication", and seed
-// 002 §2 asks for a simple HTTP surface next to it. It is built on the
+// Package a2a connects Clutch to the Agent2Agent protocol (A2A 1.0): docs/protocol.md
+// calls A2A the adapter "for external agent communication", and docs/protocol.md
+// §13.2 asks for a simple HTTP surface next to it. It is built on the
 // official Go SDK, github.com/a2aproject/a2a-go/v2 (a2a, a2asrv,
 // a2aclient), JSON-RPC binding.
 //

@@ -7,8 +7,8 @@
 //     as tool.call / tool.result / tool.error events of the calling task
 //     (docs/protocol.md §2.3, §6, §7; docs/protocol.md §13.3: the multi-server client tool).
 //   - [Server]: an MCP host (an IDE assistant, another agent runtime)
-//     joins the team through tools over stdio or Streamable HTTP (seed
-//     004: an agent-facing tool surface with a uniform result envelope).
+//     joins the team through tools over stdio or Streamable HTTP (docs/protocol.md
+//     §15: an agent-facing tool surface with a uniform result envelope).
 //
 // # Basics
 //

@@ -216,8 +216,8 @@ func ScoreOf(m *protocol.Message) (score float64, ok bool) {
 	return jsonx.Number(m.Meta[MetaConfidence])
 }
 
-// ReflectOn submits a reflect task for a result of low confidence (seed
-// 001: "If confidence.score < 0.5 → auto-route to reflect (different
+// ReflectOn submits a reflect task for a result of low confidence (docs/protocol.md
+// §12: "If confidence.score < 0.5 → auto-route to reflect (different
 // model) with parents=[msg_id]"): a task.request with intent reflect, to
 // the first reflector that is not the result's author, in the result's
 // run and thread, under the result's task, with meta.parents = [the
