@@ -4,10 +4,14 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: test deps fmt-check vet race bench fuzz
+.PHONY: test deps fmt-check vet race test-min-go bench fuzz
 
-## test: install what the tests need, then gofmt check, go vet and go test -race.
-test: deps fmt-check vet race
+# The oldest Go release the module supports: go.mod's go line.
+MIN_GO := $(shell sed -n 's/^go //p' go.mod)
+
+## test: install what the tests need, then gofmt check, go vet, go test -race,
+## and the tests once more with the oldest Go release go.mod allows.
+test: deps fmt-check vet race test-min-go
 
 ## deps: download modules and install the npm test peers (every committed
 ## package-lock.json, installed with `npm ci` into its own git-ignored node_modules).
@@ -27,6 +31,11 @@ vet:
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
+
+## test-min-go: the tests with the toolchain of go.mod's go line (fetched
+## through the module proxy), so the go line stays true.
+test-min-go:
+	GOTOOLCHAIN=go$(MIN_GO) $(GO) test -count=1 $(PKGS)
 
 ## bench: every benchmark, with allocations.
 bench:

@@ -1,6 +1,6 @@
 module github.com/clutchprotocol/clutch
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/a2aproject/a2a-go/v2 v2.3.1
