@@ -219,6 +219,10 @@ func TestCloseDrainsAppends(t *testing.T) {
 	var mu sync.Mutex
 	var ok []string
 	var wg sync.WaitGroup
+	// Close once the appenders are well under way (some appends
+	// acknowledged, most still to come), so it lands in the middle of them.
+	underway := make(chan struct{})
+	var closeOnce sync.Once
 	for _, msgs := range work {
 		wg.Go(func() {
 			for _, m := range msgs {
@@ -232,11 +236,15 @@ func TestCloseDrainsAppends(t *testing.T) {
 				}
 				mu.Lock()
 				ok = append(ok, m.ID)
+				if len(ok) == 200 {
+					closeOnce.Do(func() { close(underway) })
+				}
 				mu.Unlock()
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	go func() { wg.Wait(); closeOnce.Do(func() { close(underway) }) }() // appenders that failed early
+	<-underway
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

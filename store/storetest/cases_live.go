@@ -129,18 +129,6 @@ func testConcurrentAppends(t *testing.T, su *suite) {
 	}
 }
 
-// followUntilDone runs Follow in a goroutine, discarding what it yields,
-// and closes the returned channel when the loop ends.
-func followUntilDone(ctx context.Context, s store.Store, q store.Query) chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range s.Follow(ctx, q) {
-		}
-	}()
-	return done
-}
-
 // Follow delivers every event exactly once and in order, across the
 // boundary between the backlog and live appends, and ends on cancel.
 func testFollowDeliversEachEventOnce(t *testing.T, su *suite) {
@@ -199,41 +187,73 @@ func testFollowDeliversEachEventOnce(t *testing.T, su *suite) {
 		t.Fatalf("Follow seqs (-want +got):\n%s", diff)
 	}
 
-	// A follower waiting at the end wakes for a new event, then ends on cancel.
+	// A follower that has read to the end of the log waits there, wakes for
+	// a new event, then ends on cancel. It starts one event before the end
+	// and the append waits for that event: the follower has caught up, so
+	// the new event reaches it through the wait, not the backlog read.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var tail []uint64
-	var terr error
-	tdone := make(chan struct{})
-	woke := make(chan struct{})
+	f := startFollower(ctx, s, store.Query{AfterSeq: uint64(total - 1)})
+	f.await(t, 1, "a follower reading the last stored event")
+	appendOK(t, s, g.simple(1)...)
+	f.await(t, 2, "a waiting follower woken by an append")
+	cancel()
+	f.end(t, "Follow after its context was cancelled")
+	if diff := cmp.Diff([]uint64{uint64(total), uint64(total + 1)}, f.seqs); f.err != nil || diff != "" {
+		t.Fatalf("live follower: error %v, seqs (-want +got):\n%s", f.err, diff)
+	}
+}
+
+// follower runs a Follow in its own goroutine and reports each event it
+// yields, so a test can wait until it has caught up instead of sleeping.
+type follower struct {
+	got  chan struct{} // one send per event yielded
+	done chan struct{}
+	seen int      // events counted by await
+	seqs []uint64 // read after done
+	errs []error  // read after done
+	err  error    // the last of errs
+}
+
+func startFollower(ctx context.Context, s store.Store, q store.Query) *follower {
+	f := &follower{got: make(chan struct{}, 1<<10), done: make(chan struct{})}
 	go func() {
-		defer close(tdone)
-		for e, err := range s.Follow(ctx, store.Query{AfterSeq: uint64(total)}) {
+		defer close(f.done)
+		for e, err := range s.Follow(ctx, q) {
 			if err != nil {
-				terr = err
+				f.errs = append(f.errs, err)
+				f.err = err
 				continue
 			}
-			tail = append(tail, e.Seq)
-			if len(tail) == 1 {
-				close(woke)
-			}
+			f.seqs = append(f.seqs, e.Seq)
+			f.got <- struct{}{}
 		}
 	}()
-	time.Sleep(20 * time.Millisecond) // let it block
-	appendOK(t, s, g.simple(1)...)
-	select {
-	case <-woke:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a waiting follower was not woken by an append")
+	return f
+}
+
+// await waits until the follower has yielded n events in all.
+func (f *follower) await(t *testing.T, n int, what string) {
+	t.Helper()
+	for f.seen < n {
+		select {
+		case <-f.got:
+			f.seen++
+		case <-f.done:
+			t.Fatalf("%s: Follow ended after %d events, want %d", what, f.seen, n)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: %d events after 10s, want %d", what, f.seen, n)
+		}
 	}
-	cancel()
+}
+
+// end waits for the follower's Follow to return.
+func (f *follower) end(t *testing.T, what string) {
+	t.Helper()
 	select {
-	case <-tdone:
+	case <-f.done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Follow did not end after its context was cancelled")
-	}
-	if terr != nil || len(tail) != 1 || tail[0] != uint64(total+1) {
-		t.Fatalf("live follower got %v, %v; want [%d] and no error", tail, terr, total+1)
+		t.Fatalf("%s did not end", what)
 	}
 }
 
@@ -311,16 +331,18 @@ func testFollowFiltered(t *testing.T, su *suite) {
 func testFollowEnds(t *testing.T, su *suite) {
 	s := su.open(t)
 	g := newGen(23)
+	// A follower waiting at the end of the log ends on cancel: it is
+	// cancelled once it has yielded the one event there is.
 	ctx, cancel := context.WithCancel(t.Context())
-	done := followUntilDone(ctx, s, store.Query{})
-	time.Sleep(20 * time.Millisecond)
+	waiting := startFollower(ctx, s, store.Query{})
+	appendOK(t, s, g.simple(1)...)
+	waiting.await(t, 1, "a follower reading the one stored event")
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Follow on an empty store did not end after cancel")
+	waiting.end(t, "Follow waiting at the end of the log, after cancel")
+	if len(waiting.seqs) != 1 || waiting.err != nil {
+		t.Fatalf("cancelled follower got %v, %v; want [1] and no error", waiting.seqs, waiting.err)
 	}
-	appendOK(t, s, g.simple(5)...)
+	appendOK(t, s, g.simple(4)...)
 	n, err := drain(s.Follow(canceledContext(), store.Query{}))
 	if n != 0 || err != nil {
 		t.Fatalf("Follow with a cancelled context: %d events, %v; want none and no error", n, err)
@@ -333,32 +355,16 @@ func testFollowEnds(t *testing.T, su *suite) {
 	var closed store.Store = su.newStore(t)
 	t.Cleanup(func() { closed.Close() })
 	appendOK(t, closed, g.simple(2)...)
-	var got []uint64
-	var errs []error
-	cdone := make(chan struct{})
-	go func() {
-		defer close(cdone)
-		for e, err := range closed.Follow(t.Context(), store.Query{}) {
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			got = append(got, e.Seq)
-		}
-	}()
-	time.Sleep(30 * time.Millisecond)
+	f := startFollower(t.Context(), closed, store.Query{})
+	f.await(t, 2, "a follower of the closing store reading its backlog")
 	within(t, 10*time.Second, "Close with a follower", func() {
 		if err := closed.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	select {
-	case <-cdone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Follow did not end when the store closed")
-	}
-	if len(got) != 2 || len(errs) != 1 || !errors.Is(errs[0], store.ErrClosed) {
-		t.Fatalf("follower of a closed store got %v, errors %v; want [1 2] then ErrClosed", got, errs)
+	f.end(t, "Follow when the store closed")
+	if len(f.seqs) != 2 || len(f.errs) != 1 || !errors.Is(f.errs[0], store.ErrClosed) {
+		t.Fatalf("follower of a closed store got %v, errors %v; want [1 2] then ErrClosed", f.seqs, f.errs)
 	}
 }
 
