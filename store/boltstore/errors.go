@@ -60,8 +60,3 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 func corrupt(format string, args ...any) error {
 	return &CorruptError{Detail: fmt.Sprintf(format, args...)}
 }
-
-type optionError struct{ detail string }
-
-func (e *optionError) Error() string { return ErrInvalidOptions.Error() + ": " + e.detail }
-func (e *optionError) Unwrap() error { return ErrInvalidOptions }

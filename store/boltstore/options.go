@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -36,36 +37,37 @@ type Options struct {
 	// FileMode is the mode of a new file; 0600 when 0.
 	FileMode os.FileMode
 	// PageSize is the bbolt page size of a new file, a power of two from
-	// 4 KiB to 64 KiB; 16 KiB when 0. An existing file keeps its own. The
-	// page size decides how densely records pack: bbolt leaves at least
-	// two entries on each side of a page split, so a 1.4 KiB record (a
-	// 1 KiB envelope and its header) fills a 4 KiB page only half (two
-	// fit), an 8 KiB page three fifths when commits are small, and a
-	// 16 KiB page nine tenths whatever the group size.
+	// 4 KiB to 64 KiB; 16 KiB when 0. An existing file keeps its own.
+	// Larger pages pack records of about 1 KiB more densely.
 	PageSize int
+	// (bbolt leaves at least two entries on each side of a page split, so a
+	// 1.4 KiB record fills a 4 KiB page only half, a 16 KiB page nine
+	// tenths whatever the group size.)
 }
 
 func (o *Options) validate() error {
 	switch {
 	case o.LockTimeout < 0:
-		return &optionError{"LockTimeout must not be negative"}
+		return invalidOption("LockTimeout must not be negative")
 	case o.MaxBatch < 0:
-		return &optionError{"MaxBatch must not be negative"}
+		return invalidOption("MaxBatch must not be negative")
 	case o.IndexBatch < 0:
-		return &optionError{"IndexBatch must not be negative"}
+		return invalidOption("IndexBatch must not be negative")
 	case o.MaxEventSize < 0:
-		return &optionError{"MaxEventSize must not be negative"}
+		return invalidOption("MaxEventSize must not be negative")
 	case o.MaxArtifactSize < 0:
-		return &optionError{"MaxArtifactSize must not be negative"}
+		return invalidOption("MaxArtifactSize must not be negative")
 	case o.MaxArtifactSize > maxBoltValue:
-		return &optionError{"MaxArtifactSize is over bbolt's value limit"}
+		return invalidOption("MaxArtifactSize is over bbolt's value limit")
 	case o.MaxEventSize > maxBoltValue-1024:
-		return &optionError{"MaxEventSize is over bbolt's value limit"}
+		return invalidOption("MaxEventSize is over bbolt's value limit")
 	case o.PageSize != 0 && (o.PageSize < 4096 || o.PageSize > 65536 || o.PageSize&(o.PageSize-1) != 0):
-		return &optionError{"PageSize must be a power of two from 4096 to 65536"}
+		return invalidOption("PageSize must be a power of two from 4096 to 65536")
 	}
 	return nil
 }
+
+func invalidOption(detail string) error { return coded.Wrap(ErrInvalidOptions, detail, nil) }
 
 // maxBoltValue is bbolt's largest value (bbolt.MaxValueSize).
 const maxBoltValue = (1 << 31) - 2
