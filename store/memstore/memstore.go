@@ -19,7 +19,8 @@ import (
 // defaults.
 type Options struct {
 	// Clock gives event times; time.Now when nil. Tests pass a fixed clock
-	// for reproducible events.
+	// for reproducible events. Append calls it with the store locked, so
+	// it must not call the store.
 	Clock func() time.Time
 	// MaxEventSize is the largest encoded message accepted, in bytes;
 	// store.DefaultMaxEventSize when 0.
