@@ -4,8 +4,8 @@
 // [Query], [AppendResult], the artifact refs and the sentinel errors — and
 // no implementation. The backends are
 // [github.com/clutchprotocol/clutch/store/memstore] (in memory, for tests
-// and examples) and [github.com/clutchprotocol/clutch/store/boltstore]
-// (embedded bbolt, the default). Both pass
+// and ephemeral runs) and [github.com/clutchprotocol/clutch/store/boltstore]
+// (embedded bbolt, durable, the default). Both pass
 // [github.com/clutchprotocol/clutch/store/storetest], and so must any
 // third-party backend.
 //
@@ -18,8 +18,8 @@
 //	// res[0].Seq, res[1].Seq: consecutive seqs
 //
 // Reads return iter.Seq2[Event, error], in seq order, served by the
-// indexes of docs/protocol.md §8.1 (run_id, thread_id, task_id, from.agent_id) and
-// filtered by a type prefix:
+// indexes of docs/protocol.md §8.1 (run_id, thread_id, task_id,
+// from.agent_id) and filtered by a type prefix:
 //
 //	for ev, err := range s.Read(ctx, store.Query{RunID: run, Limit: 100}) {
 //		if err != nil { ... }
@@ -55,8 +55,8 @@
 //
 // # Deduplication
 //
-// Deduplication happens in the same transaction as the append (docs/protocol.md
-// §5.2). A message is a duplicate, and is not appended again, when
+// Deduplication happens in the same transaction as the append
+// (docs/protocol.md §5.2). A message is a duplicate, and is not appended again, when
 //
 //  1. an event with the same id is stored (checked first), or
 //  2. an event with the same (run_id, idempotency_key) is stored; messages
@@ -69,19 +69,20 @@
 // duplicate by id.
 //
 // The dedup window: docs/protocol.md §5.2 asks for dedup state "until run
-// completion". The in-tree backends keep it forever, since the indexes it
-// lives in are never pruned; a backend with a shorter window must keep it
-// at least until the run ends and say so in its documentation.
+// completion". The in-tree backends keep it as long as they keep events:
+// boltstore forever, memstore until Close. A backend with a shorter window
+// must keep it at least until the run ends and say so in its
+// documentation.
 //
 // # Errors
 //
-// All sentinels live in errors.go: [ErrClosed], [ErrNotFound],
+// The sentinel errors are [ErrClosed], [ErrNotFound],
 // [ErrTooLarge], [ErrInvalidMessage], [ErrInvalidQuery], [ErrInvalidRef],
 // [ErrInvalidMediaType]. Match them with errors.Is; the typed errors
 // ([InvalidMessageError], [TooLargeError], [QueryError]) carry the detail.
 // Every store error also carries a [protocol.Code] for [protocol.CodeOf],
-// so it can be sent on the wire as a docs/protocol.md §5.4 error. A call whose
-// context is done returns ctx.Err().
+// so it can be sent on the wire as a docs/protocol.md §5.4 error. A call
+// whose context is done returns ctx.Err().
 //
 // # Caveats
 //

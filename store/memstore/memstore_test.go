@@ -1,16 +1,20 @@
 package memstore_test
 
 import (
+	"bytes"
 	"context"
-	"errors"
-	"slices"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -21,6 +25,15 @@ func newStore(t *testing.T) store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// openStore returns a new store with opts, closed when the test ends.
+func openStore(t *testing.T, opts *memstore.Options) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -42,9 +55,9 @@ func TestConformanceSmallLimits(t *testing.T) {
 
 func TestInvalidOptions(t *testing.T) {
 	for _, o := range []memstore.Options{{MaxEventSize: -1}, {MaxArtifactSize: -1}} {
-		if _, err := memstore.New(&o); !errors.Is(err, memstore.ErrInvalidOptions) {
-			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
-		}
+		_, err := memstore.New(&o)
+		assert.ErrorIs(t, err, memstore.ErrInvalidOptions, "New(%+v)", o)
+		assert.ErrorIs(t, err, protocol.CodeInvalidField, "New(%+v)", o)
 	}
 }
 
@@ -58,12 +71,22 @@ func BenchmarkStore(b *testing.B) {
 	})
 }
 
-// The lists found by the address of a key string (sameList) must agree with
-// those found by its content: one string used as two attributes makes two
-// lists, and an equal string at another address finds the same list.
+// readIDs returns the ids of the events q selects, in order.
+func readIDs(t *testing.T, s store.Store, q store.Query) (ids []string) {
+	t.Helper()
+	for ev, err := range s.Read(context.Background(), q) {
+		require.NoError(t, err)
+		m, err := ev.Message()
+		require.NoError(t, err)
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// One string used as two attributes is indexed under each, and an equal
+// string at another address finds the same events.
 func TestKeysByAddressAndContent(t *testing.T) {
-	s := newStore(t)
-	defer s.Close()
+	s := openStore(t, nil)
 	ctx := context.Background()
 	ids := protocol.NewIDs(nil)
 	shared := ids.RunID()
@@ -73,41 +96,19 @@ func TestKeysByAddressAndContent(t *testing.T) {
 	b.RunID = strings.Clone(shared) // same content, another address
 	b.ThreadID = ids.ThreadID()
 	c := ids.Reply(a, protocol.TypeChatMessage, "agent:c") // the same address again
-	if _, err := s.Append(ctx, a, b, c); err != nil {
-		t.Fatal(err)
-	}
-	count := func(q store.Query) (ids []string) {
-		for ev, err := range s.Read(ctx, q) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := protocol.Decode(ev.Raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, m.ID)
-		}
-		return ids
-	}
-	if got := count(store.Query{RunID: shared}); !slices.Equal(got, []string{a.ID, b.ID, c.ID}) {
-		t.Errorf("by run: %v", got)
-	}
-	if got := count(store.Query{ThreadID: shared}); !slices.Equal(got, []string{a.ID, c.ID}) {
-		t.Errorf("by thread: %v", got)
-	}
-	if got := count(store.Query{ThreadID: b.ThreadID}); !slices.Equal(got, []string{b.ID}) {
-		t.Errorf("by b's thread: %v", got)
-	}
-	if got := count(store.Query{RunID: shared, ThreadID: shared}); !slices.Equal(got, []string{a.ID, c.ID}) {
-		t.Errorf("by run and thread: %v", got)
-	}
+	_, err := s.Append(ctx, a, b, c)
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{a.ID, b.ID, c.ID}, readIDs(t, s, store.Query{RunID: shared}), "by run")
+	assert.Equal(t, []string{a.ID, c.ID}, readIDs(t, s, store.Query{ThreadID: shared}), "by thread")
+	assert.Equal(t, []string{b.ID}, readIDs(t, s, store.Query{ThreadID: b.ThreadID}), "by b's thread")
+	assert.Equal(t, []string{a.ID, c.ID}, readIDs(t, s, store.Query{RunID: shared, ThreadID: shared}), "by run and thread")
 }
 
 // An id the bytes hold only escaped ("\u0041" for "A", a quote as \") is
 // still found by Get and still deduplicates.
 func TestEscapedIDs(t *testing.T) {
-	s := newStore(t)
-	defer s.Close()
+	s := openStore(t, nil)
 	ctx := context.Background()
 	for _, c := range []struct{ raw, id string }{
 		{`"msg_\u0041bc"`, "msg_Abc"},
@@ -117,25 +118,145 @@ func TestEscapedIDs(t *testing.T) {
 		m, err := protocol.Decode([]byte(`{"v":"clutch/0.1","id":` + c.raw + `,"ts":"2026-02-01T13:20:11.123Z",
 		  "thread_id":"thr_1","run_id":"run_1","task_id":"task_1","from":{"agent_id":"agent:a"},"to":[],
 		  "type":"chat.message","payload":{}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.ID != c.id {
-			t.Fatalf("decoded id %q, want %q", m.ID, c.id)
-		}
+		require.NoError(t, err)
+		require.Equal(t, c.id, m.ID, "decoded id")
 		res, err := s.Append(ctx, m)
-		if err != nil || res[0].Duplicate {
-			t.Fatalf("append %s: %v %v", c.id, res, err)
-		}
+		require.NoError(t, err)
+		require.False(t, res[0].Duplicate, "first append of %s", c.id)
 		ev, err := s.Get(ctx, c.id)
-		if err != nil || ev.Seq != res[0].Seq {
-			t.Fatalf("Get(%q) = %v, %v", c.id, ev.Seq, err)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, res[0].Seq, ev.Seq, "Get(%q)", c.id)
 		again := m.Clone()
 		again.Reset() // re-encoded by this process: the id is written escaped or not, as it needs
 		res2, err := s.Append(ctx, again)
-		if err != nil || !res2[0].Duplicate || res2[0].Seq != res[0].Seq {
-			t.Fatalf("the same id again: %+v %v", res2, err)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, store.AppendResult{Seq: res[0].Seq, Duplicate: true, DuplicateBy: store.DedupByID}, res2[0], "the same id again")
 	}
+}
+
+// Ids of many times and ids of no known form deduplicate however much
+// later they come again, and Get finds each.
+func TestDedupOfManyIDs(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	s := openStore(t, &memstore.Options{Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	var msgs []*protocol.Message
+	for i := range 50 {
+		at := now.Add(time.Duration(i*37) * time.Millisecond)
+		g := protocol.NewIDs(&protocol.IDOptions{Clock: func() time.Time { return at }})
+		m := g.NewMessage(protocol.TypeChatMessage, "agent:a")
+		if i%5 == 0 {
+			m.ID = fmt.Sprintf("external-%d", i)
+		}
+		msgs = append(msgs, m)
+	}
+	for _, m := range msgs {
+		res, err := s.Append(ctx, m)
+		require.NoError(t, err)
+		require.False(t, res[0].Duplicate, "first append of %s", m.ID)
+	}
+	for i, m := range msgs {
+		again := m.Clone()
+		again.Reset()
+		res, err := s.Append(ctx, again)
+		require.NoError(t, err)
+		assert.Equal(t, store.AppendResult{Seq: uint64(i + 1), Duplicate: true, DuplicateBy: store.DedupByID}, res[0], "%s again", m.ID)
+		ev, err := s.Get(ctx, m.ID)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(i+1), ev.Seq, "Get(%s)", m.ID)
+	}
+	_, err := s.Get(ctx, "msg_01KGCNRRQW4ZQ3J69ZFQGMEMPZ")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// Events of many sizes, from many goroutines, read back byte for byte,
+// each with no room past its end.
+func TestEventBytes(t *testing.T) {
+	s := openStore(t, &memstore.Options{MaxEventSize: 4 << 20})
+	ctx := context.Background()
+	ids := protocol.NewIDs(nil)
+	sizes := []int{10, 3000, 100, 1<<20 + 5000, 700, 50000, 2 << 20, 1}
+	want := map[uint64][]byte{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 40 {
+				m := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
+				m.Meta = map[string]any{"pad": strings.Repeat("x", sizes[(g+i)%len(sizes)])}
+				res, err := s.Append(ctx, m)
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				want[res[0].Seq] = m.Raw()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for ev, err := range s.Read(ctx, store.Query{}) {
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(ev.Raw, want[ev.Seq]), "event %d: bytes differ from those appended", ev.Seq)
+		require.Equal(t, len(ev.Raw), cap(ev.Raw), "event %d: Raw has room past its end", ev.Seq)
+		n++
+	}
+	assert.Equal(t, len(want), n, "events read")
+}
+
+// The store keeps its own copy of a message's bytes: changing the bytes
+// the message holds afterwards changes no event.
+func TestAppendCopiesBytes(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	m := protocol.NewIDs(nil).NewMessage(protocol.TypeChatMessage, "agent:a")
+	raw, err := protocol.Encode(m)
+	require.NoError(t, err)
+	want := bytes.Clone(raw)
+	_, err = s.Append(ctx, m)
+	require.NoError(t, err)
+	for i := range raw {
+		raw[i] = 'x'
+	}
+	ev, err := s.Get(ctx, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(ev.Raw))
+}
+
+// Times never decrease along seqs, however appends from many goroutines
+// interleave.
+func TestTimesFollowSeqs(t *testing.T) {
+	var mu sync.Mutex
+	tick := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		tick = tick.Add(time.Millisecond)
+		return tick
+	}
+	s := openStore(t, &memstore.Options{Clock: clock})
+	ctx := context.Background()
+	ids := protocol.NewIDs(nil)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				_, err := s.Append(ctx, ids.NewMessage(protocol.TypeChatMessage, "agent:a"))
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var last time.Time
+	n := 0
+	for ev, err := range s.Read(ctx, store.Query{}) {
+		require.NoError(t, err)
+		require.False(t, ev.Time.Before(last), "event %d at %v, before %v", ev.Seq, ev.Time, last)
+		last = ev.Time
+		n++
+	}
+	assert.Equal(t, 400, n)
 }

@@ -1,8 +1,7 @@
 // Package storetest is the conformance suite of the event store: one call
 // certifies any [store.Store] implementation, the in-tree ones and
 // third-party ones alike, so that the test double and the real store
-// cannot drift apart (modelled on testing/fstest.TestFS,
-// testing/slogtest.Run and go-cloud's drivertest).
+// cannot drift apart.
 //
 // # Basics
 //
@@ -43,7 +42,7 @@
 // reopen. Cases run in parallel (each on its own store) unless
 // Options.Serial is set; -short shrinks the concurrency case.
 //
-// [Bench] runs the figures of the store (append from 1, 2, 8 and 64
+// [Bench] runs the store's benchmarks (append from 1, 2, 8 and 64
 // goroutines, reading a 10k-event run raw and decoded, live-tail latency)
 // on the same ~1 KiB workload for any backend; its building blocks
 // ([BenchAppend], [BenchReadRun], [BenchFollowLatency], [BenchMessages])
