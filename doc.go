@@ -25,8 +25,9 @@
 //  4. [github.com/clutchprotocol/clutch/registry] — the agent registry:
 //     AgentCards, heartbeats and liveness, load and success tracking,
 //     event-sourced from the store.
-//  5. [github.com/clutchprotocol/clutch/router] — the heart: tasks are
-//     routed by requires/prefers with a recorded routing.decision, run by
+//  5. [github.com/clutchprotocol/clutch/router] — the heart: requests and
+//     results are validated against their payload types, tasks are routed
+//     by requires/prefers with a recorded routing.decision, run by
 //     in-process handlers, retried, timed out, cancelled, delegated; every
 //     lifecycle step is an event. router/routertest makes unit tests of
 //     agents a few lines long.
