@@ -3,7 +3,9 @@
 // application's binary. Clutch implements Clutch Protocol v0 ("clutch/0.1"):
 // one envelope for every message, an append-only event store, an agent
 // registry, a payload schema registry, a router with explainable capability
-// routing, and adapters that bring outside protocols into the envelope.
+// routing, and adapters that bring outside protocols into the envelope. The
+// protocol is specified in docs/protocol.md in the repository; code comments
+// cite its sections as "docs/protocol.md §N".
 //
 // This package holds no code; it is the map. Meet the packages in this
 // order:
@@ -23,15 +25,18 @@
 //  4. [github.com/clutchprotocol/clutch/registry] — the agent registry:
 //     AgentCards, heartbeats and liveness, load and success tracking,
 //     event-sourced from the store.
-//  5. [github.com/clutchprotocol/clutch/router] — the heart: tasks are
-//     routed by requires/prefers with a recorded routing.decision, run by
+//  5. [github.com/clutchprotocol/clutch/router] — the heart: requests and
+//     results are validated against their payload types, tasks are routed
+//     by requires/prefers with a recorded routing.decision, run by
 //     in-process handlers, retried, timed out, cancelled, delegated; every
 //     lifecycle step is an event. router/routertest makes unit tests of
 //     agents a few lines long.
-//  6. [github.com/clutchprotocol/clutch/adapters] — the Adapter contract
-//     and the outside world: adapters/clowl and adapters/multiagent
-//     translate message languages, adapters/mcp calls MCP tools and serves
-//     MCP hosts, adapters/a2a serves and calls A2A agents.
+//  6. [github.com/clutchprotocol/clutch/adapters] — the outside world.
+//     Translators implement the Adapter contract: adapters/clowl and
+//     adapters/multiagent turn CLowl v0.2 and multiagent-1.0 messages into
+//     envelopes and back. Bridges connect the router to live peers:
+//     adapters/mcp calls tools on MCP servers and lets MCP hosts join a
+//     team; adapters/a2a serves agents over A2A and calls remote A2A agents.
 //
 // Dependencies point one way: protocol ← store ← registry, schema ← router
 // ← adapters ← examples. The examples folder holds runnable tutorials;
