@@ -17,7 +17,7 @@ import (
 // Encode returns the wire bytes of m. A message that already has bytes (it
 // was decoded, or encoded before) returns them unchanged, so a signed message
 // is never re-encoded (docs/protocol.md §11 "the hot path"). Otherwise Encode validates m
-// ([Message.Validate]), encodes it once in the seed's field order, remembers
+// ([Message.Validate]), encodes it once in the field order of docs/protocol.md §1.2, remembers
 // the bytes and returns them. The returned slice is shared with m: do not
 // modify it.
 func Encode(m *Message) ([]byte, error) {

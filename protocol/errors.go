@@ -253,12 +253,20 @@ func CodeOf(err error) Code {
 	return CodeInternal
 }
 
+// newError and invalid build the package's errors. protocol cannot use
+// internal/coded (coded builds on Code), and needs no sentinels: every
+// error it returns is an *Error, matched by its Code.
 func newError(code Code, path string, off int, format string, args ...any) *Error {
 	d := format
 	if len(args) > 0 {
 		d = fmt.Sprintf(format, args...)
 	}
 	return &Error{Code: code, Path: path, Offset: int64(off), Detail: d}
+}
+
+// invalid is an error at path with no byte offset.
+func invalid(c Code, path, detail string) *Error {
+	return &Error{Code: c, Path: path, Offset: -1, Detail: detail}
 }
 
 // ErrorPayload is the wire form of an error (docs/protocol.md §5.4), the payload of
