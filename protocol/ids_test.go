@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
@@ -261,58 +260,6 @@ func TestReply(t *testing.T) {
 	}
 }
 
-func TestTypes(t *testing.T) {
-	if n := len(Types()); n != 17 {
-		t.Fatalf("%d types, docs/protocol.md §2 has 17", n)
-	}
-	for _, typ := range Types() {
-		if !typ.Standard() || typ.Extension() || !typ.Valid() {
-			t.Errorf("%s misclassified", typ)
-		}
-	}
-	for typ, want := range map[Type]bool{
-		"x.acme.audit": true, "x.acme.audit.v2": true, "x.acme-co.a_b": true,
-		"x.acme": false, "x..a": false, "x.acme.": false, "x.Acme.a": false, "acme.audit": false,
-		"x.acme.a b": false, "task.done": false, "": false,
-	} {
-		if got := typ.Valid(); got != want {
-			t.Errorf("%q.Valid() = %v, want %v", typ, got, want)
-		}
-	}
-	if !TypeTaskTimeout.Terminal() || TypeTaskProgress.Terminal() || TypeTaskError.Family() != "task" {
-		t.Fatal("Terminal/Family")
-	}
-}
-
-func TestSchemaRefFor(t *testing.T) {
-	for in, want := range map[string]string{
-		"research.summary.v1": "schema://clutch/research/summary@1",
-		"code.output.v12":     "schema://clutch/code/output@12",
-		"review.feedback":     "",
-		"bad type.v1":         "",
-		"summary.v1":          "",
-		"code.output.v01":     "",
-	} {
-		if got := SchemaRefFor(in); got != want {
-			t.Errorf("SchemaRefFor(%q) = %q, want %q", in, got, want)
-		}
-		if want != "" && !ValidSchemaRef(want) {
-			t.Errorf("%q is not a valid schema ref", want)
-		}
-	}
-}
-
-func TestCloneKeepsEmptyTo(t *testing.T) {
-	m := NewMessage(TypeTaskRequest, "agent:a")
-	c := m.Clone()
-	if c.To == nil {
-		t.Fatal("Clone turned an empty to into nil")
-	}
-	if _, err := Encode(c); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Timestamp writes its digits itself; it must agree with the layout it
 // replaces for every instant, including the edges of the years it handles.
 func TestTimestampMatchesLayout(t *testing.T) {
@@ -332,97 +279,6 @@ func TestTimestampMatchesLayout(t *testing.T) {
 		want := tm.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		if got := Timestamp(tm); got != want {
 			t.Fatalf("Timestamp(%v) = %s, want %s", tm, got, want)
-		}
-	}
-}
-
-// writer.str tests 8 bytes at a time; it must write what a byte-at-a-time
-// encoder writes for every byte value at every position of a word, in
-// strings whose length puts a tail after the words, and on random strings.
-func TestStrMatchesByteAtATime(t *testing.T) {
-	ref := func(s string) (string, bool) {
-		b := []byte{'"'}
-		for i := 0; i < len(s); {
-			c := s[i]
-			switch {
-			case plainASCII[c]:
-				b = append(b, c)
-			case c >= utf8.RuneSelf:
-				r, size := utf8.DecodeRuneInString(s[i:])
-				if r == utf8.RuneError && size == 1 {
-					return "", false
-				}
-				b = append(b, s[i:i+size]...)
-				i += size
-				continue
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, `\n`...)
-			case c == '\r':
-				b = append(b, `\r`...)
-			case c == '\t':
-				b = append(b, `\t`...)
-			case c == '\b':
-				b = append(b, `\b`...)
-			case c == '\f':
-				b = append(b, `\f`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-		}
-		return string(append(b, '"')), true
-	}
-	check := func(s string) {
-		var w writer
-		w.str(s)
-		want, ok := ref(s)
-		if ok != (w.err == nil) || ok && string(w.b) != want {
-			t.Fatalf("str(%q) = %s (err %v), want %s (valid %v)", s, w.b, w.err, want, ok)
-		}
-	}
-	for _, n := range []int{3, 8, 11, 16, 19} {
-		for pos := range n { // in the words and in the tail after them
-			for c := range 256 {
-				w := []byte("abcdefghijklmnopqrs"[:n])
-				w[pos] = byte(c)
-				check(string(w))
-				w[(pos+3)%n] = 0x21 // a neighbour just past '"' - 1 and ' '
-				check(string(w))
-			}
-		}
-	}
-	r := seededRand(t, 5, 6)
-	for range 200000 {
-		w := make([]byte, r.IntN(40))
-		for i := range w {
-			w[i] = byte(r.IntN(256))
-			if r.IntN(3) > 0 {
-				w[i] = byte(0x1e + r.IntN(0x62)) // mostly printable, around the edges
-			}
-		}
-		check(string(w))
-	}
-}
-
-// The fast path of validTimestamp sees only strings of its own shape:
-// random digits in that shape, compared with time.Parse.
-func TestValidTimestampShape(t *testing.T) {
-	r := seededRand(t, 5, 6)
-	b := []byte("0000-00-00T00:00:00.000Z")
-	for range 300000 {
-		for _, i := range []int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22} {
-			b[i] = byte('0' + r.IntN(10))
-		}
-		if r.IntN(2) == 0 { // mostly plausible months, days and times
-			b[5], b[6] = byte('0'+r.IntN(2)), byte('0'+r.IntN(10))
-			b[8], b[11], b[14], b[17] = byte('0'+r.IntN(4)), byte('0'+r.IntN(3)), byte('0'+r.IntN(7)), byte('0'+r.IntN(7))
-		}
-		s := string(b)
-		_, err := time.Parse(time.RFC3339Nano, s)
-		if got := validTimestamp(s); got != (err == nil) {
-			t.Fatalf("validTimestamp(%q) = %v, time.Parse: %v", s, got, err)
 		}
 	}
 }
