@@ -203,6 +203,8 @@ type Error struct {
 	Err    error  // underlying cause, if any
 }
 
+// Error returns the code, then the path, offset, detail and cause when
+// known, e.g. DUPLICATE_KEY at /id (offset 42): duplicate key "id".
 func (e *Error) Error() string {
 	s := string(e.Code)
 	if e.Path != "" {

@@ -23,8 +23,9 @@ type IDOptions struct {
 	Clock func() time.Time
 	// Entropy gives the random part of ids; crypto/rand when nil. Pass a
 	// seeded reader (math/rand/v2's ChaCha8, say) for reproducible ids: the
-	// same Clock readings and the same Entropy give the same ids. Should
-	// the reader fail, crypto/rand fills in, so making an id never fails.
+	// same Clock readings and the same Entropy give the same ids, made in
+	// the same order. Should the reader fail, crypto/rand fills in, so
+	// making an id never fails.
 	Entropy io.Reader
 }
 

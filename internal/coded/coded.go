@@ -22,6 +22,7 @@ type Sentinel struct {
 // New returns a sentinel error.
 func New(msg string, code protocol.Code) *Sentinel { return &Sentinel{msg: msg, code: code} }
 
+// Error returns the sentinel's message.
 func (e *Sentinel) Error() string { return e.msg }
 
 // ClutchCode returns the sentinel's protocol code, for protocol.CodeOf.
@@ -47,6 +48,7 @@ func Wrap(sentinel error, detail string, cause error) error {
 	return &Wrapped{Sentinel: sentinel, Detail: detail, Cause: cause}
 }
 
+// Error returns the sentinel's message, then the detail and the cause.
 func (e *Wrapped) Error() string {
 	s := e.Sentinel.Error()
 	if e.Detail != "" {
