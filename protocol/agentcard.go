@@ -15,7 +15,8 @@ type AgentCard struct {
 	Capabilities []Capability        `json:"capabilities"`
 	Limits       *Limits             `json:"limits,omitzero"`
 	Security     *CardSecurity       `json:"security,omitzero"`
-	// Extensions holds top-level members the seed does not define, verbatim.
+	// Extensions holds top-level members docs/protocol.md §1.4 does not
+	// define, verbatim.
 	Extensions map[string]json.RawMessage `json:",embed"`
 }
 

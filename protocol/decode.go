@@ -35,7 +35,7 @@ func (d Decoder) limits() (maxBytes, maxDepth int) {
 // [Decoder.Decode].
 func Decode(data []byte) (*Message, error) { return Decoder{}.Decode(data) }
 
-// field bits, in seed order, for duplicate and missing-field checks.
+// field bits, in the order of docs/protocol.md §1.2, for duplicate and missing-field checks.
 const (
 	fV = 1 << iota
 	fID
@@ -71,8 +71,8 @@ var required = []struct {
 
 // Decode decodes one envelope. It is strict (docs/protocol.md §1.2; docs/protocol.md §11 "the
 // envelope"): the input must be one JSON object of at most MaxBytes, in valid
-// UTF-8, with no duplicate key at any depth, every field of the JSON type the
-// seed gives it, every required field present, "v" equal to [Version] and
+// UTF-8, with no duplicate key at any depth, every field of the JSON type
+// docs/protocol.md §1.2 gives it, every required field present, "v" equal to [Version] and
 // "type" a §2 type or an x.<vendor>.<name> extension. Each failure is an
 // [*Error] with a stable [Code], the JSON pointer of the field and the byte
 // offset.
@@ -276,7 +276,7 @@ func (sc *scanner) member(m *Message, k string, seen int) (int, *Error) {
 		}
 		return fMeta, e
 	}
-	// Not a field of the seed: keep it verbatim.
+	// Not a field of docs/protocol.md §1.2: keep it verbatim.
 	a, b, e := sc.skip(0)
 	if e != nil {
 		return 0, e

@@ -304,10 +304,11 @@ func TestStdlibJSONUsesTheCodec(t *testing.T) {
 	}
 }
 
-// TestFastPayloadEncodersMatchJSONv2: the hand-written encoders of the
-// protocol's payload types agree with the JSON v2 encoding of the same
-// values.
-func TestFastPayloadEncodersMatchJSONv2(t *testing.T) {
+// TestPayloadEncodingMatchesJSONv2: payloads, whether written by the
+// envelope's writer (plain values) or by JSON v2 (the protocol's payload
+// types), agree with the JSON v2 encoding of the same values and are strict
+// JSON.
+func TestPayloadEncodingMatchesJSONv2(t *testing.T) {
 	for _, v := range []any{
 		RoutingDecision{Selected: "agent:ken", Candidates: []string{"agent:ken", "agent:r2"}, Reason: "matched \"x\"", Scores: map[string]float64{"agent:ken": 0.92, "agent:r2": 0.85, "agent:z": 1e-7}, Rejected: map[string]string{"agent:q": "offline"}, Eligible: 2, Considered: 3},
 		RoutingDecision{Selected: "agent:a"},

@@ -4,9 +4,9 @@
 //
 // # Basics
 //
-// A [Message] is the envelope of docs/protocol.md §1.1: ids (id, thread_id, run_id,
-// task_id, parent_task_id), sender and recipients, a [Type] (the 17 of §2 or
-// an x.<vendor>.<name> extension), the structured contract (domain,
+// A [Message] is the envelope of docs/protocol.md §1.1: ids (id, thread_id,
+// run_id, task_id, parent_task_id), sender and recipients, a [Type] (the 17
+// of §2 or an x.<vendor>.<name> extension), the structured contract (domain,
 // payload_type, schema_ref) and a payload kept as raw JSON. An [AgentCard]
 // advertises an agent and its [Capability] list (§1.4, §1.5).
 //
@@ -21,9 +21,13 @@
 //	in, err := protocol.Decode(raw) // strict; keeps raw as in.Raw()
 //	q, err := protocol.DecodePayload[Query](in)
 //
-// Ids are prefixed ULIDs (msg_, run_, task_, thr_): sortable by creation
-// time, unique across goroutines. Tests get deterministic ids and timestamps
-// from NewIDs with a fixed Clock and seeded Entropy.
+// # Ids
+//
+// Ids are prefixed ULIDs (msg_, run_, task_, thr_). Ids from one [IDs]
+// source are unique across goroutines and strictly increasing, so they sort
+// by creation time; the random part of each id is not guessable from the
+// ids before it. Tests get the same ids and timestamps on every run from
+// [NewIDs] with a fixed Clock and a seeded Entropy reader.
 //
 // # Encoding once
 //
@@ -42,44 +46,42 @@
 // JSON type, a missing required field, an unknown type, a version other than
 // clutch/0.1, input that is too large or nested too deeply.
 //
-// Unknown fields, the one rule: a top-level member the seed does not define
-// is kept verbatim in [Message.Extensions] (so a foreign field survives a
-// round trip and is covered by a signature); a member the seed does not
-// define inside the protocol's own objects (from, to[], trace, security,
-// auth, policy, attachments[]) is an UNKNOWN_FIELD error, because a typo
-// there ("tool_allow_list") must not silently switch a policy off.
+// Unknown fields, the one rule: a top-level member that docs/protocol.md
+// §1.2 does not define is kept verbatim in [Message.Extensions] (so a
+// foreign field survives a round trip and is covered by a signature); an
+// undefined member inside the protocol's own objects (from, to[], trace,
+// security, auth, policy, attachments[]) is an UNKNOWN_FIELD error, because
+// a typo there ("tool_allow_list") must not silently switch a policy off.
 //
 // Decode checks structure; [Message.Validate] checks meaning (agent id
 // prefixes, attempt ≥ 1, RFC 3339 ts, id lengths, payload_type and
 // schema_ref forms, requires/prefers forms). Meta numbers decode as
-// json.Number, so no digit is lost.
+// json.Number, so no digit is lost. [DecodePayload] and [DecodeAgentCard]
+// are as strict about duplicate keys, invalid UTF-8 and unknown members.
 //
 // # Signing
 //
-// [Sign] and [Verify] implement docs/protocol.md §6 "ed25519 signatures" with one
-// rule: Ed25519 over the RFC 8785 (JCS) canonical bytes of the envelope with
-// only security.auth.sig removed; scheme "ed25519"; sig in base64url without
-// padding. Verify works on the bytes as received, rejects duplicate keys and
-// invalid UTF-8 first, and resolves the key id through a [KeyResolver].
-// testdata/signed holds signed messages, their canonical signing input and
-// the test key, for implementations in other languages.
+// [Sign] and [Verify] implement docs/protocol.md §6 "ed25519 signatures"
+// with one rule: Ed25519 over the RFC 8785 (JCS) canonical bytes of the
+// envelope with only security.auth.sig removed; scheme "ed25519"; sig in
+// base64url without padding. Verify works on the bytes as received, rejects
+// duplicate keys and invalid UTF-8 first, and resolves the key id through a
+// [KeyResolver]. testdata/signed holds signed messages, their canonical
+// signing input and the test key, for implementations in other languages.
 //
 // # Errors
 //
-// Every error is an [*Error] carrying a stable [Code], the JSON pointer of
-// the field and the byte offset. Codes form one table (errors.go) that maps
-// each to a CLowl code (E001–E016) and an HTTP status; a Code is itself an
-// error, so errors.Is(err, protocol.CodeDuplicateKey) matches through any
-// wrapping, and [CodeOf] reads the code of any error. [ErrorPayload] is the
-// wire form {code, message, retryable, details} of §5.4.
+// Every error of this package is an [*Error] carrying a stable [Code], the
+// JSON pointer of the field and the byte offset. The codes form one table
+// that maps each to a CLowl code (E001–E016) and an HTTP status; a Code is
+// itself an error, so errors.Is(err, protocol.CodeDuplicateKey) matches
+// through any wrapping, and [CodeOf] reads the code of any error of the
+// module. [ErrorPayload] is the wire form {code, message, retryable,
+// details} of §5.4.
 //
 // # Caveats
 //
-// JSON handling uses github.com/go-json-experiment/json (the future
-// encoding/json/v2) for AgentCards, typed payloads and JCS; envelopes go
-// through a hand-written strict scanner and encoder, which measured about
-// 4× faster than encoding/json and faster than JSON v2 on the 1 KiB
-// envelope, with the same strictness. JCS treats numbers as IEEE-754
-// doubles: integers beyond ±2^53 in a signed message lose precision in the
-// signing input, so send such values as strings.
+// JCS treats numbers as IEEE-754 doubles: integers beyond ±2^53 in a signed
+// message lose precision in the signing input, so send such values as
+// strings.
 package protocol

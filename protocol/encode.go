@@ -17,7 +17,7 @@ import (
 // Encode returns the wire bytes of m. A message that already has bytes (it
 // was decoded, or encoded before) returns them unchanged, so a signed message
 // is never re-encoded (docs/protocol.md §11 "the hot path"). Otherwise Encode validates m
-// ([Message.Validate]), encodes it once in the seed's field order, remembers
+// ([Message.Validate]), encodes it once in the field order of docs/protocol.md §1.2, remembers
 // the bytes and returns them. The returned slice is shared with m: do not
 // modify it.
 func Encode(m *Message) ([]byte, error) {
@@ -435,29 +435,20 @@ func (w *writer) float(f float64, bits int) {
 
 func quote(s string) string { return strconv.Quote(s) }
 
-// marshalPayload encodes a payload: the protocol's own payload types and
-// plain values through the fast writer, everything else through JSON v2.
+// marshalPayload encodes a payload: plain values (strings, booleans, maps
+// and slices of them) with the envelope's own writer, as it writes meta;
+// everything else with JSON v2.
 func marshalPayload(v any) ([]byte, error) {
-	// The buffer is sized per case: the marshaler case does not use it.
-	var w writer
 	switch x := v.(type) {
-	case RoutingDecision:
-		w.b = make([]byte, 0, 256)
-		w.routingDecision(&x)
-	case *RoutingDecision:
-		w.b = make([]byte, 0, 256)
-		w.routingDecision(x)
-	case ErrorPayload:
-		w.b = make([]byte, 0, 256)
-		w.errorPayload(&x)
-	case *ErrorPayload:
-		w.b = make([]byte, 0, 256)
-		w.errorPayload(x)
 	case nil:
 		return []byte("null"), nil
 	case string, bool, map[string]any, []any, []string:
-		w.b = make([]byte, 0, 64)
+		w := writer{b: make([]byte, 0, 64)}
 		w.anyValue(x, 0)
+		if w.err != nil {
+			return nil, w.err
+		}
+		return w.b, nil
 	case json.Marshaler:
 		// Call it directly and check its output with the strict scanner,
 		// which is what JSON v2 would do at several times the cost.
@@ -472,82 +463,6 @@ func marshalPayload(v any) ([]byte, error) {
 	default:
 		return marshalValue(v)
 	}
-	if w.err != nil {
-		return nil, w.err
-	}
-	return w.b, nil
-}
-
-func (w *writer) routingDecision(d *RoutingDecision) {
-	w.b = append(w.b, `{"selected":`...)
-	w.str(d.Selected)
-	w.b = append(w.b, `,"candidates":`...)
-	w.strArray(d.Candidates) // nil as [], as JSON v2 does
-	w.field("reason", d.Reason)
-	if len(d.Scores) > 0 {
-		w.b = append(w.b, `,"scores":{`...)
-		var buf [16]string
-		for i, k := range appendSortedKeys(buf[:0], d.Scores) {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.str(k)
-			w.b = append(w.b, ':')
-			w.float(d.Scores[k], 64)
-		}
-		w.b = append(w.b, '}')
-	}
-	if len(d.Rejected) > 0 {
-		w.b = append(w.b, `,"rejected":{`...)
-		for i, k := range sortedKeys(d.Rejected) {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.str(k)
-			w.b = append(w.b, ':')
-			w.str(d.Rejected[k])
-		}
-		w.b = append(w.b, '}')
-	}
-	if d.Eligible != 0 {
-		w.b = append(w.b, `,"eligible":`...)
-		w.b = strconv.AppendInt(w.b, int64(d.Eligible), 10)
-	}
-	if d.Considered != 0 {
-		w.b = append(w.b, `,"considered":`...)
-		w.b = strconv.AppendInt(w.b, int64(d.Considered), 10)
-	}
-	w.b = append(w.b, '}')
-}
-
-func (w *writer) errorPayload(p *ErrorPayload) {
-	w.b = append(w.b, `{"code":`...)
-	w.str(string(p.Code))
-	w.field("message", p.Message)
-	w.b = append(w.b, `,"retryable":`...)
-	w.b = strconv.AppendBool(w.b, p.Retryable)
-	if len(p.Details) > 0 {
-		w.b = append(w.b, `,"details":`...)
-		w.anyValue(p.Details, 0)
-		if w.err != nil && !strings.HasPrefix(w.err.Path, "/details") {
-			w.err.Path = "/details" + w.err.Path
-		}
-	}
-	w.b = append(w.b, '}')
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return appendSortedKeys(make([]string, 0, len(m)), m)
-}
-
-// appendSortedKeys appends the keys of m to keys (a caller's stack buffer,
-// say), sorted.
-func appendSortedKeys[V any](keys []string, m map[string]V) []string {
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // marshalValue encodes an arbitrary Go value with JSON v2: deterministic map

@@ -203,6 +203,8 @@ type Error struct {
 	Err    error  // underlying cause, if any
 }
 
+// Error returns the code, then the path, offset, detail and cause when
+// known, e.g. DUPLICATE_KEY at /id (offset 42): duplicate key "id".
 func (e *Error) Error() string {
 	s := string(e.Code)
 	if e.Path != "" {
@@ -253,12 +255,20 @@ func CodeOf(err error) Code {
 	return CodeInternal
 }
 
+// newError and invalid build the package's errors. protocol cannot use
+// internal/coded (coded builds on Code), and needs no sentinels: every
+// error it returns is an *Error, matched by its Code.
 func newError(code Code, path string, off int, format string, args ...any) *Error {
 	d := format
 	if len(args) > 0 {
 		d = fmt.Sprintf(format, args...)
 	}
 	return &Error{Code: code, Path: path, Offset: int64(off), Detail: d}
+}
+
+// invalid is an error at path with no byte offset.
+func invalid(c Code, path, detail string) *Error {
+	return &Error{Code: c, Path: path, Offset: -1, Detail: detail}
 }
 
 // ErrorPayload is the wire form of an error (docs/protocol.md §5.4), the payload of

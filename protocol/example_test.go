@@ -102,3 +102,20 @@ func ExampleDecodeAgentCard() {
 	fmt.Println(card.AgentID, c.Tags, card.Tools(), card.Limits.MaxConcurrency)
 	// Output: agent:ken [market fintech] [mcp:browser] 2
 }
+
+// Ids from one source sort by creation time; a fixed Clock and a seeded
+// Entropy give the same ids on every run.
+func ExampleNewIDs() {
+	ids := protocol.NewIDs(&protocol.IDOptions{
+		Clock:   func() time.Time { return time.Date(2026, 2, 1, 13, 20, 11, 123e6, time.UTC) },
+		Entropy: rand.NewChaCha8([32]byte{}),
+	})
+	a, b := ids.TaskID(), ids.TaskID()
+	fmt.Println(a)
+	fmt.Println(b)
+	fmt.Println(a < b)
+	// Output:
+	// task_01KGCNRRVKV63QXKKD6T5AR6KF
+	// task_01KGCNRRVKV63QXKKD6TS75E5H
+	// true
+}

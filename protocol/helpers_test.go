@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -29,3 +30,11 @@ func extractMember(t testing.TB, data []byte, name string) []byte {
 }
 
 func json_number(s string) json.Number { return json.Number(s) }
+
+// seededRand returns a PCG source with the given seed, logged so that a
+// failing randomised test can be rerun as it was.
+func seededRand(t testing.TB, seed1, seed2 uint64) *rand.Rand {
+	t.Helper()
+	t.Logf("seed %d %d", seed1, seed2)
+	return rand.New(rand.NewPCG(seed1, seed2))
+}

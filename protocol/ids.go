@@ -2,17 +2,14 @@ package protocol
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	"io"
-	mrand "math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 )
 
-// Id prefixes of the seed's examples (§1.1).
+// Id prefixes of the envelope's ids (docs/protocol.md §1.1).
 const (
 	IDPrefixMessage = "msg_"
 	IDPrefixRun     = "run_"
@@ -25,52 +22,63 @@ type IDOptions struct {
 	// Clock gives the time put in ids and in [IDs.Now]; time.Now when nil.
 	Clock func() time.Time
 	// Entropy gives the random part of ids; crypto/rand when nil. Pass a
-	// seeded reader (math/rand/v2's ChaCha8, say) for reproducible ids.
+	// seeded reader (math/rand/v2's ChaCha8, say) for reproducible ids: the
+	// same Clock readings and the same Entropy give the same ids, made in
+	// the same order. Should the reader fail, crypto/rand fills in, so
+	// making an id never fails.
 	Entropy io.Reader
 }
 
-// IDs makes prefixed ULIDs (msg_, run_, task_, thr_) and timestamps. Ids from
-// one IDs sort by creation time, also within one millisecond (the ULID
-// specification's monotonic mode): the first id of a millisecond takes 80
-// random bits, each next one of that millisecond adds a random step of 1 to
-// 2^32 to them, so that an id does not tell the next one. With the default
-// entropy an IDs takes no lock within a millisecond (steps come from the
-// runtime's ChaCha8 source); with a caller's Entropy every id is made under
-// a lock and steps are read from it, so that tests get the same ids from
-// the same clock and seed. An IDs is safe for concurrent use.
+// IDs makes prefixed ULIDs (msg_, run_, task_, thr_) and timestamps. An IDs
+// is safe for concurrent use.
+//
+// Ids from one IDs are strictly increasing in the order they are made, also
+// within one millisecond, so they sort by creation time. Within a
+// millisecond each id adds a random step (1 to 2^32) to the random part of
+// the one before (the monotonic mode of github.com/oklog/ulid/v2), so an id
+// does not tell the next one.
+//
+// An id's time is the clock reading, but never earlier than the previous
+// id's: should the clock step back, ids keep the latest millisecond seen
+// (and ts, which is the clock reading, may then be earlier than the id's
+// time) until the clock passes it again. In the rare case that a
+// millisecond's random part would overflow, ids go on in the next
+// millisecond.
 type IDs struct {
-	clock   func() time.Time
-	mu      sync.Mutex // serialises entropy reads (every id, with a caller's Entropy)
-	entropy io.Reader
-	seeded  bool                    // the caller gave Entropy
-	cur     atomic.Pointer[idEpoch] // the latest millisecond that has ids
-	// prev is an earlier millisecond's: the clock went back, or a
-	// goroutine read the clock before cur began. Its ids still sort among
-	// themselves, and cur goes on undisturbed.
-	prev atomic.Pointer[idEpoch]
-}
-
-// idEpoch is one millisecond's ids: every id of it shares ms and hi, and
-// takes the next lo. lo starts below 2^63 and steps are at most 2^32, so
-// 2^31 ids of one millisecond fit before it could wrap.
-type idEpoch struct {
-	ms uint64
-	hi uint16        // the top 16 of the 80 random bits
-	lo atomic.Uint64 // the low 64 random bits of the last id handed out
+	clock func() time.Time
+	mu    sync.Mutex
+	// entropy and last are guarded by mu: the monotonic entropy is not
+	// safe for concurrent use, and last is the millisecond of the latest
+	// id made.
+	entropy *ulid.MonotonicEntropy
+	last    uint64
 }
 
 // NewIDs returns an id source; opts may be nil.
 func NewIDs(opts *IDOptions) *IDs {
-	g := &IDs{clock: time.Now, entropy: rand.Reader}
+	g := &IDs{clock: time.Now}
+	var src io.Reader = rand.Reader
 	if opts != nil {
 		if opts.Clock != nil {
 			g.clock = opts.Clock
 		}
 		if opts.Entropy != nil {
-			g.entropy, g.seeded = opts.Entropy, true
+			src = orCryptoRand{opts.Entropy}
 		}
 	}
+	// inc 0 is ulid's default bound on the step, math.MaxUint32.
+	g.entropy = ulid.Monotonic(src, 0)
 	return g
+}
+
+// orCryptoRand reads r, and crypto/rand when r fails.
+type orCryptoRand struct{ r io.Reader }
+
+func (o orCryptoRand) Read(p []byte) (int, error) {
+	if _, err := io.ReadFull(o.r, p); err != nil {
+		_, _ = rand.Read(p) // never fails (crypto/rand)
+	}
+	return len(p), nil
 }
 
 var defaultIDs = NewIDs(nil)
@@ -92,102 +100,24 @@ func (g *IDs) New(prefix string) string {
 	return string(appendID(buf[:0], prefix, id[0]))
 }
 
-// next fills ids with new ULIDs of time t, in order.
+// next fills ids with new ULIDs of time t (or later, see [IDs]), in order.
 func (g *IDs) next(ids []ulid.ULID, t time.Time) {
-	ms := ulid.Timestamp(t)
-	if g.seeded {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-	}
+	// A ULID holds the milliseconds from 1970 to the year 10889.
+	ms := uint64(min(max(t.UnixMilli(), 0), int64(ulid.MaxTime())))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ms = max(ms, g.last)
 	for i := range ids {
-		e := g.epoch(ms)
-		lo, ok := g.step(e)
-		if !ok {
-			ids[i] = g.fresh(ms) // 2^31 ids in one millisecond: never, but not a duplicate either
-			continue
-		}
-		id := &ids[i]
-		_ = id.SetTime(ms) // ms came from ulid.Timestamp: in range
-		binary.BigEndian.PutUint16(id[6:8], e.hi)
-		binary.BigEndian.PutUint64(id[8:], lo)
-	}
-}
-
-// epoch returns the epoch of millisecond ms: cur or prev when one is of
-// ms, else a new one with fresh entropy, which becomes cur when ms is
-// later than cur's and prev otherwise. g.mu is held when g.seeded.
-func (g *IDs) epoch(ms uint64) *idEpoch {
-	if e := g.cur.Load(); e != nil && e.ms == ms {
-		return e
-	}
-	if e := g.prev.Load(); e != nil && e.ms == ms {
-		return e
-	}
-	if !g.seeded {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-	}
-	cur := g.cur.Load()
-	if cur != nil && cur.ms == ms {
-		return cur // another goroutine started it
-	}
-	if e := g.prev.Load(); e != nil && e.ms == ms {
-		return e
-	}
-	var b [10]byte
-	g.read(b[:])
-	e := &idEpoch{ms: ms, hi: binary.BigEndian.Uint16(b[:2])}
-	e.lo.Store(binary.BigEndian.Uint64(b[2:]) >> 1)
-	if cur == nil || ms > cur.ms {
-		g.cur.Store(e)
-	} else {
-		g.prev.Store(e)
-	}
-	return e
-}
-
-// step advances e by a random step and returns the new low bits; false if
-// they would wrap. g.mu is held when g.seeded.
-func (g *IDs) step(e *idEpoch) (uint64, bool) {
-	var inc uint64
-	if g.seeded {
-		var b [4]byte
-		g.read(b[:])
-		inc = 1 + uint64(binary.BigEndian.Uint32(b[:]))
-	} else {
-		inc = 1 + uint64(mrand.Uint32())
-	}
-	for {
-		old := e.lo.Load()
-		next := old + inc
-		if next < old {
-			return 0, false
-		}
-		if e.lo.CompareAndSwap(old, next) {
-			return next, true
+		_ = ids[i].SetTime(ms)
+		for g.entropy.MonotonicRead(ms, ids[i][6:]) != nil {
+			// ErrMonotonicOverflow, the one error left (the reader
+			// does not fail): go on in the next millisecond, whose
+			// random part starts afresh.
+			ms++
+			_ = ids[i].SetTime(ms)
 		}
 	}
-}
-
-// read fills b from the entropy source; g.mu is held. A failing source of
-// the caller's falls back to crypto/rand rather than fail the caller.
-func (g *IDs) read(b []byte) {
-	if _, err := io.ReadFull(g.entropy, b); err != nil {
-		_, _ = rand.Read(b)
-	}
-}
-
-// fresh returns an id of millisecond ms with 80 new random bits. g.mu is
-// held when g.seeded.
-func (g *IDs) fresh(ms uint64) ulid.ULID {
-	var id ulid.ULID
-	_ = id.SetTime(ms)
-	if !g.seeded {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-	}
-	g.read(id[6:])
-	return id
+	g.last = ms
 }
 
 // appendID appends prefix and id's text to b.

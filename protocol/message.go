@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Message is the Clutch envelope (ClutchMessage, docs/protocol.md §1.1–§1.2). Field
-// names and JSON names are exactly those of the seed.
+// Message is the Clutch envelope (ClutchMessage, docs/protocol.md §1.1–§1.2).
+// Its JSON names are those of the field reference, docs/protocol.md §1.2.
 //
 // A Message obtained from [Decode] remembers the exact bytes it arrived in
 // (see [Message.Raw]); a Message built in Go is encoded once, by [Encode], and
@@ -37,7 +37,7 @@ type Message struct {
 	Attachments    []Attachment    `json:"attachments,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	// Attempt is the 1-based retry attempt (§5.3). Decoding a message without
-	// "attempt" sets 1, the seed's default; 0 is invalid.
+	// "attempt" sets 1, the default of docs/protocol.md §1.2; 0 is invalid.
 	Attempt int `json:"attempt"`
 	// Meta holds framework-specific metadata. Decoded numbers are
 	// json.Number, so no digit is lost; objects are map[string]any and

@@ -35,7 +35,7 @@ const (
 	TypeRoutingFailure  Type = "routing.failure"
 )
 
-// Types returns the 17 message types of docs/protocol.md §2, in the seed's order.
+// Types returns the 17 message types of docs/protocol.md §2, in its order.
 func Types() []Type {
 	return []Type{
 		TypeTaskRequest, TypeTaskAccept, TypeTaskProgress, TypeTaskResult,

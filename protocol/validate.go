@@ -150,10 +150,6 @@ func (m *Message) validate() error {
 	return nil
 }
 
-func invalid(c Code, path, detail string) *Error {
-	return &Error{Code: c, Path: path, Offset: -1, Detail: detail}
-}
-
 func checkID(path, v string, required bool) *Error {
 	if v == "" {
 		if required {

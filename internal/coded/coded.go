@@ -1,7 +1,13 @@
-// Package coded holds the error building blocks the module's packages share:
-// sentinel errors that carry a protocol.Code, and wrapping that keeps both
-// the sentinel and the cause visible to errors.Is. Each public package
-// declares its own sentinels with New in its errors.go.
+// Package coded is the one way the module's packages build errors: sentinel
+// errors that carry a protocol.Code ([New]), and wrapping that keeps both
+// the sentinel and the cause visible to errors.Is ([Wrap]). Each package
+// declares its sentinels with New in its errors.go and wraps them with Wrap
+// (or fmt.Errorf and %w); protocol.CodeOf reads the code of either.
+//
+// The one exception is package protocol, which defines Code and so cannot
+// import this package: its errors are all *protocol.Error values, each
+// carrying a Code and matched by it (errors.Is(err, protocol.CodeTooLarge)),
+// exactly as the sentinels built here are.
 package coded
 
 import "github.com/clutchprotocol/clutch/protocol"
@@ -16,6 +22,7 @@ type Sentinel struct {
 // New returns a sentinel error.
 func New(msg string, code protocol.Code) *Sentinel { return &Sentinel{msg: msg, code: code} }
 
+// Error returns the sentinel's message.
 func (e *Sentinel) Error() string { return e.msg }
 
 // ClutchCode returns the sentinel's protocol code, for protocol.CodeOf.
@@ -41,6 +48,7 @@ func Wrap(sentinel error, detail string, cause error) error {
 	return &Wrapped{Sentinel: sentinel, Detail: detail, Cause: cause}
 }
 
+// Error returns the sentinel's message, then the detail and the cause.
 func (e *Wrapped) Error() string {
 	s := e.Sentinel.Error()
 	if e.Detail != "" {
