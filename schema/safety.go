@@ -1,8 +1,6 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -552,25 +550,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// decodeJSON decodes exactly one JSON value, numbers as json.Number (what
-// gojsonschema expects), and refuses trailing data.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	for _, c := range data[dec.InputOffset():] {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-		default:
-			return nil, fmt.Errorf("data after the JSON value at offset %d", dec.InputOffset())
-		}
-	}
-	return v, nil
 }
 
 // docLoader hands an already decoded document to gojsonschema. Its loader
