@@ -224,15 +224,6 @@ func (r *Registry) check(w *Workflow, pos map[string][2]int) []Problem {
 	return ps
 }
 
-func validPointer(p string) bool {
-	for i := 0; i < len(p); i++ {
-		if p[i] == '~' && (i+1 == len(p) || (p[i+1] != '0' && p[i+1] != '1')) {
-			return false
-		}
-	}
-	return true
-}
-
 func sortProblems(ps []Problem) {
 	slices.SortStableFunc(ps, func(a, b Problem) int {
 		if a.Line != b.Line {
