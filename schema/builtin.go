@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"reflect"
 
 	"github.com/invopop/jsonschema"
@@ -52,11 +53,18 @@ func registerBuiltins(r *Registry) error {
 
 // All built-in structs refuse members they do not define (the reflected
 // schemas have "additionalProperties": false): a new member is a new
-// version. Their MarshalJSON methods write nil slices and maps as [] and {},
-// since null would fail the schema; encoding/json v2 (which protocol uses)
-// does so anyway. They write the JSON directly (jsonappend.go), byte for
-// byte what encoding/json v1 writes for the same values, without its
-// reflection.
+// version. The MarshalJSON methods of those with lists or maps write nil
+// ones as [] and {}, since null would fail the schema, and otherwise what
+// encoding/json writes; encoding/json v2 (which protocol uses) writes []
+// and {} anyway.
+
+// orEmpty returns s, or an empty slice for nil, which encodes as [].
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
 
 // ResearchQuery is the payload of research.query.v1: the request that starts
 // a research task (docs/protocol.md §10, step 1). Required: query.
@@ -67,12 +75,6 @@ type ResearchQuery struct {
 	Context string `json:"context,omitempty"`
 	// MaxSources caps how many sources to consult; 0 means no preference.
 	MaxSources int `json:"max_sources,omitzero" jsonschema:"minimum=0"`
-}
-
-// MarshalJSON writes the JSON encoding/json writes, directly: a request is
-// encoded on every task.
-func (p ResearchQuery) MarshalJSON() ([]byte, error) {
-	return p.appendJSON(make([]byte, 0, p.size())), nil
 }
 
 // ResearchSummary is the payload of research.summary.v1 (docs/protocol.md §3.3, the
@@ -89,7 +91,10 @@ type ResearchSummary struct {
 
 // MarshalJSON writes nil slices as [].
 func (p ResearchSummary) MarshalJSON() ([]byte, error) {
-	return p.appendJSON(make([]byte, 0, p.size())), nil
+	type plain ResearchSummary // without this method
+	q := plain(p)
+	q.Findings, q.Citations = orEmpty(q.Findings), orEmpty(q.Citations)
+	return json.Marshal(q)
 }
 
 // ResearchSources is the payload of research.sources.v1 (docs/protocol.md §3.3).
@@ -105,7 +110,13 @@ type ResearchSources struct {
 // MarshalJSON writes a nil slice as [] and a nil map as {}. A score that
 // is NaN or infinite is an error, as with encoding/json.
 func (p ResearchSources) MarshalJSON() ([]byte, error) {
-	return p.appendJSON(make([]byte, 0, p.size()))
+	type plain ResearchSources
+	q := plain(p)
+	q.Sources = orEmpty(q.Sources)
+	if q.RelevanceScores == nil {
+		q.RelevanceScores = map[string]float64{}
+	}
+	return json.Marshal(q)
 }
 
 // Source is one source of a [ResearchSources] payload. Required: url.
@@ -128,7 +139,10 @@ type CodeOutput struct {
 
 // MarshalJSON writes a nil slice as [].
 func (p CodeOutput) MarshalJSON() ([]byte, error) {
-	return p.appendJSON(make([]byte, 0, p.size())), nil
+	type plain CodeOutput
+	q := plain(p)
+	q.Files = orEmpty(q.Files)
+	return json.Marshal(q)
 }
 
 // File is one file of a [CodeOutput]: its path and either its content
@@ -155,7 +169,10 @@ type CodeReview struct {
 
 // MarshalJSON writes a nil slice as [].
 func (p CodeReview) MarshalJSON() ([]byte, error) {
-	return p.appendJSON(make([]byte, 0, p.size())), nil
+	type plain CodeReview
+	q := plain(p)
+	q.Findings = orEmpty(q.Findings)
+	return json.Marshal(q)
 }
 
 // ReviewFinding is one remark of a [CodeReview]. Required: message.
@@ -198,7 +215,10 @@ type ReviewFeedback struct {
 
 // MarshalJSON writes a nil slice as [].
 func (p ReviewFeedback) MarshalJSON() ([]byte, error) {
-	return p.appendJSON(make([]byte, 0, p.size())), nil
+	type plain ReviewFeedback
+	q := plain(p)
+	q.BlockingIssues = orEmpty(q.BlockingIssues)
+	return json.Marshal(q)
 }
 
 // Decision is the verdict of a [ReviewFeedback].

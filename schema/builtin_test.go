@@ -2,10 +2,13 @@ package schema
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // builtinCases holds, for each built-in payload type, a valid payload, the
@@ -199,4 +202,30 @@ func TestNoBuiltins(t *testing.T) {
 	if _, ok := reg.Lookup(PayloadResearchSummary); ok {
 		t.Fatal("built-in registered with NoBuiltins")
 	}
+}
+
+// MarshalJSON writes what encoding/json writes, with nil lists and maps as
+// [] and {}; a score encoding/json cannot write is an error.
+func TestBuiltinMarshalJSON(t *testing.T) {
+	for _, c := range []struct {
+		v    json.Marshaler
+		want string
+	}{
+		{ResearchSummary{}, `{"findings":[],"citations":[]}`},
+		{ResearchSummary{Title: "<a&b>", Findings: []string{"f"}, Citations: []string{}}, `{"title":"\u003ca\u0026b\u003e","findings":["f"],"citations":[]}`},
+		{ResearchSources{}, `{"sources":[],"relevance_scores":{}}`},
+		{ResearchSources{Sources: []Source{{URL: "u"}}, RelevanceScores: map[string]float64{"v": 1e-7, "u": 0.5}}, `{"sources":[{"url":"u"}],"relevance_scores":{"u":0.5,"v":1e-7}}`},
+		{CodeOutput{Language: "go"}, `{"files":[],"language":"go","tests_passed":false}`},
+		{CodeReview{Severity: SeverityLow}, `{"findings":[],"severity":"low"}`},
+		{ReviewFeedback{Decision: DecisionApprove}, `{"decision":"approve","comments":"","blocking_issues":[]}`},
+	} {
+		got, err := c.v.MarshalJSON()
+		require.NoError(t, err)
+		assert.Equal(t, c.want, string(got))
+		via, err := json.Marshal(c.v)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, string(via))
+	}
+	_, err := ResearchSources{RelevanceScores: map[string]float64{"u": math.NaN()}}.MarshalJSON()
+	assert.Error(t, err)
 }

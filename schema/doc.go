@@ -38,54 +38,30 @@
 // else the step whose expects.type and expects.payload_type match it; see
 // [Workflow.StepFor] for the exact rule.
 //
-// Schemas are compiled once, at registration, and the registry is a
-// copy-on-write map behind an atomic pointer: validation never locks and
-// costs one map read plus the fast path's or gojsonschema's work (see
-// "Fast path"), and registering does not block validation. No call does I/O or waits, so none takes a context.
+// # Validation
 //
-// Workflow files are read with go.yaml.in/yaml/v3, the YAML organisation's
-// maintained continuation of gopkg.in/yaml.v3: its yaml.Node tree keeps the
-// line and column of every key and value, so each problem of a workflow is
-// reported with its position and field. sigs.k8s.io/yaml converts YAML to
-// JSON before decoding and loses the positions of semantic errors (unknown
-// step fields, bad types), which is what users need most. JSON workflows are
-// parsed by the same code (JSON syntax errors are reported by encoding/json,
-// with line and column).
+// Every payload is validated by github.com/xeipuuv/gojsonschema v1.2.0,
+// the one JSON Schema engine of the package, against a schema compiled
+// once, when it is registered. A payload is read as JSON once
+// (encoding/json, numbers kept exactly), and that value is what
+// gojsonschema validates and what a workflow step's expects.required
+// members are looked up in. The registry is a copy-on-write map behind an
+// atomic pointer: validation never locks, and registering does not block
+// it. No call does I/O or waits, so none takes a context.
 //
-// # Fast path
-//
-// Most payloads are valid, and decoding one into Go values for
-// gojsonschema costs far more than checking it. So a schema whose keywords
-// are all among type, properties, required, additionalProperties, items
-// (one schema), minItems, maxItems, minLength, maxLength, minProperties,
-// maxProperties, enum, const, minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum, multipleOf, pattern, format, allOf, anyOf, oneOf, not,
-// a local $ref, uniqueItems: false and annotations (title, description,
-// default, examples, $comment, definitions, $defs, ...) is also compiled
-// into a small validator at registration, unless it declares draft 4; all
-// built-in types qualify. Validation ([Registry.Validate],
-// [Registry.ValidateMessage], [Schema.Validate], [Workflow.ValidateStep]
-// and so the [Binder]) first runs it over the payload bytes in one pass,
-// without decoding. It only ever answers "valid": any other outcome (an
-// invalid payload, malformed JSON, something it does not judge, such as a
-// duplicate member, invalid UTF-8, a lone surrogate escape, a number
-// beyond float64, composite enum values, patternProperties, tuple items,
-// dependencies or if/then/else) sends the payload to gojsonschema, which
-// stays the reference and produces every error, exactly as before. Each
-// keyword follows gojsonschema v1.2.0's semantics, not the specification's
-// where they differ (format checkers from gojsonschema.FormatCheckers,
-// lengths in runes, integers such as 1.0 and 1e2, enum numbers compared as
-// float64, numeric bounds compared exactly). FuzzFastValidate,
-// FuzzFastSchema and FuzzFastPointer check it against gojsonschema on
-// hand-written schemas for every keyword and on fuzzed payloads and
-// schemas; table tests check per keyword that it decides, rather than
-// defers, where it should.
+// Workflow files are read with go.yaml.in/yaml/v3 (the maintained
+// continuation of gopkg.in/yaml.v3), whose node tree keeps the line and
+// column of every key and value, so that each problem of a workflow is
+// reported with its position and field. JSON workflows are read by the
+// same code; their syntax errors are reported by encoding/json, with line
+// and column.
 //
 // # Errors
 //
-// All sentinels are in errors.go; errors wrap them, so errors.Is works, and
-// each carries a [protocol.Code] that [protocol.CodeOf] reads, so the router
-// can put any of them on the wire. Detail comes in typed errors:
+// Every error of the package wraps or matches one of its sentinel errors
+// ([ErrValidation], [ErrInvalidJSON], ...), so errors.Is works, and carries
+// a [protocol.Code] that [protocol.CodeOf] reads, so the router can put any
+// of them on the wire. Detail comes in typed errors:
 //   - [*ValidationError] (matches [ErrValidation] and
 //     protocol.CodeValidation): the payload_type and every [Violation],
 //     each with a JSON pointer path, the JSON Schema keyword and a message;
@@ -98,10 +74,9 @@
 // A payload that is not one JSON value gives [ErrInvalidJSON]; one over
 // [Options].MaxPayloadBytes (1 MiB by default), or holding a number literal
 // longer than 256 characters or with an exponent beyond ±1000, gives
-// [ErrTooLarge] (gojsonschema turns every number into a big.Rat: 1e999999
-// alone costs it a quarter of a second); an
-// unregistered payload_type gives [ErrUnknownPayloadType] unless
-// [Options].Permissive is set. Nothing in the package panics on bad input:
+// [ErrTooLarge] (gojsonschema computes with every number exactly, and such
+// numbers would cost it seconds of CPU); an unregistered payload_type
+// gives [ErrUnknownPayloadType] unless [Options].Permissive is set. Nothing in the package panics on bad input:
 // panics inside gojsonschema, invopop/jsonschema or the YAML parser are
 // recovered and returned as errors ([ErrInternal], [ErrInvalidSchema]).
 //
@@ -123,15 +98,15 @@
 //     document: remote and file references (never fetched: the loader
 //     handed to gojsonschema refuses every load) and anchor references;
 //   - a $ref cycle that never descends into the instance, such as
-//     {"$ref": "#"} or {"allOf": [{"$ref": "#"}]}: measured here, these
-//     overflow gojsonschema's stack like an $anchor does;
+//     {"$ref": "#"} or {"allOf": [{"$ref": "#"}]}, which overflows
+//     gojsonschema's stack like an $anchor does;
 //   - a string $id or id in a subschema below the root: gojsonschema
 //     resolves "#/..." against it, which changes what references mean.
 //
 // gojsonschema also takes any string $id or id it meets elsewhere (at the
 // root, in default, examples or unknown keywords) for a document of its own,
 // and an id with a fragment ("#/definitions/a") then captures the references
-// that name it: measured, that too loops until the stack overflows. Those
+// that name it, which too loops until the stack overflows. Those
 // ids mean nothing for validation, so the registry drops them from the copy
 // it compiles; every "#/..." then resolves against the root document, as
 // the checks above assume.
@@ -149,9 +124,14 @@
 // types encode nil slices as [] (encoding/json v2, used by protocol, does so
 // for every type).
 //
+// Keywords mean what gojsonschema v1.2.0 makes of them: string lengths
+// count runes, 1.0 and 1e2 are integers, numeric bounds and multipleOf are
+// exact, enum and const compare numbers as float64, and format uses
+// gojsonschema.FormatCheckers (a program may add its own checkers there).
+//
 // Payloads are decoded with encoding/json: a duplicate member keeps its last
 // value (protocol.Decode refuses duplicates in messages before they get
-// here). Schemas are trusted configuration: a schema can still be slow to
+// here), and invalid UTF-8 or a lone surrogate escape reads as U+FFFD. Schemas are trusted configuration: a schema can still be slow to
 // validate (nested anyOf, patternProperties compiled per call by
 // gojsonschema), and only payloads are treated as hostile.
 //

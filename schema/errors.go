@@ -2,10 +2,10 @@ package schema
 
 import (
 	"fmt"
-	"github.com/clutchprotocol/clutch/internal/coded"
 	"strconv"
 	"strings"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -251,30 +251,14 @@ func (e *WorkflowError) Unwrap() error { return ErrInvalidWorkflow }
 // ClutchCode returns [protocol.CodeInvalidField], for [protocol.CodeOf].
 func (e *WorkflowError) ClutchCode() protocol.Code { return protocol.CodeInvalidField }
 
-// wrapError is a sentinel with context: "schema: <detail>: <sentinel>[: <cause>]".
-type wrapError struct {
-	msg   string
-	errs  [2]error // the sentinel and the cause (nil when none)
-	nerrs int
-}
-
-func (e *wrapError) Error() string   { return e.msg }
-func (e *wrapError) Unwrap() []error { return e.errs[:e.nerrs] }
-
-// errorf wraps a sentinel with a formatted detail.
+// errorf wraps a sentinel with a formatted detail:
+// "schema: <sentinel>: <detail>".
 func errorf(s error, format string, args ...any) error {
-	return wrapCause(s, nil, format, args...)
+	return coded.Wrap(s, fmt.Sprintf(format, args...), nil)
 }
 
-// wrapCause wraps a sentinel with a formatted detail and an underlying cause.
+// wrapCause wraps a sentinel with a formatted detail and an underlying
+// cause: "schema: <sentinel>: <detail>: <cause>".
 func wrapCause(s error, cause error, format string, args ...any) error {
-	msg := "schema: " + fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(s.Error(), "schema: ")
-	e := &wrapError{msg: msg, nerrs: 1}
-	e.errs[0] = s
-	if cause != nil {
-		e.msg += ": " + cause.Error()
-		e.errs[1] = cause
-		e.nerrs = 2
-	}
-	return e
+	return coded.Wrap(s, fmt.Sprintf(format, args...), cause)
 }

@@ -53,6 +53,10 @@ func FuzzValidatePayload(f *testing.F) {
 	f.Add(PayloadCodeReview, []byte(`[[[[[[[[[[]]]]]]]]]]`))
 	f.Add("test.tree.v1", []byte(`{"v":1,"kids":[{"v":2,"kids":[]}]}`))
 	f.Add("unknown.type.v1", []byte(`{}`))
+	for _, p := range []string{`{"findings":[],"citations":[],"findings":1}`, `{"\ud800":1}`, `{} x`, "\xef\xbb\xbf{}", `{"findings":[1e1001]}`, deepArray(600), deepTree(100)} {
+		f.Add(PayloadResearchSummary, []byte(p))
+		f.Add("test.tree.v1", []byte(p))
+	}
 	reg := newRegistry(f, &Options{MaxPayloadBytes: 1 << 16})
 	tree := `{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer","multipleOf":3},"kids":{"type":"array","items":{"$ref":"#/$defs/node"},"uniqueItems":true}},"required":["v"],"patternProperties":{"^x-":{"type":"string","format":"uri"}}}},"$ref":"#/$defs/node"}`
 	if err := reg.Register("test.tree.v1", []byte(tree)); err != nil {

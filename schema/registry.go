@@ -3,9 +3,9 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -114,7 +114,6 @@ type Schema struct {
 	maxBytes    int
 	rootProps   map[string]bool
 	rootClosed  bool
-	fast        *fastValidator // nil: every payload takes the slow path
 }
 
 // PayloadType returns the payload_type the schema is registered for
@@ -132,38 +131,6 @@ func (s *Schema) JSON() []byte { return append([]byte(nil), s.raw...) }
 // GoType returns the Go type the schema was reflected from, or nil for a
 // schema registered from JSON.
 func (s *Schema) GoType() reflect.Type { return s.goType }
-
-// Validate validates a payload (raw JSON) against the schema. Violation
-// paths are relative to the payload. See [Registry.Validate].
-func (s *Schema) Validate(payload []byte) error { return s.validate(payload, "") }
-
-func (s *Schema) validate(payload []byte, prefix string) error {
-	if s.fastValid(payload) {
-		return nil
-	}
-	doc, err := decodePayload(payload, s.maxBytes)
-	if err != nil {
-		return err
-	}
-	return s.validateDoc(doc, prefix)
-}
-
-// fastValid reports whether the fast path (fast.go) accepts payload. false
-// means "ask gojsonschema", never "invalid".
-func (s *Schema) fastValid(payload []byte) bool {
-	return s.fast != nil && s.fast.check(payload, s.maxBytes) == fastValid
-}
-
-func (s *Schema) validateDoc(doc any, prefix string) error {
-	res, err := run(s.compiled, doc)
-	if err != nil {
-		return err
-	}
-	if res.Valid() {
-		return nil
-	}
-	return &ValidationError{PayloadType: s.payloadType, Violations: violations(res.Errors(), prefix)}
-}
 
 // Register compiles a JSON Schema (raw JSON) and registers it for
 // payloadType. The schema is refused, with a [*SchemaError], when it is not
@@ -247,7 +214,6 @@ func (r *Registry) register(payloadType string, data []byte, t reflect.Type) err
 		maxBytes:    r.maxBytes,
 		rootProps:   pr.rootProps,
 		rootClosed:  pr.rootClosed,
-		fast:        compileFast(pr.doc),
 	}
 	// Copy on write: readers keep using the old map until the swap.
 	r.mu.Lock()
@@ -256,10 +222,7 @@ func (r *Registry) register(payloadType string, data []byte, t reflect.Type) err
 	if _, dup := old[payloadType]; dup {
 		return errorf(ErrAlreadyRegistered, "%s", payloadType)
 	}
-	next := make(map[string]*Schema, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
+	next := maps.Clone(old)
 	next[payloadType] = s
 	r.snap.Store(&next)
 	return nil
@@ -287,125 +250,3 @@ func (r *Registry) Len() int { return len(*r.snap.Load()) }
 
 // Permissive reports whether unknown payload types pass validation.
 func (r *Registry) Permissive() bool { return r.permissive }
-
-// Validate validates a payload (raw JSON bytes) against the schema of
-// payloadType. It returns nil when the payload is valid; a
-// [*ValidationError] listing every violation (paths relative to the
-// payload) when it is not; an error wrapping [ErrInvalidJSON] or
-// [ErrTooLarge] when it is not one JSON value within the size limit; and
-// one wrapping [ErrUnknownPayloadType] when no schema is registered, unless
-// the registry is permissive.
-func (r *Registry) Validate(payloadType string, payload []byte) error {
-	s, ok := (*r.snap.Load())[payloadType]
-	if !ok {
-		return r.unknown(payloadType, payload)
-	}
-	return s.validate(payload, "")
-}
-
-func (r *Registry) unknown(payloadType string, payload []byte) error {
-	if !protocol.ValidPayloadType(payloadType) {
-		return errorf(ErrInvalidPayloadType, "payload type %q is not of the form <domain>.<name>.v<N>", payloadType)
-	}
-	if !r.permissive {
-		return errorf(ErrUnknownPayloadType, "%s", payloadType)
-	}
-	_, err := decodePayload(payload, r.maxBytes)
-	return err
-}
-
-// ValidateMessage validates a message's payload against the schema of its
-// payload_type (docs/protocol.md §3). A message without payload_type and schema_ref
-// carries no structured contract and passes. Otherwise:
-//   - payload_type must be well formed, and schema_ref, when present, must
-//     be the reference of payload_type ("research.summary.v1" ↔
-//     "schema://clutch/research/summary@1", §3.2), else the error wraps
-//     [ErrSchemaRefMismatch]; a schema_ref without payload_type stands for
-//     the payload type it names under schema://clutch/;
-//   - an unknown payload_type fails with [ErrUnknownPayloadType] unless the
-//     registry is permissive;
-//   - a payload that fails its schema gives a [*ValidationError] whose
-//     paths are relative to the message ("/payload/findings").
-func (r *Registry) ValidateMessage(m *protocol.Message) error {
-	s, err := r.schemaFor(m)
-	if err != nil || s == nil {
-		return err
-	}
-	return s.validate(m.Payload, "/payload")
-}
-
-// schemaFor resolves the schema of a message. It returns a nil schema and
-// nil error when there is nothing to validate (no contract, or an unknown
-// type in a permissive registry whose payload is at least JSON).
-func (r *Registry) schemaFor(m *protocol.Message) (*Schema, error) {
-	if m == nil {
-		return nil, errorf(ErrInvalidOptions, "nil message")
-	}
-	pt := m.PayloadType
-	if pt == "" {
-		if m.SchemaRef == "" {
-			return nil, nil
-		}
-		pt = payloadTypeForRef(m.SchemaRef)
-		if pt == "" {
-			if !r.permissive {
-				return nil, errorf(ErrUnknownPayloadType, "schema_ref %q names no payload type of this registry", m.SchemaRef)
-			}
-			_, err := decodePayload(m.Payload, r.maxBytes)
-			return nil, err
-		}
-	} else if !protocol.ValidPayloadType(pt) {
-		return nil, errorf(ErrInvalidPayloadType, "payload_type %q is not of the form <domain>.<name>.v<N>", pt)
-	}
-	if m.SchemaRef != "" && !refMatches(pt, m.SchemaRef) {
-		return nil, errorf(ErrSchemaRefMismatch, "schema_ref %q, payload_type %s wants %q", m.SchemaRef, pt, protocol.SchemaRefFor(pt))
-	}
-	s, ok := (*r.snap.Load())[pt]
-	if !ok {
-		return nil, r.unknown(pt, m.Payload)
-	}
-	return s, nil
-}
-
-// refMatches reports whether ref == protocol.SchemaRefFor(pt) for a well
-// formed pt, without building the string (this is on every message's path).
-func refMatches(pt, ref string) bool {
-	const prefix = protocol.PrefixSchema + "clutch/"
-	i := strings.LastIndexByte(pt, '.')
-	if i < 0 || !strings.HasPrefix(ref, prefix) {
-		return false
-	}
-	name, version, r := pt[:i], pt[i+2:], ref[len(prefix):]
-	if len(r) != len(name)+1+len(version) {
-		return false
-	}
-	for j := 0; j < len(name); j++ {
-		c := name[j]
-		if c == '.' {
-			c = '/'
-		}
-		if r[j] != c {
-			return false
-		}
-	}
-	return r[len(name)] == '@' && r[len(name)+1:] == version
-}
-
-// payloadTypeForRef inverts [protocol.SchemaRefFor]:
-// "schema://clutch/research/summary@1" → "research.summary.v1". It returns
-// "" for a reference outside the schema://clutch/ namespace.
-func payloadTypeForRef(ref string) string {
-	rest, ok := strings.CutPrefix(ref, protocol.PrefixSchema+"clutch/")
-	if !ok {
-		return ""
-	}
-	at := strings.LastIndexByte(rest, '@')
-	if at < 0 {
-		return ""
-	}
-	pt := strings.ReplaceAll(rest[:at], "/", ".") + ".v" + rest[at+1:]
-	if !protocol.ValidPayloadType(pt) || protocol.SchemaRefFor(pt) != ref {
-		return ""
-	}
-	return pt
-}

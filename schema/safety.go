@@ -1,17 +1,11 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/xeipuuv/gojsonreference"
-	"github.com/xeipuuv/gojsonschema"
 )
 
 // refusedKeywords are refused anywhere in a schema document, with the reason
@@ -500,51 +494,6 @@ func rootProperties(root any) (map[string]bool, bool) {
 	return nil, false
 }
 
-// resolvePointer resolves a JSON pointer (RFC 6901) in a decoded document.
-func resolvePointer(doc any, ptr string) (any, bool) {
-	if ptr == "" {
-		return doc, true
-	}
-	if ptr[0] != '/' {
-		return nil, false
-	}
-	cur := doc
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := cur.(type) {
-		case map[string]any:
-			v, ok := x[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) || (len(tok) > 1 && tok[0] == '0') {
-				return nil, false
-			}
-			cur = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-func parentPointer(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
-
-func escapePointer(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -552,71 +501,4 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// decodeJSON decodes exactly one JSON value, numbers as json.Number (what
-// gojsonschema expects), and refuses trailing data.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	for _, c := range data[dec.InputOffset():] {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-		default:
-			return nil, fmt.Errorf("data after the JSON value at offset %d", dec.InputOffset())
-		}
-	}
-	return v, nil
-}
-
-// docLoader hands an already decoded document to gojsonschema. Its loader
-// factory refuses every load, so no reference can ever reach the network or
-// the file system, whatever the checks above might have missed.
-type docLoader struct{ doc any }
-
-func (l docLoader) JsonSource() any                               { return l.doc }
-func (l docLoader) LoadJSON() (any, error)                        { return l.doc, nil }
-func (l docLoader) LoaderFactory() gojsonschema.JSONLoaderFactory { return noFetch{} }
-func (l docLoader) JsonReference() (gojsonreference.JsonReference, error) {
-	return gojsonreference.NewJsonReference("#")
-}
-
-type noFetch struct{}
-
-func (noFetch) New(source string) gojsonschema.JSONLoader { return refusedLoader(source) }
-
-type refusedLoader string
-
-func (l refusedLoader) JsonSource() any                               { return string(l) }
-func (l refusedLoader) LoaderFactory() gojsonschema.JSONLoaderFactory { return noFetch{} }
-func (l refusedLoader) JsonReference() (gojsonreference.JsonReference, error) {
-	return gojsonreference.NewJsonReference(string(l))
-}
-func (l refusedLoader) LoadJSON() (any, error) {
-	return nil, fmt.Errorf("refusing to load %q: schemas are never fetched: %w", string(l), ErrRemoteRef)
-}
-
-// compile compiles a prepared document with gojsonschema, turning a panic
-// into an error.
-func compile(payloadType string, doc any) (s *gojsonschema.Schema, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s, err = nil, &SchemaError{PayloadType: payloadType, Detail: fmt.Sprintf("gojsonschema panicked while compiling: %v", r), Err: ErrInternal}
-		}
-	}()
-	sl := gojsonschema.NewSchemaLoader()
-	sl.Validate = false // metaschema validation would try to fetch the 2020-12 metaschema
-	s, err = sl.Compile(docLoader{doc})
-	if err != nil {
-		sentinel := ErrInvalidSchema
-		if errors.Is(err, ErrRemoteRef) {
-			sentinel = ErrRemoteRef
-		}
-		return nil, &SchemaError{PayloadType: payloadType, Detail: "gojsonschema: " + err.Error(), Err: sentinel}
-	}
-	return s, nil
 }
