@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
@@ -164,13 +163,13 @@ func (a *Adapter) taskOf(ctx context.Context, mid string) string {
 }
 
 func delegationMode(d []byte) (string, bool) {
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
 		return "", false
 	}
 	for _, mb := range ms {
 		if mb.Name == "delegation_mode" {
-			return jsonx.Str(mb.Value)
+			return str(mb.Value)
 		}
 	}
 	return "", false
@@ -179,9 +178,9 @@ func delegationMode(d []byte) (string, bool) {
 // errorPayload maps an ERR body.d {code, msg, retry, cascade_err?} to the
 // wire error of docs/protocol.md §5.4 through the protocol error table.
 func errorPayload(d []byte) ([]byte, error) {
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "/body/d")
+		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
 	var (
 		ep                  protocol.ErrorPayload
@@ -193,21 +192,21 @@ func errorPayload(d []byte) ([]byte, error) {
 		var ok bool
 		switch mb.Name {
 		case "code":
-			eCode, ok = jsonx.Str(mb.Value)
+			eCode, ok = str(mb.Value)
 		case "msg":
-			ep.Message, ok = jsonx.Str(mb.Value)
+			ep.Message, ok = str(mb.Value)
 		case "retry":
-			k := jsonx.Kind(mb.Value)
+			k := kind(mb.Value)
 			ep.Retryable, hasRetry, ok = k == 't', true, k == 't' || k == 'f'
 		case "clutch_code":
-			if clutch, ok = jsonx.Str(mb.Value); ok {
+			if clutch, ok = str(mb.Value); ok {
 				hasClutch = true
 				continue
 			}
-			details[mb.Name] = jsonx.ToAny(mb.Value)
+			details[mb.Name] = toAny(mb.Value)
 			continue
 		default:
-			details[mb.Name] = jsonx.ToAny(mb.Value)
+			details[mb.Name] = toAny(mb.Value)
 			continue
 		}
 		if !ok {
@@ -245,21 +244,21 @@ const detailCLowlCode = "clowl_code"
 // cancelPayload maps a CNCL body.d {reason?} to the payload of the
 // router's own task.cancel events: a wire error with code CANCELLED.
 func cancelPayload(d []byte) ([]byte, error) {
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "/body/d")
+		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
 	ep := protocol.ErrorPayload{Code: protocol.CodeCancelled}
 	details := map[string]any{}
 	for _, mb := range ms {
-		s, isStr := jsonx.Str(mb.Value)
+		s, isStr := str(mb.Value)
 		switch {
 		case mb.Name == "reason" && isStr:
 			ep.Message = s
 		case mb.Name == "clutch_code" && isStr && protocol.Code(s).Known() && protocol.Code(s) != protocol.CodeCancelled:
 			ep.Code = protocol.Code(s) // sent by a Clutch outbound
 		default:
-			details[mb.Name] = jsonx.ToAny(mb.Value)
+			details[mb.Name] = toAny(mb.Value)
 		}
 	}
 	if len(details) > 0 {
@@ -295,12 +294,12 @@ const cardExtension = "clowl"
 // capabilities returns the capability list of a CAPS body.d "supports".
 func capabilities(d []byte) []protocol.Capability {
 	out := []protocol.Capability{}
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
 		return out
 	}
 	for _, mb := range ms {
-		if mb.Name != "supports" || jsonx.Kind(mb.Value) != '[' {
+		if mb.Name != "supports" || kind(mb.Value) != '[' {
 			continue
 		}
 		var l []json.RawMessage
@@ -308,7 +307,7 @@ func capabilities(d []byte) []protocol.Capability {
 			return out
 		}
 		for _, e := range l {
-			s, ok := jsonx.Str(e)
+			s, ok := str(e)
 			if !ok {
 				continue
 			}

@@ -1,11 +1,10 @@
 package clowl
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
+	"github.com/clutchprotocol/clutch/adapters"
 	"strconv"
 	"strings"
 
@@ -216,21 +215,18 @@ func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, 
 	if len(raw) > maxBytes {
 		return nil, inErr(protocol.CodeTooLarge, "", "message is "+strconv.Itoa(len(raw))+" bytes, limit "+strconv.Itoa(maxBytes), nil)
 	}
-	if err := jsonx.CheckJSON(Name, raw); err != nil {
-		return nil, err
-	}
-	if k := jsonx.Kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
-		return nil, inErr(protocol.CodeWrongType, "", "a CLowl message is a JSON object, got "+jsonx.KindName(k), nil)
-	}
 	w := new(wire)
-	if err := jsonv2.Unmarshal(raw, w); err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "")
+	if err := adapters.DecodeJSON(Name, raw, w); err != nil {
+		if protocol.CodeOf(err) == protocol.CodeWrongType && kind(raw) != '{' {
+			return nil, inErr(protocol.CodeWrongType, "", "a CLowl message is a JSON object, got "+kindName(raw), nil)
+		}
+		return nil, err
 	}
 	// The version first (docs/protocol.md §14.8): a message of another version is
 	// E014 whatever else is wrong with it.
-	switch jsonx.Kind(w.Clowl) {
+	switch kind(w.Clowl) {
 	case '"':
-		if v, _ := jsonx.Str(w.Clowl); v != Version {
+		if v, _ := str(w.Clowl); v != Version {
 			return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version "+strconv.Quote(v)+", this adapter speaks "+Version, ErrVersion)
 		}
 	case 0:
@@ -242,7 +238,7 @@ func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, 
 		}
 		*cs = append(*cs, Coercion{Field: "clowl", Coerced: Version, Reason: "default-clowl-version"})
 	default:
-		return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version is a "+jsonx.KindName(jsonx.Kind(w.Clowl))+", this adapter speaks \""+Version+"\"", ErrVersion)
+		return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version is a "+kindName(w.Clowl)+", this adapter speaks \""+Version+"\"", ErrVersion)
 	}
 	return w, nil
 }
@@ -251,7 +247,7 @@ func hasMember(obj jsontext.Value, name string) bool {
 	if len(obj) == 0 {
 		return false
 	}
-	ms, err := jsonx.Members(obj)
+	ms, err := members(obj)
 	if err != nil {
 		return false
 	}
@@ -273,9 +269,9 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 	}
 	// mid
 	switch {
-	case jsonx.Kind(w.MID) == '"':
-		m.MID, _ = jsonx.Str(w.MID)
-	case jsonx.Kind(w.MID) == 0 || jsonx.Kind(w.MID) == 'n':
+	case kind(w.MID) == '"':
+		m.MID, _ = str(w.MID)
+	case kind(w.MID) == 0 || kind(w.MID) == 'n':
 		if !lenient {
 			return nil, inErr(protocol.CodeMissingField, "/mid", "mid is required", nil)
 		}
@@ -294,7 +290,7 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 		return nil, err
 	}
 	// p
-	p, _, err := jsonx.WantString(Name, w.P, "/p")
+	p, _, err := wantString(w.P, "/p")
 	if err != nil {
 		return nil, err
 	}
@@ -312,13 +308,13 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 	if !m.P.Valid() {
 		return nil, inErr(protocol.CodeInvalidField, "/p", "unknown performative "+strconv.Quote(p), nil)
 	}
-	if m.From, _, err = jsonx.WantString(Name, w.From, "/from"); err != nil {
+	if m.From, _, err = wantString(w.From, "/from"); err != nil {
 		return nil, err
 	}
-	if m.CID, _, err = jsonx.WantString(Name, w.CID, "/cid"); err != nil {
+	if m.CID, _, err = wantString(w.CID, "/cid"); err != nil {
 		return nil, err
 	}
-	if m.Auth, _, err = jsonx.WantString(Name, w.Auth, "/auth"); err != nil {
+	if m.Auth, _, err = wantString(w.Auth, "/auth"); err != nil {
 		return nil, err
 	}
 	if err := m.readTo(w.To); err != nil {
@@ -342,14 +338,14 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 }
 
 func ignore(cs *[]Coercion, prefix string, obj jsontext.Value) {
-	ms, _ := jsonx.Members(obj)
+	ms, _ := members(obj)
 	for _, mb := range ms {
-		*cs = append(*cs, Coercion{Field: prefix + mb.Name, Original: jsonx.ToAny(mb.Value), Reason: "ignore-unknown-field"})
+		*cs = append(*cs, Coercion{Field: prefix + mb.Name, Original: toAny(mb.Value), Reason: "ignore-unknown-field"})
 	}
 }
 
 func readTS(v jsontext.Value, lenient bool, cs *[]Coercion) (int64, error) {
-	switch jsonx.Kind(v) {
+	switch kind(v) {
 	case 0, 'n':
 		return 0, inErr(protocol.CodeMissingField, "/ts", "ts is required", nil)
 	case '0':
@@ -366,22 +362,22 @@ func readTS(v jsontext.Value, lenient bool, cs *[]Coercion) (int64, error) {
 		return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer number of seconds, got "+string(v), nil)
 	case '"':
 		if lenient {
-			s, _ := jsonx.Str(v)
+			s, _ := str(v)
 			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
 				*cs = append(*cs, Coercion{Field: "ts", Original: s, Coerced: n, Reason: "numeric-string-to-int"})
 				return n, nil
 			}
 		}
 	}
-	return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer, got "+jsonx.KindName(jsonx.Kind(v)), nil)
+	return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer, got "+kindName(v), nil)
 }
 
 func readID(v jsontext.Value, name string, lenient bool, cs *[]Coercion) (string, error) {
-	switch jsonx.Kind(v) {
+	switch kind(v) {
 	case 0, 'n':
 		return "", nil
 	case '"':
-		s, _ := jsonx.Str(v)
+		s, _ := str(v)
 		return s, nil
 	case '0':
 		if lenient {
@@ -389,11 +385,11 @@ func readID(v jsontext.Value, name string, lenient bool, cs *[]Coercion) (string
 			return string(v), nil
 		}
 	}
-	return "", inErr(protocol.CodeWrongType, "/"+name, name+" must be a string, got "+jsonx.KindName(jsonx.Kind(v)), nil)
+	return "", inErr(protocol.CodeWrongType, "/"+name, name+" must be a string, got "+kindName(v), nil)
 }
 
 func readDet(v jsontext.Value, lenient bool, cs *[]Coercion) (*bool, error) {
-	switch jsonx.Kind(v) {
+	switch kind(v) {
 	case 0, 'n':
 		return nil, nil
 	case 't', 'f':
@@ -402,19 +398,19 @@ func readDet(v jsontext.Value, lenient bool, cs *[]Coercion) (*bool, error) {
 	}
 	if lenient {
 		if b, ok := truthy(v); ok {
-			*cs = append(*cs, Coercion{Field: "det", Original: jsonx.ToAny(v), Coerced: b, Reason: "coerce-det-to-bool"})
+			*cs = append(*cs, Coercion{Field: "det", Original: toAny(v), Coerced: b, Reason: "coerce-det-to-bool"})
 			return &b, nil
 		}
 	}
-	return nil, inErr(protocol.CodeWrongType, "/det", "det must be a boolean, got "+jsonx.KindName(jsonx.Kind(v)), nil)
+	return nil, inErr(protocol.CodeWrongType, "/det", "det must be a boolean, got "+kindName(v), nil)
 }
 
 // truthy reads the boolean a lenient sender meant: "true"/"yes"/"1" and
 // non-zero numbers are true; "false"/"no"/"0"/"" and 0 are false.
 func truthy(v jsontext.Value) (bool, bool) {
-	switch jsonx.Kind(v) {
+	switch kind(v) {
 	case '"':
-		s, _ := jsonx.Str(v)
+		s, _ := str(v)
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "true", "yes", "y", "1", "on":
 			return true, true
@@ -429,11 +425,11 @@ func truthy(v jsontext.Value) (bool, bool) {
 }
 
 func (m *Message) readTo(v jsontext.Value) error {
-	switch jsonx.Kind(v) {
+	switch kind(v) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/to", "to is required", nil)
 	case '"':
-		s, _ := jsonx.Str(v)
+		s, _ := str(v)
 		if s == "" {
 			return inErr(protocol.CodeInvalidField, "/to", "to must not be empty", nil)
 		}
@@ -442,7 +438,7 @@ func (m *Message) readTo(v jsontext.Value) error {
 	case '[':
 		var to []string
 		if err := jsonv2.Unmarshal(v, &to); err != nil {
-			return jsonx.DecodeErr(Name, err, "/to")
+			return adapters.JSONError(Name, "/to", err)
 		}
 		if len(to) == 0 {
 			return inErr(protocol.CodeInvalidField, "/to", "to must name at least one recipient", nil)
@@ -455,25 +451,25 @@ func (m *Message) readTo(v jsontext.Value) error {
 		m.To, m.ToList = to, true
 		return nil
 	}
-	return inErr(protocol.CodeWrongType, "/to", "to must be a string or an array, got "+jsonx.KindName(jsonx.Kind(v)), nil)
+	return inErr(protocol.CodeWrongType, "/to", "to must be a string or an array, got "+kindName(v), nil)
 }
 
 func (m *Message) readBody(v jsontext.Value, lenient bool, cs *[]Coercion) error {
-	switch jsonx.Kind(v) {
+	switch kind(v) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/body", "body is required", nil)
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/body", "body must be an object, got "+jsonx.KindName(jsonx.Kind(v)), nil)
+		return inErr(protocol.CodeWrongType, "/body", "body must be an object, got "+kindName(v), nil)
 	}
 	var b wireBody
 	if err := jsonv2.Unmarshal(v, &b); err != nil {
-		return jsonx.DecodeErr(Name, err, "/body")
+		return adapters.JSONError(Name, "/body", err)
 	}
 	if lenient && len(b.Unknown) > 0 {
 		ignore(cs, "body.", b.Unknown)
 	}
-	t, _, err := jsonx.WantString(Name, b.T, "/body/t")
+	t, _, err := wantString(b.T, "/body/t")
 	if err != nil {
 		return err
 	}
@@ -481,14 +477,14 @@ func (m *Message) readBody(v jsontext.Value, lenient bool, cs *[]Coercion) error
 		return inErr(protocol.CodeMissingField, "/body/t", "body.t is required", nil)
 	}
 	m.Body.T = t
-	switch jsonx.Kind(b.D) {
+	switch kind(b.D) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/body/d", "body.d is required", nil)
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/body/d", "body.d must be an object, got "+jsonx.KindName(jsonx.Kind(b.D)), nil)
+		return inErr(protocol.CodeWrongType, "/body/d", "body.d must be an object, got "+kindName(b.D), nil)
 	}
-	d := jsonx.Compact(b.D)
+	d := compact(b.D)
 	if lenient {
 		var err error
 		if d, err = coerceData(m.P, d, cs); err != nil {
@@ -504,27 +500,27 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 	if p != DLGT && p != PROG {
 		return d, nil
 	}
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "/body/d")
+		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
 	changed := false
 	for i := range ms {
 		mb := &ms[i]
 		field := "body.d." + mb.Name
 		switch {
-		case p == DLGT && mb.Name == "delegation_mode" && jsonx.Kind(mb.Value) == '"':
-			s, _ := jsonx.Str(mb.Value)
+		case p == DLGT && mb.Name == "delegation_mode" && kind(mb.Value) == '"':
+			s, _ := str(mb.Value)
 			if l := strings.ToLower(strings.TrimSpace(s)); l != s {
 				*cs = append(*cs, Coercion{Field: field, Original: s, Coerced: l, Reason: "lowercase-delegation-mode"})
-				mb.Value, _ = jsonx.AppendString(nil, l)
+				mb.Value, _ = jsontext.AppendQuote(nil, l)
 				changed = true
 			}
 		case p == PROG && (mb.Name == "pct" || mb.Name == "seq"):
 			n, orig, ok := numericString(mb.Value)
 			if ok {
 				*cs = append(*cs, Coercion{Field: field, Original: orig, Coerced: n, Reason: "numeric-string-to-" + mb.Name})
-			} else if jsonx.Kind(mb.Value) == '0' {
+			} else if kind(mb.Value) == '0' {
 				n, ok = intLiteral(mb.Value)
 			}
 			if !ok {
@@ -537,9 +533,9 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 			}
 			mb.Value = strconv.AppendInt(nil, n, 10)
 			changed = true
-		case p == PROG && mb.Name == "final" && jsonx.Kind(mb.Value) != 't' && jsonx.Kind(mb.Value) != 'f':
+		case p == PROG && mb.Name == "final" && kind(mb.Value) != 't' && kind(mb.Value) != 'f':
 			if b, ok := truthy(mb.Value); ok {
-				*cs = append(*cs, Coercion{Field: field, Original: jsonx.ToAny(mb.Value), Coerced: b, Reason: "coerce-final-to-bool"})
+				*cs = append(*cs, Coercion{Field: field, Original: toAny(mb.Value), Coerced: b, Reason: "coerce-final-to-bool"})
 				mb.Value = strconv.AppendBool(nil, b)
 				changed = true
 			}
@@ -548,14 +544,14 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 	if !changed {
 		return d, nil
 	}
-	return jsonx.BuildObject(ms), nil
+	return object(ms), nil
 }
 
 func numericString(v jsontext.Value) (int64, string, bool) {
-	if jsonx.Kind(v) != '"' {
+	if kind(v) != '"' {
 		return 0, "", false
 	}
-	s, _ := jsonx.Str(v)
+	s, _ := str(v)
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	return n, s, err == nil
 }
@@ -566,29 +562,29 @@ func intLiteral(v jsontext.Value) (int64, bool) {
 }
 
 func (m *Message) readCtx(v jsontext.Value, lenient bool, cs *[]Coercion) error {
-	switch jsonx.Kind(v) {
+	switch kind(v) {
 	case 0:
 		return nil
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/ctx", "ctx must be an object, got "+jsonx.KindName(jsonx.Kind(v)), nil)
+		return inErr(protocol.CodeWrongType, "/ctx", "ctx must be an object, got "+kindName(v), nil)
 	}
 	var c wireCtx
 	if err := jsonv2.Unmarshal(v, &c); err != nil {
-		return jsonx.DecodeErr(Name, err, "/ctx")
+		return adapters.JSONError(Name, "/ctx", err)
 	}
 	if lenient && len(c.Unknown) > 0 {
 		ignore(cs, "ctx.", c.Unknown)
 	}
 	ctx := &Context{}
 	var err error
-	if ctx.Ref, _, err = jsonx.WantString(Name, c.Ref, "/ctx/ref"); err != nil {
+	if ctx.Ref, _, err = wantString(c.Ref, "/ctx/ref"); err != nil {
 		return err
 	}
-	if ctx.Inline, _, err = jsonx.WantString(Name, c.Inline, "/ctx/inline"); err != nil {
+	if ctx.Inline, _, err = wantString(c.Inline, "/ctx/inline"); err != nil {
 		return err
 	}
-	if ctx.Hash, _, err = jsonx.WantString(Name, c.Hash, "/ctx/hash"); err != nil {
+	if ctx.Hash, _, err = wantString(c.Hash, "/ctx/hash"); err != nil {
 		return err
 	}
 	m.Ctx = ctx
@@ -649,7 +645,7 @@ func (m *Message) encode() ([]byte, error) {
 		b = append(b, ',', '"')
 		b = append(b, key...)
 		b = append(b, '"', ':')
-		b, err = jsonx.AppendString(b, v)
+		b, err = jsontext.AppendQuote(b, v)
 	}
 	b = append(b, `{"clowl":"`+Version+`"`...)
 	app("mid", m.MID)
@@ -672,7 +668,7 @@ func (m *Message) encode() ([]byte, error) {
 				b = append(b, ',')
 			}
 			if err == nil {
-				b, err = jsonx.AppendString(b, t)
+				b, err = jsontext.AppendQuote(b, t)
 			}
 		}
 		b = append(b, ']')
@@ -680,7 +676,7 @@ func (m *Message) encode() ([]byte, error) {
 	app("cid", m.CID)
 	b = append(b, `,"body":{"t":`...)
 	if err == nil {
-		b, err = jsonx.AppendString(b, m.Body.T)
+		b, err = jsontext.AppendQuote(b, m.Body.T)
 	}
 	b = append(b, `,"d":`...)
 	d := m.Body.D
@@ -716,5 +712,5 @@ func appendNullable(b []byte, s string, err error) ([]byte, error) {
 	if s == "" {
 		return append(b, "null"...), nil
 	}
-	return jsonx.AppendString(b, s)
+	return jsontext.AppendQuote(b, s)
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
@@ -52,14 +51,14 @@ type wire struct {
 	// Parsed views.
 	role, intent, task, ts, contentType string
 	time                                time.Time
-	agent                               []jsonx.Member // agent members other than id
+	agent                               []member // agent members other than id
 	agentID                             string
 	score                               json.Number
 	hasScore                            bool
 	traceID                             string
 	parents, tags                       []string
 	cost                                jsontext.Value
-	traceExtra                          []jsonx.Member
+	traceExtra                          []member
 	actions                             []action
 	artifacts                           []artifact
 	handshake                           bool
@@ -77,24 +76,21 @@ type artifact struct {
 
 // present reports whether an optional member has a value (null counts as
 // absent).
-func present(v jsontext.Value) bool { k := jsonx.Kind(v); return k != 0 && k != 'n' }
+func present(v jsontext.Value) bool { k := kind(v); return k != 0 && k != 'n' }
 
 // parse checks an envelope and reads the fields the mapping needs.
 func parse(raw []byte, maxBytes int) (*wire, error) {
 	if len(raw) > maxBytes {
 		return nil, inErr(protocol.CodeTooLarge, "", "envelope is "+strconv.Itoa(len(raw))+" bytes, limit "+strconv.Itoa(maxBytes), nil)
 	}
-	if err := jsonx.CheckJSON(Name, raw); err != nil {
+	w := new(wire)
+	if err := adapters.DecodeJSON(Name, raw, w); err != nil {
+		if protocol.CodeOf(err) == protocol.CodeWrongType && kind(raw) != '{' {
+			return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+kindName(raw), nil)
+		}
 		return nil, err
 	}
-	if k := jsonx.Kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
-		return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+jsonx.KindName(k), nil)
-	}
-	w := new(wire)
-	if err := jsonv2.Unmarshal(raw, w); err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "")
-	}
-	p, ok, err := jsonx.WantString(Name, w.Protocol, "/protocol")
+	p, ok, err := wantString(w.Protocol, "/protocol")
 	switch {
 	case err != nil:
 		return nil, inErr(protocol.CodeUnsupportedVersion, "/protocol", "protocol must be the string "+strconv.Quote(Protocol), ErrProtocol)
@@ -126,13 +122,13 @@ func parse(raw []byte, maxBytes int) (*wire, error) {
 	if !present(w.Task) {
 		return nil, inErr(protocol.CodeMissingField, "/task", "task is required", nil)
 	}
-	if w.task, _, err = jsonx.WantString(Name, w.Task, "/task"); err != nil {
+	if w.task, _, err = wantString(w.Task, "/task"); err != nil {
 		return nil, err
 	}
 	if err := w.readAgent(); err != nil {
 		return nil, err
 	}
-	if present(w.Inputs) && jsonx.Kind(w.Inputs) != '{' {
+	if present(w.Inputs) && kind(w.Inputs) != '{' {
 		return nil, inErr(protocol.CodeWrongType, "/inputs", "inputs must be an object", nil)
 	}
 	if err := w.readContent(); err != nil {
@@ -156,7 +152,7 @@ func parse(raw []byte, maxBytes int) (*wire, error) {
 }
 
 func required(v jsontext.Value, path string) (string, error) {
-	s, ok, err := jsonx.WantString(Name, v, path)
+	s, ok, err := wantString(v, path)
 	if err != nil {
 		return "", err
 	}
@@ -170,16 +166,16 @@ func (w *wire) readAgent() error {
 	if !present(w.Agent) {
 		return nil
 	}
-	if jsonx.Kind(w.Agent) != '{' {
+	if kind(w.Agent) != '{' {
 		return inErr(protocol.CodeWrongType, "/agent", "agent must be an object", nil)
 	}
-	ms, err := jsonx.Members(w.Agent)
+	ms, err := members(w.Agent)
 	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/agent")
+		return adapters.JSONError(Name, "/agent", err)
 	}
 	for _, mb := range ms {
 		if mb.Name == "id" {
-			id, ok := jsonx.Str(mb.Value)
+			id, ok := str(mb.Value)
 			if !ok || id == "" {
 				return inErr(protocol.CodeInvalidField, "/agent/id", "agent.id must be a non-empty string", nil)
 			}
@@ -198,24 +194,24 @@ func (w *wire) readContent() error {
 	if !present(w.Content) {
 		return inErr(protocol.CodeMissingField, "/content", "content is required", nil)
 	}
-	if jsonx.Kind(w.Content) != '{' {
+	if kind(w.Content) != '{' {
 		return inErr(protocol.CodeWrongType, "/content", "content must be an object", nil)
 	}
-	ms, err := jsonx.Members(w.Content)
+	ms, err := members(w.Content)
 	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/content")
+		return adapters.JSONError(Name, "/content", err)
 	}
 	var data jsontext.Value
 	for _, mb := range ms {
 		switch mb.Name {
 		case "type":
-			s, ok := jsonx.Str(mb.Value)
+			s, ok := str(mb.Value)
 			if !ok || s == "" {
 				return inErr(protocol.CodeInvalidField, "/content/type", "content.type must be a non-empty string", nil)
 			}
 			w.contentType = s
 		case "text":
-			if present(mb.Value) && jsonx.Kind(mb.Value) != '"' {
+			if present(mb.Value) && kind(mb.Value) != '"' {
 				return inErr(protocol.CodeWrongType, "/content/text", "content.text must be a string", nil)
 			}
 		case "data":
@@ -227,10 +223,10 @@ func (w *wire) readContent() error {
 	}
 	// The handshake / health message of docs/protocol.md §12: a system message
 	// announcing what the sender supports.
-	if w.role == RoleSystem && w.contentType == ContentJSON && jsonx.Kind(data) == '{' {
-		dm, _ := jsonx.Members(data)
+	if w.role == RoleSystem && w.contentType == ContentJSON && kind(data) == '{' {
+		dm, _ := members(data)
 		for _, mb := range dm {
-			if mb.Name != "supports" || jsonx.Kind(mb.Value) != '[' {
+			if mb.Name != "supports" || kind(mb.Value) != '[' {
 				continue
 			}
 			var l []jsontext.Value
@@ -239,7 +235,7 @@ func (w *wire) readContent() error {
 			}
 			w.handshake = true
 			for _, e := range l {
-				if s, ok := jsonx.Str(e); ok {
+				if s, ok := str(e); ok {
 					w.supports = append(w.supports, s)
 				}
 			}
@@ -252,12 +248,12 @@ func (w *wire) readOutputs() error {
 	if !present(w.Outputs) {
 		return nil
 	}
-	if jsonx.Kind(w.Outputs) != '{' {
+	if kind(w.Outputs) != '{' {
 		return inErr(protocol.CodeWrongType, "/outputs", "outputs must be an object", nil)
 	}
-	ms, err := jsonx.Members(w.Outputs)
+	ms, err := members(w.Outputs)
 	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/outputs")
+		return adapters.JSONError(Name, "/outputs", err)
 	}
 	for _, mb := range ms {
 		switch mb.Name {
@@ -269,26 +265,26 @@ func (w *wire) readOutputs() error {
 			continue
 		}
 		base := "/outputs/" + mb.Name
-		if jsonx.Kind(mb.Value) != '[' {
+		if kind(mb.Value) != '[' {
 			return inErr(protocol.CodeWrongType, base, mb.Name+" must be an array", nil)
 		}
 		var l []jsontext.Value
 		if err := jsonv2.Unmarshal(mb.Value, &l); err != nil {
-			return jsonx.DecodeErr(Name, err, base)
+			return adapters.JSONError(Name, base, err)
 		}
 		for i, e := range l {
 			p := base + "/" + strconv.Itoa(i)
-			if jsonx.Kind(e) != '{' {
+			if kind(e) != '{' {
 				return inErr(protocol.CodeWrongType, p, "want an object", nil)
 			}
-			em, err := jsonx.Members(e)
+			em, err := members(e)
 			if err != nil {
-				return jsonx.DecodeErr(Name, err, p)
+				return adapters.JSONError(Name, p, err)
 			}
 			if mb.Name == "artifacts" {
 				var a artifact
 				for _, f := range em {
-					s, isStr := jsonx.Str(f.Value)
+					s, isStr := str(f.Value)
 					switch {
 					case f.Name == "uri" && isStr:
 						a.uri = s
@@ -308,23 +304,23 @@ func (w *wire) readOutputs() error {
 			for _, f := range em {
 				switch f.Name {
 				case "intent":
-					s, ok := jsonx.Str(f.Value)
+					s, ok := str(f.Value)
 					if !ok || s == "" {
 						return inErr(protocol.CodeInvalidField, p+"/intent", "a next action needs an intent", nil)
 					}
 					a.intent = s
 				case "task":
-					s, ok := jsonx.Str(f.Value)
+					s, ok := str(f.Value)
 					if !ok {
 						return inErr(protocol.CodeWrongType, p+"/task", "task must be a string", nil)
 					}
 					a.task, seen = s, true
 				case "args":
 					if present(f.Value) {
-						if jsonx.Kind(f.Value) != '{' {
+						if kind(f.Value) != '{' {
 							return inErr(protocol.CodeWrongType, p+"/args", "args must be an object", nil)
 						}
-						a.args = jsonx.Compact(f.Value)
+						a.args = compact(f.Value)
 					}
 				}
 			}
@@ -341,18 +337,18 @@ func (w *wire) readConfidence() error {
 	if !present(w.Confidence) {
 		return nil
 	}
-	if jsonx.Kind(w.Confidence) != '{' {
+	if kind(w.Confidence) != '{' {
 		return inErr(protocol.CodeWrongType, "/confidence", "confidence must be an object", nil)
 	}
-	ms, err := jsonx.Members(w.Confidence)
+	ms, err := members(w.Confidence)
 	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/confidence")
+		return adapters.JSONError(Name, "/confidence", err)
 	}
 	for _, mb := range ms {
 		if mb.Name != "score" {
 			continue
 		}
-		if jsonx.Kind(mb.Value) != '0' {
+		if kind(mb.Value) != '0' {
 			return inErr(protocol.CodeWrongType, "/confidence/score", "score must be a number", nil)
 		}
 		f, err := strconv.ParseFloat(string(mb.Value), 64)
@@ -371,12 +367,12 @@ func (w *wire) readTrace() error {
 	if !present(w.Trace) {
 		return nil
 	}
-	if jsonx.Kind(w.Trace) != '{' {
+	if kind(w.Trace) != '{' {
 		return inErr(protocol.CodeWrongType, "/trace", "trace must be an object", nil)
 	}
-	ms, err := jsonx.Members(w.Trace)
+	ms, err := members(w.Trace)
 	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/trace")
+		return adapters.JSONError(Name, "/trace", err)
 	}
 	for _, mb := range ms {
 		p := "/trace/" + mb.Name
@@ -385,7 +381,7 @@ func (w *wire) readTrace() error {
 			if !present(mb.Value) {
 				continue
 			}
-			s, ok := jsonx.Str(mb.Value)
+			s, ok := str(mb.Value)
 			if !ok || s == "" || len(s) > protocol.MaxIDLength {
 				return inErr(protocol.CodeInvalidField, p, "trace.id must be a string of 1 to 256 bytes", nil)
 			}
@@ -396,7 +392,7 @@ func (w *wire) readTrace() error {
 			}
 			var l []string
 			if err := jsonv2.Unmarshal(mb.Value, &l); err != nil {
-				return jsonx.DecodeErr(Name, err, p)
+				return adapters.JSONError(Name, p, err)
 			}
 			if l == nil {
 				l = []string{}
@@ -413,7 +409,7 @@ func (w *wire) readTrace() error {
 			w.parents = l
 		case "cost":
 			if present(mb.Value) {
-				if jsonx.Kind(mb.Value) != '{' {
+				if kind(mb.Value) != '{' {
 					return inErr(protocol.CodeWrongType, p, "cost must be an object", nil)
 				}
 				w.cost = mb.Value
@@ -427,26 +423,14 @@ func (w *wire) readTrace() error {
 
 // depth returns the nesting depth of a JSON value.
 func depth(v []byte) int {
-	d, deepest, inStr := 0, 0, false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case inStr:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
-			d++
-			deepest = max(deepest, d)
-		case c == '}' || c == ']':
-			d--
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	deepest := 0
+	for {
+		if _, err := dec.ReadToken(); err != nil {
+			return deepest
 		}
+		deepest = max(deepest, dec.StackDepth())
 	}
-	return deepest
 }
 
 // toEnvelope maps a parsed envelope (see the package doc's table).
@@ -464,7 +448,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		m.From.AgentID = protocol.PrefixAgent + w.agentID
 		ag := make(map[string]any, len(w.agent))
 		for _, mb := range w.agent {
-			ag[mb.Name] = jsonx.ToAny(mb.Value)
+			ag[mb.Name] = toAny(mb.Value)
 		}
 		meta[MetaAgent] = ag
 	} else {
@@ -498,17 +482,17 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		meta[MetaTags] = strList(w.tags)
 	}
 	if w.cost != nil {
-		meta[MetaUsage] = jsonx.ToAny(w.cost)
+		meta[MetaUsage] = toAny(w.cost)
 	}
 	if len(w.traceExtra) > 0 {
 		x := map[string]any{}
 		for _, mb := range w.traceExtra {
-			x[mb.Name] = jsonx.ToAny(mb.Value)
+			x[mb.Name] = toAny(mb.Value)
 		}
 		meta[MetaTraceExtra] = x
 	}
 	if len(w.Unknown) > 0 {
-		meta[MetaExtra] = jsonx.ToAny(w.Unknown)
+		meta[MetaExtra] = toAny(w.Unknown)
 	}
 	m.Meta = meta
 
@@ -590,7 +574,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		}
 	}
 	for _, x := range out {
-		a.opts.Index.Remember(ctx, x.ID, Link{RunID: x.RunID, ThreadID: x.ThreadID, TaskID: x.TaskID, Intent: jsonx.MetaString(x, MetaIntent)})
+		a.opts.Index.Remember(ctx, x.ID, Link{RunID: x.RunID, ThreadID: x.ThreadID, TaskID: x.TaskID, Intent: metaString(x, MetaIntent)})
 	}
 	if m.Type == protocol.TypeAgentRegister {
 		a.opts.Index.Remember(ctx, helloKey+m.From.AgentID, Link{TaskID: own})
@@ -619,16 +603,16 @@ func strList(l []string) []any {
 // payload is the envelope's body, verbatim: task, inputs, content,
 // outputs, confidence.
 func (w *wire) payload() []byte {
-	ms := []jsonx.Member{{"task", jsonx.Compact(w.Task)}}
+	ms := []member{{"task", compact(w.Task)}}
 	for _, f := range []struct {
 		name string
 		v    jsontext.Value
 	}{{"inputs", w.Inputs}, {"content", w.Content}, {"outputs", w.Outputs}, {"confidence", w.Confidence}} {
 		if present(f.v) {
-			ms = append(ms, jsonx.Member{f.name, f.v})
+			ms = append(ms, member{f.name, f.v})
 		}
 	}
-	return jsonx.BuildObject(ms)
+	return object(ms)
 }
 
 // errorPayload maps content.type "error" to the wire error of docs/protocol.md
@@ -636,16 +620,16 @@ func (w *wire) payload() []byte {
 // E-code), else INTERNAL; content.text as the message; the body kept
 // whole in details.multiagent.
 func errorPayload(w *wire, body []byte) []byte {
-	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: jsonx.ToAny(body)}}
-	cm, _ := jsonx.Members(w.Content)
+	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: toAny(body)}}
+	cm, _ := members(w.Content)
 	for _, mb := range cm {
 		switch mb.Name {
 		case "text":
-			ep.Message, _ = jsonx.Str(mb.Value)
+			ep.Message, _ = str(mb.Value)
 		case "data":
-			dm, _ := jsonx.Members(mb.Value)
+			dm, _ := members(mb.Value)
 			for _, d := range dm {
-				s, _ := jsonx.Str(d.Value)
+				s, _ := str(d.Value)
 				switch {
 				case d.Name == "code" && protocol.Code(s).Known():
 					ep.Code = protocol.Code(s)
@@ -659,7 +643,7 @@ func errorPayload(w *wire, body []byte) []byte {
 	dm := map[string]any{}
 	for _, mb := range cm {
 		if mb.Name == "data" {
-			if d, ok := jsonx.ToAny(mb.Value).(map[string]any); ok {
+			if d, ok := toAny(mb.Value).(map[string]any); ok {
 				dm = d
 			}
 		}
@@ -680,12 +664,12 @@ const detailBody = "multiagent"
 // the heartbeat payload {"status": "ok", "multiagent": body}.
 func (w *wire) handshakePayload(t protocol.Type, agentID string, body []byte) ([]byte, error) {
 	if t == protocol.TypeAgentHeartbeat {
-		return jsonx.BuildObject([]jsonx.Member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
+		return object([]member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
 	}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: agentID, Capabilities: []protocol.Capability{},
 		Extensions: map[string]json.RawMessage{detailBody: body}}
 	for _, mb := range w.agent {
-		if s, ok := jsonx.Str(mb.Value); ok && mb.Name == "name" && s != "" {
+		if s, ok := str(mb.Value); ok && mb.Name == "name" && s != "" {
 			card.Display = &protocol.Display{Name: s}
 		}
 	}
@@ -738,12 +722,12 @@ func proposed(m *protocol.Message, i int, act action) *protocol.Message {
 	if ag, ok := m.Meta[MetaAgent]; ok {
 		r.Meta[MetaAgent] = ag
 	}
-	task, _ := jsonx.AppendString(nil, act.task)
-	ms := []jsonx.Member{{"task", task}}
+	task, _ := jsontext.AppendQuote(nil, act.task)
+	ms := []member{{"task", task}}
 	if act.args != nil {
-		ms = append(ms, jsonx.Member{"inputs", jsonx.BuildObject([]jsonx.Member{{"parameters", act.args}})})
+		ms = append(ms, member{"inputs", object([]member{{"parameters", act.args}})})
 	}
-	r.Payload = jsonx.BuildObject(ms)
+	r.Payload = object(ms)
 	return r
 }
 

@@ -3,7 +3,7 @@ package multiagent
 import (
 	"context"
 	"fmt"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
+	"github.com/go-json-experiment/json/jsontext"
 	"strconv"
 	"strings"
 
@@ -147,7 +147,7 @@ func IntentOf(m *protocol.Message) string {
 	if m == nil {
 		return ""
 	}
-	if s := jsonx.MetaString(m, MetaIntent); s != "" {
+	if s := metaString(m, MetaIntent); s != "" {
 		return s
 	}
 	return intentOfPayloadType(m.PayloadType)
@@ -205,15 +205,15 @@ func (p *Policy) Submit(ctx context.Context, req *protocol.Message) (*router.Han
 // ScoreOf returns the confidence score of a message: its payload's
 // confidence.score, else meta.confidence; ok is false when it has none.
 func ScoreOf(m *protocol.Message) (score float64, ok bool) {
-	if jsonx.Kind(m.Payload) == '{' {
-		if c := member0(m.Payload, "confidence"); jsonx.Kind(c) == '{' {
-			if s := member0(c, "score"); jsonx.Kind(s) == '0' {
+	if kind(m.Payload) == '{' {
+		if c := member0(m.Payload, "confidence"); kind(c) == '{' {
+			if s := member0(c, "score"); kind(s) == '0' {
 				f, err := strconv.ParseFloat(string(s), 64)
 				return f, err == nil
 			}
 		}
 	}
-	return jsonx.Number(m.Meta[MetaConfidence])
+	return number(m.Meta[MetaConfidence])
 }
 
 // ReflectOn submits a reflect task for a result of low confidence (docs/protocol.md
@@ -272,16 +272,16 @@ func (p *Policy) reflectRequest(result *protocol.Message, score float64, reflect
 		Meta: map[string]any{MetaIntent: Reflect, MetaParents: []any{result.ID}, MetaInReplyTo: result.ID,
 			MetaReflectOf: result.ID, MetaRoutedBy: RoutedBy, MetaRouteReason: reason},
 	}
-	taskJSON, _ := jsonx.AppendString(nil, "Reflect on: "+task)
-	ctxJSON, _ := jsonx.AppendString(nil, fmt.Sprintf("confidence %g from %s", score, result.From.AgentID))
+	taskJSON, _ := jsontext.AppendQuote(nil, "Reflect on: "+task)
+	ctxJSON, _ := jsontext.AppendQuote(nil, fmt.Sprintf("confidence %g from %s", score, result.From.AgentID))
 	data := []byte(result.Payload)
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	req.Payload = jsonx.BuildObject([]jsonx.Member{
+	req.Payload = object([]member{
 		{"task", taskJSON},
-		{"inputs", jsonx.BuildObject([]jsonx.Member{{"context", ctxJSON}})},
-		{"content", jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentJSON)}, {"data", jsonx.Compact(data)}})},
+		{"inputs", object([]member{{"context", ctxJSON}})},
+		{"content", object([]member{{"type", quote(ContentJSON)}, {"data", compact(data)}})},
 	})
 	return req
 }
