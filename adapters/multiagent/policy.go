@@ -3,6 +3,7 @@ package multiagent
 import (
 	"context"
 	"fmt"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/go-json-experiment/json/jsontext"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ type Policy struct {
 // agents to send them to).
 func NewPolicy(r *router.Router, opts *PolicyOptions) (*Policy, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil router", ErrInvalidPolicy)
+		return nil, coded.Wrap(ErrInvalidPolicy, "nil router", nil)
 	}
 	var o PolicyOptions
 	if opts != nil {
@@ -92,7 +93,7 @@ func NewPolicy(r *router.Router, opts *PolicyOptions) (*Policy, error) {
 	routes := make(map[string]string, len(o.Routes))
 	for intent, agent := range o.Routes {
 		if intent == "" || !strings.HasPrefix(agent, protocol.PrefixAgent) || len(agent) == len(protocol.PrefixAgent) {
-			return nil, fmt.Errorf("%w: route %q → %q: want an intent and an agent:<id>", ErrInvalidPolicy, intent, agent)
+			return nil, coded.Wrap(ErrInvalidPolicy, fmt.Sprintf("route %q → %q: want an intent and an agent:<id>", intent, agent), nil)
 		}
 		routes[intent] = agent
 	}
@@ -101,7 +102,7 @@ func NewPolicy(r *router.Router, opts *PolicyOptions) (*Policy, error) {
 		o.Fallback = routes[Reflect]
 	}
 	if o.Fallback != "" && !strings.HasPrefix(o.Fallback, protocol.PrefixAgent) {
-		return nil, fmt.Errorf("%w: fallback %q is not an agent:<id>", ErrInvalidPolicy, o.Fallback)
+		return nil, coded.Wrap(ErrInvalidPolicy, fmt.Sprintf("fallback %q is not an agent:<id>", o.Fallback), nil)
 	}
 	if o.ReflectBelow == 0 {
 		o.ReflectBelow = DefaultReflectBelow
@@ -249,7 +250,7 @@ func (p *Policy) ReflectOn(ctx context.Context, result *protocol.Message) (*rout
 		}
 	}
 	if reflector == "" {
-		return nil, fmt.Errorf("%w: no reflector other than %s", ErrNoRoute, author)
+		return nil, coded.Wrap(ErrNoRoute, fmt.Sprintf("no reflector other than %s", author), nil)
 	}
 	return p.r.Submit(ctx, p.reflectRequest(result, score, reflector))
 }
