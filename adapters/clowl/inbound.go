@@ -87,7 +87,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 		m.Type, m.TaskID = protocol.TypeTaskRequest, own
 		if cm.P == DLGT {
 			if cm.PID != "" {
-				m.ParentTaskID = a.taskOf(ctx, cm.PID)
+				m.ParentTaskID = a.links.TaskOf(ctx, cm.PID)
 			}
 			if mode, ok := delegationMode(cm.Body.D); ok {
 				meta[MetaDelegationMode] = mode
@@ -109,7 +109,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 		// The first CAPS of an agent registers it; a later one (another
 		// mid: a re-sent CAPS translates the same) updates its card.
 		m.Type, m.TaskID = protocol.TypeAgentRegister, own
-		if l, seen := a.opts.Index.Lookup(ctx, capsKey+cm.From); seen && l.TaskID != own {
+		if a.links.Registered(ctx, m.From.AgentID, own) {
 			m.Type = protocol.TypeAgentUpdate
 		}
 		m.Payload, err = capsCard(m.From.AgentID, cm.Body.D)
@@ -132,18 +132,15 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 		// failure is a bug, reported with the rule that broke.
 		return nil, inErr(protocol.CodeOf(err), "", "the translated envelope is invalid", err)
 	}
-	a.opts.Index.Remember(ctx, cm.MID, Link{RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID, TaskType: cm.Body.T})
-	if _, seen := a.opts.Index.Lookup(ctx, capsKey+cm.From); cm.P == CAPS && !seen {
-		a.opts.Index.Remember(ctx, capsKey+cm.From, Link{TaskID: own})
+	a.links.Remember(ctx, m, cm.Body.T)
+	if cm.P == CAPS {
+		a.links.Register(ctx, m.From.AgentID, own)
 	}
 	return m, nil
 }
 
 // AuthScheme is the security.auth scheme that carries a CLowl auth token.
 const AuthScheme = "bearer"
-
-// capsKey prefixes the Index key that records that an agent has sent CAPS.
-const capsKey = "caps:"
 
 // answering returns the task of the message cm answers: the Index's
 // answer for pid, else "task:<pid>" (the task a REQ with that mid
@@ -152,14 +149,7 @@ func (a *Adapter) answering(ctx context.Context, cm *Message, own string) string
 	if cm.PID == "" {
 		return own
 	}
-	return a.taskOf(ctx, cm.PID)
-}
-
-func (a *Adapter) taskOf(ctx context.Context, mid string) string {
-	if l, ok := a.opts.Index.Lookup(ctx, mid); ok && l.TaskID != "" {
-		return l.TaskID
-	}
-	return taskPrefix + mid
+	return a.links.TaskOf(ctx, cm.PID)
 }
 
 func delegationMode(d []byte) (string, bool) {

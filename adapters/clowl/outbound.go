@@ -28,9 +28,9 @@ func mappable(t protocol.Type) bool {
 // that. Errors are *adapters.Error values of ErrOutbound.
 func FromEnvelope(m *protocol.Message) (*Message, error) { return fromEnvelope(m, nil) }
 
-// fromEnvelope is FromEnvelope; taskType, when set, gives the body.t of
-// the REQ with a given mid, for events of the task it started.
-func fromEnvelope(m *protocol.Message, taskTypeOf func(mid string) string) (*Message, error) {
+// fromEnvelope is FromEnvelope; kindOf, when set, gives the body.t of the
+// REQ that started a task, for the events of that task.
+func fromEnvelope(m *protocol.Message, kindOf func(taskID string) string) (*Message, error) {
 	if m == nil {
 		return nil, outErr(protocol.CodeMissingField, "", "nil message", nil)
 	}
@@ -80,8 +80,8 @@ func fromEnvelope(m *protocol.Message, taskTypeOf func(mid string) string) (*Mes
 		cm.Det = &b
 	}
 	cm.Body.T = taskType(m, cm.P)
-	if taskTypeOf != nil && metaString(m, MetaTaskType) == "" && strings.HasPrefix(m.TaskID, taskPrefix) && cm.P != ERR && cm.P != CAPS {
-		if t := taskTypeOf(m.TaskID[len(taskPrefix):]); t != "" {
+	if kindOf != nil && metaString(m, MetaTaskType) == "" && cm.P != ERR && cm.P != CAPS {
+		if t := kindOf(m.TaskID); t != "" {
 			cm.Body.T = t // an event of a task a CLowl REQ started
 		}
 	}

@@ -499,11 +499,11 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	// Where it lands: the run and thread of the message it answers (the
 	// last of trace.parents), else of the lineage's root.
 	var parent string
-	var plink Link
+	var plink adapters.Link
 	var known bool
 	if n := len(w.parents); n > 0 {
 		parent = w.parents[n-1]
-		plink, known = a.opts.Index.Lookup(ctx, parent)
+		plink, known = a.links.Lookup(ctx, parent)
 	}
 	if known && plink.RunID != "" {
 		m.RunID, m.ThreadID = plink.RunID, plink.ThreadID
@@ -516,10 +516,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	}
 	parentTask := ""
 	if parent != "" {
-		parentTask = protocol.PrefixTask + parent
-		if known && plink.TaskID != "" {
-			parentTask = plink.TaskID
-		}
+		parentTask = a.links.TaskOf(ctx, parent)
 	}
 	own := protocol.PrefixTask + m.ID
 
@@ -531,7 +528,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	switch {
 	case w.handshake:
 		m.Type, m.TaskID = protocol.TypeAgentRegister, own
-		if l, seen := a.opts.Index.Lookup(ctx, helloKey+m.From.AgentID); seen && l.TaskID != own {
+		if a.links.Registered(ctx, m.From.AgentID, own) {
 			m.Type = protocol.TypeAgentHeartbeat
 		}
 		var err error
@@ -574,16 +571,13 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		}
 	}
 	for _, x := range out {
-		a.opts.Index.Remember(ctx, x.ID, Link{RunID: x.RunID, ThreadID: x.ThreadID, TaskID: x.TaskID, Intent: metaString(x, MetaIntent)})
+		a.links.Remember(ctx, x, metaString(x, MetaIntent))
 	}
 	if m.Type == protocol.TypeAgentRegister {
-		a.opts.Index.Remember(ctx, helloKey+m.From.AgentID, Link{TaskID: own})
+		a.links.Register(ctx, m.From.AgentID, own)
 	}
 	return out, nil
 }
-
-// helloKey prefixes the Index key that records an agent's handshake.
-const helloKey = "hello:"
 
 func cmpOr(a, b string) string {
 	if a != "" {

@@ -41,10 +41,10 @@ const (
 // Options configures an Adapter. The zero value (or nil) gives an adapter
 // with an in-memory Index.
 type Options struct {
-	// Index remembers where translated messages landed, so that
-	// trace.parents link messages across hops. Nil: an in-memory Index of
-	// DefaultIndexSize.
-	Index Index
+	// Index remembers where translated messages landed (their Kind is the
+	// intent), so that trace.parents link messages across hops. Nil:
+	// adapters.NewMemoryIndex(0).
+	Index adapters.Index
 	// Peers are agent ids reached over multiagent-1.0: CanHandle accepts
 	// messages addressed to them, besides those that came in through this
 	// adapter.
@@ -58,7 +58,8 @@ type Options struct {
 // envelope. It implements adapters.Adapter and adapters.Detector and is
 // safe for concurrent use.
 type Adapter struct {
-	opts Options
+	opts  Options
+	links *adapters.Links
 }
 
 var (
@@ -73,9 +74,7 @@ func New(opts *Options) *Adapter {
 		a.opts = *opts
 		a.opts.Peers = slices.Clone(opts.Peers)
 	}
-	if a.opts.Index == nil {
-		a.opts.Index = NewMemoryIndex(0)
-	}
+	a.links = adapters.NewLinks(a.opts.Index)
 	if a.opts.MaxBytes <= 0 {
 		a.opts.MaxBytes = protocol.DefaultMaxBytes
 	}

@@ -134,10 +134,8 @@ func (a *Adapter) intent(ctx context.Context, m *protocol.Message) string {
 	if s := metaString(m, MetaIntent); s != "" {
 		return s
 	}
-	if id, ok := strings.CutPrefix(m.TaskID, protocol.PrefixTask); ok && id != "" {
-		if l, ok := a.opts.Index.Lookup(ctx, id); ok && l.Intent != "" {
-			return l.Intent
-		}
+	if k := a.links.KindOf(ctx, m.TaskID); k != "" {
+		return k
 	}
 	if i := intentOfPayloadType(m.PayloadType); i != "" {
 		return i

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -85,12 +86,12 @@ func view(m *protocol.Message) (*outEnv, error) {
 	return plain.fromEnvelope(context.Background(), m)
 }
 
-var plain = &Adapter{opts: Options{Index: noIndex{}}}
+var plain = New(&Options{Index: noIndex{}})
 
 type noIndex struct{}
 
-func (noIndex) Lookup(context.Context, string) (Link, bool) { return Link{}, false }
-func (noIndex) Remember(context.Context, string, Link)      {}
+func (noIndex) Lookup(context.Context, string) (adapters.Link, bool) { return adapters.Link{}, false }
+func (noIndex) Remember(context.Context, string, adapters.Link)      {}
 
 // field returns the member name of a JSON object; null counts as absent
 // (JavaScript's ?? operator).
