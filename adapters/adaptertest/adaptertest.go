@@ -30,7 +30,7 @@ type Case struct {
 // no payloads (garbage, random input, outbound of odd envelopes).
 type Options struct {
 	// Valid are real payloads of the outside system. Each must pass
-	// Inbound; each is the seed of the truncation and mutation checks and,
+	// Inbound; each is the start of the truncation and mutation checks and,
 	// unless NoRoundTrip, of the round trip.
 	Valid []Case
 	// Invalid are payloads Inbound must refuse.

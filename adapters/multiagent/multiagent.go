@@ -31,8 +31,8 @@ const (
 	MetaInReplyTo  = "in_reply_to" // the last of trace.parents: the message this one answers
 	MetaTags       = "tags"        // trace.tags
 	MetaUsage      = "usage"       // trace.cost {input_tokens, output_tokens}
-	MetaTraceExtra = "trace_extra" // members of trace the seed does not define
-	MetaExtra      = "extra"       // top-level members the seed does not define
+	MetaTraceExtra = "trace_extra" // members of trace multiagent-1.0 does not define
+	MetaExtra      = "extra"       // top-level members multiagent-1.0 does not define
 	MetaIDDerived  = "id_derived"  // true: no trace.id, the id is derived from the content
 	MetaProposed   = "proposed"    // true: a task.request made from outputs.next_actions
 	MetaAction     = "next_action" // the index of that next action

@@ -147,7 +147,7 @@ func (a *Adapter) intent(ctx context.Context, m *protocol.Message) string {
 	case "tool":
 		return ToolCall
 	case "agent":
-		return Reflect // the seed's handshake says "reflect"
+		return Reflect // the handshake of docs/protocol.md §12 says "reflect"
 	case "chat":
 		return Analyze
 	}
@@ -342,7 +342,7 @@ func (e *outEnv) traceOf(m *protocol.Message) error {
 	return nil
 }
 
-// encode writes the envelope in the seed's member order.
+// encode writes the envelope in the member order of docs/protocol.md §12.
 func (e *outEnv) encode() ([]byte, error) {
 	ms := []member{{"protocol", quote(Protocol)}, {"role", quote(e.role)}}
 	if e.agent != nil {

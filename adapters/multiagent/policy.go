@@ -23,18 +23,18 @@ const (
 // RoutedBy is the meta.routed_by of requests the Policy routed.
 const RoutedBy = "multiagent.policy"
 
-// DefaultReflectBelow is the seed's threshold: a result with
+// DefaultReflectBelow is the threshold of docs/protocol.md §12: a result with
 // confidence.score below it is reflected on (docs/protocol.md §12, "Routing rules").
 const DefaultReflectBelow = 0.5
 
-// SeedRoutes returns the routing rules of docs/protocol.md §12 for three agents:
+// ProtocolRoutes returns the routing rules of docs/protocol.md §12 for three agents:
 //
-//	plan | reflect | finalize         → planner    (GPT-5 in the seed: planner/controller)
+//	plan | reflect | finalize         → planner    (GPT-5 in §12: planner/controller)
 //	decompose | summarize | analyze   → structurer (Claude: structure and clarity)
 //	execute | tool.call | retrieve    → executor   (Gemini: fast tools, search, code)
 //
 // The tenth intent, route, has no rule: it goes to the fallback.
-func SeedRoutes(planner, structurer, executor string) map[string]string {
+func ProtocolRoutes(planner, structurer, executor string) map[string]string {
 	return map[string]string{
 		Plan: planner, Reflect: planner, Finalize: planner,
 		Decompose: structurer, Summarize: structurer, Analyze: structurer,
@@ -45,9 +45,9 @@ func SeedRoutes(planner, structurer, executor string) map[string]string {
 // PolicyOptions configures a Policy.
 type PolicyOptions struct {
 	// Routes maps intents to agent ids ("plan" → "agent:gpt5"); see
-	// SeedRoutes.
+	// ProtocolRoutes.
 	Routes map[string]string
-	// Fallback takes intents without a route, as the seed's mux sends
+	// Fallback takes intents without a route, as the mux of §12 sends
 	// them to its reflect agent; Routes["reflect"] when "". With neither,
 	// such requests are left to capability routing.
 	Fallback string
