@@ -197,10 +197,10 @@
 // body.t): without it a DLGT whose pid is a DONE, or an INF answering a
 // QRY, would name a task that does not exist. The default Index is in
 // memory (the last adapters.DefaultIndexSize messages of this adapter);
-// pass one over the event store (Options.Index) to survive restarts. CLowl mids
-// must be unique (the spec asks for UUIDv7): the envelope id is the mid,
-// and the store dedups on it. The spec's own examples reuse m001…m013 in
-// different conversations.
+// pass one over the event store (Options.Index) to survive restarts.
+// CLowl mids must be unique (the spec asks for UUIDv7): the envelope id is
+// the mid, and the store dedups on it. The spec's own examples reuse
+// m001…m013 in different conversations.
 //
 // SystemPrompt still describes v0.1 ("cl":"0.1", ctx as a string) and only
 // the semantic layer; the runtime is meant to wrap the model's output with

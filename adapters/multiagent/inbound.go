@@ -42,7 +42,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	}
 	if m.ID == "" {
 		// No trace.id: an id from the content, so that a re-sent envelope
-		// dedups (research/protocols.md §1.5).
+		// dedups.
 		canon, err := protocol.Canonical(raw)
 		if err != nil {
 			return nil, inErr(protocol.CodeOf(err), "", "", err)
@@ -275,7 +275,7 @@ func hasCap(c *protocol.AgentCard, id string) bool {
 }
 
 // proposed turns outputs.next_actions[i] into a task.request that still
-// goes through routing (research/protocols.md §1.5): same run and thread,
+// goes through routing: same run and thread,
 // a subtask of the proposing message's task, from its sender, to nobody
 // yet (the router or a Policy chooses).
 func proposed(m *protocol.Message, i int, act action) *protocol.Message {
