@@ -275,9 +275,9 @@ func hasCap(c *protocol.AgentCard, id string) bool {
 }
 
 // proposed turns outputs.next_actions[i] into a task.request that still
-// goes through routing: same run and thread,
-// a subtask of the proposing message's task, from its sender, to nobody
-// yet (the router or a Policy chooses).
+// goes through routing: same run and thread, a subtask of the proposing
+// message's task, from its sender, to nobody yet (the router or a Policy
+// chooses).
 func proposed(m *protocol.Message, i int, act action) *protocol.Message {
 	id := m.ID + "/next/" + strconv.Itoa(i)
 	if len(id) > protocol.MaxIDLength {
