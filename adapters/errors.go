@@ -1,31 +1,36 @@
 package adapters
 
 import (
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
 // The sentinel errors of the package. Errors of adapters match them with
-// errors.Is through [*Error].
+// errors.Is through [*Error], whose own Code is the precise one.
 var (
 	// ErrNoAdapter: no adapter of a Registry fits the message or input.
-	ErrNoAdapter = &sentinel{"adapters: no adapter fits"}
+	// Code UNSUPPORTED_TASK.
+	ErrNoAdapter error = coded.New("adapters: no adapter fits", protocol.CodeUnsupportedTask)
 	// ErrDuplicateAdapter: an adapter of that name is already registered.
-	ErrDuplicateAdapter = &sentinel{"adapters: duplicate adapter name"}
-	// ErrInvalidAdapter: an adapter without a name.
-	ErrInvalidAdapter = &sentinel{"adapters: invalid adapter"}
-	// ErrInbound: outside input could not be translated (see Error.Code).
-	ErrInbound = &sentinel{"adapters: inbound translation failed"}
-	// ErrOutbound: an envelope could not be translated (see Error.Code).
-	ErrOutbound = &sentinel{"adapters: outbound translation failed"}
+	// Code CONFLICT.
+	ErrDuplicateAdapter error = coded.New("adapters: duplicate adapter name", protocol.CodeConflict)
+	// ErrInvalidAdapter: an adapter without a name. Code INVALID_FIELD.
+	ErrInvalidAdapter error = coded.New("adapters: invalid adapter", protocol.CodeInvalidField)
+	// ErrInbound: outside input could not be translated. Code
+	// INVALID_FIELD; an [*Error] matching it carries the precise code.
+	ErrInbound error = coded.New("adapters: inbound translation failed", protocol.CodeInvalidField)
+	// ErrOutbound: an envelope could not be translated. Code
+	// INVALID_FIELD; an [*Error] matching it carries the precise code.
+	ErrOutbound error = coded.New("adapters: outbound translation failed", protocol.CodeInvalidField)
 )
-
-type sentinel struct{ msg string }
-
-func (e *sentinel) Error() string { return e.msg }
 
 // Error is the typed error of adapters: which adapter, the protocol Code
 // that puts it on the wire (and its CLowl code), the JSON pointer of the
 // offending field in the outside input when known, and the cause.
+//
+// errors.Is(err, s) holds for its Sentinel s, for its Code and for what
+// its cause matches; only Code counts as the error's code (the
+// sentinel's generic code does not match).
 type Error struct {
 	Adapter  string        // adapter name
 	Code     protocol.Code // stable code from the protocol error table
@@ -53,23 +58,17 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Unwrap returns the sentinel and the cause.
-func (e *Error) Unwrap() []error {
-	out := make([]error, 0, 2)
-	if e.Sentinel != nil {
-		out = append(out, e.Sentinel)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
-}
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
-// Is matches the error's protocol.Code, so errors.Is(err,
-// protocol.CodeUnsupportedVersion) works.
+// Is matches the error's Sentinel and its protocol.Code, so that
+// errors.Is(err, ErrInbound) and errors.Is(err,
+// protocol.CodeUnsupportedVersion) work.
 func (e *Error) Is(target error) bool {
-	c, ok := target.(protocol.Code)
-	return ok && c == e.Code
+	if c, ok := target.(protocol.Code); ok {
+		return c == e.Code
+	}
+	return e.Sentinel != nil && target == e.Sentinel
 }
 
 // ClutchCode returns e.Code, for protocol.CodeOf.

@@ -15,6 +15,11 @@
 //     card, maps it to a Clutch AgentCard and registers the agent with a
 //     router, whose tasks [Remote.Handle] then forwards over A2A.
 //
+// This package is a bridge, not a translator (see package adapters): it
+// serves and calls live A2A agents over HTTP, so it has no
+// adapters.Adapter; its [Server], [Register] and [Remote] are what a host
+// wires to the router.
+//
 // # Mapping
 //
 // Identifiers and content, A2A ↔ Clutch envelope:

@@ -53,6 +53,6 @@
 // # Caveats
 //
 // The package is a test helper: it imports testing, and nothing outside
-// tests should import it. Run takes about a second per few dozen valid
-// payloads of a kilobyte; MaxCuts and Random bound the work.
+// tests should import it. Its work grows with the number and size of the
+// valid payloads; Options.MaxCuts and Options.Random bound it.
 package adaptertest

@@ -58,9 +58,9 @@ type Options struct {
 	// event store): security.auth then says "bearer" without the token,
 	// and Outbound cannot send it back.
 	RedactAuth bool
-	// Index remembers where translated messages landed. Nil: an in-memory
-	// Index of DefaultIndexSize.
-	Index Index
+	// Index remembers where translated messages landed (their Kind is
+	// body.t). Nil: adapters.NewMemoryIndex(0).
+	Index adapters.Index
 	// Peers are agent ids ("agent:radar") reached over CLowl: CanHandle
 	// accepts messages addressed to them, besides those that came in
 	// through CLowl.
@@ -72,7 +72,8 @@ type Options struct {
 // Adapter translates CLowl v0.2 to and from the envelope. It implements
 // adapters.Adapter and adapters.Detector and is safe for concurrent use.
 type Adapter struct {
-	opts Options
+	opts  Options
+	links *adapters.Links
 }
 
 var (
@@ -87,9 +88,7 @@ func New(opts *Options) *Adapter {
 		a.opts = *opts
 		a.opts.Peers = slices.Clone(opts.Peers)
 	}
-	if a.opts.Index == nil {
-		a.opts.Index = NewMemoryIndex(0)
-	}
+	a.links = adapters.NewLinks(a.opts.Index)
 	if a.opts.MaxBytes <= 0 {
 		a.opts.MaxBytes = DefaultMaxBytes
 	}
@@ -156,10 +155,7 @@ func (a *Adapter) Inbound(ctx context.Context, raw []byte) ([]*protocol.Message,
 // Outbound translates an envelope into one CLowl message that validates
 // against the CLowl v0.2 schema (see the package doc for the mapping).
 func (a *Adapter) Outbound(ctx context.Context, m *protocol.Message) ([]byte, error) {
-	cm, err := fromEnvelope(m, func(mid string) string {
-		l, _ := a.opts.Index.Lookup(ctx, mid)
-		return l.TaskType
-	})
+	cm, err := fromEnvelope(m, func(taskID string) string { return a.links.KindOf(ctx, taskID) })
 	if err != nil {
 		return nil, err
 	}

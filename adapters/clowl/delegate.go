@@ -3,7 +3,6 @@ package clowl
 import (
 	"context"
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -33,7 +32,7 @@ func ModeOf(m *protocol.Message) Mode {
 	if m == nil {
 		return ""
 	}
-	return Mode(jsonx.MetaString(m, MetaDelegationMode))
+	return Mode(metaString(m, MetaDelegationMode))
 }
 
 // Delegation follows a subtask started by Delegate.

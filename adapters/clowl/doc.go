@@ -1,7 +1,7 @@
 // Package clowl translates CLowl v0.2 (docs/protocol.md §14; github.com/oscarsterling/clowl,
 // MIT) to and from the Clutch envelope. CLowl is a message language for
-// agent-to-agent traffic with ten performatives; the adapter needs no
-// network.
+// agent-to-agent traffic with ten performatives; the adapter is a
+// translator (see package adapters) and needs no network.
 //
 // # Mapping
 //
@@ -86,10 +86,9 @@
 //     UNSUPPORTED_TASK (ErrNotMappable).
 //
 // Round trips: Outbound of an inbound message gives the input back as the
-// same JSON value (null and absent members aside), which the tests check
-// for the 21 examples of the spec; and Inbound of that gives the same
-// envelope again (adaptertest.CheckFixpoint), which the fuzz target checks
-// for any accepted input.
+// same JSON value (null and absent members aside), and Inbound of that
+// gives the same envelope again (adaptertest.CheckFixpoint), for any
+// accepted input.
 //
 // # Validation: strict and lenient
 //
@@ -193,14 +192,15 @@
 //
 // # Caveats
 //
-// CLowl links messages by pid only, so the adapter keeps an Index of
-// where each translated mid landed: without it a DLGT whose pid is a DONE,
-// or an INF answering a QRY, would name a task that does not exist. The
-// default Index is in memory (the last DefaultIndexSize messages of this
-// adapter); pass one over the event store to survive restarts. CLowl mids
-// must be unique (the spec asks for UUIDv7): the envelope id is the mid,
-// and the store dedups on it. The spec's own examples reuse m001…m013 in
-// different conversations.
+// CLowl links messages by pid only, so the adapter keeps an
+// adapters.Index of where each translated mid landed (its Kind is the
+// body.t): without it a DLGT whose pid is a DONE, or an INF answering a
+// QRY, would name a task that does not exist. The default Index is in
+// memory (the last adapters.DefaultIndexSize messages of this adapter);
+// pass one over the event store (Options.Index) to survive restarts.
+// CLowl mids must be unique (the spec asks for UUIDv7): the envelope id is
+// the mid, and the store dedups on it. The spec's own examples reuse
+// m001…m013 in different conversations.
 //
 // SystemPrompt still describes v0.1 ("cl":"0.1", ctx as a string) and only
 // the semantic layer; the runtime is meant to wrap the model's output with

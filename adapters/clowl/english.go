@@ -1,7 +1,6 @@
 package clowl
 
 import (
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +81,7 @@ func (m *Message) English() string {
 		name = string(m.P)
 	}
 	b.WriteString(name + " ")
-	ms, _ := jsonx.Members(m.Body.D)
+	ms, _ := members(m.Body.D)
 	switch m.P {
 	case ERR:
 		b.WriteString(errSentence(m.Body.T, ms))
@@ -90,7 +89,7 @@ func (m *Message) English() string {
 		mode, rest := "", ms[:0:0]
 		for _, mb := range ms {
 			if mb.Name == "delegation_mode" {
-				mode, _ = jsonx.Str(mb.Value)
+				mode, _ = str(mb.Value)
 			} else {
 				rest = append(rest, mb)
 			}
@@ -101,7 +100,7 @@ func (m *Message) English() string {
 	case CNCL:
 		reason, rest := "", ms[:0:0]
 		for _, mb := range ms {
-			if s, ok := jsonx.Str(mb.Value); ok && mb.Name == "reason" {
+			if s, ok := str(mb.Value); ok && mb.Name == "reason" {
 				reason = s
 			} else {
 				rest = append(rest, mb)
@@ -119,7 +118,7 @@ func (m *Message) English() string {
 		for _, mb := range ms {
 			switch mb.Name {
 			case "clowl":
-				if s, ok := jsonx.Str(mb.Value); ok {
+				if s, ok := str(mb.Value); ok {
 					v = s
 				}
 			case "supports":
@@ -160,34 +159,34 @@ func (m *Message) English() string {
 
 // summary renders body.d members: nothing when empty, "key: value" for a
 // single string member, else the JCS form of the object.
-func summary(ms []jsonx.Member) string {
+func summary(ms []member) string {
 	switch {
 	case len(ms) == 0:
 		return ""
 	case len(ms) == 1:
-		if s, ok := jsonx.Str(ms[0].Value); ok {
+		if s, ok := str(ms[0].Value); ok {
 			return " — " + ms[0].Name + ": " + s
 		}
 	}
-	canon, err := protocol.Canonical(jsonx.BuildObject(ms))
+	canon, err := protocol.Canonical(object(ms))
 	if err != nil {
-		return " — " + string(jsonx.BuildObject(ms))
+		return " — " + string(object(ms))
 	}
 	return " — " + string(canon)
 }
 
-func errSentence(t string, ms []jsonx.Member) string {
+func errSentence(t string, ms []member) string {
 	code, msg, retry, cause := "?", "", "", ""
-	var rest []jsonx.Member
+	var rest []member
 	for _, mb := range ms {
-		s, isStr := jsonx.Str(mb.Value)
+		s, isStr := str(mb.Value)
 		switch {
 		case mb.Name == "code" && isStr:
 			code = s
 		case mb.Name == "msg" && isStr:
 			msg = s
-		case mb.Name == "retry" && (jsonx.Kind(mb.Value) == 't' || jsonx.Kind(mb.Value) == 'f'):
-			retry = map[bool]string{true: "retryable", false: "not retryable"}[jsonx.Kind(mb.Value) == 't']
+		case mb.Name == "retry" && (kind(mb.Value) == 't' || kind(mb.Value) == 'f'):
+			retry = map[bool]string{true: "retryable", false: "not retryable"}[kind(mb.Value) == 't']
 		case mb.Name == "cascade_err" && isStr:
 			cause = s
 		default:
@@ -212,23 +211,23 @@ func errSentence(t string, ms []jsonx.Member) string {
 	return b.String()
 }
 
-func progSentence(ms []jsonx.Member) string {
+func progSentence(ms []member) string {
 	var parts []string
-	var rest []jsonx.Member
+	var rest []member
 	for _, mb := range ms {
-		s, isStr := jsonx.Str(mb.Value)
+		s, isStr := str(mb.Value)
 		switch {
-		case mb.Name == "pct" && jsonx.Kind(mb.Value) == '0':
+		case mb.Name == "pct" && kind(mb.Value) == '0':
 			parts = append(parts, string(mb.Value)+"%")
 		case mb.Name == "phase" && isStr:
 			parts = append(parts, "phase "+s)
 		case mb.Name == "note" && isStr:
 			parts = append(parts, s)
-		case mb.Name == "seq" && jsonx.Kind(mb.Value) == '0':
+		case mb.Name == "seq" && kind(mb.Value) == '0':
 			parts = append(parts, "#"+string(mb.Value))
-		case mb.Name == "final" && jsonx.Kind(mb.Value) == 't':
+		case mb.Name == "final" && kind(mb.Value) == 't':
 			parts = append(parts, "final")
-		case mb.Name == "final" && jsonx.Kind(mb.Value) == 'f':
+		case mb.Name == "final" && kind(mb.Value) == 'f':
 		default:
 			rest = append(rest, mb)
 		}

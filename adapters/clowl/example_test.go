@@ -48,7 +48,7 @@ func ExampleAdapter_Inbound_errors() {
 	fmt.Println(err)
 	// Output:
 	// UNSUPPORTED_VERSION E014
-	// adapters clowl: MISSING_FIELD at /body/d/delegation_mode: required: delegation_mode is required: schema: clowl.message.v0: 2 violations: (root): then: Must validate "then" as "if" was valid; /body/d/delegation_mode: required: delegation_mode is required
+	// adapters clowl: MISSING_FIELD at /body/d/delegation_mode: required: delegation_mode is required: clowl: message breaks the CLowl v0.2 schema: schema: clowl.message.v0: 2 violations: (root): then: Must validate "then" as "if" was valid; /body/d/delegation_mode: required: delegation_mode is required
 }
 
 // Every CLowl message has a deterministic English translation.

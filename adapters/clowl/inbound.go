@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
@@ -88,7 +87,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 		m.Type, m.TaskID = protocol.TypeTaskRequest, own
 		if cm.P == DLGT {
 			if cm.PID != "" {
-				m.ParentTaskID = a.taskOf(ctx, cm.PID)
+				m.ParentTaskID = a.links.TaskOf(ctx, cm.PID)
 			}
 			if mode, ok := delegationMode(cm.Body.D); ok {
 				meta[MetaDelegationMode] = mode
@@ -110,7 +109,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 		// The first CAPS of an agent registers it; a later one (another
 		// mid: a re-sent CAPS translates the same) updates its card.
 		m.Type, m.TaskID = protocol.TypeAgentRegister, own
-		if l, seen := a.opts.Index.Lookup(ctx, capsKey+cm.From); seen && l.TaskID != own {
+		if a.links.Registered(ctx, m.From.AgentID, own) {
 			m.Type = protocol.TypeAgentUpdate
 		}
 		m.Payload, err = capsCard(m.From.AgentID, cm.Body.D)
@@ -133,18 +132,15 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 		// failure is a bug, reported with the rule that broke.
 		return nil, inErr(protocol.CodeOf(err), "", "the translated envelope is invalid", err)
 	}
-	a.opts.Index.Remember(ctx, cm.MID, Link{RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID, TaskType: cm.Body.T})
-	if _, seen := a.opts.Index.Lookup(ctx, capsKey+cm.From); cm.P == CAPS && !seen {
-		a.opts.Index.Remember(ctx, capsKey+cm.From, Link{TaskID: own})
+	a.links.Remember(ctx, m, cm.Body.T)
+	if cm.P == CAPS {
+		a.links.Register(ctx, m.From.AgentID, own)
 	}
 	return m, nil
 }
 
 // AuthScheme is the security.auth scheme that carries a CLowl auth token.
 const AuthScheme = "bearer"
-
-// capsKey prefixes the Index key that records that an agent has sent CAPS.
-const capsKey = "caps:"
 
 // answering returns the task of the message cm answers: the Index's
 // answer for pid, else "task:<pid>" (the task a REQ with that mid
@@ -153,24 +149,17 @@ func (a *Adapter) answering(ctx context.Context, cm *Message, own string) string
 	if cm.PID == "" {
 		return own
 	}
-	return a.taskOf(ctx, cm.PID)
-}
-
-func (a *Adapter) taskOf(ctx context.Context, mid string) string {
-	if l, ok := a.opts.Index.Lookup(ctx, mid); ok && l.TaskID != "" {
-		return l.TaskID
-	}
-	return taskPrefix + mid
+	return a.links.TaskOf(ctx, cm.PID)
 }
 
 func delegationMode(d []byte) (string, bool) {
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
 		return "", false
 	}
 	for _, mb := range ms {
 		if mb.Name == "delegation_mode" {
-			return jsonx.Str(mb.Value)
+			return str(mb.Value)
 		}
 	}
 	return "", false
@@ -179,9 +168,9 @@ func delegationMode(d []byte) (string, bool) {
 // errorPayload maps an ERR body.d {code, msg, retry, cascade_err?} to the
 // wire error of docs/protocol.md §5.4 through the protocol error table.
 func errorPayload(d []byte) ([]byte, error) {
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "/body/d")
+		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
 	var (
 		ep                  protocol.ErrorPayload
@@ -193,21 +182,21 @@ func errorPayload(d []byte) ([]byte, error) {
 		var ok bool
 		switch mb.Name {
 		case "code":
-			eCode, ok = jsonx.Str(mb.Value)
+			eCode, ok = str(mb.Value)
 		case "msg":
-			ep.Message, ok = jsonx.Str(mb.Value)
+			ep.Message, ok = str(mb.Value)
 		case "retry":
-			k := jsonx.Kind(mb.Value)
+			k := kind(mb.Value)
 			ep.Retryable, hasRetry, ok = k == 't', true, k == 't' || k == 'f'
 		case "clutch_code":
-			if clutch, ok = jsonx.Str(mb.Value); ok {
+			if clutch, ok = str(mb.Value); ok {
 				hasClutch = true
 				continue
 			}
-			details[mb.Name] = jsonx.ToAny(mb.Value)
+			details[mb.Name] = toAny(mb.Value)
 			continue
 		default:
-			details[mb.Name] = jsonx.ToAny(mb.Value)
+			details[mb.Name] = toAny(mb.Value)
 			continue
 		}
 		if !ok {
@@ -245,21 +234,21 @@ const detailCLowlCode = "clowl_code"
 // cancelPayload maps a CNCL body.d {reason?} to the payload of the
 // router's own task.cancel events: a wire error with code CANCELLED.
 func cancelPayload(d []byte) ([]byte, error) {
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "/body/d")
+		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
 	ep := protocol.ErrorPayload{Code: protocol.CodeCancelled}
 	details := map[string]any{}
 	for _, mb := range ms {
-		s, isStr := jsonx.Str(mb.Value)
+		s, isStr := str(mb.Value)
 		switch {
 		case mb.Name == "reason" && isStr:
 			ep.Message = s
 		case mb.Name == "clutch_code" && isStr && protocol.Code(s).Known() && protocol.Code(s) != protocol.CodeCancelled:
 			ep.Code = protocol.Code(s) // sent by a Clutch outbound
 		default:
-			details[mb.Name] = jsonx.ToAny(mb.Value)
+			details[mb.Name] = toAny(mb.Value)
 		}
 	}
 	if len(details) > 0 {
@@ -295,12 +284,12 @@ const cardExtension = "clowl"
 // capabilities returns the capability list of a CAPS body.d "supports".
 func capabilities(d []byte) []protocol.Capability {
 	out := []protocol.Capability{}
-	ms, err := jsonx.Members(d)
+	ms, err := members(d)
 	if err != nil {
 		return out
 	}
 	for _, mb := range ms {
-		if mb.Name != "supports" || jsonx.Kind(mb.Value) != '[' {
+		if mb.Name != "supports" || kind(mb.Value) != '[' {
 			continue
 		}
 		var l []json.RawMessage
@@ -308,7 +297,7 @@ func capabilities(d []byte) []protocol.Capability {
 			return out
 		}
 		for _, e := range l {
-			s, ok := jsonx.Str(e)
+			s, ok := str(e)
 			if !ok {
 				continue
 			}

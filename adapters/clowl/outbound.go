@@ -2,7 +2,7 @@ package clowl
 
 import (
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
+	"github.com/go-json-experiment/json/jsontext"
 	"slices"
 	"sort"
 	"strings"
@@ -28,9 +28,9 @@ func mappable(t protocol.Type) bool {
 // that. Errors are *adapters.Error values of ErrOutbound.
 func FromEnvelope(m *protocol.Message) (*Message, error) { return fromEnvelope(m, nil) }
 
-// fromEnvelope is FromEnvelope; taskType, when set, gives the body.t of
-// the REQ with a given mid, for events of the task it started.
-func fromEnvelope(m *protocol.Message, taskTypeOf func(mid string) string) (*Message, error) {
+// fromEnvelope is FromEnvelope; kindOf, when set, gives the body.t of the
+// REQ that started a task, for the events of that task.
+func fromEnvelope(m *protocol.Message, kindOf func(taskID string) string) (*Message, error) {
 	if m == nil {
 		return nil, outErr(protocol.CodeMissingField, "", "nil message", nil)
 	}
@@ -50,7 +50,7 @@ func fromEnvelope(m *protocol.Message, taskTypeOf func(mid string) string) (*Mes
 		P:    performative(m),
 		From: strings.TrimPrefix(m.From.AgentID, protocol.PrefixAgent),
 		CID:  m.ThreadID,
-		PID:  jsonx.MetaString(m, MetaInReplyTo),
+		PID:  metaString(m, MetaInReplyTo),
 	}
 	if m.RunID != runPrefix+m.ThreadID {
 		cm.TID = m.RunID
@@ -73,15 +73,15 @@ func fromEnvelope(m *protocol.Message, taskTypeOf func(mid string) string) (*Mes
 		cm.To = []string{"*"} // the router chooses: everyone may answer
 	}
 	cm.ToList = len(cm.To) > 1
-	if b, ok := jsonx.MetaBool(m, MetaToList); ok && b {
+	if b, ok := metaBool(m, MetaToList); ok && b {
 		cm.ToList = true
 	}
-	if b, ok := jsonx.MetaBool(m, MetaDet); ok {
+	if b, ok := metaBool(m, MetaDet); ok {
 		cm.Det = &b
 	}
 	cm.Body.T = taskType(m, cm.P)
-	if taskTypeOf != nil && jsonx.MetaString(m, MetaTaskType) == "" && strings.HasPrefix(m.TaskID, taskPrefix) && cm.P != ERR && cm.P != CAPS {
-		if t := taskTypeOf(m.TaskID[len(taskPrefix):]); t != "" {
+	if kindOf != nil && metaString(m, MetaTaskType) == "" && cm.P != ERR && cm.P != CAPS {
+		if t := kindOf(m.TaskID); t != "" {
 			cm.Body.T = t // an event of a task a CLowl REQ started
 		}
 	}
@@ -109,7 +109,7 @@ func answers(t protocol.Type) bool {
 // performative picks the performative of m: the one it came in with when
 // that still fits its type, else the type's own.
 func performative(m *protocol.Message) Performative {
-	p := Performative(jsonx.MetaString(m, MetaPerformative))
+	p := Performative(metaString(m, MetaPerformative))
 	switch m.Type {
 	case protocol.TypeTaskRequest:
 		if p == REQ || p == DLGT {
@@ -142,7 +142,7 @@ func performative(m *protocol.Message) Performative {
 // domain, else its payload_type without the version, else a word for the
 // performative.
 func taskType(m *protocol.Message, p Performative) string {
-	if t := jsonx.MetaString(m, MetaTaskType); t != "" {
+	if t := metaString(m, MetaTaskType); t != "" {
 		return t
 	}
 	switch p {
@@ -191,13 +191,13 @@ func bodyData(m *protocol.Message, p Performative) ([]byte, error) {
 // objectData returns the payload as a JSON object: an object as it is,
 // null as {}, anything else wrapped as {"value": ...}.
 func objectData(p json.RawMessage) []byte {
-	switch jsonx.Kind(p) {
+	switch kind(p) {
 	case '{':
-		return jsonx.Compact(p)
+		return compact(p)
 	case 0, 'n':
 		return []byte("{}")
 	}
-	return append(append([]byte(`{"value":`), jsonx.Compact(p)...), '}')
+	return append(append([]byte(`{"value":`), compact(p)...), '}')
 }
 
 // errorData builds an ERR body.d from a wire error: code, msg and retry
@@ -208,7 +208,7 @@ func errorData(ep *protocol.ErrorPayload) ([]byte, error) {
 	if code == "" {
 		code = ep.Code.CLowl()
 	}
-	ms := []jsonx.Member{{"code", quoted(code)}, {"msg", quoted(ep.Message)}, {"retry", boolJSON(ep.Retryable)}}
+	ms := []member{{"code", quoted(code)}, {"msg", quoted(ep.Message)}, {"retry", boolJSON(ep.Retryable)}}
 	ms, err := clutchCode(ms, ep, protocol.CodeFromCLowl(code))
 	if err != nil {
 		return nil, err
@@ -217,16 +217,16 @@ func errorData(ep *protocol.ErrorPayload) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jsonx.BuildObject(ms), nil
+	return object(ms), nil
 }
 
 // cancelData builds a CNCL body.d {reason} from the router's task.cancel
 // payload.
 func cancelData(ep *protocol.ErrorPayload) ([]byte, error) {
-	var ms []jsonx.Member
+	var ms []member
 	reserved := []string{"clutch_code"}
 	if ep.Message != "" {
-		ms = append(ms, jsonx.Member{"reason", quoted(ep.Message)})
+		ms = append(ms, member{"reason", quoted(ep.Message)})
 		reserved = append(reserved, "reason")
 	}
 	ms, err := clutchCode(ms, ep, protocol.CodeCancelled)
@@ -237,27 +237,27 @@ func cancelData(ep *protocol.ErrorPayload) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jsonx.BuildObject(ms), nil
+	return object(ms), nil
 }
 
 // clutchCode adds "clutch_code" when the CLowl side would not read back
 // the exact Clutch code (implied is what it would read), or the
 // clutch_code an inbound message carried that the table could not honour.
-func clutchCode(ms []jsonx.Member, ep *protocol.ErrorPayload, implied protocol.Code) ([]jsonx.Member, error) {
+func clutchCode(ms []member, ep *protocol.ErrorPayload, implied protocol.Code) ([]member, error) {
 	if ep.Code != implied {
-		return append(ms, jsonx.Member{"clutch_code", quoted(string(ep.Code))}), nil
+		return append(ms, member{"clutch_code", quoted(string(ep.Code))}), nil
 	}
 	if v, ok := ep.Details["clutch_code"]; ok {
-		b, err := jsonx.FromAny(v)
+		b, err := fromAny(v)
 		if err != nil {
 			return nil, outErr(protocol.CodeWrongType, "/payload/details/clutch_code", "", err)
 		}
-		return append(ms, jsonx.Member{"clutch_code", b}), nil
+		return append(ms, member{"clutch_code", b}), nil
 	}
 	return ms, nil
 }
 
-func appendDetails(ms []jsonx.Member, details map[string]any, reserved ...string) ([]jsonx.Member, error) {
+func appendDetails(ms []member, details map[string]any, reserved ...string) ([]member, error) {
 	keys := make([]string, 0, len(details))
 	for k := range details {
 		if !slices.Contains(reserved, k) {
@@ -266,11 +266,11 @@ func appendDetails(ms []jsonx.Member, details map[string]any, reserved ...string
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v, err := jsonx.FromAny(details[k])
+		v, err := fromAny(details[k])
 		if err != nil {
 			return nil, outErr(protocol.CodeWrongType, "/payload/details/"+k, "detail cannot be encoded", err)
 		}
-		ms = append(ms, jsonx.Member{k, v})
+		ms = append(ms, member{k, v})
 	}
 	return ms, nil
 }
@@ -283,28 +283,28 @@ func capsData(card *protocol.AgentCard) ([]byte, error) {
 	for i, c := range card.Capabilities {
 		ids[i] = c.ID
 	}
-	if orig, ok := card.Extensions[cardExtension]; ok && jsonx.Kind(orig) == '{' {
+	if orig, ok := card.Extensions[cardExtension]; ok && kind(orig) == '{' {
 		var got []string
 		for _, c := range capabilities(orig) {
 			got = append(got, c.ID)
 		}
 		if slices.Equal(got, ids) || len(got) == 0 && len(ids) == 0 {
-			return jsonx.Compact(orig), nil
+			return compact(orig), nil
 		}
 	}
-	supports, err := jsonx.FromAny(ids)
+	supports, err := fromAny(ids)
 	if err != nil {
 		return nil, outErr(protocol.CodeWrongType, "/payload/capabilities", "", err)
 	}
-	return jsonx.BuildObject([]jsonx.Member{{"supports", supports}, {"clowl", quoted(Version)}}), nil
+	return object([]member{{"supports", supports}, {"clowl", quoted(Version)}}), nil
 }
 
 // withMode sets body.d.delegation_mode of a DLGT (required by the schema):
 // meta.delegation_mode, else the payload's own, else "assist" — what a
 // Clutch subtask is: the parent waits for it and stays accountable.
 func withMode(d []byte, m *protocol.Message) ([]byte, error) {
-	mode := jsonx.MetaString(m, MetaDelegationMode)
-	ms, err := jsonx.Members(d)
+	mode := metaString(m, MetaDelegationMode)
+	ms, err := members(d)
 	if err != nil {
 		return nil, outErr(protocol.CodeInvalidJSON, "/payload", "", err)
 	}
@@ -315,23 +315,23 @@ func withMode(d []byte, m *protocol.Message) ([]byte, error) {
 		if mode == "" {
 			return d, nil
 		}
-		if s, _ := jsonx.Str(mb.Value); s == mode {
+		if s, _ := str(mb.Value); s == mode {
 			return d, nil
 		}
 		ms[i].Value = quoted(mode)
-		return jsonx.BuildObject(ms), nil
+		return object(ms), nil
 	}
 	if mode == "" {
 		mode = string(Assist)
 	}
-	return jsonx.BuildObject(append([]jsonx.Member{{"delegation_mode", quoted(mode)}}, ms...)), nil
+	return object(append([]member{{"delegation_mode", quoted(mode)}}, ms...)), nil
 }
 
 // outContext rebuilds ctx from the "ctx" attachment (or the first one),
 // meta.ctx_inline and meta.ctx_hash. Other attachments have no place in
 // CLowl and are dropped.
 func outContext(m *protocol.Message) *Context {
-	c := &Context{Inline: jsonx.MetaString(m, MetaCtxInline), Hash: jsonx.MetaString(m, MetaCtxHash)}
+	c := &Context{Inline: metaString(m, MetaCtxInline), Hash: metaString(m, MetaCtxHash)}
 	if len(m.Attachments) > 0 {
 		at := m.Attachments[0]
 		for _, x := range m.Attachments {
@@ -352,9 +352,9 @@ func outContext(m *protocol.Message) *Context {
 }
 
 func quoted(s string) []byte {
-	b, err := jsonx.AppendString(nil, s)
+	b, err := jsontext.AppendQuote(nil, s)
 	if err != nil {
-		b, _ = jsonx.AppendString(nil, strings.ToValidUTF8(s, "\uFFFD"))
+		b, _ = jsontext.AppendQuote(nil, strings.ToValidUTF8(s, "\uFFFD"))
 	}
 	return b
 }

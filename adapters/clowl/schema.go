@@ -3,6 +3,7 @@ package clowl
 import (
 	_ "embed"
 	"errors"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"sync"
 
 	"github.com/clutchprotocol/clutch/adapters"
@@ -80,7 +81,7 @@ func validateSchema(raw []byte) error {
 			code = protocol.CodeUnsupportedVersion
 		}
 	}
-	return inErr(code, v.Path, v.Keyword+": "+v.Message, &schemaError{ve})
+	return inErr(code, v.Path, v.Keyword+": "+v.Message, coded.Wrap(ErrSchema, "", ve))
 }
 
 // structural keywords only say that a sub-schema failed; the violation of
@@ -92,12 +93,6 @@ func structural(kw string) bool {
 	}
 	return false
 }
-
-// schemaError carries the violations and matches ErrSchema.
-type schemaError struct{ ve *schema.ValidationError }
-
-func (e *schemaError) Error() string   { return e.ve.Error() }
-func (e *schemaError) Unwrap() []error { return []error{ErrSchema, e.ve} }
 
 // asOutbound turns a schema error found while encoding into an outbound
 // error.

@@ -10,6 +10,11 @@
 //     joins the team through tools over stdio or Streamable HTTP (docs/protocol.md
 //     §15: an agent-facing tool surface with a uniform result envelope).
 //
+// This package is a bridge, not a translator (see package adapters): it
+// runs live MCP sessions with outside servers and hosts, so it has no
+// adapters.Adapter; its [Client] and [Server] are what a host wires to
+// the router.
+//
 // # Basics
 //
 // Configure servers by name — stdio (Command, Args, Env, Dir), Streamable

@@ -2,8 +2,9 @@
 // "Unified Multi-Agent Message Schema"; Protocol.md of
 // github.com/scarmonit-creator/LLM, MIT) to and from the Clutch envelope,
 // runs its routing rules as a policy over the router, and renders
-// envelopes as the seed's Claude, GPT and Gemini prompts. It needs no
-// network.
+// envelopes as the Claude, GPT and Gemini prompts of multiagent-1.0's
+// reference adapters. It is a translator (see package adapters): it needs
+// no network.
 //
 // # Mapping
 //
@@ -102,7 +103,8 @@
 // What is lost, and where it is kept:
 //   - Inbound loses nothing: every member has a home above. null and
 //     absence are the same (a null optional member is dropped). Malformed
-//     members the seed types are refused, not dropped; see Errors.
+//     members of the types of docs/protocol.md §12 are refused, not
+//     dropped; see Errors.
 //   - Outbound drops what the envelope has no place for: to (multiagent
 //     has no addressing); thread, run and task ids other than as parents;
 //     parent_task_id; domain and payload_type (except as the intent);
@@ -114,17 +116,16 @@
 //     UNSUPPORTED_TASK (ErrNotMappable).
 //
 // Round trips: Outbound of an inbound message gives the input back as the
-// same JSON value (null members aside) and Inbound of that gives the same
-// envelope again, for the seed's examples in the tests and for any
-// accepted input in the fuzz target.
+// same JSON value (null members aside), and Inbound of that gives the same
+// envelope again (adaptertest.CheckFixpoint), for any accepted input.
 //
 // # Routing policy
 //
-// A Policy runs the seed's routing rules over a router (router.Router has
-// no policy hook, so the Policy uses its public API):
+// A Policy runs the routing rules of docs/protocol.md §12 over a router,
+// through the router's public API:
 //
 //	p, _ := multiagent.NewPolicy(r, &multiagent.PolicyOptions{
-//		Routes: multiagent.SeedRoutes("agent:gpt5", "agent:claude", "agent:gemini"),
+//		Routes: multiagent.ProtocolRoutes("agent:gpt5", "agent:claude", "agent:gemini"),
 //	})
 //	msgs, _ := adapter.Inbound(ctx, raw)
 //	for _, m := range msgs {
@@ -150,10 +151,11 @@
 //
 // # Prompts
 //
-// ClaudePrompt, GPTPrompt and GeminiPrompt render an envelope the way the
-// seed's adapters/claude.ts, gpt5.ts and gemini.ts fromEnvelope functions
-// do, so an LLM-backed agent can turn its task.request into its model's
-// prompt. The tests compare them with the TypeScript run by Node.
+// ClaudePrompt, GPTPrompt and GeminiPrompt render an envelope as the
+// fromEnvelope functions of multiagent-1.0's reference adapters
+// (adapters/claude.ts, gpt5.ts and gemini.ts) do, character for
+// character, so an LLM-backed agent can turn its task.request into its
+// model's prompt.
 //
 // # Errors
 //
@@ -171,12 +173,14 @@
 //
 // # Caveats
 //
-// The seed is a pasted chat answer with no schema, ids or tests: the
-// adapter takes its TypeScript types as the schema and refuses what breaks
-// them, but accepts any intent and content type. Lineage across hops needs
-// the Index (in memory by default; one over the event store survives
-// restarts). The seed's handshake comes from "orchestrator", which is also
-// the router's default agent id: register the mux under another id.
+// multiagent-1.0 has no JSON Schema and no message ids: the adapter takes
+// the TypeScript types of docs/protocol.md §12 as the schema and refuses
+// what breaks them, but accepts any intent and content type. Lineage
+// across hops needs the adapters.Index (its Kind is the intent): in
+// memory by default, the last adapters.DefaultIndexSize messages; one
+// over the event store (Options.Index) survives restarts. The handshake
+// of docs/protocol.md §12 comes from "orchestrator", which is also the
+// router's default agent id: register the mux under another id.
 // PayloadSchema (RegisterSchemas) is the body's shape for the ten payload
-// types, loose like the seed.
+// types, as loose as multiagent-1.0 (unknown members allowed).
 package multiagent

@@ -1,9 +1,8 @@
 package multiagent
 
 import (
-	"errors"
-
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -14,14 +13,16 @@ import (
 var (
 	// ErrProtocol: "protocol" is not "multiagent-1.0". Code
 	// UNSUPPORTED_VERSION.
-	ErrProtocol = errors.New("multiagent: not a multiagent-1.0 envelope")
+	ErrProtocol error = coded.New("multiagent: not a multiagent-1.0 envelope", protocol.CodeUnsupportedVersion)
 	// ErrNotMappable: Outbound was given an envelope type multiagent-1.0
 	// has no form for (routing.*, extension types). Code UNSUPPORTED_TASK.
-	ErrNotMappable = errors.New("multiagent: no multiagent-1.0 form for this message type")
+	ErrNotMappable error = coded.New("multiagent: no multiagent-1.0 form for this message type", protocol.CodeUnsupportedTask)
 	// ErrNoRoute: the Policy has no agent for an intent and no fallback.
-	ErrNoRoute = errors.New("multiagent: no agent configured for the intent")
-	// ErrInvalidPolicy: PolicyOptions are invalid (NewPolicy).
-	ErrInvalidPolicy = errors.New("multiagent: invalid policy options")
+	// Code NO_MATCH.
+	ErrNoRoute error = coded.New("multiagent: no agent configured for the intent", protocol.CodeNoMatch)
+	// ErrInvalidPolicy: PolicyOptions are invalid (NewPolicy). Code
+	// INVALID_FIELD.
+	ErrInvalidPolicy error = coded.New("multiagent: invalid policy options", protocol.CodeInvalidField)
 )
 
 func inErr(code protocol.Code, path, detail string, cause error) *adapters.Error {

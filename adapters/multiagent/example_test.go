@@ -34,7 +34,7 @@ func Example() {
 	// task.request msg_002/next/0 task:msg_002/next/0 agent:gpt5.plan planning multiagent.decompose.v1 decompose
 }
 
-// The seed's routing rules as a router policy.
+// The routing rules of multiagent-1.0 as a router policy.
 func ExamplePolicy() {
 	ctx := context.Background()
 	st, _ := memstore.New(nil)
@@ -51,7 +51,7 @@ func ExamplePolicy() {
 		})
 	}
 	p, _ := multiagent.NewPolicy(r, &multiagent.PolicyOptions{
-		Routes: multiagent.SeedRoutes("agent:gpt5", "agent:claude", "agent:gemini"),
+		Routes: multiagent.ProtocolRoutes("agent:gpt5", "agent:claude", "agent:gemini"),
 	})
 	for _, intent := range []string{"plan", "summarize", "retrieve"} {
 		req, _ := r.NewRequest("agent:ui", multiagent.PayloadType(intent), map[string]any{"task": intent})

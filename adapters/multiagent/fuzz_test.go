@@ -12,7 +12,7 @@ import (
 
 // FuzzInbound checks the adapter contract on any input: no panic, typed
 // errors, valid envelopes, and a stable round trip for what is accepted.
-// The seed corpus is the seed's examples, the template and the prompt
+// The seed corpus is the examples of docs/protocol.md §12, the template and the prompt
 // cases.
 func FuzzInbound(f *testing.F) {
 	files, _ := filepath.Glob("testdata/examples/*.json")

@@ -1,453 +1,19 @@
 package multiagent
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/protocol"
 )
-
-// The roles of docs/protocol.md §12.
-const (
-	RoleAgent  = "agent"
-	RoleUser   = "user"
-	RoleSystem = "system"
-	RoleTool   = "tool"
-)
-
-// The content types of docs/protocol.md §12.
-const (
-	ContentText       = "text"
-	ContentCode       = "code"
-	ContentJSON       = "json"
-	ContentToolResult = "tool_result"
-	ContentError      = "error"
-)
-
-type wire struct {
-	Protocol   jsontext.Value `json:"protocol"`
-	Role       jsontext.Value `json:"role"`
-	Agent      jsontext.Value `json:"agent"`
-	Timestamp  jsontext.Value `json:"timestamp"`
-	Intent     jsontext.Value `json:"intent"`
-	Task       jsontext.Value `json:"task"`
-	Inputs     jsontext.Value `json:"inputs"`
-	Content    jsontext.Value `json:"content"`
-	Outputs    jsontext.Value `json:"outputs"`
-	Confidence jsontext.Value `json:"confidence"`
-	Trace      jsontext.Value `json:"trace"`
-	Unknown    jsontext.Value `json:",embed"`
-
-	// Parsed views.
-	role, intent, task, ts, contentType string
-	time                                time.Time
-	agent                               []jsonx.Member // agent members other than id
-	agentID                             string
-	score                               json.Number
-	hasScore                            bool
-	traceID                             string
-	parents, tags                       []string
-	cost                                jsontext.Value
-	traceExtra                          []jsonx.Member
-	actions                             []action
-	artifacts                           []artifact
-	handshake                           bool
-	supports                            []string
-}
-
-type action struct {
-	intent, task string
-	args         jsontext.Value
-}
-
-type artifact struct {
-	kind, name, uri string
-}
-
-// present reports whether an optional member has a value (null counts as
-// absent).
-func present(v jsontext.Value) bool { k := jsonx.Kind(v); return k != 0 && k != 'n' }
-
-// parse checks an envelope and reads the fields the mapping needs.
-func parse(raw []byte, maxBytes int) (*wire, error) {
-	if len(raw) > maxBytes {
-		return nil, inErr(protocol.CodeTooLarge, "", "envelope is "+strconv.Itoa(len(raw))+" bytes, limit "+strconv.Itoa(maxBytes), nil)
-	}
-	if err := jsonx.CheckJSON(Name, raw); err != nil {
-		return nil, err
-	}
-	if k := jsonx.Kind(bytes.TrimLeft(raw, " \t\r\n")); k != '{' {
-		return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+jsonx.KindName(k), nil)
-	}
-	w := new(wire)
-	if err := jsonv2.Unmarshal(raw, w); err != nil {
-		return nil, jsonx.DecodeErr(Name, err, "")
-	}
-	p, ok, err := jsonx.WantString(Name, w.Protocol, "/protocol")
-	switch {
-	case err != nil:
-		return nil, inErr(protocol.CodeUnsupportedVersion, "/protocol", "protocol must be the string "+strconv.Quote(Protocol), ErrProtocol)
-	case !ok:
-		return nil, inErr(protocol.CodeMissingField, "/protocol", "protocol is required", nil)
-	case p != Protocol:
-		return nil, inErr(protocol.CodeUnsupportedVersion, "/protocol", "protocol "+strconv.Quote(p)+", this adapter speaks "+Protocol, ErrProtocol)
-	}
-	if w.role, err = required(w.Role, "/role"); err != nil {
-		return nil, err
-	}
-	switch w.role {
-	case RoleAgent, RoleUser, RoleSystem, RoleTool:
-	default:
-		return nil, inErr(protocol.CodeInvalidField, "/role", "role "+strconv.Quote(w.role)+" is not agent, user, system or tool", nil)
-	}
-	if w.ts, err = required(w.Timestamp, "/timestamp"); err != nil {
-		return nil, err
-	}
-	if w.time, err = time.Parse(time.RFC3339Nano, w.ts); err != nil {
-		return nil, inErr(protocol.CodeInvalidField, "/timestamp", "timestamp "+strconv.Quote(w.ts)+" is not ISO 8601 / RFC 3339", nil)
-	}
-	if w.intent, err = required(w.Intent, "/intent"); err != nil {
-		return nil, err
-	}
-	if w.intent == "" {
-		return nil, inErr(protocol.CodeInvalidField, "/intent", "intent must not be empty", nil)
-	}
-	if !present(w.Task) {
-		return nil, inErr(protocol.CodeMissingField, "/task", "task is required", nil)
-	}
-	if w.task, _, err = jsonx.WantString(Name, w.Task, "/task"); err != nil {
-		return nil, err
-	}
-	if err := w.readAgent(); err != nil {
-		return nil, err
-	}
-	if present(w.Inputs) && jsonx.Kind(w.Inputs) != '{' {
-		return nil, inErr(protocol.CodeWrongType, "/inputs", "inputs must be an object", nil)
-	}
-	if err := w.readContent(); err != nil {
-		return nil, err
-	}
-	if err := w.readOutputs(); err != nil {
-		return nil, err
-	}
-	if err := w.readConfidence(); err != nil {
-		return nil, err
-	}
-	if err := w.readTrace(); err != nil {
-		return nil, err
-	}
-	if len(w.Unknown) > 0 {
-		if depth(w.Unknown) > protocol.DefaultMaxDepth-4 {
-			return nil, inErr(protocol.CodeTooDeep, "", "unknown members are nested too deeply to keep in meta", nil)
-		}
-	}
-	return w, nil
-}
-
-func required(v jsontext.Value, path string) (string, error) {
-	s, ok, err := jsonx.WantString(Name, v, path)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return "", inErr(protocol.CodeMissingField, path, path[1:]+" is required", nil)
-	}
-	return s, nil
-}
-
-func (w *wire) readAgent() error {
-	if !present(w.Agent) {
-		return nil
-	}
-	if jsonx.Kind(w.Agent) != '{' {
-		return inErr(protocol.CodeWrongType, "/agent", "agent must be an object", nil)
-	}
-	ms, err := jsonx.Members(w.Agent)
-	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/agent")
-	}
-	for _, mb := range ms {
-		if mb.Name == "id" {
-			id, ok := jsonx.Str(mb.Value)
-			if !ok || id == "" {
-				return inErr(protocol.CodeInvalidField, "/agent/id", "agent.id must be a non-empty string", nil)
-			}
-			w.agentID = id
-			continue
-		}
-		w.agent = append(w.agent, mb)
-	}
-	if w.agentID == "" {
-		return inErr(protocol.CodeMissingField, "/agent/id", "agent.id is required", nil)
-	}
-	return nil
-}
-
-func (w *wire) readContent() error {
-	if !present(w.Content) {
-		return inErr(protocol.CodeMissingField, "/content", "content is required", nil)
-	}
-	if jsonx.Kind(w.Content) != '{' {
-		return inErr(protocol.CodeWrongType, "/content", "content must be an object", nil)
-	}
-	ms, err := jsonx.Members(w.Content)
-	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/content")
-	}
-	var data jsontext.Value
-	for _, mb := range ms {
-		switch mb.Name {
-		case "type":
-			s, ok := jsonx.Str(mb.Value)
-			if !ok || s == "" {
-				return inErr(protocol.CodeInvalidField, "/content/type", "content.type must be a non-empty string", nil)
-			}
-			w.contentType = s
-		case "text":
-			if present(mb.Value) && jsonx.Kind(mb.Value) != '"' {
-				return inErr(protocol.CodeWrongType, "/content/text", "content.text must be a string", nil)
-			}
-		case "data":
-			data = mb.Value
-		}
-	}
-	if w.contentType == "" {
-		return inErr(protocol.CodeMissingField, "/content/type", "content.type is required", nil)
-	}
-	// The handshake / health message of docs/protocol.md §12: a system message
-	// announcing what the sender supports.
-	if w.role == RoleSystem && w.contentType == ContentJSON && jsonx.Kind(data) == '{' {
-		dm, _ := jsonx.Members(data)
-		for _, mb := range dm {
-			if mb.Name != "supports" || jsonx.Kind(mb.Value) != '[' {
-				continue
-			}
-			var l []jsontext.Value
-			if jsonv2.Unmarshal(mb.Value, &l) != nil {
-				continue
-			}
-			w.handshake = true
-			for _, e := range l {
-				if s, ok := jsonx.Str(e); ok {
-					w.supports = append(w.supports, s)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func (w *wire) readOutputs() error {
-	if !present(w.Outputs) {
-		return nil
-	}
-	if jsonx.Kind(w.Outputs) != '{' {
-		return inErr(protocol.CodeWrongType, "/outputs", "outputs must be an object", nil)
-	}
-	ms, err := jsonx.Members(w.Outputs)
-	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/outputs")
-	}
-	for _, mb := range ms {
-		switch mb.Name {
-		case "artifacts", "next_actions":
-		default:
-			continue
-		}
-		if !present(mb.Value) {
-			continue
-		}
-		base := "/outputs/" + mb.Name
-		if jsonx.Kind(mb.Value) != '[' {
-			return inErr(protocol.CodeWrongType, base, mb.Name+" must be an array", nil)
-		}
-		var l []jsontext.Value
-		if err := jsonv2.Unmarshal(mb.Value, &l); err != nil {
-			return jsonx.DecodeErr(Name, err, base)
-		}
-		for i, e := range l {
-			p := base + "/" + strconv.Itoa(i)
-			if jsonx.Kind(e) != '{' {
-				return inErr(protocol.CodeWrongType, p, "want an object", nil)
-			}
-			em, err := jsonx.Members(e)
-			if err != nil {
-				return jsonx.DecodeErr(Name, err, p)
-			}
-			if mb.Name == "artifacts" {
-				var a artifact
-				for _, f := range em {
-					s, isStr := jsonx.Str(f.Value)
-					switch {
-					case f.Name == "uri" && isStr:
-						a.uri = s
-					case f.Name == "kind" && isStr:
-						a.kind = s
-					case f.Name == "name" && isStr:
-						a.name = s
-					case (f.Name == "uri" || f.Name == "kind" || f.Name == "name" || f.Name == "inline") && present(f.Value) && !isStr:
-						return inErr(protocol.CodeWrongType, p+"/"+f.Name, f.Name+" must be a string", nil)
-					}
-				}
-				w.artifacts = append(w.artifacts, a)
-				continue
-			}
-			var a action
-			seen := false
-			for _, f := range em {
-				switch f.Name {
-				case "intent":
-					s, ok := jsonx.Str(f.Value)
-					if !ok || s == "" {
-						return inErr(protocol.CodeInvalidField, p+"/intent", "a next action needs an intent", nil)
-					}
-					a.intent = s
-				case "task":
-					s, ok := jsonx.Str(f.Value)
-					if !ok {
-						return inErr(protocol.CodeWrongType, p+"/task", "task must be a string", nil)
-					}
-					a.task, seen = s, true
-				case "args":
-					if present(f.Value) {
-						if jsonx.Kind(f.Value) != '{' {
-							return inErr(protocol.CodeWrongType, p+"/args", "args must be an object", nil)
-						}
-						a.args = jsonx.Compact(f.Value)
-					}
-				}
-			}
-			if a.intent == "" || !seen {
-				return inErr(protocol.CodeMissingField, p, "a next action needs intent and task", nil)
-			}
-			w.actions = append(w.actions, a)
-		}
-	}
-	return nil
-}
-
-func (w *wire) readConfidence() error {
-	if !present(w.Confidence) {
-		return nil
-	}
-	if jsonx.Kind(w.Confidence) != '{' {
-		return inErr(protocol.CodeWrongType, "/confidence", "confidence must be an object", nil)
-	}
-	ms, err := jsonx.Members(w.Confidence)
-	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/confidence")
-	}
-	for _, mb := range ms {
-		if mb.Name != "score" {
-			continue
-		}
-		if jsonx.Kind(mb.Value) != '0' {
-			return inErr(protocol.CodeWrongType, "/confidence/score", "score must be a number", nil)
-		}
-		f, err := strconv.ParseFloat(string(mb.Value), 64)
-		if err != nil || f < 0 || f > 1 {
-			return inErr(protocol.CodeInvalidField, "/confidence/score", "score must be between 0 and 1", nil)
-		}
-		w.score, w.hasScore = json.Number(mb.Value), true
-	}
-	if !w.hasScore {
-		return inErr(protocol.CodeMissingField, "/confidence/score", "confidence needs a score", nil)
-	}
-	return nil
-}
-
-func (w *wire) readTrace() error {
-	if !present(w.Trace) {
-		return nil
-	}
-	if jsonx.Kind(w.Trace) != '{' {
-		return inErr(protocol.CodeWrongType, "/trace", "trace must be an object", nil)
-	}
-	ms, err := jsonx.Members(w.Trace)
-	if err != nil {
-		return jsonx.DecodeErr(Name, err, "/trace")
-	}
-	for _, mb := range ms {
-		p := "/trace/" + mb.Name
-		switch mb.Name {
-		case "id":
-			if !present(mb.Value) {
-				continue
-			}
-			s, ok := jsonx.Str(mb.Value)
-			if !ok || s == "" || len(s) > protocol.MaxIDLength {
-				return inErr(protocol.CodeInvalidField, p, "trace.id must be a string of 1 to 256 bytes", nil)
-			}
-			w.traceID = s
-		case "parents", "tags":
-			if !present(mb.Value) {
-				continue
-			}
-			var l []string
-			if err := jsonv2.Unmarshal(mb.Value, &l); err != nil {
-				return jsonx.DecodeErr(Name, err, p)
-			}
-			if l == nil {
-				l = []string{}
-			}
-			if mb.Name == "tags" {
-				w.tags = l
-				continue
-			}
-			for i, s := range l {
-				if s == "" || len(s) > protocol.MaxIDLength {
-					return inErr(protocol.CodeInvalidField, p+"/"+strconv.Itoa(i), "a parent id must be a string of 1 to 256 bytes", nil)
-				}
-			}
-			w.parents = l
-		case "cost":
-			if present(mb.Value) {
-				if jsonx.Kind(mb.Value) != '{' {
-					return inErr(protocol.CodeWrongType, p, "cost must be an object", nil)
-				}
-				w.cost = mb.Value
-			}
-		default:
-			w.traceExtra = append(w.traceExtra, mb)
-		}
-	}
-	return nil
-}
-
-// depth returns the nesting depth of a JSON value.
-func depth(v []byte) int {
-	d, deepest, inStr := 0, 0, false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case inStr:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
-			d++
-			deepest = max(deepest, d)
-		case c == '}' || c == ']':
-			d--
-		}
-	}
-	return deepest
-}
 
 // toEnvelope maps a parsed envelope (see the package doc's table).
 func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*protocol.Message, error) {
@@ -464,7 +30,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		m.From.AgentID = protocol.PrefixAgent + w.agentID
 		ag := make(map[string]any, len(w.agent))
 		for _, mb := range w.agent {
-			ag[mb.Name] = jsonx.ToAny(mb.Value)
+			ag[mb.Name] = toAny(mb.Value)
 		}
 		meta[MetaAgent] = ag
 	} else {
@@ -476,7 +42,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	}
 	if m.ID == "" {
 		// No trace.id: an id from the content, so that a re-sent envelope
-		// dedups (research/protocols.md §1.5).
+		// dedups.
 		canon, err := protocol.Canonical(raw)
 		if err != nil {
 			return nil, inErr(protocol.CodeOf(err), "", "", err)
@@ -498,28 +64,28 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		meta[MetaTags] = strList(w.tags)
 	}
 	if w.cost != nil {
-		meta[MetaUsage] = jsonx.ToAny(w.cost)
+		meta[MetaUsage] = toAny(w.cost)
 	}
 	if len(w.traceExtra) > 0 {
 		x := map[string]any{}
 		for _, mb := range w.traceExtra {
-			x[mb.Name] = jsonx.ToAny(mb.Value)
+			x[mb.Name] = toAny(mb.Value)
 		}
 		meta[MetaTraceExtra] = x
 	}
 	if len(w.Unknown) > 0 {
-		meta[MetaExtra] = jsonx.ToAny(w.Unknown)
+		meta[MetaExtra] = toAny(w.Unknown)
 	}
 	m.Meta = meta
 
 	// Where it lands: the run and thread of the message it answers (the
 	// last of trace.parents), else of the lineage's root.
 	var parent string
-	var plink Link
+	var plink adapters.Link
 	var known bool
 	if n := len(w.parents); n > 0 {
 		parent = w.parents[n-1]
-		plink, known = a.opts.Index.Lookup(ctx, parent)
+		plink, known = a.links.Lookup(ctx, parent)
 	}
 	if known && plink.RunID != "" {
 		m.RunID, m.ThreadID = plink.RunID, plink.ThreadID
@@ -532,10 +98,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	}
 	parentTask := ""
 	if parent != "" {
-		parentTask = protocol.PrefixTask + parent
-		if known && plink.TaskID != "" {
-			parentTask = plink.TaskID
-		}
+		parentTask = a.links.TaskOf(ctx, parent)
 	}
 	own := protocol.PrefixTask + m.ID
 
@@ -547,7 +110,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 	switch {
 	case w.handshake:
 		m.Type, m.TaskID = protocol.TypeAgentRegister, own
-		if l, seen := a.opts.Index.Lookup(ctx, helloKey+m.From.AgentID); seen && l.TaskID != own {
+		if a.links.Registered(ctx, m.From.AgentID, own) {
 			m.Type = protocol.TypeAgentHeartbeat
 		}
 		var err error
@@ -590,16 +153,13 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		}
 	}
 	for _, x := range out {
-		a.opts.Index.Remember(ctx, x.ID, Link{RunID: x.RunID, ThreadID: x.ThreadID, TaskID: x.TaskID, Intent: jsonx.MetaString(x, MetaIntent)})
+		a.links.Remember(ctx, x, metaString(x, MetaIntent))
 	}
 	if m.Type == protocol.TypeAgentRegister {
-		a.opts.Index.Remember(ctx, helloKey+m.From.AgentID, Link{TaskID: own})
+		a.links.Register(ctx, m.From.AgentID, own)
 	}
 	return out, nil
 }
-
-// helloKey prefixes the Index key that records an agent's handshake.
-const helloKey = "hello:"
 
 func cmpOr(a, b string) string {
 	if a != "" {
@@ -619,16 +179,16 @@ func strList(l []string) []any {
 // payload is the envelope's body, verbatim: task, inputs, content,
 // outputs, confidence.
 func (w *wire) payload() []byte {
-	ms := []jsonx.Member{{"task", jsonx.Compact(w.Task)}}
+	ms := []member{{"task", compact(w.Task)}}
 	for _, f := range []struct {
 		name string
 		v    jsontext.Value
 	}{{"inputs", w.Inputs}, {"content", w.Content}, {"outputs", w.Outputs}, {"confidence", w.Confidence}} {
 		if present(f.v) {
-			ms = append(ms, jsonx.Member{f.name, f.v})
+			ms = append(ms, member{f.name, f.v})
 		}
 	}
-	return jsonx.BuildObject(ms)
+	return object(ms)
 }
 
 // errorPayload maps content.type "error" to the wire error of docs/protocol.md
@@ -636,16 +196,16 @@ func (w *wire) payload() []byte {
 // E-code), else INTERNAL; content.text as the message; the body kept
 // whole in details.multiagent.
 func errorPayload(w *wire, body []byte) []byte {
-	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: jsonx.ToAny(body)}}
-	cm, _ := jsonx.Members(w.Content)
+	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: toAny(body)}}
+	cm, _ := members(w.Content)
 	for _, mb := range cm {
 		switch mb.Name {
 		case "text":
-			ep.Message, _ = jsonx.Str(mb.Value)
+			ep.Message, _ = str(mb.Value)
 		case "data":
-			dm, _ := jsonx.Members(mb.Value)
+			dm, _ := members(mb.Value)
 			for _, d := range dm {
-				s, _ := jsonx.Str(d.Value)
+				s, _ := str(d.Value)
 				switch {
 				case d.Name == "code" && protocol.Code(s).Known():
 					ep.Code = protocol.Code(s)
@@ -659,7 +219,7 @@ func errorPayload(w *wire, body []byte) []byte {
 	dm := map[string]any{}
 	for _, mb := range cm {
 		if mb.Name == "data" {
-			if d, ok := jsonx.ToAny(mb.Value).(map[string]any); ok {
+			if d, ok := toAny(mb.Value).(map[string]any); ok {
 				dm = d
 			}
 		}
@@ -680,12 +240,12 @@ const detailBody = "multiagent"
 // the heartbeat payload {"status": "ok", "multiagent": body}.
 func (w *wire) handshakePayload(t protocol.Type, agentID string, body []byte) ([]byte, error) {
 	if t == protocol.TypeAgentHeartbeat {
-		return jsonx.BuildObject([]jsonx.Member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
+		return object([]member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
 	}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: agentID, Capabilities: []protocol.Capability{},
 		Extensions: map[string]json.RawMessage{detailBody: body}}
 	for _, mb := range w.agent {
-		if s, ok := jsonx.Str(mb.Value); ok && mb.Name == "name" && s != "" {
+		if s, ok := str(mb.Value); ok && mb.Name == "name" && s != "" {
 			card.Display = &protocol.Display{Name: s}
 		}
 	}
@@ -715,9 +275,9 @@ func hasCap(c *protocol.AgentCard, id string) bool {
 }
 
 // proposed turns outputs.next_actions[i] into a task.request that still
-// goes through routing (research/protocols.md §1.5): same run and thread,
-// a subtask of the proposing message's task, from its sender, to nobody
-// yet (the router or a Policy chooses).
+// goes through routing: same run and thread, a subtask of the proposing
+// message's task, from its sender, to nobody yet (the router or a Policy
+// chooses).
 func proposed(m *protocol.Message, i int, act action) *protocol.Message {
 	id := m.ID + "/next/" + strconv.Itoa(i)
 	if len(id) > protocol.MaxIDLength {
@@ -738,12 +298,12 @@ func proposed(m *protocol.Message, i int, act action) *protocol.Message {
 	if ag, ok := m.Meta[MetaAgent]; ok {
 		r.Meta[MetaAgent] = ag
 	}
-	task, _ := jsonx.AppendString(nil, act.task)
-	ms := []jsonx.Member{{"task", task}}
+	task, _ := jsontext.AppendQuote(nil, act.task)
+	ms := []member{{"task", task}}
 	if act.args != nil {
-		ms = append(ms, jsonx.Member{"inputs", jsonx.BuildObject([]jsonx.Member{{"parameters", act.args}})})
+		ms = append(ms, member{"inputs", object([]member{{"parameters", act.args}})})
 	}
-	r.Payload = jsonx.BuildObject(ms)
+	r.Payload = object(ms)
 	return r
 }
 

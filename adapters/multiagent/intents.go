@@ -43,7 +43,7 @@ var intentTable = []IntentInfo{
 	{ToolCall, "tools", protocol.TypeToolCall, protocol.TypeToolResult},
 }
 
-// Intents returns the table of the ten intents, in the seed's order.
+// Intents returns the table of the ten intents, in the order of docs/protocol.md §12.
 func Intents() []IntentInfo { return append([]IntentInfo(nil), intentTable...) }
 
 // LookupIntent returns the table row of an intent. An intent outside the

@@ -31,8 +31,8 @@ const (
 	MetaInReplyTo  = "in_reply_to" // the last of trace.parents: the message this one answers
 	MetaTags       = "tags"        // trace.tags
 	MetaUsage      = "usage"       // trace.cost {input_tokens, output_tokens}
-	MetaTraceExtra = "trace_extra" // members of trace the seed does not define
-	MetaExtra      = "extra"       // top-level members the seed does not define
+	MetaTraceExtra = "trace_extra" // members of trace multiagent-1.0 does not define
+	MetaExtra      = "extra"       // top-level members multiagent-1.0 does not define
 	MetaIDDerived  = "id_derived"  // true: no trace.id, the id is derived from the content
 	MetaProposed   = "proposed"    // true: a task.request made from outputs.next_actions
 	MetaAction     = "next_action" // the index of that next action
@@ -41,10 +41,10 @@ const (
 // Options configures an Adapter. The zero value (or nil) gives an adapter
 // with an in-memory Index.
 type Options struct {
-	// Index remembers where translated messages landed, so that
-	// trace.parents link messages across hops. Nil: an in-memory Index of
-	// DefaultIndexSize.
-	Index Index
+	// Index remembers where translated messages landed (their Kind is the
+	// intent), so that trace.parents link messages across hops. Nil:
+	// adapters.NewMemoryIndex(0).
+	Index adapters.Index
 	// Peers are agent ids reached over multiagent-1.0: CanHandle accepts
 	// messages addressed to them, besides those that came in through this
 	// adapter.
@@ -58,7 +58,8 @@ type Options struct {
 // envelope. It implements adapters.Adapter and adapters.Detector and is
 // safe for concurrent use.
 type Adapter struct {
-	opts Options
+	opts  Options
+	links *adapters.Links
 }
 
 var (
@@ -73,9 +74,7 @@ func New(opts *Options) *Adapter {
 		a.opts = *opts
 		a.opts.Peers = slices.Clone(opts.Peers)
 	}
-	if a.opts.Index == nil {
-		a.opts.Index = NewMemoryIndex(0)
-	}
+	a.links = adapters.NewLinks(a.opts.Index)
 	if a.opts.MaxBytes <= 0 {
 		a.opts.MaxBytes = protocol.DefaultMaxBytes
 	}

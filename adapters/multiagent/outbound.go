@@ -3,7 +3,7 @@ package multiagent
 import (
 	"context"
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
+	"github.com/go-json-experiment/json/jsontext"
 	"sort"
 	"strings"
 	"time"
@@ -25,10 +25,10 @@ func mappable(t protocol.Type) bool {
 // compact JSON, nil when absent.
 type outEnv struct {
 	role, intent, task, timestamp string
-	agent                         []jsonx.Member
+	agent                         []member
 	inputs, content, outputs      []byte
 	confidence, trace             []byte
-	extra                         []jsonx.Member
+	extra                         []member
 }
 
 // fromEnvelope maps an envelope (see the package doc's table).
@@ -47,18 +47,18 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 		return nil, outErr(protocol.CodeInvalidField, "/ts", "ts is not RFC 3339", err)
 	}
 	e := &outEnv{role: role(m), intent: a.intent(ctx, m), timestamp: t.UTC().Format(time.RFC3339Nano)}
-	if s := jsonx.MetaString(m, MetaTimestamp); s != "" {
+	if s := metaString(m, MetaTimestamp); s != "" {
 		if st, err := time.Parse(time.RFC3339Nano, s); err == nil && st.Equal(t) {
 			e.timestamp = s
 		}
 	}
-	if b, _ := jsonx.MetaBool(m, MetaNoAgent); !b {
+	if b, _ := metaBool(m, MetaNoAgent); !b {
 		id := strings.TrimPrefix(m.From.AgentID, protocol.PrefixAgent)
-		idJSON, err := jsonx.AppendString(nil, id)
+		idJSON, err := jsontext.AppendQuote(nil, id)
 		if err != nil {
 			return nil, outErr(protocol.CodeInvalidUTF8, "/from/agent_id", "", err)
 		}
-		e.agent = []jsonx.Member{{"id", idJSON}}
+		e.agent = []member{{"id", idJSON}}
 		ag, _ := m.Meta[MetaAgent].(map[string]any)
 		if ag == nil {
 			ag = map[string]any{"name": id, "model": "n/a"} // AgentRef needs both
@@ -67,11 +67,11 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 			if k == "id" {
 				continue
 			}
-			v, err := jsonx.FromAny(ag[k])
+			v, err := fromAny(ag[k])
 			if err != nil {
 				return nil, outErr(protocol.CodeWrongType, "/meta/agent/"+k, "", err)
 			}
-			e.agent = append(e.agent, jsonx.Member{k, v})
+			e.agent = append(e.agent, member{k, v})
 		}
 	}
 	if err := e.body(m); err != nil {
@@ -86,11 +86,11 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 			case "protocol", "role", "agent", "timestamp", "intent", "task", "inputs", "content", "outputs", "confidence", "trace":
 				continue // never shadow a defined member
 			}
-			v, err := jsonx.FromAny(x[k])
+			v, err := fromAny(x[k])
 			if err != nil {
 				return nil, outErr(protocol.CodeWrongType, "/meta/extra/"+k, "", err)
 			}
-			e.extra = append(e.extra, jsonx.Member{k, v})
+			e.extra = append(e.extra, member{k, v})
 		}
 	}
 	return e, nil
@@ -131,13 +131,11 @@ func role(m *protocol.Message) string {
 // request that started the task (Index), else the payload_type's, else
 // the domain's, else the type's default.
 func (a *Adapter) intent(ctx context.Context, m *protocol.Message) string {
-	if s := jsonx.MetaString(m, MetaIntent); s != "" {
+	if s := metaString(m, MetaIntent); s != "" {
 		return s
 	}
-	if id, ok := strings.CutPrefix(m.TaskID, protocol.PrefixTask); ok && id != "" {
-		if l, ok := a.opts.Index.Lookup(ctx, id); ok && l.Intent != "" {
-			return l.Intent
-		}
+	if k := a.links.KindOf(ctx, m.TaskID); k != "" {
+		return k
 	}
 	if i := intentOfPayloadType(m.PayloadType); i != "" {
 		return i
@@ -149,7 +147,7 @@ func (a *Adapter) intent(ctx context.Context, m *protocol.Message) string {
 	case "tool":
 		return ToolCall
 	case "agent":
-		return Reflect // the seed's handshake says "reflect"
+		return Reflect // the handshake of docs/protocol.md §12 says "reflect"
 	case "chat":
 		return Analyze
 	}
@@ -164,28 +162,28 @@ func (e *outEnv) body(m *protocol.Message) error {
 		if err != nil {
 			return outErr(protocol.CodeOf(err), "/payload", "an agent.register or agent.update payload must be an AgentCard", err)
 		}
-		if b, ok := card.Extensions[detailBody]; ok && jsonx.Kind(b) == '{' {
+		if b, ok := card.Extensions[detailBody]; ok && kind(b) == '{' {
 			return e.fromBody(b)
 		}
 		var supports []any
 		for _, c := range card.Capabilities {
 			supports = append(supports, strings.TrimPrefix(c.ID, "content:"))
 		}
-		data, _ := jsonx.FromAny(map[string]any{"supports": supports})
+		data, _ := fromAny(map[string]any{"supports": supports})
 		e.task = "Announce envelope support and capabilities"
-		e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentJSON)}, {"data", data}})
+		e.content = object([]member{{"type", quote(ContentJSON)}, {"data", data}})
 		return nil
 	case protocol.TypeAgentHeartbeat:
-		if b := member0(m.Payload, detailBody); jsonx.Kind(b) == '{' {
+		if b := member0(m.Payload, detailBody); kind(b) == '{' {
 			return e.fromBody(b)
 		}
 		e.task = "Heartbeat"
-		e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentJSON)}, {"data", objectOr(m.Payload)}})
+		e.content = object([]member{{"type", quote(ContentJSON)}, {"data", objectOr(m.Payload)}})
 		return nil
 	case protocol.TypeTaskError, protocol.TypeToolError, protocol.TypeTaskTimeout, protocol.TypeTaskCancel:
 		if ep, err := protocol.DecodePayload[protocol.ErrorPayload](m); err == nil && ep.Code != "" {
 			if b, ok := ep.Details[detailBody].(map[string]any); ok {
-				raw, err := jsonx.FromAny(b)
+				raw, err := fromAny(b)
 				if err == nil {
 					return e.fromBody(raw)
 				}
@@ -194,30 +192,30 @@ func (e *outEnv) body(m *protocol.Message) error {
 			if len(ep.Details) > 0 {
 				data["details"] = ep.Details
 			}
-			d, err := jsonx.FromAny(data)
+			d, err := fromAny(data)
 			if err != nil {
 				return outErr(protocol.CodeWrongType, "/payload/details", "", err)
 			}
 			e.task = string(m.Type)
-			e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentError)}, {"text", quote(ep.Message)}, {"data", d}})
+			e.content = object([]member{{"type", quote(ContentError)}, {"text", quote(ep.Message)}, {"data", d}})
 			return nil
 		}
 	}
-	if jsonx.Kind(m.Payload) == '{' && isBody(m.Payload) {
+	if kind(m.Payload) == '{' && isBody(m.Payload) {
 		if err := e.fromBody(m.Payload); err != nil {
 			return err
 		}
 	} else {
 		e.task = cmpOr(m.PayloadType, string(m.Type))
-		switch jsonx.Kind(m.Payload) {
+		switch kind(m.Payload) {
 		case '"':
-			e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentText)}, {"text", jsonx.Compact(m.Payload)}})
+			e.content = object([]member{{"type", quote(ContentText)}, {"text", compact(m.Payload)}})
 		default:
 			ct := ContentJSON
 			if m.Type == protocol.TypeToolResult {
 				ct = ContentToolResult
 			}
-			e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ct)}, {"data", jsonx.Compact(m.Payload)}})
+			e.content = object([]member{{"type", quote(ct)}, {"data", compact(m.Payload)}})
 		}
 	}
 	if e.outputs == nil && len(m.Attachments) > 0 {
@@ -225,13 +223,13 @@ func (e *outEnv) body(m *protocol.Message) error {
 		for i, at := range m.Attachments {
 			arts[i] = map[string]any{"kind": at.Kind, "name": cmpOr(at.Name, at.Ref), "uri": at.Ref}
 		}
-		b, _ := jsonx.FromAny(map[string]any{"artifacts": arts})
+		b, _ := fromAny(map[string]any{"artifacts": arts})
 		e.outputs = b
 	}
 	if e.confidence == nil {
 		if f, ok := m.Meta[MetaConfidence]; ok {
-			if _, isNum := jsonx.Number(f); isNum {
-				b, err := jsonx.FromAny(map[string]any{"score": f})
+			if _, isNum := number(f); isNum {
+				b, err := fromAny(map[string]any{"score": f})
 				if err == nil {
 					e.confidence = b
 				}
@@ -245,7 +243,7 @@ func (e *outEnv) body(m *protocol.Message) error {
 // content object with a type, or a string task and nothing the body does
 // not define.
 func isBody(p []byte) bool {
-	ms, err := jsonx.Members(p)
+	ms, err := members(p)
 	if err != nil {
 		return false
 	}
@@ -253,11 +251,11 @@ func isBody(p []byte) bool {
 	for _, mb := range ms {
 		switch mb.Name {
 		case "content":
-			if jsonx.Kind(mb.Value) == '{' && jsonx.Kind(member0(mb.Value, "type")) == '"' {
+			if kind(mb.Value) == '{' && kind(member0(mb.Value, "type")) == '"' {
 				return true
 			}
 		case "task":
-			hasTask = jsonx.Kind(mb.Value) == '"'
+			hasTask = kind(mb.Value) == '"'
 		case "inputs", "outputs", "confidence":
 		default:
 			return false
@@ -269,15 +267,15 @@ func isBody(p []byte) bool {
 // fromBody takes task, inputs, content, outputs and confidence from a
 // multiagent body; a body without content gets {type: text, text: task}.
 func (e *outEnv) fromBody(b []byte) error {
-	ms, err := jsonx.Members(b)
+	ms, err := members(b)
 	if err != nil {
 		return outErr(protocol.CodeInvalidJSON, "/payload", "", err)
 	}
 	for _, mb := range ms {
-		v := jsonx.Compact(mb.Value)
+		v := compact(mb.Value)
 		switch mb.Name {
 		case "task":
-			e.task, _ = jsonx.Str(v)
+			e.task, _ = str(v)
 		case "inputs":
 			e.inputs = v
 		case "content":
@@ -289,20 +287,20 @@ func (e *outEnv) fromBody(b []byte) error {
 		}
 	}
 	if e.content == nil {
-		e.content = jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentText)}, {"text", quote(e.task)}})
+		e.content = object([]member{{"type", quote(ContentText)}, {"text", quote(e.task)}})
 	}
 	return nil
 }
 
 // traceOf builds trace {parents, id, tags, cost, ...}.
 func (e *outEnv) traceOf(m *protocol.Message) error {
-	var ms []jsonx.Member
+	var ms []member
 	add := func(name string, v any) error {
-		b, err := jsonx.FromAny(v)
+		b, err := fromAny(v)
 		if err != nil {
 			return outErr(protocol.CodeWrongType, "/meta/"+name, "", err)
 		}
-		ms = append(ms, jsonx.Member{name, b})
+		ms = append(ms, member{name, b})
 		return nil
 	}
 	if p, ok := m.Meta[MetaParents]; ok {
@@ -315,7 +313,7 @@ func (e *outEnv) traceOf(m *protocol.Message) error {
 			return err
 		}
 	}
-	if b, _ := jsonx.MetaBool(m, MetaIDDerived); !b {
+	if b, _ := metaBool(m, MetaIDDerived); !b {
 		if err := add("id", m.ID); err != nil {
 			return err
 		}
@@ -339,48 +337,48 @@ func (e *outEnv) traceOf(m *protocol.Message) error {
 		}
 	}
 	if len(ms) > 0 {
-		e.trace = jsonx.BuildObject(ms)
+		e.trace = object(ms)
 	}
 	return nil
 }
 
-// encode writes the envelope in the seed's member order.
+// encode writes the envelope in the member order of docs/protocol.md §12.
 func (e *outEnv) encode() ([]byte, error) {
-	ms := []jsonx.Member{{"protocol", quote(Protocol)}, {"role", quote(e.role)}}
+	ms := []member{{"protocol", quote(Protocol)}, {"role", quote(e.role)}}
 	if e.agent != nil {
-		ms = append(ms, jsonx.Member{"agent", jsonx.BuildObject(e.agent)})
+		ms = append(ms, member{"agent", object(e.agent)})
 	}
-	task, err := jsonx.AppendString(nil, e.task)
+	task, err := jsontext.AppendQuote(nil, e.task)
 	if err != nil {
 		return nil, outErr(protocol.CodeInvalidUTF8, "/payload/task", "", err)
 	}
-	intent, err := jsonx.AppendString(nil, e.intent)
+	intent, err := jsontext.AppendQuote(nil, e.intent)
 	if err != nil {
 		return nil, outErr(protocol.CodeInvalidUTF8, "/meta/intent", "", err)
 	}
-	ms = append(ms, jsonx.Member{"timestamp", quote(e.timestamp)}, jsonx.Member{"intent", intent}, jsonx.Member{"task", task})
+	ms = append(ms, member{"timestamp", quote(e.timestamp)}, member{"intent", intent}, member{"task", task})
 	for _, f := range []struct {
 		name string
 		v    []byte
 	}{{"inputs", e.inputs}, {"content", e.content}, {"outputs", e.outputs}, {"confidence", e.confidence}, {"trace", e.trace}} {
 		if f.v != nil {
-			ms = append(ms, jsonx.Member{f.name, f.v})
+			ms = append(ms, member{f.name, f.v})
 		}
 	}
-	return jsonx.BuildObject(append(ms, e.extra...)), nil
+	return object(append(ms, e.extra...)), nil
 }
 
 func quote(s string) []byte {
-	b, err := jsonx.AppendString(nil, s)
+	b, err := jsontext.AppendQuote(nil, s)
 	if err != nil {
-		b, _ = jsonx.AppendString(nil, strings.ToValidUTF8(s, "\uFFFD"))
+		b, _ = jsontext.AppendQuote(nil, strings.ToValidUTF8(s, "\uFFFD"))
 	}
 	return b
 }
 
 // member0 returns the value of the member name of an object, nil if none.
 func member0(obj []byte, name string) []byte {
-	ms, err := jsonx.Members(obj)
+	ms, err := members(obj)
 	if err != nil {
 		return nil
 	}
@@ -393,8 +391,8 @@ func member0(obj []byte, name string) []byte {
 }
 
 func objectOr(p json.RawMessage) []byte {
-	if jsonx.Kind(p) == '{' {
-		return jsonx.Compact(p)
+	if kind(p) == '{' {
+		return compact(p)
 	}
 	return []byte("{}")
 }

@@ -23,7 +23,7 @@ type Payload struct {
 
 // Inputs are the envelope's inputs.
 type Inputs struct {
-	Context    any            `json:"context,omitempty"` // a string in the seed; any JSON is kept
+	Context    any            `json:"context,omitempty"` // a string in multiagent-1.0; any JSON is kept
 	Resources  []Resource     `json:"resources,omitempty"`
 	Parameters map[string]any `json:"parameters,omitempty"`
 }
@@ -82,7 +82,7 @@ func PayloadOf(m *protocol.Message) (*Payload, error) {
 }
 
 // PayloadSchema is the JSON Schema of Payload: the body the adapter puts
-// in payloads, as loose as the seed (unknown members allowed).
+// in payloads, as loose as multiagent-1.0 (unknown members allowed).
 const PayloadSchema = `{
   "$schema": "http://json-schema.org/draft-07/schema#",
   "type": "object",

@@ -3,7 +3,8 @@ package multiagent
 import (
 	"context"
 	"fmt"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/go-json-experiment/json/jsontext"
 	"strconv"
 	"strings"
 
@@ -22,18 +23,18 @@ const (
 // RoutedBy is the meta.routed_by of requests the Policy routed.
 const RoutedBy = "multiagent.policy"
 
-// DefaultReflectBelow is the seed's threshold: a result with
+// DefaultReflectBelow is the threshold of docs/protocol.md §12: a result with
 // confidence.score below it is reflected on (docs/protocol.md §12, "Routing rules").
 const DefaultReflectBelow = 0.5
 
-// SeedRoutes returns the routing rules of docs/protocol.md §12 for three agents:
+// ProtocolRoutes returns the routing rules of docs/protocol.md §12 for three agents:
 //
-//	plan | reflect | finalize         → planner    (GPT-5 in the seed: planner/controller)
+//	plan | reflect | finalize         → planner    (GPT-5 in §12: planner/controller)
 //	decompose | summarize | analyze   → structurer (Claude: structure and clarity)
 //	execute | tool.call | retrieve    → executor   (Gemini: fast tools, search, code)
 //
 // The tenth intent, route, has no rule: it goes to the fallback.
-func SeedRoutes(planner, structurer, executor string) map[string]string {
+func ProtocolRoutes(planner, structurer, executor string) map[string]string {
 	return map[string]string{
 		Plan: planner, Reflect: planner, Finalize: planner,
 		Decompose: structurer, Summarize: structurer, Analyze: structurer,
@@ -44,9 +45,9 @@ func SeedRoutes(planner, structurer, executor string) map[string]string {
 // PolicyOptions configures a Policy.
 type PolicyOptions struct {
 	// Routes maps intents to agent ids ("plan" → "agent:gpt5"); see
-	// SeedRoutes.
+	// ProtocolRoutes.
 	Routes map[string]string
-	// Fallback takes intents without a route, as the seed's mux sends
+	// Fallback takes intents without a route, as the mux of §12 sends
 	// them to its reflect agent; Routes["reflect"] when "". With neither,
 	// such requests are left to capability routing.
 	Fallback string
@@ -83,7 +84,7 @@ type Policy struct {
 // agents to send them to).
 func NewPolicy(r *router.Router, opts *PolicyOptions) (*Policy, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil router", ErrInvalidPolicy)
+		return nil, coded.Wrap(ErrInvalidPolicy, "nil router", nil)
 	}
 	var o PolicyOptions
 	if opts != nil {
@@ -92,7 +93,7 @@ func NewPolicy(r *router.Router, opts *PolicyOptions) (*Policy, error) {
 	routes := make(map[string]string, len(o.Routes))
 	for intent, agent := range o.Routes {
 		if intent == "" || !strings.HasPrefix(agent, protocol.PrefixAgent) || len(agent) == len(protocol.PrefixAgent) {
-			return nil, fmt.Errorf("%w: route %q → %q: want an intent and an agent:<id>", ErrInvalidPolicy, intent, agent)
+			return nil, coded.Wrap(ErrInvalidPolicy, fmt.Sprintf("route %q → %q: want an intent and an agent:<id>", intent, agent), nil)
 		}
 		routes[intent] = agent
 	}
@@ -101,7 +102,7 @@ func NewPolicy(r *router.Router, opts *PolicyOptions) (*Policy, error) {
 		o.Fallback = routes[Reflect]
 	}
 	if o.Fallback != "" && !strings.HasPrefix(o.Fallback, protocol.PrefixAgent) {
-		return nil, fmt.Errorf("%w: fallback %q is not an agent:<id>", ErrInvalidPolicy, o.Fallback)
+		return nil, coded.Wrap(ErrInvalidPolicy, fmt.Sprintf("fallback %q is not an agent:<id>", o.Fallback), nil)
 	}
 	if o.ReflectBelow == 0 {
 		o.ReflectBelow = DefaultReflectBelow
@@ -147,7 +148,7 @@ func IntentOf(m *protocol.Message) string {
 	if m == nil {
 		return ""
 	}
-	if s := jsonx.MetaString(m, MetaIntent); s != "" {
+	if s := metaString(m, MetaIntent); s != "" {
 		return s
 	}
 	return intentOfPayloadType(m.PayloadType)
@@ -205,15 +206,15 @@ func (p *Policy) Submit(ctx context.Context, req *protocol.Message) (*router.Han
 // ScoreOf returns the confidence score of a message: its payload's
 // confidence.score, else meta.confidence; ok is false when it has none.
 func ScoreOf(m *protocol.Message) (score float64, ok bool) {
-	if jsonx.Kind(m.Payload) == '{' {
-		if c := member0(m.Payload, "confidence"); jsonx.Kind(c) == '{' {
-			if s := member0(c, "score"); jsonx.Kind(s) == '0' {
+	if kind(m.Payload) == '{' {
+		if c := member0(m.Payload, "confidence"); kind(c) == '{' {
+			if s := member0(c, "score"); kind(s) == '0' {
 				f, err := strconv.ParseFloat(string(s), 64)
 				return f, err == nil
 			}
 		}
 	}
-	return jsonx.Number(m.Meta[MetaConfidence])
+	return number(m.Meta[MetaConfidence])
 }
 
 // ReflectOn submits a reflect task for a result of low confidence (docs/protocol.md
@@ -249,7 +250,7 @@ func (p *Policy) ReflectOn(ctx context.Context, result *protocol.Message) (*rout
 		}
 	}
 	if reflector == "" {
-		return nil, fmt.Errorf("%w: no reflector other than %s", ErrNoRoute, author)
+		return nil, coded.Wrap(ErrNoRoute, fmt.Sprintf("no reflector other than %s", author), nil)
 	}
 	return p.r.Submit(ctx, p.reflectRequest(result, score, reflector))
 }
@@ -272,16 +273,16 @@ func (p *Policy) reflectRequest(result *protocol.Message, score float64, reflect
 		Meta: map[string]any{MetaIntent: Reflect, MetaParents: []any{result.ID}, MetaInReplyTo: result.ID,
 			MetaReflectOf: result.ID, MetaRoutedBy: RoutedBy, MetaRouteReason: reason},
 	}
-	taskJSON, _ := jsonx.AppendString(nil, "Reflect on: "+task)
-	ctxJSON, _ := jsonx.AppendString(nil, fmt.Sprintf("confidence %g from %s", score, result.From.AgentID))
+	taskJSON, _ := jsontext.AppendQuote(nil, "Reflect on: "+task)
+	ctxJSON, _ := jsontext.AppendQuote(nil, fmt.Sprintf("confidence %g from %s", score, result.From.AgentID))
 	data := []byte(result.Payload)
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	req.Payload = jsonx.BuildObject([]jsonx.Member{
+	req.Payload = object([]member{
 		{"task", taskJSON},
-		{"inputs", jsonx.BuildObject([]jsonx.Member{{"context", ctxJSON}})},
-		{"content", jsonx.BuildObject([]jsonx.Member{{"type", quote(ContentJSON)}, {"data", jsonx.Compact(data)}})},
+		{"inputs", object([]member{{"context", ctxJSON}})},
+		{"content", object([]member{{"type", quote(ContentJSON)}, {"data", compact(data)}})},
 	})
 	return req
 }

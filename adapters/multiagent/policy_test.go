@@ -20,7 +20,7 @@ const (
 	gemini = "agent:gemini"
 )
 
-// team registers the seed's three models as agents. Each answers with a
+// team registers the three models of docs/protocol.md §12 as agents. Each answers with a
 // multiagent payload whose confidence is scores[agent] (0.9 by default)
 // and records the intents it was asked for.
 type team struct {
@@ -58,7 +58,7 @@ func newTeam(t *testing.T, env *routertest.Env) *team {
 }
 
 func newPolicy(t *testing.T, env *routertest.Env) *multiagent.Policy {
-	p, err := multiagent.NewPolicy(env.Router, &multiagent.PolicyOptions{Routes: multiagent.SeedRoutes(gpt5, claude, gemini), IDs: env.IDs})
+	p, err := multiagent.NewPolicy(env.Router, &multiagent.PolicyOptions{Routes: multiagent.ProtocolRoutes(gpt5, claude, gemini), IDs: env.IDs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +69,8 @@ func userRequest(intent string) []byte {
 	return env("user", intent, `{"type":"text","text":"please"}`)
 }
 
-// Every intent goes to the agent of the seed's rules; route, which has no
-// rule, to the fallback (the reflect agent, as in the seed's mux).
+// Every intent goes to the agent of the rules of §12; route, which has no
+// rule, to the fallback (the reflect agent, as in the mux of §12).
 func TestPolicyRoutesEveryIntent(t *testing.T) {
 	e := routertest.New(t, nil)
 	newTeam(t, e)

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/adapters/internal/jsonx"
+	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -55,7 +56,7 @@ func GPTPrompt(m *protocol.Message) (system, user string, err error) {
 	if !ok {
 		ctx = []byte("null")
 	}
-	task, _ := jsonx.AppendString(nil, e.task)
+	task, _ := jsontext.AppendQuote(nil, e.task)
 	u := append(append(append(append([]byte(`{"task":`), task...), `,"context":`...), ctx...), '}')
 	return "You speak Envelope v1. Intent=" + e.intent + ". Return JSON only.", string(u), nil
 }
@@ -85,12 +86,12 @@ func view(m *protocol.Message) (*outEnv, error) {
 	return plain.fromEnvelope(context.Background(), m)
 }
 
-var plain = &Adapter{opts: Options{Index: noIndex{}}}
+var plain = New(&Options{Index: noIndex{}})
 
 type noIndex struct{}
 
-func (noIndex) Lookup(context.Context, string) (Link, bool) { return Link{}, false }
-func (noIndex) Remember(context.Context, string, Link)      {}
+func (noIndex) Lookup(context.Context, string) (adapters.Link, bool) { return adapters.Link{}, false }
+func (noIndex) Remember(context.Context, string, adapters.Link)      {}
 
 // field returns the member name of a JSON object; null counts as absent
 // (JavaScript's ?? operator).
@@ -102,7 +103,7 @@ func (e *outEnv) field(obj []byte, name string) ([]byte, bool) {
 	if !present(v) {
 		return nil, false
 	}
-	return jsonx.Compact(v), true
+	return compact(v), true
 }
 
 // context is inputs.context interpolated, or def.
@@ -125,7 +126,7 @@ func (e *outEnv) data() []byte {
 // interpolate writes a JSON value as a JavaScript template literal would:
 // a string as its text, other values as JSON.
 func interpolate(v []byte) string {
-	if s, ok := jsonx.Str(v); ok {
+	if s, ok := str(v); ok {
 		return s
 	}
 	return string(v)

@@ -61,9 +61,9 @@ func compare(t *testing.T, file string, got, want rendering) {
 	}
 }
 
-// The Go renderings equal what the seed's TypeScript functions print
+// The Go renderings equal what the reference TypeScript functions (testdata/prompts.mjs) print
 // (recorded with Node in prompts.golden.jsonl).
-func TestPromptsMatchTheSeed(t *testing.T) {
+func TestPromptsMatchTheReference(t *testing.T) {
 	golden, err := os.ReadFile("testdata/prompts.golden.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +86,9 @@ func TestPromptsAgainstNode(t *testing.T) {
 	if err != nil {
 		// The golden file above still checks the renderings.
 		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not installed: the live check against the seed's JavaScript needs it")
+			t.Fatal("node is not installed: the live check against the reference JavaScript needs it")
 		}
-		t.Skip("node is not installed: the live check against the seed's JavaScript needs it")
+		t.Skip("node is not installed: the live check against the reference JavaScript needs it")
 	}
 	files := promptInputs(t)
 	args := append([]string{"prompts.mjs"}, files...)
@@ -99,7 +99,7 @@ func TestPromptsAgainstNode(t *testing.T) {
 	cmd.Dir = "testdata"
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node failed on the seed's JavaScript: %v", err)
+		t.Fatalf("node failed on the reference JavaScript: %v", err)
 	}
 	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
 	for i, l := range lines {
