@@ -91,6 +91,19 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 	return r, nil
 }
 
+// Store returns the store the router records events in.
+func (r *Router) Store() store.Store { return r.st }
+
+// Registry returns the agent registry the router routes with.
+func (r *Router) Registry() *registry.Registry { return r.reg }
+
+// Schemas returns the schema registry the router validates payloads with.
+func (r *Router) Schemas() *schema.Registry { return r.schemas }
+
+// IDs returns the router's id source, which is also its clock (see the
+// package doc, "Clock").
+func (r *Router) IDs() *protocol.IDs { return r.ids }
+
 // Register registers an in-process agent: its card goes to the registry
 // (an agent.register event, registered Local so it needs no heartbeats)
 // and h runs the tasks routed to it. Registering the same agent id again

@@ -136,11 +136,11 @@ type Server struct {
 	running map[string]*router.Handle // tasks submitted here that have not ended, by task id
 }
 
-// NewServer returns a Server over the router r and the store and registry
-// r was built with. opts may be nil.
-func NewServer(r *router.Router, st store.Store, reg *registry.Registry, opts *ServerOptions) (*Server, error) {
-	if r == nil || st == nil || reg == nil {
-		return nil, optionsError("a router, its store and its registry are required")
+// NewServer returns a Server over the router r (and the store and
+// registry r was built with). opts may be nil.
+func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
+	if r == nil {
+		return nil, optionsError("a router is required")
 	}
 	var o ServerOptions
 	if opts != nil {
@@ -149,7 +149,7 @@ func NewServer(r *router.Router, st store.Store, reg *registry.Registry, opts *S
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{r: r, st: st, reg: reg, opts: o, running: map[string]*router.Handle{}}
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, running: map[string]*router.Handle{}}
 	s.team = s.rpcHandler("")
 	mux := http.NewServeMux()
 	mux.HandleFunc(CardPath, s.serveCard)
