@@ -23,6 +23,16 @@ import (
 // agent's max_runtime_sec.
 type Handler func(ctx context.Context, t *Task) (*Result, error)
 
+// Middleware wraps a Handler with behaviour of its own — logging, timing,
+// tracing, metrics, a policy check — the way net/http middleware wraps an
+// http.Handler. It is installed through Options.Middleware and wraps
+// every handler registered with the router (Register and Attach), once,
+// when the handler is registered. A middleware may call next (usually
+// once), read the Task, change the result or the error, or return without
+// calling next: its error then ends the task's attempt like a handler's
+// own (a task.error; retried when retryable).
+type Middleware func(next Handler) Handler
+
 // Result is what a handler returns on success: the payload of the
 // task.result event and its structured contract (docs/protocol.md §3).
 type Result struct {
@@ -143,6 +153,10 @@ func (r *Router) setHandler(id string, h Handler) {
 	defer r.hmu.Unlock()
 	next := maps.Clone(r.handlerMap())
 	if h != nil {
+		mw := r.opts.Middleware
+		for i := len(mw) - 1; i >= 0; i-- { // the first is the outermost
+			h = mw[i](h)
+		}
 		next[id] = h
 	} else {
 		delete(next, id)
