@@ -361,11 +361,7 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 	}
 	_, err := protocol.Encode(m) // validated and encoded once, before the schema check
 	if err == nil {
-		if r.opts.Workflows != nil {
-			err = r.opts.Workflows.Validate(m) // the run's step, else the registry
-		} else {
-			err = r.schemas.ValidateMessage(m)
-		}
+		err = r.validatePayload(m)
 	}
 	if err != nil {
 		details := map[string]any{"payload_type": res.PayloadType, "result": json.RawMessage(m.Payload)}
@@ -626,6 +622,9 @@ func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, 
 // parent_task_id set to t's, the same run and thread, from t's agent,
 // addressed to the router. Set Requires, Prefers or To, then Delegate it.
 func (t *Task) NewSubtask(payloadType string, payload any) (*protocol.Message, error) {
+	if err := checkPayloadType(payloadType); err != nil {
+		return nil, err
+	}
 	req := t.ts.req
 	m := t.r.ids.NewMessage(protocol.TypeTaskRequest, t.agent.ID())
 	m.ThreadID, m.RunID, m.ParentTaskID, m.Trace, m.Domain = req.ThreadID, req.RunID, req.TaskID, req.Trace, req.Domain

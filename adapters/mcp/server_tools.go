@@ -177,16 +177,6 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 	if err != nil {
 		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "building the request: %v", err)
 	}
-	if sc, ok := s.schemas.Lookup(in.PayloadType); ok {
-		if err := sc.Validate(m.Payload); err != nil {
-			te := newToolErr(protocol.CodeValidation, ActionListTypes, "the payload does not match %s: %v", in.PayloadType, err)
-			var ve *schema.ValidationError
-			if errors.As(err, &ve) {
-				te.Details = map[string]any{"violations": ve.Violations}
-			}
-			return nil, te
-		}
-	}
 	m.Requires, m.Prefers, m.Domain, m.IdempotencyKey = in.Requires, in.Prefers, in.Domain, in.IdempotencyKey
 	if len(in.To) > 0 {
 		m.To = m.To[:0]
@@ -201,7 +191,15 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 		return nil, newToolErr(protocol.CodeOf(err), ActionFixArguments, "invalid task request: %v", err)
 	}
 	start, _ := s.st.LastSeq(ctx)
-	h, err := s.r.Submit(ctx, m)
+	h, err := s.r.Submit(ctx, m) // validates the payload against its type
+	if errors.Is(err, router.ErrInvalidPayload) {
+		te := newToolErr(protocol.CodeValidation, ActionListTypes, "the payload does not match %s: %v", in.PayloadType, err)
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			te.Details = map[string]any{"violations": ve.Violations}
+		}
+		return nil, te
+	}
 	if err != nil {
 		code := protocol.CodeOf(err)
 		return nil, newToolErr(code, map[bool]string{true: ActionRetryLater, false: ActionFixArguments}[code.Retryable()], "submitting the task: %v", err)
