@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -259,7 +260,7 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		return false
 	}
 	if err != nil {
-		wire := protocol.NewErrorPayload(err)
+		wire := wireError(err)
 		ep := &wire
 		r.release(a, false)
 		if n := int(ts.attempt.Load()); ep.Retryable && n < r.opts.MaxAttempts {
@@ -328,6 +329,21 @@ func (r *Router) call(ctx context.Context, h Handler, t *Task) (res *Result, err
 		return nil, &protocol.ErrorPayload{Code: protocol.CodeNotFound, Message: "agent " + t.agent.ID() + " has no handler"}
 	}
 	return h(ctx, t)
+}
+
+// wireError is the wire error of a handler's error. An error that wraps
+// a *protocol.ErrorPayload (a failed delegation returned as
+// fmt.Errorf("research: %w", err)) keeps that payload's code,
+// retryability and details, and the handler's own words: the message is
+// the whole error's text, with the payload's message in place of the
+// payload's "CODE: message" form.
+func wireError(err error) protocol.ErrorPayload {
+	wire := protocol.NewErrorPayload(err)
+	var inner *protocol.ErrorPayload
+	if errors.As(err, &inner) && err != error(inner) {
+		wire.Message = strings.Replace(err.Error(), inner.Error(), inner.Message, 1)
+	}
+	return wire
 }
 
 func mergeDetails(a, b map[string]any) map[string]any {
