@@ -73,8 +73,9 @@ type Options struct {
 	// "route this for me". DefaultAgentID ("agent:orchestrator", as in docs/protocol.md
 	// §10) when "".
 	AgentID string
-	// IDs makes ids and timestamps and is the router's clock;
-	// protocol.DefaultIDs() when nil. Tests pass one with a fixed clock.
+	// IDs makes ids and timestamps and is the router's clock (see Clock
+	// in the package doc); protocol.DefaultIDs() when nil. Give the
+	// registry the same one. Tests pass one with a clock they move.
 	IDs *protocol.IDs
 	// Logger receives the router's diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
