@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
@@ -115,7 +115,13 @@ func TestUpdateDuringRemove(t *testing.T) {
 	<-g.entered // the Remove is inside Append: agent:a is still registered
 	updated := make(chan error, 1)
 	go func() { updated <- r.Update(ctx, card("agent:a", "skill:y")) }()
-	time.Sleep(20 * time.Millisecond) // let the Update get as far as it can
+	// Let the Update get as far as it can: to the writers' lock, which the
+	// Remove holds. No event tells when it is there (a goroutine blocked on
+	// a mutex is invisible to synctest too); the test holds either way,
+	// the yields only make the interesting order likely.
+	for range 100 {
+		runtime.Gosched()
+	}
 	close(g.release)
 	if err := <-removed; err != nil {
 		t.Fatal(err)

@@ -26,9 +26,7 @@
 //
 // [Registry.Candidates] answers step 2 of the matching algorithm (docs/protocol.md
 // §4.2): the agents that have every capability id of requires (AND
-// semantics), sorted by id. It reads a capability index, so its cost
-// follows the smallest matching set, not the number of agents. It returns
-// agents online or not; the router applies [Registry.Online], the hard
+// semantics), sorted by id, online or not; the router applies [Registry.Online], the hard
 // filters and the preference scoring.
 //
 //	for _, a := range reg.Candidates([]string{"skill:research"}) {
@@ -39,19 +37,17 @@
 //	}
 //
 // [Registry.TryAcquire] takes a slot unless the card's
-// limits.max_concurrency is reached (0 or no limits: unlimited), with one
-// atomic compare-and-swap; [Registry.Release] frees it and records the
+// limits.max_concurrency is reached (0 or no limits: unlimited), atomically;
+// [Registry.Release] frees it and records the
 // outcome. [Agent.InFlight] is the load and [Agent.SuccessRate] the share
 // of the last Options.SuccessWindow (default 32, at most 64) outcomes that
 // succeeded: the "least loaded" and "recent success rate" tie-breakers of
 // §4.2. Both counters belong to the agent id, not to its card: they carry
 // over updates and re-registrations.
 //
-// A Registry is safe for concurrent use. Get and List take a read lock
-// for a map lookup or a copy; Candidates takes none: the capability index
-// is copy-on-write (64 shards, so that a change copies little), since every
-// routing pass reads it and few events change it. [Registry.AppendCandidates]
-// appends to a caller's slice, for a router that routes task after task.
+// A Registry is safe for concurrent use; reads never wait for a write's
+// store append. [Registry.AppendCandidates] appends to a caller's slice,
+// for a router that routes task after task.
 //
 // # Events
 //
@@ -86,8 +82,10 @@
 //
 // Liveness counts from the event's ts, which the writing registry took
 // from Options.IDs, the same clock [Registry.Online] reads; the store's
-// own append time is not used. A test controls liveness with an IDs whose
-// Clock it advances.
+// own append time is not used. The clock is a func() time.Time given to
+// the IDs (protocol.IDOptions.Clock), the router's clock too when the
+// router is given the same IDs: a test controls liveness with a clock it
+// advances (routertest.Clock).
 //
 // # Errors
 //
@@ -114,9 +112,8 @@
 //
 // # Caveats
 //
-// Open reads the registry's run through the store's run index, so its
-// cost follows the number of registry events, not the size of the log.
-// But heartbeats are events too: N agents beating every T write N/T
+// Open reads the events of the registry's run, not the whole log. But
+// heartbeats are events too: N agents beating every T write N/T
 // events for as long as they run (100 agents every 10 s are 864,000
 // events a day), and every Open reads them all. Choose the interval and
 // the TTL with the log's growth in mind; Local agents need no heartbeats.
@@ -127,8 +124,8 @@
 //
 // Writes are serialised, so that the order of the events in the store is
 // the order in which they were applied: on a durable store each write is
-// a commit of its own. Registration and heartbeats are not the routing hot
-// path, but a very large fleet heartbeating often is bounded by it.
+// a commit of its own, which bounds how often a very large fleet can
+// heartbeat.
 //
 // Load and success counters live in memory: they are not events, they
 // start empty after Open, and they are kept for an agent id after it is

@@ -43,8 +43,9 @@ type Options struct {
 	SuccessWindow int
 	// RunID is the run_id of registry events. DefaultRunID when "".
 	RunID string
-	// IDs makes event ids and timestamps and is the registry's clock;
-	// protocol.DefaultIDs() when nil. Tests pass one with a fixed clock.
+	// IDs makes event ids and timestamps and is the registry's clock, the
+	// one liveness is measured with; protocol.DefaultIDs() when nil. Give
+	// the router the same one. Tests pass one with a clock they move.
 	IDs *protocol.IDs
 }
 

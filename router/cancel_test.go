@@ -3,7 +3,9 @@ package router
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -16,7 +18,7 @@ import (
 
 // queued starts a router whose one agent has max_concurrency 1, a task h1
 // running on it (blocked until b.release is closed) and a task h2 waiting
-// in the capacity queue.
+// in the capacity queue. It runs in a synctest bubble.
 func queued(t *testing.T) (e *env, b *blocker, h1, h2 *Handle) {
 	t.Helper()
 	e = newEnv(t, &Options{QueueTimeout: time.Hour})
@@ -27,13 +29,16 @@ func queued(t *testing.T) (e *env, b *blocker, h1, h2 *Handle) {
 	h1 = e.submit(e.request("skill:r"))
 	<-b.started
 	h2 = e.submit(e.request("skill:r"))
-	for e.r.waiting.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	synctest.Wait() // h2 waits for a slot
+	if e.r.waiting.Load() != 1 {
+		t.Fatalf("%d tasks waiting for a slot, want 1", e.r.waiting.Load())
 	}
 	return e, b, h1, h2
 }
 
-func TestCancelWhileQueued(t *testing.T) {
+func TestCancelWhileQueued(t *testing.T) { synctest.Test(t, testCancelWhileQueued) }
+
+func testCancelWhileQueued(t *testing.T) {
 	e, b, h1, h2 := queued(t)
 	h2.Cancel("no longer needed")
 	out, err := e.wait(h2)
@@ -73,7 +78,9 @@ func TestCancelDuringBackoff(t *testing.T) {
 	}
 }
 
-func TestCloseEndsQueuedTask(t *testing.T) {
+func TestCloseEndsQueuedTask(t *testing.T) { synctest.Test(t, testCloseEndsQueuedTask) }
+
+func testCloseEndsQueuedTask(t *testing.T) {
 	e, _, h1, h2 := queued(t)
 	if err := e.r.Close(); err != nil {
 		t.Fatal(err)
@@ -87,7 +94,9 @@ func TestCloseEndsQueuedTask(t *testing.T) {
 
 // Idle workers exit after a while without tasks (not only at Close), and
 // a task after that starts a new one.
-func TestIdleWorkersExit(t *testing.T) {
+func TestIdleWorkersExit(t *testing.T) { synctest.Test(t, testIdleWorkersExit) }
+
+func testIdleWorkersExit(t *testing.T) {
 	e := newEnv(t, nil)
 	e.r.pool.every = 10 * time.Millisecond
 	e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) { return summary("x"), nil })
@@ -98,25 +107,28 @@ func TestIdleWorkersExit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for e.r.pool.n.Load() > 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: %d workers still alive after 5 s idle", round, e.r.pool.n.Load())
-			}
-			time.Sleep(5 * time.Millisecond)
+		// Three periods of the bubble's clock: a worker is reaped after
+		// one to two whole idle periods.
+		time.Sleep(3 * e.r.pool.every)
+		synctest.Wait()
+		if n := e.r.pool.n.Load(); n > 0 {
+			t.Fatalf("round %d: %d workers still alive after three idle periods", round, n)
 		}
 	}
 }
 
 // Cancel flips the context first and stores the task.cancel second; the
 // task's goroutine may return in between (it was waiting in the queue) and
-// leave nothing to end the task. It must end anyway. The review found this
-// window (Cancel's two steps forced apart here) and a stress run hit it
-// about once in 400 cancels during a retry loop.
+// leave nothing to end the task. It must end anyway (Cancel's two steps
+// are forced apart here).
 func TestCancelRacingTheTaskGoroutine(t *testing.T) {
+	synctest.Test(t, testCancelRacingTheTaskGoroutine)
+}
+
+func testCancelRacingTheTaskGoroutine(t *testing.T) {
 	e, b, h1, h2 := queued(t)
 	h2.ts.cancel(&cancelCause{"gone"}) // Cancel's first step only
-	time.Sleep(20 * time.Millisecond)  // the task's goroutine returns meanwhile
+	synctest.Wait()                    // the task's goroutine returns meanwhile
 	h2.r.cancelled(h2.ts)              // its second step finds the task gone
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -140,7 +152,9 @@ func TestCancelDuringRetryLoopStress(t *testing.T) {
 	})
 	for i := range 200 {
 		h := e.submit(e.request("skill:r"))
-		time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
+		for range i % 5 * 20 { // cancel after a varying number of retries
+			runtime.Gosched()
+		}
 		h.Cancel("")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		out, err := h.Wait(ctx)

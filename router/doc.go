@@ -1,6 +1,6 @@
 // Package router is the heart of Clutch: it matches task requests to
-// agents, runs them, and records every step as an event in the store (docs/protocol.md
-// §1.3–§1.6, §2, §4, §5, §10).
+// agents, runs them, and records every step as an event in the store
+// (docs/protocol.md §1.3–§1.6, §2, §4, §5, §10).
 //
 // # Basics
 //
@@ -25,16 +25,51 @@
 // artifacts (Task.PutArtifact), delegates subtasks (Task.NewSubtask,
 // Task.Delegate, which blocks until the subtask ends) and returns a Result
 // or an error. Return Fail(code, message, retryable, details) for a wire
-// error of docs/protocol.md §5.4; any other error is coded with protocol.CodeOf.
+// error of docs/protocol.md §5.4; any other error is coded with
+// protocol.CodeOf. An error that wraps a failed delegation
+// (fmt.Errorf("research: %w", err)) keeps the subtask's code, retryability
+// and details, and its message reads "research: " and the subtask's message.
+//
+// The store, registry, schema registry and id source a Router was built
+// with are returned by Store, Registry, Schemas and IDs: servers and
+// adapters in front of a router take the *Router alone.
+//
+// # Middleware
+//
+// Options.Middleware wraps every handler registered with the router
+// (Register and Attach) in decorators of type Middleware, func(Handler)
+// Handler, the first in the list outermost: logging, tracing, metrics and
+// policies are written once for every agent. A middleware sees the Task,
+// may change the result or the error, or refuse the task by returning an
+// error without calling next (the attempt then ends in a task.error, as if
+// the handler had returned it).
+//
+// # Validation
+//
+// Submit (and Delegate, for subtasks) validates a request before anything
+// is stored: the envelope (protocol.Validate), then its payload against the
+// schema of its payload_type in the schema registry, or, when
+// Options.Workflows binds the request's run, against its workflow
+// (docs/protocol.md §3). An unknown payload_type fails unless the schema
+// registry is permissive; a request without payload_type and schema_ref is
+// untyped and passes. An invalid payload is refused with ErrInvalidPayload
+// (code VALIDATION), wrapping the schema package's error (a
+// *schema.ValidationError lists the violations): the request is not
+// stored, no event is written and no handler runs. NewRequest and
+// NewSubtask refuse a malformed payload type at once (ErrInvalidRequest,
+// INVALID_FIELD).
+//
+// Results are validated the same way; an invalid result becomes a
+// task.error with code VALIDATION whose details keep the result for audit.
 //
 // # Routing (docs/protocol.md §4.2)
 //
 // Each routing pass, recorded as a routing.decision event:
 //
 //  1. Candidates: the agents whose capabilities include every id in
-//     requires[] (AND), found through the registry's capability index; or,
-//     when "to" names agents other than the router, exactly those (an
-//     explicit recipient skips scoring, not the hard filters).
+//     requires[] (AND); or, when "to" names agents other than the router,
+//     exactly those (an explicit recipient skips scoring, not the hard
+//     filters).
 //  2. Hard filters, each rejection recorded with its reason: online
 //     (heartbeat within the TTL, or registered in-process), a handler in
 //     this router, security policy (policy.sandbox needs a sandboxed agent
@@ -53,8 +88,8 @@
 //
 // The decision names the selected agent, the candidates with their scores,
 // a readable reason ("matched requires[skill:research], lowest load (0 in
-// flight)") and the rejected agents with why. With thousands of agents the
-// lists hold the first 16 and the counts are exact. No match gives a
+// flight)") and the rejected agents with why. With many agents the lists
+// hold the first 16 and the counts are exact. No match gives a
 // routing.failure event and a task.error: NO_MATCH, POLICY_DENIED, CYCLE or
 // CAPACITY. When every matching agent is only busy, the task waits in a
 // bounded queue (MaxQueued, QueueTimeout) and fails with CAPACITY after.
@@ -63,10 +98,7 @@
 //
 // Every task leaves task.request, then per attempt routing.decision and
 // task.accept (stored together), any task.progress, and ends with exactly
-// one of task.result, task.error, task.cancel or task.timeout. A result is
-// validated against the schema registry (and the run's workflow, when
-// Options.Workflows binds one); an invalid result becomes a task.error
-// with code VALIDATION whose details keep the result for audit.
+// one of task.result, task.error, task.cancel or task.timeout.
 //
 // Retries: a retryable error (the error's Retryable, or its code's default)
 // is retried with Options.Backoff up to MaxAttempts; the failed attempt's
@@ -98,24 +130,39 @@
 // Replay (or Router.Tree) rebuilds a run's task tree — tasks, parents,
 // states, attempts, decisions, outcomes — from any store.
 //
+// # Clock
+//
+// Clutch has one clock concept: a func() time.Time. The router's clock is
+// the one its id source reads (Options.IDs, made with
+// protocol.IDOptions.Clock): every id, every event's ts and every
+// timestamp the router compares comes from it, and the registry takes its
+// timestamps and heartbeat liveness from its own Options.IDs the same way.
+// A store's Options.Clock, when it has one, is the same kind of function.
+// Give the router and the registry the same IDs (and the store the same
+// function) and they agree on the time; routertest does this with one
+// routertest.Clock, whose Now is that function.
+//
+// Durations are measured on real time, not on that clock: max_runtime_sec,
+// the backoff between attempts and the queue timeout are timers and
+// context deadlines. Tests of them run in a testing/synctest bubble, whose
+// fake time moves only when every goroutine waits.
+//
 // # Errors
 //
 // A task's failure is a *protocol.ErrorPayload, returned by Handle.Wait and
 // Task.Delegate and matched with errors.Is against a protocol.Code
 // (protocol.CodeNoMatch, CodeTimeout, ...). The router's own errors are the
-// sentinels of errors.go (ErrClosed, ErrInvalidRequest, ErrUnknownTask,
-// ErrNotRetryable, ErrTaskEnded, ErrInvalidOptions).
+// sentinels of errors.go (ErrClosed, ErrInvalidRequest, ErrInvalidPayload,
+// ErrUnknownTask, ErrNotRetryable, ErrTaskEnded, ErrInvalidOptions).
 //
 // # Caveats
 //
-// Each running task holds one goroutine (its handler runs on it) and about
-// 1 KiB of heap besides. Goroutines are reused: one whose task ended waits
-// 2 to 4 s for the next task before it exits, since a fresh goroutine
-// grows its stack again on every task. Close stops the idle ones, so a
-// test that checks for leaked goroutines (goleak) must Close the router.
-// A task's context ends when its handler returns, so a handler must wait
-// for the subtasks it delegates (Delegate does).
-// A handler that ignores its context after a timeout or cancel keeps its
+// Each running task holds one goroutine, on which its handler runs.
+// Goroutines outlive their task for a few seconds, to run the next one;
+// Close stops them, so a test that checks for leaked goroutines (goleak)
+// must Close the router. A task's context ends when its handler returns,
+// so a handler must wait for the subtasks it delegates (Delegate does). A
+// handler that ignores its context after a timeout or cancel keeps its
 // concurrency slot until it returns. Budgets count the tasks a run has
 // while some of them are running in this router. Recover scans the task
 // events of the whole log.

@@ -64,10 +64,15 @@ func Example() {
 
 	tree, _ := r.Tree(ctx, req.RunID)
 	d := tree.Tasks[h.TaskID()].Decisions[0]
-	fmt.Println(d.Selected, d.Scores, d.Reason)
+	for _, c := range d.Candidates {
+		fmt.Printf("candidate %s score %.2f\n", c, d.Scores[c])
+	}
+	fmt.Println("selected", d.Selected+":", d.Reason)
 	// Output:
 	// task.result from agent:ken: ken looked into Nordic payments
-	// agent:ken map[agent:ana:0 agent:ken:1] matched requires[skill:research], best preference score 1.00
+	// candidate agent:ken score 1.00
+	// candidate agent:ana score 0.00
+	// selected agent:ken: matched requires[skill:research], best preference score 1.00
 }
 
 func ExampleTask_Delegate() {
@@ -133,4 +138,38 @@ func ExampleFail() {
 	// Output:
 	// task.error true mcp:browser
 	// true
+}
+
+// A middleware wraps every handler of the router: here it logs each task
+// an agent starts and how it ended.
+func ExampleMiddleware() {
+	ctx := context.Background()
+	logging := func(next router.Handler) router.Handler {
+		return func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			fmt.Println("start", t.Agent(), "attempt", t.Attempt())
+			res, err := next(ctx, t)
+			fmt.Println("end  ", t.Agent(), "error:", err)
+			return res, err
+		}
+	}
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	reg, _ := registry.Open(ctx, st, nil)
+	schemas, _ := schema.New(nil)
+	r, _ := router.New(st, reg, schemas, &router.Options{
+		Logger:     slog.New(slog.DiscardHandler),
+		Middleware: []router.Middleware{logging},
+	})
+	defer r.Close()
+	r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}, researcher("ken"))
+
+	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "Nordic payments"})
+	req.Requires = []string{"skill:research"}
+	h, _ := r.Submit(ctx, req)
+	out, _ := h.Wait(ctx)
+	fmt.Println(out.Type)
+	// Output:
+	// start agent:ken attempt 1
+	// end   agent:ken error: <nil>
+	// task.result
 }

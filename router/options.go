@@ -2,6 +2,7 @@ package router
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -72,8 +73,9 @@ type Options struct {
 	// "route this for me". DefaultAgentID ("agent:orchestrator", as in docs/protocol.md
 	// §10) when "".
 	AgentID string
-	// IDs makes ids and timestamps and is the router's clock;
-	// protocol.DefaultIDs() when nil. Tests pass one with a fixed clock.
+	// IDs makes ids and timestamps and is the router's clock (see Clock
+	// in the package doc); protocol.DefaultIDs() when nil. Give the
+	// registry the same one. Tests pass one with a clock they move.
 	IDs *protocol.IDs
 	// Logger receives the router's diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
@@ -106,6 +108,10 @@ type Options struct {
 	Workflows *schema.Binder
 	// Recovery is what Recover does with interrupted tasks.
 	Recovery Recovery
+	// Middleware wraps every handler registered with the router; the
+	// first in the list is the outermost (it runs first and sees what
+	// the others return last).
+	Middleware []Middleware
 }
 
 // DefaultBackoff waits 50 ms after the first failure and doubles each
@@ -125,6 +131,12 @@ func (o *Options) setDefaults() error {
 	if w := o.Weights; w.Tags < 0 || w.Tools < 0 || w.Domain < 0 || w.Capabilities < 0 {
 		return wrap(ErrInvalidOptions, "weights must not be negative", nil)
 	}
+	for _, mw := range o.Middleware {
+		if mw == nil {
+			return wrap(ErrInvalidOptions, "nil middleware", nil)
+		}
+	}
+	o.Middleware = slices.Clone(o.Middleware)
 	if o.AgentID == "" {
 		o.AgentID = DefaultAgentID
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,16 @@ import (
 // protocol.CodeOf. ctx ends when the task is cancelled or passes the
 // agent's max_runtime_sec.
 type Handler func(ctx context.Context, t *Task) (*Result, error)
+
+// Middleware wraps a Handler with behaviour of its own — logging, timing,
+// tracing, metrics, a policy check — the way net/http middleware wraps an
+// http.Handler. It is installed through Options.Middleware and wraps
+// every handler registered with the router (Register and Attach), once,
+// when the handler is registered. A middleware may call next (usually
+// once), read the Task, change the result or the error, or return without
+// calling next: its error then ends the task's attempt like a handler's
+// own (a task.error; retried when retryable).
+type Middleware func(next Handler) Handler
 
 // Result is what a handler returns on success: the payload of the
 // task.result event and its structured contract (docs/protocol.md §3).
@@ -91,6 +102,19 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 	return r, nil
 }
 
+// Store returns the store the router records events in.
+func (r *Router) Store() store.Store { return r.st }
+
+// Registry returns the agent registry the router routes with.
+func (r *Router) Registry() *registry.Registry { return r.reg }
+
+// Schemas returns the schema registry the router validates payloads with.
+func (r *Router) Schemas() *schema.Registry { return r.schemas }
+
+// IDs returns the router's id source, which is also its clock (see the
+// package doc, "Clock").
+func (r *Router) IDs() *protocol.IDs { return r.ids }
+
 // Register registers an in-process agent: its card goes to the registry
 // (an agent.register event, registered Local so it needs no heartbeats)
 // and h runs the tasks routed to it. Registering the same agent id again
@@ -130,6 +154,10 @@ func (r *Router) setHandler(id string, h Handler) {
 	defer r.hmu.Unlock()
 	next := maps.Clone(r.handlerMap())
 	if h != nil {
+		mw := r.opts.Middleware
+		for i := len(mw) - 1; i >= 0; i-- { // the first is the outermost
+			h = mw[i](h)
+		}
 		next[id] = h
 	} else {
 		delete(next, id)
@@ -144,8 +172,13 @@ func (r *Router) handler(id string) Handler { return r.handlerMap()[id] }
 // NewRequest returns a task.request from "from" with a new run, thread and
 // task, ids and timestamp from the router's id source, addressed to the
 // router, carrying payload (encoded as JSON) under payloadType. Set
-// Requires, Prefers, Domain or To on it before Submit.
+// Requires, Prefers, Domain or To on it before Submit. A payloadType that
+// is not of the form <domain>.<name>.v<N> is refused at once with
+// ErrInvalidRequest (INVALID_FIELD); "" makes an untyped request.
 func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Message, error) {
+	if err := checkPayloadType(payloadType); err != nil {
+		return nil, err
+	}
 	m := r.ids.NewMessage(protocol.TypeTaskRequest, from)
 	m.To = []protocol.Participant{{AgentID: r.opts.AgentID}}
 	m.PayloadType = payloadType
@@ -158,8 +191,12 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 	return m, nil
 }
 
-// Submit stores the task.request req and starts routing it; it returns
-// once the request is stored. The returned handle waits for the task's
+// Submit validates the task.request req, stores it and starts routing
+// it; it returns once the request is stored. A payload that does not meet
+// the schema of its payload_type (or, when Options.Workflows binds the
+// run, its workflow step) is refused with ErrInvalidPayload (VALIDATION,
+// wrapping the schema package's error): the request is not stored and
+// nothing runs. The returned handle waits for the task's
 // outcome or cancels it. ctx bounds only the submission: the task lives on
 // (cancel it through the handle).
 //
@@ -177,6 +214,11 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 	// Validated and encoded once here; the store then takes the bytes.
 	if _, err := protocol.Encode(req); err != nil {
 		return nil, wrap(ErrInvalidRequest, "", err)
+	}
+	// The payload is checked before anything is stored: a refused request
+	// leaves no event and runs nothing.
+	if err := r.validateRequest(req); err != nil {
+		return nil, wrap(ErrInvalidPayload, req.PayloadType, err)
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -359,4 +401,44 @@ func parentRunCtx(parent *taskState) context.Context {
 		return *p
 	}
 	return nil
+}
+
+// checkPayloadType refuses a payload type that is not "" and not of the
+// form <domain>.<name>.v<N>.
+func checkPayloadType(pt string) error {
+	if pt != "" && !protocol.ValidPayloadType(pt) {
+		return wrap(ErrInvalidRequest, "payload_type "+strconv.Quote(pt)+" is not of the form <domain>.<name>.v<N>", nil)
+	}
+	return nil
+}
+
+// validateRequest validates a request's payload like validatePayload,
+// except that a meta.step naming a step that expects a result (the step
+// the request's result answers, see Options.Workflows) does not apply to
+// the request itself: the request is then checked against the workflow's
+// task.request steps, if any, else the registry.
+func (r *Router) validateRequest(m *protocol.Message) error {
+	if r.opts.Workflows != nil {
+		if id, ok := m.Meta[schema.MetaStep].(string); ok {
+			if w, bound := r.opts.Workflows.Workflow(m.RunID); bound {
+				if s, found := w.Step(id); found && s.Expects.Type != m.Type {
+					c := *m
+					c.Meta = maps.Clone(m.Meta)
+					delete(c.Meta, schema.MetaStep)
+					return r.opts.Workflows.Validate(&c)
+				}
+			}
+		}
+	}
+	return r.validatePayload(m)
+}
+
+// validatePayload validates m's payload in the scope of its run: against
+// its workflow step when Options.Workflows binds the run, else against the
+// schema registry.
+func (r *Router) validatePayload(m *protocol.Message) error {
+	if r.opts.Workflows != nil {
+		return r.opts.Workflows.Validate(m)
+	}
+	return r.schemas.ValidateMessage(m)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -486,7 +487,9 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
-func TestCancelSubtree(t *testing.T) {
+func TestCancelSubtree(t *testing.T) { synctest.Test(t, testCancelSubtree) }
+
+func testCancelSubtree(t *testing.T) {
 	e := newEnv(t, nil)
 	childStarted := make(chan string, 1)
 	e.register(card("agent:lead", skill("skill:lead")), func(ctx context.Context, t *Task) (*Result, error) {
@@ -514,15 +517,9 @@ func TestCancelSubtree(t *testing.T) {
 		t.Fatalf("%+v %v", out, err)
 	}
 	// The child ends with task.cancel too.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if got := e.types(child); got[len(got)-1] == "task.cancel" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child events %v", e.types(child))
-		}
-		time.Sleep(5 * time.Millisecond)
+	synctest.Wait()
+	if got := e.types(child); got[len(got)-1] != "task.cancel" {
+		t.Fatalf("child events %v", got)
 	}
 }
 
@@ -622,7 +619,9 @@ func TestBudget(t *testing.T) {
 	})
 }
 
-func TestConcurrencyLimitQueues(t *testing.T) {
+func TestConcurrencyLimitQueues(t *testing.T) { synctest.Test(t, testConcurrencyLimitQueues) }
+
+func testConcurrencyLimitQueues(t *testing.T) {
 	e := newEnv(t, &Options{QueueTimeout: 5 * time.Second})
 	c := card("agent:one", skill("skill:r"))
 	c.Limits = &protocol.Limits{MaxConcurrency: 1}
@@ -644,7 +643,10 @@ func TestConcurrencyLimitQueues(t *testing.T) {
 	for range 5 {
 		hs = append(hs, e.submit(e.request("skill:r")))
 	}
-	time.Sleep(50 * time.Millisecond)
+	synctest.Wait() // one task runs, four wait for its slot
+	if n := e.r.waiting.Load(); n != 4 {
+		t.Fatalf("%d tasks waiting for a slot, want 4", n)
+	}
 	close(release)
 	for _, h := range hs {
 		if _, err := e.wait(h); err != nil {
@@ -656,7 +658,9 @@ func TestConcurrencyLimitQueues(t *testing.T) {
 	}
 }
 
-func TestQueueTimeoutAndFull(t *testing.T) {
+func TestQueueTimeoutAndFull(t *testing.T) { synctest.Test(t, testQueueTimeoutAndFull) }
+
+func testQueueTimeoutAndFull(t *testing.T) {
 	e := newEnv(t, &Options{MaxQueued: 1})
 	c := card("agent:one", skill("skill:r"))
 	c.Limits = &protocol.Limits{MaxConcurrency: 1}
@@ -666,9 +670,7 @@ func TestQueueTimeoutAndFull(t *testing.T) {
 	<-b.started
 	e.r.opts.QueueTimeout = 300 * time.Millisecond
 	h2 := e.submit(e.request("skill:r")) // waits, then times out
-	for e.r.waiting.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	synctest.Wait()
 	h3 := e.submit(e.request("skill:r")) // the queue (1) is full
 	_, err3 := e.wait(h3)
 	_, err2 := e.wait(h2)
@@ -757,6 +759,10 @@ func TestConcurrentSubmitsRace(t *testing.T) {
 // TestCancelReachesSubtaskDelegatedWithOtherContext: the subtree is
 // cancelled even when a handler delegates with a context of its own.
 func TestCancelReachesSubtaskDelegatedWithOtherContext(t *testing.T) {
+	synctest.Test(t, testCancelReachesSubtaskDelegatedWithOtherContext)
+}
+
+func testCancelReachesSubtaskDelegatedWithOtherContext(t *testing.T) {
 	e := newEnv(t, nil)
 	childStarted := make(chan string, 1)
 	e.register(card("agent:lead", skill("skill:lead")), func(ctx context.Context, t *Task) (*Result, error) {
@@ -783,14 +789,8 @@ func TestCancelReachesSubtaskDelegatedWithOtherContext(t *testing.T) {
 	if _, err := e.wait(h); !errors.Is(err, protocol.CodeCancelled) {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if got := e.types(child); got[len(got)-1] == "task.cancel" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child events %v", e.types(child))
-		}
-		time.Sleep(5 * time.Millisecond)
+	synctest.Wait()
+	if got := e.types(child); got[len(got)-1] != "task.cancel" {
+		t.Fatalf("child events %v", got)
 	}
 }

@@ -12,15 +12,13 @@ const workerIdle = 2 * time.Second
 
 // workers runs tasks on goroutines that live on for a while after their
 // task: a task that runs on a worker whose stack has already grown does not
-// pay for growing it again, which was the largest single cost of a short
-// task (measured: 15 % of the CPU of BenchmarkEndToEndMemstore with a
-// goroutine per task).
+// pay for growing it again, the largest single cost of a short task.
 //
 // Each idle worker waits on a channel of its own, in a LIFO list: handing
 // a task over is one send to one receiver, where a channel shared by every
-// worker, selected on with a timer and a quit channel, locked three channels
-// per hand-over and was contended by every submitter (measured: 4 % of the
-// CPU of that benchmark). The most recently idle worker is handed the next
+// worker, selected on with a timer and a quit channel, would lock three
+// channels per hand-over and be contended by every submitter. The most
+// recently idle worker is handed the next
 // task, so the ones at the bottom of the list are those idle longest; a
 // single timer, armed while any worker is idle, ends those that have been
 // idle for a whole period (idle to twice that).

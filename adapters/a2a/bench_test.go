@@ -53,7 +53,7 @@ func newBenchTeam(b *testing.B) *benchTeam {
 	if err := r.Register(ctx, card("agent:echo", nil, "skill:echo"), instant); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := NewServer(r, st, reg, &ServerOptions{Logger: quiet})
+	srv, err := NewServer(r, &ServerOptions{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -82,7 +82,7 @@
 //
 // # Serving
 //
-//	srv, err := a2a.NewServer(r, st, reg, nil)
+//	srv, err := a2a.NewServer(r, nil)
 //	http.ListenAndServe("127.0.0.1:8080", srv)
 //
 // Paths, relative to the Server's base:

@@ -59,7 +59,7 @@ func ExampleNewServer() {
 	defer tm.close()
 	tm.r.Register(ctx, echoCard, echo)
 
-	srv, err := a2a.NewServer(tm.r, tm.st, tm.reg, nil)
+	srv, err := a2a.NewServer(tm.r, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -91,7 +91,7 @@ func ExampleRegister() {
 	remote := newTeam()
 	defer remote.close()
 	remote.r.Register(ctx, echoCard, echo)
-	srv, _ := a2a.NewServer(remote.r, remote.st, remote.reg, nil)
+	srv, _ := a2a.NewServer(remote.r, nil)
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 
@@ -127,7 +127,7 @@ func ExampleServer_run() {
 	tm := newTeam()
 	defer tm.close()
 	tm.r.Register(ctx, echoCard, echo)
-	srv, _ := a2a.NewServer(tm.r, tm.st, tm.reg, nil)
+	srv, _ := a2a.NewServer(tm.r, nil)
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 

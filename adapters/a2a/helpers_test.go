@@ -129,7 +129,7 @@ func serve(t testing.TB, env *routertest.Env, opts *ServerOptions, mw ...func(ht
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
-	srv, err := NewServer(env.Router, env.Store, env.Registry, &o)
+	srv, err := NewServer(env.Router, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,11 +134,16 @@ type Remote struct {
 
 // Register resolves the A2A agent at url (its base URL, or its card's URL)
 // and registers it with r as an in-process agent whose handler forwards to
-// it: routable like any local agent, without heartbeats. Close the Remote
+// it: routable like any local agent, without heartbeats. It registers
+// [PayloadContent] in r's schema registry, if it is not there yet, so that
+// requests carrying a Content pass Submit's validation. Close the Remote
 // when done with it.
 func Register(ctx context.Context, r *router.Router, url string, opts *RemoteOptions) (*Remote, error) {
 	if r == nil {
 		return nil, optionsError("nil router")
+	}
+	if err := registerContent(r.Schemas()); err != nil {
+		return nil, err
 	}
 	rm, err := NewRemote(ctx, url, opts)
 	if err != nil {

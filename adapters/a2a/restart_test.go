@@ -47,7 +47,7 @@ func startProcess(t *testing.T, path string, recovery router.Recovery) *process 
 	if err := r.Register(ctx, card("agent:echo", nil, "skill:echo"), echo); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(r, st, reg, &ServerOptions{Logger: quiet})
+	srv, err := NewServer(r, &ServerOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -136,11 +138,12 @@ type Server struct {
 	running map[string]*router.Handle // tasks submitted here that have not ended, by task id
 }
 
-// NewServer returns a Server over the router r and the store and registry
-// r was built with. opts may be nil.
-func NewServer(r *router.Router, st store.Store, reg *registry.Registry, opts *ServerOptions) (*Server, error) {
-	if r == nil || st == nil || reg == nil {
-		return nil, optionsError("a router, its store and its registry are required")
+// NewServer returns a Server over the router r (and the store and
+// registry r was built with). It registers [PayloadContent] in r's schema
+// registry, if it is not there yet. opts may be nil.
+func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
+	if r == nil {
+		return nil, optionsError("a router is required")
 	}
 	var o ServerOptions
 	if opts != nil {
@@ -149,7 +152,10 @@ func NewServer(r *router.Router, st store.Store, reg *registry.Registry, opts *S
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{r: r, st: st, reg: reg, opts: o, running: map[string]*router.Handle{}}
+	if err := registerContent(r.Schemas()); err != nil {
+		return nil, err
+	}
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, running: map[string]*router.Handle{}}
 	s.team = s.rpcHandler("")
 	mux := http.NewServeMux()
 	mux.HandleFunc(CardPath, s.serveCard)
@@ -413,4 +419,14 @@ func (s *Server) visible(req *protocol.Message, agent string) bool {
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// registerContent registers [PayloadContent] in sch unless it is there:
+// the task.requests made from A2A messages carry a Content, and the
+// router validates a request against its payload type before it runs.
+func registerContent(sch *schema.Registry) error {
+	if err := schema.RegisterType[Content](sch, PayloadContent); err != nil && !errors.Is(err, schema.ErrAlreadyRegistered) {
+		return err
+	}
+	return nil
 }

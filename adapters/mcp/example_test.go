@@ -44,13 +44,13 @@ func greeter() mcp.ServerConfig {
 }
 
 // newRouter returns a router over an in-memory store.
-func newRouter() (*router.Router, store.Store, *registry.Registry, *schema.Registry) {
+func newRouter() *router.Router {
 	ctx := context.Background()
 	st, _ := memstore.New(nil)
 	reg, _ := registry.Open(ctx, st, nil)
 	sch, _ := schema.New(nil)
 	r, _ := router.New(st, reg, sch, &router.Options{Logger: slog.New(slog.DiscardHandler)})
-	return r, st, reg, sch
+	return r
 }
 
 // An agent calls an MCP tool through its task: the call is checked
@@ -59,7 +59,8 @@ func ExampleClient_Call() {
 	ctx := context.Background()
 	c, _ := mcp.NewClient([]mcp.ServerConfig{greeter()}, &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 	defer c.Close()
-	r, st, _, _ := newRouter()
+	r := newRouter()
+	st := r.Store()
 	defer r.Close()
 
 	// The agent's card lists the server it may use.
@@ -112,12 +113,12 @@ func ExampleClient_LLMTools() {
 // result carries structuredContent (docs/protocol.md §15).
 func ExampleServer() {
 	ctx := context.Background()
-	r, st, reg, sch := newRouter()
+	r := newRouter()
 	defer r.Close()
 	_ = r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken",
 		Capabilities: []protocol.Capability{{ID: "skill:research"}}},
 		func(ctx context.Context, t *router.Task) (*router.Result, error) { return &router.Result{}, nil })
-	srv, _ := mcp.NewServer(r, st, &mcp.ServerOptions{Registry: reg, Schemas: sch, Logger: slog.New(slog.DiscardHandler)})
+	srv, _ := mcp.NewServer(r, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 
 	serverT, clientT := sdk.NewInMemoryTransports()
 	sctx, stop := context.WithCancel(ctx)

@@ -62,7 +62,7 @@ func serveStdio() error {
 	if err != nil {
 		return err
 	}
-	srv, err := mcp.NewServer(r, st, &mcp.ServerOptions{Registry: reg, Schemas: sch, Logger: log})
+	srv, err := mcp.NewServer(r, &mcp.ServerOptions{Logger: log})
 	if err != nil {
 		return err
 	}

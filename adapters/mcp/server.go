@@ -52,17 +52,6 @@ type ServerOptions struct {
 	// AgentID is the host's agent id: tasks it submits come from it and
 	// its calls are recorded under it. DefaultHostAgentID when "".
 	AgentID string
-	// Registry lists the agents (list_agents) with their liveness and
-	// load. When nil, list_agents rebuilds the cards from the store's
-	// agent.* events, without liveness.
-	Registry *registry.Registry
-	// Schemas lists the payload types (list_payload_types); a submitted
-	// payload whose type it knows is validated before submission. A
-	// registry of the built-in payload types when nil.
-	Schemas *schema.Registry
-	// IDs makes the ids of the host-call events; protocol.DefaultIDs()
-	// when nil. Pass the router's to keep ids deterministic in tests.
-	IDs *protocol.IDs
 	// Logger receives diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
 	// DefaultWait is how long submit_task and wait_task wait for a task
@@ -86,10 +75,13 @@ type ServerOptions struct {
 // in the store under the host's agent id. See the package doc for the
 // tools.
 type Server struct {
-	r    *router.Router
-	st   store.Store
-	opts ServerOptions
-	srv  *sdk.Server
+	r       *router.Router
+	st      store.Store        // r's
+	reg     *registry.Registry // r's
+	schemas *schema.Registry   // r's
+	ids     *protocol.IDs      // r's
+	opts    ServerOptions
+	srv     *sdk.Server
 
 	// The host's own run, thread and task: host-call events belong to
 	// them, so the runs the host reads stay free of its audit trail.
@@ -99,11 +91,12 @@ type Server struct {
 	handles map[string]*router.Handle // tasks submitted here, by task id
 }
 
-// NewServer returns the MCP surface of r over its store st. opts may be
-// nil.
-func NewServer(r *router.Router, st store.Store, opts *ServerOptions) (*Server, error) {
-	if r == nil || st == nil {
-		return nil, wrap(ErrInvalidConfig, "a router and its store are required")
+// NewServer returns the MCP surface of r: it submits through r, records
+// and reads events in r's store, lists r's agents and payload types, and
+// makes ids with r's id source. opts may be nil.
+func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
+	if r == nil {
+		return nil, wrap(ErrInvalidConfig, "a router is required")
 	}
 	var o ServerOptions
 	if opts != nil {
@@ -114,9 +107,6 @@ func NewServer(r *router.Router, st store.Store, opts *ServerOptions) (*Server, 
 	}
 	if !strings.HasPrefix(o.AgentID, protocol.PrefixAgent) || len(o.AgentID) == len(protocol.PrefixAgent) {
 		return nil, wrap(ErrInvalidConfig, "AgentID "+o.AgentID+" must start with agent:")
-	}
-	if o.IDs == nil {
-		o.IDs = protocol.DefaultIDs()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -133,15 +123,9 @@ func NewServer(r *router.Router, st store.Store, opts *ServerOptions) (*Server, 
 	if o.Version == "" {
 		o.Version = ClientVersion
 	}
-	if o.Schemas == nil {
-		sch, err := schema.New(nil)
-		if err != nil {
-			return nil, err
-		}
-		o.Schemas = sch
-	}
-	s := &Server{r: r, st: st, opts: o, handles: map[string]*router.Handle{},
-		runID: o.IDs.RunID(), threadID: o.IDs.ThreadID(), taskID: o.IDs.TaskID()}
+	ids := r.IDs()
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: r.Schemas(), ids: ids, opts: o, handles: map[string]*router.Handle{},
+		runID: ids.RunID(), threadID: ids.ThreadID(), taskID: ids.TaskID()}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{
 		Logger: o.Logger,
 		Instructions: "Clutch orchestrator. Discover agents (list_agents) and payload types (list_payload_types), " +
@@ -291,7 +275,7 @@ func (s *Server) record(ctx context.Context, req *sdk.CallToolRequest, tool stri
 	if len(args) > maxRecordedArgs {
 		p.Arguments, _ = json.Marshal(map[string]any{"omitted_bytes": len(args)})
 	}
-	m := s.opts.IDs.NewMessage(TypeHostCall, s.opts.AgentID)
+	m := s.ids.NewMessage(TypeHostCall, s.opts.AgentID)
 	m.RunID, m.ThreadID, m.TaskID = s.runID, s.threadID, s.taskID
 	if err := m.SetPayload(&p); err != nil {
 		s.opts.Logger.Error("mcp: encoding a host-call event", "err", err)

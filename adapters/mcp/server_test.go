@@ -51,8 +51,7 @@ func newTeam(t testing.TB) *team {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-	srv, err := mcp.NewServer(env.Router, env.Store, &mcp.ServerOptions{AgentID: "agent:ide", Registry: env.Registry, Schemas: env.Schemas,
-		IDs: env.IDs, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := mcp.NewServer(env.Router, &mcp.ServerOptions{AgentID: "agent:ide", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

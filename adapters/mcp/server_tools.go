@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
@@ -135,14 +134,8 @@ func (s *Server) addTools() error {
 	)
 }
 
-func (s *Server) listAgents(ctx context.Context, _ *sdk.CallToolRequest, in listAgentsIn, _ *callInfo) (any, *toolErr) {
-	reg := s.opts.Registry
-	if reg == nil {
-		var err error
-		if reg, err = registry.Open(ctx, s.st, nil); err != nil {
-			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the agents: %v", err)
-		}
-	}
+func (s *Server) listAgents(_ context.Context, _ *sdk.CallToolRequest, in listAgentsIn, _ *callInfo) (any, *toolErr) {
+	reg := s.reg
 	agents := []AgentView{}
 	for _, a := range reg.List() {
 		card := a.Card()
@@ -159,7 +152,7 @@ func (s *Server) listAgents(ctx context.Context, _ *sdk.CallToolRequest, in list
 
 func (s *Server) listPayloadTypes(_ context.Context, _ *sdk.CallToolRequest, in listTypesIn, _ *callInfo) (any, *toolErr) {
 	out := []PayloadTypeView{}
-	for _, sc := range s.opts.Schemas.List() {
+	for _, sc := range s.schemas.List() {
 		if !strings.HasPrefix(sc.PayloadType(), in.Prefix) {
 			continue
 		}
@@ -184,16 +177,6 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 	if err != nil {
 		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "building the request: %v", err)
 	}
-	if sc, ok := s.opts.Schemas.Lookup(in.PayloadType); ok {
-		if err := sc.Validate(m.Payload); err != nil {
-			te := newToolErr(protocol.CodeValidation, ActionListTypes, "the payload does not match %s: %v", in.PayloadType, err)
-			var ve *schema.ValidationError
-			if errors.As(err, &ve) {
-				te.Details = map[string]any{"violations": ve.Violations}
-			}
-			return nil, te
-		}
-	}
 	m.Requires, m.Prefers, m.Domain, m.IdempotencyKey = in.Requires, in.Prefers, in.Domain, in.IdempotencyKey
 	if len(in.To) > 0 {
 		m.To = m.To[:0]
@@ -208,7 +191,15 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 		return nil, newToolErr(protocol.CodeOf(err), ActionFixArguments, "invalid task request: %v", err)
 	}
 	start, _ := s.st.LastSeq(ctx)
-	h, err := s.r.Submit(ctx, m)
+	h, err := s.r.Submit(ctx, m) // validates the payload against its type
+	if errors.Is(err, router.ErrInvalidPayload) {
+		te := newToolErr(protocol.CodeValidation, ActionListTypes, "the payload does not match %s: %v", in.PayloadType, err)
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			te.Details = map[string]any{"violations": ve.Violations}
+		}
+		return nil, te
+	}
 	if err != nil {
 		code := protocol.CodeOf(err)
 		return nil, newToolErr(code, map[bool]string{true: ActionRetryLater, false: ActionFixArguments}[code.Retryable()], "submitting the task: %v", err)

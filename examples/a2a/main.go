@@ -88,7 +88,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	// Serve it over A2A on localhost.
-	srv, err := a2a.NewServer(r, st, reg, nil)
+	srv, err := a2a.NewServer(r, nil)
 	if err != nil {
 		return err
 	}

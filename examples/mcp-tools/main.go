@@ -160,7 +160,9 @@ func run(ctx context.Context, w io.Writer, cfg mcp.ServerConfig) error {
 		switch m.Type {
 		case protocol.TypeRoutingDecision:
 			d, _ := protocol.DecodePayload[protocol.RoutingDecision](m)
-			p = "selected " + d.Selected + ": " + d.Reason
+			p = "selected " + d.Selected + "; reason: " + d.Reason
+		case protocol.TypeTaskAccept:
+			p = fmt.Sprintf("(takes the task, attempt %d)", m.Attempt)
 		case protocol.TypeToolResult:
 			// Show the structured result when there is one, else the content.
 			rp, _ := protocol.DecodePayload[mcp.ResultPayload](m)

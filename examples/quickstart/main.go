@@ -21,6 +21,7 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -147,10 +148,11 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 	out, taskErr := h.Wait(ctx)
 
 	// Print the live events until the terminal one has been shown.
-	fmt.Fprintf(w, "%-4s %-12s %-17s %-18s %-20s %s\n", "seq", "time", "type", "from", "to", "detail")
+	fmt.Fprintf(w, "The thread's events, as the store records them:\n\n")
+	fmt.Fprintf(w, "%-4s %-12s %-17s %-18s %s\n", "seq", "time", "type", "from", "to")
 	for line := range lines {
 		fmt.Fprintln(w, line)
-		if strings.Contains(line, string(out.Type)) && strings.Contains(line, out.Message.From.AgentID) {
+		if strings.Contains(line, " "+string(out.Type)+" ") && strings.Contains(line, out.Message.From.AgentID) {
 			break
 		}
 	}
@@ -225,7 +227,8 @@ func researcher(search func(string) []map[string]string) router.Handler {
 	}
 }
 
-// render turns one event into an aligned log line.
+// render turns one event into a log line and a plain-language line under
+// it that says what the event means.
 func render(ev store.Event) string {
 	m, err := ev.Message()
 	if err != nil {
@@ -235,21 +238,62 @@ func render(ev store.Event) string {
 	for i, p := range m.To {
 		to[i] = p.AgentID
 	}
-	detail := ""
+	head := strings.TrimRight(fmt.Sprintf("%-4d %-12s %-17s %-18s %s", ev.Seq, ev.Time.Format("15:04:05.000"), m.Type, m.From.AgentID, strings.Join(to, ", ")), " ")
+	var lines []string
 	switch m.Type {
 	case protocol.TypeTaskRequest:
-		detail = "requires " + strings.Join(m.Requires, ",") + " prefers " + strings.Join(m.Prefers, ",")
+		lines = append(lines, fmt.Sprintf("asks for %s; requires %s; prefers %s", m.PayloadType, strings.Join(m.Requires, ", "), strings.Join(m.Prefers, ", ")))
 	case protocol.TypeRoutingDecision:
-		if d, err := protocol.DecodePayload[protocol.RoutingDecision](m); err == nil {
-			detail = fmt.Sprintf("selected %s %v: %s", d.Selected, d.Scores, d.Reason)
+		d, err := protocol.DecodePayload[protocol.RoutingDecision](m)
+		if err != nil {
+			lines = append(lines, "undecodable decision: "+err.Error())
+			break
+		}
+		cands := make([]string, len(d.Candidates))
+		for i, c := range d.Candidates {
+			cands[i] = fmt.Sprintf("%s (score %.2f)", c, d.Scores[c])
+		}
+		lines = append(lines, "candidates: "+strings.Join(cands, ", "))
+		for agent, why := range d.Rejected {
+			lines = append(lines, "rejected "+agent+": "+why)
+		}
+		lines = append(lines, "selected "+d.Selected+"; reason: "+d.Reason)
+	case protocol.TypeTaskAccept:
+		lines = append(lines, fmt.Sprintf("%s takes the task (attempt %d)", m.From.AgentID, m.Attempt))
+	case protocol.TypeToolCall:
+		var c struct {
+			Tool, Name string
+			Args       map[string]any
+		}
+		if err := json.Unmarshal(m.Payload, &c); err == nil {
+			lines = append(lines, fmt.Sprintf("calls %s %s with query %q, max_results %v", c.Tool, c.Name, c.Args["query"], c.Args["max_results"]))
+		}
+	case protocol.TypeToolResult:
+		var r struct {
+			Tool, Name string
+			Content    []map[string]string
+		}
+		if err := json.Unmarshal(m.Payload, &r); err == nil {
+			lines = append(lines, fmt.Sprintf("%s %s returned %d results", r.Tool, r.Name, len(r.Content)))
+			for _, c := range r.Content {
+				lines = append(lines, "  "+c["title"]+" <"+c["url"]+">")
+			}
+		}
+	case protocol.TypeTaskProgress:
+		var p struct {
+			Step    string
+			Sources int
+		}
+		if err := json.Unmarshal(m.Payload, &p); err == nil {
+			lines = append(lines, fmt.Sprintf("progress: %s, %d sources", p.Step, p.Sources))
 		}
 	case protocol.TypeTaskResult:
-		detail = m.PayloadType
+		lines = append(lines, "returns a "+m.PayloadType+" result")
 	default:
-		detail = string(m.Payload)
-		if len(detail) > 70 {
-			detail = detail[:67] + "..."
-		}
+		lines = append(lines, string(m.Payload))
 	}
-	return fmt.Sprintf("%-4d %-12s %-17s %-18s %-20s %s", ev.Seq, ev.Time.Format("15:04:05.000"), m.Type, m.From.AgentID, strings.Join(to, ","), detail)
+	for _, l := range lines {
+		head += "\n     " + l
+	}
+	return head
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,8 @@ func TestQuickstart(t *testing.T) {
 	for _, want := range []string{
 		"gateway: verified task.request from agent:ui",
 		"routing.decision",
-		"selected agent:ken",
+		"candidates: agent:ken (score 0.67), agent:research-2 (score 0.00)",
+		"selected agent:ken; reason: matched requires[skill:research]",
 		"task.accept",
 		"tool.call",
 		"tool.result",
@@ -29,6 +31,13 @@ func TestQuickstart(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
+	}
+	// It reads as a tutorial: no Go map syntax, no bare JSON null.
+	if strings.Contains(text, "map[") {
+		t.Errorf("output shows Go map syntax:\n%s", text)
+	}
+	if regexp.MustCompile(`\bnull\b`).MatchString(text) {
+		t.Errorf("output shows a bare null:\n%s", text)
 	}
 	// The log shows the §10 order.
 	order := []string{"task.request", "routing.decision", "task.accept", "tool.call", "tool.result", "task.progress", "task.result"}

@@ -9,6 +9,13 @@
 //
 // Everything runs in memory: no disk, no network. The router is closed
 // when the test ends.
+//
+// Env.Clock is the one clock of the Env (see Clock in the router package
+// doc): the router, the registry and the store read it, so timestamps,
+// ids and heartbeat liveness move only when the test moves it. Timers
+// (max_runtime_sec, backoff, queue timeout, and Run's own Timeout) run
+// on real time; test them inside a testing/synctest bubble, creating the
+// Env there too.
 package routertest
 
 import (
@@ -47,8 +54,8 @@ type Options struct {
 }
 
 // Clock is a clock the test controls. It only moves with Advance or Set.
-// Timers inside the router (max_runtime_sec, backoff, queue timeout) run
-// on real time; the Clock drives timestamps, ids and heartbeat liveness.
+// Its Now is the func() time.Time the Env gives its id source (the clock
+// of the router and the registry) and its store.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

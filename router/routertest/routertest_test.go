@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
 )
 
 func research(ctx context.Context, t *router.Task) (*router.Result, error) {
@@ -80,4 +82,55 @@ func TestHeartbeatTTLWithClock(t *testing.T) {
 	if _, err := env.Run(env.Request("research.query.v1", schema.ResearchQuery{Query: "x"}, "skill:research")); err != nil {
 		t.Fatalf("after a heartbeat: %v", err)
 	}
+}
+
+// One clock: the ids' timestamps, the store's event times and the
+// registry's liveness all read Env.Clock.
+func TestOneClock(t *testing.T) {
+	env := routertest.New(t, nil)
+	env.Clock.Set(time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC))
+	env.Agent("agent:ken", []string{"skill:research"}, research)
+	out, err := env.Run(env.Request("research.query.v1", schema.ResearchQuery{Query: "x"}, "skill:research"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Message.TS != "2030-05-06T07:08:09.000Z" {
+		t.Errorf("event ts %s", out.Message.TS)
+	}
+	for ev, err := range env.Store.Read(context.Background(), store.Query{TaskID: out.TaskID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ev.Time.Equal(env.Clock.Now()) {
+			t.Errorf("event %d stored at %v, clock %v", ev.Seq, ev.Time, env.Clock.Now())
+		}
+	}
+	if !env.Router.IDs().Now().Equal(env.Clock.Now()) {
+		t.Errorf("router clock %v, test clock %v", env.Router.IDs().Now(), env.Clock.Now())
+	}
+}
+
+// Timers run on real time: in a synctest bubble a max_runtime_sec of an
+// hour passes at once, while the Env's clock stays where the test put it.
+func TestTimeoutInSynctestBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := routertest.New(t, &routertest.Options{Timeout: 2 * time.Hour}) // Run's wait is a timer too
+		env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:slow",
+			Capabilities: []protocol.Capability{{ID: "skill:slow"}}, Limits: &protocol.Limits{MaxRuntimeSec: 3600}},
+			func(ctx context.Context, t *router.Task) (*router.Result, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+		start := time.Now()
+		out, err := env.Run(env.Request("research.query.v1", schema.ResearchQuery{Query: "x"}, "skill:slow"))
+		if !errors.Is(err, protocol.CodeTimeout) || out.Type != protocol.TypeTaskTimeout {
+			t.Fatalf("%+v %v", out, err)
+		}
+		if d := time.Since(start); d != time.Hour {
+			t.Errorf("the bubble's time moved %v, want the hour of max_runtime_sec", d)
+		}
+		if out.Message.TS != "2026-01-01T00:00:00.000Z" {
+			t.Errorf("the Env's clock moved: %s", out.Message.TS)
+		}
+	})
 }
