@@ -3,6 +3,7 @@ package clowl
 import (
 	"context"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -32,7 +33,7 @@ func ModeOf(m *protocol.Message) Mode {
 	if m == nil {
 		return ""
 	}
-	return Mode(metaString(m, MetaDelegationMode))
+	return Mode(rawjson.MetaString(m, MetaDelegationMode))
 }
 
 // Delegation follows a subtask started by Delegate.

@@ -1,6 +1,7 @@
 package clowl
 
 import (
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func (m *Message) English() string {
 		name = string(m.P)
 	}
 	b.WriteString(name + " ")
-	ms, _ := members(m.Body.D)
+	ms, _ := rawjson.Members(m.Body.D)
 	switch m.P {
 	case ERR:
 		b.WriteString(errSentence(m.Body.T, ms))
@@ -89,7 +90,7 @@ func (m *Message) English() string {
 		mode, rest := "", ms[:0:0]
 		for _, mb := range ms {
 			if mb.Name == "delegation_mode" {
-				mode, _ = str(mb.Value)
+				mode, _ = rawjson.Str(mb.Value)
 			} else {
 				rest = append(rest, mb)
 			}
@@ -100,7 +101,7 @@ func (m *Message) English() string {
 	case CNCL:
 		reason, rest := "", ms[:0:0]
 		for _, mb := range ms {
-			if s, ok := str(mb.Value); ok && mb.Name == "reason" {
+			if s, ok := rawjson.Str(mb.Value); ok && mb.Name == "reason" {
 				reason = s
 			} else {
 				rest = append(rest, mb)
@@ -118,7 +119,7 @@ func (m *Message) English() string {
 		for _, mb := range ms {
 			switch mb.Name {
 			case "clowl":
-				if s, ok := str(mb.Value); ok {
+				if s, ok := rawjson.Str(mb.Value); ok {
 					v = s
 				}
 			case "supports":
@@ -159,34 +160,34 @@ func (m *Message) English() string {
 
 // summary renders body.d members: nothing when empty, "key: value" for a
 // single string member, else the JCS form of the object.
-func summary(ms []member) string {
+func summary(ms []rawjson.Member) string {
 	switch {
 	case len(ms) == 0:
 		return ""
 	case len(ms) == 1:
-		if s, ok := str(ms[0].Value); ok {
+		if s, ok := rawjson.Str(ms[0].Value); ok {
 			return " — " + ms[0].Name + ": " + s
 		}
 	}
-	canon, err := protocol.Canonical(object(ms))
+	canon, err := protocol.Canonical(rawjson.Object(ms))
 	if err != nil {
-		return " — " + string(object(ms))
+		return " — " + string(rawjson.Object(ms))
 	}
 	return " — " + string(canon)
 }
 
-func errSentence(t string, ms []member) string {
+func errSentence(t string, ms []rawjson.Member) string {
 	code, msg, retry, cause := "?", "", "", ""
-	var rest []member
+	var rest []rawjson.Member
 	for _, mb := range ms {
-		s, isStr := str(mb.Value)
+		s, isStr := rawjson.Str(mb.Value)
 		switch {
 		case mb.Name == "code" && isStr:
 			code = s
 		case mb.Name == "msg" && isStr:
 			msg = s
-		case mb.Name == "retry" && (kind(mb.Value) == 't' || kind(mb.Value) == 'f'):
-			retry = map[bool]string{true: "retryable", false: "not retryable"}[kind(mb.Value) == 't']
+		case mb.Name == "retry" && (rawjson.Kind(mb.Value) == 't' || rawjson.Kind(mb.Value) == 'f'):
+			retry = map[bool]string{true: "retryable", false: "not retryable"}[rawjson.Kind(mb.Value) == 't']
 		case mb.Name == "cascade_err" && isStr:
 			cause = s
 		default:
@@ -211,23 +212,23 @@ func errSentence(t string, ms []member) string {
 	return b.String()
 }
 
-func progSentence(ms []member) string {
+func progSentence(ms []rawjson.Member) string {
 	var parts []string
-	var rest []member
+	var rest []rawjson.Member
 	for _, mb := range ms {
-		s, isStr := str(mb.Value)
+		s, isStr := rawjson.Str(mb.Value)
 		switch {
-		case mb.Name == "pct" && kind(mb.Value) == '0':
+		case mb.Name == "pct" && rawjson.Kind(mb.Value) == '0':
 			parts = append(parts, string(mb.Value)+"%")
 		case mb.Name == "phase" && isStr:
 			parts = append(parts, "phase "+s)
 		case mb.Name == "note" && isStr:
 			parts = append(parts, s)
-		case mb.Name == "seq" && kind(mb.Value) == '0':
+		case mb.Name == "seq" && rawjson.Kind(mb.Value) == '0':
 			parts = append(parts, "#"+string(mb.Value))
-		case mb.Name == "final" && kind(mb.Value) == 't':
+		case mb.Name == "final" && rawjson.Kind(mb.Value) == 't':
 			parts = append(parts, "final")
-		case mb.Name == "final" && kind(mb.Value) == 'f':
+		case mb.Name == "final" && rawjson.Kind(mb.Value) == 'f':
 		default:
 			rest = append(rest, mb)
 		}

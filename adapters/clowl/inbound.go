@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"strconv"
 	"strings"
 	"time"
@@ -153,13 +154,13 @@ func (a *Adapter) answering(ctx context.Context, cm *Message, own string) string
 }
 
 func delegationMode(d []byte) (string, bool) {
-	ms, err := members(d)
+	ms, err := rawjson.Members(d)
 	if err != nil {
 		return "", false
 	}
 	for _, mb := range ms {
 		if mb.Name == "delegation_mode" {
-			return str(mb.Value)
+			return rawjson.Str(mb.Value)
 		}
 	}
 	return "", false
@@ -168,7 +169,7 @@ func delegationMode(d []byte) (string, bool) {
 // errorPayload maps an ERR body.d {code, msg, retry, cascade_err?} to the
 // wire error of docs/protocol.md §5.4 through the protocol error table.
 func errorPayload(d []byte) ([]byte, error) {
-	ms, err := members(d)
+	ms, err := rawjson.Members(d)
 	if err != nil {
 		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
@@ -182,21 +183,21 @@ func errorPayload(d []byte) ([]byte, error) {
 		var ok bool
 		switch mb.Name {
 		case "code":
-			eCode, ok = str(mb.Value)
+			eCode, ok = rawjson.Str(mb.Value)
 		case "msg":
-			ep.Message, ok = str(mb.Value)
+			ep.Message, ok = rawjson.Str(mb.Value)
 		case "retry":
-			k := kind(mb.Value)
+			k := rawjson.Kind(mb.Value)
 			ep.Retryable, hasRetry, ok = k == 't', true, k == 't' || k == 'f'
 		case "clutch_code":
-			if clutch, ok = str(mb.Value); ok {
+			if clutch, ok = rawjson.Str(mb.Value); ok {
 				hasClutch = true
 				continue
 			}
-			details[mb.Name] = toAny(mb.Value)
+			details[mb.Name] = rawjson.ToAny(mb.Value)
 			continue
 		default:
-			details[mb.Name] = toAny(mb.Value)
+			details[mb.Name] = rawjson.ToAny(mb.Value)
 			continue
 		}
 		if !ok {
@@ -234,21 +235,21 @@ const detailCLowlCode = "clowl_code"
 // cancelPayload maps a CNCL body.d {reason?} to the payload of the
 // router's own task.cancel events: a wire error with code CANCELLED.
 func cancelPayload(d []byte) ([]byte, error) {
-	ms, err := members(d)
+	ms, err := rawjson.Members(d)
 	if err != nil {
 		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
 	ep := protocol.ErrorPayload{Code: protocol.CodeCancelled}
 	details := map[string]any{}
 	for _, mb := range ms {
-		s, isStr := str(mb.Value)
+		s, isStr := rawjson.Str(mb.Value)
 		switch {
 		case mb.Name == "reason" && isStr:
 			ep.Message = s
 		case mb.Name == "clutch_code" && isStr && protocol.Code(s).Known() && protocol.Code(s) != protocol.CodeCancelled:
 			ep.Code = protocol.Code(s) // sent by a Clutch outbound
 		default:
-			details[mb.Name] = toAny(mb.Value)
+			details[mb.Name] = rawjson.ToAny(mb.Value)
 		}
 	}
 	if len(details) > 0 {
@@ -284,12 +285,12 @@ const cardExtension = "clowl"
 // capabilities returns the capability list of a CAPS body.d "supports".
 func capabilities(d []byte) []protocol.Capability {
 	out := []protocol.Capability{}
-	ms, err := members(d)
+	ms, err := rawjson.Members(d)
 	if err != nil {
 		return out
 	}
 	for _, mb := range ms {
-		if mb.Name != "supports" || kind(mb.Value) != '[' {
+		if mb.Name != "supports" || rawjson.Kind(mb.Value) != '[' {
 			continue
 		}
 		var l []json.RawMessage
@@ -297,7 +298,7 @@ func capabilities(d []byte) []protocol.Capability {
 			return out
 		}
 		for _, e := range l {
-			s, ok := str(e)
+			s, ok := rawjson.Str(e)
 			if !ok {
 				continue
 			}

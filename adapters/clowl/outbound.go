@@ -2,6 +2,7 @@ package clowl
 
 import (
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/go-json-experiment/json/jsontext"
 	"slices"
 	"sort"
@@ -50,7 +51,7 @@ func fromEnvelope(m *protocol.Message, kindOf func(taskID string) string) (*Mess
 		P:    performative(m),
 		From: strings.TrimPrefix(m.From.AgentID, protocol.PrefixAgent),
 		CID:  m.ThreadID,
-		PID:  metaString(m, MetaInReplyTo),
+		PID:  rawjson.MetaString(m, MetaInReplyTo),
 	}
 	if m.RunID != runPrefix+m.ThreadID {
 		cm.TID = m.RunID
@@ -73,14 +74,14 @@ func fromEnvelope(m *protocol.Message, kindOf func(taskID string) string) (*Mess
 		cm.To = []string{"*"} // the router chooses: everyone may answer
 	}
 	cm.ToList = len(cm.To) > 1
-	if b, ok := metaBool(m, MetaToList); ok && b {
+	if b, ok := rawjson.MetaBool(m, MetaToList); ok && b {
 		cm.ToList = true
 	}
-	if b, ok := metaBool(m, MetaDet); ok {
+	if b, ok := rawjson.MetaBool(m, MetaDet); ok {
 		cm.Det = &b
 	}
 	cm.Body.T = taskType(m, cm.P)
-	if kindOf != nil && metaString(m, MetaTaskType) == "" && cm.P != ERR && cm.P != CAPS {
+	if kindOf != nil && rawjson.MetaString(m, MetaTaskType) == "" && cm.P != ERR && cm.P != CAPS {
 		if t := kindOf(m.TaskID); t != "" {
 			cm.Body.T = t // an event of a task a CLowl REQ started
 		}
@@ -109,7 +110,7 @@ func answers(t protocol.Type) bool {
 // performative picks the performative of m: the one it came in with when
 // that still fits its type, else the type's own.
 func performative(m *protocol.Message) Performative {
-	p := Performative(metaString(m, MetaPerformative))
+	p := Performative(rawjson.MetaString(m, MetaPerformative))
 	switch m.Type {
 	case protocol.TypeTaskRequest:
 		if p == REQ || p == DLGT {
@@ -142,7 +143,7 @@ func performative(m *protocol.Message) Performative {
 // domain, else its payload_type without the version, else a word for the
 // performative.
 func taskType(m *protocol.Message, p Performative) string {
-	if t := metaString(m, MetaTaskType); t != "" {
+	if t := rawjson.MetaString(m, MetaTaskType); t != "" {
 		return t
 	}
 	switch p {
@@ -191,13 +192,13 @@ func bodyData(m *protocol.Message, p Performative) ([]byte, error) {
 // objectData returns the payload as a JSON object: an object as it is,
 // null as {}, anything else wrapped as {"value": ...}.
 func objectData(p json.RawMessage) []byte {
-	switch kind(p) {
+	switch rawjson.Kind(p) {
 	case '{':
-		return compact(p)
+		return rawjson.Compact(p)
 	case 0, 'n':
 		return []byte("{}")
 	}
-	return append(append([]byte(`{"value":`), compact(p)...), '}')
+	return append(append([]byte(`{"value":`), rawjson.Compact(p)...), '}')
 }
 
 // errorData builds an ERR body.d from a wire error: code, msg and retry
@@ -208,7 +209,7 @@ func errorData(ep *protocol.ErrorPayload) ([]byte, error) {
 	if code == "" {
 		code = ep.Code.CLowl()
 	}
-	ms := []member{{"code", quoted(code)}, {"msg", quoted(ep.Message)}, {"retry", boolJSON(ep.Retryable)}}
+	ms := []rawjson.Member{rawjson.Field("code", quoted(code)), rawjson.Field("msg", quoted(ep.Message)), rawjson.Field("retry", boolJSON(ep.Retryable))}
 	ms, err := clutchCode(ms, ep, protocol.CodeFromCLowl(code))
 	if err != nil {
 		return nil, err
@@ -217,16 +218,16 @@ func errorData(ep *protocol.ErrorPayload) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return object(ms), nil
+	return rawjson.Object(ms), nil
 }
 
 // cancelData builds a CNCL body.d {reason} from the router's task.cancel
 // payload.
 func cancelData(ep *protocol.ErrorPayload) ([]byte, error) {
-	var ms []member
+	var ms []rawjson.Member
 	reserved := []string{"clutch_code"}
 	if ep.Message != "" {
-		ms = append(ms, member{"reason", quoted(ep.Message)})
+		ms = append(ms, rawjson.Field("reason", quoted(ep.Message)))
 		reserved = append(reserved, "reason")
 	}
 	ms, err := clutchCode(ms, ep, protocol.CodeCancelled)
@@ -237,27 +238,27 @@ func cancelData(ep *protocol.ErrorPayload) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return object(ms), nil
+	return rawjson.Object(ms), nil
 }
 
 // clutchCode adds "clutch_code" when the CLowl side would not read back
 // the exact Clutch code (implied is what it would read), or the
 // clutch_code an inbound message carried that the table could not honour.
-func clutchCode(ms []member, ep *protocol.ErrorPayload, implied protocol.Code) ([]member, error) {
+func clutchCode(ms []rawjson.Member, ep *protocol.ErrorPayload, implied protocol.Code) ([]rawjson.Member, error) {
 	if ep.Code != implied {
-		return append(ms, member{"clutch_code", quoted(string(ep.Code))}), nil
+		return append(ms, rawjson.Field("clutch_code", quoted(string(ep.Code)))), nil
 	}
 	if v, ok := ep.Details["clutch_code"]; ok {
-		b, err := fromAny(v)
+		b, err := rawjson.FromAny(v)
 		if err != nil {
 			return nil, outErr(protocol.CodeWrongType, "/payload/details/clutch_code", "", err)
 		}
-		return append(ms, member{"clutch_code", b}), nil
+		return append(ms, rawjson.Field("clutch_code", b)), nil
 	}
 	return ms, nil
 }
 
-func appendDetails(ms []member, details map[string]any, reserved ...string) ([]member, error) {
+func appendDetails(ms []rawjson.Member, details map[string]any, reserved ...string) ([]rawjson.Member, error) {
 	keys := make([]string, 0, len(details))
 	for k := range details {
 		if !slices.Contains(reserved, k) {
@@ -266,11 +267,11 @@ func appendDetails(ms []member, details map[string]any, reserved ...string) ([]m
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v, err := fromAny(details[k])
+		v, err := rawjson.FromAny(details[k])
 		if err != nil {
 			return nil, outErr(protocol.CodeWrongType, "/payload/details/"+k, "detail cannot be encoded", err)
 		}
-		ms = append(ms, member{k, v})
+		ms = append(ms, rawjson.Field(k, v))
 	}
 	return ms, nil
 }
@@ -283,28 +284,28 @@ func capsData(card *protocol.AgentCard) ([]byte, error) {
 	for i, c := range card.Capabilities {
 		ids[i] = c.ID
 	}
-	if orig, ok := card.Extensions[cardExtension]; ok && kind(orig) == '{' {
+	if orig, ok := card.Extensions[cardExtension]; ok && rawjson.Kind(orig) == '{' {
 		var got []string
 		for _, c := range capabilities(orig) {
 			got = append(got, c.ID)
 		}
 		if slices.Equal(got, ids) || len(got) == 0 && len(ids) == 0 {
-			return compact(orig), nil
+			return rawjson.Compact(orig), nil
 		}
 	}
-	supports, err := fromAny(ids)
+	supports, err := rawjson.FromAny(ids)
 	if err != nil {
 		return nil, outErr(protocol.CodeWrongType, "/payload/capabilities", "", err)
 	}
-	return object([]member{{"supports", supports}, {"clowl", quoted(Version)}}), nil
+	return rawjson.Object([]rawjson.Member{rawjson.Field("supports", supports), rawjson.Field("clowl", quoted(Version))}), nil
 }
 
 // withMode sets body.d.delegation_mode of a DLGT (required by the schema):
 // meta.delegation_mode, else the payload's own, else "assist" — what a
 // Clutch subtask is: the parent waits for it and stays accountable.
 func withMode(d []byte, m *protocol.Message) ([]byte, error) {
-	mode := metaString(m, MetaDelegationMode)
-	ms, err := members(d)
+	mode := rawjson.MetaString(m, MetaDelegationMode)
+	ms, err := rawjson.Members(d)
 	if err != nil {
 		return nil, outErr(protocol.CodeInvalidJSON, "/payload", "", err)
 	}
@@ -315,23 +316,23 @@ func withMode(d []byte, m *protocol.Message) ([]byte, error) {
 		if mode == "" {
 			return d, nil
 		}
-		if s, _ := str(mb.Value); s == mode {
+		if s, _ := rawjson.Str(mb.Value); s == mode {
 			return d, nil
 		}
 		ms[i].Value = quoted(mode)
-		return object(ms), nil
+		return rawjson.Object(ms), nil
 	}
 	if mode == "" {
 		mode = string(Assist)
 	}
-	return object(append([]member{{"delegation_mode", quoted(mode)}}, ms...)), nil
+	return rawjson.Object(append([]rawjson.Member{rawjson.Field("delegation_mode", quoted(mode))}, ms...)), nil
 }
 
 // outContext rebuilds ctx from the "ctx" attachment (or the first one),
 // meta.ctx_inline and meta.ctx_hash. Other attachments have no place in
 // CLowl and are dropped.
 func outContext(m *protocol.Message) *Context {
-	c := &Context{Inline: metaString(m, MetaCtxInline), Hash: metaString(m, MetaCtxHash)}
+	c := &Context{Inline: rawjson.MetaString(m, MetaCtxInline), Hash: rawjson.MetaString(m, MetaCtxHash)}
 	if len(m.Attachments) > 0 {
 		at := m.Attachments[0]
 		for _, x := range m.Attachments {

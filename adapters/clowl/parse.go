@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"strconv"
 	"strings"
 
@@ -123,16 +124,16 @@ func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, 
 	}
 	w := new(wire)
 	if err := adapters.DecodeJSON(Name, raw, w); err != nil {
-		if protocol.CodeOf(err) == protocol.CodeWrongType && kind(raw) != '{' {
-			return nil, inErr(protocol.CodeWrongType, "", "a CLowl message is a JSON object, got "+kindName(raw), nil)
+		if protocol.CodeOf(err) == protocol.CodeWrongType && rawjson.Kind(raw) != '{' {
+			return nil, inErr(protocol.CodeWrongType, "", "a CLowl message is a JSON object, got "+rawjson.KindName(raw), nil)
 		}
 		return nil, err
 	}
 	// The version first (docs/protocol.md §14.8): a message of another version is
 	// E014 whatever else is wrong with it.
-	switch kind(w.Clowl) {
+	switch rawjson.Kind(w.Clowl) {
 	case '"':
-		if v, _ := str(w.Clowl); v != Version {
+		if v, _ := rawjson.Str(w.Clowl); v != Version {
 			return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version "+strconv.Quote(v)+", this adapter speaks "+Version, ErrVersion)
 		}
 	case 0:
@@ -144,7 +145,7 @@ func decodeWire(raw []byte, maxBytes int, lenient bool, cs *[]Coercion) (*wire, 
 		}
 		*cs = append(*cs, Coercion{Field: "clowl", Coerced: Version, Reason: "default-clowl-version"})
 	default:
-		return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version is a "+kindName(w.Clowl)+", this adapter speaks \""+Version+"\"", ErrVersion)
+		return nil, inErr(protocol.CodeUnsupportedVersion, "/clowl", "version is a "+rawjson.KindName(w.Clowl)+", this adapter speaks \""+Version+"\"", ErrVersion)
 	}
 	return w, nil
 }
@@ -153,7 +154,7 @@ func hasMember(obj jsontext.Value, name string) bool {
 	if len(obj) == 0 {
 		return false
 	}
-	ms, err := members(obj)
+	ms, err := rawjson.Members(obj)
 	if err != nil {
 		return false
 	}
@@ -175,9 +176,9 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 	}
 	// mid
 	switch {
-	case kind(w.MID) == '"':
-		m.MID, _ = str(w.MID)
-	case kind(w.MID) == 0 || kind(w.MID) == 'n':
+	case rawjson.Kind(w.MID) == '"':
+		m.MID, _ = rawjson.Str(w.MID)
+	case rawjson.Kind(w.MID) == 0 || rawjson.Kind(w.MID) == 'n':
 		if !lenient {
 			return nil, inErr(protocol.CodeMissingField, "/mid", "mid is required", nil)
 		}
@@ -244,14 +245,14 @@ func (w *wire) message(lenient bool, cs *[]Coercion) (*Message, error) {
 }
 
 func ignore(cs *[]Coercion, prefix string, obj jsontext.Value) {
-	ms, _ := members(obj)
+	ms, _ := rawjson.Members(obj)
 	for _, mb := range ms {
-		*cs = append(*cs, Coercion{Field: prefix + mb.Name, Original: toAny(mb.Value), Reason: "ignore-unknown-field"})
+		*cs = append(*cs, Coercion{Field: prefix + mb.Name, Original: rawjson.ToAny(mb.Value), Reason: "ignore-unknown-field"})
 	}
 }
 
 func readTS(v jsontext.Value, lenient bool, cs *[]Coercion) (int64, error) {
-	switch kind(v) {
+	switch rawjson.Kind(v) {
 	case 0, 'n':
 		return 0, inErr(protocol.CodeMissingField, "/ts", "ts is required", nil)
 	case '0':
@@ -268,22 +269,22 @@ func readTS(v jsontext.Value, lenient bool, cs *[]Coercion) (int64, error) {
 		return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer number of seconds, got "+string(v), nil)
 	case '"':
 		if lenient {
-			s, _ := str(v)
+			s, _ := rawjson.Str(v)
 			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
 				*cs = append(*cs, Coercion{Field: "ts", Original: s, Coerced: n, Reason: "numeric-string-to-int"})
 				return n, nil
 			}
 		}
 	}
-	return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer, got "+kindName(v), nil)
+	return 0, inErr(protocol.CodeWrongType, "/ts", "ts must be an integer, got "+rawjson.KindName(v), nil)
 }
 
 func readID(v jsontext.Value, name string, lenient bool, cs *[]Coercion) (string, error) {
-	switch kind(v) {
+	switch rawjson.Kind(v) {
 	case 0, 'n':
 		return "", nil
 	case '"':
-		s, _ := str(v)
+		s, _ := rawjson.Str(v)
 		return s, nil
 	case '0':
 		if lenient {
@@ -291,11 +292,11 @@ func readID(v jsontext.Value, name string, lenient bool, cs *[]Coercion) (string
 			return string(v), nil
 		}
 	}
-	return "", inErr(protocol.CodeWrongType, "/"+name, name+" must be a string, got "+kindName(v), nil)
+	return "", inErr(protocol.CodeWrongType, "/"+name, name+" must be a string, got "+rawjson.KindName(v), nil)
 }
 
 func readDet(v jsontext.Value, lenient bool, cs *[]Coercion) (*bool, error) {
-	switch kind(v) {
+	switch rawjson.Kind(v) {
 	case 0, 'n':
 		return nil, nil
 	case 't', 'f':
@@ -304,19 +305,19 @@ func readDet(v jsontext.Value, lenient bool, cs *[]Coercion) (*bool, error) {
 	}
 	if lenient {
 		if b, ok := truthy(v); ok {
-			*cs = append(*cs, Coercion{Field: "det", Original: toAny(v), Coerced: b, Reason: "coerce-det-to-bool"})
+			*cs = append(*cs, Coercion{Field: "det", Original: rawjson.ToAny(v), Coerced: b, Reason: "coerce-det-to-bool"})
 			return &b, nil
 		}
 	}
-	return nil, inErr(protocol.CodeWrongType, "/det", "det must be a boolean, got "+kindName(v), nil)
+	return nil, inErr(protocol.CodeWrongType, "/det", "det must be a boolean, got "+rawjson.KindName(v), nil)
 }
 
 // truthy reads the boolean a lenient sender meant: "true"/"yes"/"1" and
 // non-zero numbers are true; "false"/"no"/"0"/"" and 0 are false.
 func truthy(v jsontext.Value) (bool, bool) {
-	switch kind(v) {
+	switch rawjson.Kind(v) {
 	case '"':
-		s, _ := str(v)
+		s, _ := rawjson.Str(v)
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "true", "yes", "y", "1", "on":
 			return true, true
@@ -331,11 +332,11 @@ func truthy(v jsontext.Value) (bool, bool) {
 }
 
 func (m *Message) readTo(v jsontext.Value) error {
-	switch kind(v) {
+	switch rawjson.Kind(v) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/to", "to is required", nil)
 	case '"':
-		s, _ := str(v)
+		s, _ := rawjson.Str(v)
 		if s == "" {
 			return inErr(protocol.CodeInvalidField, "/to", "to must not be empty", nil)
 		}
@@ -357,16 +358,16 @@ func (m *Message) readTo(v jsontext.Value) error {
 		m.To, m.ToList = to, true
 		return nil
 	}
-	return inErr(protocol.CodeWrongType, "/to", "to must be a string or an array, got "+kindName(v), nil)
+	return inErr(protocol.CodeWrongType, "/to", "to must be a string or an array, got "+rawjson.KindName(v), nil)
 }
 
 func (m *Message) readBody(v jsontext.Value, lenient bool, cs *[]Coercion) error {
-	switch kind(v) {
+	switch rawjson.Kind(v) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/body", "body is required", nil)
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/body", "body must be an object, got "+kindName(v), nil)
+		return inErr(protocol.CodeWrongType, "/body", "body must be an object, got "+rawjson.KindName(v), nil)
 	}
 	var b wireBody
 	if err := jsonv2.Unmarshal(v, &b); err != nil {
@@ -383,14 +384,14 @@ func (m *Message) readBody(v jsontext.Value, lenient bool, cs *[]Coercion) error
 		return inErr(protocol.CodeMissingField, "/body/t", "body.t is required", nil)
 	}
 	m.Body.T = t
-	switch kind(b.D) {
+	switch rawjson.Kind(b.D) {
 	case 0, 'n':
 		return inErr(protocol.CodeMissingField, "/body/d", "body.d is required", nil)
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/body/d", "body.d must be an object, got "+kindName(b.D), nil)
+		return inErr(protocol.CodeWrongType, "/body/d", "body.d must be an object, got "+rawjson.KindName(b.D), nil)
 	}
-	d := compact(b.D)
+	d := rawjson.Compact(b.D)
 	if lenient {
 		var err error
 		if d, err = coerceData(m.P, d, cs); err != nil {
@@ -406,7 +407,7 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 	if p != DLGT && p != PROG {
 		return d, nil
 	}
-	ms, err := members(d)
+	ms, err := rawjson.Members(d)
 	if err != nil {
 		return nil, adapters.JSONError(Name, "/body/d", err)
 	}
@@ -415,8 +416,8 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 		mb := &ms[i]
 		field := "body.d." + mb.Name
 		switch {
-		case p == DLGT && mb.Name == "delegation_mode" && kind(mb.Value) == '"':
-			s, _ := str(mb.Value)
+		case p == DLGT && mb.Name == "delegation_mode" && rawjson.Kind(mb.Value) == '"':
+			s, _ := rawjson.Str(mb.Value)
 			if l := strings.ToLower(strings.TrimSpace(s)); l != s {
 				*cs = append(*cs, Coercion{Field: field, Original: s, Coerced: l, Reason: "lowercase-delegation-mode"})
 				mb.Value, _ = jsontext.AppendQuote(nil, l)
@@ -426,7 +427,7 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 			n, orig, ok := numericString(mb.Value)
 			if ok {
 				*cs = append(*cs, Coercion{Field: field, Original: orig, Coerced: n, Reason: "numeric-string-to-" + mb.Name})
-			} else if kind(mb.Value) == '0' {
+			} else if rawjson.Kind(mb.Value) == '0' {
 				n, ok = intLiteral(mb.Value)
 			}
 			if !ok {
@@ -439,9 +440,9 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 			}
 			mb.Value = strconv.AppendInt(nil, n, 10)
 			changed = true
-		case p == PROG && mb.Name == "final" && kind(mb.Value) != 't' && kind(mb.Value) != 'f':
+		case p == PROG && mb.Name == "final" && rawjson.Kind(mb.Value) != 't' && rawjson.Kind(mb.Value) != 'f':
 			if b, ok := truthy(mb.Value); ok {
-				*cs = append(*cs, Coercion{Field: field, Original: toAny(mb.Value), Coerced: b, Reason: "coerce-final-to-bool"})
+				*cs = append(*cs, Coercion{Field: field, Original: rawjson.ToAny(mb.Value), Coerced: b, Reason: "coerce-final-to-bool"})
 				mb.Value = strconv.AppendBool(nil, b)
 				changed = true
 			}
@@ -450,14 +451,14 @@ func coerceData(p Performative, d []byte, cs *[]Coercion) ([]byte, error) {
 	if !changed {
 		return d, nil
 	}
-	return object(ms), nil
+	return rawjson.Object(ms), nil
 }
 
 func numericString(v jsontext.Value) (int64, string, bool) {
-	if kind(v) != '"' {
+	if rawjson.Kind(v) != '"' {
 		return 0, "", false
 	}
-	s, _ := str(v)
+	s, _ := rawjson.Str(v)
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	return n, s, err == nil
 }
@@ -468,12 +469,12 @@ func intLiteral(v jsontext.Value) (int64, bool) {
 }
 
 func (m *Message) readCtx(v jsontext.Value, lenient bool, cs *[]Coercion) error {
-	switch kind(v) {
+	switch rawjson.Kind(v) {
 	case 0:
 		return nil
 	case '{':
 	default:
-		return inErr(protocol.CodeWrongType, "/ctx", "ctx must be an object, got "+kindName(v), nil)
+		return inErr(protocol.CodeWrongType, "/ctx", "ctx must be an object, got "+rawjson.KindName(v), nil)
 	}
 	var c wireCtx
 	if err := jsonv2.Unmarshal(v, &c); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		m.From.AgentID = protocol.PrefixAgent + w.agentID
 		ag := make(map[string]any, len(w.agent))
 		for _, mb := range w.agent {
-			ag[mb.Name] = toAny(mb.Value)
+			ag[mb.Name] = rawjson.ToAny(mb.Value)
 		}
 		meta[MetaAgent] = ag
 	} else {
@@ -64,17 +65,17 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		meta[MetaTags] = strList(w.tags)
 	}
 	if w.cost != nil {
-		meta[MetaUsage] = toAny(w.cost)
+		meta[MetaUsage] = rawjson.ToAny(w.cost)
 	}
 	if len(w.traceExtra) > 0 {
 		x := map[string]any{}
 		for _, mb := range w.traceExtra {
-			x[mb.Name] = toAny(mb.Value)
+			x[mb.Name] = rawjson.ToAny(mb.Value)
 		}
 		meta[MetaTraceExtra] = x
 	}
 	if len(w.Unknown) > 0 {
-		meta[MetaExtra] = toAny(w.Unknown)
+		meta[MetaExtra] = rawjson.ToAny(w.Unknown)
 	}
 	m.Meta = meta
 
@@ -153,7 +154,7 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		}
 	}
 	for _, x := range out {
-		a.links.Remember(ctx, x, metaString(x, MetaIntent))
+		a.links.Remember(ctx, x, rawjson.MetaString(x, MetaIntent))
 	}
 	if m.Type == protocol.TypeAgentRegister {
 		a.links.Register(ctx, m.From.AgentID, own)
@@ -179,16 +180,16 @@ func strList(l []string) []any {
 // payload is the envelope's body, verbatim: task, inputs, content,
 // outputs, confidence.
 func (w *wire) payload() []byte {
-	ms := []member{{"task", compact(w.Task)}}
+	ms := []rawjson.Member{rawjson.Field("task", rawjson.Compact(w.Task))}
 	for _, f := range []struct {
 		name string
 		v    jsontext.Value
 	}{{"inputs", w.Inputs}, {"content", w.Content}, {"outputs", w.Outputs}, {"confidence", w.Confidence}} {
 		if present(f.v) {
-			ms = append(ms, member{f.name, f.v})
+			ms = append(ms, rawjson.Field(f.name, f.v))
 		}
 	}
-	return object(ms)
+	return rawjson.Object(ms)
 }
 
 // errorPayload maps content.type "error" to the wire error of docs/protocol.md
@@ -196,16 +197,16 @@ func (w *wire) payload() []byte {
 // E-code), else INTERNAL; content.text as the message; the body kept
 // whole in details.multiagent.
 func errorPayload(w *wire, body []byte) []byte {
-	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: toAny(body)}}
-	cm, _ := members(w.Content)
+	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: rawjson.ToAny(body)}}
+	cm, _ := rawjson.Members(w.Content)
 	for _, mb := range cm {
 		switch mb.Name {
 		case "text":
-			ep.Message, _ = str(mb.Value)
+			ep.Message, _ = rawjson.Str(mb.Value)
 		case "data":
-			dm, _ := members(mb.Value)
+			dm, _ := rawjson.Members(mb.Value)
 			for _, d := range dm {
-				s, _ := str(d.Value)
+				s, _ := rawjson.Str(d.Value)
 				switch {
 				case d.Name == "code" && protocol.Code(s).Known():
 					ep.Code = protocol.Code(s)
@@ -219,7 +220,7 @@ func errorPayload(w *wire, body []byte) []byte {
 	dm := map[string]any{}
 	for _, mb := range cm {
 		if mb.Name == "data" {
-			if d, ok := toAny(mb.Value).(map[string]any); ok {
+			if d, ok := rawjson.ToAny(mb.Value).(map[string]any); ok {
 				dm = d
 			}
 		}
@@ -240,12 +241,12 @@ const detailBody = "multiagent"
 // the heartbeat payload {"status": "ok", "multiagent": body}.
 func (w *wire) handshakePayload(t protocol.Type, agentID string, body []byte) ([]byte, error) {
 	if t == protocol.TypeAgentHeartbeat {
-		return object([]member{{"status", []byte(`"ok"`)}, {detailBody, body}}), nil
+		return rawjson.Object([]rawjson.Member{rawjson.Field("status", []byte(`"ok"`)), rawjson.Field(detailBody, body)}), nil
 	}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: agentID, Capabilities: []protocol.Capability{},
 		Extensions: map[string]json.RawMessage{detailBody: body}}
 	for _, mb := range w.agent {
-		if s, ok := str(mb.Value); ok && mb.Name == "name" && s != "" {
+		if s, ok := rawjson.Str(mb.Value); ok && mb.Name == "name" && s != "" {
 			card.Display = &protocol.Display{Name: s}
 		}
 	}
@@ -299,11 +300,11 @@ func proposed(m *protocol.Message, i int, act action) *protocol.Message {
 		r.Meta[MetaAgent] = ag
 	}
 	task, _ := jsontext.AppendQuote(nil, act.task)
-	ms := []member{{"task", task}}
+	ms := []rawjson.Member{rawjson.Field("task", task)}
 	if act.args != nil {
-		ms = append(ms, member{"inputs", object([]member{{"parameters", act.args}})})
+		ms = append(ms, rawjson.Field("inputs", rawjson.Object([]rawjson.Member{rawjson.Field("parameters", act.args)})))
 	}
-	r.Payload = object(ms)
+	r.Payload = rawjson.Object(ms)
 	return r
 }
 

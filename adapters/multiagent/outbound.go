@@ -3,6 +3,7 @@ package multiagent
 import (
 	"context"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/go-json-experiment/json/jsontext"
 	"sort"
 	"strings"
@@ -25,10 +26,10 @@ func mappable(t protocol.Type) bool {
 // compact JSON, nil when absent.
 type outEnv struct {
 	role, intent, task, timestamp string
-	agent                         []member
+	agent                         []rawjson.Member
 	inputs, content, outputs      []byte
 	confidence, trace             []byte
-	extra                         []member
+	extra                         []rawjson.Member
 }
 
 // fromEnvelope maps an envelope (see the package doc's table).
@@ -47,18 +48,18 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 		return nil, outErr(protocol.CodeInvalidField, "/ts", "ts is not RFC 3339", err)
 	}
 	e := &outEnv{role: role(m), intent: a.intent(ctx, m), timestamp: t.UTC().Format(time.RFC3339Nano)}
-	if s := metaString(m, MetaTimestamp); s != "" {
+	if s := rawjson.MetaString(m, MetaTimestamp); s != "" {
 		if st, err := time.Parse(time.RFC3339Nano, s); err == nil && st.Equal(t) {
 			e.timestamp = s
 		}
 	}
-	if b, _ := metaBool(m, MetaNoAgent); !b {
+	if b, _ := rawjson.MetaBool(m, MetaNoAgent); !b {
 		id := strings.TrimPrefix(m.From.AgentID, protocol.PrefixAgent)
 		idJSON, err := jsontext.AppendQuote(nil, id)
 		if err != nil {
 			return nil, outErr(protocol.CodeInvalidUTF8, "/from/agent_id", "", err)
 		}
-		e.agent = []member{{"id", idJSON}}
+		e.agent = []rawjson.Member{rawjson.Field("id", idJSON)}
 		ag, _ := m.Meta[MetaAgent].(map[string]any)
 		if ag == nil {
 			ag = map[string]any{"name": id, "model": "n/a"} // AgentRef needs both
@@ -67,11 +68,11 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 			if k == "id" {
 				continue
 			}
-			v, err := fromAny(ag[k])
+			v, err := rawjson.FromAny(ag[k])
 			if err != nil {
 				return nil, outErr(protocol.CodeWrongType, "/meta/agent/"+k, "", err)
 			}
-			e.agent = append(e.agent, member{k, v})
+			e.agent = append(e.agent, rawjson.Field(k, v))
 		}
 	}
 	if err := e.body(m); err != nil {
@@ -86,11 +87,11 @@ func (a *Adapter) fromEnvelope(ctx context.Context, m *protocol.Message) (*outEn
 			case "protocol", "role", "agent", "timestamp", "intent", "task", "inputs", "content", "outputs", "confidence", "trace":
 				continue // never shadow a defined member
 			}
-			v, err := fromAny(x[k])
+			v, err := rawjson.FromAny(x[k])
 			if err != nil {
 				return nil, outErr(protocol.CodeWrongType, "/meta/extra/"+k, "", err)
 			}
-			e.extra = append(e.extra, member{k, v})
+			e.extra = append(e.extra, rawjson.Field(k, v))
 		}
 	}
 	return e, nil
@@ -131,7 +132,7 @@ func role(m *protocol.Message) string {
 // request that started the task (Index), else the payload_type's, else
 // the domain's, else the type's default.
 func (a *Adapter) intent(ctx context.Context, m *protocol.Message) string {
-	if s := metaString(m, MetaIntent); s != "" {
+	if s := rawjson.MetaString(m, MetaIntent); s != "" {
 		return s
 	}
 	if k := a.links.KindOf(ctx, m.TaskID); k != "" {
@@ -162,28 +163,28 @@ func (e *outEnv) body(m *protocol.Message) error {
 		if err != nil {
 			return outErr(protocol.CodeOf(err), "/payload", "an agent.register or agent.update payload must be an AgentCard", err)
 		}
-		if b, ok := card.Extensions[detailBody]; ok && kind(b) == '{' {
+		if b, ok := card.Extensions[detailBody]; ok && rawjson.Kind(b) == '{' {
 			return e.fromBody(b)
 		}
 		var supports []any
 		for _, c := range card.Capabilities {
 			supports = append(supports, strings.TrimPrefix(c.ID, "content:"))
 		}
-		data, _ := fromAny(map[string]any{"supports": supports})
+		data, _ := rawjson.FromAny(map[string]any{"supports": supports})
 		e.task = "Announce envelope support and capabilities"
-		e.content = object([]member{{"type", quote(ContentJSON)}, {"data", data}})
+		e.content = rawjson.Object([]rawjson.Member{rawjson.Field("type", quote(ContentJSON)), rawjson.Field("data", data)})
 		return nil
 	case protocol.TypeAgentHeartbeat:
-		if b := member0(m.Payload, detailBody); kind(b) == '{' {
+		if b := member0(m.Payload, detailBody); rawjson.Kind(b) == '{' {
 			return e.fromBody(b)
 		}
 		e.task = "Heartbeat"
-		e.content = object([]member{{"type", quote(ContentJSON)}, {"data", objectOr(m.Payload)}})
+		e.content = rawjson.Object([]rawjson.Member{rawjson.Field("type", quote(ContentJSON)), rawjson.Field("data", objectOr(m.Payload))})
 		return nil
 	case protocol.TypeTaskError, protocol.TypeToolError, protocol.TypeTaskTimeout, protocol.TypeTaskCancel:
 		if ep, err := protocol.DecodePayload[protocol.ErrorPayload](m); err == nil && ep.Code != "" {
 			if b, ok := ep.Details[detailBody].(map[string]any); ok {
-				raw, err := fromAny(b)
+				raw, err := rawjson.FromAny(b)
 				if err == nil {
 					return e.fromBody(raw)
 				}
@@ -192,30 +193,30 @@ func (e *outEnv) body(m *protocol.Message) error {
 			if len(ep.Details) > 0 {
 				data["details"] = ep.Details
 			}
-			d, err := fromAny(data)
+			d, err := rawjson.FromAny(data)
 			if err != nil {
 				return outErr(protocol.CodeWrongType, "/payload/details", "", err)
 			}
 			e.task = string(m.Type)
-			e.content = object([]member{{"type", quote(ContentError)}, {"text", quote(ep.Message)}, {"data", d}})
+			e.content = rawjson.Object([]rawjson.Member{rawjson.Field("type", quote(ContentError)), rawjson.Field("text", quote(ep.Message)), rawjson.Field("data", d)})
 			return nil
 		}
 	}
-	if kind(m.Payload) == '{' && isBody(m.Payload) {
+	if rawjson.Kind(m.Payload) == '{' && isBody(m.Payload) {
 		if err := e.fromBody(m.Payload); err != nil {
 			return err
 		}
 	} else {
 		e.task = cmpOr(m.PayloadType, string(m.Type))
-		switch kind(m.Payload) {
+		switch rawjson.Kind(m.Payload) {
 		case '"':
-			e.content = object([]member{{"type", quote(ContentText)}, {"text", compact(m.Payload)}})
+			e.content = rawjson.Object([]rawjson.Member{rawjson.Field("type", quote(ContentText)), rawjson.Field("text", rawjson.Compact(m.Payload))})
 		default:
 			ct := ContentJSON
 			if m.Type == protocol.TypeToolResult {
 				ct = ContentToolResult
 			}
-			e.content = object([]member{{"type", quote(ct)}, {"data", compact(m.Payload)}})
+			e.content = rawjson.Object([]rawjson.Member{rawjson.Field("type", quote(ct)), rawjson.Field("data", rawjson.Compact(m.Payload))})
 		}
 	}
 	if e.outputs == nil && len(m.Attachments) > 0 {
@@ -223,13 +224,13 @@ func (e *outEnv) body(m *protocol.Message) error {
 		for i, at := range m.Attachments {
 			arts[i] = map[string]any{"kind": at.Kind, "name": cmpOr(at.Name, at.Ref), "uri": at.Ref}
 		}
-		b, _ := fromAny(map[string]any{"artifacts": arts})
+		b, _ := rawjson.FromAny(map[string]any{"artifacts": arts})
 		e.outputs = b
 	}
 	if e.confidence == nil {
 		if f, ok := m.Meta[MetaConfidence]; ok {
-			if _, isNum := number(f); isNum {
-				b, err := fromAny(map[string]any{"score": f})
+			if _, isNum := rawjson.Number(f); isNum {
+				b, err := rawjson.FromAny(map[string]any{"score": f})
 				if err == nil {
 					e.confidence = b
 				}
@@ -243,7 +244,7 @@ func (e *outEnv) body(m *protocol.Message) error {
 // content object with a type, or a string task and nothing the body does
 // not define.
 func isBody(p []byte) bool {
-	ms, err := members(p)
+	ms, err := rawjson.Members(p)
 	if err != nil {
 		return false
 	}
@@ -251,11 +252,11 @@ func isBody(p []byte) bool {
 	for _, mb := range ms {
 		switch mb.Name {
 		case "content":
-			if kind(mb.Value) == '{' && kind(member0(mb.Value, "type")) == '"' {
+			if rawjson.Kind(mb.Value) == '{' && rawjson.Kind(member0(mb.Value, "type")) == '"' {
 				return true
 			}
 		case "task":
-			hasTask = kind(mb.Value) == '"'
+			hasTask = rawjson.Kind(mb.Value) == '"'
 		case "inputs", "outputs", "confidence":
 		default:
 			return false
@@ -267,15 +268,15 @@ func isBody(p []byte) bool {
 // fromBody takes task, inputs, content, outputs and confidence from a
 // multiagent body; a body without content gets {type: text, text: task}.
 func (e *outEnv) fromBody(b []byte) error {
-	ms, err := members(b)
+	ms, err := rawjson.Members(b)
 	if err != nil {
 		return outErr(protocol.CodeInvalidJSON, "/payload", "", err)
 	}
 	for _, mb := range ms {
-		v := compact(mb.Value)
+		v := rawjson.Compact(mb.Value)
 		switch mb.Name {
 		case "task":
-			e.task, _ = str(v)
+			e.task, _ = rawjson.Str(v)
 		case "inputs":
 			e.inputs = v
 		case "content":
@@ -287,20 +288,20 @@ func (e *outEnv) fromBody(b []byte) error {
 		}
 	}
 	if e.content == nil {
-		e.content = object([]member{{"type", quote(ContentText)}, {"text", quote(e.task)}})
+		e.content = rawjson.Object([]rawjson.Member{rawjson.Field("type", quote(ContentText)), rawjson.Field("text", quote(e.task))})
 	}
 	return nil
 }
 
 // traceOf builds trace {parents, id, tags, cost, ...}.
 func (e *outEnv) traceOf(m *protocol.Message) error {
-	var ms []member
+	var ms []rawjson.Member
 	add := func(name string, v any) error {
-		b, err := fromAny(v)
+		b, err := rawjson.FromAny(v)
 		if err != nil {
 			return outErr(protocol.CodeWrongType, "/meta/"+name, "", err)
 		}
-		ms = append(ms, member{name, b})
+		ms = append(ms, rawjson.Field(name, b))
 		return nil
 	}
 	if p, ok := m.Meta[MetaParents]; ok {
@@ -313,7 +314,7 @@ func (e *outEnv) traceOf(m *protocol.Message) error {
 			return err
 		}
 	}
-	if b, _ := metaBool(m, MetaIDDerived); !b {
+	if b, _ := rawjson.MetaBool(m, MetaIDDerived); !b {
 		if err := add("id", m.ID); err != nil {
 			return err
 		}
@@ -337,16 +338,16 @@ func (e *outEnv) traceOf(m *protocol.Message) error {
 		}
 	}
 	if len(ms) > 0 {
-		e.trace = object(ms)
+		e.trace = rawjson.Object(ms)
 	}
 	return nil
 }
 
 // encode writes the envelope in the member order of docs/protocol.md §12.
 func (e *outEnv) encode() ([]byte, error) {
-	ms := []member{{"protocol", quote(Protocol)}, {"role", quote(e.role)}}
+	ms := []rawjson.Member{rawjson.Field("protocol", quote(Protocol)), rawjson.Field("role", quote(e.role))}
 	if e.agent != nil {
-		ms = append(ms, member{"agent", object(e.agent)})
+		ms = append(ms, rawjson.Field("agent", rawjson.Object(e.agent)))
 	}
 	task, err := jsontext.AppendQuote(nil, e.task)
 	if err != nil {
@@ -356,16 +357,16 @@ func (e *outEnv) encode() ([]byte, error) {
 	if err != nil {
 		return nil, outErr(protocol.CodeInvalidUTF8, "/meta/intent", "", err)
 	}
-	ms = append(ms, member{"timestamp", quote(e.timestamp)}, member{"intent", intent}, member{"task", task})
+	ms = append(ms, rawjson.Field("timestamp", quote(e.timestamp)), rawjson.Field("intent", intent), rawjson.Field("task", task))
 	for _, f := range []struct {
 		name string
 		v    []byte
 	}{{"inputs", e.inputs}, {"content", e.content}, {"outputs", e.outputs}, {"confidence", e.confidence}, {"trace", e.trace}} {
 		if f.v != nil {
-			ms = append(ms, member{f.name, f.v})
+			ms = append(ms, rawjson.Field(f.name, f.v))
 		}
 	}
-	return object(append(ms, e.extra...)), nil
+	return rawjson.Object(append(ms, e.extra...)), nil
 }
 
 func quote(s string) []byte {
@@ -378,7 +379,7 @@ func quote(s string) []byte {
 
 // member0 returns the value of the member name of an object, nil if none.
 func member0(obj []byte, name string) []byte {
-	ms, err := members(obj)
+	ms, err := rawjson.Members(obj)
 	if err != nil {
 		return nil
 	}
@@ -391,8 +392,8 @@ func member0(obj []byte, name string) []byte {
 }
 
 func objectOr(p json.RawMessage) []byte {
-	if kind(p) == '{' {
-		return compact(p)
+	if rawjson.Kind(p) == '{' {
+		return rawjson.Compact(p)
 	}
 	return []byte("{}")
 }

@@ -3,6 +3,7 @@ package multiagent
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"strconv"
 	"time"
 
@@ -47,14 +48,14 @@ type wire struct {
 	// Parsed views.
 	role, intent, task, ts, contentType string
 	time                                time.Time
-	agent                               []member // agent members other than id
+	agent                               []rawjson.Member // agent members other than id
 	agentID                             string
 	score                               json.Number
 	hasScore                            bool
 	traceID                             string
 	parents, tags                       []string
 	cost                                jsontext.Value
-	traceExtra                          []member
+	traceExtra                          []rawjson.Member
 	actions                             []action
 	artifacts                           []artifact
 	handshake                           bool
@@ -72,7 +73,7 @@ type artifact struct {
 
 // present reports whether an optional member has a value (null counts as
 // absent).
-func present(v jsontext.Value) bool { k := kind(v); return k != 0 && k != 'n' }
+func present(v jsontext.Value) bool { k := rawjson.Kind(v); return k != 0 && k != 'n' }
 
 // parse checks an envelope and reads the fields the mapping needs.
 func parse(raw []byte, maxBytes int) (*wire, error) {
@@ -81,8 +82,8 @@ func parse(raw []byte, maxBytes int) (*wire, error) {
 	}
 	w := new(wire)
 	if err := adapters.DecodeJSON(Name, raw, w); err != nil {
-		if protocol.CodeOf(err) == protocol.CodeWrongType && kind(raw) != '{' {
-			return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+kindName(raw), nil)
+		if protocol.CodeOf(err) == protocol.CodeWrongType && rawjson.Kind(raw) != '{' {
+			return nil, inErr(protocol.CodeWrongType, "", "an envelope is a JSON object, got "+rawjson.KindName(raw), nil)
 		}
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func parse(raw []byte, maxBytes int) (*wire, error) {
 	if err := w.readAgent(); err != nil {
 		return nil, err
 	}
-	if present(w.Inputs) && kind(w.Inputs) != '{' {
+	if present(w.Inputs) && rawjson.Kind(w.Inputs) != '{' {
 		return nil, inErr(protocol.CodeWrongType, "/inputs", "inputs must be an object", nil)
 	}
 	if err := w.readContent(); err != nil {
@@ -162,16 +163,16 @@ func (w *wire) readAgent() error {
 	if !present(w.Agent) {
 		return nil
 	}
-	if kind(w.Agent) != '{' {
+	if rawjson.Kind(w.Agent) != '{' {
 		return inErr(protocol.CodeWrongType, "/agent", "agent must be an object", nil)
 	}
-	ms, err := members(w.Agent)
+	ms, err := rawjson.Members(w.Agent)
 	if err != nil {
 		return adapters.JSONError(Name, "/agent", err)
 	}
 	for _, mb := range ms {
 		if mb.Name == "id" {
-			id, ok := str(mb.Value)
+			id, ok := rawjson.Str(mb.Value)
 			if !ok || id == "" {
 				return inErr(protocol.CodeInvalidField, "/agent/id", "agent.id must be a non-empty string", nil)
 			}
@@ -190,10 +191,10 @@ func (w *wire) readContent() error {
 	if !present(w.Content) {
 		return inErr(protocol.CodeMissingField, "/content", "content is required", nil)
 	}
-	if kind(w.Content) != '{' {
+	if rawjson.Kind(w.Content) != '{' {
 		return inErr(protocol.CodeWrongType, "/content", "content must be an object", nil)
 	}
-	ms, err := members(w.Content)
+	ms, err := rawjson.Members(w.Content)
 	if err != nil {
 		return adapters.JSONError(Name, "/content", err)
 	}
@@ -201,13 +202,13 @@ func (w *wire) readContent() error {
 	for _, mb := range ms {
 		switch mb.Name {
 		case "type":
-			s, ok := str(mb.Value)
+			s, ok := rawjson.Str(mb.Value)
 			if !ok || s == "" {
 				return inErr(protocol.CodeInvalidField, "/content/type", "content.type must be a non-empty string", nil)
 			}
 			w.contentType = s
 		case "text":
-			if present(mb.Value) && kind(mb.Value) != '"' {
+			if present(mb.Value) && rawjson.Kind(mb.Value) != '"' {
 				return inErr(protocol.CodeWrongType, "/content/text", "content.text must be a string", nil)
 			}
 		case "data":
@@ -219,10 +220,10 @@ func (w *wire) readContent() error {
 	}
 	// The handshake / health message of docs/protocol.md §12: a system message
 	// announcing what the sender supports.
-	if w.role == RoleSystem && w.contentType == ContentJSON && kind(data) == '{' {
-		dm, _ := members(data)
+	if w.role == RoleSystem && w.contentType == ContentJSON && rawjson.Kind(data) == '{' {
+		dm, _ := rawjson.Members(data)
 		for _, mb := range dm {
-			if mb.Name != "supports" || kind(mb.Value) != '[' {
+			if mb.Name != "supports" || rawjson.Kind(mb.Value) != '[' {
 				continue
 			}
 			var l []jsontext.Value
@@ -231,7 +232,7 @@ func (w *wire) readContent() error {
 			}
 			w.handshake = true
 			for _, e := range l {
-				if s, ok := str(e); ok {
+				if s, ok := rawjson.Str(e); ok {
 					w.supports = append(w.supports, s)
 				}
 			}
@@ -244,10 +245,10 @@ func (w *wire) readOutputs() error {
 	if !present(w.Outputs) {
 		return nil
 	}
-	if kind(w.Outputs) != '{' {
+	if rawjson.Kind(w.Outputs) != '{' {
 		return inErr(protocol.CodeWrongType, "/outputs", "outputs must be an object", nil)
 	}
-	ms, err := members(w.Outputs)
+	ms, err := rawjson.Members(w.Outputs)
 	if err != nil {
 		return adapters.JSONError(Name, "/outputs", err)
 	}
@@ -261,7 +262,7 @@ func (w *wire) readOutputs() error {
 			continue
 		}
 		base := "/outputs/" + mb.Name
-		if kind(mb.Value) != '[' {
+		if rawjson.Kind(mb.Value) != '[' {
 			return inErr(protocol.CodeWrongType, base, mb.Name+" must be an array", nil)
 		}
 		var l []jsontext.Value
@@ -270,17 +271,17 @@ func (w *wire) readOutputs() error {
 		}
 		for i, e := range l {
 			p := base + "/" + strconv.Itoa(i)
-			if kind(e) != '{' {
+			if rawjson.Kind(e) != '{' {
 				return inErr(protocol.CodeWrongType, p, "want an object", nil)
 			}
-			em, err := members(e)
+			em, err := rawjson.Members(e)
 			if err != nil {
 				return adapters.JSONError(Name, p, err)
 			}
 			if mb.Name == "artifacts" {
 				var a artifact
 				for _, f := range em {
-					s, isStr := str(f.Value)
+					s, isStr := rawjson.Str(f.Value)
 					switch {
 					case f.Name == "uri" && isStr:
 						a.uri = s
@@ -300,23 +301,23 @@ func (w *wire) readOutputs() error {
 			for _, f := range em {
 				switch f.Name {
 				case "intent":
-					s, ok := str(f.Value)
+					s, ok := rawjson.Str(f.Value)
 					if !ok || s == "" {
 						return inErr(protocol.CodeInvalidField, p+"/intent", "a next action needs an intent", nil)
 					}
 					a.intent = s
 				case "task":
-					s, ok := str(f.Value)
+					s, ok := rawjson.Str(f.Value)
 					if !ok {
 						return inErr(protocol.CodeWrongType, p+"/task", "task must be a string", nil)
 					}
 					a.task, seen = s, true
 				case "args":
 					if present(f.Value) {
-						if kind(f.Value) != '{' {
+						if rawjson.Kind(f.Value) != '{' {
 							return inErr(protocol.CodeWrongType, p+"/args", "args must be an object", nil)
 						}
-						a.args = compact(f.Value)
+						a.args = rawjson.Compact(f.Value)
 					}
 				}
 			}
@@ -333,10 +334,10 @@ func (w *wire) readConfidence() error {
 	if !present(w.Confidence) {
 		return nil
 	}
-	if kind(w.Confidence) != '{' {
+	if rawjson.Kind(w.Confidence) != '{' {
 		return inErr(protocol.CodeWrongType, "/confidence", "confidence must be an object", nil)
 	}
-	ms, err := members(w.Confidence)
+	ms, err := rawjson.Members(w.Confidence)
 	if err != nil {
 		return adapters.JSONError(Name, "/confidence", err)
 	}
@@ -344,7 +345,7 @@ func (w *wire) readConfidence() error {
 		if mb.Name != "score" {
 			continue
 		}
-		if kind(mb.Value) != '0' {
+		if rawjson.Kind(mb.Value) != '0' {
 			return inErr(protocol.CodeWrongType, "/confidence/score", "score must be a number", nil)
 		}
 		f, err := strconv.ParseFloat(string(mb.Value), 64)
@@ -363,10 +364,10 @@ func (w *wire) readTrace() error {
 	if !present(w.Trace) {
 		return nil
 	}
-	if kind(w.Trace) != '{' {
+	if rawjson.Kind(w.Trace) != '{' {
 		return inErr(protocol.CodeWrongType, "/trace", "trace must be an object", nil)
 	}
-	ms, err := members(w.Trace)
+	ms, err := rawjson.Members(w.Trace)
 	if err != nil {
 		return adapters.JSONError(Name, "/trace", err)
 	}
@@ -377,7 +378,7 @@ func (w *wire) readTrace() error {
 			if !present(mb.Value) {
 				continue
 			}
-			s, ok := str(mb.Value)
+			s, ok := rawjson.Str(mb.Value)
 			if !ok || s == "" || len(s) > protocol.MaxIDLength {
 				return inErr(protocol.CodeInvalidField, p, "trace.id must be a string of 1 to 256 bytes", nil)
 			}
@@ -405,7 +406,7 @@ func (w *wire) readTrace() error {
 			w.parents = l
 		case "cost":
 			if present(mb.Value) {
-				if kind(mb.Value) != '{' {
+				if rawjson.Kind(mb.Value) != '{' {
 					return inErr(protocol.CodeWrongType, p, "cost must be an object", nil)
 				}
 				w.cost = mb.Value

@@ -3,6 +3,7 @@ package multiagent
 import (
 	"context"
 	"fmt"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/go-json-experiment/json/jsontext"
 	"strconv"
@@ -148,7 +149,7 @@ func IntentOf(m *protocol.Message) string {
 	if m == nil {
 		return ""
 	}
-	if s := metaString(m, MetaIntent); s != "" {
+	if s := rawjson.MetaString(m, MetaIntent); s != "" {
 		return s
 	}
 	return intentOfPayloadType(m.PayloadType)
@@ -206,15 +207,15 @@ func (p *Policy) Submit(ctx context.Context, req *protocol.Message) (*router.Han
 // ScoreOf returns the confidence score of a message: its payload's
 // confidence.score, else meta.confidence; ok is false when it has none.
 func ScoreOf(m *protocol.Message) (score float64, ok bool) {
-	if kind(m.Payload) == '{' {
-		if c := member0(m.Payload, "confidence"); kind(c) == '{' {
-			if s := member0(c, "score"); kind(s) == '0' {
+	if rawjson.Kind(m.Payload) == '{' {
+		if c := member0(m.Payload, "confidence"); rawjson.Kind(c) == '{' {
+			if s := member0(c, "score"); rawjson.Kind(s) == '0' {
 				f, err := strconv.ParseFloat(string(s), 64)
 				return f, err == nil
 			}
 		}
 	}
-	return number(m.Meta[MetaConfidence])
+	return rawjson.Number(m.Meta[MetaConfidence])
 }
 
 // ReflectOn submits a reflect task for a result of low confidence (docs/protocol.md
@@ -279,10 +280,10 @@ func (p *Policy) reflectRequest(result *protocol.Message, score float64, reflect
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	req.Payload = object([]member{
-		{"task", taskJSON},
-		{"inputs", object([]member{{"context", ctxJSON}})},
-		{"content", object([]member{{"type", quote(ContentJSON)}, {"data", compact(data)}})},
+	req.Payload = rawjson.Object([]rawjson.Member{
+		rawjson.Field("task", taskJSON),
+		rawjson.Field("inputs", rawjson.Object([]rawjson.Member{rawjson.Field("context", ctxJSON)})),
+		rawjson.Field("content", rawjson.Object([]rawjson.Member{rawjson.Field("type", quote(ContentJSON)), rawjson.Field("data", rawjson.Compact(data))})),
 	})
 	return req
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -103,7 +104,7 @@ func (e *outEnv) field(obj []byte, name string) ([]byte, bool) {
 	if !present(v) {
 		return nil, false
 	}
-	return compact(v), true
+	return rawjson.Compact(v), true
 }
 
 // context is inputs.context interpolated, or def.
@@ -126,7 +127,7 @@ func (e *outEnv) data() []byte {
 // interpolate writes a JSON value as a JavaScript template literal would:
 // a string as its text, other values as JSON.
 func interpolate(v []byte) string {
-	if s, ok := str(v); ok {
+	if s, ok := rawjson.Str(v); ok {
 		return s
 	}
 	return string(v)
