@@ -174,9 +174,7 @@ func TestJSPeerServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for len(c.Events(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"})) < 3 {
-			time.Sleep(5 * time.Millisecond)
-		}
+		c.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 3)
 		h.Cancel("stop")
 		if out, _ := c.Wait(h); out.Type != protocol.TypeTaskCancel {
 			t.Errorf("caller's task ended with %s", out.Type)

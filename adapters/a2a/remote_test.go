@@ -205,18 +205,23 @@ func TestRemoteFailures(t *testing.T) {
 // returns its events' types once it has ended.
 func waitRemoteEnd(t testing.TB, b *testEnv) []protocol.Type {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		reqs := b.Events(store.Query{TypePrefix: "task.request"})
-		if len(reqs) == 1 {
-			types := b.Types(reqs[0].TaskID)
-			if types[len(types)-1].Terminal() {
-				return types
-			}
+	req := b.Await(store.Query{TypePrefix: "task.request"}, 1)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var types []protocol.Type
+	for ev, err := range b.Store.Follow(ctx, store.Query{TaskID: req.TaskID}) {
+		if err != nil {
+			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		m, err := ev.Message()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if types = append(types, m.Type); m.Type.Terminal() {
+			return types
+		}
 	}
-	t.Fatal("the remote task did not end")
+	t.Fatalf("the remote task did not end: %v", types)
 	return nil
 }
 
@@ -229,9 +234,7 @@ func TestRemoteCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for len(c.Events(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"})) < 2 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	c.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 2)
 	h.Cancel("the user changed their mind")
 	out, _ := c.Wait(h)
 	if out.Type != protocol.TypeTaskCancel {

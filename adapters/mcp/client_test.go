@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -210,12 +211,22 @@ func TestCallProgressTimeoutCancel(t *testing.T) {
 		}
 	})
 	t.Run("late progress dropped", func(t *testing.T) {
+		// The client logs each notification it drops: the handler waits for
+		// that before the task ends, so the late one has been dealt with.
+		dropped := make(chan struct{}, 1)
+		lc := newClient(t, []mcp.ServerConfig{goServer(p)}, &mcp.ClientOptions{
+			Logger: slog.New(&onMessage{msg: "mcp: progress after the call ended, dropped", ch: dropped})})
 		var id string
 		id = tr.run(nil, func(ctx context.Context, task *router.Task) {
-			if _, err := c.Call(ctx, task, "go", "late", nil, nil); err != nil {
+			if _, err := lc.Call(ctx, task, "go", "late", nil, nil); err != nil {
 				t.Error(err)
 			}
-			time.Sleep(80 * time.Millisecond) // the late notification arrives meanwhile
+			p.late <- struct{}{}
+			select {
+			case <-dropped:
+			case <-time.After(5 * time.Second):
+				t.Error("the late progress notification was not dropped")
+			}
 		})
 		if got := types(toolEvents(tr.env.Events(store.Query{TaskID: id}))); !slices.Equal(got, []protocol.Type{protocol.TypeToolCall, protocol.TypeToolResult}) {
 			t.Errorf("events %v", got)
@@ -234,7 +245,8 @@ func TestCallProgressTimeoutCancel(t *testing.T) {
 		if ep := errorPayload(t, toolEvents(evs)[1]); ep.Details["timeout_ms"] != float64(100) {
 			t.Errorf("details %v", ep.Details)
 		}
-		waitFor(t, func() bool { return p.hangs.Load() >= 1 }, "the server to see the cancellation")
+		within(t, p.hangIn, "the hang call to start")
+		within(t, p.hangOut, "the server to see the cancellation")
 		// The session survives a timeout.
 		if _, err, _ := tr.call(c, "go", "echo", map[string]any{"text": "alive"}, nil); err != nil {
 			t.Errorf("after timeout: %v", err)
@@ -242,19 +254,27 @@ func TestCallProgressTimeoutCancel(t *testing.T) {
 	})
 	t.Run("cancel", func(t *testing.T) {
 		var err error
-		before := p.hangs.Load()
 		tr.run(nil, func(ctx context.Context, task *router.Task) {
 			cctx, cancel := context.WithCancel(ctx)
-			time.AfterFunc(50*time.Millisecond, cancel)
+			go func() {
+				defer cancel()
+				select {
+				case <-p.hangIn: // the server has the call
+				case <-time.After(5 * time.Second):
+				}
+			}()
 			_, err = c.Call(cctx, task, "go", "hang", nil, nil)
 		})
 		if !errors.Is(err, protocol.CodeCancelled) {
 			t.Fatalf("err = %v", err)
 		}
-		waitFor(t, func() bool { return p.hangs.Load() > before }, "notifications/cancelled to reach the server")
+		within(t, p.hangOut, "notifications/cancelled to reach the server")
 	})
 }
 
+// waitFor polls cond for up to 5s. It is for state that changes with no
+// signal a test can wait on (another process's log, a connection a
+// watcher notices is closed); in-process peers signal on channels instead.
 func waitFor(t testing.TB, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -452,3 +472,22 @@ func checkProgress(t *testing.T, tev []*protocol.Message, max int) {
 		}
 	}
 }
+
+// onMessage is a slog.Handler that signals ch for each record with message msg.
+type onMessage struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onMessage) WithGroup(string) slog.Handler      { return h }

@@ -27,7 +27,9 @@ type goPeer struct {
 	mu       sync.Mutex
 	sessions []*sdk.ServerSession
 	connects atomic.Int32
-	hangs    atomic.Int32 // hang calls that saw their cancellation
+	hangIn   chan struct{} // a send when a hang call starts
+	hangOut  chan struct{} // a send when a hang call saw its cancellation
+	late     chan struct{} // a receive lets a late call send its late notification
 }
 
 type echoIn struct {
@@ -53,7 +55,8 @@ type largeIn struct {
 }
 
 func newGoPeer(t testing.TB) *goPeer {
-	p := &goPeer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-peer", Version: "0.0.1"}, nil)}
+	p := &goPeer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-peer", Version: "0.0.1"}, nil),
+		hangIn: make(chan struct{}, 64), hangOut: make(chan struct{}, 64), late: make(chan struct{})}
 	sdk.AddTool(p.srv, &sdk.Tool{Name: "echo", Description: "echoes text"}, func(ctx context.Context, req *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
 	})
@@ -98,14 +101,19 @@ func newGoPeer(t testing.TB) *goPeer {
 		tok := req.Params.GetProgressToken()
 		sess := req.Session
 		go func() {
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-p.late: // the caller has its result
+			case <-time.After(10 * time.Second):
+				return
+			}
 			_ = sess.NotifyProgress(context.Background(), &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 99, Message: "late"})
 		}()
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "early"}}}, nil, nil
 	})
 	sdk.AddTool(p.srv, &sdk.Tool{Name: "hang"}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		signal(p.hangIn)
 		<-ctx.Done()
-		p.hangs.Add(1)
+		signal(p.hangOut)
 		return nil, nil, ctx.Err()
 	})
 	sdk.AddTool(p.srv, &sdk.Tool{Name: "large"}, func(ctx context.Context, req *sdk.CallToolRequest, in largeIn) (*sdk.CallToolResult, any, error) {
@@ -256,4 +264,22 @@ func sdkAddTool(p *goPeer, name string) {
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
 		})
+}
+
+// signal sends on a buffered channel without ever blocking the sender.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// within waits for a receive on ch, failing the test after 5s.
+func within(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }

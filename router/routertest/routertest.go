@@ -222,6 +222,33 @@ func (e *Env) Events(q store.Query) []*protocol.Message {
 	return out
 }
 
+// Await waits until the store holds n events matching q and returns them,
+// following the store's live tail (no polling). It fails the test if they
+// are not there within the Env's timeout.
+func (e *Env) Await(q store.Query, n int) []*protocol.Message {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+	defer cancel()
+	var out []*protocol.Message
+	if n <= 0 {
+		return out
+	}
+	for ev, err := range e.Store.Follow(ctx, q) {
+		if err != nil {
+			e.T.Fatalf("routertest: awaiting %d events of %+v: %d after %v: %v", n, q, len(out), e.timeout, err)
+		}
+		m, err := ev.Message()
+		if err != nil {
+			e.T.Fatalf("routertest: event %d: %v", ev.Seq, err)
+		}
+		if out = append(out, m); len(out) == n {
+			return out
+		}
+	}
+	e.T.Fatalf("routertest: awaiting %d events of %+v: %d after %v", n, q, len(out), e.timeout)
+	return nil
+}
+
 // Types returns the types of a task's events, in order.
 func (e *Env) Types(taskID string) []protocol.Type {
 	var out []protocol.Type

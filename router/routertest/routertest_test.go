@@ -134,3 +134,34 @@ func TestTimeoutInSynctestBubble(t *testing.T) {
 		}
 	})
 }
+
+// Await returns once the events exist, whether they were stored before it
+// started or while it waited.
+func TestAwait(t *testing.T) {
+	env := routertest.New(t, nil)
+	release := make(chan struct{})
+	env.Agent("agent:slow", []string{"skill:slow"}, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		for i := range 3 {
+			if i == 1 {
+				<-release // the second and third come while the test awaits
+			}
+			if err := t.Progress(ctx, map[string]any{"step": i}); err != nil {
+				return nil, err
+			}
+		}
+		return &router.Result{}, nil
+	})
+	h, err := env.Router.Submit(context.Background(), env.Request("", nil, "skill:slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := env.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 1)
+	close(release)
+	all := env.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 3)
+	if len(first) != 1 || len(all) != 3 || all[0].ID != first[0].ID {
+		t.Fatalf("Await gave %d then %d events", len(first), len(all))
+	}
+	if _, err := env.Wait(h); err != nil {
+		t.Fatal(err)
+	}
+}
