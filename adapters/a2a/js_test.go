@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/clutchprotocol/clutch/router/routertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -174,7 +175,7 @@ func TestJSPeerServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 3)
+		c.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, routertest.Count(3))
 		h.Cancel("stop")
 		if out, _ := c.Wait(h); out.Type != protocol.TypeTaskCancel {
 			t.Errorf("caller's task ended with %s", out.Type)

@@ -205,24 +205,9 @@ func TestRemoteFailures(t *testing.T) {
 // returns its events' types once it has ended.
 func waitRemoteEnd(t testing.TB, b *testEnv) []protocol.Type {
 	t.Helper()
-	req := b.Await(store.Query{TypePrefix: "task.request"}, 1)[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var types []protocol.Type
-	for ev, err := range b.Store.Follow(ctx, store.Query{TaskID: req.TaskID}) {
-		if err != nil {
-			break
-		}
-		m, err := ev.Message()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if types = append(types, m.Type); m.Type.Terminal() {
-			return types
-		}
-	}
-	t.Fatalf("the remote task did not end: %v", types)
-	return nil
+	req := b.Await(store.Query{TypePrefix: "task.request"}, nil)
+	b.Await(store.Query{TaskID: req.TaskID}, func(m *protocol.Message) bool { return m.Type.Terminal() })
+	return b.Types(req.TaskID)
 }
 
 func TestRemoteCancel(t *testing.T) {
@@ -234,7 +219,7 @@ func TestRemoteCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 2)
+	c.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, routertest.Count(2))
 	h.Cancel("the user changed their mind")
 	out, _ := c.Wait(h)
 	if out.Type != protocol.TypeTaskCancel {

@@ -437,5 +437,5 @@ func TestStreamClientGoesAway(t *testing.T) {
 		}
 	}
 	// The task finishes after its stream was dropped.
-	e.Await(store.Query{TaskID: string(taskID), TypePrefix: "task.result"}, 1)
+	e.Await(store.Query{TaskID: string(taskID), TypePrefix: "task.result"}, nil)
 }

@@ -222,31 +222,37 @@ func (e *Env) Events(q store.Query) []*protocol.Message {
 	return out
 }
 
-// Await waits until the store holds n events matching q and returns them,
-// following the store's live tail (no polling). It fails the test if they
-// are not there within the Env's timeout.
-func (e *Env) Await(q store.Query, n int) []*protocol.Message {
+// Await follows the events matching q, stored before the call or after,
+// until one satisfies until (the first one when until is nil), and returns
+// it. It follows the store's live tail (no polling) and fails the test if
+// no such event comes within the Env's timeout. To wait for n events, let
+// until count them.
+func (e *Env) Await(q store.Query, until func(*protocol.Message) bool) *protocol.Message {
 	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()
-	var out []*protocol.Message
-	if n <= 0 {
-		return out
-	}
+	seen := 0
 	for ev, err := range e.Store.Follow(ctx, q) {
 		if err != nil {
-			e.T.Fatalf("routertest: awaiting %d events of %+v: %d after %v: %v", n, q, len(out), e.timeout, err)
+			break
 		}
 		m, err := ev.Message()
 		if err != nil {
 			e.T.Fatalf("routertest: event %d: %v", ev.Seq, err)
 		}
-		if out = append(out, m); len(out) == n {
-			return out
+		seen++
+		if until == nil || until(m) {
+			return m
 		}
 	}
-	e.T.Fatalf("routertest: awaiting %d events of %+v: %d after %v", n, q, len(out), e.timeout)
+	e.T.Fatalf("routertest: no awaited event of %+v within %v (%d events seen)", q, e.timeout, seen)
 	return nil
+}
+
+// Count returns a condition for Await that holds at the n-th event.
+func Count(n int) func(*protocol.Message) bool {
+	seen := 0
+	return func(*protocol.Message) bool { seen++; return seen >= n }
 }
 
 // Types returns the types of a task's events, in order.

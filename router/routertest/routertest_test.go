@@ -155,11 +155,17 @@ func TestAwait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := env.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 1)
+	q := store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}
+	first := env.Await(q, nil)
 	close(release)
-	all := env.Await(store.Query{TaskID: h.TaskID(), TypePrefix: "task.progress"}, 3)
-	if len(first) != 1 || len(all) != 3 || all[0].ID != first[0].ID {
-		t.Fatalf("Await gave %d then %d events", len(first), len(all))
+	third := env.Await(q, routertest.Count(3))
+	last := env.Await(store.Query{TaskID: h.TaskID()}, func(m *protocol.Message) bool { return m.Type.Terminal() })
+	if last.Type != protocol.TypeTaskResult {
+		t.Fatalf("Await gave %s, %s, %s", first.ID, third.ID, last.Type)
+	}
+	progress := env.Events(q)
+	if len(progress) != 3 || progress[0].ID != first.ID || progress[2].ID != third.ID {
+		t.Fatalf("Await's events are not the first and third progress events")
 	}
 	if _, err := env.Wait(h); err != nil {
 		t.Fatal(err)
