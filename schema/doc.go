@@ -42,8 +42,9 @@
 //
 // Every payload is validated by github.com/xeipuuv/gojsonschema v1.2.0,
 // the one JSON Schema engine of the package, against a schema compiled
-// once, when it is registered. A payload is read as JSON once
-// (encoding/json, numbers kept exactly), and that value is what
+// once, when it is registered. A payload is read as JSON once (by the
+// strict decoder of github.com/go-json-experiment/json/jsontext, numbers
+// kept exactly), and that value is what
 // gojsonschema validates and what a workflow step's expects.required
 // members are looked up in. The registry is a copy-on-write map behind an
 // atomic pointer: validation never locks, and registering does not block
@@ -129,9 +130,10 @@
 // exact, enum and const compare numbers as float64, and format uses
 // gojsonschema.FormatCheckers (a program may add its own checkers there).
 //
-// Payloads are decoded with encoding/json: a duplicate member keeps its last
-// value (protocol.Decode refuses duplicates in messages before they get
-// here), and invalid UTF-8 or a lone surrogate escape reads as U+FFFD. Schemas are trusted configuration: a schema can still be slow to
+// Payloads and schema documents are read strictly, as the envelope is: a
+// duplicate member name, invalid UTF-8 or a lone surrogate escape is
+// ErrInvalidJSON, never a value a second reader could read differently.
+// Schemas are trusted configuration: a schema can still be slow to
 // validate (nested anyOf, patternProperties compiled per call by
 // gojsonschema), and only payloads are treated as hostile.
 //

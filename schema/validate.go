@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/xeipuuv/gojsonschema"
 
@@ -161,9 +165,8 @@ func payloadTypeForRef(ref string) string {
 // decodePayload decodes a payload for gojsonschema, within the size and
 // number limits. The value goes to gojsonschema as it is (NewRawLoader, in
 // run), so a payload is decoded once: gojsonschema's NewBytesLoader would
-// decode the same bytes the same way (encoding/json, numbers as
-// json.Number) without refusing trailing data, and its NewGoLoader encodes
-// the value and decodes it again.
+// decode the same bytes with encoding/json, and its NewGoLoader encodes the
+// value and decodes it again.
 func decodePayload(payload []byte, maxBytes int) (any, error) {
 	if len(payload) > maxBytes {
 		return nil, errorf(ErrTooLarge, "payload is %d bytes, limit %d", len(payload), maxBytes)
@@ -181,20 +184,77 @@ func decodePayload(payload []byte, maxBytes int) (any, error) {
 	return v, nil
 }
 
-// decodeJSON decodes exactly one JSON value with encoding/json, numbers as
-// json.Number (what gojsonschema expects), and refuses data after it. It
-// reads payloads and schema documents alike.
+// decodeJSON decodes exactly one JSON value into the values gojsonschema
+// expects (map[string]any, []any, string, bool, nil, and json.Number for
+// numbers, so that they stay exact), and refuses data after it. The
+// strict jsontext decoder reads it: duplicate object names and invalid
+// UTF-8 are refused. It reads payloads and schema documents alike.
 func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	d.r.Reset(data)
+	d.dec.Reset(&d.r)
+	v, err := d.value()
+	if err != nil {
 		return nil, err
 	}
-	if off := dec.InputOffset(); len(bytes.TrimLeft(data[off:], " \t\r\n")) > 0 {
-		return nil, fmt.Errorf("data after the JSON value at offset %d", off)
+	if _, err := d.dec.ReadToken(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON value at offset %d", d.dec.InputOffset())
 	}
 	return v, nil
+}
+
+// decoder is a reusable jsontext decoder and the reader it reads from.
+type decoder struct {
+	r   bytes.Reader
+	dec jsontext.Decoder
+}
+
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+// value reads the next JSON value.
+func (d *decoder) value() (any, error) {
+	tok, err := d.dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case '{':
+		obj := make(map[string]any)
+		for d.dec.PeekKind() != '}' {
+			tok, err := d.dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			name := tok.String() // before the next read voids tok
+			v, err := d.value()
+			if err != nil {
+				return nil, err
+			}
+			obj[name] = v
+		}
+		_, err := d.dec.ReadToken()
+		return obj, err
+	case '[':
+		arr := []any{}
+		for d.dec.PeekKind() != ']' {
+			v, err := d.value()
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		_, err := d.dec.ReadToken()
+		return arr, err
+	case '"':
+		return tok.String(), nil
+	case '0':
+		return json.Number(tok.String()), nil
+	case 't', 'f':
+		return tok.Bool(), nil
+	default: // 'n'
+		return nil, nil
+	}
 }
 
 // Limits on number literals. gojsonschema turns every number of a payload

@@ -70,8 +70,8 @@ var keywordTable = []struct {
 
 	{"properties", `{"properties":{"a":{"type":"string"},"b":{"type":"integer"}}}`, []outcomeCase{
 		{`{}`, V}, {`{"a":"x","b":1,"c":[]}`, V}, {`[1]`, V}, {`"s"`, V},
-		{`{"a":1}`, I}, {`{"b":"x","a":"y"}`, I}, {`{"a":"x","a":"y"}`, V}, {`{"a":1,"a":"y"}`, V}, {`{"a":1,"c":2,"a":"y"}`, V},
-		{`{"\u0061":"x"}`, V}, {`{"\u0061":1}`, I}, {`{"a":"x","\u0061":"y"}`, V}, {`{"\ud800":1}`, V}, {`{"c\n":1,"c\u000a":2}`, V}, {`{"c\n":1,"c\u000b":2}`, V},
+		{`{"a":1}`, I}, {`{"b":"x","a":"y"}`, I}, {`{"a":"x","a":"y"}`, J}, {`{"a":1,"a":"y"}`, J}, {`{"a":1,"c":2,"a":"y"}`, J},
+		{`{"\u0061":"x"}`, V}, {`{"\u0061":1}`, I}, {`{"a":"x","\u0061":"y"}`, J}, {`{"\ud800":1}`, J}, {`{"c\n":1,"c\u000a":2}`, J}, {`{"c\n":1,"c\u000b":2}`, V},
 	}},
 	{"required", `{"required":["a","z"],"properties":{"a":true}}`, []outcomeCase{
 		{`{"a":1,"z":2}`, V}, {`{"z":null,"a":{}}`, V}, {`{"a":1}`, I}, {`{}`, I}, {`[]`, V},
@@ -80,14 +80,14 @@ var keywordTable = []struct {
 		{`{"a":"x"}`, V}, {`{}`, V}, {`{"b":1}`, I}, {`{"a":"x","b":1}`, I},
 	}},
 	{"additionalProperties_schema", `{"properties":{"a":true},"additionalProperties":{"type":"integer","minimum":0}}`, []outcomeCase{
-		{`{"a":"x","b":1,"c":2}`, V}, {`{"b":-1}`, I}, {`{"b":"1"}`, I}, {`{"b":1,"b":2}`, V},
-		{`{"b\u0026":1,"b&":2}`, V}, {`{"b\u0026":1,"b\u0026c":2,"\u00e9":3,"é\"":4}`, V},
+		{`{"a":"x","b":1,"c":2}`, V}, {`{"b":-1}`, I}, {`{"b":"1"}`, I}, {`{"b":1,"b":2}`, J},
+		{`{"b\u0026":1,"b&":2}`, J}, {`{"b\u0026":1,"b\u0026c":2,"\u00e9":3,"é\"":4}`, V},
 	}},
 	{"additionalProperties_many", `{"additionalProperties":{"type":"integer"}}`, []outcomeCase{
-		{manyMembers(40, ""), V}, {manyMembers(40, `,"k7":1`), V}, {manyMembers(40, `,"k\u0037":1`), V}, {manyMembers(40, `,"x":"s"`), I},
+		{manyMembers(40, ""), V}, {manyMembers(40, `,"k7":1`), J}, {manyMembers(40, `,"k\u0037":1`), J}, {manyMembers(40, `,"x":"s"`), I},
 	}},
 	{"min_max_properties", `{"minProperties":1,"maxProperties":2}`, []outcomeCase{
-		{`{"a":1}`, V}, {`{"a":1,"b":2}`, V}, {`{}`, I}, {`{"a":1,"b":2,"c":3}`, I}, {`{"a":1,"a":2}`, V},
+		{`{"a":1}`, V}, {`{"a":1,"b":2}`, V}, {`{}`, I}, {`{"a":1,"b":2,"c":3}`, I}, {`{"a":1,"a":2}`, J},
 	}},
 	{"many_properties", `{"properties":{"p0":{"type":"integer"},"p1":{"type":"integer"},"p2":{"type":"integer"},"p3":{"type":"integer"},"p4":{"type":"integer"},"p5":{"type":"integer"},"p6":{"type":"integer"},"p7":{"type":"integer"},"p8":{"type":"integer"},"p9":{"type":"integer"}},"required":["p0","p9","q"]}`, []outcomeCase{
 		{`{"p0":1,"p9":2,"q":"x"}`, V}, {`{"p0":1,"p9":2}`, I}, {`{"p0":1,"p9":2,"q":"x","p5":"y"}`, I},
@@ -103,7 +103,7 @@ var keywordTable = []struct {
 	{"min_max_length", `{"minLength":2,"maxLength":3}`, []outcomeCase{
 		{`"ab"`, V}, {`"abc"`, V}, {`"éé"`, V}, {`"😀😀😀"`, V}, {`"\u00e9\u00e9"`, V}, {`"\ud83d\ude00\ud83d\ude00"`, V}, {`"a\nb"`, V}, {`1`, V},
 		{`"a"`, I}, {`"abcd"`, I}, {`"é"`, I}, {`"\u00e9"`, I}, {`"😀😀😀😀"`, I}, {`""`, I},
-		{`"\ud800x"`, V}, {"\"\xff\xfe\"", V},
+		{`"\ud800x"`, J}, {"\"\xff\xfe\"", J},
 	}},
 	{"pattern", `{"pattern":"^a+\\d?$"}`, []outcomeCase{{`"aa"`, V}, {`"a1"`, V}, {`"\u0061"`, V}, {`"ab"`, I}, {`""`, I}, {`3`, V}}},
 	{"pattern_unicode", `{"pattern":"^\\p{Greek}{2}$"}`, []outcomeCase{{`"αβ"`, V}, {`"\u03b1\u03b2"`, V}, {`"ab"`, I}}},
@@ -142,9 +142,9 @@ var keywordTable = []struct {
 	{"anyOf", `{"anyOf":[{"type":"string","maxLength":1},{"type":"integer"}]}`, []outcomeCase{{`"a"`, V}, {`7`, V}, {`"ab"`, I}, {`1.5`, I}}},
 	{"oneOf", `{"oneOf":[{"type":"integer"},{"type":"number","maximum":3}]}`, []outcomeCase{{`5`, V}, {`2.5`, V}, {`2`, I}, {`"x"`, I}}},
 	{"not", `{"not":{"type":"object","properties":{"a":{"type":"string"}}}}`, []outcomeCase{
-		{`{"a":1}`, V}, {`1`, V}, {`{"a":"x"}`, I}, {`{}`, I}, {`{"a":1,"a":"x"}`, I},
+		{`{"a":1}`, V}, {`1`, V}, {`{"a":"x"}`, I}, {`{}`, I}, {`{"a":1,"a":"x"}`, J},
 	}},
-	{"not_required", `{"not":{"required":["a"]}}`, []outcomeCase{{`{"b":1}`, V}, {`{"a":1}`, I}, {`{"a":1,"a":2}`, I}}},
+	{"not_required", `{"not":{"required":["a"]}}`, []outcomeCase{{`{"b":1}`, V}, {`{"a":1}`, I}, {`{"a":1,"a":2}`, J}}},
 	{"union", `{"oneOf":[{"properties":{"kind":{"const":"a"},"n":{"type":"integer"}},"required":["kind","n"]},{"properties":{"kind":{"const":"b"},"s":{"type":"string"}},"required":["kind","s"]}]}`, []outcomeCase{
 		{`{"kind":"a","n":1}`, V}, {`{"kind":"b","s":"x"}`, V}, {`{"kind":"a","s":"x"}`, I}, {`{"kind":"c"}`, I},
 	}},
@@ -239,7 +239,7 @@ func TestValidateViolations(t *testing.T) {
 	for _, bad := range []string{
 		`{"findings":"none"}`,
 		`[]`,
-		`{"findings":[],"severity":"low","findings":[1]}`,
+		`{"findings":[{"message":"m","line":1,"severity":"x"}]}`,
 	} {
 		ve := validationErr(t, reg.ValidateMessage(message(PayloadCodeReview, bad)))
 		for _, v := range ve.Violations {
@@ -247,6 +247,8 @@ func TestValidateViolations(t *testing.T) {
 		}
 	}
 	assert.ErrorIs(t, reg.Validate(PayloadCodeReview, []byte(`{"findings":[],"severity":"low"} trailing`)), ErrInvalidJSON)
+	// Duplicate names have no one meaning: refused, as the envelope refuses them.
+	assert.ErrorIs(t, reg.Validate(PayloadCodeReview, []byte(`{"findings":[],"severity":"low","findings":[1]}`)), ErrInvalidJSON)
 	assert.ErrorIs(t, reg.Validate(PayloadCodeReview, []byte(`{"findings":[{"message":"m","line":-1e1001}],"severity":"low"}`)), ErrTooLarge)
 }
 
@@ -333,9 +335,9 @@ steps:
 		{"plain", `{"findings":1,"citations":[]}`, "/payload/findings type"},
 		{"req", `{"findings":1,"citations":[]}`, "/payload/citations/1 expects.required; /payload/findings type; /payload/findings/+1 expects.required; /payload/findings/-0 expects.required; /payload/findings/0 expects.required; /payload/findings/01 expects.required; /payload/title expects.required"},
 		{"open", `{"findings":1,"citations":[]}`, "/payload/a~1b expects.required; /payload/a~1b expects.required; /payload/findings type; /payload/x/y/0 expects.required; /payload/x/y/1 expects.required"},
-		{"plain", `{"findings":[],"citations":[],"findings":["x"]}`, "ok"},
-		{"req", `{"findings":[],"citations":[],"findings":["x"]}`, "/payload/citations/1 expects.required; /payload/findings/+1 expects.required; /payload/findings/01 expects.required; /payload/title expects.required"},
-		{"open", `{"findings":[],"citations":[],"findings":["x"]}`, "/payload/a~1b expects.required; /payload/a~1b expects.required; /payload/x/y/0 expects.required; /payload/x/y/1 expects.required"},
+		{"plain", `{"findings":[],"citations":[],"findings":["x"]}`, "badJSON"},
+		{"req", `{"findings":[],"citations":[],"findings":["x"]}`, "badJSON"},
+		{"open", `{"findings":[],"citations":[],"findings":["x"]}`, "badJSON"},
 		{"plain", ` {"findings" : [ "a" , "b" ] , "citations" : [ ] } `, "ok"},
 		{"req", ` {"findings" : [ "a" , "b" ] , "citations" : [ ] } `, "/payload/citations/1 expects.required; /payload/findings/01 expects.required; /payload/title expects.required"},
 		{"open", ` {"findings" : [ "a" , "b" ] , "citations" : [ ] } `, "/payload/a~1b expects.required; /payload/a~1b expects.required; /payload/x/y/0 expects.required; /payload/x/y/1 expects.required"},
@@ -345,9 +347,9 @@ steps:
 		{"plain", `{"a/b":1,"x":{"y":[0]}}`, "/payload/a~1b additionalProperties; /payload/citations required; /payload/findings required; /payload/x additionalProperties"},
 		{"req", `{"a/b":1,"x":{"y":[0]}}`, "/payload/a~1b additionalProperties; /payload/citations required; /payload/citations/1 expects.required; /payload/findings expects.required; /payload/findings required; /payload/findings/+1 expects.required; /payload/findings/-0 expects.required; /payload/findings/0 expects.required; /payload/findings/01 expects.required; /payload/title expects.required; /payload/x additionalProperties"},
 		{"open", `{"a/b":1,"x":{"y":[0]}}`, "/payload/x/y/1 expects.required"},
-		{"plain", `{"a\/b":1,"x":{"y":[0,1],"y":[]}}`, "/payload/a~1b additionalProperties; /payload/citations required; /payload/findings required; /payload/x additionalProperties"},
-		{"req", `{"a\/b":1,"x":{"y":[0,1],"y":[]}}`, "/payload/a~1b additionalProperties; /payload/citations required; /payload/citations/1 expects.required; /payload/findings expects.required; /payload/findings required; /payload/findings/+1 expects.required; /payload/findings/-0 expects.required; /payload/findings/0 expects.required; /payload/findings/01 expects.required; /payload/title expects.required; /payload/x additionalProperties"},
-		{"open", `{"a\/b":1,"x":{"y":[0,1],"y":[]}}`, "/payload/x/y/0 expects.required; /payload/x/y/1 expects.required"},
+		{"plain", `{"a\/b":1,"x":{"y":[0,1],"y":[]}}`, "badJSON"},
+		{"req", `{"a\/b":1,"x":{"y":[0,1],"y":[]}}`, "badJSON"},
+		{"open", `{"a\/b":1,"x":{"y":[0,1],"y":[]}}`, "badJSON"},
 		{"plain", `{"x":{"y":{"0":1,"1":2}}}`, "/payload/citations required; /payload/findings required; /payload/x additionalProperties"},
 		{"req", `{"x":{"y":{"0":1,"1":2}}}`, "/payload/citations required; /payload/citations/1 expects.required; /payload/findings expects.required; /payload/findings required; /payload/findings/+1 expects.required; /payload/findings/-0 expects.required; /payload/findings/0 expects.required; /payload/findings/01 expects.required; /payload/title expects.required; /payload/x additionalProperties"},
 		{"open", `{"x":{"y":{"0":1,"1":2}}}`, "/payload/a~1b expects.required; /payload/a~1b expects.required"},

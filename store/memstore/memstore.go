@@ -37,11 +37,21 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	events    []record                             // the event with seq n is events[n-1]
-	byID      map[string]uint64                    // id → seq
-	byIdem    map[idemKey]uint64                   // (run_id, idempotency_key) → seq
-	indexes   map[driver.Index]map[string][]uint64 // index → value → seqs, ascending
+	events    []*[chunkSize]record                       // the event with seq n is at(n)
+	n         uint64                                     // events stored
+	byID      map[string]uint64                          // id → seq
+	byIdem    map[idemKey]uint64                         // (run_id, idempotency_key) → seq
+	indexes   [driver.AgentIndex + 1]map[string][]uint64 // index → value → seqs, ascending
 	artifacts map[[sha256.Size]byte]store.Artifact
+}
+
+// Events are kept in fixed-size chunks rather than one growing slice, so
+// that an append never copies the events stored before it.
+const chunkSize = 1024
+
+// at returns the record of seq (1 ≤ seq ≤ s.n); mu is held.
+func (s *Store) at(seq uint64) *record {
+	return &s.events[(seq-1)/chunkSize][(seq-1)%chunkSize]
 }
 
 // record is a stored event and the fields queries filter on.
@@ -78,15 +88,10 @@ func New(opts *Options) (*Store, error) {
 		o.MaxArtifactSize = store.DefaultMaxArtifactSize
 	}
 	return &Store{
-		opts:   o,
-		byID:   make(map[string]uint64),
-		byIdem: make(map[idemKey]uint64),
-		indexes: map[driver.Index]map[string][]uint64{
-			driver.RunIndex:    {},
-			driver.ThreadIndex: {},
-			driver.TaskIndex:   {},
-			driver.AgentIndex:  {},
-		},
+		opts:      o,
+		byID:      make(map[string]uint64),
+		byIdem:    make(map[idemKey]uint64),
+		indexes:   [...]map[string][]uint64{driver.TaskIndex: {}, driver.ThreadIndex: {}, driver.RunIndex: {}, driver.AgentIndex: {}},
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}, nil
 }
@@ -135,14 +140,18 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 			return store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
 		}
 	}
-	seq := uint64(len(s.events)) + 1
-	s.events = append(s.events, record{
+	seq := s.n + 1
+	if s.n%chunkSize == 0 {
+		s.events = append(s.events, new([chunkSize]record))
+	}
+	s.n = seq
+	*s.at(seq) = record{
 		// A copy with no room past its end: a reader's append to Raw
 		// cannot write into memory other readers see.
 		event: store.Event{Seq: seq, Time: now, Raw: slices.Clip(bytes.Clone(e.Raw))},
 		runID: e.RunID, threadID: e.ThreadID, taskID: e.TaskID, agentID: e.AgentID,
 		typ: e.Type,
-	})
+	}
 	s.byID[e.ID] = seq
 	if e.IdempotencyKey != "" {
 		s.byIdem[key] = seq
@@ -157,7 +166,11 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 // index adds seq to the list of value in index ix; mu is held.
 func (s *Store) index(ix driver.Index, value string, seq uint64) {
 	if value != "" {
-		s.indexes[ix][value] = append(s.indexes[ix][value], seq)
+		list := s.indexes[ix][value]
+		if list == nil {
+			list = make([]uint64, 0, 8) // room for a task's usual events
+		}
+		s.indexes[ix][value] = append(list, seq)
 	}
 }
 
@@ -175,7 +188,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	if !ok {
 		return store.Event{}, store.ErrNotFound
 	}
-	return s.events[seq-1].event, nil
+	return s.at(seq).event, nil
 }
 
 // LastSeq implements store.Store.
@@ -188,7 +201,7 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	if s.closed {
 		return 0, store.ErrClosed
 	}
-	return uint64(len(s.events)), nil
+	return s.n, nil
 }
 
 // Read implements store.Store.
@@ -213,10 +226,10 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	if s.closed {
 		return nil, 0, store.ErrClosed
 	}
-	upTo = min(upTo, uint64(len(s.events)))
+	upTo = min(upTo, s.n)
 	var evs []store.Event
 	for seq := range s.candidates(q, after, upTo) {
-		r := &s.events[seq-1]
+		r := s.at(seq)
 		if !q.Match(r.runID, r.threadID, r.taskID, r.agentID, r.typ) {
 			continue
 		}
@@ -309,7 +322,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.byID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil
+	s.events, s.byID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, [len(s.indexes)]map[string][]uint64{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
