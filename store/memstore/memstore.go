@@ -39,6 +39,7 @@ type Store struct {
 	closed    bool
 	events    []*[chunkSize]record                       // the event with seq n is at(n)
 	n         uint64                                     // events stored
+	slab      []byte                                     // where keep copies event bytes
 	byID      map[string]uint64                          // id → seq
 	byIdem    map[idemKey]uint64                         // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]map[string][]uint64 // index → value → seqs, ascending
@@ -146,9 +147,7 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	}
 	s.n = seq
 	*s.at(seq) = record{
-		// A copy with no room past its end: a reader's append to Raw
-		// cannot write into memory other readers see.
-		event: store.Event{Seq: seq, Time: now, Raw: slices.Clip(bytes.Clone(e.Raw))},
+		event: store.Event{Seq: seq, Time: now, Raw: s.keep(e.Raw)},
 		runID: e.RunID, threadID: e.ThreadID, taskID: e.TaskID, agentID: e.AgentID,
 		typ: e.Type,
 	}
@@ -162,6 +161,25 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	s.index(driver.AgentIndex, e.AgentID, seq)
 	return store.AppendResult{Seq: seq}
 }
+
+// keep returns the store's own copy of an event's bytes, with no room past
+// its end, so that a reader's append to Raw cannot write into memory other
+// readers see. Copies are packed into slabs of slabSize bytes (larger
+// events get their own), so that stored events are not one object each
+// for the garbage collector to track; mu is held.
+func (s *Store) keep(b []byte) []byte {
+	if len(b) > slabSize/16 {
+		return slices.Clip(bytes.Clone(b))
+	}
+	if len(s.slab)+len(b) > cap(s.slab) {
+		s.slab = make([]byte, 0, slabSize)
+	}
+	start := len(s.slab)
+	s.slab = append(s.slab, b...)
+	return s.slab[start:len(s.slab):len(s.slab)]
+}
+
+const slabSize = 1 << 20
 
 // index adds seq to the list of value in index ix; mu is held.
 func (s *Store) index(ix driver.Index, value string, seq uint64) {
