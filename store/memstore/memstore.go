@@ -40,7 +40,8 @@ type Store struct {
 	events    []*[chunkSize]record                       // the event with seq n is at(n)
 	n         uint64                                     // events stored
 	slab      []byte                                     // where keep copies event bytes
-	byID      map[string]uint64                          // id → seq
+	byID      map[idKey]uint64                           // id → seq, for ids up to 31 bytes
+	byLongID  map[string]uint64                          // id → seq, for longer ids
 	byIdem    map[idemKey]uint64                         // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]map[string][]uint64 // index → value → seqs, ascending
 	artifacts map[[sha256.Size]byte]store.Artifact
@@ -60,6 +61,31 @@ type record struct {
 	event                            store.Event
 	runID, threadID, taskID, agentID string
 	typ                              protocol.Type
+}
+
+// idKey holds an id of up to 31 bytes (its length, then its bytes): the
+// ids this SDK makes are 30 bytes. Keys without pointers keep the largest
+// map of the store out of the garbage collector's way, and let the
+// message's id string go once its event is stored.
+type idKey [32]byte
+
+func shortID(id string) (k idKey, ok bool) {
+	if len(id) >= len(k) {
+		return k, false
+	}
+	k[0] = byte(len(id))
+	copy(k[1:], id)
+	return k, true
+}
+
+// lookupID finds the seq of an event by id; mu is held.
+func (s *Store) lookupID(id string) (uint64, bool) {
+	if k, ok := shortID(id); ok {
+		seq, found := s.byID[k]
+		return seq, found
+	}
+	seq, found := s.byLongID[id]
+	return seq, found
 }
 
 type idemKey struct{ runID, key string }
@@ -90,7 +116,8 @@ func New(opts *Options) (*Store, error) {
 	}
 	return &Store{
 		opts:      o,
-		byID:      make(map[string]uint64),
+		byID:      make(map[idKey]uint64),
+		byLongID:  make(map[string]uint64),
 		byIdem:    make(map[idemKey]uint64),
 		indexes:   [...]map[string][]uint64{driver.TaskIndex: {}, driver.ThreadIndex: {}, driver.RunIndex: {}, driver.AgentIndex: {}},
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
@@ -132,7 +159,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 
 // add appends e unless it duplicates a stored event; mu is held.
 func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
-	if seq, ok := s.byID[e.ID]; ok {
+	if seq, ok := s.lookupID(e.ID); ok {
 		return store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByID}
 	}
 	key := idemKey{e.RunID, e.IdempotencyKey}
@@ -151,7 +178,11 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 		runID: e.RunID, threadID: e.ThreadID, taskID: e.TaskID, agentID: e.AgentID,
 		typ: e.Type,
 	}
-	s.byID[e.ID] = seq
+	if k, ok := shortID(e.ID); ok {
+		s.byID[k] = seq
+	} else {
+		s.byLongID[e.ID] = seq
+	}
 	if e.IdempotencyKey != "" {
 		s.byIdem[key] = seq
 	}
@@ -202,7 +233,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	if s.closed {
 		return store.Event{}, store.ErrClosed
 	}
-	seq, ok := s.byID[id]
+	seq, ok := s.lookupID(id)
 	if !ok {
 		return store.Event{}, store.ErrNotFound
 	}
@@ -340,7 +371,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.byID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, [len(s.indexes)]map[string][]uint64{}, nil
+	s.events, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, [len(s.indexes)]map[string][]uint64{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
