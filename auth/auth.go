@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/x509"
+	"encoding/base32"
+	"encoding/binary"
 	"encoding/hex"
 	"net/http"
 	"slices"
@@ -345,3 +347,25 @@ func Anonymous(c Caller) Authenticator {
 func isNoCredentials(err error) bool   { return errorsIs(err, ErrNoCredentials) }
 func isUnauthenticated(err error) bool { return errorsIs(err, ErrUnauthenticated) }
 func isForbidden(err error) bool       { return errorsIs(err, ErrForbidden) }
+
+// ScopedRunID is the run id a surface gives a task.request that carries a
+// client's idempotency key (an A2A messageId, an Idempotency-Key header, an
+// MCP idempotency_key argument): derived from the caller, the surface and
+// the key, so that the same key sent again by the same caller lands in the
+// same run with the same idempotency_key and the store's dedup (same
+// run_id and idempotency_key, docs/protocol.md §5.2) answers it with the
+// task the first one started, while the same key from another caller is
+// another run. The id is "run_" and 26 base32 characters.
+func ScopedRunID(c *Caller, surface, key string) string {
+	h := sha256.New()
+	for _, s := range []string{c.AgentID, surface, key} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	sum := h.Sum(nil)
+	return protocol.IDPrefixRun + runEncoding.EncodeToString(sum[:16])[:26]
+}
+
+var runEncoding = base32.NewEncoding("0123456789ABCDEFGHJKMNPQRSTVWXYZ").WithPadding(base32.NoPadding)
