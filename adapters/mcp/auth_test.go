@@ -184,7 +184,10 @@ func TestServerExposure(t *testing.T) {
 	tm := newTeam(t, func(o *mcp.ServerOptions) { o.Expose = []string{"agent:sloth"} })
 	var ran atomic.Int32
 	tm.env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:hidden", Capabilities: []protocol.Capability{{ID: "skill:research"}}},
-		func(ctx context.Context, t *router.Task) (*router.Result, error) { ran.Add(1); return &router.Result{}, nil })
+		func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			ran.Add(1)
+			return &router.Result{}, nil
+		})
 	cs, _ := tm.connect(t)
 	sc, _ := callTool(t, cs, mcp.ToolListAgents, map[string]any{}, false)
 	assert.NotContains(t, mustMarshal(sc), "agent:ken")
@@ -205,7 +208,10 @@ func TestServerIdempotencyKey(t *testing.T) {
 	var runs atomic.Int32
 	tm := newTeam(t, func(o *mcp.ServerOptions) { o.Expose = append(o.Expose, "agent:counted") })
 	tm.env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:counted", Capabilities: []protocol.Capability{{ID: "skill:count"}}},
-		func(ctx context.Context, t *router.Task) (*router.Result, error) { runs.Add(1); return &router.Result{}, nil })
+		func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			runs.Add(1)
+			return &router.Result{}, nil
+		})
 	cs, _ := tm.connect(t)
 	args := map[string]any{"payload_type": "research.query.v1", "payload": map[string]any{"query": "q"}, "requires": []string{"skill:count"}, "idempotency_key": "k-1"}
 	var tasks []any

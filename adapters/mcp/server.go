@@ -175,7 +175,7 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 	ids := r.IDs()
 	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: r.Schemas(), ids: ids, opts: o, guard: guard,
 		handles: map[string]*router.Handle{},
-		runID: ids.RunID(), threadID: ids.ThreadID(), taskID: ids.TaskID()}
+		runID:   ids.RunID(), threadID: ids.ThreadID(), taskID: ids.TaskID()}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{
 		Logger: o.Logger,
 		Instructions: "Clutch orchestrator. Discover agents (list_agents) and payload types (list_payload_types), " +
