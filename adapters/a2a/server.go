@@ -425,6 +425,11 @@ func (s *Server) card(name, desc, url string, agents []*registry.Agent) *a2a.Age
 		Capabilities:        a2a.AgentCapabilities{Streaming: !s.opts.DisableStreaming},
 		DefaultInputModes:   modes, DefaultOutputModes: modes,
 		Skills: skills,
+		// Every call but the card is authenticated (ServerOptions.Auth):
+		// a key or a token as "Authorization: Bearer".
+		SecuritySchemes: a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
+			Description: "an API key or a token the server accepts"}},
+		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": {}}},
 	}
 }
 
