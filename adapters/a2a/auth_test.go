@@ -3,7 +3,6 @@ package a2a
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -322,8 +321,7 @@ func TestMaxRunning(t *testing.T) {
 	assert.Contains(t, err.Error(), "at capacity")
 	_, err = cl.CancelTask(ctxT(t), &a2a.CancelTaskRequest{ID: first.ID})
 	require.NoError(t, err)
-	status, h, _ := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"x"}`)
-	_ = h
+	status, _, _ := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"x"}`)
 	assert.Equal(t, 200, status, "the slot is free again")
 }
 
@@ -411,5 +409,57 @@ func TestConcurrentBlockingCalls(t *testing.T) {
 	e.hs.CloseClientConnections()
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+10 }, 10*time.Second, 10*time.Millisecond,
 		"goroutines did not come back: %d, before %d", runtime.NumGoroutine(), before)
-	_ = errors.New
+}
+
+// TestRemoteCredentialsStayWithTheHost: a remote A2A agent registered on a
+// host is reachable through the host's Server only when exposed, and then
+// only with the host's own credentials: a caller's key never travels on,
+// and the remote sees the host as its caller.
+func TestRemoteCredentialsStayWithTheHost(t *testing.T) {
+	const hostKey = "host-key-0123456789abcdef"
+	backendAuth, err := auth.APIKeys(map[string]auth.Caller{hostKey: {AgentID: "agent:host", Scopes: []string{auth.ScopeSubmit}}})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var seen []string
+	record := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				mu.Lock()
+				seen = append(seen, r.Header.Get("Authorization"))
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	backend := newTestEnv(t, &ServerOptions{Auth: backendAuth}, record)
+
+	host := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
+	host.Register(card("agent:local", nil, "skill:echo"), echo)
+	rm, err := Register(ctxT(t), host.Router, backend.hs.URL+"/agents/echo", &RemoteOptions{AgentID: "agent:remote", BearerToken: hostKey, Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { rm.Close() })
+
+	// Not exposed: a message the remote could serve never reaches it.
+	only := serve(t, host, &ServerOptions{Expose: []string{"agent:local"}})
+	req := textMsg("hi")
+	req.Metadata = map[string]any{"clutch.requires": []any{"skill:echo"}}
+	task := send(t, newSDKClient(t, only.hs.URL), req)
+	assert.Equal(t, "agent:local", task.Metadata[MetaAgentID])
+	mu.Lock()
+	assert.Empty(t, seen, "the unexposed remote was called")
+	mu.Unlock()
+
+	// Exposed: the call goes on with the host's key, never the caller's.
+	both := serve(t, host, &ServerOptions{Expose: []string{"agent:remote"}})
+	task = send(t, newSDKClientAs(t, both.hs.URL+"/agents/remote", testKey), textMsg("hi"))
+	require.Equal(t, a2a.TaskStateCompleted, task.Status.State)
+	mu.Lock()
+	require.NotEmpty(t, seen)
+	for _, h := range seen {
+		assert.Equal(t, "Bearer "+hostKey, h)
+	}
+	mu.Unlock()
+	reqs := backend.Events(store.Query{TypePrefix: "task.request"})
+	require.NotEmpty(t, reqs)
+	assert.Equal(t, "agent:host", reqs[0].From.AgentID)
 }
