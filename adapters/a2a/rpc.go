@@ -355,7 +355,7 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 		// same message sent again is the same task (docs/protocol.md §5.2).
 		m.Meta[metaMessageID] = msg.ID
 		m.IdempotencyKey = msg.ID
-		m.RunID = auth.ScopedRunID(c, SourceA2A, msg.ID)
+		m.RunID = auth.ScopedRunID(c, SourceA2A+" "+h.agent, msg.ID) // per endpoint: the task must be visible there
 	}
 	if cont != nil {
 		m.ThreadID, m.RunID = cont.req.ThreadID, cont.req.RunID
