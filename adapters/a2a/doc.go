@@ -133,7 +133,7 @@
 // find it.
 //
 // Retries are deduplicated per caller: a messageId is the task.request's
-// idempotency_key, and its run_id is derived from the caller, the surface
+// idempotency_key, and its run_id is derived from the caller, the endpoint
 // and the messageId (auth.ScopedRunID), so the same message sent again is
 // answered with the task the first started, and runs once
 // (docs/protocol.md §5.2). On the simple surface the Idempotency-Key
