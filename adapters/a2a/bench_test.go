@@ -53,7 +53,7 @@ func newBenchTeam(b *testing.B) *benchTeam {
 	if err := r.Register(ctx, card("agent:echo", nil, "skill:echo"), instant); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := NewServer(r, &ServerOptions{Logger: quiet})
+	srv, err := NewServer(r, testOptions(nil))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func (bt *benchTeam) a2aSend(b *testing.B, ctx context.Context) time.Duration {
 // directSubmit is the same task submitted to the router in process.
 func (bt *benchTeam) directSubmit(b *testing.B, ctx context.Context) time.Duration {
 	start := time.Now()
-	req, err := bt.r.NewRequest(DefaultFrom, PayloadContent, Content{Text: "hello"})
+	req, err := bt.r.NewRequest(tester, PayloadContent, Content{Text: "hello"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -82,8 +82,68 @@
 //
 // # Serving
 //
-//	srv, err := a2a.NewServer(r, nil)
+//	keys, err := auth.APIKeys(map[string]auth.Caller{
+//		os.Getenv("UI_KEY"): {AgentID: "agent:ui", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}},
+//	})
+//	srv, err := a2a.NewServer(r, &a2a.ServerOptions{
+//		Auth:   keys,                      // required: no anonymous default
+//		Expose: []string{"agent:ken"},     // required: only these are served
+//		Limits: &auth.Options{Rate: 5, Burst: 20, MaxInFlight: 256},
+//	})
 //	http.ListenAndServe("127.0.0.1:8080", srv)
+//
+// # Identity, tenancy and limits
+//
+// Every path but the agent cards goes through ServerOptions.Auth (package
+// auth: API keys, bearer tokens checked by a verifier hook, TLS client
+// certificates, a chain of them, or auth.Anonymous as the explicit opt-in
+// to anonymous callers); NewServer refuses a nil one. A request that does
+// not authenticate gets 401 with a WWW-Authenticate challenge and no data.
+// The cards are public — a client reads one to learn how to call — list
+// only the exposed agents, and declare the bearer scheme.
+//
+// The caller's agent id is the from.agent_id of every task.request it
+// submits; nothing in a message can claim another. A caller reads,
+// streams, lists, cancels and continues only its own tasks (another's is
+// TaskNotFoundError, as if it did not exist) unless it holds
+// auth.ScopeReadAll. Submitting takes auth.ScopeSubmit (else JSON-RPC
+// permission denied, 403 on the simple surface); GET /agents and
+// /agents/{name} take auth.ScopeAgents (403).
+//
+// Exposure is opt-in: ServerOptions.Expose names the agents served. A
+// message to the team endpoint is addressed to the exposed agents ("to"),
+// so routing — requires or not — never reaches another agent of the
+// router; an agent's endpoint addresses that agent. Remote A2A agents
+// registered with Register are agents like any other: unexposed, they are
+// unreachable here, and their RemoteOptions.BearerToken is only ever sent
+// to the remote, never accepted from or shown to callers of this Server.
+//
+// Limits (auth.Options): a token bucket per caller (429 RATE_LIMITED with
+// Retry-After) and a bound on requests in flight (503 CAPACITY with
+// Retry-After, at once: requests never queue in the Server). A router
+// admission refusal (CAPACITY) is 503 with Retry-After on the simple
+// surface and a JSON-RPC server error (-32000, "at capacity") on A2A.
+// At most ServerOptions.MaxRunning tasks submitted here are followed for
+// CancelTask; past it a send is refused the same way.
+//
+// A client that goes away from a blocking call (SendMessage without
+// returnImmediately, POST /run) cancels its task: nobody waits for the
+// outcome, so it does not stay queued or running. A stream whose client
+// goes away detaches: the task goes on, and GetTask or SubscribeToTask
+// find it.
+//
+// Retries are deduplicated per caller: a messageId is the task.request's
+// idempotency_key, and its run_id is derived from the caller, the endpoint
+// and the messageId (auth.ScopedRunID), so the same message sent again is
+// answered with the task the first started, and runs once
+// (docs/protocol.md §5.2). On the simple surface the Idempotency-Key
+// header does the same for /run and /stream.
+//
+// Outside input is checked before it is used: a JSON-RPC body must be
+// valid JSON under RFC 7493 (a duplicate object key, invalid UTF-8 or a
+// lone surrogate is ParseError, never "last wins" or U+FFFD), and
+// messageId, contextId, taskId and sessionId must be at most 256 bytes
+// without control characters.
 //
 // Paths, relative to the Server's base:
 //
@@ -117,8 +177,15 @@
 // ListTasks and SubscribeToTask read the events, so they answer for tasks
 // of an earlier process over the same store (after a restart, call
 // Router.Recover so tasks that were running end as INTERRUPTED). Only tasks
-// that entered through A2A (meta.src "a2a/1.0") are visible, and an
-// agent's endpoint sees only the tasks addressed to it.
+// that entered through A2A (meta.src "a2a/1.0") are visible, only to their
+// caller, and an agent's endpoint sees only the tasks addressed to it.
+//
+// ListTasks lists oldest first and is paged: it reads the store's
+// from.agent_id index (the whole log for a caller with ScopeReadAll)
+// after the page token, at most pageSize (1-100, default 50) tasks and at
+// most 1000 requests per page, so a page costs the page and not the
+// history. A page cut short by that bound still carries a nextPageToken.
+// totalSize is the number of tasks on the page: the list is not counted.
 //
 // The simple surface sends the prompt as a Content payload ({"text":
 // prompt}, payload_type a2a.content.v1) to the named agent; sessionId is
@@ -152,10 +219,11 @@
 // or not running in this process), UnsupportedOperationError (a message to
 // an ended or running task, streaming when disabled, subscribing to an
 // ended task), InvalidParamsError (a message that does not map, with the
-// reason), InternalError (with no detail: the detail is logged). A body
-// whose Content-Length is over MaxBodyBytes gets HTTP 413 and
-// InvalidRequestError; a chunked body is cut at the limit and answers
-// ParseError.
+// reason), InternalError (with no detail: the detail is logged),
+// UnauthenticatedError and permission denied (a caller without the scope),
+// a server error (-32000) at capacity. A body over MaxBodyBytes (by its
+// Content-Length or as it is read) gets HTTP 413 and InvalidRequestError;
+// a body that is not strict JSON gets ParseError.
 //
 // The simple surface normalises errors as docs/protocol.md §13.2.5, JSON bodies
 // {"error", "message", "details"?}: agent_not_found (404); invalid_request
@@ -202,8 +270,6 @@
 //
 // # Caveats
 //
-//   - The Server authenticates nobody: wrap it in the host's own
-//     middleware. Tasks that enter through it come from ServerOptions.From.
 //   - A2A 0.3 is not spoken, in either direction: the SDK's compatibility
 //     layer (a2acompat/a2av0) would pull the old a2a-go module and gRPC
 //     into every build. A 0.3 card is refused by NewRemote with
@@ -212,9 +278,11 @@
 //     lose precision before this package sees them.
 //   - CancelTask cancels tasks running in this process only; a task of
 //     another process over the same store answers TaskNotCancelableError.
-//   - ListTasks orders by creation (newest first) and reads every A2A task
-//     of the context (or of the whole log without contextId): its cost
-//     grows with the number of tasks.
+//   - Dedup holds for a messageId sent again while the first is stored;
+//     a follow-up to an INPUT_REQUIRED task sent twice after the first
+//     moved the task on is refused (the task is no longer waiting).
+//   - Rate limiters and the in-flight bound are per Server and per
+//     process.
 //   - A Server takes the router's store and registry as arguments; passing
 //     others gives tasks it cannot see.
 //   - Outbound, only url attachments are sent along (artifact_ref bytes

@@ -14,6 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/clutchprotocol/clutch/adapters/a2a"
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -40,6 +41,32 @@ func newTeam() *team {
 
 func (tm *team) close() { tm.r.Close(); tm.st.Close() }
 
+// uiKey is the API key of the examples' one caller, agent:ui.
+const uiKey = "ui-key-0123456789abcdef"
+
+// serverOptions exposes agent:echo to agent:ui, who may submit tasks and
+// list agents.
+func serverOptions() *a2a.ServerOptions {
+	keys, err := auth.APIKeys(map[string]auth.Caller{
+		uiKey: {AgentID: "agent:ui", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return &a2a.ServerOptions{Auth: keys, Expose: []string{"agent:echo"}}
+}
+
+// withKey is an HTTP client that sends uiKey.
+var withKey = &http.Client{Transport: keyed{}}
+
+type keyed struct{}
+
+func (keyed) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+uiKey)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // echo answers the text of an A2A message (an a2a.Content payload).
 func echo(ctx context.Context, t *router.Task) (*router.Result, error) {
 	in, err := router.Input[a2a.Content](t)
@@ -59,19 +86,22 @@ func ExampleNewServer() {
 	defer tm.close()
 	tm.r.Register(ctx, echoCard, echo)
 
-	srv, err := a2a.NewServer(tm.r, nil)
+	// Callers authenticate (here with an API key) and see only the
+	// agents exposed to them.
+	srv, err := a2a.NewServer(tm.r, serverOptions())
 	if err != nil {
 		panic(err)
 	}
 	hs := httptest.NewServer(srv) // 127.0.0.1, a free port
 	defer hs.Close()
 
-	// Any A2A 1.0 client will do; this is the official Go one.
+	// Any A2A 1.0 client will do; this is the official Go one. The card is
+	// public; the calls carry the key.
 	card, err := agentcard.DefaultResolver.Resolve(ctx, hs.URL+"/agents/echo")
 	if err != nil {
 		panic(err)
 	}
-	client, err := a2aclient.NewFromCard(ctx, card)
+	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(withKey))
 	if err != nil {
 		panic(err)
 	}
@@ -91,13 +121,13 @@ func ExampleRegister() {
 	remote := newTeam()
 	defer remote.close()
 	remote.r.Register(ctx, echoCard, echo)
-	srv, _ := a2a.NewServer(remote.r, nil)
+	srv, _ := a2a.NewServer(remote.r, serverOptions())
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 
 	local := newTeam()
 	defer local.close()
-	rm, err := a2a.Register(ctx, local.r, hs.URL+"/agents/echo", nil)
+	rm, err := a2a.Register(ctx, local.r, hs.URL+"/agents/echo", &a2a.RemoteOptions{BearerToken: uiKey})
 	if err != nil {
 		panic(err)
 	}
@@ -127,11 +157,11 @@ func ExampleServer_run() {
 	tm := newTeam()
 	defer tm.close()
 	tm.r.Register(ctx, echoCard, echo)
-	srv, _ := a2a.NewServer(tm.r, nil)
+	srv, _ := a2a.NewServer(tm.r, serverOptions())
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 
-	resp, err := http.Post(hs.URL+"/agents/echo/run", "application/json", strings.NewReader(`{"prompt":"hello"}`))
+	resp, err := withKey.Post(hs.URL+"/agents/echo/run", "application/json", strings.NewReader(`{"prompt":"hello"}`))
 	if err != nil {
 		panic(err)
 	}
@@ -145,7 +175,7 @@ func ExampleServer_run() {
 	json.NewDecoder(resp.Body).Decode(&body)
 	fmt.Println(resp.StatusCode, string(body.Result), body.Meta.AgentID)
 
-	resp2, err := http.Post(hs.URL+"/agents/nobody/run", "application/json", strings.NewReader(`{"prompt":"hello"}`))
+	resp2, err := withKey.Post(hs.URL+"/agents/nobody/run", "application/json", strings.NewReader(`{"prompt":"hello"}`))
 	if err != nil {
 		panic(err)
 	}
@@ -153,7 +183,16 @@ func ExampleServer_run() {
 	var e map[string]string
 	json.NewDecoder(resp2.Body).Decode(&e)
 	fmt.Println(resp2.StatusCode, e["error"])
+
+	// Without credentials: 401, and nothing else.
+	resp3, err := http.Post(hs.URL+"/agents/echo/run", "application/json", strings.NewReader(`{"prompt":"hello"}`))
+	if err != nil {
+		panic(err)
+	}
+	resp3.Body.Close()
+	fmt.Println(resp3.StatusCode, resp3.Header.Get("WWW-Authenticate"))
 	// Output:
 	// 200 {"text":"echo: hello"} agent:echo
 	// 404 agent_not_found
+	// 401 Bearer realm="clutch"
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"go.uber.org/goleak"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
@@ -120,8 +121,30 @@ func newTestEnv(t testing.TB, opts *ServerOptions, mw ...func(http.Handler) http
 	return serve(t, env, opts, mw...)
 }
 
-func serve(t testing.TB, env *routertest.Env, opts *ServerOptions, mw ...func(http.Handler) http.Handler) *testEnv {
-	t.Helper()
+// The callers of the tests: tester (the default of every client),
+// other (another tenant) and ops (auth.ScopeAdmin).
+const (
+	testKey  = "tester-key-0123456789abcdef"
+	otherKey = "other-key-0123456789abcdef"
+	opsKey   = "ops-key-0123456789abcdef"
+	tester   = "agent:tester"
+)
+
+var testAuth = func() auth.Authenticator {
+	a, err := auth.APIKeys(map[string]auth.Caller{
+		testKey:  {AgentID: tester, Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}},
+		otherKey: {AgentID: "agent:other", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}},
+		opsKey:   {AgentID: "agent:ops", Scopes: []string{auth.ScopeAdmin}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}()
+
+// testOptions fills what every test Server needs: testAuth, the three
+// agents of newTestEnv exposed, a quiet logger.
+func testOptions(opts *ServerOptions) *ServerOptions {
 	var o ServerOptions
 	if opts != nil {
 		o = *opts
@@ -129,6 +152,33 @@ func serve(t testing.TB, env *routertest.Env, opts *ServerOptions, mw ...func(ht
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
+	if o.Auth == nil {
+		o.Auth = testAuth
+	}
+	if o.Expose == nil {
+		o.Expose = []string{"agent:echo", "agent:research", "agent:quick"}
+	}
+	return &o
+}
+
+// keyTransport sends an API key on every request that has no
+// credentials of its own.
+type keyTransport struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if k.key != "" && r.Header.Get("Authorization") == "" && r.Header.Get("X-API-Key") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+k.key)
+	}
+	return k.next.RoundTrip(r)
+}
+
+func serve(t testing.TB, env *routertest.Env, opts *ServerOptions, mw ...func(http.Handler) http.Handler) *testEnv {
+	t.Helper()
+	o := *testOptions(opts)
 	srv, err := NewServer(env.Router, &o)
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +205,14 @@ func (e *testEnv) client(t testing.TB, agent string) *a2aclient.Client {
 
 func newSDKClient(t testing.TB, base string) *a2aclient.Client {
 	t.Helper()
+	return newSDKClientAs(t, base, testKey)
+}
+
+// newSDKClientAs is newSDKClient sending key ("" for none).
+func newSDKClientAs(t testing.TB, base, key string) *a2aclient.Client {
+	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	hc := &http.Client{Transport: tr}
+	hc := &http.Client{Transport: keyTransport{key, tr}}
 	t.Cleanup(tr.CloseIdleConnections)
 	resp, err := hc.Get(base + CardPath)
 	if err != nil {
@@ -222,18 +278,26 @@ func mustJSON(t testing.TB, v any) string {
 	return string(b)
 }
 
+// httpDo sends a request as tester unless header names Authorization or
+// X-API-Key (an empty value sends none).
 func httpDo(t testing.TB, method, url, body string, header ...string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	key := testKey
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		if h := http.CanonicalHeaderKey(header[i]); h == "Authorization" || h == "X-Api-Key" {
+			key = ""
+		}
+		if header[i+1] != "" {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	resp, err := (&http.Client{Transport: keyTransport{key, tr}}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -271,6 +271,7 @@ func TestJSPeerClient(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "client.mjs", e.hs.URL+"/agents/echo")
 	cmd.Dir = jsPeerDir
+	cmd.Env = append(os.Environ(), "A2A_API_KEY="+testKey)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()

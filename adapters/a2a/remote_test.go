@@ -19,6 +19,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	clutchauth "github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
@@ -44,6 +45,9 @@ func newCaller(t testing.TB, url string, opts *RemoteOptions, attempts int) *cal
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 20 * time.Millisecond
+	}
+	if o.BearerToken == "" {
+		o.BearerToken = testKey // the test Servers authenticate callers
 	}
 	rm, err := Register(context.Background(), env.Router, url, &o)
 	if err != nil {
@@ -328,7 +332,13 @@ func TestRemoteBearerToken(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	b := newTestEnv(t, nil, auth)
+	s3cret := clutchauth.Bearer(func(_ context.Context, tok string) (*clutchauth.Caller, error) {
+		if tok != "s3cret" {
+			return nil, clutchauth.ErrUnauthenticated
+		}
+		return &clutchauth.Caller{AgentID: tester, Scopes: []string{clutchauth.ScopeSubmit}}, nil
+	})
+	b := newTestEnv(t, &ServerOptions{Auth: s3cret}, auth)
 	c := newCaller(t, b.hs.URL+"/agents/echo", &RemoteOptions{BearerToken: "s3cret"}, 1)
 	if _, err := c.ask(t, "hi", ""); err != nil {
 		t.Errorf("with the token: %v", err)

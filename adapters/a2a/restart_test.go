@@ -47,7 +47,7 @@ func startProcess(t *testing.T, path string, recovery router.Recovery) *process 
 	if err := r.Register(ctx, card("agent:echo", nil, "skill:echo"), echo); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(r, &ServerOptions{Logger: quiet})
+	srv, err := NewServer(r, testOptions(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestTasksSurviveRestart(t *testing.T) {
 	done := send(t, cl, textMsg("hello"))
 	// A task whose process died right after storing its request (as a
 	// kill -9 would leave it): appended the way the Server submits.
-	m, err := p1.r.NewRequest(DefaultFrom, PayloadContent, Content{Text: "slow:3"})
+	m, err := p1.r.NewRequest(tester, PayloadContent, Content{Text: "slow:3"})
 	if err != nil {
 		t.Fatal(err)
 	}

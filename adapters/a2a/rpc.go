@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"slices"
 	"strconv"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -30,8 +30,25 @@ func (h *rpc) internal(ctx context.Context, what string, err error) error {
 	return a2a.NewError(a2a.ErrInternalError, "internal error")
 }
 
+// caller is the authenticated caller of the request (the Server's guard
+// put it in the context).
+func (h *rpc) caller(ctx context.Context) (*auth.Caller, error) {
+	c, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, a2a.NewError(a2a.ErrUnauthenticated, "unauthenticated")
+	}
+	return c, nil
+}
+
 func (h *rpc) view(ctx context.Context, id a2a.TaskID) (*taskView, uint64, error) {
-	v, last, ok, err := h.s.view(ctx, string(id), h.agent)
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !validID(string(id)) {
+		return nil, 0, invalidParams("task id must be at most " + strconv.Itoa(protocol.MaxIDLength) + " bytes without control characters")
+	}
+	v, last, ok, err := h.s.view(ctx, c, string(id), h.agent)
 	if err != nil {
 		return nil, 0, h.internal(ctx, "reading task "+string(id), err)
 	}
@@ -44,7 +61,7 @@ func (h *rpc) view(ctx context.Context, id a2a.TaskID) (*taskView, uint64, error
 // SendMessage implements the SendMessage method: it submits the task and,
 // unless configuration.returnImmediately is set, waits until it ends
 // (COMPLETED, FAILED, CANCELED or INPUT_REQUIRED) before answering with
-// the Task.
+// the Task. A client that goes away from a blocking send cancels the task.
 func (h *rpc) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	hd, err := h.submit(ctx, req)
 	if err != nil {
@@ -54,6 +71,7 @@ func (h *rpc) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a
 		select {
 		case <-hd.Done():
 		case <-ctx.Done():
+			hd.Cancel("the A2A client went away from a blocking SendMessage")
 			return nil, ctx.Err()
 		}
 	}
@@ -176,8 +194,18 @@ func (h *rpc) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.
 }
 
 // ListTasks implements ListTasks over the task.requests that came in over
-// A2A (and, on an agent's endpoint, were addressed to it), newest first.
+// A2A from the caller (every caller's with auth.ScopeReadAll) and, on an
+// agent's endpoint, were addressed to it, oldest first. It reads the
+// store's from.agent_id index (and thread_id for a contextId) after the
+// page token, so a page costs the page, not the caller's history; a page
+// with a status filter scans at most maxListScan requests and may come
+// back short with a next page token. TotalSize is the number of tasks on
+// the page: the list is not counted.
 func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
 	size := req.PageSize
 	switch {
 	case size == 0:
@@ -185,49 +213,53 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 	case size < 1 || size > 100:
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "pageSize must be between 1 and 100")
 	}
-	var before uint64
+	var after uint64
 	if req.PageToken != "" {
 		n, err := strconv.ParseUint(req.PageToken, 10, 64)
 		if err != nil || n == 0 {
 			return nil, a2a.NewError(a2a.ErrInvalidParams, "invalid pageToken")
 		}
-		before = n
+		after = n
 	}
-	if len(req.ContextID) > protocol.MaxIDLength {
-		return nil, a2a.NewError(a2a.ErrInvalidParams, "contextId is too long")
+	if !validID(req.ContextID) {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "contextId must be at most "+strconv.Itoa(protocol.MaxIDLength)+" bytes without control characters")
 	}
-	type entry struct {
-		seq  uint64
-		task string
+	q := store.Query{ThreadID: req.ContextID, TypePrefix: string(protocol.TypeTaskRequest), AfterSeq: after}
+	if !c.Has(auth.ScopeReadAll) {
+		q.AgentID = c.AgentID
 	}
-	var reqs []entry
-	for ev, err := range h.s.st.Read(ctx, store.Query{ThreadID: req.ContextID, TypePrefix: string(protocol.TypeTaskRequest)}) {
-		if err != nil {
-			return nil, h.internal(ctx, "listing tasks", err)
-		}
-		m, err := ev.Message()
-		if err != nil {
-			return nil, h.internal(ctx, "listing tasks", err)
-		}
-		if m.Type == protocol.TypeTaskRequest && h.s.visible(m, h.agent) {
-			reqs = append(reqs, entry{ev.Seq, m.TaskID})
-		}
-	}
-	slices.Reverse(reqs) // newest first
 	resp := &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}
 	hl := 0
 	if req.HistoryLength != nil {
 		hl = max(*req.HistoryLength, 0)
 	}
-	var lastSeq uint64
-	more := false
-	for _, e := range reqs {
-		v, _, ok, err := h.s.view(ctx, e.task, h.agent)
+	var last uint64 // seq of the last request looked at
+	scanned, more := 0, false
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	for ev, err := range h.s.st.Read(rctx, q) {
 		if err != nil {
 			return nil, h.internal(ctx, "listing tasks", err)
 		}
-		if !ok || v.req.TaskID != e.task {
+		if len(resp.Tasks) == size || scanned == maxListScan {
+			more = true
+			break
+		}
+		scanned++
+		last = ev.Seq
+		m, err := ev.Message()
+		if err != nil {
+			return nil, h.internal(ctx, "listing tasks", err)
+		}
+		if m.Type != protocol.TypeTaskRequest || !h.s.visible(m, c, h.agent) {
 			continue
+		}
+		v, _, ok, err := h.s.view(ctx, c, m.TaskID, h.agent)
+		if err != nil {
+			return nil, h.internal(ctx, "listing tasks", err)
+		}
+		if !ok || v.req.ID != m.ID {
+			continue // a redelivery of a request listed already
 		}
 		st := v.task.Status
 		if req.Status != a2a.TaskStateUnspecified && st.State != req.Status {
@@ -236,26 +268,21 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 		if req.StatusTimestampAfter != nil && st.Timestamp != nil && st.Timestamp.Before(*req.StatusTimestampAfter) {
 			continue
 		}
-		resp.TotalSize++
-		if before != 0 && e.seq >= before {
-			continue
-		}
-		if len(resp.Tasks) == size {
-			more = true
-			continue
-		}
 		t := v.snapshot(hl)
 		if !req.IncludeArtifacts {
 			t.Artifacts = nil
 		}
 		resp.Tasks = append(resp.Tasks, t)
-		lastSeq = e.seq
 	}
+	resp.TotalSize = len(resp.Tasks)
 	if more {
-		resp.NextPageToken = strconv.FormatUint(lastSeq, 10)
+		resp.NextPageToken = strconv.FormatUint(last, 10)
 	}
 	return resp, nil
 }
+
+// maxListScan bounds the task.requests one ListTasks page looks at.
+const maxListScan = 1000
 
 // historyLength is the history bound a send configuration asks for; -1
 // for none.
@@ -273,6 +300,13 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	if req == nil || req.Message == nil {
 		return nil, invalidParams("message is required")
 	}
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Has(auth.ScopeSubmit) {
+		return nil, a2a.NewError(a2a.ErrUnauthorized, "the caller may not submit tasks")
+	}
 	msg := req.Message
 	if msg.Role != a2a.MessageRoleUser && msg.Role != a2a.MessageRoleUnspecified {
 		return nil, invalidParams("a message sent to an agent has role ROLE_USER")
@@ -280,8 +314,11 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	if req.Config != nil && req.Config.PushConfig != nil {
 		return nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not supported")
 	}
-	if len(msg.ContextID) > protocol.MaxIDLength || len(msg.ID) > protocol.MaxIDLength || len(msg.TaskID) > protocol.MaxIDLength {
-		return nil, invalidParams("messageId, contextId and taskId are at most " + strconv.Itoa(protocol.MaxIDLength) + " bytes")
+	if !validID(msg.ContextID) || !validID(msg.ID) || !validID(string(msg.TaskID)) {
+		return nil, invalidParams("messageId, contextId and taskId are at most " + strconv.Itoa(protocol.MaxIDLength) + " bytes, without control characters")
+	}
+	if h.s.full() {
+		return nil, a2a.NewError(a2a.ErrServerError, "at capacity: "+strconv.Itoa(h.s.opts.MaxRunning)+" tasks running; retry later")
 	}
 	in, err := mapMessage(msg, req.Metadata)
 	if err != nil {
@@ -305,7 +342,7 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 			return nil, invalidParams("contextId does not match the task's")
 		}
 	}
-	m, err := h.s.r.NewRequest(h.s.opts.From, in.payloadType, in.payload)
+	m, err := h.s.r.NewRequest(c.AgentID, in.payloadType, in.payload)
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
@@ -314,18 +351,22 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	}
 	m.Meta = map[string]any{metaSource: SourceA2A}
 	if msg.ID != "" {
+		// The messageId is the idempotency key, scoped to the caller: the
+		// same message sent again is the same task (docs/protocol.md §5.2).
 		m.Meta[metaMessageID] = msg.ID
+		m.IdempotencyKey = msg.ID
+		m.RunID = auth.ScopedRunID(c, SourceA2A+" "+h.agent, msg.ID) // per endpoint: the task must be visible there
 	}
 	if cont != nil {
 		m.ThreadID, m.RunID = cont.req.ThreadID, cont.req.RunID
 		m.Meta[metaContinues] = cont.req.TaskID
 	}
-	switch {
-	case h.agent != "":
+	if h.agent != "" {
 		m.To = []protocol.Participant{{AgentID: h.agent}}
-	case h.s.opts.Agents != nil:
-		m.To = make([]protocol.Participant, len(h.s.opts.Agents))
-		for i, id := range h.s.opts.Agents {
+	} else {
+		// Routed among the exposed agents only, whatever requires says.
+		m.To = make([]protocol.Participant, len(h.s.opts.Expose))
+		for i, id := range h.s.opts.Expose {
 			m.To[i].AgentID = id
 		}
 	}
@@ -334,10 +375,12 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 		return nil, err
 	}
 	hd, err := h.s.r.Submit(ctx, m)
-	if err != nil {
-		if errors.Is(err, router.ErrInvalidRequest) {
-			return nil, invalidParams(err.Error())
-		}
+	switch {
+	case errors.Is(err, router.ErrInvalidRequest):
+		return nil, invalidParams(err.Error())
+	case errors.Is(err, protocol.CodeCapacity) || errors.Is(err, protocol.CodeRateLimited):
+		return nil, a2a.NewError(a2a.ErrServerError, "at capacity; retry later")
+	case err != nil:
 		return nil, h.internal(ctx, "submitting a task", err)
 	}
 	h.s.track(hd)

@@ -1,9 +1,11 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,7 +15,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -38,11 +42,11 @@ const (
 
 // Defaults of a zero ServerOptions.
 const (
-	DefaultFrom            = "agent:a2a-client"
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultMaxPromptLength = 32 << 10
 	DefaultKeepAlive       = 15 * time.Second
 	DefaultCardVersion     = "1.0.0"
+	DefaultMaxRunning      = 10000
 )
 
 // ServerOptions configures a Server. Nil means defaults; zero fields take
@@ -57,12 +61,24 @@ type ServerOptions struct {
 	// Name, Description and Version describe the team card; "clutch", a
 	// list of the exposed agents and DefaultCardVersion when "".
 	Name, Description, Version string
-	// Agents lists the agent ids the Server exposes; nil exposes every
-	// agent of the registry (read at each request).
-	Agents []string
-	// From is the from.agent_id of the task.requests that enter through
-	// the Server; DefaultFrom when "".
-	From string
+	// Auth identifies the caller of every request but the agent cards
+	// (required: NewServer refuses a nil one; auth.Anonymous is the
+	// explicit opt-in to anonymous callers). The caller's agent id is the
+	// from.agent_id of what it submits, and it sees only its own tasks
+	// unless it holds auth.ScopeReadAll.
+	Auth auth.Authenticator
+	// Limits are the per-caller rate limit, the bound on requests in
+	// flight and the body limit applied with Auth; nil means none (see
+	// auth.Options).
+	Limits *auth.Options
+	// Expose lists the agent ids the Server exposes (required, at least
+	// one): cards, GET /agents and routing see only these, and a message
+	// to the team endpoint is routed among them only.
+	Expose []string
+	// MaxRunning bounds the tasks submitted here that are followed for
+	// CancelTask at once; DefaultMaxRunning when 0. A send past it is
+	// refused with a CAPACITY error.
+	MaxRunning int
 	// DisableStreaming takes SendStreamingMessage, SubscribeToTask and the
 	// simple surface's stream out: cards declare capabilities.streaming =
 	// false and the methods answer UnsupportedOperationError.
@@ -88,16 +104,25 @@ func (o *ServerOptions) setDefaults() error {
 		}
 		o.BaseURL = strings.TrimRight(o.BaseURL, "/")
 	}
-	if o.From == "" {
-		o.From = DefaultFrom
+	if o.Auth == nil {
+		return optionsError("Auth is required (auth.Anonymous allows anonymous callers explicitly)")
 	}
-	if !strings.HasPrefix(o.From, protocol.PrefixAgent) || len(o.From) == len(protocol.PrefixAgent) {
-		return optionsError("From " + o.From + " must start with agent:")
+	if len(o.Expose) == 0 {
+		return optionsError("Expose must name at least one agent: a Server exposes only the agents it is told to")
 	}
-	for _, id := range o.Agents {
-		if !strings.HasPrefix(id, protocol.PrefixAgent) {
+	o.Expose = slices.Clone(o.Expose)
+	for _, id := range o.Expose {
+		if !strings.HasPrefix(id, protocol.PrefixAgent) || len(id) == len(protocol.PrefixAgent) {
 			return optionsError("agent id " + id + " must start with agent:")
 		}
+	}
+	slices.Sort(o.Expose)
+	o.Expose = slices.Compact(o.Expose)
+	if o.MaxRunning < 0 {
+		return optionsError("MaxRunning must not be negative")
+	}
+	if o.MaxRunning == 0 {
+		o.MaxRunning = DefaultMaxRunning
 	}
 	if o.Name == "" {
 		o.Name = "clutch"
@@ -133,6 +158,10 @@ type Server struct {
 	opts ServerOptions
 	mux  *http.ServeMux
 	team http.Handler // the team's JSON-RPC handler
+	// guard authenticates and limits every request but the cards;
+	// guarded is mux behind it.
+	guard   *auth.Guard
+	guarded http.Handler
 
 	mu      sync.Mutex
 	running map[string]*router.Handle // tasks submitted here that have not ended, by task id
@@ -152,10 +181,14 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
+	guard, err := auth.NewGuard(o.Auth, o.Limits)
+	if err != nil {
+		return nil, err
+	}
 	if err := registerContent(r.Schemas()); err != nil {
 		return nil, err
 	}
-	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, running: map[string]*router.Handle{}}
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}}
 	s.team = s.rpcHandler("")
 	mux := http.NewServeMux()
 	mux.HandleFunc(CardPath, s.serveCard)
@@ -170,11 +203,33 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 		writeError(w, http.StatusNotFound, &httpError{Error: "not_found", Message: "no such path: " + r.URL.Path})
 	})
 	s.mux = mux
+	s.guarded = guard.Wrap(mux)
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. The agent cards are public (A2A
+// discovery: a client reads a card to learn how to call and authenticate);
+// every other path goes through Auth and Limits first.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isCardPath(r.URL.Path) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	s.guarded.ServeHTTP(w, r)
+}
+
+// isCardPath reports whether p is CardPath or AgentsPath/{name}/CardPath.
+func isCardPath(p string) bool {
+	if p == CardPath {
+		return true
+	}
+	name, ok := strings.CutPrefix(p, AgentsPath+"/")
+	if !ok {
+		return false
+	}
+	name, ok = strings.CutSuffix(name, CardPath)
+	return ok && name != "" && !strings.Contains(name, "/")
+}
 
 func (s *Server) rpcHandler(agentID string) http.Handler {
 	opts := []a2asrv.TransportOption{a2asrv.WithTransportPanicHandler(func(p any) error {
@@ -209,13 +264,32 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest, "request body over the limit of "+itoa(s.opts.MaxBodyBytes)+" bytes")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	if r.Method == http.MethodPost {
+		// The SDK decodes with encoding/json, where a duplicate key's last
+		// value wins and invalid UTF-8 becomes U+FFFD: the body is checked
+		// strictly (RFC 7493: unique names, valid UTF-8 and escapes) first.
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			writeRPCError(w, http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest, "request body over the limit of "+itoa(s.opts.MaxBodyBytes)+" bytes")
+			return
+		case err != nil:
+			writeRPCError(w, http.StatusBadRequest, a2a.ErrInvalidRequest, "the request body could not be read")
+			return
+		case !jsontext.Value(body).IsValid():
+			writeRPCError(w, http.StatusOK, a2a.ErrParseError, "the body is not valid JSON (RFC 7493: duplicate object keys, invalid UTF-8 and lone surrogates are refused)")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
 	h.ServeHTTP(w, r)
 }
 
 // writeRPCError answers a JSON-RPC request that never reached a handler.
 func writeRPCError(w http.ResponseWriter, status int, code error, msg string) {
-	codes := map[error]int{a2a.ErrInvalidRequest: -32600, a2a.ErrMethodNotFound: -32601, a2a.ErrVersionNotSupported: -32009}
+	codes := map[error]int{a2a.ErrParseError: -32700, a2a.ErrInvalidRequest: -32600, a2a.ErrMethodNotFound: -32601, a2a.ErrVersionNotSupported: -32009}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
@@ -230,7 +304,7 @@ func (s *Server) exposed(name string) (*registry.Agent, bool) {
 	if !strings.HasPrefix(id, protocol.PrefixAgent) {
 		id = protocol.PrefixAgent + name
 	}
-	if s.opts.Agents != nil && !slices.Contains(s.opts.Agents, id) {
+	if _, ok := slices.BinarySearch(s.opts.Expose, id); !ok {
 		return nil, false
 	}
 	return s.reg.Get(id)
@@ -238,11 +312,8 @@ func (s *Server) exposed(name string) (*registry.Agent, bool) {
 
 // agents returns the exposed agents, sorted by id.
 func (s *Server) agents() []*registry.Agent {
-	if s.opts.Agents == nil {
-		return s.reg.List()
-	}
-	out := make([]*registry.Agent, 0, len(s.opts.Agents))
-	for _, id := range s.opts.Agents {
+	out := make([]*registry.Agent, 0, len(s.opts.Expose))
+	for _, id := range s.opts.Expose {
 		if a, ok := s.reg.Get(id); ok {
 			out = append(out, a)
 		}
@@ -354,13 +425,34 @@ func (s *Server) card(name, desc, url string, agents []*registry.Agent) *a2a.Age
 		Capabilities:        a2a.AgentCapabilities{Streaming: !s.opts.DisableStreaming},
 		DefaultInputModes:   modes, DefaultOutputModes: modes,
 		Skills: skills,
+		// Every call but the card is authenticated (ServerOptions.Auth):
+		// a key or a token as "Authorization: Bearer".
+		SecuritySchemes: a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
+			Description: "an API key or a token the server accepts"}},
+		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": {}}},
 	}
+}
+
+// full reports whether MaxRunning tasks are followed already.
+func (s *Server) full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running) >= s.opts.MaxRunning
 }
 
 // track remembers a running task's handle until it ends, for CancelTask.
 func (s *Server) track(h *router.Handle) {
 	id := h.TaskID()
+	select {
+	case <-h.Done():
+		return
+	default:
+	}
 	s.mu.Lock()
+	if _, ok := s.running[id]; ok {
+		s.mu.Unlock()
+		return // a duplicate of a task followed already
+	}
 	s.running[id] = h
 	s.mu.Unlock()
 	go func() {
@@ -380,10 +472,11 @@ func (s *Server) handle(taskID string) *router.Handle {
 }
 
 // view reads a task's events from the store and folds them. ok is false
-// when the task does not exist or is not visible through agent's endpoint
-// ("" for the team): it did not enter through A2A, or, for an agent's
-// endpoint, was not addressed to that agent.
-func (s *Server) view(ctx context.Context, taskID, agent string) (v *taskView, last uint64, ok bool, err error) {
+// when the task does not exist or is not visible to the caller c through
+// agent's endpoint ("" for the team): it did not enter through A2A, was
+// submitted by another caller (and c lacks auth.ScopeReadAll), or, for an
+// agent's endpoint, was not addressed to that agent.
+func (s *Server) view(ctx context.Context, c *auth.Caller, taskID, agent string) (v *taskView, last uint64, ok bool, err error) {
 	if taskID == "" || len(taskID) > protocol.MaxIDLength {
 		return nil, 0, false, nil
 	}
@@ -399,15 +492,16 @@ func (s *Server) view(ctx context.Context, taskID, agent string) (v *taskView, l
 		v.apply(m)
 		last = ev.Seq
 	}
-	if v.task == nil || !s.visible(v.req, agent) {
+	if v.task == nil || !s.visible(v.req, c, agent) {
 		return nil, 0, false, nil
 	}
 	return v, last, true, nil
 }
 
-// visible reports whether a task.request may be seen through an endpoint.
-func (s *Server) visible(req *protocol.Message, agent string) bool {
-	if src, _ := req.Meta[metaSource].(string); src != SourceA2A {
+// visible reports whether a task.request may be seen by c through an
+// endpoint.
+func (s *Server) visible(req *protocol.Message, c *auth.Caller, agent string) bool {
+	if src, _ := req.Meta[metaSource].(string); src != SourceA2A || !c.Owns(req.From.AgentID) {
 		return false
 	}
 	if agent == "" {

@@ -320,18 +320,19 @@ func TestListTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.TotalSize != 4 || len(resp.Tasks) != 3 || resp.NextPageToken == "" || resp.Tasks[0].ID != ids[3] || resp.Tasks[0].Artifacts != nil {
+	// Oldest first, paged by the store's index.
+	if resp.TotalSize != 3 || len(resp.Tasks) != 3 || resp.NextPageToken == "" || resp.Tasks[0].ID != ids[0] || resp.Tasks[2].ID != ids[2] || resp.Tasks[0].Artifacts != nil {
 		t.Fatalf("page 1: %s", mustJSON(t, resp))
 	}
 	resp, err = cl.ListTasks(ctxT(t), &a2a.ListTasksRequest{ContextID: "ctx-list", PageSize: 3, PageToken: resp.NextPageToken, IncludeArtifacts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Tasks) != 1 || resp.Tasks[0].ID != ids[0] || resp.NextPageToken != "" || len(resp.Tasks[0].Artifacts) != 1 {
+	if len(resp.Tasks) != 1 || resp.Tasks[0].ID != ids[3] || resp.NextPageToken != "" || len(resp.Tasks[0].Artifacts) != 1 {
 		t.Fatalf("page 2: %s", mustJSON(t, resp))
 	}
 	all, _ := cl.ListTasks(ctxT(t), &a2a.ListTasksRequest{Status: a2a.TaskStateCompleted})
-	if all.TotalSize != 5 {
+	if all.TotalSize != 5 || len(all.Tasks) != 5 {
 		t.Errorf("all completed: %d", all.TotalSize)
 	}
 	if _, err := cl.ListTasks(ctxT(t), &a2a.ListTasksRequest{PageSize: 101}); !errors.Is(err, a2a.ErrInvalidParams) {

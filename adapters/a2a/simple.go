@@ -15,6 +15,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -81,9 +82,19 @@ func (s *Server) info(base string, a *registry.Agent, withCard bool) agentInfo {
 	return in
 }
 
+// mayListAgents checks that the caller holds auth.ScopeAgents; on failure
+// it has answered 403.
+func (s *Server) mayListAgents(w http.ResponseWriter, r *http.Request) bool {
+	if c, _ := auth.FromContext(r.Context()); !c.Has(auth.ScopeAgents) {
+		s.guard.WriteError(w, auth.ErrForbidden)
+		return false
+	}
+	return true
+}
+
 // serveAgents serves GET /agents (docs/protocol.md §13.2.2).
 func (s *Server) serveAgents(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+	if !allowMethods(w, r, http.MethodGet, http.MethodHead) || !s.mayListAgents(w, r) {
 		return
 	}
 	base := s.baseURL(r)
@@ -97,7 +108,7 @@ func (s *Server) serveAgents(w http.ResponseWriter, r *http.Request) {
 
 // serveAgent serves GET /agents/{name}.
 func (s *Server) serveAgent(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+	if !allowMethods(w, r, http.MethodGet, http.MethodHead) || !s.mayListAgents(w, r) {
 		return
 	}
 	name := r.PathValue("name")
@@ -119,6 +130,11 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 	writeError(w, http.StatusMethodNotAllowed, &httpError{Error: errNameInvalid, Message: "method " + r.Method + " is not allowed; use " + strings.Join(methods, " or ")})
 	return false
 }
+
+// HeaderIdempotencyKey is the request header of the simple surface that
+// makes a run idempotent: identical posts with the same key from the same
+// caller are one task, and each gets its outcome.
+const HeaderIdempotencyKey = "Idempotency-Key"
 
 // RunRequest is the body of POST /agents/{name}/run and /stream (docs/protocol.md §13
 // §2.2-2.3): a non-empty prompt of at most ServerOptions.MaxPromptLength
@@ -157,8 +173,8 @@ func checkRun(prompt *string, session string, maxPrompt int) (RunRequest, int, *
 		return RunRequest{}, http.StatusBadRequest, &httpError{Error: errNameGuardrail, Message: fmt.Sprintf("prompt is %d characters, over the input limit of %d", n, maxPrompt),
 			Details: map[string]any{"field": "prompt", "limit": maxPrompt, "length": n}}
 	}
-	if len(session) > protocol.MaxIDLength {
-		return RunRequest{}, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: fmt.Sprintf("sessionId is over %d bytes", protocol.MaxIDLength)}
+	if !validID(session) {
+		return RunRequest{}, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: fmt.Sprintf("sessionId must be at most %d bytes without control characters", protocol.MaxIDLength)}
 	}
 	return RunRequest{Prompt: *prompt, SessionID: session}, 0, nil
 }
@@ -216,6 +232,20 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 	if !allowMethods(w, r, methods...) {
 		return nil, false
 	}
+	c, _ := auth.FromContext(r.Context())
+	if !c.Has(auth.ScopeSubmit) {
+		s.guard.WriteError(w, auth.ErrForbidden)
+		return nil, false
+	}
+	key := r.Header.Values(HeaderIdempotencyKey)
+	if len(key) > 1 || len(key) == 1 && (key[0] == "" || !validID(key[0])) {
+		writeError(w, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: fmt.Sprintf("%s must be one non-empty value of at most %d bytes without control characters", HeaderIdempotencyKey, protocol.MaxIDLength)})
+		return nil, false
+	}
+	if s.full() {
+		s.guard.WriteError(w, auth.ErrCapacity)
+		return nil, false
+	}
 	name := r.PathValue("name")
 	a, ok := s.exposed(name)
 	if !ok {
@@ -227,7 +257,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 		return nil, false
 	}
 	payload, _ := json.Marshal(Content{Text: rr.Prompt})
-	m, err := s.r.NewRequest(s.opts.From, PayloadContent, json.RawMessage(payload))
+	m, err := s.r.NewRequest(c.AgentID, PayloadContent, json.RawMessage(payload))
 	if err != nil {
 		s.opts.Logger.ErrorContext(r.Context(), "a2a: building a run request", "err", err)
 		writeError(w, http.StatusInternalServerError, errInternal)
@@ -238,7 +268,16 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 	}
 	m.To = []protocol.Participant{{AgentID: a.ID()}}
 	m.Meta = map[string]any{metaSource: SourceHTTP}
+	if len(key) == 1 {
+		// Identical posts with one key, from one caller, are one task.
+		m.IdempotencyKey = key[0]
+		m.RunID = auth.ScopedRunID(c, SourceHTTP, key[0])
+	}
 	h, err := s.r.Submit(r.Context(), m)
+	if errors.Is(err, protocol.CodeCapacity) || errors.Is(err, protocol.CodeRateLimited) {
+		s.guard.WriteError(w, err)
+		return nil, false
+	}
 	if err != nil {
 		s.opts.Logger.ErrorContext(r.Context(), "a2a: submitting a run", "err", err)
 		writeError(w, http.StatusInternalServerError, errInternal)
@@ -300,8 +339,12 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 		if err != nil && r.Context().Err() == nil {
 			s.opts.Logger.ErrorContext(r.Context(), "a2a: waiting for a run", "err", err)
 			writeError(w, http.StatusInternalServerError, errInternal)
+			return
 		}
-		return // the client went away; the task goes on
+		// The client went away: nobody waits for the outcome, so the
+		// task is cancelled rather than left queued or running.
+		h.Cancel("the HTTP client went away from a blocking run")
+		return
 	}
 	if out.Err != nil {
 		status, e := taskHTTPError(out.Err, out.TaskID)

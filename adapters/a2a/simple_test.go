@@ -47,7 +47,7 @@ func TestSimpleAgents(t *testing.T) {
 		}
 	}
 	// Only exposed agents are there.
-	some := serve(t, e.Env, &ServerOptions{Agents: []string{"agent:research"}})
+	some := serve(t, e.Env, &ServerOptions{Expose: []string{"agent:research"}})
 	_, _, body = httpDo(t, "GET", some.hs.URL+"/agents", "")
 	if strings.Contains(body, "agent:echo") || !strings.Contains(body, "agent:research") {
 		t.Errorf("exposed agents: %s", body)
@@ -137,7 +137,8 @@ func sseEvents(t *testing.T, resp *http.Response) [][2]string {
 
 func TestSimpleStream(t *testing.T) {
 	e := newTestEnv(t, nil)
-	resp, err := http.Get(e.hs.URL + "/agents/echo/stream?prompt=" + url.QueryEscape("slow:2"))
+	hc := &http.Client{Transport: keyTransport{testKey, http.DefaultTransport}}
+	resp, err := hc.Get(e.hs.URL + "/agents/echo/stream?prompt=" + url.QueryEscape("slow:2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestSimpleStream(t *testing.T) {
 	}
 
 	// POST with a body; a failure ends with an error event.
-	resp2, err := http.Post(e.hs.URL+"/agents/echo/stream", "application/json", strings.NewReader(`{"prompt":"fail:boom"}`))
+	resp2, err := hc.Post(e.hs.URL+"/agents/echo/stream", "application/json", strings.NewReader(`{"prompt":"fail:boom"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,11 +117,48 @@
 // submit_a_new_task. Arguments are validated against the tool's input
 // schema first. Each call is recorded in the store as an event of type
 // x.clutch.mcp.call ([TypeHostCall], payload [HostCallPayload]) from the
-// host's agent id (ServerOptions.AgentID, "agent:mcp-host"), in a run of
-// its own ([Server.HostRun]), so the audit trail shows what the host did
-// without entering the runs it reads. [Server.Handler] serves Streamable
-// HTTP (stateless, so both protocol eras work); [Server.Run] serves one
-// session on a transport such as &sdk.StdioTransport{}.
+// caller's agent id, in a run of its own ([Server.HostRun]), so the audit
+// trail shows what the host did without entering the runs it reads.
+// [Server.Handler] serves Streamable HTTP (stateless, so both protocol eras
+// work); [Server.Run] serves one session on a transport such as
+// &sdk.StdioTransport{}.
+//
+// # Server identity, tenancy and limits
+//
+// There is no anonymous default: NewServer needs ServerOptions.Caller,
+// ServerOptions.Auth or both, and ServerOptions.Expose.
+//
+//   - Over stdio (Run) the owner of the process is the caller:
+//     ServerOptions.Caller (an agent id and scopes, package auth). Run
+//     refuses to start without it.
+//   - Over Streamable HTTP (Handler) each request is authenticated by
+//     ServerOptions.Auth (API keys, bearer tokens through a verifier hook,
+//     TLS client certificates; see package auth) and limited by
+//     ServerOptions.Limits (a token bucket per caller: 429 with
+//     Retry-After; a bound on requests in flight: 503 with Retry-After).
+//     A request without accepted credentials gets 401 and never reaches a
+//     tool; without Auth, Handler answers 401 to everything.
+//   - Sessions served by the go-sdk server of [Server.MCPServer] over other
+//     transports have no caller: every tool answers UNAUTHORIZED.
+//
+// The caller's agent id is the from of what submit_task submits. A caller
+// waits for, cancels and reads the events and tree of its own tasks and
+// runs only (another's answer NOT_FOUND) unless it holds
+// auth.ScopeReadAll; the host-call run holds every caller's calls and is
+// read:all only. submit_task takes auth.ScopeSubmit and list_agents
+// auth.ScopeAgents (else POLICY_DENIED). list_agents lists only the
+// exposed agents, and submit_task routes among them only: its "to" must
+// name exposed agents (else NOT_FOUND), and without "to" the request is
+// addressed to all of them, so requires never reaches another agent.
+//
+// submit_task's idempotency_key is scoped to the caller: the task.request
+// carries it and a run_id derived from the caller and the key
+// (auth.ScopedRunID), so the same key again answers the task the first
+// started without running it twice, and another caller's same key is its
+// own task. At most ServerOptions.MaxTracked tasks submitted here are
+// followed for cancel_task; past it submit_task answers CAPACITY. A host
+// that goes away from submit_task detaches: the task goes on (wait_task
+// finds it).
 //
 // # Caveats
 //
@@ -146,6 +183,4 @@
 //     a TypeScript SDK v1 client drops notifications that reach it in the
 //     same read as the response: a host on it sees no progress for a task
 //     that ends within milliseconds.
-//   - list_agents without ServerOptions.Registry rebuilds the cards from the
-//     store on every call and cannot tell liveness of in-process agents.
 package mcp

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -118,7 +119,10 @@ func ExampleServer() {
 	_ = r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken",
 		Capabilities: []protocol.Capability{{ID: "skill:research"}}},
 		func(ctx context.Context, t *router.Task) (*router.Result, error) { return &router.Result{}, nil })
-	srv, _ := mcp.NewServer(r, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	// Over stdio the host is the owner of the process: it is the Caller,
+	// and it sees the exposed agents only.
+	srv, _ := mcp.NewServer(r, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Expose: []string{"agent:ken"},
+		Caller: &auth.Caller{AgentID: "agent:ide", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}}})
 
 	serverT, clientT := sdk.NewInMemoryTransports()
 	sctx, stop := context.WithCancel(ctx)

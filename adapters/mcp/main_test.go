@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -62,7 +63,8 @@ func serveStdio() error {
 	if err != nil {
 		return err
 	}
-	srv, err := mcp.NewServer(r, &mcp.ServerOptions{Logger: log})
+	srv, err := mcp.NewServer(r, &mcp.ServerOptions{Logger: log, Expose: []string{"agent:ken"},
+		Caller: &auth.Caller{AgentID: "agent:ide", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}}})
 	if err != nil {
 		return err
 	}

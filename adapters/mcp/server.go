@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/google/jsonschema-go/jsonschema"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,20 +41,35 @@ type HostCallPayload struct {
 
 // Defaults of a zero ServerOptions.
 const (
-	DefaultHostAgentID = "agent:mcp-host"
 	DefaultWait        = 60 * time.Second
 	DefaultMaxWait     = 10 * time.Minute
 	DefaultEventsLimit = 100
 	maxEventsLimit     = 1000
 	maxEventsBytes     = 1 << 20
 	maxRecordedArgs    = 16 << 10
+	DefaultMaxTracked  = 10000
 )
 
 // ServerOptions configures a Server. Nil means defaults.
 type ServerOptions struct {
-	// AgentID is the host's agent id: tasks it submits come from it and
-	// its calls are recorded under it. DefaultHostAgentID when "".
-	AgentID string
+	// Caller is the host of the sessions served by Run (stdio: the owner
+	// of the process is the caller): the tasks it submits come from
+	// Caller.AgentID, its calls are recorded under it, and its scopes say
+	// what it may do (see package auth). Run refuses to serve without it.
+	Caller *auth.Caller
+	// Auth identifies the caller of each Streamable HTTP request of
+	// Handler, and Limits are the rate and in-flight limits applied with
+	// it (nil: none). Without Auth, Handler answers 401 to everything.
+	Auth   auth.Authenticator
+	Limits *auth.Options
+	// Expose lists the agent ids the Server exposes (required, at least
+	// one): list_agents shows only these, and submit_task routes among
+	// them only (its "to" must name exposed agents).
+	Expose []string
+	// MaxTracked bounds the tasks submitted here that are followed for
+	// cancel_task at once; DefaultMaxTracked when 0. submit_task past it
+	// is refused with CAPACITY.
+	MaxTracked int
 	// Logger receives diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
 	// DefaultWait is how long submit_task and wait_task wait for a task
@@ -82,6 +100,7 @@ type Server struct {
 	ids     *protocol.IDs      // r's
 	opts    ServerOptions
 	srv     *sdk.Server
+	guard   *auth.Guard // nil without Auth
 
 	// The host's own run, thread and task: host-call events belong to
 	// them, so the runs the host reads stay free of its audit trail.
@@ -102,11 +121,41 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.AgentID == "" {
-		o.AgentID = DefaultHostAgentID
+	if o.Caller == nil && o.Auth == nil {
+		return nil, wrap(ErrInvalidConfig, "set Caller (stdio: the process owner) or Auth (Streamable HTTP): there is no anonymous default")
 	}
-	if !strings.HasPrefix(o.AgentID, protocol.PrefixAgent) || len(o.AgentID) == len(protocol.PrefixAgent) {
-		return nil, wrap(ErrInvalidConfig, "AgentID "+o.AgentID+" must start with agent:")
+	if o.Caller != nil {
+		if !strings.HasPrefix(o.Caller.AgentID, protocol.PrefixAgent) || len(o.Caller.AgentID) == len(protocol.PrefixAgent) {
+			return nil, wrap(ErrInvalidConfig, "Caller.AgentID "+o.Caller.AgentID+" must start with agent:")
+		}
+		c := *o.Caller
+		c.Scopes = slices.Clone(c.Scopes)
+		o.Caller = &c
+	}
+	if len(o.Expose) == 0 {
+		return nil, wrap(ErrInvalidConfig, "Expose must name at least one agent: a Server exposes only the agents it is told to")
+	}
+	o.Expose = slices.Clone(o.Expose)
+	for _, id := range o.Expose {
+		if !strings.HasPrefix(id, protocol.PrefixAgent) || len(id) == len(protocol.PrefixAgent) {
+			return nil, wrap(ErrInvalidConfig, "exposed agent id "+id+" must start with agent:")
+		}
+	}
+	slices.Sort(o.Expose)
+	o.Expose = slices.Compact(o.Expose)
+	if o.MaxTracked < 0 {
+		return nil, wrap(ErrInvalidConfig, "MaxTracked must not be negative")
+	}
+	if o.MaxTracked == 0 {
+		o.MaxTracked = DefaultMaxTracked
+	}
+	var guard *auth.Guard
+	if o.Auth != nil {
+		g, err := auth.NewGuard(o.Auth, o.Limits)
+		if err != nil {
+			return nil, err
+		}
+		guard = g
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -124,8 +173,9 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 		o.Version = ClientVersion
 	}
 	ids := r.IDs()
-	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: r.Schemas(), ids: ids, opts: o, handles: map[string]*router.Handle{},
-		runID: ids.RunID(), threadID: ids.ThreadID(), taskID: ids.TaskID()}
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: r.Schemas(), ids: ids, opts: o, guard: guard,
+		handles: map[string]*router.Handle{},
+		runID:   ids.RunID(), threadID: ids.ThreadID(), taskID: ids.TaskID()}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{
 		Logger: o.Logger,
 		Instructions: "Clutch orchestrator. Discover agents (list_agents) and payload types (list_payload_types), " +
@@ -139,23 +189,87 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 }
 
 // MCPServer returns the underlying go-sdk server, to add tools of one's
-// own or connect other transports.
+// own. Sessions it serves over other transports have no caller: the
+// Clutch tools refuse them with UNAUTHORIZED.
 func (s *Server) MCPServer() *sdk.Server { return s.srv }
 
-// Run serves one MCP session over t until the client disconnects or ctx
-// ends; Run(ctx, &sdk.StdioTransport{}) serves a host that started this
-// process.
-func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.srv.Run(ctx, t) }
+// Run serves one MCP session over t, as ServerOptions.Caller, until the
+// client disconnects or ctx ends; Run(ctx, &sdk.StdioTransport{}) serves a
+// host that started this process. Without a Caller it returns
+// ErrInvalidConfig at once.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	if s.opts.Caller == nil {
+		return wrap(ErrInvalidConfig, "Run serves as ServerOptions.Caller, which is not set")
+	}
+	// The session's handlers run under the context given to Connect: the
+	// caller rides in it.
+	ss, err := s.srv.Connect(auth.NewContext(ctx, s.opts.Caller), t, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-done
+		return ctx.Err()
+	case err := <-done:
+		return err
+	}
+}
 
-// Handler returns the Streamable HTTP handler of the surface. Mount it on
-// a listener bound to 127.0.0.1 unless you authenticate hosts in front of
-// it.
+// tokenCaller is the TokenInfo.Extra key under which Handler hands the
+// authenticated caller to the tools.
+const tokenCaller = "clutch.caller"
+
+// Handler returns the Streamable HTTP handler of the surface: each request
+// is authenticated by ServerOptions.Auth (401 without credentials, never a
+// tool call) and limited by ServerOptions.Limits; its caller is who the
+// tools act for. Without Auth every request gets 401.
 func (s *Server) Handler() http.Handler {
+	if s.guard == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="clutch"`)
+			http.Error(w, "this MCP server has no authenticator for HTTP (ServerOptions.Auth)", http.StatusUnauthorized)
+		})
+	}
 	o := &sdk.StreamableHTTPOptions{Stateless: true, Logger: s.opts.Logger}
 	if s.opts.HTTP != nil {
 		o = s.opts.HTTP
 	}
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, o)
+	inner := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, o)
+	// The SDK hands tools only a TokenInfo, set by its bearer middleware:
+	// the caller travels in it. The credential the caller presented (a
+	// key, a token or a certificate) was checked by the guard already.
+	bridge := sdkauth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
+		c, ok := auth.FromContext(r.Context())
+		if !ok {
+			return nil, sdkauth.ErrInvalidToken
+		}
+		return &sdkauth.TokenInfo{UserID: c.AgentID, Scopes: c.Scopes, Extra: map[string]any{tokenCaller: c}}, nil
+	}, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(inner)
+	return s.guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer authenticated")
+		r.Header.Del("X-API-Key")
+		bridge.ServeHTTP(w, r)
+	}))
+}
+
+// caller is who a tool call acts for: ServerOptions.Caller in a session of
+// Run, the authenticated caller of an HTTP request of Handler, else none.
+func (s *Server) caller(ctx context.Context, req *sdk.CallToolRequest) (*auth.Caller, *toolErr) {
+	if req.Extra != nil {
+		if req.Extra.TokenInfo != nil {
+			if c, ok := req.Extra.TokenInfo.Extra[tokenCaller].(*auth.Caller); ok && c != nil {
+				return c, nil
+			}
+		}
+	} else if c, ok := auth.FromContext(ctx); ok {
+		return c, nil // a session of Run
+	}
+	return nil, newToolErr(protocol.CodeUnauthorized, ActionNone, "the call has no authenticated caller")
 }
 
 // HostRun returns the run, thread and task ids under which the host's
@@ -192,8 +306,10 @@ func newToolErr(code protocol.Code, action, format string, args ...any) *toolErr
 	return &toolErr{Error: fmt.Sprintf(format, args...), Code: code, Retryable: code.Retryable(), RetryAction: action}
 }
 
-// callInfo is what a tool handler tells the recorder.
+// callInfo is what a tool handler is told (caller) and tells the
+// recorder (taskID, runID).
 type callInfo struct {
+	caller        *auth.Caller
 	taskID, runID string
 }
 
@@ -225,6 +341,9 @@ func addTool[In any](s *Server, name, title, desc string, out any, h handlerFunc
 		var result any
 		var terr *toolErr
 		var v map[string]any
+		if info.caller, terr = s.caller(ctx, req); terr != nil {
+			return envelope(nil, terr), nil // nobody to record it under
+		}
 		if err := json.Unmarshal(args, &v); err != nil {
 			terr = newToolErr(protocol.CodeInvalidJSON, ActionFixArguments, "arguments are not a JSON object: %v", err)
 		} else if err := resolved.Validate(v); err != nil {
@@ -275,7 +394,7 @@ func (s *Server) record(ctx context.Context, req *sdk.CallToolRequest, tool stri
 	if len(args) > maxRecordedArgs {
 		p.Arguments, _ = json.Marshal(map[string]any{"omitted_bytes": len(args)})
 	}
-	m := s.ids.NewMessage(TypeHostCall, s.opts.AgentID)
+	m := s.ids.NewMessage(TypeHostCall, info.caller.AgentID)
 	m.RunID, m.ThreadID, m.TaskID = s.runID, s.threadID, s.taskID
 	if err := m.SetPayload(&p); err != nil {
 		s.opts.Logger.Error("mcp: encoding a host-call event", "err", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
@@ -31,7 +32,45 @@ type team struct {
 	srv *mcp.Server
 }
 
-func newTeam(t testing.TB) *team {
+// The hosts of the tests: ide (the stdio caller, and the owner of ideKey
+// over HTTP), other (another tenant) and ops (auth.ScopeAdmin).
+const (
+	ideKey   = "ide-key-0123456789abcdef"
+	otherKey = "other-key-0123456789abcdef"
+	opsKey   = "ops-key-0123456789abcdef"
+)
+
+var ide = &auth.Caller{AgentID: "agent:ide", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}}
+
+var hostKeys = func() auth.Authenticator {
+	a, err := auth.APIKeys(map[string]auth.Caller{
+		ideKey:   *ide,
+		otherKey: {AgentID: "agent:other", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}},
+		opsKey:   {AgentID: "agent:ops", Scopes: []string{auth.ScopeAdmin}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}()
+
+// bearer is an HTTP client that sends key.
+func bearer(key string) *http.Client {
+	return &http.Client{Transport: keyTransport{key, http.DefaultTransport}}
+}
+
+type keyTransport struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+k.key)
+	return k.next.RoundTrip(r)
+}
+
+func newTeam(t testing.TB, change ...func(*mcp.ServerOptions)) *team {
 	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Timeout: 30 * time.Second})
 	env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Display: &protocol.Display{Name: "Ken"},
 		Capabilities: []protocol.Capability{{ID: "skill:research", Tags: []string{"fintech"}}}},
@@ -51,7 +90,12 @@ func newTeam(t testing.TB) *team {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-	srv, err := mcp.NewServer(env.Router, &mcp.ServerOptions{AgentID: "agent:ide", Logger: slog.New(slog.DiscardHandler)})
+	o := &mcp.ServerOptions{Caller: ide, Auth: hostKeys, Expose: []string{"agent:ken", "agent:sloth"},
+		Logger: slog.New(slog.DiscardHandler)}
+	for _, f := range change {
+		f(o)
+	}
+	srv, err := mcp.NewServer(env.Router, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +195,7 @@ func TestServerHTTP(t *testing.T) {
 	t.Cleanup(hs.Close)
 	pl := &progressLog{}
 	c := sdk.NewClient(&sdk.Implementation{Name: "test-host", Version: "1"}, &sdk.ClientOptions{ProgressNotificationHandler: pl.add})
-	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: bearer(ideKey)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +361,9 @@ func TestServerTSClient(t *testing.T) {
 		t.Cleanup(hs.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, node, script, "--url", hs.URL).Output()
+		cmd := exec.CommandContext(ctx, node, script, "--url", hs.URL)
+		cmd.Env = append(os.Environ(), "MCP_API_KEY="+ideKey)
+		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("client: %v %s", err, stderrOf(err))
 		}
@@ -356,14 +402,14 @@ func TestClientToServerHTTP(t *testing.T) {
 	tm := newTeam(t)
 	h := tm.srv.Handler()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer t0ken" { // ServerConfig.Headers reach the server
+		if r.Header.Get("Authorization") != "Bearer "+ideKey { // ServerConfig.Headers reach the server
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	c := newClient(t, []mcp.ServerConfig{{Name: "team", URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer t0ken"}}}, nil)
+	c := newClient(t, []mcp.ServerConfig{{Name: "team", URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer " + ideKey}}}, nil)
 	tr := newTaskRunner(t, "mcp:team")
 
 	res, err, evs := tr.call(c, "team", mcp.ToolSubmitTask, map[string]any{

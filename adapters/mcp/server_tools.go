@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
@@ -134,10 +136,17 @@ func (s *Server) addTools() error {
 	)
 }
 
-func (s *Server) listAgents(_ context.Context, _ *sdk.CallToolRequest, in listAgentsIn, _ *callInfo) (any, *toolErr) {
+func (s *Server) listAgents(_ context.Context, _ *sdk.CallToolRequest, in listAgentsIn, info *callInfo) (any, *toolErr) {
+	if !info.caller.Has(auth.ScopeAgents) {
+		return nil, forbidden("list agents")
+	}
 	reg := s.reg
 	agents := []AgentView{}
-	for _, a := range reg.List() {
+	for _, id := range s.opts.Expose {
+		a, ok := reg.Get(id)
+		if !ok {
+			continue
+		}
 		card := a.Card()
 		if in.Capability != "" {
 			if _, ok := card.Capability(in.Capability); !ok {
@@ -169,20 +178,62 @@ func (s *Server) waitFor(sec *float64) time.Duration {
 	return min(s.opts.MaxWait, max(0, time.Duration(*sec*float64(time.Second))))
 }
 
+// forbidden is the error of a call the caller's scopes do not allow.
+func forbidden(what string) *toolErr {
+	return newToolErr(protocol.CodePolicyDenied, ActionNone, "the caller may not %s", what)
+}
+
+// controlFree reports whether s has no control characters.
+func controlFree(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) })
+}
+
 func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in submitIn, info *callInfo) (any, *toolErr) {
+	c := info.caller
+	if !c.Has(auth.ScopeSubmit) {
+		return nil, forbidden("submit tasks")
+	}
 	if in.PayloadType != "" && !protocol.ValidPayloadType(in.PayloadType) {
 		return nil, newToolErr(protocol.CodeInvalidField, ActionFixPayloadType, "payload_type %q is not of the form <domain>.<name>.v<N>", in.PayloadType)
 	}
-	m, err := s.r.NewRequest(s.opts.AgentID, in.PayloadType, in.Payload)
+	if !controlFree(in.IdempotencyKey) {
+		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "idempotency_key must not hold control characters")
+	}
+	for _, a := range in.To {
+		if _, ok := slices.BinarySearch(s.opts.Expose, a); !ok {
+			return nil, newToolErr(protocol.CodeNotFound, ActionListAgents, "no agent %s on this server", a)
+		}
+	}
+	m, err := s.r.NewRequest(c.AgentID, in.PayloadType, in.Payload)
 	if err != nil {
 		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "building the request: %v", err)
 	}
 	m.Requires, m.Prefers, m.Domain, m.IdempotencyKey = in.Requires, in.Prefers, in.Domain, in.IdempotencyKey
-	if len(in.To) > 0 {
-		m.To = m.To[:0]
-		for _, a := range in.To {
-			m.To = append(m.To, protocol.Participant{AgentID: a})
+	if in.IdempotencyKey != "" {
+		// The key is scoped to the caller: the same key again is the same
+		// run and task (docs/protocol.md §5.2), another caller's is its own.
+		m.RunID = auth.ScopedRunID(c, "mcp", in.IdempotencyKey)
+	}
+	to := in.To
+	if len(to) == 0 {
+		to = s.opts.Expose // routed among the exposed agents only
+	}
+	m.To = m.To[:0]
+	for _, a := range to {
+		m.To = append(m.To, protocol.Participant{AgentID: a})
+	}
+	s.mu.Lock()
+	for id, old := range s.handles { // forget ended tasks
+		select {
+		case <-old.Done():
+			delete(s.handles, id)
+		default:
 		}
+	}
+	full := len(s.handles) >= s.opts.MaxTracked
+	s.mu.Unlock()
+	if full {
+		return nil, newToolErr(protocol.CodeCapacity, ActionRetryLater, "at capacity: %d tasks of this server are running", s.opts.MaxTracked)
 	}
 	if len(in.ToolAllowlist) > 0 {
 		m.Security = &protocol.Security{Policy: &protocol.Policy{ToolAllowlist: in.ToolAllowlist}}
@@ -207,20 +258,15 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 	req0 := h.Request() // the stored request (an earlier one for a duplicate)
 	info.taskID, info.runID = req0.TaskID, req0.RunID
 	s.mu.Lock()
-	for id, old := range s.handles { // forget ended tasks
-		select {
-		case <-old.Done():
-			delete(s.handles, id)
-		default:
-		}
+	if _, ok := s.handles[req0.TaskID]; !ok {
+		s.handles[req0.TaskID] = h
 	}
-	s.handles[req0.TaskID] = h
 	s.mu.Unlock()
 	return s.await(ctx, req, req0, start, s.waitFor(in.WaitSec))
 }
 
 func (s *Server) waitTask(ctx context.Context, req *sdk.CallToolRequest, in waitIn, info *callInfo) (any, *toolErr) {
-	r, terr := s.request(ctx, in.TaskID)
+	r, terr := s.request(ctx, info.caller, in.TaskID)
 	if terr != nil {
 		return nil, terr
 	}
@@ -229,8 +275,9 @@ func (s *Server) waitTask(ctx context.Context, req *sdk.CallToolRequest, in wait
 	return s.await(ctx, req, r, start, s.waitFor(in.WaitSec))
 }
 
-// request returns the stored task.request of a task.
-func (s *Server) request(ctx context.Context, taskID string) (*protocol.Message, *toolErr) {
+// request returns the stored task.request of a task the caller c may see
+// (its own, any with auth.ScopeReadAll); another's is NOT_FOUND.
+func (s *Server) request(ctx context.Context, c *auth.Caller, taskID string) (*protocol.Message, *toolErr) {
 	if taskID == "" {
 		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "task_id is required")
 	}
@@ -242,9 +289,36 @@ func (s *Server) request(ctx context.Context, taskID string) (*protocol.Message,
 		if err != nil {
 			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the task: %v", err)
 		}
+		if !c.Owns(m.From.AgentID) {
+			break
+		}
 		return m, nil
 	}
 	return nil, newToolErr(protocol.CodeNotFound, ActionCheckID, "no task %s", taskID)
+}
+
+// mayReadRun checks that the caller may read a run: one whose first
+// task.request it submitted, or any with auth.ScopeReadAll (the host-call
+// run of the server included). Another's run is NOT_FOUND.
+func (s *Server) mayReadRun(ctx context.Context, c *auth.Caller, runID string) *toolErr {
+	if c.Has(auth.ScopeReadAll) {
+		return nil
+	}
+	if runID != s.runID {
+		for ev, err := range s.st.Read(ctx, store.Query{RunID: runID, TypePrefix: string(protocol.TypeTaskRequest), Limit: 1}) {
+			if err != nil {
+				return newToolErr(protocol.CodeInternal, ActionRetry, "reading the run: %v", err)
+			}
+			m, err := ev.Message()
+			if err != nil {
+				return newToolErr(protocol.CodeInternal, ActionRetry, "reading the run: %v", err)
+			}
+			if c.Owns(m.From.AgentID) {
+				return nil
+			}
+		}
+	}
+	return newToolErr(protocol.CodeNotFound, ActionCheckID, "no run %s", runID)
 }
 
 // await waits up to d for the task's terminal event, sending a progress
@@ -361,7 +435,7 @@ func describe(m *protocol.Message) string {
 }
 
 func (s *Server) cancelTask(ctx context.Context, _ *sdk.CallToolRequest, in cancelIn, info *callInfo) (any, *toolErr) {
-	r, terr := s.request(ctx, in.TaskID)
+	r, terr := s.request(ctx, info.caller, in.TaskID)
 	if terr != nil {
 		return nil, terr
 	}
@@ -388,7 +462,7 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.CallToolRequest, in canc
 	}
 	reason := in.Reason
 	if reason == "" {
-		reason = "cancelled by " + s.opts.AgentID
+		reason = "cancelled by " + info.caller.AgentID
 	}
 	h.Cancel(reason)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -410,6 +484,9 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.CallToolRequest, in canc
 func (s *Server) getRunEvents(ctx context.Context, _ *sdk.CallToolRequest, in runEventsIn, info *callInfo) (any, *toolErr) {
 	if in.RunID == "" {
 		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "run_id is required")
+	}
+	if terr := s.mayReadRun(ctx, info.caller, in.RunID); terr != nil {
+		return nil, terr
 	}
 	info.runID = in.RunID
 	limit := in.Limit
@@ -440,6 +517,9 @@ func (s *Server) getRunEvents(ctx context.Context, _ *sdk.CallToolRequest, in ru
 func (s *Server) getTaskTree(ctx context.Context, _ *sdk.CallToolRequest, in treeIn, info *callInfo) (any, *toolErr) {
 	if in.RunID == "" {
 		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "run_id is required")
+	}
+	if terr := s.mayReadRun(ctx, info.caller, in.RunID); terr != nil {
+		return nil, terr
 	}
 	info.runID = in.RunID
 	tree, err := router.Replay(ctx, s.st, in.RunID)

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/clutchprotocol/clutch/adapters/a2a"
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -87,8 +89,17 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 
-	// Serve it over A2A on localhost.
-	srv, err := a2a.NewServer(r, nil)
+	// Serve it over A2A on localhost. Every call is authenticated (here an
+	// API key made for this run; an OIDC verifier or client certificates
+	// work the same way, see package auth), and only agent:ken is exposed.
+	key := rand.Text()
+	keys, err := auth.APIKeys(map[string]auth.Caller{
+		key: {AgentID: "agent:example-client", Scopes: []string{auth.ScopeSubmit}},
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := a2a.NewServer(r, &a2a.ServerOptions{Auth: keys, Expose: []string{"agent:ken"}})
 	if err != nil {
 		return err
 	}
@@ -129,7 +140,9 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	out.printf("  [client] card %q: skill %s, streaming %v", card.Name, card.Skills[0].ID, card.Capabilities.Streaming)
-	client, err := a2aclient.NewFromCard(ctx, card)
+	// The card is public; the calls carry the key.
+	withKey := &http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}
+	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(withKey))
 	if err != nil {
 		return err
 	}
@@ -156,6 +169,18 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	out.printf("GetTask %s: %s, %d artifact(s), context %s", task.ID, task.Status.State, len(task.Artifacts), task.ContextID)
 	return nil
+}
+
+// bearer sends an API key on every request.
+type bearer struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.next.RoundTrip(r)
 }
 
 // research answers a research question (the text of an A2A message, or a

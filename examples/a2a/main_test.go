@@ -18,7 +18,7 @@ func TestA2AExample(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{
 		`[client] card "Ken": skill skill:research, streaming true`,
-		"[server] task.request  from agent:a2a-client, a2a.content.v1",
+		"[server] task.request  from agent:example-client, a2a.content.v1",
 		"[server] task.accept   from agent:ken",
 		`[server] task.progress from agent:ken {"text":"reading 3 sources"}`,
 		"[server] task.result   from agent:ken, research.summary.v1",

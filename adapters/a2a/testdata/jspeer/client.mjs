@@ -32,6 +32,17 @@ const asJSON = (r) => ('messageId' in r ? { message: Message.toJSON(r) } : { tas
 
 const errorOf = (e) => ({ name: e.constructor?.name, message: String(e.message || e), code: e.code });
 
+// The Go Server authenticates every call but the card: the key comes from
+// A2A_API_KEY and goes on every request this process makes.
+if (process.env.A2A_API_KEY) {
+  const plain = globalThis.fetch;
+  globalThis.fetch = (input, init = {}) => {
+    const headers = new Headers(init.headers || (input instanceof Request ? input.headers : undefined));
+    headers.set('Authorization', 'Bearer ' + process.env.A2A_API_KEY);
+    return plain(input, { ...init, headers });
+  };
+}
+
 async function main() {
   const out = {};
   const cardResp = await fetch(base.replace(/\/$/, '') + '/.well-known/agent-card.json');

@@ -14,7 +14,10 @@ const arg = (name) => {
 };
 
 const transport = arg('--url')
-  ? new StreamableHTTPClientTransport(new URL(arg('--url')))
+  ? new StreamableHTTPClientTransport(new URL(arg('--url')), {
+      // The Go server authenticates every HTTP request.
+      requestInit: process.env.MCP_API_KEY ? { headers: { Authorization: 'Bearer ' + process.env.MCP_API_KEY } } : undefined,
+    })
   : new StdioClientTransport({ command: arg('--stdio'), args: [], env: { ...process.env }, stderr: 'inherit' });
 
 const client = new Client({ name: 'clutch-ts-host', version: '0.1.0' });
