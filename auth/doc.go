@@ -45,6 +45,11 @@
 // carry Retry-After. The router's own admission refusal (CAPACITY) maps to
 // the same 503 through [Status].
 //
+// The token buckets are golang.org/x/time/rate's Limiter, the Go team's
+// maintained implementation (the module's one dependency beyond those the
+// project names): a rate limiter is easy to get subtly wrong, and this one
+// is what Go servers already use.
+//
 // # Errors
 //
 // [ErrUnauthenticated] (UNAUTHORIZED, 401 with a WWW-Authenticate
