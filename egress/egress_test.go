@@ -318,3 +318,21 @@ func TestDeniedErrorSurvivesWrapping(t *testing.T) {
 	wrapped := errors.Join(errors.New("context"), err)
 	denied(t, wrapped)
 }
+
+func TestPrecheck(t *testing.T) {
+	r := mustPolicy(t, &egress.Options{Restricted: true, Allow: []string{"api.example.test", "192.0.2.0/24"}})
+	assert.NoError(t, r.PrecheckURL("https://API.example.test/mcp"))
+	assert.NoError(t, r.PrecheckURL("http://192.0.2.4:8080/"))
+	// A name no name rule matches is refused without resolving it, even
+	// though an address rule might match its answer.
+	assert.Contains(t, denied(t, r.PrecheckURL("https://other.example.test/")).Rule, "egress-restricted")
+	denied(t, r.PrecheckURL("http://198.51.100.1/"))
+
+	open := egress.Default()
+	assert.NoError(t, open.PrecheckURL("https://anything.example.test/"), "open: a name is decided when dialled")
+	assert.Contains(t, denied(t, open.PrecheckURL("http://127.0.0.1:8080/")).Rule, "loopback")
+	assert.Contains(t, denied(t, open.PrecheckURL("http://[::ffff:a9fe:a9fe]/")).Rule, "cloud metadata")
+	none, _ := open.Network("none")
+	denied(t, none.PrecheckURL("https://anything.example.test/"))
+	denied(t, open.PrecheckURL("gopher://x/"))
+}

@@ -184,6 +184,13 @@ func (p *Policy) decide(host, name string, ip netip.Addr, port uint16) *DeniedEr
 // (egress-restricted) a name no rule could match. It returns the host
 // as given, its normalised name and the port.
 func (p *Policy) preflight(network, address string) (host, name string, port uint16, err error) {
+	return p.preflightStrict(network, address, false)
+}
+
+// preflightStrict is preflight; strict (for Precheck) also refuses, under
+// egress-restricted, a name that no name rule matches even when address
+// rules exist, and decides an IP literal fully.
+func (p *Policy) preflightStrict(network, address string, strict bool) (host, name string, port uint16, err error) {
 	host, ps, err := net.SplitHostPort(address)
 	if err != nil {
 		return address, "", 0, &DeniedError{Host: address, Rule: "not a host:port address"}
@@ -202,8 +209,12 @@ func (p *Policy) preflight(network, address string) (host, name string, port uin
 		return host, "", 0, &DeniedError{Host: host, Rule: "network level none"}
 	}
 	name = strings.ToLower(strings.TrimSuffix(host, "."))
-	if p.mode == modeRestricted {
-		if _, lit := parseIP(host); !lit && !p.hasAddrRules() && !p.matchesName(name, port) {
+	if ip, lit := parseIP(host); lit && strict {
+		if d := p.decide(host, name, ip, port); d != nil {
+			return host, "", 0, d
+		}
+	} else if p.mode == modeRestricted {
+		if !lit && (strict || !p.hasAddrRules()) && !p.matchesName(name, port) {
 			return host, "", 0, &DeniedError{Host: host, Rule: "no allow rule matches (egress-restricted)"}
 		}
 	}
@@ -234,6 +245,31 @@ func parseIP(host string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return ip, true
+}
+
+// Precheck decides, without any I/O, what can be decided before a name
+// is resolved: it refuses a policy of level none, a network other than TCP
+// or UDP, a malformed address, an IP literal the policy refuses, and under
+// egress-restricted a name that no name rule matches. A nil result does
+// not promise that a dial succeeds: the resolved address is checked when
+// it is dialled. Use it where a connection made earlier, under another
+// agent's level, is about to be reused.
+func (p *Policy) Precheck(network, address string) error {
+	_, _, _, err := p.preflightStrict(network, address, true)
+	return err
+}
+
+// PrecheckURL is Precheck for an http or https URL.
+func (p *Policy) PrecheckURL(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return &DeniedError{Host: rawURL, Rule: "not a URL"}
+	}
+	addr, err := urlAddress(u)
+	if err != nil {
+		return err
+	}
+	return p.Precheck("tcp", addr)
 }
 
 // DialContext dials address ("host:port") on network (tcp or udp, 4 or 6)
