@@ -14,6 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/clutchprotocol/clutch/adapters/a2a"
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -97,7 +98,10 @@ func ExampleRegister() {
 
 	local := newTeam()
 	defer local.close()
-	rm, err := a2a.Register(ctx, local.r, hs.URL+"/agents/echo", nil)
+	// The remote listens on 127.0.0.1: the default egress policy refuses
+	// loopback, so allow it (docs/protocol.md §6).
+	allow, _ := egress.New(&egress.Options{Allow: []string{"127.0.0.1"}})
+	rm, err := a2a.Register(ctx, local.r, hs.URL+"/agents/echo", &a2a.RemoteOptions{Egress: allow})
 	if err != nil {
 		panic(err)
 	}
