@@ -336,3 +336,14 @@ func TestPrecheck(t *testing.T) {
 	denied(t, none.PrecheckURL("https://anything.example.test/"))
 	denied(t, open.PrecheckURL("gopher://x/"))
 }
+
+// BenchmarkPrecheck is the per-call check the MCP client makes before
+// reusing a connection (no I/O).
+func BenchmarkPrecheck(b *testing.B) {
+	p, _ := egress.New(&egress.Options{Restricted: true, Allow: []string{"api.example.com:443", "*.internal.example", "10.0.0.0/8"}})
+	for b.Loop() {
+		if err := p.PrecheckURL("https://api.example.com/mcp"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

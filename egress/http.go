@@ -21,7 +21,13 @@ const DefaultMaxRedirects = 10
 // Transport.Proxy itself and allows the proxy's address, knowing the
 // policy then checks only that address.
 func (p *Policy) Transport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	var t *http.Transport
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = d.Clone()
+	} else { // a host replaced http.DefaultTransport: the same defaults
+		t = &http.Transport{ForceAttemptHTTP2: true, MaxIdleConns: 100, IdleConnTimeout: 90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+	}
 	t.Proxy = nil
 	t.DialContext = p.DialContext
 	t.DialTLSContext = nil
