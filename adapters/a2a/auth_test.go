@@ -435,7 +435,7 @@ func TestRemoteCredentialsStayWithTheHost(t *testing.T) {
 
 	host := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
 	host.Register(card("agent:local", nil, "skill:echo"), echo)
-	rm, err := Register(ctxT(t), host.Router, backend.hs.URL+"/agents/echo", &RemoteOptions{AgentID: "agent:remote", BearerToken: hostKey, Logger: quiet})
+	rm, err := Register(ctxT(t), host.Router, backend.hs.URL+"/agents/echo", &RemoteOptions{AgentID: "agent:remote", BearerToken: hostKey, Logger: quiet, Egress: loopback})
 	require.NoError(t, err)
 	t.Cleanup(func() { rm.Close() })
 

@@ -207,6 +207,20 @@
 // Clutch task, or its passing max_runtime_sec (DefaultMaxRuntimeSec unless
 // RemoteOptions.Limits says otherwise), cancels the remote task.
 //
+// Every connection a Remote makes — to the card's URL and to the
+// interfaces the card lists, which are outside input — is dialled through
+// RemoteOptions.Egress (package egress, docs/protocol.md §6), checked on
+// the address the name resolves to at every dial and redirect, proxies
+// off. The default policy allows public addresses only: an agent on
+// 127.0.0.1 or a private network needs an IP or CIDR rule. The mapped
+// card's security.network (RemoteOptions.Security; "open" when none is
+// given) is enforced: "egress-restricted" dials only what the allow rules
+// match, "none" is refused by NewRemote. Handle holds each task to the
+// network level of the card it runs under (the Remote's, or the one given
+// to router.Attach): none, or no level stated, fails the task with
+// POLICY_DENIED, recorded first as a tool.error, before any I/O. A dial
+// the policy refuses fails the task with POLICY_DENIED, not retryable.
+//
 // # Errors
 //
 // Go errors of the package are [*Error]: a protocol.Code (so errors.Is

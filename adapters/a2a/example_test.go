@@ -15,6 +15,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters/a2a"
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -127,7 +128,10 @@ func ExampleRegister() {
 
 	local := newTeam()
 	defer local.close()
-	rm, err := a2a.Register(ctx, local.r, hs.URL+"/agents/echo", &a2a.RemoteOptions{BearerToken: uiKey})
+	// The remote listens on 127.0.0.1: the default egress policy refuses
+	// loopback, so allow it (docs/protocol.md §6).
+	allow, _ := egress.New(&egress.Options{Allow: []string{"127.0.0.1"}})
+	rm, err := a2a.Register(ctx, local.r, hs.URL+"/agents/echo", &a2a.RemoteOptions{BearerToken: uiKey, Egress: allow})
 	if err != nil {
 		panic(err)
 	}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"strconv"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 )
@@ -31,6 +33,14 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 	if rm.closed.Load() {
 		return nil, router.Fail(protocol.CodeToolUnavailable, "the A2A remote "+rm.url+" is closed", false, nil)
 	}
+	if ep := rm.networkDenied(t); ep != nil {
+		// Recorded as a tool.error (the forward is the agent's use of the
+		// network) before the task fails with it.
+		if _, err := t.Emit(ctx, protocol.TypeToolError, "", ep); err != nil {
+			rm.opts.Logger.DebugContext(ctx, "a2a: tool.error not recorded", "task", t.ID(), "err", err)
+		}
+		return nil, ep
+	}
 	run := &remoteRun{rm: rm, t: t, thread: t.Request().ThreadID}
 	req := &a2a.SendMessageRequest{Message: rm.outbound(t.Request())}
 	res, err := run.do(ctx, req)
@@ -39,6 +49,36 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 		return nil, ctx.Err()
 	}
 	return res, err
+}
+
+// networkDenied holds a forward to the security.network of the card the
+// task runs under (docs/protocol.md §6.4): the Remote's own card when it
+// was registered by Register, or whatever card router.Attach was given. A
+// card that states no level, or none, may not forward; egress-restricted
+// needs the remote's URL allowed by name (or address) in
+// RemoteOptions.Egress. The connections themselves are dialled at the
+// Remote's own level.
+func (rm *Remote) networkDenied(t *router.Task) *protocol.ErrorPayload {
+	level := ""
+	if c := t.Card(); c != nil && c.Security != nil {
+		level = c.Security.Network
+	}
+	p, err := rm.opts.Egress.Network(level)
+	if err == nil {
+		err = p.PrecheckURL(rm.url)
+	}
+	if err == nil {
+		return nil
+	}
+	details := map[string]any{"remote": rm.url, "network": level}
+	var d *egress.DeniedError
+	if errors.As(err, &d) {
+		details["host"] = d.Host
+		details["rule"] = d.Rule
+	}
+	return &protocol.ErrorPayload{Code: protocol.CodePolicyDenied,
+		Message: "the card of " + t.Agent() + " (security.network " + strconv.Quote(level) + ") may not reach the A2A agent " + rm.url + ": " + err.Error(),
+		Details: details}
 }
 
 // outbound maps a task.request to the A2A message sent for it: a Content

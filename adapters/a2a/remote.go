@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
@@ -43,12 +44,20 @@ type RemoteOptions struct {
 	// BearerToken, when set, is sent as "Authorization: Bearer <token>"
 	// on every request to the remote agent, the card's included.
 	BearerToken string
-	// HTTPClient makes the requests; its Transport (http.DefaultTransport
-	// when nil) is wrapped to add the token and classify HTTP statuses. Do
-	// not give it a Timeout shorter than the longest task: streams are
-	// bounded by the task's context (max_runtime_sec) instead. Nil: a
-	// client of its own, without a timeout.
+	// HTTPClient makes the requests; its Transport is wrapped to add the
+	// token and classify HTTP statuses. Its Transport, when set, must be an
+	// *http.Transport: the Remote uses a clone that dials through Egress,
+	// without a proxy. Do not give it a Timeout shorter than the longest
+	// task: streams are bounded by the task's context (max_runtime_sec)
+	// instead. Nil: a client of its own, without a timeout.
 	HTTPClient *http.Client
+	// Egress is the policy every connection to the remote agent is dialled
+	// through — the card's URL and the interfaces the card lists, at every
+	// dial and redirect (package egress, docs/protocol.md §6), restricted
+	// further by the network level of Security. egress.Default() when nil:
+	// public addresses only, so an agent on loopback or a private network
+	// needs an IP or CIDR rule ("127.0.0.1", "10.0.0.0/8").
+	Egress *egress.Policy
 	// CardPath is where the card is, relative to the URL given to
 	// NewRemote; CardPath (the A2A well-known path) when "". A URL ending
 	// in ".json" is taken as the card's own URL.
@@ -57,7 +66,13 @@ type RemoteOptions struct {
 	// task (the router cancels it, and the remote task with it); nil
 	// means {max_runtime_sec: DefaultMaxRuntimeSec}.
 	Limits *protocol.Limits
-	// Security of the mapped card (sandbox, network), nil by default.
+	// Security of the mapped card (sandbox, network). Its network level
+	// (docs/protocol.md §6.4) is enforced on the Remote's connections:
+	// "egress-restricted" dials only what Egress's allow rules match,
+	// "open" what Egress allows; "none" cannot reach the agent, so
+	// NewRemote refuses it with POLICY_DENIED. Nil, or no network level,
+	// means {network: "open"}: forwarding to a remote agent is network
+	// access, and the card says so.
 	Security *protocol.CardSecurity
 	// Capabilities are added to the ones mapped from the card's skills.
 	Capabilities []protocol.Capability
@@ -110,6 +125,22 @@ func (o *RemoteOptions) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Egress == nil {
+		o.Egress = egress.Default()
+	}
+	sec := protocol.CardSecurity{Network: "open"}
+	if o.Security != nil {
+		sec = *o.Security
+		if sec.Network == "" {
+			sec.Network = "open"
+		}
+	}
+	o.Security = &sec
+	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
+		if _, ok := o.HTTPClient.Transport.(*http.Transport); !ok {
+			return optionsError("HTTPClient.Transport must be an *http.Transport, so that it dials through the egress policy")
+		}
+	}
 	return nil
 }
 
@@ -124,7 +155,8 @@ type Remote struct {
 	card    *protocol.AgentCard
 	client  *a2aclient.Client
 	hc      *http.Client
-	owned   *http.Transport // closed by Close when the Remote made it
+	policy  *egress.Policy  // Egress at the card's network level
+	owned   *http.Transport // closed by Close
 	closed  atomic.Bool
 
 	mu       sync.Mutex
@@ -170,7 +202,15 @@ func NewRemote(ctx context.Context, url string, opts *RemoteOptions) (*Remote, e
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 		return nil, optionsError("url " + url + " is not an absolute http(s) URL")
 	}
-	rm := &Remote{url: strings.TrimRight(url, "/"), opts: o, contexts: map[string]string{}, pending: map[string]a2a.TaskID{}}
+	// The card's network level restricts the policy (docs/protocol.md §6.4).
+	policy, err := o.Egress.Network(o.Security.Network)
+	if err != nil {
+		return nil, optionsError("Security.Network: " + err.Error())
+	}
+	if err := policy.PrecheckURL(url); err != nil { // level none refuses every URL
+		return nil, &Error{Adapter: "a2a", Code: protocol.CodePolicyDenied, Detail: "the egress policy at network level " + policy.Level() + " refuses " + url, Sentinel: ErrCard, Err: err}
+	}
+	rm := &Remote{url: strings.TrimRight(url, "/"), opts: o, policy: policy, contexts: map[string]string{}, pending: map[string]a2a.TaskID{}}
 	rm.hc = rm.httpClient()
 	card, err := rm.fetchCard(ctx)
 	if err != nil {
@@ -225,10 +265,28 @@ func (rm *Remote) httpClient() *http.Client {
 	if rm.opts.HTTPClient != nil {
 		hc = *rm.opts.HTTPClient
 	}
-	base := hc.Transport
-	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		rm.owned, base = t, t
+	// Every dial goes through the policy, proxies off (docs/protocol.md §6);
+	// setDefaults made sure a caller's Transport is an *http.Transport.
+	base := rm.policy.Transport()
+	if t, ok := hc.Transport.(*http.Transport); ok {
+		base = t.Clone()
+		base.DialContext = rm.policy.DialContext
+		base.DialTLSContext = nil
+		base.Proxy = nil
+	}
+	rm.owned = base
+	redirect := hc.CheckRedirect
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if err := egress.RedirectAllowed(req, via); err != nil {
+			return err
+		}
+		if redirect != nil {
+			return redirect(req, via)
+		}
+		if len(via) >= egress.DefaultMaxRedirects {
+			return errors.New("a2a: stopped after 10 redirects")
+		}
+		return nil
 	}
 	hc.Transport = &transport{base: base, token: rm.opts.BearerToken, maxBody: rm.opts.MaxResponseBytes}
 	return &hc
@@ -446,6 +504,16 @@ func classify(err error, remote string) *protocol.ErrorPayload {
 	details := map[string]any{"remote": remote}
 	ep := func(code protocol.Code, retryable bool) *protocol.ErrorPayload {
 		return &protocol.ErrorPayload{Code: code, Message: "A2A agent " + remote + ": " + err.Error(), Retryable: retryable, Details: details}
+	}
+	var denied *egress.DeniedError
+	if errors.As(err, &denied) {
+		// The egress policy refused a dial or a redirect (docs/protocol.md §6).
+		details["host"] = denied.Host
+		if denied.Address != "" {
+			details["address"] = denied.Address
+		}
+		details["rule"] = denied.Rule
+		return ep(protocol.CodePolicyDenied, false)
 	}
 	var se *statusError
 	if errors.As(err, &se) {

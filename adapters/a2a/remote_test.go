@@ -49,6 +49,11 @@ func newCaller(t testing.TB, url string, opts *RemoteOptions, attempts int) *cal
 	if o.BearerToken == "" {
 		o.BearerToken = testKey // the test Servers authenticate callers
 	}
+	if o.Egress == nil {
+		// The test servers listen on 127.0.0.1, which the default policy
+		// refuses (docs/protocol.md §6).
+		o.Egress = loopback
+	}
 	rm, err := Register(context.Background(), env.Router, url, &o)
 	if err != nil {
 		t.Fatalf("Register %s: %v", url, err)
@@ -78,6 +83,7 @@ func TestRemoteCard(t *testing.T) {
 		Endpoints:    map[string]protocol.Endpoint{"a2a": {URL: b.hs.URL + "/agents/echo/a2a"}},
 		Capabilities: []protocol.Capability{{ID: "skill:echo", Tags: []string{"test"}}},
 		Limits:       &protocol.Limits{MaxRuntimeSec: DefaultMaxRuntimeSec},
+		Security:     &protocol.CardSecurity{Network: "open"},
 	}
 	if mustJSON(t, got) != mustJSON(t, want) {
 		t.Errorf("card:\n got %s\nwant %s", mustJSON(t, got), mustJSON(t, want))
@@ -311,7 +317,7 @@ func TestRemoteUnreachable(t *testing.T) {
 		t.Errorf("unreachable peer: %v attempt %d", err, out.Message.Attempt)
 	}
 	// NewRemote on a dead address: a retryable ErrCard.
-	_, err = NewRemote(context.Background(), b.hs.URL, &RemoteOptions{Logger: quiet})
+	_, err = NewRemote(context.Background(), b.hs.URL, &RemoteOptions{Logger: quiet, Egress: loopback})
 	if !errors.Is(err, ErrCard) || !errors.Is(err, protocol.CodeToolUnavailable) {
 		t.Errorf("NewRemote on a dead address: %v", err)
 	}
@@ -464,14 +470,16 @@ func TestRemoteRefusesA2A03(t *testing.T) {
 		io.WriteString(w, `{"name":"old","description":"d","url":"http://127.0.0.1:1/","protocolVersion":"0.3.0","version":"1","capabilities":{},"defaultInputModes":[],"defaultOutputModes":[],"skills":[]}`)
 	}))
 	defer hs.Close()
-	_, err := NewRemote(context.Background(), hs.URL, &RemoteOptions{Logger: quiet})
+	_, err := NewRemote(context.Background(), hs.URL, &RemoteOptions{Logger: quiet, Egress: loopback})
 	if !errors.Is(err, ErrCard) || !errors.Is(err, protocol.CodeUnsupportedVersion) {
 		t.Errorf("0.3 card: %v", err)
 	}
 	for _, bad := range []struct {
 		url  string
 		opts *RemoteOptions
-	}{{"ftp://x", nil}, {hs.URL, &RemoteOptions{AgentID: "ken"}}, {hs.URL, &RemoteOptions{PollInterval: -1}}} {
+	}{{"ftp://x", nil}, {hs.URL, &RemoteOptions{AgentID: "ken"}}, {hs.URL, &RemoteOptions{PollInterval: -1}},
+		{hs.URL, &RemoteOptions{Security: &protocol.CardSecurity{Network: "everywhere"}}},
+		{hs.URL, &RemoteOptions{HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })}}}} {
 		if _, err := NewRemote(context.Background(), bad.url, bad.opts); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%s %+v: %v", bad.url, bad.opts, err)
 		}

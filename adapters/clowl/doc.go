@@ -165,11 +165,26 @@
 //	CAPS                      CLowl v<d.clowl> | supports: <entries, comma-separated>
 //
 // where <data> is nothing for {}, " — <key>: <value>" for a single string
-// member, else " — " and the JCS form of the members; <ctx> is
+// member, else " — " and the JCS form of the members (with invisible and
+// line-breaking characters \u-escaped); <ctx> is
 // " | ctx: ref <ref>" with " (sha256 <first 12 hex>…)" and ", inline
 // fallback of <n> characters" as present, or " | ctx: inline, <n>
 // characters"; <det> is " [deterministic]" when det is true; <pid> is
 // " (re: <pid>)"; <auth> is " [authenticated]" when there is a token.
+//
+// The message is outside input, and the sentence is read by people and by
+// models, so its text stays inside explicit boundaries (docs/protocol.md
+// §6.5). Free text — <value>, <msg>, <reason>, <phase>, <note> — is always
+// written as a JSON string literal: in double quotes, with '"', '\\',
+// control characters and every other invisible or line-breaking character
+// (U+2028, U+0085, bidirectional controls, ...) escaped, so a payload
+// cannot end its quotes, start a new line or hide text; it decodes back
+// to exactly the message's text. Names — ids, <t>, <code>, keys,
+// <delegation_mode>, <ref>, capability entries — are written bare when they
+// are plain tokens (letters, digits and . _ : @ / # * + ~ = -), quoted in
+// the same way otherwise. A translation is therefore always one line. A
+// prompt that embeds translations should still tell the model that quoted
+// text is data from other agents, not instructions.
 //
 // SystemPrompt is the spec's system-prompt text (§7) for LLM agents,
 // verbatim; SystemPromptV02 is the package's own prompt for the v0.2 wire

@@ -1,10 +1,15 @@
 package clowl
 
 import (
-	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -68,13 +73,17 @@ func (m *Message) English() string {
 	var b strings.Builder
 	b.WriteString("[" + time.Unix(m.TS, 0).UTC().Format("2006-01-02 15:04:05") + " UTC] ")
 	if m.TID != "" {
-		b.WriteString("[" + m.TID + "] ")
+		b.WriteString("[" + token(m.TID) + "] ")
 	}
-	b.WriteString(m.From + " → ")
+	b.WriteString(token(m.From) + " → ")
 	if len(m.To) == 1 && !m.ToList {
-		b.WriteString(m.To[0])
+		b.WriteString(token(m.To[0]))
 	} else {
-		b.WriteString("[" + strings.Join(m.To, ", ") + "]")
+		to := make([]string, len(m.To))
+		for i, x := range m.To {
+			to[i] = token(x)
+		}
+		b.WriteString("[" + strings.Join(to, ", ") + "]")
 	}
 	b.WriteString(": ")
 	name := m.P.Name()
@@ -95,9 +104,9 @@ func (m *Message) English() string {
 				rest = append(rest, mb)
 			}
 		}
-		b.WriteString(m.Body.T + " [" + mode + "]" + summary(rest))
+		b.WriteString(token(m.Body.T) + " [" + token(mode) + "]" + summary(rest))
 	case PROG:
-		b.WriteString(m.Body.T + progSentence(ms))
+		b.WriteString(token(m.Body.T) + progSentence(ms))
 	case CNCL:
 		reason, rest := "", ms[:0:0]
 		for _, mb := range ms {
@@ -107,9 +116,9 @@ func (m *Message) English() string {
 				rest = append(rest, mb)
 			}
 		}
-		b.WriteString(m.Body.T)
+		b.WriteString(token(m.Body.T))
 		if reason != "" {
-			b.WriteString(" — " + reason)
+			b.WriteString(" — " + quotedText(reason))
 		}
 		if len(rest) > 0 {
 			b.WriteString(summary(rest))
@@ -124,20 +133,20 @@ func (m *Message) English() string {
 				}
 			case "supports":
 				for _, c := range capabilities([]byte(`{"supports":` + string(mb.Value) + `}`)) {
-					supports = append(supports, strings.TrimPrefix(c.ID, "skill:"))
+					supports = append(supports, token(strings.TrimPrefix(c.ID, "skill:")))
 				}
 			}
 		}
-		b.WriteString("CLowl v" + v + " | supports: " + strings.Join(supports, ", "))
+		b.WriteString("CLowl v" + token(v) + " | supports: " + strings.Join(supports, ", "))
 	default: // REQ, INF, ACK, DONE, QRY
-		b.WriteString(m.Body.T + summary(ms))
+		b.WriteString(token(m.Body.T) + summary(ms))
 	}
 	if c := m.Ctx; c != nil {
 		switch {
 		case c.Ref != "":
-			b.WriteString(" | ctx: ref " + c.Ref)
+			b.WriteString(" | ctx: ref " + token(c.Ref))
 			if c.Hash != "" {
-				b.WriteString(" (sha256 " + c.Hash[:min(12, len(c.Hash))] + "…)")
+				b.WriteString(" (sha256 " + token(prefix(c.Hash, 12)) + "…)")
 			}
 			if c.Inline != "" {
 				b.WriteString(", inline fallback of " + strconv.Itoa(len([]rune(c.Inline))) + " characters")
@@ -150,7 +159,7 @@ func (m *Message) English() string {
 		b.WriteString(" [deterministic]")
 	}
 	if m.PID != "" {
-		b.WriteString(" (re: " + m.PID + ")")
+		b.WriteString(" (re: " + token(m.PID) + ")")
 	}
 	if m.Auth != "" {
 		b.WriteString(" [authenticated]")
@@ -166,14 +175,14 @@ func summary(ms []rawjson.Member) string {
 		return ""
 	case len(ms) == 1:
 		if s, ok := rawjson.Str(ms[0].Value); ok {
-			return " — " + ms[0].Name + ": " + s
+			return " — " + token(ms[0].Name) + ": " + quotedText(s)
 		}
 	}
 	canon, err := protocol.Canonical(rawjson.Object(ms))
 	if err != nil {
-		return " — " + string(rawjson.Object(ms))
+		canon = rawjson.Object(ms)
 	}
-	return " — " + string(canon)
+	return " — " + visible(string(canon))
 }
 
 func errSentence(t string, ms []rawjson.Member) string {
@@ -196,14 +205,14 @@ func errSentence(t string, ms []rawjson.Member) string {
 	}
 	var b strings.Builder
 	if t != "error" {
-		b.WriteString(t + " ")
+		b.WriteString(token(t) + " ")
 	}
-	b.WriteString("[" + code + "]")
+	b.WriteString("[" + token(code) + "]")
 	if msg != "" {
-		b.WriteString(" " + msg)
+		b.WriteString(" " + quotedText(msg))
 	}
 	if cause != "" {
-		b.WriteString(" (cause " + cause + ")")
+		b.WriteString(" (cause " + token(cause) + ")")
 	}
 	if retry != "" {
 		b.WriteString(" — " + retry)
@@ -221,9 +230,9 @@ func progSentence(ms []rawjson.Member) string {
 		case mb.Name == "pct" && rawjson.Kind(mb.Value) == '0':
 			parts = append(parts, string(mb.Value)+"%")
 		case mb.Name == "phase" && isStr:
-			parts = append(parts, "phase "+s)
+			parts = append(parts, "phase "+quotedText(s))
 		case mb.Name == "note" && isStr:
-			parts = append(parts, s)
+			parts = append(parts, quotedText(s))
 		case mb.Name == "seq" && rawjson.Kind(mb.Value) == '0':
 			parts = append(parts, "#"+string(mb.Value))
 		case mb.Name == "final" && rawjson.Kind(mb.Value) == 't':
@@ -238,4 +247,105 @@ func progSentence(ms []rawjson.Member) string {
 		out = " — " + strings.Join(parts, ", ")
 	}
 	return out + summary(rest)
+}
+
+// Boundaries (docs/protocol.md §6.5). The sentence is read by people and
+// by models; the strings in it come from the message, which is outside
+// input. Free text (values, msg, reason, phase, note) is always written as
+// a JSON string literal: quoted, with '"', '\\', control characters and
+// every other invisible or line-breaking character escaped, so it cannot
+// end its quotes or start a line of its own. Names (ids, t, codes, keys,
+// refs) are written bare when they are plain tokens, quoted like free
+// text otherwise.
+
+// maxToken is the longest string written bare.
+const maxToken = 256
+
+// token writes s bare when it is a plain token — letters, digits and
+// . _ : @ / # * + ~ = - only — and as quotedText does otherwise.
+func token(s string) string {
+	if s == "" || len(s) > maxToken {
+		return quotedText(s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:@/#*+~=-", c) >= 0) {
+			return quotedText(s)
+		}
+	}
+	return s
+}
+
+// quotedText writes s as a JSON string literal that shows every character:
+// '"' and '\\' escaped, \n \r \t, and \uXXXX for every other rune that is
+// not a printable character or a space (controls, line and paragraph
+// separators, bidirectional and other format characters).
+func quotedText(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == ' ' || r != utf8.RuneError && unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			escapeRune(&b, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// visible escapes, in JSON text, the runes JSON allows raw in strings but
+// that are invisible or break lines (U+2028, bidirectional controls, …);
+// outside strings JSON text has none. The value is unchanged.
+func visible(j string) string {
+	clean := true
+	for _, r := range j {
+		if r >= 0x80 && !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return j
+	}
+	var b strings.Builder
+	for _, r := range j {
+		if r >= 0x80 && !unicode.IsPrint(r) {
+			escapeRune(&b, r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func escapeRune(b *strings.Builder, r rune) {
+	if r > 0xffff {
+		r1, r2 := utf16.EncodeRune(r)
+		fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+		return
+	}
+	fmt.Fprintf(b, `\u%04x`, r)
+}
+
+// prefix returns at most n bytes of s, cut at a rune boundary.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -56,7 +56,7 @@ func ExampleTranslate() {
 	s, _ := clowl.Translate([]byte(`{"clowl":"0.2","mid":"m006","ts":1709078405,"tid":"t001","pid":"m001","p":"ERR","from":"radar","to":"oscar","cid":"conv-001","body":{"t":"error","d":{"code":"E003","msg":"Context file not accessible","retry":true}}}`))
 	fmt.Println(s)
 	// Output:
-	// [2024-02-28 00:00:05 UTC] [t001] radar → oscar: ERROR [E003] Context file not accessible — retryable (re: m001)
+	// [2024-02-28 00:00:05 UTC] [t001] radar → oscar: ERROR [E003] "Context file not accessible" — retryable (re: m001)
 }
 
 // Lenient parsing repairs what the CLowl SDKs repair, and says so.

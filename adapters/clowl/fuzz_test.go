@@ -35,8 +35,10 @@ func FuzzInbound(f *testing.F) {
 		if msgs == nil {
 			return
 		}
-		if _, err := clowl.EnglishOf(msgs[0]); err != nil {
+		if en, err := clowl.EnglishOf(msgs[0]); err != nil {
 			t.Fatalf("no English for an inbound message: %v", err)
+		} else if !oneLine(en) {
+			t.Fatalf("the English is not one line of visible text: %q", en)
 		}
 		if !a.CanHandle(msgs[0]) {
 			t.Fatalf("CanHandle refuses an inbound %s", msgs[0].Type)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -104,6 +106,13 @@ var errDeadline = errors.New("mcp: the call's deadline passed")
 //     request's security.policy.tool_allowlist when that is set, and among
 //     the tools or servers of the calling agent's card. Otherwise: a
 //     tool.error POLICY_DENIED.
+//     For a Streamable HTTP server, the card's security.network too
+//     (docs/protocol.md §6.4): "none" or no level refuses the call,
+//     "egress-restricted" requires the server's URL host to be allowed by
+//     name (or an IP literal allowed by address) in ClientOptions.Egress,
+//     "open" leaves it to the policy's defaults. Otherwise: a tool.error
+//     POLICY_DENIED. Every connection is dialled through the policy; a
+//     refused dial is a tool.error POLICY_DENIED as well.
 //  2. A tool.call event {tool, name, args}.
 //  3. The call, with a deadline (CallOptions.Timeout, else the server's,
 //     else the client's; 30 s by default) and a progress token: progress
@@ -136,6 +145,9 @@ func (c *Client) Call(ctx context.Context, t *router.Task, server, tool string, 
 		oc := outcome{code: protocol.CodeToolNotFound, message: "no MCP server " + sid + " is configured"}
 		oc.detail("available_servers", c.Servers())
 		return nil, c.fail(ctx, t, "", oc, base, ErrUnknownServer)
+	}
+	if oc, denied := c.networkDenied(t, s); denied {
+		return nil, c.fail(ctx, t, "", oc, base, egress.ErrDenied)
 	}
 	if c.isClosed() {
 		return nil, c.fail(ctx, t, "", outcome{code: protocol.CodeToolUnavailable, message: "the MCP client is closed"}, base, ErrClosed)
@@ -495,4 +507,44 @@ func (c *Client) onProgress(ctx context.Context, req *sdk.ProgressNotificationCl
 	defer cancel()
 	_ = p.t.Progress(pctx, &ProgressPayload{Tool: p.tool, Name: p.name, CallID: p.call,
 		Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+}
+
+// networkDenied holds a call to a Streamable HTTP server to the calling
+// agent's security.network (docs/protocol.md §6.4), before any I/O: the
+// connection may already be open (dialled for another agent), so the
+// decision cannot wait for a dial. stdio servers and custom transports are
+// not connections the client dials and are not checked.
+func (c *Client) networkDenied(t *router.Task, s *server) (outcome, bool) {
+	if s.cfg.URL == "" {
+		return outcome{}, false
+	}
+	level := ""
+	if card := t.Card(); card != nil && card.Security != nil {
+		level = card.Security.Network
+	}
+	deny := func(msg string, err error) (outcome, bool) {
+		oc := outcome{code: protocol.CodePolicyDenied, message: msg}
+		oc.detail("network", level)
+		var d *egress.DeniedError
+		if errors.As(err, &d) {
+			oc.detail("host", d.Host)
+			oc.detail("rule", d.Rule)
+		}
+		return oc, true
+	}
+	p, err := c.opts.Egress.Network(level)
+	if err != nil {
+		return deny("the card of "+t.Agent()+" states an unknown security.network "+strconv.Quote(level), err)
+	}
+	if p.AllowsNothing() {
+		stated := "says security.network " + strconv.Quote(level)
+		if level == "" {
+			stated = "states no security.network (none)"
+		}
+		return deny("the card of "+t.Agent()+" "+stated+": it may not reach mcp:"+s.cfg.Name+" over HTTP", nil)
+	}
+	if err := p.PrecheckURL(s.cfg.URL); err != nil {
+		return deny("mcp:"+s.cfg.Name+" is not reachable at network level "+p.Level()+": "+err.Error(), err)
+	}
+	return outcome{}, false
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,7 +44,17 @@ var rateLimitRE = regexp.MustCompile(`(?i)(rate.?limit|too many requests|quota e
 // for this call, in seconds.
 func classifyError(err error, tool string, retryAfter float64) outcome {
 	var ua *unavailable
+	var denied *egress.DeniedError
 	switch {
+	case errors.As(err, &denied):
+		// The egress policy refused a dial or a redirect (docs/protocol.md §6).
+		o := outcome{code: protocol.CodePolicyDenied, message: denied.Error()}
+		o.detail("host", denied.Host)
+		if denied.Address != "" {
+			o.detail("address", denied.Address)
+		}
+		o.detail("rule", denied.Rule)
+		return o
 	case errors.As(err, &ua):
 		o := outcome{code: protocol.CodeToolUnavailable, message: ua.Error(), retryable: true}
 		if ua.retryAfter > 0 {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clutchprotocol/clutch/egress"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -150,16 +151,34 @@ func (c *Client) newServer(cfg *ServerConfig) *server {
 		},
 	})
 	if cfg.URL != "" {
-		base := http.DefaultTransport.(*http.Transport).Clone()
-		var rt http.RoundTripper = base
+		// Every dial goes through the egress policy, proxies off
+		// (docs/protocol.md §6); validate made sure a caller's Transport
+		// is an *http.Transport.
+		base := c.opts.Egress.Transport()
 		hc := &http.Client{}
 		if cfg.HTTPClient != nil {
 			*hc = *cfg.HTTPClient
-			if hc.Transport != nil {
-				rt = hc.Transport
+			if t, ok := hc.Transport.(*http.Transport); ok {
+				base = t.Clone()
+				base.DialContext = c.opts.Egress.DialContext
+				base.DialTLSContext = nil
+				base.Proxy = nil
 			}
 		}
-		hc.Transport = &httpTransport{base: rt, headers: cfg.Headers, limit: s.limit}
+		redirect := hc.CheckRedirect
+		hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if err := egress.RedirectAllowed(req, via); err != nil {
+				return err
+			}
+			if redirect != nil {
+				return redirect(req, via)
+			}
+			if len(via) >= egress.DefaultMaxRedirects {
+				return errors.New("mcp: stopped after 10 redirects")
+			}
+			return nil
+		}
+		hc.Transport = &httpTransport{base: base, headers: cfg.Headers, limit: s.limit}
 		s.httpc = hc
 	}
 	return s

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/clutchprotocol/clutch/egress"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,8 +66,10 @@ type ServerConfig struct {
 	// Headers are sent with every HTTP request (e.g. Authorization).
 	Headers map[string]string
 	// HTTPClient sends the HTTP requests; its Transport is wrapped to add
-	// Headers, read Retry-After and enforce MaxResultBytes. A private
-	// clone of http.DefaultTransport when nil.
+	// Headers, read Retry-After and enforce MaxResultBytes. Its Transport,
+	// when set, must be an *http.Transport: the client uses a clone whose
+	// DialContext is the egress policy's and whose Proxy is nil (see
+	// ClientOptions.Egress). ClientOptions.Egress.Transport() when nil.
 	HTTPClient *http.Client
 
 	// Transport, when set, makes the connection instead: called once per
@@ -123,6 +126,16 @@ type ClientOptions struct {
 	// ProtocolVersion asks for an MCP revision; the SDK's latest
 	// (2026-07-28, falling back to 2025-11-25 for older servers) when "".
 	ProtocolVersion string
+	// Egress is the policy every connection to a Streamable HTTP server is
+	// dialled through (package egress, docs/protocol.md §6): the server's
+	// host is checked on the address it resolves to, at every dial and
+	// redirect. egress.Default() when nil: public addresses only, so a
+	// server on loopback or a private network needs an IP or CIDR rule
+	// ("127.0.0.1", "10.0.0.0/8"). Each call is also held to the calling
+	// agent's card: see [Client.Call]. stdio servers are processes, not
+	// connections, and custom Transports are the caller's: neither is
+	// governed by the policy.
+	Egress *egress.Policy
 	// OnToolsChanged, when set, is called (on its own goroutine) after a
 	// server announced that its tool list changed; the cached list is
 	// already dropped, the next Tools or LLMTools call loads it again.
@@ -169,6 +182,9 @@ func (o *ClientOptions) setDefaults() error {
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = DefaultMaxBackoff
 	}
+	if o.Egress == nil {
+		o.Egress = egress.Default()
+	}
 	if o.ClientInfo == nil {
 		o.ClientInfo = &sdk.Implementation{Name: "clutch", Version: ClientVersion}
 	}
@@ -201,6 +217,11 @@ func (c *ServerConfig) validate() error {
 	}
 	if c.URL == "" && (len(c.Headers) > 0 || c.HTTPClient != nil) {
 		return wrap(ErrInvalidConfig, "server "+c.Name+": Headers and HTTPClient need URL")
+	}
+	if c.HTTPClient != nil && c.HTTPClient.Transport != nil {
+		if _, ok := c.HTTPClient.Transport.(*http.Transport); !ok {
+			return wrap(ErrInvalidConfig, "server "+c.Name+": HTTPClient.Transport must be an *http.Transport, so that it dials through the egress policy")
+		}
 	}
 	return nil
 }

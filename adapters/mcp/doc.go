@@ -23,7 +23,7 @@
 //
 //	c, _ := mcp.NewClient([]mcp.ServerConfig{
 //		{Name: "everything", Command: "node", Args: []string{"dist/index.js", "stdio"}},
-//		{Name: "search", URL: "http://127.0.0.1:3001/mcp", Headers: map[string]string{"Authorization": "Bearer …"}},
+//		{Name: "search", URL: "https://search.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer …"}},
 //	}, nil)
 //	defer c.Close()
 //	r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
@@ -50,13 +50,38 @@
 // name; [Client.Resolve] maps a name back. A [Toolbox] is the view of one
 // task: only the servers its policy allows, calls by LLM name.
 //
+// # Egress
+//
+// Every connection to a Streamable HTTP server is dialled through
+// ClientOptions.Egress (package egress, docs/protocol.md §6): the address
+// the server's name resolves to is checked at every dial and redirect, so
+// neither a URL nor a DNS answer can point the client at loopback, a
+// private network or a cloud metadata address unless an IP or CIDR rule
+// allows it; proxies are off. The default policy (nil) allows public
+// addresses only: a server on 127.0.0.1 needs
+// egress.New(&egress.Options{Allow: []string{"127.0.0.1"}}).
+//
+// Each call to an HTTP server is also held, before any I/O, to the
+// security.network of the calling agent's card (docs/protocol.md §6.4):
+// none — or no level at all — refuses it; egress-restricted needs the
+// server's URL host to be allowed by name (or an IP literal allowed by
+// address); open leaves it to the policy. A connection is shared by the
+// agents that call the server, which is why the card is checked on every
+// call and not only when dialling.
+//
+// stdio servers are processes, not connections: the policy does not see
+// what they connect to, and a card of level none may use them. Confine
+// them with the operating system (containers, network namespaces). The
+// same holds for ServerConfig.Transport.
+//
 // # Mapping: MCP → events
 //
 // [Client.Call] does, in order:
 //
 //	policy (no I/O)    request security.policy.tool_allowlist (when set) and the
 //	                   agent card's tools/servers must include "mcp:<server>",
-//	                   else tool.error POLICY_DENIED
+//	                   else tool.error POLICY_DENIED; for an HTTP server also
+//	                   the card's security.network (see Egress below)
 //	tool.call          {tool: "mcp:<server>", name, args}           (CallPayload)
 //	tools/call         with a deadline and _meta.progressToken (the tool.call id)
 //	progress           notifications/progress → task.progress of the task
@@ -93,7 +118,9 @@
 //	                  ClientOptions.Timeout; 30 s) or the caller's; retryable;
 //	                  the server gets notifications/cancelled
 //	CANCELLED         ctx was cancelled; the server gets notifications/cancelled
-//	POLICY_DENIED     refused before any I/O
+//	POLICY_DENIED     refused before any I/O (allowlists, the card's network
+//	                  level), or a dial or redirect the egress policy refused;
+//	                  details.host, details.rule (and details.address)
 //	TOO_LARGE         a result over MaxResultBytes (4 MiB); the connection stays up
 //	VALIDATION        structuredContent missing or not matching the outputSchema
 //	INVALID_FIELD     arguments that are not a JSON object

@@ -41,7 +41,8 @@ func greeter() mcp.ServerConfig {
 	}}
 	// A stdio server instead: mcp.ServerConfig{Name: "everything", Command: "npx",
 	//	Args: []string{"@modelcontextprotocol/server-everything"}}; an HTTP one:
-	//	mcp.ServerConfig{Name: "search", URL: "http://127.0.0.1:3001/mcp"}.
+	//	mcp.ServerConfig{Name: "search", URL: "http://127.0.0.1:3001/mcp"} with
+	//	ClientOptions.Egress allowing "127.0.0.1" (the default refuses loopback).
 }
 
 // newRouter returns a router over an in-memory store.

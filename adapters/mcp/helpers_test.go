@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
@@ -160,6 +161,11 @@ func newClient(t testing.TB, servers []mcp.ServerConfig, opts *mcp.ClientOptions
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Egress == nil {
+		// The test servers listen on 127.0.0.1, which the default policy
+		// refuses (docs/protocol.md §6).
+		opts.Egress = loopbackPolicy(t)
+	}
 	c, err := mcp.NewClient(servers, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +178,16 @@ func newClient(t testing.TB, servers []mcp.ServerConfig, opts *mcp.ClientOptions
 	return c
 }
 
+// loopbackPolicy is an egress policy that allows 127.0.0.1.
+func loopbackPolicy(t testing.TB) *egress.Policy {
+	t.Helper()
+	p, err := egress.New(&egress.Options{Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // taskRunner runs functions inside router tasks of an agent whose card
 // lists the given tool servers.
 type taskRunner struct {
@@ -181,12 +197,22 @@ type taskRunner struct {
 }
 
 func newTaskRunner(t testing.TB, tools ...string) *taskRunner {
+	return newTaskRunnerNet(t, "open", tools...)
+}
+
+// newTaskRunnerNet is newTaskRunner for an agent whose card states the
+// given security.network ("" for no security section).
+func newTaskRunnerNet(t testing.TB, network string, tools ...string) *taskRunner {
 	tr := &taskRunner{env: routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Timeout: 60 * time.Second})}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:caller",
 		// The servers sit on a capability that routing does not use, so
 		// that the router's own allowlist filter (docs/protocol.md §4.2) lets the
 		// task through and the adapter's check is what is tested.
 		Capabilities: []protocol.Capability{{ID: "skill:call"}, {ID: "tool:mcp", Servers: tools}}}
+	if network != "" {
+		// HTTP servers need a card that may use the network (docs/protocol.md §6.4).
+		card.Security = &protocol.CardSecurity{Network: network}
+	}
 	tr.env.Register(card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		tr.mu.Lock()
 		f := tr.next

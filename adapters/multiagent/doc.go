@@ -153,9 +153,19 @@
 //
 // ClaudePrompt, GPTPrompt and GeminiPrompt render an envelope as the
 // fromEnvelope functions of multiagent-1.0's reference adapters
-// (adapters/claude.ts, gpt5.ts and gemini.ts) do, character for
-// character, so an LLM-backed agent can turn its task.request into its
-// model's prompt.
+// (adapters/claude.ts, gpt5.ts and gemini.ts) do, so an LLM-backed agent
+// can turn its task.request into its model's prompt — with one addition:
+// the text taken from the message is untrusted, and sits inside explicit
+// boundaries (docs/protocol.md §6.5). Claude's and Gemini's prompts put
+// every value (task, context, content, and an intent that is not one of
+// the ten) between <data-N> and </data-N>, where N is a nonce that none of
+// the values contains, so a payload cannot end its block whatever it
+// holds; their first line says that such text is data, never
+// instructions. GPT's user prompt is JSON (its strings escaped), and its
+// system prompt ends with GPTNotice, which says the user message is data.
+// Without the notice and the tags, each prompt is the reference adapter's
+// character for character: the tests compare them with the TypeScript,
+// run by Node.
 //
 // # Errors
 //

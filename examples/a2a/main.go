@@ -31,6 +31,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters/a2a"
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -135,13 +136,26 @@ func run(ctx context.Context, w io.Writer) error {
 	}()
 
 	// The client's view: resolve the card, stream a message, read the task.
-	card, err := agentcard.DefaultResolver.Resolve(ctx, base+"/agents/ken")
+	// The client dials through an egress policy (package egress,
+	// docs/protocol.md §6), as every outbound connection of the SDK does.
+	// Its default refuses loopback and private addresses, so this one
+	// allows 127.0.0.1, where the server listens.
+	policy, err := egress.New(&egress.Options{Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		return err
+	}
+	hc, err := policy.HTTPClient(nil)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	card, err := agentcard.NewResolver(hc).Resolve(ctx, base+"/agents/ken")
 	if err != nil {
 		return err
 	}
 	out.printf("  [client] card %q: skill %s, streaming %v", card.Name, card.Skills[0].ID, card.Capabilities.Streaming)
 	// The card is public; the calls carry the key.
-	withKey := &http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}
+	withKey := &http.Client{Transport: bearer{key: key, next: hc.Transport}}
 	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(withKey))
 	if err != nil {
 		return err
