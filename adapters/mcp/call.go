@@ -238,7 +238,7 @@ func (c *Client) enrich(ctx context.Context, s *server, oc *outcome) {
 		}
 	case protocol.CodeToolUnavailable:
 		if s.cfg.Command != "" {
-			if tail := s.stderr.Tail(); len(tail) > 0 {
+			if tail := s.stderr.TailAfterExit(250 * time.Millisecond); len(tail) > 0 {
 				oc.detail("stderr_tail", tail)
 			}
 		}

@@ -54,6 +54,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	}
 	t.log.Debug("mcp: started stdio server", "mcp_server", t.cfg.Name, "pid", cmd.Process.Pid)
 	p := &process{cmd: cmd, stdin: stdin, terminate: t.terminate, exited: make(chan struct{})}
+	t.stderr.started(p.exited)
 	go p.wait()
 	// The frame filter keeps each line under the limit, so the SDK's own
 	// line cap only has to allow for the filter's margin.
@@ -152,9 +153,10 @@ type stderrLog struct {
 	log    *slog.Logger
 	server string
 
-	mu   sync.Mutex
-	part []byte   // an unfinished line
-	tail []string // the last lines, oldest first
+	mu     sync.Mutex
+	part   []byte        // an unfinished line
+	tail   []string      // the last lines, oldest first
+	exited chan struct{} // closed when the latest process has exited and its stderr is read
 }
 
 const (
@@ -198,6 +200,32 @@ func (s *stderrLog) emit(line []byte) {
 		s.tail = s.tail[:stderrTailSize-1]
 	}
 	s.tail = append(s.tail, l)
+}
+
+// started records the exit channel of the process now writing.
+func (s *stderrLog) started(exited chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.exited = exited
+}
+
+// TailAfterExit returns Tail once the latest process has exited (its
+// stderr is then read to the end, exec.Cmd.Wait sees to that), or after d
+// if it has not: a crashing server's last words arrive on stderr after its
+// stdout has closed.
+func (s *stderrLog) TailAfterExit(d time.Duration) []string {
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
+	if exited != nil {
+		t := time.NewTimer(d)
+		select {
+		case <-exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return s.Tail()
 }
 
 // Tail returns the last lines written, oldest first.
