@@ -33,6 +33,9 @@ type taskState struct {
 	done     chan struct{}
 	outcome  *Outcome
 
+	claim   atomic.Int32 // claimPending, claimTask or claimDropped (see claim)
+	started bool         // its goroutine was started; guarded by Router.mu
+
 	// Parts of the task allocated with it, not each on its own.
 	handle    Handle                 // the handle Submit returns
 	out       Outcome                // what outcome points to, once ended
@@ -72,7 +75,6 @@ func (ts *taskState) ancestors() []string {
 
 // run drives one task from routing to its terminal event.
 func (r *Router) run(ts *taskState) {
-	defer r.wg.Done()
 	defer r.forget(ts)
 	// However run returns, a cancelled task that nothing ended yet ends
 	// here (Cancel, Close and the AfterFunc only make it happen sooner; any
