@@ -170,6 +170,8 @@ func (r *Router) running(taskID string) bool {
 // retryable INTERRUPTED task.error, RecoverRedispatch routes it again as a
 // new attempt. Call it once after registering the agents. It scans the
 // task events of the whole log and returns how many tasks it recovered.
+// With RecoverRedispatch it stops with ErrCapacity when the router holds
+// Options.MaxInFlight tasks; calling it again later goes on.
 func (r *Router) Recover(ctx context.Context) (int, error) {
 	logs := map[string]*taskLog{}
 	var order []string
@@ -212,7 +214,9 @@ func (r *Router) Recover(ctx context.Context) (int, error) {
 // Retry runs one ended task of a run again from the log (partial retry,
 // docs/protocol.md "Task DAGs ... with partial retry"): a task that ended with
 // task.error or task.timeout is routed again as a new attempt, with its
-// stored request. The rest of the run is not touched.
+// stored request. The rest of the run is not touched. It fails with
+// ErrNotRetryable for a task that is running or did not fail, and with
+// ErrCapacity when the router holds Options.MaxInFlight tasks.
 func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
 	if r.running(taskID) {
 		return nil, wrap(ErrNotRetryable, taskID+" is running", nil)

@@ -210,7 +210,12 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 //
 // A request that is already stored (same id, or same run_id and
 // idempotency_key: docs/protocol.md §5.2) is not run again: the handle follows the
-// task that request started, or holds its stored outcome.
+// task that request started, or holds its stored outcome. Dedup comes
+// before validity: a redelivery of a running task's request with a new id
+// follows it; another request for a running task id fails with
+// ErrInvalidRequest. When the router holds Options.MaxInFlight tasks, a
+// new task fails at once with ErrCapacity (CAPACITY, retryable); after
+// Shutdown, Submit fails with ErrClosed.
 func (r *Router) Submit(ctx context.Context, req *protocol.Message) (*Handle, error) {
 	return r.submit(ctx, req, nil)
 }

@@ -104,7 +104,8 @@ func (t *Task) NewSubtask(payloadType string, payload any) (*protocol.Message, e
 // §1.3). sub must be a task.request of t's run whose parent_task_id is t
 // (NewSubtask makes one). The subtask is cancelled with t. A subtask routed
 // back to an agent already on t's delegation chain is refused with CYCLE
-// (CLowl E015). The error is ctx's, or the subtask's failure as a
+// (CLowl E015). The error is ctx's, ErrCapacity when the router holds
+// Options.MaxInFlight tasks, or the subtask's failure as a
 // *protocol.ErrorPayload.
 func (t *Task) Delegate(ctx context.Context, sub *protocol.Message) (*Outcome, error) {
 	if sub == nil || sub.ParentTaskID != t.ID() || sub.RunID != t.RunID() {
