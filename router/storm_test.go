@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/memstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
 	"github.com/stretchr/testify/assert"
@@ -168,27 +170,39 @@ func TestRedeliveryStorm(t *testing.T) {
 }
 
 // BenchmarkRedeliveryStorm measures tasks/s of a storm with 30 %
-// redeliveries from 8 submitters over memstore, each iteration one task
-// with its redeliveries.
+// redeliveries from 8 submitters, on memstore and on boltstore (NoSync),
+// each iteration one task with its redeliveries.
 func BenchmarkRedeliveryStorm(b *testing.B) {
-	st, err := memstore.New(nil)
-	require.NoError(b, err)
-	defer st.Close()
+	b.Run("memstore", func(b *testing.B) {
+		st, err := memstore.New(nil)
+		require.NoError(b, err)
+		defer st.Close()
+		benchStorm(b, st)
+	})
+	b.Run("boltstore", func(b *testing.B) {
+		st, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), &boltstore.Options{NoSync: true})
+		require.NoError(b, err)
+		defer st.Close()
+		benchStorm(b, st)
+	})
+}
+
+func benchStorm(b *testing.B, st store.Store) {
 	reg, err := registry.Open(context.Background(), st, nil)
 	require.NoError(b, err)
 	sch, err := schema.New(nil)
 	require.NoError(b, err)
 	// All b.N tasks are submitted before any is waited for: no limit.
-	e, err := New(st, reg, sch, &Options{Logger: slog.New(slog.DiscardHandler), MaxInFlight: -1})
+	r, err := New(st, reg, sch, &Options{Logger: slog.New(slog.DiscardHandler), MaxInFlight: -1})
 	require.NoError(b, err)
-	defer e.Close()
+	defer r.Close()
 	var calls sync.Map
-	require.NoError(b, e.Register(context.Background(), card("agent:a", skill("skill:r")), countingHandler(&calls)))
+	require.NoError(b, r.Register(context.Background(), card("agent:a", skill("skill:r")), countingHandler(&calls)))
 	rng := rand.New(rand.NewPCG(1, 2))
-	ds := stormDeliveries(b, e, rng, b.N, 0.3)
+	ds := stormDeliveries(b, r, rng, b.N, 0.3)
 	b.ResetTimer()
 	start := time.Now()
-	res := storm(b, e, st, &calls, ds, 8)
+	res := storm(b, r, st, &calls, ds, 8)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if res.refused+res.failed+res.disagree+res.doubleRuns+len(res.report.Problems) > 0 {
