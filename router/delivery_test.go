@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -339,4 +340,101 @@ func TestMaxInFlightOption(t *testing.T) {
 	e.register(card("agent:a", skill("skill:r")), ok())
 	_, err := e.wait(e.submit(e.request("skill:r")))
 	assert.NoError(t, err)
+}
+
+// TestConcurrentRecoveryEndsOnce: redeliveries of an interrupted task and
+// Recover, all at once, end it once (RecoverFail) or run it once
+// (RecoverRedispatch).
+func TestConcurrentRecoveryEndsOnce(t *testing.T) {
+	for _, policy := range []Recovery{RecoverFail, RecoverRedispatch} {
+		for _, b := range backends {
+			t.Run(fmt.Sprint(b.name, "/", policy), func(t *testing.T) {
+				st := b.open(t, 0)
+				e := newEnvOn(t, st, &Options{Recovery: policy})
+				var calls atomic.Int32
+				e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) {
+					calls.Add(1)
+					return summary("again"), nil
+				})
+				req := crashedTaskKeyed(t, e, "order-9")
+				var dups []*protocol.Message // one message per goroutine
+				for range 10 {
+					dups = append(dups, redeliveries(t, e.r, req)...)
+				}
+				go1 := make(chan struct{})
+				var wg sync.WaitGroup
+				var outs sync.Map
+				for i := range 10 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-go1
+						if i == 0 {
+							_, err := e.r.Recover(context.Background())
+							assert.NoError(t, err)
+							return
+						}
+						h, err := e.r.Submit(context.Background(), dups[i*3+i%3])
+						if assert.NoError(t, err) {
+							out, _ := e.wait(h)
+							outs.Store(out.Message.ID, true)
+						}
+					}()
+				}
+				close(go1)
+				wg.Wait()
+				n := 0
+				outs.Range(func(any, any) bool { n++; return true })
+				assert.Equal(t, 1, n, "redeliveries saw different outcomes")
+				if policy == RecoverRedispatch {
+					assert.EqualValues(t, 1, calls.Load())
+				} else {
+					assert.Zero(t, calls.Load())
+				}
+				storetest.AssertOneTerminal(t, st)
+			})
+		}
+	}
+}
+
+// TestConcurrentRetryRunsOnce: concurrent Retry calls of a failed task
+// start one new attempt; the others are told it is running.
+func TestConcurrentRetryRunsOnce(t *testing.T) {
+	e := newEnv(t, &Options{MaxAttempts: 1})
+	var calls atomic.Int32
+	e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) {
+		if calls.Add(1) == 1 {
+			return nil, Fail(protocol.CodeToolFailed, "broken", false, nil)
+		}
+		return summary("fixed"), nil
+	})
+	h := e.submit(e.request("skill:r"))
+	_, err := e.wait(h)
+	require.ErrorIs(t, err, protocol.CodeToolFailed)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var started, refused atomic.Int32
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			rh, err := e.r.Retry(context.Background(), h.TaskID())
+			if errors.Is(err, ErrNotRetryable) {
+				refused.Add(1)
+				return
+			}
+			if assert.NoError(t, err) {
+				started.Add(1)
+				_, err := e.wait(rh)
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	assert.EqualValues(t, 1, started.Load())
+	assert.EqualValues(t, 7, refused.Load())
+	assert.EqualValues(t, 2, calls.Load())
+	storetest.AssertOneTerminal(t, e.st)
 }
