@@ -32,6 +32,9 @@ func (r *Router) Shutdown(ctx context.Context) error {
 				running = append(running, ts)
 			}
 		}
+		for ts := range r.stale { // ended, handler still running
+			running = append(running, ts)
+		}
 	}
 	r.mu.Unlock()
 	for _, ts := range running {
