@@ -101,8 +101,9 @@
 // one of task.result, task.error, task.cancel or task.timeout — one
 // terminal event per task, whatever redeliveries, cancels, timeouts and
 // shutdowns race with it (a partial retry, below, adds a new attempt with
-// a terminal event of its own). storetest.CheckTerminals checks a log for
-// it.
+// a terminal event of its own). No event of an attempt is stored after
+// the task's terminal event: a handler's Progress or Emit after it fails
+// with ErrTaskEnded. storetest.CheckTerminals checks a log for this.
 //
 // The terminal event is always storable. When the store refuses it — a
 // result (or an error's details) over the store's event size limit — the

@@ -33,6 +33,8 @@ func (c *timeoutCause) Error() string { return "max_runtime_sec of " + c.limit.S
 // (closed, failing) does the task end without a terminal event in the
 // log; its outcome then says so, and Recover ends it after a restart.
 func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bool {
+	ts.emu.Lock()
+	defer ts.emu.Unlock()
 	if !ts.finished.CompareAndSwap(false, true) {
 		return false
 	}
@@ -54,6 +56,19 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	ts.outcome = &ts.out
 	close(ts.done)
 	return true
+}
+
+// appendLive stores events of a task that has not ended, and refuses them
+// with ErrTaskEnded once it has: ordered with end, so that no event of an
+// attempt follows the task's terminal event in the log.
+func (r *Router) appendLive(ctx context.Context, ts *taskState, msgs ...*protocol.Message) error {
+	ts.emu.Lock()
+	defer ts.emu.Unlock()
+	if ts.finished.Load() {
+		return ErrTaskEnded
+	}
+	_, err := r.st.Append(ctx, msgs...)
+	return err
 }
 
 // maxStoreErrorText bounds the store's error text in a fallback

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,7 @@ type taskState struct {
 	runCtx atomic.Pointer[context.Context] // the context of the running attempt
 
 	finished atomic.Bool
+	emu      sync.Mutex // orders the task's appends with end (appendLive)
 	done     chan struct{}
 	outcome  *Outcome
 
@@ -214,11 +216,13 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	r.setPayload(decision, m.decision())
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	ts.evs = [2]*protocol.Message{decision, accept}
-	_, err := r.st.Append(ts.ctx, ts.evs[:]...)
+	err := r.appendLive(ts.ctx, ts, ts.evs[:]...)
 	ts.evs = [2]*protocol.Message{}
 	if err != nil {
 		r.release(a, false)
-		r.storeFailed(ts, err)
+		if !errors.Is(err, ErrTaskEnded) {
+			r.storeFailed(ts, err)
+		}
 		return false
 	}
 
@@ -263,8 +267,10 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 			retryEP := *ep
 			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": n + 1})
 			ev := r.errorEvent(ts, a.ID(), &retryEP)
-			if _, err := r.st.Append(ts.ctx, ev); err != nil {
-				r.storeFailed(ts, err)
+			if err := r.appendLive(ts.ctx, ts, ev); err != nil {
+				if !errors.Is(err, ErrTaskEnded) {
+					r.storeFailed(ts, err)
+				}
 				return false
 			}
 			return true

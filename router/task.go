@@ -48,8 +48,7 @@ func (t *Task) Progress(ctx context.Context, payload any) error {
 	if err := m.SetPayload(payload); err != nil {
 		return err
 	}
-	_, err := t.r.st.Append(ctx, m)
-	return err
+	return t.r.appendLive(ctx, t.ts, m)
 }
 
 // Emit stores another event of the task from the running agent, such as a
@@ -75,7 +74,7 @@ func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, 
 	if _, err := protocol.Encode(m); err != nil {
 		return nil, err
 	}
-	if _, err := t.r.st.Append(ctx, m); err != nil {
+	if err := t.r.appendLive(ctx, t.ts, m); err != nil {
 		return nil, err
 	}
 	return m, nil
