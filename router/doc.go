@@ -98,7 +98,25 @@
 //
 // Every task leaves task.request, then per attempt routing.decision and
 // task.accept (stored together), any task.progress, and ends with exactly
-// one of task.result, task.error, task.cancel or task.timeout.
+// one of task.result, task.error, task.cancel or task.timeout — one
+// terminal event per task, whatever redeliveries, cancels, timeouts and
+// shutdowns race with it (a partial retry, below, adds a new attempt with
+// a terminal event of its own). No event of an attempt is stored after
+// the task's terminal event: a handler's Progress or Emit after it fails
+// with ErrTaskEnded. storetest.CheckTerminals checks a log for this.
+//
+// The terminal event is always storable. When the store refuses it — a
+// result (or an error's details) over the store's event size limit — the
+// router stores in its place a task.error of code TOO_LARGE, not
+// retryable, whose details give "event" (the refused type), "size" and
+// "limit"; any other refusal gives a retryable INTERNAL task.error. Wait
+// returns what the log holds. Only a store that refuses that small event
+// too (closed, failing) leaves the task without a terminal event; Wait
+// then returns a retryable INTERNAL error saying so, and Recover ends the
+// task after a restart. Large outputs belong in artifacts
+// (Task.PutArtifact), referenced from the result's attachments; the
+// store's event size limit must leave room for the router's own events (a
+// few KiB).
 //
 // Retries: a retryable error (the error's Retryable, or its code's default)
 // is retried with Options.Backoff up to MaxAttempts; the failed attempt's
@@ -111,7 +129,14 @@
 //
 // Delivery is at least once with dedup by the receiver (§5.1, §5.2): a
 // request whose id, or run_id and idempotency_key, is already stored never
-// runs twice; Submit returns a handle on the task it started.
+// runs twice; Submit returns a handle on the task it started, whether
+// that task is running, has ended, or has been stored but not started yet
+// (a task id is registered before its request is stored, and a
+// redelivery waits for that registration to settle rather than take the
+// task for interrupted). Dedup comes first, then validity: a redelivery
+// with a new id but the task's run_id, idempotency_key and task_id
+// follows the running task; any other request for a running task id is
+// refused with ErrInvalidRequest (INVALID_FIELD).
 //
 // Delegation (§1.3): a subtask has its own task_id, parent_task_id set, the
 // same run_id and thread_id. Routing it to an agent already on its chain is
@@ -125,10 +150,38 @@
 // retryable INTERRUPTED error (RecoverFail, the default: a handler with
 // side effects is not run twice behind the caller's back) or routed again
 // (RecoverRedispatch). A redelivered request of such a task gets the same
-// treatment. Close ends running tasks with INTERRUPTED too. Retry runs one
+// treatment, once: concurrent redeliveries and Recover end or re-run it
+// once. Shutdown ends running tasks with INTERRUPTED too. Retry runs one
 // failed or timed-out task of a run again from the log, as a new attempt.
 // Replay (or Router.Tree) rebuilds a run's task tree — tasks, parents,
 // states, attempts, decisions, outcomes — from any store.
+//
+// # Admission and shutdown
+//
+// Options.MaxInFlight (DefaultMaxInFlight, 10000, when 0; negative for no
+// limit) bounds the tasks the router holds at once: running, queued for
+// an agent, waiting for a retry, subtasks included. Past it Submit,
+// Delegate and Retry fail at once with ErrCapacity (code CAPACITY,
+// retryable): nothing is stored, no goroutine is started. The error
+// wraps a *protocol.ErrorPayload whose details hold "retry_after_sec"
+// (RetryAfter, for an HTTP Retry-After header) and "max_in_flight".
+// Redeliveries of tasks the router holds are answered, not refused; a
+// redelivery under another task id may be refused while the router is
+// full. Recover with RecoverRedispatch stops with ErrCapacity when the
+// router is full; call it again later.
+//
+// Shutdown(ctx), like http.Server.Shutdown, refuses new submissions
+// (ErrClosed), cancels every running handler's context, ends each running
+// task with a retryable task.error INTERRUPTED (unless it ended first),
+// and waits for the handlers to return until ctx ends. Handlers still
+// running then — one that ignores its context, or one past its
+// max_runtime_sec — are abandoned: Shutdown returns a *ShutdownError
+// listing their task ids, which matches ErrAbandoned and ctx's error
+// (context.DeadlineExceeded). Their terminal events are stored already;
+// their goroutines cannot be killed and leak until the handlers return
+// (whatever they then try to store is refused), and they still count
+// against MaxInFlight. Calling Shutdown again waits for them. Close is
+// Shutdown with a deadline of DefaultCloseTimeout (10 s).
 //
 // # Clock
 //
@@ -153,17 +206,19 @@
 // Task.Delegate and matched with errors.Is against a protocol.Code
 // (protocol.CodeNoMatch, CodeTimeout, ...). The router's own errors are the
 // sentinels of errors.go (ErrClosed, ErrInvalidRequest, ErrInvalidPayload,
-// ErrUnknownTask, ErrNotRetryable, ErrTaskEnded, ErrInvalidOptions).
+// ErrUnknownTask, ErrNotRetryable, ErrTaskEnded, ErrInvalidOptions,
+// ErrCapacity, ErrAbandoned) and *ShutdownError.
 //
 // # Caveats
 //
 // Each running task holds one goroutine, on which its handler runs.
 // Goroutines outlive their task for a few seconds, to run the next one;
-// Close stops them, so a test that checks for leaked goroutines (goleak)
-// must Close the router. A task's context ends when its handler returns,
-// so a handler must wait for the subtasks it delegates (Delegate does). A
+// Shutdown (or Close) stops them, so a test that checks for leaked
+// goroutines (goleak) must shut the router down, and release any handler
+// it abandoned. A task's context ends when its handler returns, so a
+// handler must wait for the subtasks it delegates (Delegate does). A
 // handler that ignores its context after a timeout or cancel keeps its
-// concurrency slot until it returns. Budgets count the tasks a run has
+// concurrency slot and its MaxInFlight slot until it returns. Budgets count the tasks a run has
 // while some of them are running in this router. Recover scans the task
 // events of the whole log.
 //

@@ -3,9 +3,12 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
 )
 
 // cancelCause is the cause of a cancellation asked for through a Handle.
@@ -21,7 +24,17 @@ func (c *timeoutCause) Error() string { return "max_runtime_sec of " + c.limit.S
 
 // end stores the terminal event(s) of a task exactly once and resolves its
 // handle. It reports whether this call ended the task.
+//
+// The terminal event is always storable: when the store refuses events
+// (a result over its event size limit, say), end stores in their place a
+// small task.error — TOO_LARGE for an event over the limit, INTERNAL
+// (retryable) for any other failure — so that the log ends the task and
+// the outcome is what the log holds. Only when the store refuses that too
+// (closed, failing) does the task end without a terminal event in the
+// log; its outcome then says so, and Recover ends it after a restart.
 func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bool {
+	ts.emu.Lock()
+	defer ts.emu.Unlock()
 	if !ts.finished.CompareAndSwap(false, true) {
 		return false
 	}
@@ -34,10 +47,7 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	_, err := r.st.Append(ts.detached(), evs...)
 	clear(ts.endEvs[:])
 	if err != nil {
-		r.opts.Logger.Error("router: storing the terminal event failed", "task", ts.req.TaskID, "type", last.Type, "err", err)
-		if out.Err == nil {
-			out.Err = &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing the result failed: " + err.Error(), Retryable: true}
-		}
+		last, out.Err = r.storeFallback(ts, last, err)
 	}
 	out.TaskID = ts.req.TaskID
 	out.Type = last.Type
@@ -46,6 +56,54 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	ts.outcome = &ts.out
 	close(ts.done)
 	return true
+}
+
+// appendLive stores events of a task that has not ended, and refuses them
+// with ErrTaskEnded once it has: ordered with end, so that no event of an
+// attempt follows the task's terminal event in the log.
+func (r *Router) appendLive(ctx context.Context, ts *taskState, msgs ...*protocol.Message) error {
+	ts.emu.Lock()
+	defer ts.emu.Unlock()
+	if ts.finished.Load() {
+		return ErrTaskEnded
+	}
+	_, err := r.st.Append(ctx, msgs...)
+	return err
+}
+
+// maxStoreErrorText bounds the store's error text in a fallback
+// task.error, which must stay small.
+const maxStoreErrorText = 256
+
+// storeFallback stores the task.error that ends a task whose terminal
+// event last the store refused with err, and returns it and its error.
+func (r *Router) storeFallback(ts *taskState, last *protocol.Message, err error) (*protocol.Message, *protocol.ErrorPayload) {
+	r.opts.Logger.Error("router: storing the terminal event failed", "task", ts.req.TaskID, "type", last.Type, "err", err)
+	ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Retryable: true,
+		Details: map[string]any{"event": string(last.Type)}}
+	var tl *store.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		ep.Code, ep.Retryable = protocol.CodeTooLarge, false
+		ep.Message = fmt.Sprintf("the %s event is %d bytes, over the store's limit of %d", last.Type, tl.Size, tl.Limit)
+		ep.Details["size"], ep.Details["limit"] = tl.Size, tl.Limit
+	case errors.Is(err, store.ErrTooLarge):
+		ep.Code, ep.Retryable = protocol.CodeTooLarge, false
+		ep.Message = fmt.Sprintf("the %s event is over the store's size limit", last.Type)
+	default:
+		msg := err.Error()
+		if len(msg) > maxStoreErrorText {
+			msg = strings.ToValidUTF8(msg[:maxStoreErrorText], "") + "..."
+		}
+		ep.Message = "storing the " + string(last.Type) + " event failed: " + msg
+	}
+	fb := r.errorEvent(ts, r.opts.AgentID, ep)
+	if _, err := r.st.Append(ts.detached(), fb); err != nil {
+		r.opts.Logger.Error("router: storing the fallback task.error failed; the log holds no terminal event for the task", "task", ts.req.TaskID, "err", err)
+		return fb, &protocol.ErrorPayload{Code: protocol.CodeInternal, Retryable: true,
+			Message: "no terminal event could be stored: " + ep.Message}
+	}
+	return fb, ep
 }
 
 // storeFailed ends a task whose events could not be stored. When the
@@ -64,30 +122,44 @@ func (r *Router) storeFailed(ts *taskState, err error) {
 // context was just cancelled, on a goroutine of its own so that the caller
 // does not wait for the store, as context.AfterFunc would (subtasks use
 // that; a context per task for it cost more than the rest of starting a
-// task). Close does the same for the tasks it cancels.
+// task). Shutdown does the same for the tasks it cancels.
 func (r *Router) cancelled(ts *taskState) {
 	if ts.parent != nil {
 		return // its AfterFunc does it
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// While the task is in r.tasks its goroutine holds r.wg, so Add cannot
-	// race with Close's Wait; once Close has begun, it ends the task.
-	if r.closed || r.tasks[ts.req.TaskID] != ts || ts.finished.Load() {
+	// Once Shutdown has begun, it ends the task.
+	if r.closed || r.tasks[ts.req.TaskID] != ts || !ts.started || ts.finished.Load() {
 		return
 	}
 	r.goOnCancel(ts)
 }
 
-// goOnCancel runs onCancel(ts) on a goroutine counted in r.wg. The caller
-// makes sure the Add cannot race Close's Wait: the task's own goroutine
-// still holds r.wg, or the caller is Close before its Wait.
+// goOnCancel runs onCancel(ts) on a goroutine counted in r.live; r.mu is
+// held.
 func (r *Router) goOnCancel(ts *taskState) {
-	r.wg.Add(1)
+	r.live++
 	go func() {
-		defer r.wg.Done()
+		defer r.doneLive()
 		r.onCancel(ts)
 	}()
+}
+
+// doneLive counts a goroutine of the router out, and tells Shutdown when
+// none is left.
+func (r *Router) doneLive() {
+	r.mu.Lock()
+	r.doneLiveLocked()
+	r.mu.Unlock()
+}
+
+func (r *Router) doneLiveLocked() {
+	r.live--
+	if r.live == 0 && r.drained != nil {
+		close(r.drained)
+		r.drained = nil
+	}
 }
 
 // onCancel runs when the task's context ends before the task did.
@@ -129,13 +201,18 @@ func (r *Router) onTimeout(ts *taskState, cause *timeoutCause) {
 	r.end(ts, Outcome{Err: ep}, m)
 }
 
-// forget removes a task that has returned from the router's maps.
+// forget removes a task whose goroutine is returning from the router's
+// maps and counts.
 func (r *Router) forget(ts *taskState) {
 	ts.cancel(nil)
 	r.mu.Lock()
 	if r.tasks[ts.req.TaskID] == ts {
 		delete(r.tasks, ts.req.TaskID)
+	} else {
+		delete(r.stale, ts)
 	}
+	r.inFlight--
+	r.doneLiveLocked()
 	if rs := r.runs[ts.req.RunID]; rs != nil {
 		rs.open--
 		if rs.open <= 0 {

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
+	"github.com/clutchprotocol/clutch/store/storetest"
 	"go.uber.org/goleak"
 )
 
@@ -58,8 +60,29 @@ func newEnvOn(t *testing.T, st store.Store, opts *Options) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, st: st, reg: reg, sch: sch, r: r}
-	t.Cleanup(func() { r.Close() })
+	t.Cleanup(func() {
+		r.Close()
+		checkTerminals(t, st)
+	})
 	return e
+}
+
+// checkTerminals fails t when a task of st has two terminal events for
+// one attempt (storetest.CheckTerminals); every test's env checks it when
+// the test ends. A store closed by the test is not checked.
+func checkTerminals(t *testing.T, st store.Store) {
+	t.Helper()
+	rep, err := storetest.CheckTerminals(context.Background(), st)
+	if errors.Is(err, store.ErrClosed) {
+		return
+	}
+	if err != nil {
+		t.Errorf("reading the log: %v", err)
+		return
+	}
+	for _, p := range rep.Problems {
+		t.Errorf("a task breaks \"exactly one terminal event\": %s", p)
+	}
 }
 
 func card(id string, caps ...protocol.Capability) *protocol.AgentCard {

@@ -1,6 +1,10 @@
 package router
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -32,7 +36,53 @@ var (
 	// ErrTaskEnded: the task already ended (cancelled, timed out), so an
 	// event a handler tried to store was not stored.
 	ErrTaskEnded error = coded.New("router: the task has already ended", protocol.CodeCancelled)
+	// ErrCapacity: the router holds Options.MaxInFlight tasks already, so
+	// Submit, Delegate or Retry refused a new one at once (code CAPACITY,
+	// retryable). Nothing was stored and nothing ran. The error also wraps
+	// a *protocol.ErrorPayload whose details hold "retry_after_sec", a hint
+	// for a Retry-After header, and "max_in_flight".
+	ErrCapacity error = coded.New("router: at capacity", protocol.CodeCapacity)
+	// ErrAbandoned: Shutdown's context ended before every running handler
+	// returned (see ShutdownError).
+	ErrAbandoned error = coded.New("router: shutdown abandoned running handlers", protocol.CodeInterrupted)
 )
+
+// RetryAfter is the retry-after hint of an ErrCapacity error.
+const RetryAfter = time.Second
+
+func capacityError(limit int) error {
+	return wrap(ErrCapacity, "", &protocol.ErrorPayload{
+		Code:      protocol.CodeCapacity,
+		Message:   fmt.Sprintf("the router runs %d tasks, its limit", limit),
+		Retryable: true,
+		Details:   map[string]any{"retry_after_sec": int(RetryAfter / time.Second), "max_in_flight": limit},
+	})
+}
+
+// ShutdownError is the error of a Shutdown (or Close) whose context ended
+// before every running handler returned. It matches ErrAbandoned and the
+// context's error (errors.Is(err, context.DeadlineExceeded)).
+type ShutdownError struct {
+	// TaskIDs are the tasks whose handlers had not returned, sorted. Each
+	// has its terminal event stored (task.error INTERRUPTED, unless it had
+	// ended before); its goroutine lives on until its handler returns.
+	TaskIDs []string
+	// Err is the context's error.
+	Err error
+}
+
+// Error names how many tasks were abandoned, and the first few.
+func (e *ShutdownError) Error() string {
+	ids := e.TaskIDs
+	more := ""
+	if len(ids) > 8 {
+		ids, more = ids[:8], fmt.Sprintf(" and %d more", len(e.TaskIDs)-8)
+	}
+	return fmt.Sprintf("router: shutdown abandoned %d running handlers (%s%s): %v", len(e.TaskIDs), strings.Join(ids, ", "), more, e.Err)
+}
+
+// Unwrap returns ErrAbandoned and the context's error.
+func (e *ShutdownError) Unwrap() []error { return []error{ErrAbandoned, e.Err} }
 
 func wrap(sentinel error, detail string, cause error) error {
 	return coded.Wrap(sentinel, detail, cause)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
@@ -172,4 +173,76 @@ func ExampleMiddleware() {
 	// start agent:ken attempt 1
 	// end   agent:ken error: <nil>
 	// task.result
+}
+
+// Shutdown gives running handlers until its context ends; a handler that
+// ignores its context is abandoned, its task ended with INTERRUPTED.
+func ExampleRouter_Shutdown() {
+	ctx := context.Background()
+	r, st := newRouter()
+	defer st.Close()
+
+	started, release := make(chan struct{}), make(chan struct{})
+	stubborn := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:stubborn", Capabilities: []protocol.Capability{{ID: "skill:wait"}}}
+	r.Register(ctx, stubborn, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		close(started)
+		<-release // ignores ctx
+		return nil, nil
+	})
+	req, _ := r.NewRequest("agent:ui", "", nil)
+	req.Requires = []string{"skill:wait"}
+	h, _ := r.Submit(ctx, req)
+	<-started
+
+	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	err := r.Shutdown(sctx)
+	var se *router.ShutdownError
+	if errors.As(err, &se) {
+		fmt.Println("abandoned:", len(se.TaskIDs), errors.Is(err, context.DeadlineExceeded))
+	}
+	_, err = h.Wait(ctx)
+	fmt.Println("task:", protocol.CodeOf(err))
+
+	close(release)                                // the handler returns at last
+	fmt.Println("again:", r.Shutdown(ctx) == nil) // and nothing is left running
+	// Output:
+	// abandoned: 1 true
+	// task: INTERRUPTED
+	// again: true
+}
+
+// Past Options.MaxInFlight a new task is refused at once with CAPACITY,
+// retryable, with a retry-after hint.
+func ExampleRouter_Submit_capacity() {
+	ctx := context.Background()
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	reg, _ := registry.Open(ctx, st, nil)
+	schemas, _ := schema.New(nil)
+	r, _ := router.New(st, reg, schemas, &router.Options{MaxInFlight: 1, Logger: slog.New(slog.DiscardHandler)})
+	defer r.Close()
+
+	release := make(chan struct{})
+	busy := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:busy", Capabilities: []protocol.Capability{{ID: "skill:wait"}}}
+	r.Register(ctx, busy, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		<-release
+		return nil, nil
+	})
+	first, _ := r.NewRequest("agent:ui", "", nil)
+	first.Requires = []string{"skill:wait"}
+	h, _ := r.Submit(ctx, first)
+
+	second, _ := r.NewRequest("agent:ui", "", nil)
+	second.Requires = []string{"skill:wait"}
+	_, err := r.Submit(ctx, second)
+	ep := protocol.NewErrorPayload(err)
+	fmt.Println(errors.Is(err, router.ErrCapacity), ep.Code, ep.Retryable, ep.Details["retry_after_sec"])
+
+	close(release)
+	out, _ := h.Wait(ctx)
+	fmt.Println("first:", out.Type)
+	// Output:
+	// true CAPACITY true 1
+	// first: task.result
 }

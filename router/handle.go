@@ -37,13 +37,6 @@ type Handle struct {
 	ts *taskState
 }
 
-func resolvedHandle(r *Router, req *protocol.Message, out *Outcome) *Handle {
-	ts := &taskState{req: req, done: make(chan struct{}), outcome: out}
-	ts.finished.Store(true)
-	close(ts.done)
-	return &Handle{r: r, ts: ts}
-}
-
 // TaskID returns the id of the task.
 func (h *Handle) TaskID() string { return h.ts.req.TaskID }
 

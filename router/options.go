@@ -63,6 +63,11 @@ const (
 	DefaultMaxQueued    = 1024
 	DefaultQueueTimeout = 30 * time.Second
 	DefaultMaxDepth     = 16
+	// DefaultMaxInFlight is the default Options.MaxInFlight.
+	DefaultMaxInFlight = 10000
+	// DefaultCloseTimeout is how long Close waits for running handlers to
+	// return before it abandons them (see Router.Shutdown).
+	DefaultCloseTimeout = 10 * time.Second
 )
 
 // Options configures a Router. Nil means defaults; zero fields take
@@ -95,6 +100,14 @@ type Options struct {
 	// QueueTimeout is how long a task waits for capacity before it fails
 	// with a routing.failure of code CAPACITY; DefaultQueueTimeout when 0.
 	QueueTimeout time.Duration
+	// MaxInFlight is the most tasks the router holds at once, across all
+	// agents and runs: tasks running, waiting for an agent's capacity or
+	// for their next attempt, subtasks included, and handlers abandoned
+	// by Shutdown until they return. Each holds a goroutine. A Submit,
+	// Delegate or Retry past it fails at once with ErrCapacity (code
+	// CAPACITY, retryable): nothing is stored and nothing runs.
+	// DefaultMaxInFlight when 0; negative for no limit.
+	MaxInFlight int
 	// Budget limits each run. MaxDepth is DefaultMaxDepth when 0; set it
 	// negative for no depth limit.
 	Budget Budget
@@ -163,6 +176,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.QueueTimeout == 0 {
 		o.QueueTimeout = DefaultQueueTimeout
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.Budget.MaxDepth == 0 {
 		o.Budget.MaxDepth = DefaultMaxDepth

@@ -16,7 +16,14 @@ import (
 // request, its routing decision and the accept, no terminal event.
 func crashedTask(t *testing.T, e *env) *protocol.Message {
 	t.Helper()
+	return crashedTaskKeyed(t, e, "")
+}
+
+// crashedTaskKeyed is crashedTask with a request of idempotency key key.
+func crashedTaskKeyed(t *testing.T, e *env, key string) *protocol.Message {
+	t.Helper()
 	req := e.request("skill:r")
+	req.IdempotencyKey = key
 	if _, err := protocol.Encode(req); err != nil {
 		t.Fatal(err)
 	}

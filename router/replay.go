@@ -92,34 +92,76 @@ func (r *Router) storedOutcome(ctx context.Context, taskID string) (*Outcome, er
 	return outcomeOf(l.terminal), nil
 }
 
-// recoverTask applies the recovery policy to a stored task that is not
-// running and has not ended.
-func (r *Router) recoverTask(ctx context.Context, req *protocol.Message) (*Handle, error) {
-	l, err := r.readTask(ctx, req.TaskID)
-	if err != nil {
-		return nil, err
+// recoverStored follows or ends the task of a stored request req: the
+// task running here, else its stored outcome, else — stored, never ended,
+// not running here: the process that ran it stopped — the recovery
+// policy (Options.Recovery). It holds the task's claim while it reads the
+// log and stores, so that two redeliveries, or a redelivery and Recover,
+// never end a task twice. recovered reports that the policy was applied.
+func (r *Router) recoverStored(ctx context.Context, req *protocol.Message) (h *Handle, recovered bool, err error) {
+	for {
+		ts, old, err := r.claim(ctx, req, nil, claimStored)
+		if err != nil {
+			return nil, false, err
+		}
+		if old != nil {
+			// Running, or ending right now: its handle gives the outcome.
+			h, err := r.follow(ctx, old)
+			if err != nil || h != nil {
+				return h, false, err
+			}
+			continue
+		}
+		l, err := r.readTask(ctx, req.TaskID)
+		if err != nil {
+			r.unclaim(ts, claimDropped)
+			return nil, false, err
+		}
+		if l.terminal != nil {
+			ts.resolve(outcomeOf(l.terminal))
+			r.unclaim(ts, claimTask)
+			return &ts.handle, false, nil
+		}
+		if r.opts.Recovery == RecoverRedispatch {
+			if err := r.roomFor(ts); err != nil {
+				r.unclaim(ts, claimDropped)
+				return nil, false, err
+			}
+			return r.start(ts, max(l.attempt, l.req.Attempt)+1), true, nil
+		}
+		ts.attempt.Store(int32(max(l.attempt, 1)))
+		ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the process running the task stopped before it ended", Retryable: true}
+		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+		r.unclaim(ts, claimTask)
+		return &ts.handle, true, nil
 	}
-	if r.opts.Recovery == RecoverRedispatch {
-		return r.restart(ctx, l)
-	}
-	ts := &taskState{req: l.req, ctx: context.Background(), base: context.Background(), done: make(chan struct{})}
-	ts.attempt.Store(int32(max(l.attempt, 1)))
-	ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the process running the task stopped before it ended", Retryable: true}
-	r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
-	return &Handle{r: r, ts: ts}, nil
 }
 
-// running reports whether a task is running and has not ended.
+// roomFor checks Options.MaxInFlight for a claim of a stored request
+// about to run again (claims of stored requests are counted, not refused).
+func (r *Router) roomFor(ts *taskState) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.opts.MaxInFlight > 0 && r.inFlight > r.opts.MaxInFlight {
+		return capacityError(r.opts.MaxInFlight)
+	}
+	return nil
+}
+
+// resolve ends a claim that does not run with a known outcome.
+func (ts *taskState) resolve(out *Outcome) {
+	ts.finished.Store(true)
+	ts.out = *out
+	ts.outcome = &ts.out
+	close(ts.done)
+}
+
+// running reports whether a task is claimed or running and has not ended.
 func (r *Router) running(taskID string) bool {
 	r.mu.Lock()
 	ts := r.tasks[taskID]
 	r.mu.Unlock()
-	return ts != nil && !ts.finished.Load()
-}
-
-// restart runs a stored task again as a new attempt.
-func (r *Router) restart(ctx context.Context, l *taskLog) (*Handle, error) {
-	return r.start(ctx, l.req, nil, max(l.attempt, l.req.Attempt)+1)
+	return ts != nil && (!ts.finished.Load() || ts.claim.Load() == claimPending)
 }
 
 // Recover finds the tasks that were running when a previous process
@@ -128,6 +170,8 @@ func (r *Router) restart(ctx context.Context, l *taskLog) (*Handle, error) {
 // retryable INTERRUPTED task.error, RecoverRedispatch routes it again as a
 // new attempt. Call it once after registering the agents. It scans the
 // task events of the whole log and returns how many tasks it recovered.
+// With RecoverRedispatch it stops with ErrCapacity when the router holds
+// Options.MaxInFlight tasks; calling it again later goes on.
 func (r *Router) Recover(ctx context.Context) (int, error) {
 	logs := map[string]*taskLog{}
 	var order []string
@@ -156,10 +200,13 @@ func (r *Router) Recover(ctx context.Context) (int, error) {
 		if r.running(id) {
 			continue
 		}
-		if _, err := r.recoverTask(ctx, l.req); err != nil {
+		_, recovered, err := r.recoverStored(ctx, l.req)
+		if err != nil {
 			return n, err
 		}
-		n++
+		if recovered {
+			n++
+		}
 	}
 	return n, nil
 }
@@ -167,24 +214,38 @@ func (r *Router) Recover(ctx context.Context) (int, error) {
 // Retry runs one ended task of a run again from the log (partial retry,
 // docs/protocol.md "Task DAGs ... with partial retry"): a task that ended with
 // task.error or task.timeout is routed again as a new attempt, with its
-// stored request. The rest of the run is not touched.
+// stored request. The rest of the run is not touched. It fails with
+// ErrNotRetryable for a task that is running or did not fail, and with
+// ErrCapacity when the router holds Options.MaxInFlight tasks.
 func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
-	running := r.running(taskID)
-	if running {
+	if r.running(taskID) {
 		return nil, wrap(ErrNotRetryable, taskID+" is running", nil)
 	}
 	l, err := r.readTask(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
+	ts, old, err := r.claim(ctx, l.req, nil, claimRetry)
+	if err != nil {
+		return nil, err
+	}
+	if old != nil {
+		return nil, wrap(ErrNotRetryable, taskID+" is running", nil)
+	}
+	// Read again under the claim: the task may have been retried meanwhile.
+	if l, err = r.readTask(ctx, taskID); err != nil {
+		r.unclaim(ts, claimDropped)
+		return nil, err
+	}
 	if l.terminal == nil || (l.terminal.Type != protocol.TypeTaskError && l.terminal.Type != protocol.TypeTaskTimeout) {
+		r.unclaim(ts, claimDropped)
 		state := "has not ended"
 		if l.terminal != nil {
 			state = "ended with " + string(l.terminal.Type)
 		}
 		return nil, wrap(ErrNotRetryable, taskID+" "+state, nil)
 	}
-	return r.restart(ctx, l)
+	return r.start(ts, max(l.attempt, l.req.Attempt)+1), nil
 }
 
 // TaskNode is one task of a replayed run.

@@ -59,11 +59,17 @@ type Router struct {
 	hmu      sync.Mutex                         // serialises changes to handlers
 	handlers atomic.Pointer[map[string]Handler] // read-only, replaced on change: every routing reads it
 
-	mu     sync.Mutex
-	tasks  map[string]*taskState // tasks whose goroutine runs, by task id
-	runs   map[string]*runState  // runs with running tasks
-	closed bool
-	wg     sync.WaitGroup // task goroutines
+	mu       sync.Mutex
+	tasks    map[string]*taskState // claimed and running tasks, by task id (see claim)
+	stale    map[*taskState]bool   // ended tasks replaced in tasks whose goroutine still runs
+	runs     map[string]*runState  // runs with running tasks
+	closed   bool
+	inFlight int           // claims and tasks whose goroutine runs (Options.MaxInFlight)
+	live     int           // goroutines of the router: task goroutines and goOnCancel's
+	drained  chan struct{} // closed when live drops to 0, made by Shutdown
+
+	claims       signal       // broadcast when a claim waited on settles
+	claimWaiters atomic.Int32 // callers waiting in follow
 
 	pool *workers[*taskState] // the goroutines tasks run on
 
@@ -93,9 +99,11 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 	}
 	r := &Router{
 		st: st, reg: reg, schemas: schemas, opts: o, ids: o.IDs,
-		tasks: map[string]*taskState{},
-		runs:  map[string]*runState{},
-		slots: newSignal(),
+		tasks:  map[string]*taskState{},
+		stale:  map[*taskState]bool{},
+		runs:   map[string]*runState{},
+		slots:  newSignal(),
+		claims: newSignal(),
 	}
 	r.handlers.Store(&map[string]Handler{})
 	r.pool = newWorkers(workerIdle, r.run)
@@ -202,7 +210,12 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 //
 // A request that is already stored (same id, or same run_id and
 // idempotency_key: docs/protocol.md §5.2) is not run again: the handle follows the
-// task that request started, or holds its stored outcome.
+// task that request started, or holds its stored outcome. Dedup comes
+// before validity: a redelivery of a running task's request with a new id
+// follows it; another request for a running task id fails with
+// ErrInvalidRequest. When the router holds Options.MaxInFlight tasks, a
+// new task fails at once with ErrCapacity (CAPACITY, retryable); after
+// Shutdown, Submit fails with ErrClosed.
 func (r *Router) Submit(ctx context.Context, req *protocol.Message) (*Handle, error) {
 	return r.submit(ctx, req, nil)
 }
@@ -220,75 +233,78 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 	if err := r.validateRequest(req); err != nil {
 		return nil, wrap(ErrInvalidPayload, req.PayloadType, err)
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil, ErrClosed
+	for {
+		ts, old, err := r.claim(ctx, req, parent, claimSubmit)
+		if err != nil {
+			return nil, err
+		}
+		if old != nil {
+			// Dedup first, then validity (docs/protocol.md §5.2): a
+			// redelivery of the task's request — the same id, or the
+			// same run_id and idempotency_key — follows the task; any
+			// other request for a running task id is refused.
+			if !sameRequest(old.req, req) {
+				return nil, wrap(ErrInvalidRequest, "task "+req.TaskID+" is already running", nil)
+			}
+			h, err := r.follow(ctx, old)
+			if err != nil || h != nil {
+				return h, err
+			}
+			continue // the claim came to nothing: claim again
+		}
+		res, err := r.st.Append(ctx, req)
+		if err != nil {
+			r.unclaim(ts, claimDropped)
+			return nil, fmt.Errorf("router: storing the request: %w", err)
+		}
+		if res[0].Duplicate {
+			// Stored before, maybe under another task id (§5.2): follow
+			// the task of the stored request.
+			r.unclaim(ts, claimDropped)
+			return r.redelivered(ctx, res[0].Seq)
+		}
+		return r.start(ts, req.Attempt), nil
 	}
-	if ts := r.tasks[req.TaskID]; ts != nil && !ts.finished.Load() && ts.req.ID != req.ID {
-		r.mu.Unlock()
-		return nil, wrap(ErrInvalidRequest, "task "+req.TaskID+" is already running", nil)
-	}
-	r.mu.Unlock()
-	res, err := r.st.Append(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("router: storing the request: %w", err)
-	}
-	if res[0].Duplicate {
-		return r.redelivered(ctx, req, res[0].Seq)
-	}
-	return r.start(ctx, req, parent, req.Attempt)
 }
 
-// start begins a new task (or a new run of one) whose request is stored.
-func (r *Router) start(ctx context.Context, req *protocol.Message, parent *taskState, attempt int) (*Handle, error) {
-	ts := &taskState{req: req, parent: parent, done: make(chan struct{})}
-	ts.handle = Handle{r: r, ts: ts}
-	ts.attempt.Store(int32(attempt))
-	if parent != nil {
-		ts.depth = parent.depth + 1
-	}
-	base := ctx
-	if base.Done() != nil {
-		base = context.WithoutCancel(ctx)
-	}
-	if rc := parentRunCtx(parent); rc != nil {
-		// A subtask ends with the attempt that delegated it, whatever
-		// context the handler passed to Delegate (§1.3: cancelling a task
-		// cancels its subtree).
-		base = rc
-	}
-	ts.base = base
-	ts.ctx, ts.cancel = context.WithCancelCause(base)
+// sameRequest reports whether b is a redelivery of the task.request a
+// (docs/protocol.md §5.2): the same id, or the same run_id and
+// idempotency_key.
+func sameRequest(a, b *protocol.Message) bool {
+	return a.ID == b.ID || (a.IdempotencyKey != "" && a.IdempotencyKey == b.IdempotencyKey && a.RunID == b.RunID)
+}
 
+// start runs a claimed task whose request is stored, as attempt attempt.
+func (r *Router) start(ts *taskState, attempt int) *Handle {
+	ts.attempt.Store(int32(attempt))
 	r.mu.Lock()
 	if r.closed {
+		// Closed between the claim and now: the request is stored, so the
+		// task ends here, with the event Close gives running tasks.
 		r.mu.Unlock()
-		ts.cancel(ErrClosed)
-		return nil, ErrClosed
+		ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the router closed before the task started", Retryable: true}
+		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
+		r.unclaim(ts, claimTask)
+		return &ts.handle
 	}
-	if old := r.tasks[req.TaskID]; old != nil && !old.finished.Load() {
-		r.mu.Unlock()
-		ts.cancel(nil)
-		return &old.handle, nil
-	}
-	rs := r.runs[req.RunID]
+	rs := r.runs[ts.req.RunID]
 	if rs == nil {
 		rs = &ts.ownRun
-		r.runs[req.RunID] = rs
+		r.runs[ts.req.RunID] = rs
 	}
 	ts.budgetErr = r.checkBudget(rs, ts)
 	rs.tasks++
 	rs.open++
-	r.tasks[req.TaskID] = ts
-	if parent != nil {
+	if parent := ts.parent; parent != nil {
 		parent.children = append(parent.children, ts)
 	}
-	r.wg.Add(1)
+	ts.started = true
+	r.live++
 	r.mu.Unlock()
+	r.settle(ts, claimTask)
 
 	r.pool.run(ts)
-	return &ts.handle, nil
+	return &ts.handle
 }
 
 // checkBudget applies the run budget; r.mu is held.
@@ -305,9 +321,10 @@ func (r *Router) checkBudget(rs *runState, ts *taskState) *protocol.ErrorPayload
 	return nil
 }
 
-// redelivered handles a request the store already holds (docs/protocol.md §5.1:
-// at-least-once delivery, dedup by the receiver).
-func (r *Router) redelivered(ctx context.Context, req *protocol.Message, seq uint64) (*Handle, error) {
+// redelivered handles a request the store already holds, as the event at
+// seq (docs/protocol.md §5.1: at-least-once delivery, dedup by the
+// receiver).
+func (r *Router) redelivered(ctx context.Context, seq uint64) (*Handle, error) {
 	stored, err := r.eventAt(ctx, seq)
 	if err != nil {
 		return nil, err
@@ -316,23 +333,11 @@ func (r *Router) redelivered(ctx context.Context, req *protocol.Message, seq uin
 	if err != nil {
 		return nil, fmt.Errorf("router: reading the stored request: %w", err)
 	}
-	r.mu.Lock()
-	ts := r.tasks[orig.TaskID]
-	r.mu.Unlock()
-	if ts != nil {
-		// Running, or ending right now: its handle gives the outcome.
-		return &Handle{r: r, ts: ts}, nil
+	if orig.Type != protocol.TypeTaskRequest {
+		return nil, wrap(ErrInvalidRequest, "the request duplicates stored event "+orig.ID+", a "+string(orig.Type), nil)
 	}
-	out, err := r.storedOutcome(ctx, orig.TaskID)
-	if err != nil {
-		return nil, err
-	}
-	if out != nil {
-		return resolvedHandle(r, orig, out), nil
-	}
-	// Stored, never finished, not running here: the process that ran it
-	// stopped. Apply the recovery policy.
-	return r.recoverTask(ctx, orig)
+	h, _, err := r.recoverStored(ctx, orig)
+	return h, err
 }
 
 func (r *Router) eventAt(ctx context.Context, seq uint64) (store.Event, error) {
@@ -340,31 +345,6 @@ func (r *Router) eventAt(ctx context.Context, seq uint64) (store.Event, error) {
 		return ev, err
 	}
 	return store.Event{}, wrap(ErrUnknownTask, fmt.Sprintf("no event %d", seq), nil)
-}
-
-// Close cancels every running task, waits for their terminal events to be
-// stored, and refuses new submissions. It does not close the store.
-func (r *Router) Close() error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil
-	}
-	r.closed = true
-	running := make([]*taskState, 0, len(r.tasks))
-	for _, ts := range r.tasks {
-		running = append(running, ts)
-	}
-	r.mu.Unlock()
-	for _, ts := range running {
-		ts.cancel(errRouterClosed)
-		if ts.parent == nil { // subtasks: their AfterFunc stores it
-			r.goOnCancel(ts)
-		}
-	}
-	r.wg.Wait()
-	r.pool.close()
-	return nil
 }
 
 var errRouterClosed = errors.New("router closed")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,8 +31,12 @@ type taskState struct {
 	runCtx atomic.Pointer[context.Context] // the context of the running attempt
 
 	finished atomic.Bool
+	emu      sync.Mutex // orders the task's appends with end (appendLive)
 	done     chan struct{}
 	outcome  *Outcome
+
+	claim   atomic.Int32 // claimPending, claimTask or claimDropped (see claim)
+	started bool         // its goroutine was started; guarded by Router.mu
 
 	// Parts of the task allocated with it, not each on its own.
 	handle    Handle                 // the handle Submit returns
@@ -72,7 +77,6 @@ func (ts *taskState) ancestors() []string {
 
 // run drives one task from routing to its terminal event.
 func (r *Router) run(ts *taskState) {
-	defer r.wg.Done()
 	defer r.forget(ts)
 	// However run returns, a cancelled task that nothing ended yet ends
 	// here (Cancel, Close and the AfterFunc only make it happen sooner; any
@@ -212,11 +216,13 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	r.setPayload(decision, m.decision())
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	ts.evs = [2]*protocol.Message{decision, accept}
-	_, err := r.st.Append(ts.ctx, ts.evs[:]...)
+	err := r.appendLive(ts.ctx, ts, ts.evs[:]...)
 	ts.evs = [2]*protocol.Message{}
 	if err != nil {
 		r.release(a, false)
-		r.storeFailed(ts, err)
+		if !errors.Is(err, ErrTaskEnded) {
+			r.storeFailed(ts, err)
+		}
 		return false
 	}
 
@@ -261,8 +267,10 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 			retryEP := *ep
 			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": n + 1})
 			ev := r.errorEvent(ts, a.ID(), &retryEP)
-			if _, err := r.st.Append(ts.ctx, ev); err != nil {
-				r.storeFailed(ts, err)
+			if err := r.appendLive(ts.ctx, ts, ev); err != nil {
+				if !errors.Is(err, ErrTaskEnded) {
+					r.storeFailed(ts, err)
+				}
 				return false
 			}
 			return true

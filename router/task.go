@@ -48,8 +48,7 @@ func (t *Task) Progress(ctx context.Context, payload any) error {
 	if err := m.SetPayload(payload); err != nil {
 		return err
 	}
-	_, err := t.r.st.Append(ctx, m)
-	return err
+	return t.r.appendLive(ctx, t.ts, m)
 }
 
 // Emit stores another event of the task from the running agent, such as a
@@ -75,7 +74,7 @@ func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, 
 	if _, err := protocol.Encode(m); err != nil {
 		return nil, err
 	}
-	if _, err := t.r.st.Append(ctx, m); err != nil {
+	if err := t.r.appendLive(ctx, t.ts, m); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -104,7 +103,8 @@ func (t *Task) NewSubtask(payloadType string, payload any) (*protocol.Message, e
 // §1.3). sub must be a task.request of t's run whose parent_task_id is t
 // (NewSubtask makes one). The subtask is cancelled with t. A subtask routed
 // back to an agent already on t's delegation chain is refused with CYCLE
-// (CLowl E015). The error is ctx's, or the subtask's failure as a
+// (CLowl E015). The error is ctx's, ErrCapacity when the router holds
+// Options.MaxInFlight tasks, or the subtask's failure as a
 // *protocol.ErrorPayload.
 func (t *Task) Delegate(ctx context.Context, sub *protocol.Message) (*Outcome, error) {
 	if sub == nil || sub.ParentTaskID != t.ID() || sub.RunID != t.RunID() {

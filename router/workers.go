@@ -127,18 +127,25 @@ func (p *workers[T]) reap() {
 // close ends every worker: idle ones at once, busy ones when their task
 // returns. It waits for them.
 func (p *workers[T]) close() {
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		for _, w := range p.idle {
-			close(w.ch)
-		}
-		p.idle = nil
-		if p.reaper != nil {
-			p.reaper.Stop()
-			p.reaper = nil
-		}
-	}
-	p.mu.Unlock()
+	p.stop()
 	p.wg.Wait()
+}
+
+// stop is close without the wait: busy workers end when their task
+// returns.
+func (p *workers[T]) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, w := range p.idle {
+		close(w.ch)
+	}
+	p.idle = nil
+	if p.reaper != nil {
+		p.reaper.Stop()
+		p.reaper = nil
+	}
 }

@@ -8,7 +8,9 @@
 //	env.AssertTypes(out.TaskID, "task.request", "routing.decision", "task.accept", "task.result")
 //
 // Everything runs in memory: no disk, no network. The router is closed
-// when the test ends.
+// when the test ends, and the test fails then unless every task in the
+// store has exactly one terminal event (Env.AssertOneTerminal) and every
+// handler returned within router.DefaultCloseTimeout.
 //
 // Env.Clock is the one clock of the Env (see Clock in the router package
 // doc): the router, the registry and the store read it, so timestamps,
@@ -33,6 +35,7 @@ import (
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
+	"github.com/clutchprotocol/clutch/store/storetest"
 )
 
 // Options configures an Env. Nil means defaults.
@@ -141,7 +144,10 @@ func New(t testing.TB, opts *Options) *Env {
 		t.Fatalf("routertest: %v", err)
 	}
 	t.Cleanup(func() {
-		r.Close()
+		if err := r.Close(); err != nil {
+			t.Errorf("routertest: closing the router: %v", err)
+		}
+		storetest.AssertOneTerminal(t, st)
 		st.Close()
 	})
 	return &Env{T: t, Store: st, Registry: reg, Schemas: sch, Router: r, IDs: ids, Clock: clock, timeout: o.Timeout}
@@ -247,6 +253,16 @@ func (e *Env) Await(q store.Query, until func(*protocol.Message) bool) *protocol
 	}
 	e.T.Fatalf("routertest: no awaited event of %+v within %v (%d events seen)", q, e.timeout, seen)
 	return nil
+}
+
+// AssertOneTerminal fails the test unless every task in the Env's store
+// has exactly one terminal event per attempt that ran it, and none is
+// open (storetest.AssertOneTerminal). The Env checks it when the test
+// ends, after closing the router; call it earlier once every task should
+// have ended.
+func (e *Env) AssertOneTerminal() {
+	e.T.Helper()
+	storetest.AssertOneTerminal(e.T, e.Store)
 }
 
 // Count returns a condition for Await that holds at the n-th event.

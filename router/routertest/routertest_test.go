@@ -3,6 +3,8 @@ package routertest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -169,5 +171,43 @@ func TestAwait(t *testing.T) {
 	}
 	if _, err := env.Wait(h); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// recorder is a testing.TB that records failures instead of failing.
+type recorder struct {
+	testing.TB
+	failures []string
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func TestAssertOneTerminal(t *testing.T) {
+	rec := &recorder{TB: t}
+	env := routertest.New(rec, nil)
+	env.Agent("agent:ken", []string{"skill:research"}, research)
+	out, err := env.Run(env.Request("research.query.v1", schema.ResearchQuery{Query: "payments"}, "skill:research"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.AssertOneTerminal()
+	if len(rec.failures) > 0 {
+		t.Fatalf("a clean log failed: %v", rec.failures)
+	}
+	// A second terminal event for the same attempt breaks the rule.
+	extra := env.IDs.Reply(out.Message, protocol.TypeTaskError, "agent:orchestrator")
+	extra.Attempt = out.Message.Attempt
+	if err := extra.SetPayload(protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.Append(context.Background(), extra); err != nil {
+		t.Fatal(err)
+	}
+	env.AssertOneTerminal()
+	if len(rec.failures) != 1 || !strings.Contains(rec.failures[0], "two terminal events") {
+		t.Fatalf("failures %q", rec.failures)
 	}
 }
