@@ -190,4 +190,3 @@ func BenchmarkCanonical(b *testing.B) {
 		}
 	})
 }
-
