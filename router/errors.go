@@ -32,6 +32,9 @@ var (
 	// ErrTaskEnded: the task already ended (cancelled, timed out), so an
 	// event a handler tried to store was not stored.
 	ErrTaskEnded error = coded.New("router: the task has already ended", protocol.CodeCancelled)
+	// ErrUnauthorized: a message from outside asked for something its
+	// sender may not do (Admit of a task.cancel for another agent's task).
+	ErrUnauthorized error = coded.New("router: not authorised", protocol.CodeUnauthorized)
 )
 
 func wrap(sentinel error, detail string, cause error) error {
