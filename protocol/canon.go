@@ -28,7 +28,7 @@ type canon struct {
 	sig                   bool // find and drop security.auth.sig
 	secKind, authKind     byte // kind of the first byte of security and security.auth, 0 if absent
 	scheme, kid, sigValue []byte
-	schemeStr, kidStr     bool // scheme and kid were strings
+	schemeBad, kidBad     bool // scheme or kid present but not a string
 	sigStr                bool
 }
 
@@ -172,10 +172,10 @@ func (c *canon) object(depth, where int) *Error {
 				}
 				return prefix(err, k)
 			case "scheme":
-				c.schemeStr = sc.data[sc.pos] == '"'
+				c.schemeBad = sc.data[sc.pos] != '"'
 				c.scheme = c.stringAt()
 			case "kid":
-				c.kidStr = sc.data[sc.pos] == '"'
+				c.kidBad = sc.data[sc.pos] != '"'
 				c.kid = c.stringAt()
 			}
 		}

@@ -104,23 +104,17 @@ func Verify(raw []byte, keys KeyResolver) error {
 	default:
 		return invalid(CodeWrongType, "/security/auth", "want object")
 	}
-	if c.scheme != nil && !c.schemeStr || c.kid != nil && !c.kidStr {
+	if c.schemeBad || c.kidBad {
 		return invalid(CodeBadSignature, "/security/auth", "scheme and kid must be strings")
 	}
 	if scheme := rawString(c.scheme); scheme != SchemeEd25519 {
 		return invalid(CodeBadSignature, "/security/auth/scheme", "scheme "+quote(scheme)+" is not "+quote(SchemeEd25519))
 	}
-	if c.sigValue == nil && !c.sigStr {
+	if !c.sigStr || len(c.sigValue) <= 2 { // absent, not a string, or ""
 		return invalid(CodeBadSignature, "/security/auth/sig", "message is not signed")
 	}
 	var sig [ed25519.SignatureSize]byte
-	src := c.sigValue
-	if len(src) > 2 {
-		src = src[1 : len(src)-1] // the quotes
-	}
-	if len(src) == 0 {
-		return invalid(CodeBadSignature, "/security/auth/sig", "message is not signed")
-	}
+	src := c.sigValue[1 : len(c.sigValue)-1] // without the quotes
 	if base64.RawURLEncoding.EncodedLen(len(sig)) != len(src) {
 		return invalid(CodeBadSignature, "/security/auth/sig", "sig is not 64 bytes of base64url without padding")
 	}

@@ -211,6 +211,10 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 // outcome or cancels it. ctx bounds only the submission: the task lives on
 // (cancel it through the handle).
 //
+// A request that came from outside — decoded from bytes, or signed — is
+// first checked against the registry's signature policy (see Verify and
+// "Signatures" in the package doc); a refused request is not stored.
+//
 // A request that is already stored (same id, or same run_id and
 // idempotency_key: docs/protocol.md §5.2) is not run again: the handle follows the
 // task that request started, or holds its stored outcome.
