@@ -26,6 +26,10 @@ type SignaturePolicy struct {
 	// KeyedAgents: every message whose from.agent_id has a current key
 	// must be signed.
 	KeyedAgents bool
+	// Agents: every message claiming one of these from.agent_id must be
+	// signed, whether or not the agent has a key yet (without one, such
+	// messages are refused).
+	Agents []string
 	// FirstUse lets the agent.register of an agent that never had a key
 	// be signed by a key its own card lists (proof of possession). Off,
 	// an agent registers from outside only with keys configured in
@@ -46,7 +50,7 @@ var DefaultSignaturePolicy = SignaturePolicy{
 // whether m's sender has a current key.
 func (p *SignaturePolicy) Requires(m *protocol.Message, keyed bool) bool {
 	switch {
-	case keyed && p.KeyedAgents, slices.Contains(p.Types, m.Type):
+	case keyed && p.KeyedAgents, slices.Contains(p.Types, m.Type), slices.Contains(p.Agents, m.From.AgentID):
 		return true
 	case p.PolicyRequests && m.Type == protocol.TypeTaskRequest:
 		return m.Security != nil && m.Security.Policy != nil

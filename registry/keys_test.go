@@ -222,6 +222,10 @@ func TestVerifyPolicy(t *testing.T) {
 	require.ErrorIs(t, reg.Verify(req("agent:k", false, false)), protocol.CodeBadSignature, "keyed agents sign everything")
 	require.NoError(t, reg.Verify(req("agent:k", true, true)))
 
+	byAgent := open(t, newStore(t), c, &registry.Options{Signatures: &registry.SignaturePolicy{Agents: []string{"agent:u"}}})
+	require.ErrorIs(t, byAgent.Verify(req("agent:u", false, false)), protocol.CodeBadSignature, "agent:u must sign")
+	require.NoError(t, byAgent.Verify(req("agent:v", false, false)))
+
 	off := open(t, newStore(t), c, &registry.Options{Signatures: &registry.SignaturePolicy{}})
 	require.NoError(t, off.Verify(req("agent:u", true, false)), "an empty policy asks for nothing")
 	var err error

@@ -83,7 +83,7 @@ func (o *Options) setDefaults() error {
 		o.Signatures = &DefaultSignaturePolicy
 	}
 	p := *o.Signatures // a copy: the caller's policy may change later
-	p.Types = slices.Clone(p.Types)
+	p.Types, p.Agents = slices.Clone(p.Types), slices.Clone(p.Agents)
 	o.Signatures = &p
 	for id, keys := range o.Keys {
 		if !strings.HasPrefix(id, protocol.PrefixAgent) {
