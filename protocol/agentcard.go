@@ -1,9 +1,13 @@
 package protocol
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // AgentCard advertises an agent and its capabilities (docs/protocol.md §1.4).
@@ -57,10 +61,44 @@ type Limits struct {
 	MaxRuntimeSec  int `json:"max_runtime_sec,omitzero"`
 }
 
-// CardSecurity describes how an agent runs (§1.4, §6).
+// CardSecurity describes how an agent runs and how it signs (§1.4, §6).
 type CardSecurity struct {
 	Sandbox bool   `json:"sandbox,omitzero"`
 	Network string `json:"network,omitzero"` // e.g. "egress-restricted", "none", "open"
+	// Keys are the public keys the agent signs its messages with, by key
+	// id (§6.1 "Keys"). A card update that drops a kid retires it.
+	Keys []CardKey `json:"keys,omitzero"`
+}
+
+// CardKey is one public signing key of an agent (docs/protocol.md §1.4,
+// §6.1): {"kid": "key_ken_01", "alg": "ed25519", "public_key": "<base64url>"}.
+type CardKey struct {
+	Kid       string `json:"kid"`
+	Alg       string `json:"alg"`        // "ed25519" (SchemeEd25519)
+	PublicKey string `json:"public_key"` // the 32 key bytes, base64url without padding
+}
+
+// NewCardKey returns the card entry of an Ed25519 public key.
+func NewCardKey(kid string, pub ed25519.PublicKey) CardKey {
+	return CardKey{Kid: kid, Alg: SchemeEd25519, PublicKey: base64.RawURLEncoding.EncodeToString(pub)}
+}
+
+// Ed25519 returns the key, or an INVALID_FIELD error when the entry is
+// not a valid Ed25519 key: a kid that is empty, longer than MaxIDLength or
+// holds control characters, an alg other than "ed25519", or a public_key
+// that is not 32 bytes of base64url without padding.
+func (k CardKey) Ed25519() (ed25519.PublicKey, error) {
+	if k.Kid == "" || len(k.Kid) > MaxIDLength || strings.ContainsFunc(k.Kid, unicode.IsControl) {
+		return nil, invalid(CodeInvalidField, "/kid", "kid "+quote(k.Kid)+" must be 1 to 256 bytes without control characters")
+	}
+	if k.Alg != SchemeEd25519 {
+		return nil, invalid(CodeInvalidField, "/alg", "alg "+quote(k.Alg)+" is not "+quote(SchemeEd25519))
+	}
+	pub, err := base64.RawURLEncoding.Strict().DecodeString(k.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return nil, invalid(CodeInvalidField, "/public_key", "public_key is not 32 bytes of base64url without padding")
+	}
+	return ed25519.PublicKey(pub), nil
 }
 
 // DecodeAgentCard decodes an AgentCard strictly with the default limits:
@@ -162,7 +200,9 @@ func (c *AgentCard) UnmarshalJSON(b []byte) error {
 // Validate checks the card's semantic rules: v is [Version], agent_id starts
 // with "agent:", each capability has an id of the form <kind>:<name>, tools
 // and servers are <kind>:<name>, trust_level is sandbox or prod, cost_hint
-// is low, medium or high, and limits are not negative.
+// is low, medium or high, limits are not negative, and each entry of
+// security.keys is a valid Ed25519 key ([CardKey.Ed25519]) with a kid of
+// its own.
 func (c *AgentCard) Validate() error {
 	if c.V != Version {
 		return invalid(CodeUnsupportedVersion, "/v", "version "+quote(c.V)+", this package speaks "+quote(Version))
@@ -201,6 +241,23 @@ func (c *AgentCard) Validate() error {
 	}
 	if l := c.Limits; l != nil && (l.MaxConcurrency < 0 || l.MaxRuntimeSec < 0) {
 		return invalid(CodeInvalidField, "/limits", "limits must not be negative")
+	}
+	if c.Security != nil {
+		for i, k := range c.Security.Keys {
+			p := "/security/keys/" + strconv.Itoa(i)
+			if _, err := k.Ed25519(); err != nil {
+				var pe *Error
+				if errors.As(err, &pe) {
+					pe.Path = p + pe.Path
+				}
+				return err
+			}
+			for _, o := range c.Security.Keys[:i] {
+				if o.Kid == k.Kid {
+					return invalid(CodeInvalidField, p+"/kid", "kid "+quote(k.Kid)+" is listed twice")
+				}
+			}
+		}
 	}
 	for k := range c.Extensions {
 		switch k {

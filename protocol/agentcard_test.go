@@ -1,7 +1,10 @@
 package protocol
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -26,6 +29,12 @@ func TestDecodeAgentCardErrors(t *testing.T) {
 		{"trust level", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[{"id":"skill:x","trust_level":"root"}]}`, CodeInvalidField, "/capabilities/0/trust_level"},
 		{"cost hint", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[{"id":"skill:x","cost_hint":"free"}]}`, CodeInvalidField, "/capabilities/0/cost_hint"},
 		{"tool form", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[{"id":"tool:mcp","servers":["browser"]}]}`, CodeInvalidField, "/capabilities/0/servers/0"},
+		{"key alg", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"security":{"keys":[{"kid":"k1","alg":"rsa","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"}]}}`, CodeInvalidField, "/security/keys/0/alg"},
+		{"key bytes", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"security":{"keys":[{"kid":"k1","alg":"ed25519","public_key":"AAEC"}]}}`, CodeInvalidField, "/security/keys/0/public_key"},
+		{"key padding", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"security":{"keys":[{"kid":"k1","alg":"ed25519","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}]}}`, CodeInvalidField, "/security/keys/0/public_key"},
+		{"key kid empty", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"security":{"keys":[{"kid":"","alg":"ed25519","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"}]}}`, CodeInvalidField, "/security/keys/0/kid"},
+		{"key kid twice", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"security":{"keys":[{"kid":"k1","alg":"ed25519","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"},{"kid":"k1","alg":"ed25519","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"}]}}`, CodeInvalidField, "/security/keys/1/kid"},
+		{"key unknown member", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"security":{"keys":[{"kid":"k1","alg":"ed25519","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8","use":"sig"}]}}`, CodeUnknownField, "/security/keys/0/use"},
 		{"negative limit", `{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"limits":{"max_runtime_sec":-1}}`, CodeInvalidField, "/limits"},
 	}
 	for _, tc := range cases {
@@ -55,5 +64,27 @@ func TestAgentCardHelpers(t *testing.T) {
 	}
 	if _, ok := c.Capability("skill:nope"); ok {
 		t.Fatal("found a capability that is not there")
+	}
+}
+
+func TestCardKeys(t *testing.T) {
+	pub := goldenKey().Public().(ed25519.PublicKey)
+	c := &AgentCard{V: Version, AgentID: "agent:a", Capabilities: []Capability{},
+		Security: &CardSecurity{Keys: []CardKey{NewCardKey("k1", pub)}}}
+	b, err := EncodeAgentCard(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"security":{"keys":[{"kid":"k1","alg":"ed25519","public_key":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}]}`
+	if !strings.Contains(string(b), want) {
+		t.Fatalf("encoded card %s lacks %s", b, want)
+	}
+	d, err := DecodeAgentCard(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Security.Keys[0].Ed25519()
+	if err != nil || !got.Equal(pub) {
+		t.Fatalf("key = %x, %v", got, err)
 	}
 }

@@ -64,10 +64,16 @@
 // [Sign] and [Verify] implement docs/protocol.md §6 "ed25519 signatures"
 // with one rule: Ed25519 over the RFC 8785 (JCS) canonical bytes of the
 // envelope with only security.auth.sig removed; scheme "ed25519"; sig in
-// base64url without padding. Verify works on the bytes as received, rejects
-// duplicate keys and invalid UTF-8 first, and resolves the key id through a
-// [KeyResolver]. testdata/signed holds signed messages, their canonical
+// base64url without padding. Verify works on the bytes as received: one
+// strict pass refuses duplicate keys, invalid UTF-8 and anything else that
+// is not strict JSON while it builds the canonical bytes, then the key id
+// is resolved through a [KeyResolver]. [Canonical] exposes the
+// canonicalisation. testdata/signed holds signed messages, their canonical
 // signing input and the test key, for implementations in other languages.
+//
+// An AgentCard lists the agent's public keys in security.keys ([CardKey]);
+// which kid may speak for which agent, rotation and the policy of what must
+// be signed belong to the registry (package registry, docs/protocol.md §6.1).
 //
 // # Errors
 //
@@ -83,5 +89,6 @@
 //
 // JCS treats numbers as IEEE-754 doubles: integers beyond ±2^53 in a signed
 // message lose precision in the signing input, so send such values as
-// strings.
+// strings; a number beyond the range of a double cannot be canonicalised
+// and is refused (INVALID_JSON).
 package protocol

@@ -119,3 +119,29 @@ func ExampleNewIDs() {
 	// task_01KGCNRRVKV63QXKKD6TS75E5H
 	// true
 }
+
+// A card lists the public keys its agent signs with; a verifier resolves
+// the kid of a message to one of them.
+func ExampleNewCardKey() {
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{},
+		Security: &protocol.CardSecurity{Keys: []protocol.CardKey{protocol.NewCardKey("ken-1", priv.Public().(ed25519.PublicKey))}}}
+	b, err := protocol.EncodeAgentCard(card)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(b))
+	// Output:
+	// {"v":"clutch/0.1","agent_id":"agent:ken","capabilities":[],"security":{"keys":[{"kid":"ken-1","alg":"ed25519","public_key":"O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik"}]}}
+}
+
+// Canonical gives the RFC 8785 form a signature covers.
+func ExampleCanonical() {
+	c, err := protocol.Canonical([]byte(`{"b": [1.0, 1e21, 0.000001], "a": "\u00e9\n"}`))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(c))
+	// Output:
+	// {"a":"é\n","b":[1,1e+21,0.000001]}
+}

@@ -76,6 +76,7 @@ func FuzzDecodeAgentCard(f *testing.F) {
 		`{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[]}`,
 		`{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[{"id":"skill:x","tags":["t"],"trust_level":"prod"}],"limits":{"max_concurrency":1},"x":1}`,
 		`{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"agent_id":"agent:b"}`,
+		`{"v":"clutch/0.1","agent_id":"agent:a","capabilities":[],"security":{"sandbox":true,"keys":[{"kid":"k1","alg":"ed25519","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"}]}}`,
 		`{"v":"clutch/0.1","agent_id":"a","capabilities":[{"id":"skill:x","extra":1}]}`,
 		`{}`, `[`, ``,
 	} {

@@ -11,8 +11,8 @@ import (
 
 // jsonEqual compares two raw JSON values by meaning.
 func jsonEqual(a, b json.RawMessage) bool {
-	ca, err1 := canonical(a)
-	cb, err2 := canonical(b)
+	ca, err1 := Canonical(a)
+	cb, err2 := Canonical(b)
 	if err1 != nil || err2 != nil {
 		return string(a) == string(b)
 	}

@@ -3,11 +3,7 @@ package protocol
 import (
 	"crypto/ed25519"
 	"encoding/base64"
-	"errors"
 	"fmt"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // SchemeEd25519 is the security.auth.scheme of an Ed25519 signature.
@@ -35,85 +31,100 @@ func (k StaticKeys) ResolveKey(kid string) (ed25519.PublicKey, error) {
 	return nil, invalid(CodeUnknownKey, "/security/auth/kid", "no key for kid "+quote(kid))
 }
 
-// Sign signs m with Ed25519 (docs/protocol.md §6 "ed25519 signatures"). The rule:
+// Sign signs m with Ed25519 (docs/protocol.md §6.1). The rule:
 //
 //	sig = base64url-nopad( Ed25519( JCS( envelope without security.auth.sig ) ) )
 //
 // where JCS is RFC 8785 canonical JSON. Sign sets security.auth to
-// {scheme: "ed25519", kid, sig}, encodes m (validating it) and remembers the
-// signed bytes, so m must not be changed afterwards. A message that already
-// has bytes (see [Message.Raw]) is re-encoded from its fields.
+// {scheme: "ed25519", kid, sig} (on a copy of m.Security: a security
+// object shared with another message is not changed), encodes m
+// (validating it) and remembers the signed bytes, so m must not be changed
+// afterwards. A message that already has bytes (see [Message.Raw]) is
+// re-encoded from its fields.
 func Sign(m *Message, kid string, key ed25519.PrivateKey) error {
 	if len(key) != ed25519.PrivateKeySize {
 		return invalid(CodeBadSignature, "", fmt.Sprintf("private key is %d bytes, want %d", len(key), ed25519.PrivateKeySize))
 	}
-	if m.Security == nil {
-		m.Security = &Security{}
+	var sec Security
+	if m.Security != nil {
+		sec = *m.Security
 	}
-	m.Security.Auth = &Auth{Scheme: SchemeEd25519, Kid: kid}
+	sec.Auth = &Auth{Scheme: SchemeEd25519, Kid: kid}
+	m.Security = &sec
 	m.Reset()
 	unsigned, err := Encode(m)
 	if err != nil {
 		return err
 	}
-	canon, err := canonical(unsigned)
-	if err != nil {
+	c := getCanon(unsigned)
+	if err := c.run(); err != nil {
+		c.put()
 		return err
 	}
-	m.Security.Auth.Sig = base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, canon))
+	sig := ed25519.Sign(key, c.out)
+	c.put()
+	m.Security.Auth.Sig = base64.RawURLEncoding.EncodeToString(sig)
 	m.Reset()
 	_, err = Encode(m)
 	return err
 }
 
 // Verify checks the Ed25519 signature of the envelope in raw, the bytes as
-// received, so members this package does not know are covered too. It
-// rejects duplicate keys and invalid UTF-8 before anything else, then
-// requires security.auth.scheme "ed25519", resolves kid with keys and checks
-// the signature over the JCS bytes of raw without security.auth.sig.
-// Failures are BAD_SIGNATURE, UNKNOWN_KEY or the decoding error.
+// received, so members this package does not know are covered too. One
+// strict pass over raw refuses duplicate keys, invalid UTF-8 and anything
+// else that is not strict JSON (no second parser can read the message
+// differently) while it builds the JCS signing input; then Verify requires
+// security.auth.scheme "ed25519", resolves kid with keys and checks the
+// signature. Failures are BAD_SIGNATURE, UNKNOWN_KEY or the decoding error.
+//
+// Verify proves that the holder of kid's private key signed these bytes;
+// which kids may speak for which agent is the resolver's business (see
+// docs/protocol.md §6.1 "Keys").
 func Verify(raw []byte, keys KeyResolver) error {
-	// The strict scanner first: a parser differential (one parser verifies,
-	// another acts) is the classic hole in JSON signing.
-	if err := checkJSON(raw, ""); err != nil {
+	c := getCanon(raw)
+	defer c.put()
+	c.sig = true
+	if err := c.run(); err != nil {
 		return err
 	}
-	var top map[string]jsontext.Value
-	if err := jsonv2.Unmarshal(raw, &top); err != nil {
-		return wrapUnmarshal(err, "")
+	if c.sc.data[firstByte(raw)] != '{' {
+		return invalid(CodeWrongType, "", "a message is a JSON object")
 	}
-	var sec map[string]jsontext.Value
-	if err := unmarshalMember(top, "security", &sec); err != nil {
-		return err
+	switch c.secKind {
+	case 0, 'n':
+		return invalid(CodeBadSignature, "/security", "message is not signed (no security)")
+	case '{':
+	default:
+		return invalid(CodeWrongType, "/security", "want object")
 	}
-	var auth map[string]jsontext.Value
-	if err := unmarshalMember(sec, "auth", &auth); err != nil {
-		return err
+	switch c.authKind {
+	case 0, 'n':
+		return invalid(CodeBadSignature, "/security", "message is not signed (no auth)")
+	case '{':
+	default:
+		return invalid(CodeWrongType, "/security/auth", "want object")
 	}
-	var scheme, kid, sig string
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"scheme", &scheme}, {"kid", &kid}, {"sig", &sig}} {
-		if v, ok := auth[f.name]; ok {
-			if err := jsonv2.Unmarshal(v, f.dst); err != nil {
-				return invalid(CodeBadSignature, "/security/auth/"+f.name, "not a string")
-			}
-		}
+	if c.schemeBad || c.kidBad {
+		return invalid(CodeBadSignature, "/security/auth", "scheme and kid must be strings")
 	}
-	if scheme != SchemeEd25519 {
+	if scheme := rawString(c.scheme); scheme != SchemeEd25519 {
 		return invalid(CodeBadSignature, "/security/auth/scheme", "scheme "+quote(scheme)+" is not "+quote(SchemeEd25519))
 	}
-	if sig == "" {
+	if !c.sigStr || len(c.sigValue) <= 2 { // absent, not a string, or ""
 		return invalid(CodeBadSignature, "/security/auth/sig", "message is not signed")
 	}
-	sigBytes, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || len(sigBytes) != ed25519.SignatureSize {
+	var sig [ed25519.SignatureSize]byte
+	src := c.sigValue[1 : len(c.sigValue)-1] // without the quotes
+	if base64.RawURLEncoding.EncodedLen(len(sig)) != len(src) {
+		return invalid(CodeBadSignature, "/security/auth/sig", "sig is not 64 bytes of base64url without padding")
+	}
+	if _, err := base64.RawURLEncoding.Strict().Decode(sig[:], src); err != nil {
 		return invalid(CodeBadSignature, "/security/auth/sig", "sig is not 64 bytes of base64url without padding")
 	}
 	if keys == nil {
 		return invalid(CodeUnknownKey, "/security/auth/kid", "no key resolver")
 	}
+	kid := rawString(c.kid)
 	pub, err := keys.ResolveKey(kid)
 	if err != nil {
 		if CodeOf(err) == CodeUnknownKey {
@@ -124,67 +135,44 @@ func Verify(raw []byte, keys KeyResolver) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return invalid(CodeUnknownKey, "/security/auth/kid", "key for kid "+quote(kid)+" is not an Ed25519 public key")
 	}
-	delete(auth, "sig")
-	if sec["auth"], err = marshalMap(auth); err != nil {
-		return err
-	}
-	if top["security"], err = marshalMap(sec); err != nil {
-		return err
-	}
-	unsigned, err := marshalMap(top)
-	if err != nil {
-		return err
-	}
-	canon, err := canonical(unsigned)
-	if err != nil {
-		return err
-	}
-	if !ed25519.Verify(pub, canon, sigBytes) {
+	if !ed25519.Verify(pub, c.out, sig[:]) {
 		return invalid(CodeBadSignature, "/security/auth/sig", "signature does not match")
 	}
 	return nil
 }
 
-func unmarshalMember(obj map[string]jsontext.Value, name string, dst *map[string]jsontext.Value) error {
-	v, ok := obj[name]
-	if !ok || v.Kind() == 'n' {
-		return invalid(CodeBadSignature, "/security", "message is not signed (no "+name+")")
+// firstByte is the index of the first non-space byte of checked JSON.
+func firstByte(b []byte) int {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	if v.Kind() != '{' {
-		return invalid(CodeWrongType, "/"+name, "want object")
-	}
-	if err := jsonv2.Unmarshal(v, dst); err != nil {
-		return wrapUnmarshal(err, "/"+name)
-	}
-	return nil
+	return i
 }
 
-func marshalMap(m map[string]jsontext.Value) (jsontext.Value, error) {
-	b, err := jsonv2.Marshal(m)
-	if err != nil {
-		return nil, &Error{Code: CodeInternal, Offset: -1, Detail: "re-encoding for verification", Err: err}
+// rawString decodes the content of a checked JSON string (nil: "").
+func rawString(b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
-	return b, nil
+	for _, c := range b {
+		if c == '\\' {
+			return unescape(b)
+		}
+	}
+	return string(b)
 }
 
 // Canonical returns the RFC 8785 (JCS) canonical form of one JSON value:
 // members sorted by UTF-16 code units, no whitespace, numbers in ECMAScript
 // form, strings with minimal escaping. It is the signing input of [Sign].
+// The input is read strictly, as by [Decode]: duplicate keys, invalid UTF-8
+// and numbers beyond the range of a double are errors.
 func Canonical(data []byte) ([]byte, error) {
-	if err := checkJSON(data, ""); err != nil {
+	c := getCanon(data)
+	defer c.put()
+	if err := c.run(); err != nil {
 		return nil, err
 	}
-	return canonical(data)
-}
-
-func canonical(data []byte) ([]byte, error) {
-	v := jsontext.Value(append([]byte(nil), data...))
-	if err := v.Canonicalize(); err != nil {
-		var syn *jsontext.SyntacticError
-		if errors.As(err, &syn) {
-			return nil, wrapUnmarshal(err, "")
-		}
-		return nil, &Error{Code: CodeInvalidJSON, Offset: -1, Detail: "cannot canonicalize", Err: err}
-	}
-	return v, nil
+	return append([]byte(nil), c.out...), nil
 }

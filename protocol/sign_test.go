@@ -9,6 +9,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -143,6 +144,8 @@ func TestSignedGolden(t *testing.T) {
 	}
 }
 
+var sigRE = regexp.MustCompile(`"sig":"([^"]*)"`)
+
 func TestVerifyRejects(t *testing.T) {
 	priv := goldenKey()
 	keys := StaticKeys{"key_test_01": priv.Public().(ed25519.PublicKey)}
@@ -172,6 +175,13 @@ func TestVerifyRejects(t *testing.T) {
 		{"wrong scheme", strings.Replace(golden, `"scheme":"ed25519"`, `"scheme":"hmac"`, 1), CodeBadSignature},
 		{"truncated sig", strings.Replace(golden, `"sig":"`, `"sig":"AA`, 1), CodeBadSignature},
 		{"not signed", string(unsigned.Raw()), CodeBadSignature},
+		{"kid not a string", strings.Replace(golden, `"kid":"key_test_01"`, `"kid":1`, 1), CodeBadSignature},
+		{"scheme not a string", strings.Replace(golden, `"scheme":"ed25519"`, `"scheme":null`, 1), CodeBadSignature},
+		{"empty sig", sigRE.ReplaceAllString(golden, `"sig":""`), CodeBadSignature},
+		{"sig with padding", sigRE.ReplaceAllString(golden, `"sig":"$1="`), CodeBadSignature},
+		{"sig not a string", sigRE.ReplaceAllString(golden, `"sig":["$1"]`), CodeBadSignature},
+		{"security not an object", strings.Replace(golden, `"security":{"auth":`, `"security":[],"x_auth":{"a":`, 1), CodeWrongType},
+		{"array", `[` + golden + `]`, CodeWrongType},
 		{"not JSON", golden[:len(golden)-1], CodeInvalidJSON},
 	}
 	for _, tc := range cases {

@@ -49,6 +49,32 @@
 // store append. [Registry.AppendCandidates] appends to a caller's slice,
 // for a router that routes task after task.
 //
+// # Keys and signatures
+//
+// The registry is also the key registry of docs/protocol.md §6.1. An
+// agent's public Ed25519 keys are those of its card (security.keys) and
+// those Options.Keys configures for it. [Registry.Keys] resolves the
+// agent's current kids for messages arriving now; [Registry.AllKeys] also
+// resolves kids an update or a removal retired, for messages read back
+// from the store. Kids belong to their agent: a kid of agent B does not
+// resolve for agent A. A card that binds a kid the agent has or had to a
+// different key is refused (ErrInvalidCard): a kid names one key forever,
+// so the log stays verifiable across rotations.
+//
+// [Registry.Verify] applies Options.Signatures (DefaultSignaturePolicy
+// when nil: agent.register, agent.update, task.cancel, requests carrying a
+// policy and every message of a keyed agent must be signed) to a message
+// that entered from outside. [Registry.Admit] takes agent.register,
+// agent.update and agent.heartbeat messages from outside: it verifies them
+// under the writers' lock, checks the card as Register and Update do, and
+// stores the message as it arrived. Register, Update, Heartbeat and Remove
+// called in Go are the host's own acts and are not checked.
+//
+//	reg, _ := registry.Open(ctx, st, &registry.Options{
+//		Keys: map[string][]protocol.CardKey{"agent:ui": {protocol.NewCardKey("key_ui_01", pub)}},
+//	})
+//	err := reg.Admit(ctx, decodedRegistration) // ErrSignature unless signed by a key of its sender
+//
 // # Events
 //
 // Each write is one event, appended to the store before the registry
@@ -105,6 +131,10 @@
 //   - [ErrDuplicateEvent]: the store already holds an event with the id the
 //     registry made (two registries given alike-seeded id sources); the
 //     call changed nothing.
+//   - [ErrSignature]: Verify or Admit refused a message's signature;
+//     protocol.CodeOf gives BAD_SIGNATURE or UNKNOWN_KEY. Nothing is stored.
+//   - [ErrInvalidMessage]: Admit was given a message it does not take
+//     (another type or run, a Local claim, an invalid envelope).
 //
 // Store errors come back wrapped ("registry: ..."), so errors.Is(err,
 // store.ErrClosed) and errors.Is(err, context.Canceled) work; when the
@@ -118,6 +148,11 @@
 // events a day), and every Open reads them all. Choose the interval and
 // the TTL with the log's growth in mind; Local agents need no heartbeats.
 // There is no snapshot or compaction yet.
+//
+// A message admitted from outside counts for liveness from the earlier of
+// its ts and the registry's clock, so a sender cannot stay online by
+// dating its heartbeat in the future; on replay its ts counts, as for
+// every event.
 //
 // After Open a registry sees only its own writes: two registries over one
 // store (two processes) do not follow each other's events until reopened.

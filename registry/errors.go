@@ -25,6 +25,14 @@ var (
 	// this means two id sources were seeded alike (a test's deterministic
 	// protocol.IDs given to two registries, say).
 	ErrDuplicateEvent error = coded.New("registry: event id already in the store", protocol.CodeConflict)
+	// ErrSignature: the signature policy refused a message from outside
+	// (Verify, Admit); nothing was stored. The error wraps the
+	// *protocol.Error with the precise code, BAD_SIGNATURE or UNKNOWN_KEY,
+	// which protocol.CodeOf returns.
+	ErrSignature error = coded.New("registry: signature refused", protocol.CodeBadSignature)
+	// ErrInvalidMessage: Admit or Verify was given a message it does not
+	// take (another type, another run, a Local claim, an invalid envelope).
+	ErrInvalidMessage error = coded.New("registry: invalid registry message", protocol.CodeInvalidField)
 )
 
 func wrap(sentinel error, detail string, cause error) error {

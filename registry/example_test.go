@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -109,4 +110,49 @@ func ExampleRegistry_Heartbeat() {
 	fmt.Println(err)
 	// Output:
 	// registry: agent not found: agent:unknown
+}
+
+// An agent rotates its key: the update, signed with the current key,
+// lists only the new one; the old kid then verifies no new message but
+// still verifies what was stored while it was current.
+func ExampleRegistry_Admit() {
+	ctx := context.Background()
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	old := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	next := ed25519.NewKeyFromSeed(append(make([]byte, ed25519.SeedSize-1), 1))
+	reg, _ := registry.Open(ctx, st, &registry.Options{Signatures: &registry.SignaturePolicy{
+		FirstUse: true, KeyedAgents: true, Types: registry.DefaultSignaturePolicy.Types,
+	}})
+
+	send := func(t protocol.Type, kid string, key ed25519.PrivateKey, keys ...protocol.CardKey) *protocol.Message {
+		card := exampleCard("agent:ken", 0, "skill:research")
+		card.Security = &protocol.CardSecurity{Keys: keys}
+		m := protocol.NewMessage(t, "agent:ken")
+		m.RunID = registry.DefaultRunID
+		if err := m.SetPayload(card); err != nil {
+			panic(err)
+		}
+		if err := protocol.Sign(m, kid, key); err != nil {
+			panic(err)
+		}
+		in, _ := protocol.Decode(m.Raw()) // as received
+		if err := reg.Admit(ctx, in); err != nil {
+			fmt.Println(t, "signed with", kid+":", protocol.CodeOf(err))
+		} else {
+			fmt.Println(t, "signed with", kid+": accepted")
+		}
+		return in
+	}
+	oldKey := protocol.NewCardKey("ken-1", old.Public().(ed25519.PublicKey))
+	newKey := protocol.NewCardKey("ken-2", next.Public().(ed25519.PublicKey))
+	first := send(protocol.TypeAgentRegister, "ken-1", old, oldKey) // first use: its own card's key
+	send(protocol.TypeAgentUpdate, "ken-1", old, newKey)            // rotation
+	send(protocol.TypeAgentUpdate, "ken-1", old, newKey)            // ken-1 is retired
+	fmt.Println("stored registration verifies:", protocol.Verify(first.Raw(), reg.AllKeys("agent:ken")) == nil)
+	// Output:
+	// agent.register signed with ken-1: accepted
+	// agent.update signed with ken-1: accepted
+	// agent.update signed with ken-1: UNKNOWN_KEY
+	// stored registration verifies: true
 }

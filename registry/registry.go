@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -47,6 +48,13 @@ type Options struct {
 	// one liveness is measured with; protocol.DefaultIDs() when nil. Give
 	// the router the same one. Tests pass one with a clock they move.
 	IDs *protocol.IDs
+	// Keys are public signing keys the host vouches for, by agent id, in
+	// addition to those of the agents' cards (docs/protocol.md §6.1
+	// "Keys"). They stay current whatever the cards say.
+	Keys map[string][]protocol.CardKey
+	// Signatures says which messages from outside must be signed;
+	// DefaultSignaturePolicy when nil.
+	Signatures *SignaturePolicy
 }
 
 func (o *Options) setDefaults() error {
@@ -71,6 +79,27 @@ func (o *Options) setDefaults() error {
 	if o.IDs == nil {
 		o.IDs = protocol.DefaultIDs()
 	}
+	if o.Signatures == nil {
+		o.Signatures = &DefaultSignaturePolicy
+	}
+	p := *o.Signatures // a copy: the caller's policy may change later
+	p.Types, p.Agents = slices.Clone(p.Types), slices.Clone(p.Agents)
+	o.Signatures = &p
+	for id, keys := range o.Keys {
+		if !strings.HasPrefix(id, protocol.PrefixAgent) {
+			return wrap(ErrInvalidOptions, "Keys: "+id+" is not an agent id", nil)
+		}
+		for i, k := range keys {
+			if _, err := k.Ed25519(); err != nil {
+				return wrap(ErrInvalidOptions, fmt.Sprintf("Keys[%s][%d]", id, i), err)
+			}
+			for _, o := range keys[:i] {
+				if o.Kid == k.Kid {
+					return wrap(ErrInvalidOptions, fmt.Sprintf("Keys[%s]: kid %q twice", id, k.Kid), nil)
+				}
+			}
+		}
+	}
 	return nil
 }
 
@@ -85,6 +114,8 @@ type Registry struct {
 	mu     sync.RWMutex
 	agents map[string]*Agent
 	stats  map[string]*stats // survive card updates and re-registration
+	keys   map[string]*keyring
+	conf   map[string]map[string]ed25519.PublicKey // Options.Keys, decoded
 
 	// byCap is the capability index: capability id → agents, sorted by
 	// id. Every routing reads it and few events change it, so it is read
@@ -210,6 +241,15 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 	r := &Registry{
 		st: st, opts: o,
 		agents: map[string]*Agent{}, stats: map[string]*stats{},
+		keys: map[string]*keyring{}, conf: map[string]map[string]ed25519.PublicKey{},
+	}
+	for id, keys := range o.Keys {
+		c := map[string]ed25519.PublicKey{}
+		for _, k := range keys {
+			c[k.Kid], _ = k.Ed25519()
+		}
+		r.conf[id] = c
+		r.setKeys(id, nil)
 	}
 	for i := range r.byCap {
 		r.byCap[i].Store(&map[string][]*Agent{})
@@ -293,6 +333,9 @@ func (r *Registry) cardEvent(t protocol.Type, card *protocol.AgentCard) (*protoc
 	if err := card.Validate(); err != nil {
 		return nil, nil, wrap(ErrInvalidCard, "", err)
 	}
+	if err := r.checkKids(card); err != nil {
+		return nil, nil, err
+	}
 	m, err := r.event(t, card.AgentID, card)
 	if err != nil {
 		return nil, nil, wrap(ErrInvalidCard, "", err)
@@ -322,11 +365,30 @@ func (r *Registry) event(t protocol.Type, agentID string, payload any) (*protoco
 // checked under the same lock: a concurrent Remove cannot slip between
 // the check and the append.
 func (r *Registry) write(ctx context.Context, m *protocol.Message, card *protocol.AgentCard, mustExist bool) error {
+	return r.writeAt(ctx, m, card, mustExist, eventTime(m, r.opts.IDs.Now()), nil)
+}
+
+// writeAt is write with the time liveness counts from, and a check (nil:
+// none) that runs under the writers' lock, before the append: a signature
+// checked there cannot be by a key a concurrent update just retired.
+func (r *Registry) writeAt(ctx context.Context, m *protocol.Message, card *protocol.AgentCard, mustExist bool, at time.Time, check func() error) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
 	if mustExist {
 		if _, ok := r.Get(m.From.AgentID); !ok {
 			return wrap(ErrNotFound, m.From.AgentID, nil)
+		}
+	}
+	if card != nil {
+		// Checked again under the writers' lock: a concurrent write may
+		// have bound one of the card's kids since cardEvent.
+		if err := r.checkKids(card); err != nil {
+			return err
 		}
 	}
 	res, err := r.st.Append(ctx, m)
@@ -337,7 +399,7 @@ func (r *Registry) write(ctx context.Context, m *protocol.Message, card *protoco
 		// Not stored, so not applied: the registry stays what a replay gives.
 		return wrap(ErrDuplicateEvent, fmt.Sprintf("%s is seq %d", m.ID, res[0].Seq), nil)
 	}
-	return r.apply(m, card, eventTime(m, r.opts.IDs.Now()), false)
+	return r.apply(m, card, at, false)
 }
 
 // eventTime is the time liveness counts from: the event's ts, which the
@@ -397,12 +459,14 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 		a.st = st
 		r.reindex(r.agents[id], a)
 		r.agents[id] = a
+		r.setKeys(id, card)
 		r.mu.Unlock()
 	case TypeRemove:
 		r.mu.Lock()
 		if old := r.agents[id]; old != nil {
 			r.reindex(old, nil)
 			delete(r.agents, id)
+			r.setKeys(id, nil) // its card keys retire; configured ones stay
 		}
 		r.mu.Unlock()
 	case protocol.TypeAgentHeartbeat:

@@ -143,6 +143,31 @@
 // refused with CYCLE (CLowl E015). Budget limits a run's number of tasks
 // and delegation depth (BUDGET, CLowl E012).
 //
+// # Signatures (docs/protocol.md §6.1)
+//
+// The router enforces the registry's signature policy
+// (registry.Options.Signatures, the keys of registry.Options.Keys and of
+// the cards) where envelopes from outside enter, before anything is
+// stored: Submit verifies a request that arrived as bytes (decoded) or
+// carries a signature; Admit takes a decoded inbound envelope, verifies it
+// and submits a task.request, cancels the task of a task.cancel (sent by
+// the task's requester only: ErrUnauthorized otherwise), or passes
+// agent.register, agent.update and agent.heartbeat to
+// registry.Registry.Admit; Verify checks any other envelope an adapter
+// acts on. A refusal matches registry.ErrSignature, with code
+// BAD_SIGNATURE or UNKNOWN_KEY.
+//
+// A request built in process (NewRequest, or a surface building one for a
+// caller it authenticated) is the process's own and needs no signature:
+// identity there is the surface's authentication, not an envelope
+// signature. Delegated subtasks are the router's own too.
+//
+// Options.Signers gives local agents private keys: every event such an
+// agent sends (task.accept, task.progress, task.result, task.error, tool
+// events, delegated requests) is signed as the router stores it. Register
+// refuses an agent whose signing kid and public key neither its card nor
+// the registry's configured keys list.
+//
 // # Restarts, partial retry and replay
 //
 // After a restart on a durable store, call Recover once the agents are
@@ -207,7 +232,8 @@
 // (protocol.CodeNoMatch, CodeTimeout, ...). The router's own errors are the
 // sentinels of errors.go (ErrClosed, ErrInvalidRequest, ErrInvalidPayload,
 // ErrUnknownTask, ErrNotRetryable, ErrTaskEnded, ErrInvalidOptions,
-// ErrCapacity, ErrAbandoned) and *ShutdownError.
+// ErrCapacity, ErrAbandoned, ErrUnauthorized) and *ShutdownError; signature
+// refusals are registry.ErrSignature.
 //
 // # Caveats
 //

@@ -45,6 +45,9 @@ var (
 	// ErrAbandoned: Shutdown's context ended before every running handler
 	// returned (see ShutdownError).
 	ErrAbandoned error = coded.New("router: shutdown abandoned running handlers", protocol.CodeInterrupted)
+	// ErrUnauthorized: a message from outside asked for something its
+	// sender may not do (Admit of a task.cancel for another agent's task).
+	ErrUnauthorized error = coded.New("router: not authorised", protocol.CodeUnauthorized)
 )
 
 // RetryAfter is the retry-after hint of an ErrCapacity error.

@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -245,4 +246,47 @@ func ExampleRouter_Submit_capacity() {
 	// Output:
 	// true CAPACITY true 1
 	// first: task.result
+}
+
+// A gateway admits a decoded envelope: the router verifies its signature
+// with the sender's keys in the registry before anything is stored.
+func ExampleRouter_Admit() {
+	ctx := context.Background()
+	ui := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	reg, _ := registry.Open(ctx, st, &registry.Options{
+		Keys: map[string][]protocol.CardKey{"agent:ui": {protocol.NewCardKey("key_ui_01", ui.Public().(ed25519.PublicKey))}},
+	})
+	schemas, _ := schema.New(nil)
+	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	defer r.Close()
+	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}
+	if err := r.Register(ctx, ken, researcher("ken")); err != nil {
+		panic(err)
+	}
+
+	// What arrives: the UI's request, as bytes.
+	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "rails"})
+	req.Requires = []string{"skill:research"}
+	unsigned, _ := protocol.Encode(req.Clone())
+	if err := protocol.Sign(req, "key_ui_01", ui); err != nil {
+		panic(err)
+	}
+	for _, wire := range [][]byte{unsigned, req.Raw()} {
+		in, err := protocol.Decode(wire)
+		if err != nil {
+			panic(err)
+		}
+		h, err := r.Admit(ctx, in)
+		if err != nil {
+			fmt.Println("refused:", protocol.CodeOf(err), errors.Is(err, registry.ErrSignature))
+			continue
+		}
+		out, _ := h.Wait(ctx)
+		fmt.Println("admitted:", out.Type, "from", out.Message.From.AgentID)
+	}
+	// Output:
+	// refused: BAD_SIGNATURE true
+	// admitted: task.result from agent:ken
 }

@@ -125,6 +125,12 @@ type Options struct {
 	// first in the list is the outermost (it runs first and sees what
 	// the others return last).
 	Middleware []Middleware
+	// Signers are the private keys of local agents, by agent id: every
+	// event such an agent sends (task.accept, task.progress, task.result,
+	// task.error, tool events, delegated requests) is signed before it is
+	// stored (docs/protocol.md §6.1). The card registered for the agent,
+	// or registry.Options.Keys, must list the kid with its public key.
+	Signers map[string]SigningKey
 }
 
 // DefaultBackoff waits 50 ms after the first failure and doubles each
@@ -150,6 +156,9 @@ func (o *Options) setDefaults() error {
 		}
 	}
 	o.Middleware = slices.Clone(o.Middleware)
+	if err := checkSigners(o.Signers); err != nil {
+		return err
+	}
 	if o.AgentID == "" {
 		o.AgentID = DefaultAgentID
 	}

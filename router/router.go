@@ -105,13 +105,21 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 		slots:  newSignal(),
 		claims: newSignal(),
 	}
+	if len(o.Signers) > 0 {
+		r.st = &signingStore{Store: st, signers: o.Signers} // verify.go
+	}
 	r.handlers.Store(&map[string]Handler{})
 	r.pool = newWorkers(workerIdle, r.run)
 	return r, nil
 }
 
 // Store returns the store the router records events in.
-func (r *Router) Store() store.Store { return r.st }
+func (r *Router) Store() store.Store {
+	if s, ok := r.st.(*signingStore); ok {
+		return s.Store
+	}
+	return r.st
+}
 
 // Registry returns the agent registry the router routes with.
 func (r *Router) Registry() *registry.Registry { return r.reg }
@@ -136,6 +144,9 @@ func (r *Router) Register(ctx context.Context, card *protocol.AgentCard, h Handl
 	}
 	if card.AgentID == r.opts.AgentID {
 		return wrap(ErrInvalidOptions, card.AgentID+" is the router's own id", nil)
+	}
+	if err := r.checkSigner(card); err != nil {
+		return err
 	}
 	r.setHandler(card.AgentID, h)
 	if err := r.reg.Register(ctx, card, &registry.RegisterOptions{Local: true}); err != nil {
@@ -208,6 +219,10 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 // outcome or cancels it. ctx bounds only the submission: the task lives on
 // (cancel it through the handle).
 //
+// A request that came from outside — decoded from bytes, or signed — is
+// first checked against the registry's signature policy (see Verify and
+// "Signatures" in the package doc); a refused request is not stored.
+//
 // A request that is already stored (same id, or same run_id and
 // idempotency_key: docs/protocol.md §5.2) is not run again: the handle follows the
 // task that request started, or holds its stored outcome. Dedup comes
@@ -223,6 +238,9 @@ func (r *Router) Submit(ctx context.Context, req *protocol.Message) (*Handle, er
 func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *taskState) (*Handle, error) {
 	if req == nil || req.Type != protocol.TypeTaskRequest {
 		return nil, wrap(ErrInvalidRequest, "want a task.request", nil)
+	}
+	if err := r.verifyInbound(req, parent); err != nil { // verify.go
+		return nil, err
 	}
 	// Validated and encoded once here; the store then takes the bytes.
 	if _, err := protocol.Encode(req); err != nil {

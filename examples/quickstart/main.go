@@ -53,7 +53,15 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 	}
 	defer cleanup()
 
-	reg, err := registry.Open(ctx, st, nil)
+	// The UI's signing key. The registry knows its public half, so the
+	// router verifies what the UI sends (docs/protocol.md §6.1).
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		return err
+	}
+	reg, err := registry.Open(ctx, st, &registry.Options{
+		Keys: map[string][]protocol.CardKey{"agent:ui": {protocol.NewCardKey("key_ui_01", pub)}},
+	})
 	if err != nil {
 		return err
 	}
@@ -103,23 +111,16 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 	req.Prefers = []string{"tool:browser", "domain:fintech"}
 	req.Security = &protocol.Security{Policy: &protocol.Policy{Sandbox: true, ToolAllowlist: []string{"mcp:browser"}}}
 	req.Meta = map[string]any{"ui_channel": "chat:research"}
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		return err
-	}
 	if err := protocol.Sign(req, "key_ui_01", priv); err != nil {
 		return err
 	}
 	wire := req.Raw()
-	// The gateway verifies the bytes as received, then decodes them.
-	if err := protocol.Verify(wire, protocol.StaticKeys{"key_ui_01": pub}); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
+	// The gateway decodes the bytes as received; Admit verifies the
+	// signature against the registry's keys before anything is stored.
 	in, err := protocol.Decode(wire)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "gateway: verified %s from %s (%d bytes, signed with %s)\n\n", in.Type, in.From.AgentID, len(wire), in.Security.Auth.Kid)
 
 	// 8. The UI subscribes to the thread and renders every event as it comes.
 	follow, stopFollow := context.WithCancel(ctx)
@@ -139,12 +140,13 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 		}
 	}()
 
-	h, err := r.Submit(ctx, in)
+	h, err := r.Admit(ctx, in)
 	if err != nil {
 		stopFollow()
 		wg.Wait()
-		return err
+		return fmt.Errorf("gateway: %w", err)
 	}
+	fmt.Fprintf(w, "gateway: verified %s from %s (%d bytes, signed with %s)\n\n", in.Type, in.From.AgentID, len(wire), in.Security.Auth.Kid)
 	out, taskErr := h.Wait(ctx)
 
 	// Print the live events until the terminal one has been shown.
