@@ -7,7 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"iter"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -39,16 +41,19 @@ type Store struct {
 	tail   *tail  // events after the index watermark
 
 	w writer // owned by the writer goroutine
+
+	broken atomic.Pointer[brokenError] // the first corruption found; appends refused since
 }
 
 var _ store.Store = (*Store)(nil)
 
 // Open opens the event store in the file at path, creating it if needed.
 // opts may be nil. A file another process holds gives ErrLocked after
-// Options.LockTimeout; a file of a newer format, or a bbolt file that is
-// not an event store, gives ErrFormat. After a crash Open rebuilds the
-// in-memory index tail from the events after the last index flush; there
-// is no other repair step.
+// Options.LockTimeout; a file of a newer format, or a file that is not an
+// event store (not a bbolt file, or a bbolt file of something else), gives
+// ErrFormat; a damaged file gives ErrCorrupt (see the package doc). After
+// a crash Open rebuilds the in-memory index tail from the events after the
+// last index flush; there is no other repair step.
 func Open(path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -58,7 +63,51 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	o.setDefaults()
-	db, err := bolt.Open(path, o.FileMode, &bolt.Options{
+	s := &Store{
+		path:  path,
+		opts:  o,
+		reqs:  make(chan *request, 4096),
+		wdone: make(chan struct{}),
+	}
+	err := s.guard("open", func() error {
+		if err := s.open(); err != nil {
+			return err
+		}
+		return s.w.init(s)
+	})
+	if err != nil {
+		if s.db != nil {
+			s.db.Close()
+		}
+		return nil, err
+	}
+	go s.w.run()
+	return s, nil
+}
+
+// open checks the file (see inspect) and opens it with bbolt. The check
+// runs while a read-only bbolt handle holds the file's shared lock, so
+// that a writer in another process is waited for (ErrLocked), not
+// mistaken for damage.
+func (s *Store) open() error {
+	o := &s.opts
+	if fi, err := os.Stat(s.path); err == nil && fi.Size() > 0 {
+		ro, err := bolt.Open(s.path, o.FileMode, &bolt.Options{Timeout: o.LockTimeout, ReadOnly: true})
+		if errors.Is(err, berrors.ErrTimeout) {
+			return &lockedError{path: s.path, timeout: o.LockTimeout}
+		}
+		ierr := inspect(s.path)
+		if ro != nil {
+			ro.Close()
+		}
+		if ierr != nil {
+			return ierr
+		}
+		if err != nil {
+			return corrupt("%s: bbolt: %v", s.path, err)
+		}
+	}
+	db, err := bolt.Open(s.path, o.FileMode, &bolt.Options{
 		Timeout:      o.LockTimeout,
 		NoSync:       o.NoSync,
 		FreelistType: bolt.FreelistMapType,
@@ -66,24 +115,15 @@ func Open(path string, opts *Options) (*Store, error) {
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, &lockedError{path: path, timeout: o.LockTimeout}
+			return &lockedError{path: s.path, timeout: o.LockTimeout}
 		}
-		return nil, err
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+			return corrupt("%s: bbolt: %v", s.path, err)
+		}
+		return err
 	}
-	s := &Store{
-		db:    db,
-		path:  path,
-		opts:  o,
-		reqs:  make(chan *request, 4096),
-		wdone: make(chan struct{}),
-	}
-	if err := s.load(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	s.w.init(s)
-	go s.w.run()
-	return s, nil
+	s.db = db
+	return s.load()
 }
 
 type lockedError struct {
@@ -237,10 +277,10 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// view runs f in a read transaction, mapping a closed database to
-// store.ErrClosed.
-func (s *Store) view(f func(tx *bolt.Tx) error) error {
-	err := s.db.View(f)
+// view runs f in a read transaction under guard, mapping a closed
+// database to store.ErrClosed.
+func (s *Store) view(op string, f func(tx *bolt.Tx) error) error {
+	err := s.guard(op, func() error { return s.db.View(f) })
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return store.ErrClosed
 	}
@@ -260,7 +300,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 		return store.Event{}, store.ErrClosed
 	}
 	var ev store.Event
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view("get "+id, func(tx *bolt.Tx) error {
 		if !inTail {
 			v := tx.Bucket(bucketIDs).Get([]byte(id))
 			if v == nil {
@@ -335,7 +375,7 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	}
 	var f fetcher
 	through := upTo
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view("read", func(tx *bolt.Tx) error {
 		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q, max: limit}
 		full := func(seq uint64) bool {
 			if len(f.evs) == limit {
@@ -500,13 +540,18 @@ func (s *Store) PutArtifact(ctx context.Context, mediaType string, data []byte) 
 	if err := s.checkOpen(); err != nil {
 		return "", err
 	}
+	if err := s.brokenErr(); err != nil {
+		return "", err
+	}
 	sum := sha256.Sum256(data)
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketArtifacts)
-		if b.Get(sum[:]) != nil {
-			return nil
-		}
-		return b.Put(sum[:], appendArtifact(make([]byte, 0, len(mt)+len(data)+2), mt, data))
+	err = s.guard("put artifact", func() error {
+		return s.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketArtifacts)
+			if b.Get(sum[:]) != nil {
+				return nil
+			}
+			return b.Put(sum[:], appendArtifact(make([]byte, 0, len(mt)+len(data)+2), mt, data))
+		})
 	})
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return "", store.ErrClosed
@@ -530,7 +575,7 @@ func (s *Store) GetArtifact(ctx context.Context, ref string) (store.Artifact, er
 		return store.Artifact{}, err
 	}
 	var a store.Artifact
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view("get artifact", func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketArtifacts).Get(sum[:])
 		if v == nil {
 			return store.ErrNotFound
