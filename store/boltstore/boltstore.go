@@ -140,7 +140,7 @@ func (e *lockedError) Unwrap() error { return ErrLocked }
 // load checks the format, creates the buckets of a new file and rebuilds
 // the in-memory state: the last seq and the index tail.
 func (s *Store) load() error {
-	var fresh bool
+	var fresh, upgrade bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -156,13 +156,27 @@ func (s *Store) load() error {
 		if len(v) != 4 {
 			return &FormatError{Path: s.path, Supported: formatVersion, Detail: "no format version"}
 		}
-		if ver := binary.BigEndian.Uint32(v); ver != formatVersion {
+		switch ver := binary.BigEndian.Uint32(v); {
+		case ver == 1:
+			upgrade = true
+		case ver != formatVersion:
 			return &FormatError{Path: s.path, Version: ver, Supported: formatVersion, Detail: "unknown format version"}
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if upgrade {
+		// Format 1 records stay as they are (they are read as such); the
+		// new ones carry a checksum, which a format 1 reader would take
+		// for damage: it is told the file is newer instead.
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion))
+		})
+		if err != nil {
+			return err
+		}
 	}
 	if fresh {
 		err := s.db.Update(func(tx *bolt.Tx) error {
@@ -198,6 +212,22 @@ func (s *Store) load() error {
 		}
 		if indexed > s.last {
 			return corrupt("index watermark %d is past the last event %d", indexed, s.last)
+		}
+		// The watermark is where the index entries in the file end: the
+		// event at it is in the ids index, the one after it is not. A
+		// damaged watermark would hide events from reads and dedup.
+		ids := tx.Bucket(bucketIDs)
+		for _, seq := range [...]uint64{indexed, indexed + 1} {
+			if seq == 0 || seq > s.last {
+				continue
+			}
+			r, err := parseRecord(tx.Bucket(bucketEvents).Get(seqKey(seq)))
+			if err != nil {
+				return corrupt("event %d: %v", seq, err)
+			}
+			if got := ids.Get(r.id); (seq == indexed && !bytes.Equal(got, seqKey(seq))) || (seq > indexed && got != nil) {
+				return corrupt("index watermark %d does not match the ids index (event %d maps to %x)", indexed, seq, got)
+			}
 		}
 		s.tail = newTail(indexed, int(s.last-indexed))
 		c := tx.Bucket(bucketEvents).Cursor()
@@ -317,7 +347,10 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 		}
 		r, err := parseRecord(v)
 		if err != nil {
-			return err
+			return corrupt("event %d: %v", seq, err)
+		}
+		if string(r.id) != id {
+			return corrupt("id %q points at event %d, whose id is %q", id, seq, r.id)
 		}
 		ev = eventOf(seq, &r)
 		return nil
@@ -386,14 +419,20 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 		}
 		ix, attr := driver.IndexOf(q)
 		if ix == driver.NoIndex {
-			for k, v := f.c.Seek(seqKey(after + 1)); k != nil; k, v = f.c.Next() {
+			want := after + 1
+			for k, v := f.c.Seek(seqKey(want)); want <= upTo; k, v = f.c.Next() {
+				if k == nil {
+					return corrupt("events %d to %d are missing", want, upTo)
+				}
 				seq, err := parseSeqKey(k)
 				if err != nil {
 					return err
 				}
-				if seq > upTo {
-					break
+				if seq != want {
+					// Seqs are dense: a gap or a step back is damage.
+					return corrupt("event %d follows event %d", seq, want-1)
 				}
+				want++
 				if err := f.add(seq, v, true); err != nil {
 					return err
 				}
@@ -583,6 +622,9 @@ func (s *Store) GetArtifact(ctx context.Context, ref string) (store.Artifact, er
 		mt, data, err := parseArtifact(v)
 		if err != nil {
 			return err
+		}
+		if sha256.Sum256(data) != sum {
+			return corrupt("artifact %s: its data does not match its digest", ref)
 		}
 		a = store.Artifact{Ref: ref, MediaType: string(mt), Data: bytes.Clone(data)}
 		if a.Data == nil {

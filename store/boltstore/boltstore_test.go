@@ -21,7 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if crashChild() {
+	if crashChild() || corruptChild() {
 		return
 	}
 	goleak.VerifyTestMain(m)
@@ -120,7 +120,7 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 2})
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 3})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,8 @@ func TestNewerFormatRefused(t *testing.T) {
 	before, _ := os.ReadFile(path)
 	_, err = boltstore.Open(path, nil)
 	var fe *boltstore.FormatError
-	if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != 2 || fe.Supported != 1 {
-		t.Fatalf("Open of a format 2 file: %v, want a FormatError for version 2", err)
+	if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != 3 || fe.Supported != 2 {
+		t.Fatalf("Open of a format 3 file: %v, want a FormatError for version 3", err)
 	}
 	if !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("error %q does not say the file is newer", err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strings"
 )
 
 // What bbolt checks and what it does not (go.etcd.io/bbolt v1.5.0): it
@@ -62,6 +63,9 @@ type boltMeta struct {
 func parseMeta(page []byte) (boltMeta, string) {
 	var m boltMeta
 	if len(page) < pageHeaderSize+metaSize {
+		if len(page) >= pageHeaderSize+4 {
+			m.magic = ne.Uint32(page[pageHeaderSize:])
+		}
 		return m, "cut short"
 	}
 	b := page[pageHeaderSize : pageHeaderSize+metaSize]
@@ -150,7 +154,7 @@ func inspectFile(path string, f *os.File) (boltMeta, error) {
 		switch {
 		case !magic && !looksLikeBolt(f, size):
 			return boltMeta{}, formatErr(fmt.Sprintf("not a bbolt file (meta page 0: %s; meta page 1: %s)", bad0, bad1))
-		case m0.magic == boltMagic && m0.version != boltVersion && bad1 != "checksum mismatch":
+		case strings.HasPrefix(bad0, "bbolt format version") && bad1 != "checksum mismatch":
 			return boltMeta{}, formatErr(fmt.Sprintf("bbolt format version %d, this package reads %d", m0.version, boltVersion))
 		}
 		return boltMeta{}, corruptErr("both bbolt meta pages are invalid (meta page 0: %s; meta page 1: %s)", bad0, bad1)

@@ -29,7 +29,8 @@ type request struct {
 }
 
 type item struct {
-	rec     []byte // the record, time filled in at commit
+	rec     []byte // the record, time and checksum filled in at commit
+	sum     uint32 // the checksum of the record's body (bodySum)
 	idemKey string // the idem bucket key, "" without an idempotency key
 }
 
@@ -50,6 +51,7 @@ func newRequest(ctx context.Context, entries []driver.Entry) *request {
 		start := len(buf)
 		buf = appendRecord(buf, e)
 		r.items[i].rec = buf[start:len(buf):len(buf)]
+		r.items[i].sum = bodySum(r.items[i].rec)
 		if e.IdempotencyKey != "" {
 			r.items[i].idemKey = string(idemKey(e.RunID, e.IdempotencyKey))
 		}
@@ -210,7 +212,7 @@ func (w *writer) commit() {
 					}
 				}
 				seq++
-				setRecordTime(it.rec, now)
+				sealRecord(it.rec, it.sum, now)
 				keys = appendSeq(keys, seq)
 				if err := events.Put(keys[len(keys)-8:], it.rec); err != nil {
 					return err
