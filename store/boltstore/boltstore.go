@@ -221,12 +221,12 @@ func (s *Store) load() error {
 			if seq == 0 || seq > s.last {
 				continue
 			}
-			r, err := parseRecord(tx.Bucket(bucketEvents).Get(seqKey(seq)))
+			r, err := parseRecord(tx.Bucket(bucketEvents).Get(seqKey(seq)), tx.Size())
 			if err != nil {
 				return corrupt("event %d: %v", seq, err)
 			}
 			if got := ids.Get(r.id); (seq == indexed && !bytes.Equal(got, seqKey(seq))) || (seq > indexed && got != nil) {
-				return corrupt("index watermark %d does not match the ids index (event %d maps to %x)", indexed, seq, got)
+				return corrupt("index watermark %d does not match the ids index (event %d maps to %x)", indexed, seq, clip(got))
 			}
 		}
 		s.tail = newTail(indexed, int(s.last-indexed))
@@ -240,7 +240,7 @@ func (s *Store) load() error {
 			if seq != want {
 				return corrupt("event %d follows event %d", seq, want-1)
 			}
-			r, err := parseRecord(v)
+			r, err := parseRecord(v, tx.Size())
 			if err != nil {
 				return err
 			}
@@ -345,12 +345,12 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 		if v == nil {
 			return corrupt("id %q points at missing event %d", id, seq)
 		}
-		r, err := parseRecord(v)
+		r, err := parseRecord(v, tx.Size())
 		if err != nil {
 			return corrupt("event %d: %v", seq, err)
 		}
 		if string(r.id) != id {
-			return corrupt("id %q points at event %d, whose id is %q", id, seq, r.id)
+			return corrupt("id %q points at event %d, whose id is %q", id, seq, clip(r.id))
 		}
 		ev = eventOf(seq, &r)
 		return nil
@@ -409,7 +409,7 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	var f fetcher
 	through := upTo
 	err := s.view("read", func(tx *bolt.Tx) error {
-		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q, max: limit}
+		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q, max: limit, size: tx.Size()}
 		full := func(seq uint64) bool {
 			if len(f.evs) == limit {
 				through = seq
@@ -521,11 +521,12 @@ func eachIndexed(b *bolt.Bucket, attr string, after uint64, f func(seq uint64) b
 // fetcher copies events out of the events bucket, stepping its cursor
 // forward instead of seeking when the next wanted seq is close.
 type fetcher struct {
-	c   *bolt.Cursor
-	q   store.Query
-	at  uint64 // seq under the cursor, 0 when unknown
-	max int    // the page's limit
-	evs []store.Event
+	c    *bolt.Cursor
+	q    store.Query
+	at   uint64 // seq under the cursor, 0 when unknown
+	max  int    // the page's limit
+	size int64  // the file's size as of the transaction: no value is longer
+	evs  []store.Event
 }
 
 func (f *fetcher) fetch(seq uint64, check bool) error {
@@ -549,7 +550,7 @@ func (f *fetcher) fetch(seq uint64, check bool) error {
 }
 
 func (f *fetcher) add(seq uint64, v []byte, check bool) error {
-	r, err := parseRecord(v)
+	r, err := parseRecord(v, f.size)
 	if err != nil {
 		return err
 	}
@@ -618,6 +619,9 @@ func (s *Store) GetArtifact(ctx context.Context, ref string) (store.Artifact, er
 		v := tx.Bucket(bucketArtifacts).Get(sum[:])
 		if v == nil {
 			return store.ErrNotFound
+		}
+		if int64(len(v)) > tx.Size() {
+			return corrupt("artifact %s: a value of %d bytes in a file of %d", ref, len(v), tx.Size())
 		}
 		mt, data, err := parseArtifact(v)
 		if err != nil {

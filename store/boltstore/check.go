@@ -58,7 +58,10 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 	if m.txid != uint64(tx.ID())-1 {
 		return corrupt("%s: the meta page in use is of tx %d, the file's newest valid one of tx %d", s.path, tx.ID()-1, m.txid)
 	}
-	if err := walk(f, m); err != nil {
+	if err := walk(ctx, f, m); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return corrupt("%s: page structure: %v", s.path, err)
 	}
 	indexed, err := parseSeqKey(tx.Bucket(bucketMeta).Get(keyIndexed))
@@ -83,7 +86,7 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		if seq != want {
 			return corrupt("event %d follows event %d", seq, want-1)
 		}
-		r, err := parseRecord(v)
+		r, err := parseRecord(v, tx.Size())
 		if err != nil {
 			return corrupt("event %d: %v", seq, err)
 		}
@@ -91,12 +94,12 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 			continue
 		}
 		if got := ids.Get(r.id); !bytes.Equal(got, seqKey(seq)) {
-			return corrupt("event %d: id %q maps to %x", seq, r.id, got)
+			return corrupt("event %d: id %q maps to %x", seq, r.id, clip(got))
 		}
 		if len(r.idem) > 0 {
 			keyed++
 			if got := idem.Get(idemKey(string(r.run), string(r.idem))); !bytes.Equal(got, seqKey(seq)) {
-				return corrupt("event %d: idempotency key %q maps to %x", seq, r.idem, got)
+				return corrupt("event %d: idempotency key %q maps to %x", seq, r.idem, clip(got))
 			}
 		}
 	}
@@ -129,24 +132,24 @@ func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, att
 		}
 		l, m := binary.Uvarint(k)
 		if m <= 0 || uint64(len(k)) != uint64(m)+l+8 {
-			return corrupt("malformed key %x", k)
+			return corrupt("malformed key %x", clip(k))
 		}
 		value, first := k[m:m+int(l)], binary.BigEndian.Uint64(k[m+int(l):])
 		var ierr error
 		err := eachPosted(first, v, func(seq uint64) bool {
 			if seq == 0 || seq > indexed || seen[seq] {
-				ierr = corrupt("seq %d posted under %q is out of range or twice", seq, value)
+				ierr = corrupt("seq %d posted under %q is out of range or twice", seq, clip(value))
 				return false
 			}
 			seen[seq] = true
 			n++
-			r, err := parseRecord(events.Get(seqKey(seq)))
+			r, err := parseRecord(events.Get(seqKey(seq)), events.Tx().Size())
 			if err != nil {
 				ierr = err
 				return false
 			}
 			if !bytes.Equal(attr(&r), value) {
-				ierr = corrupt("event %d is posted under %q but has %q", seq, value, attr(&r))
+				ierr = corrupt("event %d is posted under %q but has %q", seq, clip(value), clip(attr(&r)))
 				return false
 			}
 			return true

@@ -192,19 +192,30 @@ func corruptCases(t testing.TB, base []byte, foreign, newer []byte, flips int, r
 	}
 	add("a bbolt file of a newer bbolt version", "format", nb)
 
-	// Random bit flips: half anywhere in the pages in use, half in page
-	// headers and element tables, where bbolt's pointers are.
+	// Random damage: in a third of the rounds bit flips anywhere in the
+	// pages in use, in a third bit flips in page headers and element
+	// tables (where bbolt's page ids, offsets and sizes are), in a third
+	// bytes there set to random values or 0xff.
 	for round := range flips {
 		b := bytes.Clone(base[:max(hwm, len(base))])
 		k := 1 + rng.IntN(4)
 		var where []string
 		for range k {
 			var bit int
-			if round%2 == 0 {
+			if round%3 == 0 {
 				bit = rng.IntN(hwm * 8)
 			} else {
 				id := rng.IntN(l.pgid)
 				bit = id*ps*8 + rng.IntN((16+16*8)*8)
+			}
+			if round%3 == 2 {
+				v := byte(0xff)
+				if rng.IntN(2) == 0 {
+					v = byte(rng.Uint32())
+				}
+				b[bit/8] = v
+				where = append(where, fmt.Sprintf("%d=%#x", bit/8, v))
+				continue
 			}
 			b[bit/8] ^= 1 << (bit % 8)
 			where = append(where, fmt.Sprintf("%d.%d", bit/8, bit%8))

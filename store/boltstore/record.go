@@ -126,9 +126,14 @@ func sealRecord(rec []byte, body uint32, unixNano int64) {
 }
 
 // parseRecord decodes v without copying: the fields alias v. A version 2
-// record whose checksum does not match is corrupt.
-func parseRecord(v []byte) (record, error) {
+// record whose checksum does not match is corrupt, and so is a record
+// longer than the file (size, 0: no limit), which only a damaged page can
+// make bbolt return: nothing reads or copies it.
+func parseRecord(v []byte, size int64) (record, error) {
 	var r record
+	if size > 0 && int64(len(v)) > size {
+		return r, corrupt("record of %d bytes in a file of %d", len(v), size)
+	}
 	if len(v) < recordHeaderV1 {
 		return r, corrupt("record of %d bytes is shorter than its header", len(v))
 	}
@@ -253,6 +258,15 @@ func parseArtifact(v []byte) (mediaType, data []byte, err error) {
 		return nil, nil, corrupt("artifact record is truncated")
 	}
 	return v[k : k+int(n)], v[k+int(n):], nil
+}
+
+// clip shortens bytes from the file for an error message: a damaged page
+// can make bbolt return a value of gigabytes.
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
 }
 
 func uvarintLen(x uint64) int {

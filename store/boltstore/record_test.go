@@ -22,7 +22,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Fatalf("recordSize %d, record %d bytes", recordSize(&e), len(rec))
 	}
 	sealRecord(rec, bodySum(rec), 1234567890)
-	r, err := parseRecord(rec)
+	r, err := parseRecord(rec, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add(binary.AppendUvarint(append([]byte{1}, make([]byte, 8)...), 1<<62))
 	f.Fuzz(func(t *testing.T, v []byte) {
-		r, err := parseRecord(v)
+		r, err := parseRecord(v, 0)
 		if err != nil {
 			if _, ok := err.(*CorruptError); !ok {
 				t.Fatalf("error %T %v, want a *CorruptError", err, err)
@@ -140,14 +140,14 @@ func TestRecordChecksum(t *testing.T) {
 	sealRecord(rec, bodySum(rec), 1234567890)
 	v1 := append([]byte{1}, rec[recordTimeOffset:recordSumOffset]...)
 	v1 = append(v1, rec[recordHeader:]...)
-	r, err := parseRecord(v1)
+	r, err := parseRecord(v1, 0)
 	if err != nil || string(r.id) != e.ID || r.time != 1234567890 || !bytes.Equal(r.raw, e.Raw) {
 		t.Fatalf("version 1 record: %+v, %v", r, err)
 	}
 	for bit := 8; bit < 8*len(rec); bit++ { // the version byte aside
 		c := bytes.Clone(rec)
 		c[bit/8] ^= 1 << (bit % 8)
-		if _, err := parseRecord(c); err == nil {
+		if _, err := parseRecord(c, 0); err == nil {
 			t.Fatalf("record with bit %d flipped decodes", bit)
 		}
 	}

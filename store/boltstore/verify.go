@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -203,7 +204,112 @@ func inspectFile(path string, f *os.File) (boltMeta, error) {
 			return boltMeta{}, corruptErr("free list holds its own page %d", id)
 		}
 	}
+	if err := r.shape(m, free, span); err != nil {
+		return boltMeta{}, corruptErr("%v", err)
+	}
 	return m, nil
+}
+
+// shape checks the inner pages of the file's B+trees, which bbolt follows
+// without a check: a loop among them sends bbolt's cursor down forever
+// (growing memory, or recursing until the stack limit, a fatal error). It
+// reads the root bucket's pages and every branch page of the buckets'
+// trees — not their leaves, so the cost is a small part of the file — and
+// checks that every page reference is a page in use, not a meta, free
+// list or free page, and is made once. A branch page is followed if the
+// first page it refers to is a branch page (bbolt's trees are balanced).
+func (r *pageReader) shape(m boltMeta, free []uint64, span uint64) error {
+	taken := make(map[uint64]bool, len(free)+int(span)+64)
+	for _, id := range free {
+		taken[id] = true
+	}
+	for i := range span {
+		taken[m.freelist+i] = true
+	}
+	ref := func(id uint64) error {
+		if id < 2 || id >= r.pgid || taken[id] {
+			return fmt.Errorf("a page refers to page %d, which is outside pages 2..%d, free, or referred to twice", id, r.pgid-1)
+		}
+		taken[id] = true
+		return nil
+	}
+	var visit func(id uint64, leaves bool, depth int) error
+	visit = func(id uint64, leaves bool, depth int) error {
+		if depth > maxTreeDepth {
+			return fmt.Errorf("page %d: tree deeper than %d", id, maxTreeDepth)
+		}
+		p, err := r.read(id)
+		if err != nil {
+			return err
+		}
+		for i := uint64(1); i < uint64(len(p)/r.ps); i++ {
+			if err := ref(id + i); err != nil {
+				return err
+			}
+		}
+		fl, n := ne.Uint16(p[8:]), int(ne.Uint16(p[10:]))
+		if n > (len(p)-pageHeaderSize)/elemSize {
+			return fmt.Errorf("page %d: %d elements do not fit", id, n)
+		}
+		switch fl {
+		case leafPageFlag:
+			if !leaves {
+				return nil
+			}
+			for i := range n { // the root bucket's leaf: the buckets
+				e := pageHeaderSize + i*elemSize
+				if ne.Uint32(p[e:])&bucketLeafFlag == 0 {
+					continue
+				}
+				start := uint64(e) + uint64(ne.Uint32(p[e+4:])) + uint64(ne.Uint32(p[e+8:]))
+				if start+inBucketSize > uint64(len(p)) {
+					return fmt.Errorf("page %d: bucket element %d lies outside the page", id, i)
+				}
+				if root := ne.Uint64(p[start:]); root != 0 {
+					if err := ref(root); err != nil {
+						return err
+					}
+					if err := visit(root, false, depth+1); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		case branchPageFlag:
+			if n == 0 {
+				return fmt.Errorf("page %d: empty branch page", id)
+			}
+			kids := make([]uint64, n)
+			for i := range n {
+				e := pageHeaderSize + i*elemSize
+				if end := uint64(e) + uint64(ne.Uint32(p[e:])) + uint64(ne.Uint32(p[e+4:])); end > uint64(len(p)) {
+					return fmt.Errorf("page %d: element %d lies outside the page", id, i)
+				}
+				kids[i] = ne.Uint64(p[e+8:])
+				if err := ref(kids[i]); err != nil {
+					return fmt.Errorf("page %d: %v", id, err)
+				}
+			}
+			if !leaves {
+				h := make([]byte, pageHeaderSize)
+				if _, err := r.f.ReadAt(h, int64(kids[0])*int64(r.ps)); err != nil {
+					return fmt.Errorf("page %d: %v", kids[0], err)
+				}
+				if ne.Uint16(h[8:]) != branchPageFlag {
+					return nil // the next level holds the leaves
+				}
+			}
+			for _, k := range kids {
+				if err := visit(k, leaves, depth+1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return fmt.Errorf("page %d: type %#x in a tree", id, fl)
+	}
+	taken[m.root] = true
+	return visit(m.root, true, 0)
 }
 
 func readMetaAt(f *os.File, off int64) (boltMeta, string) {
@@ -306,9 +412,9 @@ func (r *pageReader) freelist(id uint64) ([]uint64, uint64, error) {
 // keys are in order within and across pages, nested bucket roots (and
 // inline buckets) are sound, no page is reached twice or is also free, and
 // every page is either reachable or free.
-func walk(f io.ReaderAt, m boltMeta) error {
+func walk(ctx context.Context, f io.ReaderAt, m boltMeta) error {
 	r := pageReader{f: f, ps: int(m.pageSize), pgid: m.pgid}
-	w := walker{r: &r, used: make([]bool, m.pgid)}
+	w := walker{ctx: ctx, r: &r, used: make([]bool, m.pgid)}
 	w.used[0], w.used[1] = true, true
 	free, span, err := r.freelist(m.freelist)
 	if err != nil {
@@ -335,8 +441,10 @@ func walk(f io.ReaderAt, m boltMeta) error {
 }
 
 type walker struct {
-	r    *pageReader
-	used []bool
+	ctx   context.Context
+	r     *pageReader
+	used  []bool
+	pages int // read so far
 }
 
 // tree checks the subtree at page id, whose keys must be ≥ lo and < hi
@@ -344,6 +452,11 @@ type walker struct {
 func (w *walker) tree(id uint64, lo, hi []byte, depth int) error {
 	if depth > maxTreeDepth {
 		return fmt.Errorf("page %d: tree deeper than %d", id, maxTreeDepth)
+	}
+	if w.pages++; w.pages%256 == 0 {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
 	}
 	p, err := w.r.read(id)
 	if err != nil {
@@ -418,14 +531,14 @@ func (w *walker) page(p []byte, id uint64, lo, hi []byte, depth int) error {
 		}
 		v := p[start+ksize : start+ksize+vsize]
 		if len(v) < inBucketSize {
-			return fmt.Errorf("page %d: bucket %q has a value of %d bytes", id, key, len(v))
+			return fmt.Errorf("page %d: bucket %q has a value of %d bytes", id, clip(key), len(v))
 		}
 		if root := ne.Uint64(v); root != 0 {
 			if err := w.tree(root, nil, nil, depth+1); err != nil {
-				return fmt.Errorf("bucket %q: %w", key, err)
+				return fmt.Errorf("bucket %q: %w", clip(key), err)
 			}
 		} else if err := w.page(v[inBucketSize:], 0, nil, nil, depth+1); err != nil {
-			return fmt.Errorf("inline bucket %q: %w", key, err)
+			return fmt.Errorf("inline bucket %q: %w", clip(key), err)
 		}
 	}
 	return nil
