@@ -149,6 +149,12 @@ func (s *Store) load() error {
 			if !empty {
 				return &FormatError{Path: s.path, Supported: formatVersion, Detail: "a bbolt file without a clutch event store in it"}
 			}
+			// A new bbolt file has 4 pages (2 meta pages, a free list, an
+			// empty root). An empty root in a longer file is damage, or
+			// a file emptied by something else: not taken over.
+			if n := tx.Size() / int64(s.db.Info().PageSize); n > 4 {
+				return corrupt("%s: no buckets in a file of %d pages", s.path, n)
+			}
 			fresh = true
 			return nil
 		}

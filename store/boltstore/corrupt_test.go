@@ -171,6 +171,11 @@ func corruptCases(t testing.TB, base []byte, foreign, newer []byte, flips int, r
 		zero(fmt.Sprintf("zeroed leaf page %d", leaves[i]), "", leaves[i])
 	}
 	zero("zeroed every leaf page", "", leaves...)
+	// An empty root bucket in a file full of pages: damage, not a new
+	// store to create buckets in.
+	empty := bytes.Clone(base)
+	clear(empty[l.root*ps+10 : l.root*ps+12])
+	add("root page with no elements", "corrupt", empty)
 
 	// Not an event store.
 	random := make([]byte, 64<<10)

@@ -266,11 +266,13 @@ func (r *pageReader) shape(m boltMeta, free []uint64, span uint64) error {
 					return fmt.Errorf("page %d: bucket element %d lies outside the page", id, i)
 				}
 				if root := ne.Uint64(p[start:]); root != 0 {
-					if err := ref(root); err != nil {
-						return err
+					err := ref(root)
+					if err == nil {
+						err = visit(root, false, depth+1)
 					}
-					if err := visit(root, false, depth+1); err != nil {
-						return err
+					if err != nil {
+						kstart := uint64(e) + uint64(ne.Uint32(p[e+4:]))
+						return fmt.Errorf("bucket %q: %w", clip(p[kstart:start]), err)
 					}
 				}
 			}
