@@ -219,18 +219,18 @@ func inspectFile(path string, f *os.File) (boltMeta, error) {
 // list or free page, and is made once. A branch page is followed if the
 // first page it refers to is a branch page (bbolt's trees are balanced).
 func (r *pageReader) shape(m boltMeta, free []uint64, span uint64) error {
-	taken := make(map[uint64]bool, len(free)+int(span)+64)
+	var taken pageSet = make([]uint64, (r.pgid+63)/64)
 	for _, id := range free {
-		taken[id] = true
+		taken.add(id)
 	}
 	for i := range span {
-		taken[m.freelist+i] = true
+		taken.add(m.freelist + i)
 	}
 	ref := func(id uint64) error {
-		if id < 2 || id >= r.pgid || taken[id] {
+		if id < 2 || id >= r.pgid || taken.has(id) {
 			return fmt.Errorf("a page refers to page %d, which is outside pages 2..%d, free, or referred to twice", id, r.pgid-1)
 		}
-		taken[id] = true
+		taken.add(id)
 		return nil
 	}
 	var visit func(id uint64, leaves bool, depth int) error
@@ -310,9 +310,15 @@ func (r *pageReader) shape(m boltMeta, free []uint64, span uint64) error {
 		}
 		return fmt.Errorf("page %d: type %#x in a tree", id, fl)
 	}
-	taken[m.root] = true
+	taken.add(m.root)
 	return visit(m.root, true, 0)
 }
+
+// pageSet is a set of page ids below a page count, a bit each.
+type pageSet []uint64
+
+func (s pageSet) add(id uint64)      { s[id/64] |= 1 << (id % 64) }
+func (s pageSet) has(id uint64) bool { return s[id/64]&(1<<(id%64)) != 0 }
 
 func readMetaAt(f *os.File, off int64) (boltMeta, string) {
 	buf := make([]byte, pageHeaderSize+metaSize)
