@@ -173,17 +173,6 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
-	if upgrade {
-		// Format 1 records stay as they are (they are read as such); the
-		// new ones carry a checksum, which a format 1 reader would take
-		// for damage: it is told the file is newer instead.
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion))
-		})
-		if err != nil {
-			return err
-		}
-	}
 	if fresh {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range allBuckets() {
@@ -201,7 +190,7 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets() {
 			if tx.Bucket(name) == nil {
 				return corrupt("bucket %q is missing", name)
@@ -254,6 +243,16 @@ func (s *Store) load() error {
 			want++
 		}
 		return nil
+	})
+	if err != nil || !upgrade {
+		return err
+	}
+	// Format 1 records stay as they are (they are read as such); the new
+	// ones carry a checksum, which a format 1 reader would take for
+	// damage: it is told the file is newer instead. Only a file that
+	// passed the checks above is written to.
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion))
 	})
 }
 
@@ -336,7 +335,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 		return store.Event{}, store.ErrClosed
 	}
 	var ev store.Event
-	err := s.view("get "+id, func(tx *bolt.Tx) error {
+	err := s.view("get", func(tx *bolt.Tx) error {
 		if !inTail {
 			v := tx.Bucket(bucketIDs).Get([]byte(id))
 			if v == nil {
