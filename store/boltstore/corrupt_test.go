@@ -171,6 +171,17 @@ func corruptCases(t testing.TB, base []byte, foreign, newer []byte, flips int, r
 		zero(fmt.Sprintf("zeroed leaf page %d", leaves[i]), "", leaves[i])
 	}
 	zero("zeroed every leaf page", "", leaves...)
+	// A branch page that refers to itself, or to the root page: bbolt's
+	// cursor would go down it forever.
+	for _, target := range []int{-1, l.root} {
+		b := bytes.Clone(base)
+		id := branches[0]
+		if target < 0 {
+			target = id
+		}
+		binary.NativeEndian.PutUint64(b[id*ps+16+8:], uint64(target))
+		add(fmt.Sprintf("branch page %d refers to page %d", id, target), "corrupt", b)
+	}
 	// An empty root bucket in a file full of pages: damage, not a new
 	// store to create buckets in.
 	empty := bytes.Clone(base)
@@ -293,7 +304,11 @@ func TestCorruptFiles(t *testing.T) {
 	j, _ := json.Marshal(corpus)
 	os.WriteFile(filepath.Join(cdir, "corpus.json"), j, 0o600)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// A loop in bbolt's cursor would grow the child's memory without end:
+	// a deadline ends it (and fails the test).
+	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(1+flips/100)*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), corruptChildEnv+"="+cdir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
