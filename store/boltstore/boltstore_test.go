@@ -317,6 +317,40 @@ func TestCorruptRecord(t *testing.T) {
 	}
 }
 
+// A damaged artifact gives ErrCorrupt to GetArtifact and to Check, not
+// data that does not match its address.
+func TestCorruptArtifact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := s.PutArtifact(t.Context(), "text/plain", []byte("the artifact's bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("artifacts"))
+		k, v := b.Cursor().First()
+		v = bytes.Clone(v)
+		v[len(v)-1] ^= 1
+		return b.Put(bytes.Clone(k), v)
+	})
+	db.Close()
+	s = openT(t, path, nil)
+	if _, err := s.GetArtifact(t.Context(), ref); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("GetArtifact of a damaged artifact: %v, want ErrCorrupt", err)
+	}
+	if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Check: %v, want ErrCorrupt", err)
+	}
+}
+
 // A file of format 1 (records without a checksum) reads back whole, is
 // marked format 2 by Open, and takes new events.
 func TestFormat1File(t *testing.T) {

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -21,10 +22,11 @@ import (
 // bbolt's mapping; every record decodes and its checksum matches; seqs run
 // from 1 without a gap; every event up to the index watermark is found
 // through its id, its idempotency key and each of the four indexes, under
-// its own values, and the indexes hold nothing else. Check never writes:
-// it is how to tell whether a file that gave ErrCorrupt is damaged, and
-// where. It is a maintenance and test tool: it costs a pass over the file,
-// and appends wait while it runs. ctx cancels it.
+// its own values, and the indexes hold nothing else; every artifact's data
+// matches its digest. Check never writes: it is how to tell whether a
+// file that gave ErrCorrupt is damaged, and where. It is a maintenance and
+// test tool: it costs a pass over the file, and appends wait while it
+// runs. ctx cancels it.
 func (s *Store) Check(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -115,6 +117,20 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 	for _, ix := range indexes {
 		if err := checkIndex(ctx, tx.Bucket(indexBuckets[ix]), events, indexed, func(r *record) []byte { return r.attr(ix) }); err != nil {
 			return corrupt("index %s: %v", indexBuckets[ix], err)
+		}
+	}
+	// Artifacts are content-addressed: each one's data hashes to its key.
+	c = tx.Bucket(bucketArtifacts).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, data, err := parseArtifact(v)
+		if err != nil {
+			return corrupt("artifact %x: %v", clip(k), err)
+		}
+		if sum := sha256.Sum256(data); len(k) != len(sum) || !bytes.Equal(k, sum[:]) {
+			return corrupt("artifact %x: its data does not match its digest", clip(k))
 		}
 	}
 	return nil
