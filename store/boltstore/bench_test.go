@@ -164,3 +164,32 @@ func BenchmarkFollowLatency(b *testing.B) {
 	defer s.Close()
 	storetest.BenchFollowLatency(b, s)
 }
+
+// BenchmarkOpen is the cost of opening (and closing) a closed store of
+// 50k ~1 KiB events: the checks of the file before bbolt opens it, bbolt's
+// open and the store's state.
+func BenchmarkOpen(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "events.db")
+	s, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, msgs := range storetest.BenchMessages(b, 50000, 50) {
+		if _, err := s.Append(b.Context(), msgs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := boltstore.Open(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+	fi, _ := os.Stat(path)
+	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
+}

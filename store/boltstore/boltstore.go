@@ -7,7 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"iter"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -39,16 +41,19 @@ type Store struct {
 	tail   *tail  // events after the index watermark
 
 	w writer // owned by the writer goroutine
+
+	broken atomic.Pointer[brokenError] // the first corruption found; appends refused since
 }
 
 var _ store.Store = (*Store)(nil)
 
 // Open opens the event store in the file at path, creating it if needed.
 // opts may be nil. A file another process holds gives ErrLocked after
-// Options.LockTimeout; a file of a newer format, or a bbolt file that is
-// not an event store, gives ErrFormat. After a crash Open rebuilds the
-// in-memory index tail from the events after the last index flush; there
-// is no other repair step.
+// Options.LockTimeout; a file of a newer format, or a file that is not an
+// event store (not a bbolt file, or a bbolt file of something else), gives
+// ErrFormat; a damaged file gives ErrCorrupt (see the package doc). After
+// a crash Open rebuilds the in-memory index tail from the events after the
+// last index flush; there is no other repair step.
 func Open(path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -58,7 +63,51 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	o.setDefaults()
-	db, err := bolt.Open(path, o.FileMode, &bolt.Options{
+	s := &Store{
+		path:  path,
+		opts:  o,
+		reqs:  make(chan *request, 4096),
+		wdone: make(chan struct{}),
+	}
+	err := s.guard("open", func() error {
+		if err := s.open(); err != nil {
+			return err
+		}
+		return s.w.init(s)
+	})
+	if err != nil {
+		if s.db != nil {
+			s.db.Close()
+		}
+		return nil, err
+	}
+	go s.w.run()
+	return s, nil
+}
+
+// open checks the file (see inspect) and opens it with bbolt. The check
+// runs while a read-only bbolt handle holds the file's shared lock, so
+// that a writer in another process is waited for (ErrLocked), not
+// mistaken for damage.
+func (s *Store) open() error {
+	o := &s.opts
+	if fi, err := os.Stat(s.path); err == nil && fi.Size() > 0 {
+		ro, err := bolt.Open(s.path, o.FileMode, &bolt.Options{Timeout: o.LockTimeout, ReadOnly: true})
+		if errors.Is(err, berrors.ErrTimeout) {
+			return &lockedError{path: s.path, timeout: o.LockTimeout}
+		}
+		ierr := inspect(s.path)
+		if ro != nil {
+			ro.Close()
+		}
+		if ierr != nil {
+			return ierr
+		}
+		if err != nil {
+			return corrupt("%s: bbolt: %v", s.path, err)
+		}
+	}
+	db, err := bolt.Open(s.path, o.FileMode, &bolt.Options{
 		Timeout:      o.LockTimeout,
 		NoSync:       o.NoSync,
 		FreelistType: bolt.FreelistMapType,
@@ -66,24 +115,15 @@ func Open(path string, opts *Options) (*Store, error) {
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, &lockedError{path: path, timeout: o.LockTimeout}
+			return &lockedError{path: s.path, timeout: o.LockTimeout}
 		}
-		return nil, err
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+			return corrupt("%s: bbolt: %v", s.path, err)
+		}
+		return err
 	}
-	s := &Store{
-		db:    db,
-		path:  path,
-		opts:  o,
-		reqs:  make(chan *request, 4096),
-		wdone: make(chan struct{}),
-	}
-	if err := s.load(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	s.w.init(s)
-	go s.w.run()
-	return s, nil
+	s.db = db
+	return s.load()
 }
 
 type lockedError struct {
@@ -100,7 +140,7 @@ func (e *lockedError) Unwrap() error { return ErrLocked }
 // load checks the format, creates the buckets of a new file and rebuilds
 // the in-memory state: the last seq and the index tail.
 func (s *Store) load() error {
-	var fresh bool
+	var fresh, upgrade bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -109,6 +149,12 @@ func (s *Store) load() error {
 			if !empty {
 				return &FormatError{Path: s.path, Supported: formatVersion, Detail: "a bbolt file without a clutch event store in it"}
 			}
+			// A new bbolt file has 4 pages (2 meta pages, a free list, an
+			// empty root). An empty root in a longer file is damage, or
+			// a file emptied by something else: not taken over.
+			if n := tx.Size() / int64(s.db.Info().PageSize); n > 4 {
+				return corrupt("%s: no buckets in a file of %d pages", s.path, n)
+			}
 			fresh = true
 			return nil
 		}
@@ -116,7 +162,10 @@ func (s *Store) load() error {
 		if len(v) != 4 {
 			return &FormatError{Path: s.path, Supported: formatVersion, Detail: "no format version"}
 		}
-		if ver := binary.BigEndian.Uint32(v); ver != formatVersion {
+		switch ver := binary.BigEndian.Uint32(v); {
+		case ver == 1:
+			upgrade = true
+		case ver != formatVersion:
 			return &FormatError{Path: s.path, Version: ver, Supported: formatVersion, Detail: "unknown format version"}
 		}
 		return nil
@@ -141,7 +190,7 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets() {
 			if tx.Bucket(name) == nil {
 				return corrupt("bucket %q is missing", name)
@@ -159,6 +208,22 @@ func (s *Store) load() error {
 		if indexed > s.last {
 			return corrupt("index watermark %d is past the last event %d", indexed, s.last)
 		}
+		// The watermark is where the index entries in the file end: the
+		// event at it is in the ids index, the one after it is not. A
+		// damaged watermark would hide events from reads and dedup.
+		ids := tx.Bucket(bucketIDs)
+		for _, seq := range [...]uint64{indexed, indexed + 1} {
+			if seq == 0 || seq > s.last {
+				continue
+			}
+			r, err := parseRecord(tx.Bucket(bucketEvents).Get(seqKey(seq)), tx.Size())
+			if err != nil {
+				return corrupt("event %d: %v", seq, err)
+			}
+			if got := ids.Get(r.id); (seq == indexed && !bytes.Equal(got, seqKey(seq))) || (seq > indexed && got != nil) {
+				return corrupt("index watermark %d does not match the ids index (event %d maps to %x)", indexed, seq, clip(got))
+			}
+		}
 		s.tail = newTail(indexed, int(s.last-indexed))
 		c := tx.Bucket(bucketEvents).Cursor()
 		want := indexed + 1
@@ -170,7 +235,7 @@ func (s *Store) load() error {
 			if seq != want {
 				return corrupt("event %d follows event %d", seq, want-1)
 			}
-			r, err := parseRecord(v)
+			r, err := parseRecord(v, tx.Size())
 			if err != nil {
 				return err
 			}
@@ -178,6 +243,16 @@ func (s *Store) load() error {
 			want++
 		}
 		return nil
+	})
+	if err != nil || !upgrade {
+		return err
+	}
+	// Format 1 records stay as they are (they are read as such); the new
+	// ones carry a checksum, which a format 1 reader would take for
+	// damage: it is told the file is newer instead. Only a file that
+	// passed the checks above is written to.
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion))
 	})
 }
 
@@ -237,10 +312,10 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// view runs f in a read transaction, mapping a closed database to
-// store.ErrClosed.
-func (s *Store) view(f func(tx *bolt.Tx) error) error {
-	err := s.db.View(f)
+// view runs f in a read transaction under guard, mapping a closed
+// database to store.ErrClosed.
+func (s *Store) view(op string, f func(tx *bolt.Tx) error) error {
+	err := s.guard(op, func() error { return s.db.View(f) })
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return store.ErrClosed
 	}
@@ -260,7 +335,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 		return store.Event{}, store.ErrClosed
 	}
 	var ev store.Event
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view("get", func(tx *bolt.Tx) error {
 		if !inTail {
 			v := tx.Bucket(bucketIDs).Get([]byte(id))
 			if v == nil {
@@ -275,9 +350,12 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 		if v == nil {
 			return corrupt("id %q points at missing event %d", id, seq)
 		}
-		r, err := parseRecord(v)
+		r, err := parseRecord(v, tx.Size())
 		if err != nil {
-			return err
+			return corrupt("event %d: %v", seq, err)
+		}
+		if string(r.id) != id {
+			return corrupt("id %q points at event %d, whose id is %q", id, seq, clip(r.id))
 		}
 		ev = eventOf(seq, &r)
 		return nil
@@ -335,8 +413,8 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	}
 	var f fetcher
 	through := upTo
-	err := s.view(func(tx *bolt.Tx) error {
-		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q, max: limit}
+	err := s.view("read", func(tx *bolt.Tx) error {
+		f = fetcher{c: tx.Bucket(bucketEvents).Cursor(), q: q, max: limit, size: tx.Size()}
 		full := func(seq uint64) bool {
 			if len(f.evs) == limit {
 				through = seq
@@ -346,14 +424,20 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 		}
 		ix, attr := driver.IndexOf(q)
 		if ix == driver.NoIndex {
-			for k, v := f.c.Seek(seqKey(after + 1)); k != nil; k, v = f.c.Next() {
+			want := after + 1
+			for k, v := f.c.Seek(seqKey(want)); want <= upTo; k, v = f.c.Next() {
+				if k == nil {
+					return corrupt("events %d to %d are missing", want, upTo)
+				}
 				seq, err := parseSeqKey(k)
 				if err != nil {
 					return err
 				}
-				if seq > upTo {
-					break
+				if seq != want {
+					// Seqs are dense: a gap or a step back is damage.
+					return corrupt("event %d follows event %d", seq, want-1)
 				}
+				want++
 				if err := f.add(seq, v, true); err != nil {
 					return err
 				}
@@ -442,11 +526,12 @@ func eachIndexed(b *bolt.Bucket, attr string, after uint64, f func(seq uint64) b
 // fetcher copies events out of the events bucket, stepping its cursor
 // forward instead of seeking when the next wanted seq is close.
 type fetcher struct {
-	c   *bolt.Cursor
-	q   store.Query
-	at  uint64 // seq under the cursor, 0 when unknown
-	max int    // the page's limit
-	evs []store.Event
+	c    *bolt.Cursor
+	q    store.Query
+	at   uint64 // seq under the cursor, 0 when unknown
+	max  int    // the page's limit
+	size int64  // the file's size as of the transaction: no value is longer
+	evs  []store.Event
 }
 
 func (f *fetcher) fetch(seq uint64, check bool) error {
@@ -470,7 +555,7 @@ func (f *fetcher) fetch(seq uint64, check bool) error {
 }
 
 func (f *fetcher) add(seq uint64, v []byte, check bool) error {
-	r, err := parseRecord(v)
+	r, err := parseRecord(v, f.size)
 	if err != nil {
 		return err
 	}
@@ -500,13 +585,18 @@ func (s *Store) PutArtifact(ctx context.Context, mediaType string, data []byte) 
 	if err := s.checkOpen(); err != nil {
 		return "", err
 	}
+	if err := s.brokenErr(); err != nil {
+		return "", err
+	}
 	sum := sha256.Sum256(data)
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketArtifacts)
-		if b.Get(sum[:]) != nil {
-			return nil
-		}
-		return b.Put(sum[:], appendArtifact(make([]byte, 0, len(mt)+len(data)+2), mt, data))
+	err = s.guard("put artifact", func() error {
+		return s.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketArtifacts)
+			if b.Get(sum[:]) != nil {
+				return nil
+			}
+			return b.Put(sum[:], appendArtifact(make([]byte, 0, len(mt)+len(data)+2), mt, data))
+		})
 	})
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return "", store.ErrClosed
@@ -530,14 +620,20 @@ func (s *Store) GetArtifact(ctx context.Context, ref string) (store.Artifact, er
 		return store.Artifact{}, err
 	}
 	var a store.Artifact
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view("get artifact", func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketArtifacts).Get(sum[:])
 		if v == nil {
 			return store.ErrNotFound
 		}
+		if int64(len(v)) > tx.Size() {
+			return corrupt("artifact %s: a value of %d bytes in a file of %d", ref, len(v), tx.Size())
+		}
 		mt, data, err := parseArtifact(v)
 		if err != nil {
 			return err
+		}
+		if sha256.Sum256(data) != sum {
+			return corrupt("artifact %s: its data does not match its digest", ref)
 		}
 		a = store.Artifact{Ref: ref, MediaType: string(mt), Data: bytes.Clone(data)}
 		if a.Data == nil {

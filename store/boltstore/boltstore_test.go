@@ -21,7 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if crashChild() {
+	if crashChild() || corruptChild() {
 		return
 	}
 	goleak.VerifyTestMain(m)
@@ -120,7 +120,7 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 2})
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 3})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,8 @@ func TestNewerFormatRefused(t *testing.T) {
 	before, _ := os.ReadFile(path)
 	_, err = boltstore.Open(path, nil)
 	var fe *boltstore.FormatError
-	if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != 2 || fe.Supported != 1 {
-		t.Fatalf("Open of a format 2 file: %v, want a FormatError for version 2", err)
+	if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != 3 || fe.Supported != 2 {
+		t.Fatalf("Open of a format 3 file: %v, want a FormatError for version 3", err)
 	}
 	if !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("error %q does not say the file is newer", err)
@@ -300,6 +300,120 @@ func TestCorruptRecord(t *testing.T) {
 	if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
 		t.Fatalf("Check: %v, want ErrCorrupt", err)
 	}
+	// Once damage is found, the file is not written to: appends and
+	// artifacts are refused, and Close leaves it as it was.
+	before, _ := os.ReadFile(path)
+	if _, err := s.Append(t.Context(), messages(t, 1)...); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Append to a damaged store: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.PutArtifact(t.Context(), "text/plain", []byte("x")); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("PutArtifact to a damaged store: %v, want ErrCorrupt", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a store that found damage wrote to its file")
+	}
+}
+
+// A damaged artifact gives ErrCorrupt to GetArtifact and to Check, not
+// data that does not match its address.
+func TestCorruptArtifact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := s.PutArtifact(t.Context(), "text/plain", []byte("the artifact's bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("artifacts"))
+		k, v := b.Cursor().First()
+		v = bytes.Clone(v)
+		v[len(v)-1] ^= 1
+		return b.Put(bytes.Clone(k), v)
+	})
+	db.Close()
+	s = openT(t, path, nil)
+	if _, err := s.GetArtifact(t.Context(), ref); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("GetArtifact of a damaged artifact: %v, want ErrCorrupt", err)
+	}
+	if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Check: %v, want ErrCorrupt", err)
+	}
+}
+
+// A file of format 1 (records without a checksum) reads back whole, is
+// marked format 2 by Open, and takes new events.
+func TestFormat1File(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := messages(t, 20)
+	if _, err := s.Append(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		var keys, vals [][]byte
+		b.ForEach(func(k, v []byte) error {
+			v1 := append([]byte{1}, v[1:9]...) // version 1: no checksum
+			keys, vals = append(keys, bytes.Clone(k)), append(vals, append(v1, v[13:]...))
+			return nil
+		})
+		for i := range keys {
+			if err := b.Put(keys[i], vals[i]); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s = openT(t, path, nil)
+	for i, m := range msgs {
+		ev, err := s.Get(t.Context(), m.ID)
+		if err != nil || ev.Seq != uint64(i+1) || !bytes.Equal(ev.Raw, m.Raw()) {
+			t.Fatalf("Get(%s) of a format 1 record: %d, %v", m.ID, ev.Seq, err)
+		}
+	}
+	if _, err := s.Append(t.Context(), messages(t, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := drain(s.Read(t.Context(), store.Query{})); n != 23 || err != nil {
+		t.Fatalf("Read: %d events, %v", n, err)
+	}
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, 2}) {
+			t.Errorf("format after Open: %x, want 2", v)
+		}
+		return nil
+	})
 }
 
 func drain(seq func(func(store.Event, error) bool)) (n int, err error) {

@@ -3,8 +3,10 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"os"
 
 	"github.com/clutchprotocol/clutch/store"
 	berrors "go.etcd.io/bbolt/errors"
@@ -12,39 +14,57 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Check reads the whole file in one read transaction and reports the
-// first inconsistency as an error matching ErrCorrupt: bbolt's own page
-// check; every record decodes; seqs run from 1 without a gap; every event
-// up to the index watermark is found through its id, its idempotency key
-// and each of the four indexes, under its own values, and the indexes hold
-// nothing else. It is a maintenance and test tool: it costs a pass over
-// the file. ctx cancels it.
+// Check reads the whole file in one transaction and reports the first
+// inconsistency as an error matching ErrCorrupt, naming what is wrong: the
+// page structure (meta pages, free list, every page reachable from the
+// root is a sound branch or leaf page reached once, keys in order, every
+// page reachable or free), read with plain file reads and never through
+// bbolt's mapping; every record decodes and its checksum matches; seqs run
+// from 1 without a gap; every event up to the index watermark is found
+// through its id, its idempotency key and each of the four indexes, under
+// its own values, and the indexes hold nothing else; every artifact's data
+// matches its digest. Check never writes: it is how to tell whether a
+// file that gave ErrCorrupt is damaged, and where. It is a maintenance and
+// test tool: it costs a pass over the file, and appends wait while it
+// runs. ctx cancels it.
 func (s *Store) Check(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	// bbolt's page check is only safe in a writable transaction while
-	// the writer may commit; it is rolled back.
-	tx, err := s.db.Begin(true)
-	if err != nil {
-		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-			return store.ErrClosed
+	return s.guard("check", func() error {
+		// A write transaction, rolled back: the writer cannot commit
+		// while the file is read, so the pages read with plain reads are
+		// the ones bbolt serves.
+		tx, err := s.db.Begin(true)
+		if err != nil {
+			if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+				return store.ErrClosed
+			}
+			return err
 		}
-		return err
-	}
-	defer tx.Rollback()
-	return s.check(ctx, tx)
+		defer tx.Rollback()
+		return s.check(ctx, tx)
+	})
 }
 
 func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
-	var first error
-	for err := range tx.Check() { // drain it: its goroutine sends them all
-		if first == nil {
-			first = corrupt("bbolt: %v", err)
-		}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return err
 	}
-	if first != nil {
-		return first
+	defer f.Close()
+	m, err := inspectFile(s.path, f)
+	if err != nil {
+		return err
+	}
+	if m.txid != uint64(tx.ID())-1 {
+		return corrupt("%s: the meta page in use is of tx %d, the file's newest valid one of tx %d", s.path, tx.ID()-1, m.txid)
+	}
+	if err := walk(ctx, f, m); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return corrupt("%s: page structure: %v", s.path, err)
 	}
 	indexed, err := parseSeqKey(tx.Bucket(bucketMeta).Get(keyIndexed))
 	if err != nil {
@@ -68,7 +88,7 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		if seq != want {
 			return corrupt("event %d follows event %d", seq, want-1)
 		}
-		r, err := parseRecord(v)
+		r, err := parseRecord(v, tx.Size())
 		if err != nil {
 			return corrupt("event %d: %v", seq, err)
 		}
@@ -76,12 +96,12 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 			continue
 		}
 		if got := ids.Get(r.id); !bytes.Equal(got, seqKey(seq)) {
-			return corrupt("event %d: id %q maps to %x", seq, r.id, got)
+			return corrupt("event %d: id %q maps to %x", seq, r.id, clip(got))
 		}
 		if len(r.idem) > 0 {
 			keyed++
 			if got := idem.Get(idemKey(string(r.run), string(r.idem))); !bytes.Equal(got, seqKey(seq)) {
-				return corrupt("event %d: idempotency key %q maps to %x", seq, r.idem, got)
+				return corrupt("event %d: idempotency key %q maps to %x", seq, r.idem, clip(got))
 			}
 		}
 	}
@@ -99,6 +119,20 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 			return corrupt("index %s: %v", indexBuckets[ix], err)
 		}
 	}
+	// Artifacts are content-addressed: each one's data hashes to its key.
+	c = tx.Bucket(bucketArtifacts).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, data, err := parseArtifact(v)
+		if err != nil {
+			return corrupt("artifact %x: %v", clip(k), err)
+		}
+		if sum := sha256.Sum256(data); len(k) != len(sum) || !bytes.Equal(k, sum[:]) {
+			return corrupt("artifact %x: its data does not match its digest", clip(k))
+		}
+	}
 	return nil
 }
 
@@ -114,24 +148,24 @@ func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, att
 		}
 		l, m := binary.Uvarint(k)
 		if m <= 0 || uint64(len(k)) != uint64(m)+l+8 {
-			return corrupt("malformed key %x", k)
+			return corrupt("malformed key %x", clip(k))
 		}
 		value, first := k[m:m+int(l)], binary.BigEndian.Uint64(k[m+int(l):])
 		var ierr error
 		err := eachPosted(first, v, func(seq uint64) bool {
 			if seq == 0 || seq > indexed || seen[seq] {
-				ierr = corrupt("seq %d posted under %q is out of range or twice", seq, value)
+				ierr = corrupt("seq %d posted under %q is out of range or twice", seq, clip(value))
 				return false
 			}
 			seen[seq] = true
 			n++
-			r, err := parseRecord(events.Get(seqKey(seq)))
+			r, err := parseRecord(events.Get(seqKey(seq)), events.Tx().Size())
 			if err != nil {
 				ierr = err
 				return false
 			}
 			if !bytes.Equal(attr(&r), value) {
-				ierr = corrupt("event %d is posted under %q but has %q", seq, value, attr(&r))
+				ierr = corrupt("event %d is posted under %q but has %q", seq, clip(value), clip(attr(&r)))
 				return false
 			}
 			return true

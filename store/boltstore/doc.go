@@ -21,7 +21,10 @@
 // reopening after a crash needs no repair step. A file another process
 // holds gives [ErrLocked] after Options.LockTimeout (1s by default), never
 // a hang. The file carries a format version: a file from a newer version
-// of this package is refused with [ErrFormat] and left untouched.
+// of this package is refused with [ErrFormat] and left untouched. A file
+// of format 1 (records without checksums) is read as it is, and Open marks
+// it format 2, so that an older version refuses it rather than take the
+// checksums of new records for damage.
 //
 // Reads are served by on-file indexes (id, idempotency key, run, thread,
 // task, agent), so a read by run, thread, task or agent costs the events
@@ -37,6 +40,41 @@
 // ...), Open returns [ErrLocked], [ErrFormat] (a [*FormatError]) and
 // [ErrInvalidOptions], and reads return [ErrCorrupt] (a [*CorruptError])
 // for data that does not decode.
+//
+// # Damaged files
+//
+// A damaged file never crashes the host: whatever its bytes, Open, Read,
+// Follow, Get, GetArtifact, LastSeq, Stats, Check and Close return data or
+// an error, never panic, and never die of a memory fault. What a caller
+// gets:
+//
+//   - a file that is not a bbolt file (random bytes, text), a bbolt file of
+//     something else, or a store of a newer format or bbolt version: Open
+//     returns [ErrFormat], naming what it found;
+//   - a file bbolt cannot open safely (truncated before the end of its
+//     pages, both meta pages damaged, a damaged free list or root page, a
+//     page bbolt trips over while Open reads the store's state): Open
+//     returns [ErrCorrupt], naming the damage;
+//   - damage further in: the reads that reach it return [ErrCorrupt] (with
+//     the events before it, in order); other reads work. Each record
+//     carries a checksum, so a read never returns a damaged event as if it
+//     were whole; reads by id, run, thread, task or agent go through the
+//     indexes, whose damage a read may not see (an event missing from a
+//     result, or ErrNotFound) but [Store.Check] reports;
+//   - one meta page damaged: bbolt opens the file from the other one, as
+//     after a torn write; that one may be a commit older, whose events
+//     are then gone.
+//
+// The first ErrCorrupt a Store meets makes it read-only: later Append
+// and PutArtifact calls fail with an error matching ErrCorrupt, and Close
+// does not write the in-memory index entries. Nothing repairs a file: the
+// damage stays as found, for inspection or a restore from a copy. An empty
+// file is a new store (Open creates the buckets in it).
+//
+// [Store.Check] is the way to examine a suspect file: it reads all of it
+// without writing and reports the first damage it finds, in the page
+// structure (read with plain reads, not through bbolt's memory mapping),
+// the records or the indexes.
 //
 // # Caveats
 //

@@ -14,12 +14,13 @@ var (
 	// ErrLocked: another process holds the file (bbolt's file lock) and did
 	// not release it within Options.LockTimeout.
 	ErrLocked error = coded.New("boltstore: file is locked by another process", protocol.CodeConflict)
-	// ErrFormat: the file is not an event store this package can read: a
-	// newer format version, or a bbolt file of something else (see
-	// [FormatError]).
+	// ErrFormat: the file is not an event store this package can read:
+	// not a bbolt file, a bbolt file of something else, or a newer format
+	// or bbolt version (see [FormatError]).
 	ErrFormat error = coded.New("boltstore: unsupported file format", protocol.CodeUnsupportedVersion)
-	// ErrCorrupt: the file holds data this package cannot decode (see
-	// [CorruptError]).
+	// ErrCorrupt: the file is damaged: truncated, a page bbolt cannot
+	// use, or data this package cannot decode or whose checksum does not
+	// match (see [CorruptError] and "Damaged files" in the package doc).
 	ErrCorrupt error = coded.New("boltstore: corrupt file", protocol.CodeInternal)
 	// ErrInvalidOptions: Open was given options it cannot use.
 	ErrInvalidOptions error = coded.New("boltstore: invalid options", protocol.CodeInvalidField)
@@ -46,9 +47,9 @@ func (e *FormatError) Error() string {
 // Unwrap returns ErrFormat.
 func (e *FormatError) Unwrap() error { return ErrFormat }
 
-// CorruptError reports data that cannot be decoded. It matches ErrCorrupt.
+// CorruptError reports damage. It matches ErrCorrupt.
 type CorruptError struct {
-	Detail string // what could not be decoded, and where
+	Detail string // what is damaged, and where: the file, the page or event, what was found
 }
 
 // Error returns "boltstore: corrupt file: " and the detail.

@@ -3,11 +3,13 @@ package boltstore
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/crc32"
 
 	"github.com/clutchprotocol/clutch/store/internal/driver"
 )
 
-// The file layout (format 1). Every bucket is at the top level.
+// The file layout (format 2; format 1 differs only in its records, which
+// have no checksum, and is read too). Every bucket is at the top level.
 //
 //	meta       "format" → uint32 BE; "indexed" → uint64 BE (see tail.go)
 //	events     seq (uint64 BE) → record
@@ -39,30 +41,45 @@ var (
 	keyIndexed = []byte("indexed")
 )
 
-// formatVersion is the layout this package reads and writes. A file with a
-// higher version is refused (ErrFormat), never misread.
-const formatVersion = 1
+// formatVersion is the layout this package writes; it reads it and format
+// 1, and moves a format 1 file to 2 when it opens it (its old records stay
+// as they are). A file with a higher version is refused (ErrFormat), never
+// misread.
+const formatVersion = 2
 
-// recordVersion tags each record, so a later layout can be told apart.
-const recordVersion = 1
+// recordVersion tags each record, so a later layout can be told apart;
+// version 1 records (format 1 files) are read too.
+const recordVersion = 2
 
 // A record is the value of an event:
 //
 //	[0]     recordVersion
 //	[1:9]   append time, Unix nanoseconds, int64 BE
+//	[9:13]  CRC-32C (Castagnoli) of [13:] and then of [1:9], uint32 BE
 //	then, each as uvarint(len) ‖ bytes: id, run_id, thread_id, task_id,
 //	        from.agent_id, type, idempotency_key
 //	then    the message bytes, to the end
 //
 // The header repeats the indexed fields so that filtering, rebuilding the
-// in-memory tail and checking the file need no JSON decoding.
+// in-memory tail and checking the file need no JSON decoding. The checksum
+// catches a damaged record (bbolt has no checksum on its pages): the
+// caller of Append sums the body, in parallel with other callers, and the
+// writer adds the time at commit. A version 1 record has no checksum
+// ([9:] is the body).
 type record struct {
 	time                                    int64
 	id, run, thread, task, agent, typ, idem []byte
 	raw                                     []byte
 }
 
-const recordTimeOffset = 1
+const (
+	recordTimeOffset = 1
+	recordSumOffset  = 9
+	recordHeader     = 13 // version, time, checksum
+	recordHeaderV1   = 9
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // attr returns the record's value for an index.
 func (r *record) attr(ix driver.Index) []byte {
@@ -79,10 +96,10 @@ func (r *record) attr(ix driver.Index) []byte {
 	return nil
 }
 
-// appendRecord appends the record of e with a zero time; the writer sets
-// the time at commit (setRecordTime).
+// appendRecord appends the record of e with a zero time and checksum; the
+// writer seals it at commit (sealRecord) with the sum bodySum gives.
 func appendRecord(dst []byte, e *driver.Entry) []byte {
-	dst = append(dst, recordVersion, 0, 0, 0, 0, 0, 0, 0, 0)
+	dst = append(dst, recordVersion, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	for _, f := range [...]string{e.ID, e.RunID, e.ThreadID, e.TaskID, e.AgentID, string(e.Type), e.IdempotencyKey} {
 		dst = binary.AppendUvarint(dst, uint64(len(f)))
 		dst = append(dst, f...)
@@ -91,28 +108,52 @@ func appendRecord(dst []byte, e *driver.Entry) []byte {
 }
 
 func recordSize(e *driver.Entry) int {
-	n := 9 + len(e.Raw)
+	n := recordHeader + len(e.Raw)
 	for _, f := range [...]string{e.ID, e.RunID, e.ThreadID, e.TaskID, e.AgentID, string(e.Type), e.IdempotencyKey} {
 		n += uvarintLen(uint64(len(f))) + len(f)
 	}
 	return n
 }
 
-func setRecordTime(rec []byte, unixNano int64) {
+// bodySum is the checksum of a record's body, before the time is added.
+func bodySum(rec []byte) uint32 { return crc32.Checksum(rec[recordHeader:], castagnoli) }
+
+// sealRecord sets the record's time and its checksum, given the sum of
+// its body.
+func sealRecord(rec []byte, body uint32, unixNano int64) {
 	binary.BigEndian.PutUint64(rec[recordTimeOffset:], uint64(unixNano))
+	binary.BigEndian.PutUint32(rec[recordSumOffset:], crc32.Update(body, castagnoli, rec[recordTimeOffset:recordSumOffset]))
 }
 
-// parseRecord decodes v without copying: the fields alias v.
-func parseRecord(v []byte) (record, error) {
+// parseRecord decodes v without copying: the fields alias v. A version 2
+// record whose checksum does not match is corrupt, and so is a record
+// longer than the file (size, 0: no limit), which only a damaged page can
+// make bbolt return: nothing reads or copies it.
+func parseRecord(v []byte, size int64) (record, error) {
 	var r record
-	if len(v) < 9 {
+	if size > 0 && int64(len(v)) > size {
+		return r, corrupt("record of %d bytes in a file of %d", len(v), size)
+	}
+	if len(v) < recordHeaderV1 {
 		return r, corrupt("record of %d bytes is shorter than its header", len(v))
 	}
-	if v[0] != recordVersion {
-		return r, corrupt("record version %d, this package reads %d", v[0], recordVersion)
+	var p []byte
+	switch v[0] {
+	case recordVersion:
+		if len(v) < recordHeader {
+			return r, corrupt("record of %d bytes is shorter than its header", len(v))
+		}
+		p = v[recordHeader:]
+		sum := crc32.Update(crc32.Checksum(p, castagnoli), castagnoli, v[recordTimeOffset:recordSumOffset])
+		if got := binary.BigEndian.Uint32(v[recordSumOffset:]); got != sum {
+			return r, corrupt("record checksum %08x, its bytes sum to %08x", got, sum)
+		}
+	case 1:
+		p = v[recordHeaderV1:]
+	default:
+		return r, corrupt("record version %d, this package reads 1 and %d", v[0], recordVersion)
 	}
 	r.time = int64(binary.BigEndian.Uint64(v[1:9]))
-	p := v[9:]
 	for _, f := range [...]*[]byte{&r.id, &r.run, &r.thread, &r.task, &r.agent, &r.typ, &r.idem} {
 		n, k := binary.Uvarint(p)
 		if k <= 0 || n > uint64(len(p)-k) {
@@ -217,6 +258,15 @@ func parseArtifact(v []byte) (mediaType, data []byte, err error) {
 		return nil, nil, corrupt("artifact record is truncated")
 	}
 	return v[k : k+int(n)], v[k+int(n):], nil
+}
+
+// clip shortens bytes from the file for an error message: a damaged page
+// can make bbolt return a value of gigabytes.
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
 }
 
 func uvarintLen(x uint64) int {

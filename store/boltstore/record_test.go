@@ -21,8 +21,8 @@ func TestRecordRoundTrip(t *testing.T) {
 	if len(rec) != recordSize(&e) {
 		t.Fatalf("recordSize %d, record %d bytes", recordSize(&e), len(rec))
 	}
-	setRecordTime(rec, 1234567890)
-	r, err := parseRecord(rec)
+	sealRecord(rec, bodySum(rec), 1234567890)
+	r, err := parseRecord(rec, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,7 @@ func TestRecordRoundTrip(t *testing.T) {
 func FuzzParseRecord(f *testing.F) {
 	e := sampleEntry()
 	good := appendRecord(nil, &e)
+	sealRecord(good, bodySum(good), 42)
 	f.Add(good)
 	f.Add(good[:9])
 	f.Add(good[:len(good)-len(e.Raw)])
@@ -47,14 +48,14 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add(binary.AppendUvarint(append([]byte{1}, make([]byte, 8)...), 1<<62))
 	f.Fuzz(func(t *testing.T, v []byte) {
-		r, err := parseRecord(v)
+		r, err := parseRecord(v, 0)
 		if err != nil {
 			if _, ok := err.(*CorruptError); !ok {
 				t.Fatalf("error %T %v, want a *CorruptError", err, err)
 			}
 			return
 		}
-		n := 9 + len(r.raw)
+		n := recordHeaderV1 + len(r.raw)
 		for _, f := range [][]byte{r.id, r.run, r.thread, r.task, r.agent, r.typ, r.idem} {
 			n += len(f)
 		}
@@ -129,4 +130,25 @@ func FuzzParseArtifact(f *testing.F) {
 			t.Fatal("parts longer than the value")
 		}
 	})
+}
+
+// A version 1 record (format 1 files, no checksum) still decodes; a
+// version 2 record with any one bit flipped does not.
+func TestRecordChecksum(t *testing.T) {
+	e := sampleEntry()
+	rec := appendRecord(nil, &e)
+	sealRecord(rec, bodySum(rec), 1234567890)
+	v1 := append([]byte{1}, rec[recordTimeOffset:recordSumOffset]...)
+	v1 = append(v1, rec[recordHeader:]...)
+	r, err := parseRecord(v1, 0)
+	if err != nil || string(r.id) != e.ID || r.time != 1234567890 || !bytes.Equal(r.raw, e.Raw) {
+		t.Fatalf("version 1 record: %+v, %v", r, err)
+	}
+	for bit := 8; bit < 8*len(rec); bit++ { // the version byte aside
+		c := bytes.Clone(rec)
+		c[bit/8] ^= 1 << (bit % 8)
+		if _, err := parseRecord(c, 0); err == nil {
+			t.Fatalf("record with bit %d flipped decodes", bit)
+		}
+	}
 }

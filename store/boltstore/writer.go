@@ -3,7 +3,9 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -27,7 +29,8 @@ type request struct {
 }
 
 type item struct {
-	rec     []byte // the record, time filled in at commit
+	rec     []byte // the record, time and checksum filled in at commit
+	sum     uint32 // the checksum of the record's body (bodySum)
 	idemKey string // the idem bucket key, "" without an idempotency key
 }
 
@@ -48,6 +51,7 @@ func newRequest(ctx context.Context, entries []driver.Entry) *request {
 		start := len(buf)
 		buf = appendRecord(buf, e)
 		r.items[i].rec = buf[start:len(buf):len(buf)]
+		r.items[i].sum = bodySum(r.items[i].rec)
 		if e.IdempotencyKey != "" {
 			r.items[i].idemKey = string(idemKey(e.RunID, e.IdempotencyKey))
 		}
@@ -77,11 +81,11 @@ type writer struct {
 	commits, appended, duplicates, flushes atomic.Uint64
 }
 
-func (w *writer) init(s *Store) {
+func (w *writer) init(s *Store) error {
 	w.s = s
 	w.pendIDs = make(map[string]uint64)
 	w.pendIdem = make(map[string]uint64)
-	s.db.View(func(tx *bolt.Tx) error {
+	return s.db.View(func(tx *bolt.Tx) error {
 		k, _ := tx.Bucket(bucketIDs).Cursor().Last()
 		w.maxID = bytes.Clone(k)
 		k, _ = tx.Bucket(bucketIdem).Cursor().Last()
@@ -92,6 +96,10 @@ func (w *writer) init(s *Store) {
 
 func (w *writer) run() {
 	defer close(w.s.wdone)
+	// The writer reads the mapping in every commit: a fault on a damaged
+	// page must become a panic that update recovers, not a fatal error.
+	// The setting is this goroutine's, for its whole life.
+	debug.SetPanicOnFault(true)
 	open := true
 	for open {
 		if w.lastGroup > 1 {
@@ -131,6 +139,22 @@ func (w *writer) run() {
 	w.closeErr = w.flush()
 }
 
+// update runs f in a write transaction; a panic (or memory fault) in bbolt
+// on a damaged page becomes a CorruptError and stops further writes.
+func (w *writer) update(op string, f func(tx *bolt.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = corrupt("%s: %s: bbolt failed on a damaged page: %v", w.s.path, op, r)
+			w.s.setBroken(err)
+		}
+	}()
+	err = w.s.db.Update(f)
+	if errors.Is(err, ErrCorrupt) {
+		w.s.setBroken(err)
+	}
+	return err
+}
+
 func (w *writer) commit() {
 	s := w.s
 	w.live = w.live[:0]
@@ -147,13 +171,22 @@ func (w *writer) commit() {
 	if len(w.live) == 0 {
 		return
 	}
+	if err := s.brokenErr(); err != nil {
+		// A damaged file is not written to (see the package doc).
+		for _, r := range w.live {
+			r.err = err
+			close(r.done)
+		}
+		clear(w.live)
+		return
+	}
 	clear(w.pendIDs)
 	clear(w.pendIdem)
 	w.added = w.added[:0]
 	now := s.opts.Clock().UnixNano()
 	keys := make([]byte, 0, 8*total) // bbolt keeps keys until the commit
 	seq := s.last
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := w.update("append", func(tx *bolt.Tx) error {
 		events := tx.Bucket(bucketEvents)
 		events.FillPercent = 1.0 // append-only: full pages
 		ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
@@ -179,7 +212,7 @@ func (w *writer) commit() {
 					}
 				}
 				seq++
-				setRecordTime(it.rec, now)
+				sealRecord(it.rec, it.sum, now)
 				keys = appendSeq(keys, seq)
 				if err := events.Put(keys[len(keys)-8:], it.rec); err != nil {
 					return err
@@ -267,12 +300,14 @@ func (w *writer) findIdem(idem *bolt.Bucket, key string) (uint64, bool, error) {
 func (w *writer) flush() error {
 	s := w.s
 	t := s.tail
-	if len(t.entries) == 0 {
+	if len(t.entries) == 0 || s.brokenErr() != nil {
+		// A damaged file keeps its index entries in memory: the next
+		// Open rebuilds them, and the file is not written to.
 		return nil
 	}
 	last := t.base + uint64(len(t.entries))
 	var maxID, maxIdem []byte
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := w.update("index flush", func(tx *bolt.Tx) error {
 		ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
 		vals := make([]byte, 0, 8*len(t.entries))
 		var groups [len(indexBuckets)]map[string][]uint64
