@@ -27,6 +27,14 @@
 //	msgs, a, err := reg.Inbound(ctx, raw)   // whichever adapter recognises raw
 //	out, _, err := reg.Outbound(ctx, reply) // whichever adapter handles reply
 //
+// The envelopes a translator returns came from outside, whatever sender
+// they name: hand them to the router with router.Router.Admit (or call
+// router.Router.Verify before Submit), which applies the signature policy
+// of docs/protocol.md §6.1. A message that claims a keyed agent as its
+// sender, or that the policy says must be signed, is then refused unless
+// it carries that agent's Clutch signature; the other formats carry none,
+// so such agents must speak the envelope itself.
+//
 // # Writing a translator
 //
 // Start the package doc with the mapping table (their field → envelope

@@ -198,9 +198,15 @@ func (p *Policy) Apply(m *protocol.Message) bool {
 	return true
 }
 
-// Submit applies the policy to req and submits it to the router.
+// Submit applies the policy to req, an envelope from outside (a
+// translated multiagent-1.0 message), checks it against the router's
+// signature policy (router.Router.Verify: a message claiming a keyed agent
+// as its sender must be signed by it) and submits it to the router.
 func (p *Policy) Submit(ctx context.Context, req *protocol.Message) (*router.Handle, error) {
 	p.Apply(req)
+	if err := p.r.Verify(req); err != nil {
+		return nil, err
+	}
 	return p.r.Submit(ctx, req)
 }
 

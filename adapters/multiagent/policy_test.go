@@ -2,7 +2,11 @@ package multiagent_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"sync"
 	"testing"
 
@@ -263,4 +267,35 @@ func countReflects(e *routertest.Env) int {
 		}
 	}
 	return n
+}
+
+// A translated message comes from outside: Policy.Submit refuses one that
+// claims a keyed agent as its sender (multiagent-1.0 carries no Clutch
+// signature), and stores nothing.
+func TestPolicySubmitVerifiesSignatures(t *testing.T) {
+	a := multiagent.New(nil)
+	req := inbound(t, a, userRequest("decompose"))[0]
+	pub, _, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	e := routertest.New(t, &routertest.Options{Registry: registry.Options{
+		Keys: map[string][]protocol.CardKey{req.From.AgentID: {protocol.NewCardKey("key_1", pub)}},
+	}})
+	newTeam(t, e)
+	p := newPolicy(t, e)
+	before, err := e.Store.LastSeq(context.Background())
+	require.NoError(t, err)
+	_, err = p.Submit(context.Background(), req)
+	require.ErrorIs(t, err, registry.ErrSignature)
+	after, err := e.Store.LastSeq(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a refused message leaves nothing in the store")
+
+	// The same message from a sender without keys goes through.
+	ok := inbound(t, a, env("user", "decompose", `{"type":"text","text":"please"}`))[0]
+	ok.From.AgentID = "agent:unkeyed"
+	ok.Reset()
+	h, err := p.Submit(context.Background(), ok)
+	require.NoError(t, err)
+	_, err = e.Wait(h)
+	require.NoError(t, err)
 }
