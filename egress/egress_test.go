@@ -347,3 +347,37 @@ func BenchmarkPrecheck(b *testing.B) {
 		}
 	}
 }
+
+// Client keeps a caller's client settings but dials through the policy:
+// the caller's CheckRedirect still decides about redirects, each hop's dial
+// is checked (a redirect to loopback is refused), and a Transport the
+// policy cannot dial through is refused.
+func TestClientWrapsACallersClient(t *testing.T) {
+	other := newListener(t)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:"+other.port()+"/", http.StatusFound)
+	}))
+	defer hs.Close()
+	p := mustPolicy(t, &egress.Options{Allow: []string{strings.TrimPrefix(hs.URL, "http://")}})
+	asked := 0
+	base := &http.Client{
+		Transport:     &http.Transport{MaxIdleConns: 7},
+		CheckRedirect: func(*http.Request, []*http.Request) error { asked++; return nil },
+	}
+	hc, tr, err := p.Client(base)
+	require.NoError(t, err)
+	assert.Equal(t, 7, tr.MaxIdleConns, "the caller's transport settings are kept")
+	assert.Nil(t, tr.Proxy, "no proxy: it would dial around the policy")
+	assert.NotSame(t, base.Transport, tr, "the caller's transport is cloned, not changed")
+	_, err = hc.Get(hs.URL)
+	assert.Contains(t, denied(t, err).Rule, "loopback")
+	assert.Equal(t, 1, asked, "the caller's CheckRedirect is asked about the redirect")
+	other.nothingAccepted(t)
+
+	_, _, err = p.Client(&http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })})
+	assert.ErrorIs(t, err, egress.ErrInvalidOptions)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -62,6 +62,43 @@ func (p *Policy) HTTPClient(opts *HTTPOptions) (*http.Client, error) {
 	return &http.Client{Transport: p.Transport(), Timeout: o.Timeout, CheckRedirect: checkRedirect(o.MaxRedirects)}, nil
 }
 
+// Client returns a copy of base (a zero client when nil) that dials
+// through the policy, and the transport it dials with, for a caller that
+// wraps it in a RoundTripper of its own. base's Transport must be nil or an
+// *http.Transport: it is cloned with the policy's dialer and no proxy. The
+// copy's CheckRedirect refuses what [RedirectAllowed] refuses, then applies
+// base's own CheckRedirect, or stops after [DefaultMaxRedirects].
+func (p *Policy) Client(base *http.Client) (*http.Client, *http.Transport, error) {
+	var hc http.Client
+	if base != nil {
+		hc = *base
+	}
+	t := p.Transport()
+	switch bt := hc.Transport.(type) {
+	case nil:
+	case *http.Transport:
+		t = bt.Clone()
+		t.DialContext = p.DialContext
+		t.DialTLSContext = nil
+		t.Proxy = nil
+	default:
+		return nil, nil, coded.Wrap(ErrInvalidOptions, "the client's Transport must be an *http.Transport, so that its dials can go through the policy", nil)
+	}
+	hc.Transport = t
+	own := hc.CheckRedirect
+	limited := checkRedirect(DefaultMaxRedirects)
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if own == nil {
+			return limited(req, via)
+		}
+		if err := RedirectAllowed(req, via); err != nil {
+			return err
+		}
+		return own(req, via)
+	}
+	return &hc, t, nil
+}
+
 func checkRedirect(limit int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if limit < 0 {

@@ -211,7 +211,9 @@ func NewRemote(ctx context.Context, url string, opts *RemoteOptions) (*Remote, e
 		return nil, &Error{Adapter: "a2a", Code: protocol.CodePolicyDenied, Detail: "the egress policy at network level " + policy.Level() + " refuses " + url, Sentinel: ErrCard, Err: err}
 	}
 	rm := &Remote{url: strings.TrimRight(url, "/"), opts: o, policy: policy, contexts: map[string]string{}, pending: map[string]a2a.TaskID{}}
-	rm.hc = rm.httpClient()
+	if rm.hc, err = rm.httpClient(); err != nil {
+		return nil, optionsError("HTTPClient: " + err.Error())
+	}
 	card, err := rm.fetchCard(ctx)
 	if err != nil {
 		rm.Close()
@@ -260,36 +262,15 @@ func (rm *Remote) Close() error {
 	return nil
 }
 
-func (rm *Remote) httpClient() *http.Client {
-	var hc http.Client
-	if rm.opts.HTTPClient != nil {
-		hc = *rm.opts.HTTPClient
-	}
-	// Every dial goes through the policy, proxies off (docs/protocol.md §6);
-	// setDefaults made sure a caller's Transport is an *http.Transport.
-	base := rm.policy.Transport()
-	if t, ok := hc.Transport.(*http.Transport); ok {
-		base = t.Clone()
-		base.DialContext = rm.policy.DialContext
-		base.DialTLSContext = nil
-		base.Proxy = nil
+func (rm *Remote) httpClient() (*http.Client, error) {
+	// Every dial goes through the policy, proxies off (docs/protocol.md §6).
+	hc, base, err := rm.policy.Client(rm.opts.HTTPClient)
+	if err != nil {
+		return nil, err
 	}
 	rm.owned = base
-	redirect := hc.CheckRedirect
-	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if err := egress.RedirectAllowed(req, via); err != nil {
-			return err
-		}
-		if redirect != nil {
-			return redirect(req, via)
-		}
-		if len(via) >= egress.DefaultMaxRedirects {
-			return errors.New("a2a: stopped after 10 redirects")
-		}
-		return nil
-	}
 	hc.Transport = &transport{base: base, token: rm.opts.BearerToken, maxBody: rm.opts.MaxResponseBytes}
-	return &hc
+	return hc, nil
 }
 
 // fetchCard GETs and decodes the agent card, bounded in size.

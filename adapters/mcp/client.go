@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clutchprotocol/clutch/egress"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +48,10 @@ func NewClient(servers []ServerConfig, opts *ClientOptions) (*Client, error) {
 		if _, dup := c.servers[cfg.Name]; dup {
 			return nil, wrap(ErrInvalidConfig, "server "+cfg.Name+" is configured twice")
 		}
-		s := c.newServer(&cfg)
+		s, err := c.newServer(&cfg)
+		if err != nil {
+			return nil, err
+		}
 		c.servers[cfg.Name] = s
 		c.order = append(c.order, s)
 	}
@@ -130,7 +132,7 @@ type server struct {
 	closed   bool
 }
 
-func (c *Client) newServer(cfg *ServerConfig) *server {
+func (c *Client) newServer(cfg *ServerConfig) (*server, error) {
 	s := &server{c: c, cfg: cfg, connect: make(chan struct{}, 1)}
 	s.limit = c.opts.MaxResultBytes
 	if cfg.MaxResultBytes > 0 {
@@ -152,36 +154,15 @@ func (c *Client) newServer(cfg *ServerConfig) *server {
 	})
 	if cfg.URL != "" {
 		// Every dial goes through the egress policy, proxies off
-		// (docs/protocol.md §6); validate made sure a caller's Transport
-		// is an *http.Transport.
-		base := c.opts.Egress.Transport()
-		hc := &http.Client{}
-		if cfg.HTTPClient != nil {
-			*hc = *cfg.HTTPClient
-			if t, ok := hc.Transport.(*http.Transport); ok {
-				base = t.Clone()
-				base.DialContext = c.opts.Egress.DialContext
-				base.DialTLSContext = nil
-				base.Proxy = nil
-			}
-		}
-		redirect := hc.CheckRedirect
-		hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-			if err := egress.RedirectAllowed(req, via); err != nil {
-				return err
-			}
-			if redirect != nil {
-				return redirect(req, via)
-			}
-			if len(via) >= egress.DefaultMaxRedirects {
-				return errors.New("mcp: stopped after 10 redirects")
-			}
-			return nil
+		// (docs/protocol.md §6).
+		hc, base, err := c.opts.Egress.Client(cfg.HTTPClient)
+		if err != nil {
+			return nil, wrap(ErrInvalidConfig, "server "+cfg.Name+": "+err.Error())
 		}
 		hc.Transport = &httpTransport{base: base, headers: cfg.Headers, limit: s.limit}
 		s.httpc = hc
 	}
-	return s
+	return s, nil
 }
 
 func (s *server) timeout() time.Duration {
