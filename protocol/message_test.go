@@ -77,3 +77,31 @@ func TestValidTimestampShape(t *testing.T) {
 		}
 	}
 }
+
+func TestEndsTask(t *testing.T) {
+	ids := NewIDs(nil)
+	withErr := func(details map[string]any) *Message {
+		m := ids.NewMessage(TypeTaskError, "agent:a")
+		if err := m.SetPayload(ErrorPayload{Code: CodeTimeout, Message: "slow", Details: details}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		m    *Message
+		want bool
+	}{
+		{ids.NewMessage(TypeTaskResult, "agent:a"), true},
+		{ids.NewMessage(TypeTaskCancel, "agent:a"), true},
+		{ids.NewMessage(TypeTaskTimeout, "agent:a"), true},
+		{withErr(nil), true},
+		{withErr(map[string]any{"will_retry": false}), true},
+		{withErr(map[string]any{"will_retry": true}), false},
+		{ids.NewMessage(TypeTaskProgress, "agent:a"), false},
+		{ids.NewMessage(TypeTaskRequest, "agent:a"), false},
+	} {
+		if got := EndsTask(c.m); got != c.want {
+			t.Errorf("EndsTask(%s %s) = %v", c.m.Type, c.m.Payload, got)
+		}
+	}
+}

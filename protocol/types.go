@@ -136,6 +136,21 @@ func (t Type) Terminal() bool {
 	return false
 }
 
+// EndsTask reports whether m ends its task for good: a task.result,
+// task.cancel or task.timeout, or a task.error that does not announce a
+// retry (details.will_retry, docs/protocol.md §5.3). An error payload that
+// cannot be read counts as final.
+func EndsTask(m *Message) bool {
+	switch m.Type {
+	case TypeTaskResult, TypeTaskCancel, TypeTaskTimeout:
+		return true
+	case TypeTaskError:
+		ep, err := DecodePayload[ErrorPayload](m)
+		return err != nil || ep.Details["will_retry"] != true
+	}
+	return false
+}
+
 // The reserved prefixes of docs/protocol.md Appendix B.
 const (
 	PrefixAgent    = "agent:"

@@ -17,19 +17,6 @@ type taskLog struct {
 	accepted bool
 }
 
-// terminalEvent reports whether m ends its task: a result, cancel or
-// timeout, or an error that is not followed by a retry.
-func terminalEvent(m *protocol.Message) bool {
-	switch m.Type {
-	case protocol.TypeTaskResult, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
-		return true
-	case protocol.TypeTaskError:
-		ep, err := protocol.DecodePayload[protocol.ErrorPayload](m)
-		return err != nil || ep.Details["will_retry"] != true
-	}
-	return false
-}
-
 func (l *taskLog) add(m *protocol.Message) {
 	if m.Attempt > l.attempt {
 		l.attempt = m.Attempt
@@ -44,7 +31,7 @@ func (l *taskLog) add(m *protocol.Message) {
 		l.terminal = nil // a new attempt reopens the task
 	case m.Type == protocol.TypeRoutingDecision:
 		l.terminal = nil
-	case terminalEvent(m):
+	case protocol.EndsTask(m):
 		l.terminal = m
 	}
 }

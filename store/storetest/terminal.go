@@ -39,20 +39,6 @@ func (p TerminalProblem) String() string {
 	return fmt.Sprintf("%s: %s (events %v)", p.TaskID, p.Detail, p.Seqs)
 }
 
-// IsTerminal reports whether m ends its task's attempt for good: a
-// task.result, task.cancel or task.timeout, or a task.error that does not
-// announce a retry (details.will_retry, docs/protocol.md §5.3).
-func IsTerminal(m *protocol.Message) bool {
-	switch m.Type {
-	case protocol.TypeTaskResult, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
-		return true
-	case protocol.TypeTaskError:
-		ep, err := protocol.DecodePayload[protocol.ErrorPayload](m)
-		return err != nil || ep.Details["will_retry"] != true
-	}
-	return false
-}
-
 // taskTrack follows one task through the log.
 type taskTrack struct {
 	id       string
@@ -136,7 +122,7 @@ func (tr *taskTrack) add(seq uint64, m *protocol.Message) {
 	}
 	if tr.ended {
 		if m.Attempt <= tr.endAt {
-			if IsTerminal(m) {
+			if protocol.EndsTask(m) {
 				tr.fault(fmt.Sprintf("two terminal events for attempt %d: %s after the task ended", tr.endAt, m.Type), tr.endSeq, seq)
 			} else {
 				tr.fault(fmt.Sprintf("%s of attempt %d after the task ended in attempt %d", m.Type, m.Attempt, tr.endAt), tr.endSeq, seq)
@@ -145,7 +131,7 @@ func (tr *taskTrack) add(seq uint64, m *protocol.Message) {
 		}
 		tr.ended = false // a new attempt: it must end again
 	}
-	if IsTerminal(m) {
+	if protocol.EndsTask(m) {
 		tr.ended, tr.endSeq, tr.endAt = true, seq, m.Attempt
 	}
 }
