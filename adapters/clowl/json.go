@@ -1,22 +1,13 @@
 package clowl
 
-import (
-	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
-	"github.com/clutchprotocol/clutch/protocol"
-)
+import "github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 
-// wantString reads an optional string member: absent and null give ""
-// and present=false.
+// wantString reads an optional string member (rawjson.OptString), as an
+// *adapters.Error at path when it is not one.
 func wantString(v []byte, path string) (s string, present bool, err error) {
-	switch rawjson.Kind(v) {
-	case 0, 'n':
-		return "", false, nil
-	case '"':
-		s, ok := rawjson.Str(v)
-		if !ok {
-			return "", false, inErr(protocol.CodeInvalidJSON, path, "bad string", nil)
-		}
-		return s, true, nil
+	s, present, code, detail := rawjson.OptString(v)
+	if code != "" {
+		return "", false, inErr(code, path, detail, nil)
 	}
-	return "", false, inErr(protocol.CodeWrongType, path, "want a string, got "+rawjson.KindName(v), nil)
+	return s, present, nil
 }

@@ -42,6 +42,23 @@ func Str(v []byte) (string, bool) {
 	return string(b), err == nil
 }
 
+// OptString reads an optional string member: absent and null give "" and
+// present=false; anything but a string gives the code and detail of the
+// error a translator reports.
+func OptString(v []byte) (s string, present bool, code protocol.Code, detail string) {
+	switch Kind(v) {
+	case 0, 'n':
+		return "", false, "", ""
+	case '"':
+		s, ok := Str(v)
+		if !ok {
+			return "", false, protocol.CodeInvalidJSON, "bad string"
+		}
+		return s, true, "", ""
+	}
+	return "", false, protocol.CodeWrongType, "want a string, got " + KindName(v)
+}
+
 // ToAny decodes a raw value into the types protocol.Decode gives meta
 // values (json.Number for numbers).
 func ToAny(v []byte) any {

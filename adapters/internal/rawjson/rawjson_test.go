@@ -53,3 +53,24 @@ func TestReaders(t *testing.T) {
 	bv, ok := MetaBool(m, "b")
 	assert.True(t, ok && bv)
 }
+
+func TestOptString(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		s       string
+		present bool
+		code    protocol.Code
+	}{
+		{``, "", false, ""},
+		{`null`, "", false, ""},
+		{`"x"`, "x", true, ""},
+		{`""`, "", true, ""},
+		{`1`, "", false, protocol.CodeWrongType},
+		{`{}`, "", false, protocol.CodeWrongType},
+	} {
+		s, present, code, _ := OptString([]byte(c.in))
+		assert.Equal(t, c.s, s, c.in)
+		assert.Equal(t, c.present, present, c.in)
+		assert.Equal(t, c.code, code, c.in)
+	}
+}
