@@ -37,9 +37,15 @@
 //     envelopes and back. Bridges connect the router to live peers:
 //     adapters/mcp calls tools on MCP servers and lets MCP hosts join a
 //     team; adapters/a2a serves agents over A2A and calls remote A2A agents.
+//  7. [github.com/clutchprotocol/clutch/auth] and
+//     [github.com/clutchprotocol/clutch/egress] — the edges: every inbound
+//     surface authenticates its callers, scopes what they see and limits
+//     them through auth; every outbound connection dials through one
+//     egress policy. Signatures on envelopes from outside are enforced by
+//     the registry's policy at the router's ingress (docs/protocol.md §6).
 //
 // Dependencies point one way: protocol ← store ← registry, schema ← router
-// ← adapters ← examples. The examples folder holds runnable tutorials;
+// ← adapters ← examples; auth and egress depend on protocol only. The examples folder holds runnable tutorials;
 // start with
 //
 //	go run ./examples/quickstart
