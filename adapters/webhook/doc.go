@@ -53,7 +53,12 @@
 //
 //   - task.request and task.cancel go to router.Router.Admit: the task runs
 //     (or is cancelled) as if submitted in process, after the router's
-//     signature policy and payload validation.
+//     signature policy and payload validation. The default policy
+//     (registry.DefaultSignaturePolicy) wants every task.cancel from outside
+//     signed with the sender's Clutch key, which a webhook sender does not
+//     have: such a cancel is refused (401 BAD_SIGNATURE) unless the host
+//     drops task.cancel from registry.Options.Signatures. Only the sender
+//     that requested a task may cancel it.
 //   - chat.message, chat.system and x.<vendor>.<name> extension events are
 //     checked with router.Router.Verify and, when they carry a payload_type,
 //     against the schema registry, then appended to the router's store.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,8 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
 )
@@ -301,5 +306,85 @@ func TestHandlerNeedsSubmitScope(t *testing.T) {
 	status, out := serve(t, h, delivery(t, secret, "s1", env.Clock.Now(), `{}`))
 	assert.Equal(t, 403, status)
 	assert.Equal(t, "POLICY_DENIED", out["code"])
+	assert.Equal(t, uint64(0), lastSeq(t, env))
+}
+
+// The default signature policy wants task.cancel signed with the sender's
+// Clutch key, which a webhook sender does not have: a host that takes
+// cancels by webhook relaxes it for those senders (docs/protocol.md §6.1).
+func TestHandlerCancelsTask(t *testing.T) {
+	policy := registry.DefaultSignaturePolicy
+	policy.Types = slices.DeleteFunc(slices.Clone(policy.Types), func(t protocol.Type) bool { return t == protocol.TypeTaskCancel })
+	env := routertest.New(t, &routertest.Options{Registry: registry.Options{Signatures: &policy}})
+	started := make(chan struct{})
+	env.Agent("agent:slow", []string{"skill:echo"}, func(ctx context.Context, _ *router.Task) (*router.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	secret := newSecret(t)
+	m := &Mapping{
+		TypeFrom: "/event",
+		Types:    map[string]protocol.Type{"order.created": protocol.TypeTaskRequest, "order.cancelled": protocol.TypeTaskCancel},
+		Payload:  "/data", TaskID: "/task", Requires: []string{"skill:echo"},
+	}
+	h, err := NewHandler(env.Router, m, map[string]auth.Caller{secret: submitter}, nil)
+	require.NoError(t, err)
+	now := env.Clock.Now()
+	status, out := serve(t, h, delivery(t, secret, "c1", now, `{"event":"order.created","task":"task:order-7","data":{}}`))
+	require.Equal(t, 200, status, out)
+	assert.Equal(t, "task:order-7", out["task_id"], "the body's task id is kept")
+	<-started
+	status, out = serve(t, h, delivery(t, secret, "c2", now, `{"event":"order.cancelled","task":"task:order-7","data":{"message":"customer cancelled"}}`))
+	require.Equal(t, 200, status, out)
+	env.Await(store.Query{TaskID: "task:order-7"}, func(m *protocol.Message) bool { return m.Type == protocol.TypeTaskCancel })
+
+	_, err = NewHandler(env.Router, &Mapping{Type: protocol.TypeTaskCancel}, map[string]auth.Caller{secret: submitter}, nil)
+	assert.ErrorIs(t, err, ErrInvalidOptions, "cancel without a task id")
+}
+
+func TestHandlerConcurrentRedeliveries(t *testing.T) {
+	env := routertest.New(t, nil)
+	echoAgent(env)
+	secret := newSecret(t)
+	h, err := NewHandler(env.Router, orderMapping, map[string]auth.Caller{secret: submitter}, nil)
+	require.NoError(t, err)
+	now := env.Clock.Now()
+	const n = 8
+	var wg sync.WaitGroup
+	tasks := make(chan string, 2*n)
+	for i := range 2 * n {
+		body := `{"event":"order.created","data":{}}`
+		if i%2 == 1 {
+			body = `{"event":"order.note","data":{}}`
+		}
+		req := delivery(t, secret, "same-"+strconv.Itoa(i%2), now, body)
+		wg.Go(func() {
+			status, out := serve(t, h, req)
+			assert.Equal(t, 200, status, out)
+			if out["type"] == "task.request" {
+				tasks <- out["task_id"].(string)
+			}
+		})
+	}
+	wg.Wait()
+	close(tasks)
+	first := <-tasks
+	for id := range tasks {
+		assert.Equal(t, first, id)
+	}
+	env.Await(store.Query{TaskID: first}, func(m *protocol.Message) bool { return m.Type == protocol.TypeTaskResult })
+	assert.Len(t, env.Events(store.Query{TypePrefix: "task.request"}), 1)
+	assert.Len(t, env.Events(store.Query{TypePrefix: "x.shop.note"}), 1)
+}
+
+func TestHandlerCancelNeedsSignaturePolicy(t *testing.T) {
+	env := routertest.New(t, nil)
+	secret := newSecret(t)
+	h, err := NewHandler(env.Router, &Mapping{Type: protocol.TypeTaskCancel, TaskID: "/task"}, map[string]auth.Caller{secret: submitter}, nil)
+	require.NoError(t, err)
+	status, out := serve(t, h, delivery(t, secret, "c1", env.Clock.Now(), `{"task":"task:x"}`))
+	assert.Equal(t, 401, status)
+	assert.Equal(t, "BAD_SIGNATURE", out["code"])
 	assert.Equal(t, uint64(0), lastSeq(t, env))
 }

@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -165,6 +167,9 @@ func (m *Mapping) compile() (*compiled, error) {
 			return nil, optionsError("Mapping.To: " + strconv.Quote(id) + " is not an agent id")
 		}
 		c.to = append(c.to, protocol.Participant{AgentID: id})
+	}
+	if c.fields[fTaskID] == nil && (m.Type == protocol.TypeTaskCancel || slices.Contains(slices.Collect(maps.Values(m.Types)), protocol.TypeTaskCancel)) {
+		return nil, optionsError("a Mapping that makes task.cancel needs Mapping.TaskID: the task to cancel")
 	}
 	c.requires = append([]string(nil), m.Requires...)
 	for k, v := range m.Meta {
