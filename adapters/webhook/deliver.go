@@ -500,11 +500,22 @@ func (d *Deliverer) record(ctx context.Context, s *sub, rec *Delivery) bool {
 		if err == nil {
 			return true
 		}
-		if errors.Is(err, store.ErrClosed) || !sleep(ctx, d.backoff(n)) {
+		if errors.Is(err, store.ErrClosed) {
+			return false
+		}
+		if ctx.Err() != nil || !sleep(ctx, d.backoff(n)) {
+			// Stopping: one last try, so that a delivery that went through
+			// is not sent again at the next start.
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordGrace)
+			_, _ = d.st.Append(last, m)
+			cancel()
 			return false
 		}
 	}
 }
+
+// recordGrace bounds the last append of a record when the Deliverer stops.
+const recordGrace = 5 * time.Second
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

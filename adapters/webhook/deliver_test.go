@@ -128,10 +128,17 @@ func appendEvents(t testing.TB, st store.Store, n int, types ...protocol.Type) [
 }
 
 // records returns the delivery records of subscription name, waiting until
-// there are n.
+// there are n, at most 30 s.
 func records(t testing.TB, st store.Store, name string, n int) []Delivery {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // fake time in synctest bubbles
+	return recordsWithin(t, st, name, n, 30*time.Second)
+}
+
+// recordsWithin is records with a timeout (of fake time in a synctest
+// bubble, where backoffs of minutes pass at once).
+func recordsWithin(t testing.TB, st store.Store, name string, n int, timeout time.Duration) []Delivery {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out []Delivery
 	for ev, err := range st.Follow(ctx, store.Query{RunID: protocol.PrefixRun + "webhook:" + name, TypePrefix: string(TypeDelivery)}) {
@@ -220,7 +227,7 @@ func TestDelivererRetriesWithBackoff(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- d.Run(ctx) }()
 
-		recs := records(t, st, "s", 1)
+		recs := recordsWithin(t, st, "s", 1, time.Hour)
 		assert.Equal(t, Delivery{Subscription: "s", EventID: ids[0], EventSeq: 1, EventType: "x.test.event", Status: StatusDelivered, Attempts: 5, HTTPStatus: 200}, recs[0])
 		// Waits: 1s, 2s, 4s, then capped at 4s, each jittered into [b/2, b].
 		for i, b := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
@@ -257,7 +264,7 @@ func TestDelivererHonoursRetryAfterAndGivesUp(t *testing.T) {
 		defer cancel()
 		go func() { _ = d.Run(ctx) }()
 
-		recs := records(t, st, "s", 2)
+		recs := recordsWithin(t, st, "s", 2, time.Hour)
 		assert.Equal(t, StatusFailed, recs[0].Status)
 		assert.Equal(t, 3, recs[0].Attempts)
 		assert.Equal(t, 429, recs[0].HTTPStatus)
@@ -382,4 +389,27 @@ func TestSubscribeChecksURLAgainstEgress(t *testing.T) {
 	} {
 		assert.ErrorIs(t, d.Subscribe(context.Background(), s), ErrInvalidOptions, "%+v", s)
 	}
+}
+
+// A delivery that went through just as the Deliverer stops is still
+// recorded, so the next start does not send it again.
+func TestDelivererRecordsTheLastDeliveryWhenStopping(t *testing.T) {
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	secret := newSecret(t)
+	rc := newReceiver(t, secret)
+	ctx, cancel := context.WithCancel(context.Background())
+	rc.answer = func(int, string) (int, http.Header) {
+		cancel() // the host stops while the receiver answers
+		return http.StatusOK, nil
+	}
+	d, err := NewDeliverer(st, &DelivererOptions{Egress: loopback(t)})
+	require.NoError(t, err)
+	inProcess(d, rc)
+	require.NoError(t, d.Subscribe(ctx, Subscription{Name: "s", URL: "http://127.0.0.1:9/", Secrets: []string{secret}}))
+	ids := appendEvents(t, st, 2)
+	require.ErrorIs(t, d.Run(ctx), context.Canceled)
+	recs := records(t, st, "s", 1)
+	assert.Equal(t, ids[0], recs[0].EventID)
+	assert.Equal(t, []string{ids[0]}, rc.delivered())
 }
