@@ -43,11 +43,18 @@
 // up from an event name in the body), a payload_type, the payload, and JSON
 // pointers (RFC 6901) for run_id, thread_id, task_id, parent_task_id, domain
 // and the sender's own event id; fixed recipients and requires[]; meta keys
-// copied from the body. NewHandler validates it. An id the mapping does not
-// give is generated, except the run of a delivery without a mapped run_id,
-// which is derived from the endpoint, the sender and the delivery's id. Every
-// envelope carries meta.src "webhook", meta.webhook_id and
-// meta.webhook_endpoint (and meta.webhook_event with TypeFrom).
+// copied from the body. With Each, a body is a batch: every element of the
+// array it points to gives one envelope, in order (a crewAI AMP
+// {"events": [...]} delivery, say). NewHandler validates the mapping. Every
+// item of a body is mapped before anything is handed on, so a body with one
+// bad item gives nothing. An id the mapping does not give is generated,
+// except the run of a delivery without a mapped run_id, which is derived from
+// the endpoint, the sender and the delivery's id. Every envelope carries
+// meta.src "webhook", meta.webhook_id and meta.webhook_endpoint (and
+// meta.webhook_event with TypeFrom, meta.webhook_index with Each).
+//
+// Translator is the same Mapping as an inbound-only adapters.Adapter, for
+// bodies that arrive some other way (no signature, no derived run).
 //
 // # Where envelopes go
 //
@@ -67,14 +74,18 @@
 // belongs to the router and its agents, and the package's own
 // x.clutch.webhook.* types to the Deliverer.
 //
-// A delivery is answered 200 with an Accepted body: the envelope's id,
-// type, run and task, the store seq for appended events, and duplicate.
+// A delivery is answered 200 with a Receipt: per envelope its id, type, run
+// and task, the store seq for appended events, and duplicate. Envelopes are
+// handed on in order; should one be refused after others were taken, the
+// answer is the refusal, and the sender's retry finds the others by their
+// idempotency keys.
 //
 // # Deduplication
 //
 // A sender retries a delivery with the same webhook-id. The envelope's
 // idempotency_key is derived from the endpoint, the sender and the
-// webhook-id (or the body's own event id, Mapping.IdempotencyKey), so the
+// webhook-id (with the item's index for a batch), or from the body's own
+// event id (Mapping.IdempotencyKey), so the
 // store's dedup by (run_id, idempotency_key) (docs/protocol.md §5.2) answers a
 // retry with the first envelope: a task runs once, an event is stored once,
 // and the answer says duplicate. The same id from another sender or another

@@ -74,9 +74,10 @@ func ExampleNewHandler() {
 	if err != nil {
 		panic(err)
 	}
-	var acc webhook.Accepted
-	_ = json.NewDecoder(resp.Body).Decode(&acc)
+	var rc webhook.Receipt
+	_ = json.NewDecoder(resp.Body).Decode(&rc)
 	resp.Body.Close()
+	acc := rc.Envelopes[0]
 	fmt.Println(resp.StatusCode, acc.Type)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

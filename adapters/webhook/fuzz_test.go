@@ -44,41 +44,58 @@ func FuzzParseHeaders(f *testing.F) {
 }
 
 // FuzzMapping: any body is mapped without panicking, refused with a coded
-// *Error of ErrInput, or gives values the envelope can hold.
+// *Error of ErrInput, or gives values the envelope can hold, under a mapping
+// of one envelope per body and one of a batch (Each).
 func FuzzMapping(f *testing.F) {
-	c, err := (&Mapping{
+	base := Mapping{
 		TypeFrom: "/event", Types: map[string]protocol.Type{"order.created": protocol.TypeTaskRequest}, Type: "x.shop.other",
 		Payload: "/data", RunID: "/meta/run", TaskID: "/items/0/id", IdempotencyKey: "/id",
 		Meta: map[string]string{"sku": "/data/sku", "weird": "/a~1b/~0c"},
-	}).compile()
-	if err != nil {
-		f.Fatal(err)
+	}
+	batch := base
+	batch.Each = "/events"
+	var cs []*compiled
+	for _, m := range []*Mapping{&base, &batch} {
+		c, err := m.compile()
+		if err != nil {
+			f.Fatal(err)
+		}
+		cs = append(cs, c)
 	}
 	f.Add([]byte(`{"event":"order.created","id":"e1","data":{"sku":"A"},"meta":{"run":"r1"},"items":[{"id":7}]}`))
 	f.Add([]byte(`{"event":"other","id":1,"data":null,"meta":{"run":"r"},"items":[{"id":"t"}],"a/b":{"~c":[]}}`))
+	f.Add([]byte(`{"events":[{"event":"order.created","id":"e1","data":{},"meta":{"run":"r1"},"items":[{"id":7}]},{"event":"x"}]}`))
+	f.Add([]byte(`{"events":[]}`))
 	f.Add([]byte(`{"event":"x","event":"y"}`))
 	f.Add([]byte(`{"items":{"0":{"id":"t"}}}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte("{\"event\":\"\xff\"}"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		m, err := c.translate(body)
-		if err != nil {
-			var e *adapters.Error
-			if !errors.As(err, &e) || !e.Code.Known() || !errors.Is(err, ErrInput) {
-				t.Fatalf("refusal is not a coded input error: %#v", err)
+		for ci, c := range cs {
+			items, err := c.translate(body)
+			if err != nil {
+				var e *adapters.Error
+				if !errors.As(err, &e) || !e.Code.Known() || !errors.Is(err, ErrInput) {
+					t.Fatalf("refusal is not a coded input error: %#v", err)
+				}
+				continue
 			}
-			return
-		}
-		if m.typ != protocol.TypeTaskRequest && m.typ != "x.shop.other" {
-			t.Fatalf("type %q", m.typ)
-		}
-		msg := protocol.NewMessage(m.typ, "agent:fuzz")
-		if err := msg.SetPayload(json.RawMessage(m.payload)); err != nil {
-			t.Fatalf("payload %q does not fit an envelope: %v", m.payload, err)
-		}
-		for i, v := range m.fields {
-			if c.fields[i] != nil && v == "" {
-				t.Fatalf("field %d mapped to an empty string", i)
+			if ci == 0 && len(items) != 1 {
+				t.Fatalf("%d items without Each", len(items))
+			}
+			for _, m := range items {
+				if m.typ != protocol.TypeTaskRequest && m.typ != "x.shop.other" {
+					t.Fatalf("type %q", m.typ)
+				}
+				msg := protocol.NewMessage(m.typ, "agent:fuzz")
+				if err := msg.SetPayload(json.RawMessage(m.payload)); err != nil {
+					t.Fatalf("payload %q does not fit an envelope: %v", m.payload, err)
+				}
+				for i, v := range m.fields {
+					if c.fields[i] != nil && v == "" {
+						t.Fatalf("field %d mapped to an empty string", i)
+					}
+				}
 			}
 		}
 	})

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
@@ -30,6 +31,9 @@ const (
 	MetaEndpoint = "webhook_endpoint"
 	// MetaEvent holds the event name Mapping.TypeFrom found.
 	MetaEvent = "webhook_event"
+	// MetaIndex holds the position of the envelope's item in the
+	// Mapping.Each array.
+	MetaIndex = "webhook_index"
 	// Source is the meta.src of inbound envelopes.
 	Source = "webhook"
 )
@@ -133,7 +137,13 @@ func NewHandler(r *router.Router, m *Mapping, secrets map[string]auth.Caller, op
 	return h, nil
 }
 
-// Accepted is the 200 answer body of a delivery.
+// Receipt is the 200 answer body of a delivery: what became of each
+// envelope it gave, in order.
+type Receipt struct {
+	Envelopes []Accepted `json:"envelopes"`
+}
+
+// Accepted is what became of one envelope of a delivery.
 type Accepted struct {
 	ID        string `json:"id"` // the envelope's id (of the stored one when Duplicate)
 	Type      string `json:"type"`
@@ -174,18 +184,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, protocol.CodeInvalidJSON, "the body could not be read", "")
 		return
 	}
-	acc, err := h.accept(req, gate, body)
+	rc, err := h.accept(req, gate, body)
 	if err != nil {
 		writeCoded(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(acc)
+	_ = json.NewEncoder(w).Encode(rc)
 }
 
 // accept verifies a delivery and hands its envelope on.
-func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Accepted, error) {
+func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Receipt, error) {
 	hdr, err := parseHeaders(req.Header.Get(HeaderID), req.Header.Get(HeaderTimestamp), req.Header.Get(HeaderSignature))
 	if err != nil {
 		return nil, err
@@ -201,15 +211,38 @@ func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Ac
 	if !caller.Has(auth.ScopeSubmit) {
 		return nil, &Error{Adapter: name, Code: protocol.CodePolicyDenied, Detail: "the sender may not submit (no submit scope)", Sentinel: ErrSignature}
 	}
-	mp, err := h.m.translate(body)
+	items, err := h.m.translate(body)
 	if err != nil {
 		return nil, err
 	}
-	m := h.envelope(caller, hdr.id, mp)
-	if err := m.Validate(); err != nil {
-		return nil, inputError(protocol.CodeOf(err), "", "the mapped envelope is invalid", err)
+	msgs := make([]*protocol.Message, len(items))
+	for i, mp := range items {
+		m := h.envelope(caller, hdr.id, mp)
+		if err := m.Validate(); err != nil {
+			path := ""
+			if mp.index >= 0 {
+				path = h.m.each.text + "/" + strconv.Itoa(mp.index)
+			}
+			return nil, inputError(protocol.CodeOf(err), path, "the mapped envelope is invalid", err)
+		}
+		msgs[i] = m
 	}
-	ctx := req.Context()
+	// Envelopes are handed on in order. Should one be refused, those before
+	// it stay: the sender's retry of the delivery finds them by their
+	// idempotency keys and hands on the rest.
+	rc := &Receipt{Envelopes: make([]Accepted, 0, len(msgs))}
+	for _, m := range msgs {
+		acc, err := h.handOn(req.Context(), m)
+		if err != nil {
+			return nil, err
+		}
+		rc.Envelopes = append(rc.Envelopes, *acc)
+	}
+	return rc, nil
+}
+
+// handOn gives m to the router (task.request, task.cancel) or the store.
+func (h *Handler) handOn(ctx context.Context, m *protocol.Message) (*Accepted, error) {
 	switch m.Type {
 	case protocol.TypeTaskRequest, protocol.TypeTaskCancel:
 		hd, err := h.r.Admit(ctx, m)
@@ -251,44 +284,20 @@ func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Ac
 
 // envelope builds the message of a mapped delivery from caller.
 func (h *Handler) envelope(caller *auth.Caller, webhookID string, mp *mapped) *protocol.Message {
-	ids := h.r.IDs()
-	m := ids.NewMessage(mp.typ, caller.AgentID)
+	m := h.m.envelope(h.r.IDs(), caller.AgentID, mp)
 	dedup := webhookID
+	if mp.index >= 0 {
+		dedup += "#" + strconv.Itoa(mp.index)
+	}
 	if k := mp.fields[fIdempotencyKey]; k != "" {
 		dedup = k
 	}
 	m.IdempotencyKey = scopedKey(h.endpoint, caller.AgentID, dedup)
-	m.RunID = auth.ScopedRunID(caller, "webhook:"+h.endpoint, dedup)
-	if v := mp.fields[fRunID]; v != "" {
-		m.RunID = v
+	if mp.fields[fRunID] == "" {
+		m.RunID = auth.ScopedRunID(caller, "webhook:"+h.endpoint, dedup)
 	}
-	if v := mp.fields[fThreadID]; v != "" {
-		m.ThreadID = v
-	}
-	if v := mp.fields[fTaskID]; v != "" {
-		m.TaskID = v
-	}
-	m.ParentTaskID = mp.fields[fParentTaskID]
-	m.Domain = mp.fields[fDomain]
-	m.PayloadType = h.m.payloadType
-	if m.PayloadType != "" {
-		m.SchemaRef = protocol.SchemaRefFor(m.PayloadType)
-	}
-	m.Payload = mp.payload
-	m.To = append([]protocol.Participant{}, h.m.to...)
-	if m.Type == protocol.TypeTaskRequest && len(h.m.requires) > 0 {
-		m.Requires = append([]string(nil), h.m.requires...)
-	}
-	m.Meta = make(map[string]any, len(mp.meta)+4)
-	for k, v := range mp.meta {
-		m.Meta[k] = v
-	}
-	m.Meta[adapters.MetaSource] = Source
 	m.Meta[MetaID] = webhookID
 	m.Meta[MetaEndpoint] = h.endpoint
-	if mp.event != "" {
-		m.Meta[MetaEvent] = mp.event
-	}
 	return m
 }
 

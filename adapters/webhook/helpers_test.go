@@ -48,13 +48,17 @@ func delivery(t testing.TB, secret, id string, ts time.Time, body string) *http.
 	return req
 }
 
-// serve runs req through h and returns the status and decoded body.
+// serve runs req through h and returns the status and decoded body; the
+// receipt of a delivery that gave one envelope is that envelope's entry.
 func serve(t testing.TB, h http.Handler, req *http.Request) (int, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out), "body %q", rec.Body.String())
+	if envs, ok := out["envelopes"].([]any); ok && len(envs) == 1 {
+		return rec.Code, envs[0].(map[string]any)
+	}
 	return rec.Code, out
 }
 

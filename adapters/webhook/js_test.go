@@ -80,9 +80,10 @@ func TestPeerSignsHandlerVerifies(t *testing.T) {
 		}{r.Status, r.Body}
 	}
 	require.Equal(t, 200, got["good"].Status, got["good"].Body)
-	var acc Accepted
-	require.NoError(t, json.Unmarshal([]byte(got["good"].Body), &acc))
-	res := env.Await(store.Query{TaskID: acc.TaskID}, func(m *protocol.Message) bool { return m.Type == protocol.TypeTaskResult })
+	var rc Receipt
+	require.NoError(t, json.Unmarshal([]byte(got["good"].Body), &rc))
+	require.Len(t, rc.Envelopes, 1)
+	res := env.Await(store.Query{TaskID: rc.Envelopes[0].TaskID}, func(m *protocol.Message) bool { return m.Type == protocol.TypeTaskResult })
 	assert.JSONEq(t, `{"order_id":42,"sku":"A-1","note":"héllo ✓"}`, string(res.Payload))
 
 	assert.Equal(t, 200, got["again"].Status)

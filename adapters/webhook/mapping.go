@@ -15,12 +15,17 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
-// Mapping declares how the JSON body of a delivery becomes an envelope:
+// Mapping declares how the JSON body of a delivery becomes envelopes:
 // constants, and JSON pointers (RFC 6901) into the body for the fields that
 // come from it. Every pointer a Mapping names must be present in a body
-// (MISSING_FIELD otherwise), except those of Meta. The sender (from), the
-// ids not mapped, ts and idempotency_key are set by the Handler.
+// (MISSING_FIELD otherwise), except those of Meta. The sender (from) is the
+// authenticated one, never the body's; the ids not mapped, ts and
+// idempotency_key are set by the Handler (or Translator).
 type Mapping struct {
+	// Each, when set, points to an array of the body (a batch of events):
+	// every element gives one envelope, in order, and every other pointer
+	// is read from the element. A body with an empty array gives none.
+	Each string
 	// Type is the type of every envelope, unless TypeFrom is set: one the
 	// Handler can hand on (see the package doc, "Where envelopes go").
 	Type protocol.Type
@@ -53,6 +58,7 @@ type Mapping struct {
 
 // compiled is a validated Mapping with its pointers split into tokens.
 type compiled struct {
+	each        *pointer
 	typ         protocol.Type
 	typeFrom    *pointer
 	types       map[string]protocol.Type
@@ -118,6 +124,13 @@ func (m *Mapping) compile() (*compiled, error) {
 		return nil, optionsError("a Mapping is required")
 	}
 	c := &compiled{typ: m.Type, payloadType: m.PayloadType}
+	if m.Each != "" {
+		p, err := parsePointer(m.Each)
+		if err != nil {
+			return nil, optionsError("Mapping.Each: " + err.Error())
+		}
+		c.each = &p
+	}
 	if m.Type != "" && !admissible(m.Type) {
 		return nil, optionsError("Mapping.Type " + strconv.Quote(string(m.Type)) + " cannot come from a webhook: use task.request, task.cancel, chat.message, chat.system or an x.<vendor>.<name> extension")
 	}
@@ -185,17 +198,61 @@ func (m *Mapping) compile() (*compiled, error) {
 	return c, nil
 }
 
-// mapped is what a body gives an envelope.
+// envelope builds the envelope of mp from the sender from: the mapped
+// fields, ids from ids for those not mapped, meta.src and the mapped meta.
+func (c *compiled) envelope(ids *protocol.IDs, from string, mp *mapped) *protocol.Message {
+	m := ids.NewMessage(mp.typ, from)
+	if v := mp.fields[fRunID]; v != "" {
+		m.RunID = v
+	}
+	if v := mp.fields[fThreadID]; v != "" {
+		m.ThreadID = v
+	}
+	if v := mp.fields[fTaskID]; v != "" {
+		m.TaskID = v
+	}
+	m.ParentTaskID = mp.fields[fParentTaskID]
+	m.Domain = mp.fields[fDomain]
+	m.PayloadType = c.payloadType
+	if m.PayloadType != "" {
+		m.SchemaRef = protocol.SchemaRefFor(m.PayloadType)
+	}
+	m.Payload = mp.payload
+	m.To = append([]protocol.Participant{}, c.to...)
+	if m.Type == protocol.TypeTaskRequest && len(c.requires) > 0 {
+		m.Requires = append([]string(nil), c.requires...)
+	}
+	m.Meta = make(map[string]any, len(mp.meta)+5)
+	for k, v := range mp.meta {
+		m.Meta[k] = v
+	}
+	m.Meta[adapters.MetaSource] = Source
+	if mp.event != "" {
+		m.Meta[MetaEvent] = mp.event
+	}
+	if mp.index >= 0 {
+		m.Meta[MetaIndex] = mp.index
+	}
+	return m
+}
+
+// mapped is what one item of a body gives an envelope.
 type mapped struct {
 	typ     protocol.Type
 	event   string // the TypeFrom name, "" without TypeFrom
 	payload []byte
 	fields  [6]string
 	meta    map[string]any
+	index   int // position in the Each array, -1 without Each
 }
 
-// translate applies the mapping to body, which must be one strict JSON value.
-func (c *compiled) translate(body []byte) (*mapped, error) {
+// maxItems bounds the envelopes one delivery may give.
+const maxItems = 1000
+
+// translate applies the mapping to body: one envelope's worth, or one per
+// element of the Each array. Every item is mapped before any is returned,
+// so a body with one bad item gives no envelope at all.
+func (c *compiled) translate(body []byte) ([]*mapped, error) {
 	var root jsontext.Value
 	if err := adapters.DecodeJSON(name, body, &root); err != nil {
 		var ae *adapters.Error
@@ -204,9 +261,48 @@ func (c *compiled) translate(body []byte) (*mapped, error) {
 		}
 		return nil, inputError(protocol.CodeInvalidJSON, "", "", err)
 	}
+	if c.each == nil {
+		m, err := c.item(root, "")
+		if err != nil {
+			return nil, err
+		}
+		m.index = -1
+		return []*mapped{m}, nil
+	}
+	v, ok, err := lookup(root, *c.each, "")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, inputError(protocol.CodeMissingField, c.each.text, "the mapped array is missing", nil)
+	}
+	if v.Kind() != '[' {
+		return nil, inputError(protocol.CodeWrongType, c.each.text, "the mapped value is "+rawjson.KindName(v)+", not an array", nil)
+	}
+	var items []jsontext.Value
+	if err := jsonv2.Unmarshal(v, &items); err != nil {
+		return nil, inputError(protocol.CodeInvalidJSON, c.each.text, "", err)
+	}
+	if len(items) > maxItems {
+		return nil, inputError(protocol.CodeTooLarge, c.each.text, "more than "+strconv.Itoa(maxItems)+" items", nil)
+	}
+	out := make([]*mapped, 0, len(items))
+	for i, it := range items {
+		m, err := c.item(it, c.each.text+"/"+strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		m.index = i
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// item maps one value; base is its JSON pointer in the body, for errors.
+func (c *compiled) item(root jsontext.Value, base string) (*mapped, error) {
 	out := &mapped{typ: c.typ}
 	if c.typeFrom != nil {
-		ev, err := str(root, *c.typeFrom)
+		ev, err := str(root, *c.typeFrom, base)
 		if err != nil {
 			return nil, err
 		}
@@ -214,27 +310,27 @@ func (c *compiled) translate(body []byte) (*mapped, error) {
 		if t, ok := c.types[ev]; ok {
 			out.typ = t
 		} else if c.typ == "" {
-			return nil, inputError(protocol.CodeUnknownType, c.typeFrom.text, "the event "+strconv.Quote(ev)+" is not mapped to a type", nil)
+			return nil, inputError(protocol.CodeUnknownType, base+c.typeFrom.text, "the event "+strconv.Quote(ev)+" is not mapped to a type", nil)
 		}
 	}
-	v, ok, err := lookup(root, c.payload)
+	v, ok, err := lookup(root, c.payload, base)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, inputError(protocol.CodeMissingField, c.payload.text, "the mapped payload is missing", nil)
+		return nil, inputError(protocol.CodeMissingField, base+c.payload.text, "the mapped payload is missing", nil)
 	}
 	out.payload = rawjson.Compact(v)
 	for i, p := range c.fields {
 		if p == nil {
 			continue
 		}
-		if out.fields[i], err = str(root, *p); err != nil {
+		if out.fields[i], err = str(root, *p, base); err != nil {
 			return nil, err
 		}
 	}
 	for _, mp := range c.meta {
-		v, ok, err := lookup(root, mp.p)
+		v, ok, err := lookup(root, mp.p, base)
 		if err != nil {
 			return nil, err
 		}
@@ -249,37 +345,37 @@ func (c *compiled) translate(body []byte) (*mapped, error) {
 }
 
 // str reads the string (or number, as written) at p.
-func str(root jsontext.Value, p pointer) (string, error) {
-	v, ok, err := lookup(root, p)
+func str(root jsontext.Value, p pointer, base string) (string, error) {
+	v, ok, err := lookup(root, p, base)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", inputError(protocol.CodeMissingField, p.text, "the mapped value is missing", nil)
+		return "", inputError(protocol.CodeMissingField, base+p.text, "the mapped value is missing", nil)
 	}
 	switch v.Kind() {
 	case '"':
 		s, _ := rawjson.Str(v)
 		if s == "" {
-			return "", inputError(protocol.CodeInvalidField, p.text, "the mapped value is an empty string", nil)
+			return "", inputError(protocol.CodeInvalidField, base+p.text, "the mapped value is an empty string", nil)
 		}
 		return s, nil
 	case '0':
 		return string(v), nil
 	}
-	return "", inputError(protocol.CodeWrongType, p.text, "the mapped value is "+rawjson.KindName(v)+", not a string or number", nil)
+	return "", inputError(protocol.CodeWrongType, base+p.text, "the mapped value is "+rawjson.KindName(v)+", not a string or number", nil)
 }
 
 // lookup resolves p in root: the value, whether it is present, and an error
-// for a pointer that walks through a scalar.
-func lookup(root jsontext.Value, p pointer) (jsontext.Value, bool, error) {
+// for a pointer that walks through a scalar. base prefixes error paths.
+func lookup(root jsontext.Value, p pointer, base string) (jsontext.Value, bool, error) {
 	v := root
 	for i, t := range p.tokens {
 		switch v.Kind() {
 		case '{':
 			ms, err := rawjson.Members(v)
 			if err != nil {
-				return nil, false, inputError(protocol.CodeInvalidJSON, p.text, "", err)
+				return nil, false, inputError(protocol.CodeInvalidJSON, base+p.text, "", err)
 			}
 			found := false
 			for _, m := range ms {
@@ -294,18 +390,18 @@ func lookup(root jsontext.Value, p pointer) (jsontext.Value, bool, error) {
 		case '[':
 			var arr []jsontext.Value
 			if err := jsonv2.Unmarshal(v, &arr); err != nil {
-				return nil, false, inputError(protocol.CodeInvalidJSON, p.text, "", err)
+				return nil, false, inputError(protocol.CodeInvalidJSON, base+p.text, "", err)
 			}
 			n, err := strconv.Atoi(t)
 			if err != nil || n < 0 || (len(t) > 1 && t[0] == '0') {
-				return nil, false, inputError(protocol.CodeWrongType, prefix(p, i), "an array where the mapping expects an object", nil)
+				return nil, false, inputError(protocol.CodeWrongType, base+prefix(p, i), "an array where the mapping expects an object", nil)
 			}
 			if n >= len(arr) {
 				return nil, false, nil
 			}
 			v = arr[n]
 		default:
-			return nil, false, inputError(protocol.CodeWrongType, prefix(p, i), "a "+rawjson.KindName(v)+" where the mapping expects an object or array", nil)
+			return nil, false, inputError(protocol.CodeWrongType, base+prefix(p, i), "a "+rawjson.KindName(v)+" where the mapping expects an object or array", nil)
 		}
 	}
 	return v, true, nil
@@ -317,9 +413,6 @@ func prefix(p pointer, n int) string {
 	for _, t := range p.tokens[:n] {
 		b.WriteByte('/')
 		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
-	}
-	if b.Len() == 0 {
-		return ""
 	}
 	return b.String()
 }
