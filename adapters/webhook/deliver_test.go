@@ -413,3 +413,26 @@ func TestDelivererRecordsTheLastDeliveryWhenStopping(t *testing.T) {
 	assert.Equal(t, ids[0], recs[0].EventID)
 	assert.Equal(t, []string{ids[0]}, rc.delivered())
 }
+
+// A destination the egress policy refuses at the dial (a name that now
+// resolves to a private address, say) fails at once, without retries.
+func TestDelivererDialRefusedIsFinal(t *testing.T) {
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	d, err := NewDeliverer(st, &DelivererOptions{MaxAttempts: 5, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	require.NoError(t, err)
+	k, err := parseSecret(newSecret(t))
+	require.NoError(t, err)
+	s := &sub{Subscription: Subscription{Name: "s", URL: "http://10.0.0.1:9/hook"}, keys: [][]byte{k}}
+	ids := appendEvents(t, st, 1)
+	ev, err := st.Get(context.Background(), ids[0])
+	require.NoError(t, err)
+	m, err := ev.Message()
+	require.NoError(t, err)
+	rec, ok := d.deliver(context.Background(), s, ev, m)
+	require.True(t, ok)
+	assert.Equal(t, StatusFailed, rec.Status)
+	assert.Equal(t, 1, rec.Attempts)
+	require.NotNil(t, rec.Error)
+	assert.Equal(t, protocol.CodePolicyDenied, rec.Error.Code)
+}
