@@ -159,8 +159,8 @@ func TestStopReasons(t *testing.T) {
 	assert.Equal(t, "agent:autogen/travel_agent", msgs[2].From.AgentID)
 
 	for reason, typ := range map[string]protocol.Type{
-		"External termination requested":  protocol.TypeTaskCancel,
-		"Timeout of 30 seconds reached":   protocol.TypeTaskTimeout,
+		"External termination requested":                                 protocol.TypeTaskCancel,
+		"Timeout of 30 seconds reached":                                  protocol.TypeTaskTimeout,
 		"Maximum number of messages 5 reached, current message count: 5": tResult,
 	} {
 		raw := `{"messages":[{"source":"user","content":"go","type":"TextMessage"}],"stop_reason":"` + reason + `"}`
