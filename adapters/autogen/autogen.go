@@ -44,6 +44,7 @@ const (
 	MetaUnknown      = "autogen_unknown"  // true: a kind the adapter does not know (kept as x.autogen.*)
 	MetaOwner        = "owner"            // the authenticated caller that posted it (Handler)
 	MetaDerivedID    = "id_derived"       // true: the AutoGen message had no id; the envelope id is derived
+	MetaExtra        = "autogen_extra"    // members of a TaskResult other than messages and stop_reason
 )
 
 // Options configures an Adapter. nil means defaults.

@@ -32,12 +32,13 @@ const (
 
 type endpoint struct {
 	st  store.Store
+	mux *http.ServeMux
 	srv *httptest.Server
 }
 
 // newEndpoint serves a Handler over a router on a bbolt file, mounted at
 // POST /autogen/runs/{run}.
-func newEndpoint(t *testing.T, opts *autogen.HandlerOptions) *endpoint {
+func newEndpoint(t testing.TB, opts *autogen.HandlerOptions) *endpoint {
 	t.Helper()
 	ctx := context.Background()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "clutch.db"), &boltstore.Options{NoSync: true})
@@ -65,7 +66,7 @@ func newEndpoint(t *testing.T, opts *autogen.HandlerOptions) *endpoint {
 	mux.Handle("POST /autogen/runs/{run}", h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { srv.Close(); r.Close(); st.Close() })
-	return &endpoint{st: st, srv: srv}
+	return &endpoint{st: st, mux: mux, srv: srv}
 }
 
 func (e *endpoint) post(t *testing.T, run, key, contentType string, body []byte, headers ...string) (int, []byte) {
@@ -87,7 +88,7 @@ func (e *endpoint) post(t *testing.T, run, key, contentType string, body []byte,
 	return resp.StatusCode, b
 }
 
-func (e *endpoint) lastSeq(t *testing.T) uint64 {
+func (e *endpoint) lastSeq(t testing.TB) uint64 {
 	n, err := e.st.LastSeq(context.Background())
 	require.NoError(t, err)
 	return n

@@ -179,6 +179,9 @@ func parseItem(v jsontext.Value, ms []rawjson.Member, path string) (*item, error
 			}
 			it.kind = s
 		case "id", "source", "created_at":
+			if rawjson.Kind(m.Value) == 'n' { // AutoGen always writes a string
+				return nil, inErr(protocol.CodeWrongType, p, "want a string, got null", nil)
+			}
 			s, present, code, detail := rawjson.OptString(m.Value)
 			if code != "" {
 				return nil, inErr(code, p, detail, nil)
@@ -601,6 +604,7 @@ func (t *translation) toolCalls(ctx context.Context, it *item) error {
 		m := t.base(it, protocol.TypeToolCall, i, len(calls))
 		m.Payload = rawjson.Object(ms)
 		m.Meta[MetaToolCallID] = id
+		keepExtra(it, m)
 		if err := t.emit(ctx, it, m); err != nil {
 			return err
 		}
@@ -653,11 +657,20 @@ func (t *translation) toolResults(ctx context.Context, it *item) error {
 			}
 		}
 		m.Meta[MetaToolCallID] = id
+		keepExtra(it, m)
 		if err := t.emit(ctx, it, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keepExtra keeps the members of a tool event other than content, which
+// has no place in a per-call payload, in meta.autogen_extra.
+func keepExtra(it *item, m *protocol.Message) {
+	if len(it.rest) > 0 {
+		m.Meta[MetaExtra] = rawjson.ToAny(rawjson.Object(it.rest))
+	}
 }
 
 // extension keeps a kind without an envelope type of its own as

@@ -65,6 +65,7 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 		return nil, outErr(protocol.CodeWrongType, "/payload", "want an object, got "+rawjson.KindName(m.Payload), nil)
 	}
 	var body []rawjson.Member
+	var err error
 	switch {
 	case kind == kindRPCRequest || kind == kindRPCResponse:
 		v := jsontext.Value(m.Payload)
@@ -83,7 +84,20 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 		if s, ok := m.Meta[MetaStopReason].(string); ok {
 			stop, _ = rawjson.FromAny(s)
 		}
-		return rawjson.Object([]rawjson.Member{rawjson.Field("messages", jsontext.Value("[]")), rawjson.Field("stop_reason", stop)}), nil
+		out := []rawjson.Member{rawjson.Field("messages", jsontext.Value("[]")), rawjson.Field("stop_reason", stop)}
+		if x, ok := m.Meta[MetaExtra]; ok {
+			b, err := rawjson.FromAny(x)
+			if err != nil || rawjson.Kind(b) != '{' {
+				return nil, outErr(protocol.CodeInvalidField, "/meta/"+MetaExtra, "want an object", err)
+			}
+			xm, _ := rawjson.Members(b)
+			for _, mb := range xm {
+				if mb.Name != "messages" && mb.Name != "stop_reason" {
+					out = append(out, mb)
+				}
+			}
+		}
+		return rawjson.Object(out), nil
 	case kind == kindToolRequest:
 		call := make([]rawjson.Member, 0, len(pm))
 		for _, mb := range pm {
@@ -96,6 +110,9 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 			call = append(call, mb)
 		}
 		body = []rawjson.Member{rawjson.Field("content", list(rawjson.Object(call)))}
+		if body, err = withExtra(m, body); err != nil {
+			return nil, err
+		}
 	case kind == kindToolExec:
 		res := jsontext.Value(m.Payload)
 		if m.Type == protocol.TypeToolError {
@@ -104,6 +121,9 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 			}
 		}
 		body = []rawjson.Member{rawjson.Field("content", list(res))}
+		if body, err = withExtra(m, body); err != nil {
+			return nil, err
+		}
 	case kind == kindMultiModal:
 		for _, mb := range pm {
 			switch mb.Name {
@@ -148,6 +168,27 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 	out = append(out, body...)
 	out = append(out, rawjson.Field("type", quote(kind)))
 	return rawjson.Object(out), nil
+}
+
+// withExtra appends the members kept in meta.autogen_extra.
+func withExtra(m *protocol.Message, body []rawjson.Member) ([]rawjson.Member, error) {
+	x, ok := m.Meta[MetaExtra]
+	if !ok {
+		return body, nil
+	}
+	b, err := rawjson.FromAny(x)
+	if err != nil || rawjson.Kind(b) != '{' {
+		return nil, outErr(protocol.CodeInvalidField, "/meta/"+MetaExtra, "want an object", err)
+	}
+	xm, _ := rawjson.Members(b)
+	for _, mb := range xm {
+		switch mb.Name {
+		case "id", "source", "models_usage", "metadata", "created_at", "content", "type":
+		default:
+			body = append(body, mb)
+		}
+	}
+	return body, nil
 }
 
 func quote(s string) jsontext.Value {

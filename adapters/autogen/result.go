@@ -63,6 +63,9 @@ func (t *translation) taskResult(ctx context.Context, ms []rawjson.Member, path 
 	if hasReason {
 		m.Meta[MetaStopReason] = reason
 	}
+	if len(extra) > 0 {
+		m.Meta[MetaExtra] = rawjson.ToAny(rawjson.Object(extra))
+	}
 	ep := protocol.ErrorPayload{Message: reason, Details: map[string]any{"stop_reason": reason}}
 	switch {
 	case strings.HasPrefix(reason, stopHandoffPrefix):
@@ -77,9 +80,6 @@ func (t *translation) taskResult(ctx context.Context, ms []rawjson.Member, path 
 		out := []rawjson.Member{rawjson.Field("stop_reason", nullOr(stop)), rawjson.Field("messages", jsontext.Value(strconv.Itoa(t.countIn(msgs))))}
 		if t.last != nil && rawjson.Kind(t.last.content) == '"' {
 			out = append(out, rawjson.Field("text", t.last.content))
-		}
-		if len(extra) > 0 {
-			out = append(out, rawjson.Field("extra", rawjson.Object(extra)))
 		}
 		m.Payload = rawjson.Object(out)
 	} else if m.Payload, err = rawjson.FromAny(ep); err != nil {
