@@ -81,6 +81,7 @@ type translation struct {
 	out        []*protocol.Message
 	last       *item          // the last chat message, for the result
 	lastSystem jsontext.Value // the content of the last StopMessage
+	lastSource string         // the source of the last message
 	now        time.Time
 }
 
@@ -240,6 +241,9 @@ func (t *translation) item(ctx context.Context, it *item) error {
 	}
 	t.resolve(ctx, it)
 	t.index++
+	if it.hasSource {
+		t.lastSource = it.source
+	}
 	switch {
 	case it.kind == kindToolRequest:
 		return t.toolCalls(ctx, it)

@@ -50,9 +50,8 @@ func (t *translation) taskResult(ctx context.Context, ms []rawjson.Member, path 
 		return err
 	}
 	it := &item{path: path, raw: rawjson.Object(ms), kind: kindTaskResult}
-	if t.last != nil {
-		it.source, it.hasSource = t.last.source, t.last.hasSource
-	}
+	// From the agent that spoke last.
+	it.source, it.hasSource = t.lastSource, t.lastSource != ""
 	t.resolve(ctx, it)
 	t.index++
 	// One id per run and stop reason: a TaskResult posted again dedups.
