@@ -40,10 +40,15 @@ type endpoint struct {
 // POST /autogen/runs/{run}.
 func newEndpoint(t testing.TB, opts *autogen.HandlerOptions) *endpoint {
 	t.Helper()
+	return newEndpointWith(t, opts, nil)
+}
+
+func newEndpointWith(t testing.TB, opts *autogen.HandlerOptions, regOpts *registry.Options) *endpoint {
+	t.Helper()
 	ctx := context.Background()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "clutch.db"), &boltstore.Options{NoSync: true})
 	require.NoError(t, err)
-	reg, err := registry.Open(ctx, st, nil)
+	reg, err := registry.Open(ctx, st, regOpts)
 	require.NoError(t, err)
 	sch, err := schema.New(nil)
 	require.NoError(t, err)
@@ -274,4 +279,14 @@ func TestHandlerRunHeader(t *testing.T) {
 
 	_, err = autogen.NewHandler(r, &autogen.HandlerOptions{})
 	assert.ErrorIs(t, err, autogen.ErrInvalidOptions, "no authenticator: no handler")
+}
+
+// Every message passes the router's signature policy before anything is
+// stored: a policy that wants chat messages signed refuses the batch.
+func TestHandlerVerifies(t *testing.T) {
+	e := newEndpointWith(t, nil, &registry.Options{Signatures: &registry.SignaturePolicy{Types: []protocol.Type{protocol.TypeChatMessage}}})
+	status, b := e.post(t, "r1", kenKey, ndjson, read(t, "agentchat_tool_call_round.jsonl"))
+	assert.Equal(t, http.StatusUnauthorized, status, string(b))
+	assert.Contains(t, string(b), `"code":"BAD_SIGNATURE"`)
+	assert.Zero(t, e.lastSeq(t))
 }
