@@ -137,15 +137,22 @@ func (a *Adapter) Name() string { return Name }
 func (a *Adapter) Unknown() int64 { return a.unknown.Load() }
 
 // Detect reports whether raw looks like AutoGen JSON: an object or array
-// that has a "source" and a "type", a "stop_reason", or a worker message's
-// "cloudEvent". It does not parse raw.
+// with a "source", a "type" and a value ending in Message" or Event" or
+// starting with "StructuredMessage[ (an AutoGen class name); or one with
+// a "stop_reason" (a TaskResult), "agent_states" (saved team state),
+// "cloudEvent" or "request_id" (worker messages). It does not parse raw.
 func (a *Adapter) Detect(raw []byte) bool {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 || raw[0] != '{' && raw[0] != '[' {
 		return false
 	}
-	return bytes.Contains(raw, []byte(`"source"`)) && bytes.Contains(raw, []byte(`"type"`)) ||
-		bytes.Contains(raw, []byte(`"stop_reason"`)) || bytes.Contains(raw, []byte(`"cloudEvent"`))
+	for _, k := range []string{`"stop_reason"`, `"agent_states"`, `"cloudEvent"`, `"request_id"`} {
+		if bytes.Contains(raw, []byte(k)) {
+			return true
+		}
+	}
+	return bytes.Contains(raw, []byte(`"type"`)) && bytes.Contains(raw, []byte(`"source"`)) &&
+		(bytes.Contains(raw, []byte(`Message"`)) || bytes.Contains(raw, []byte(`Event"`)) || bytes.Contains(raw, []byte(`"StructuredMessage[`)))
 }
 
 // CanHandle reports whether Outbound can translate m: a message that came

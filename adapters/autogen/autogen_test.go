@@ -244,3 +244,23 @@ func TestOutboundNative(t *testing.T) {
 	_, err = a.Outbound(context.Background(), m)
 	assert.ErrorIs(t, err, autogen.ErrNotMappable)
 }
+
+func TestDetect(t *testing.T) {
+	a := newAdapter()
+	for _, c := range append(agentchatCases(t), coreCases(t)...) {
+		assert.True(t, a.Detect(c.Raw), c.Name)
+	}
+	for _, raw := range []string{
+		`{"v":"clutch/0.1","id":"m","type":"chat.message","from":{"agent_id":"agent:a"},"payload":{}}`,
+		`{"protocol":"multiagent-1.0","role":"agent","content":{"type":"text"}}`,
+		`"TextMessage"`, ``,
+	} {
+		assert.False(t, a.Detect([]byte(raw)), raw)
+	}
+	reg, err := adapters.NewRegistry(a)
+	require.NoError(t, err)
+	msgs, got, err := reg.Inbound(context.Background(), read(t, "agentchat_swarm_handoffs_taskresult.json"))
+	require.NoError(t, err)
+	assert.Equal(t, autogen.Name, got.Name())
+	assert.Equal(t, tResult, msgs[len(msgs)-1].Type)
+}

@@ -178,7 +178,7 @@ func jsonLines(ct string) bool {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeErr(w, badRequest(protocol.CodeInvalidField, "only POST"), 0)
+		writeJSON(w, http.StatusMethodNotAllowed, httpError{Error: "method_not_allowed", Code: protocol.CodeUnsupportedTask, Message: "only POST"})
 		return
 	}
 	caller, ok := auth.FromContext(r.Context())

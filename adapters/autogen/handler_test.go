@@ -31,6 +31,7 @@ const (
 )
 
 type endpoint struct {
+	h   *autogen.Handler
 	st  store.Store
 	mux *http.ServeMux
 	srv *httptest.Server
@@ -71,7 +72,7 @@ func newEndpointWith(t testing.TB, opts *autogen.HandlerOptions, regOpts *regist
 	mux.Handle("POST /autogen/runs/{run}", h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { srv.Close(); r.Close(); st.Close() })
-	return &endpoint{st: st, mux: mux, srv: srv}
+	return &endpoint{h: h, st: st, mux: mux, srv: srv}
 }
 
 func (e *endpoint) post(t *testing.T, run, key, contentType string, body []byte, headers ...string) (int, []byte) {
@@ -289,4 +290,14 @@ func TestHandlerVerifies(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, status, string(b))
 	assert.Contains(t, string(b), `"code":"BAD_SIGNATURE"`)
 	assert.Zero(t, e.lastSeq(t))
+}
+
+func TestHandlerMethod(t *testing.T) {
+	e := newEndpoint(t, nil)
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("X-API-Key", kenKey)
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, req)
+	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	assert.Equal(t, "POST", w.Header().Get("Allow"))
 }
