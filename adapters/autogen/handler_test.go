@@ -301,3 +301,25 @@ func TestHandlerMethod(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
 	assert.Equal(t, "POST", w.Header().Get("Allow"))
 }
+
+// A run posted as a stream and then as its TaskResult: the messages the
+// TaskResult repeats (with AutoGen ids) are duplicates; only the end of
+// the task is new.
+func TestHandlerStreamThenTaskResult(t *testing.T) {
+	e := newEndpoint(t, nil)
+	ls := lines(t, "agentchat_events_constructed.jsonl")[:4]
+	for _, l := range ls {
+		status, b := e.post(t, "r1", kenKey, "application/json", l)
+		require.Equal(t, http.StatusOK, status, string(b))
+	}
+	n := e.lastSeq(t)
+	tr := `{"messages":[` + string(ls[0]) + `,` + string(ls[3]) + `],"stop_reason":"Text 'TERMINATE' mentioned"}`
+	status, b := e.post(t, "r1", kenKey, "application/json", []byte(tr))
+	require.Equal(t, http.StatusOK, status, string(b))
+	a := answer(t, b)
+	assert.Equal(t, 1, a.Stored)
+	assert.Equal(t, 2, a.Duplicates)
+	assert.Equal(t, n+1, e.lastSeq(t))
+	msgs := e.run(t, a.RunID)
+	assert.Equal(t, []protocol.Type{tReq, tProg, tProg, tChat, tResult}, types(msgs))
+}
