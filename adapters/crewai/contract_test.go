@@ -23,7 +23,7 @@ var invalid = []adaptertest.Case{
 
 func TestContract(t *testing.T) {
 	adaptertest.Run(t, crewai.New(nil), &adaptertest.Options{
-		Valid:       allFixtures(t),
+		Valid:       contractFixtures(t),
 		Invalid:     invalid,
 		NoRoundTrip: true,
 		MaxCuts:     256,

@@ -20,8 +20,9 @@ var (
 	ErrNotMappable error = coded.New("crewai: no crewAI form for this message", protocol.CodeUnsupportedTask)
 	// ErrOptions: CrewOptions are invalid. Code INVALID_FIELD.
 	ErrOptions error = coded.New("crewai: invalid options", protocol.CodeInvalidField)
-	// ErrClosed: the Crew was closed. Code TOOL_UNAVAILABLE.
-	ErrClosed error = coded.New("crewai: the crew bridge is closed", protocol.CodeToolUnavailable)
+	// ErrPolicy: the egress policy refuses the crew's URL (NewCrew).
+	// Code POLICY_DENIED.
+	ErrPolicy error = coded.New("crewai: the egress policy refuses the crew", protocol.CodePolicyDenied)
 )
 
 func inErr(code protocol.Code, path, detail string, cause error) *adapters.Error {
