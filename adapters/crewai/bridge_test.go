@@ -415,3 +415,34 @@ func TestCrewHumanInputResume(t *testing.T) {
 	require.Len(t, amp.resumes, 1)
 	assert.Equal(t, crewai.Resume{ExecutionID: kickoffID, TaskID: "research_task", HumanFeedback: "Excellent research! Proceed to the next task.", IsApprove: true}, amp.resumes[0])
 }
+
+var (
+	fuzzOnce  sync.Once
+	fuzzCrew  *crewai.Crew
+	fuzzHook  http.Handler
+	fuzzToken = ""
+)
+
+// postWebhook serves body to a Crew's webhook handler with the token AMP
+// would carry, in process.
+func postWebhook(t *testing.T, body []byte) int {
+	fuzzOnce.Do(func() {
+		var err error
+		fuzzCrew, err = crewai.NewCrew("https://crew.example.com", &crewai.CrewOptions{WebhookURL: "https://host.example.com/hook", Logger: quiet})
+		if err != nil {
+			panic(err)
+		}
+		if fuzzHook, err = fuzzCrew.WebhookHandler(nil); err != nil {
+			panic(err)
+		}
+		fuzzToken = crewai.WebhookToken(fuzzCrew)
+	})
+	req := httptest.NewRequest(http.MethodPost, "/hook", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+fuzzToken)
+	w := httptest.NewRecorder()
+	fuzzHook.ServeHTTP(w, req)
+	if w.Code != http.StatusAccepted && !json.Valid(w.Body.Bytes()) {
+		t.Fatalf("error body is not JSON: %q", w.Body.String())
+	}
+	return w.Code
+}

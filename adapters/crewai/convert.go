@@ -30,42 +30,70 @@ type conv struct {
 	fresh  map[string]taskLink // links to remember when the batch is done
 	fcalls map[string]call
 	out    []*protocol.Message
+
+	hadOpen bool // the Index held an open state for the run
 }
 
 type taskLink struct{ task, parent string }
 
 type call struct {
-	id, name, task, agent string
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Task  string `json:"task"`
+	Agent string `json:"agent"`
 }
 
 type delegation struct {
-	call      string // the tool call's event id
-	sub       string // the subtask
-	parent    string // the delegating task
-	owner     string // the crewAI task id of the delegating task
-	coworker  string // the coworker's agent id
-	agentRole string
+	Call      string `json:"call"`     // the tool call's event id
+	Sub       string `json:"sub"`      // the subtask
+	Parent    string `json:"parent"`   // the delegating task
+	Owner     string `json:"owner"`    // the crewAI task id of the delegating task
+	Coworker  string `json:"coworker"` // the coworker's agent id
+	AgentRole string `json:"role"`
+}
+
+// openState is what a run has open at the end of a batch: the next batch
+// of the run goes on from it (kept in the Index).
+type openState struct {
+	Cur   string       `json:"cur,omitempty"`
+	Calls []call       `json:"calls,omitempty"`
+	Deleg []delegation `json:"deleg,omitempty"`
 }
 
 func (a *Adapter) newConv(ctx context.Context, exec string) *conv {
-	return &conv{a: a, ctx: ctx, exec: exec, run: runID(exec), thread: threadID(exec), root: rootTask(exec),
+	c := &conv{a: a, ctx: ctx, exec: exec, run: runID(exec), thread: threadID(exec), root: rootTask(exec),
 		crew: crewAgent(""), tasks: map[string]taskLink{}, fresh: map[string]taskLink{}, fcalls: map[string]call{}}
+	if l, ok := a.links.Lookup(ctx, keyOpen+exec); ok && l.Kind != "" {
+		var st openState
+		if json.Unmarshal([]byte(l.Kind), &st) == nil {
+			c.cur, c.calls, c.deleg, c.hadOpen = st.Cur, st.Calls, st.Deleg, true
+		}
+	}
+	return c
 }
 
-// remember records the crewAI ids of the batch in the Index.
+// remember records the crewAI ids of the batch, and what the run has
+// open, in the Index.
 func (c *conv) remember() {
+	if c.cur != "" || len(c.calls) > 0 || len(c.deleg) > 0 || c.hadOpen {
+		var b []byte
+		if c.cur != "" || len(c.calls) > 0 || len(c.deleg) > 0 {
+			b, _ = json.Marshal(openState{Cur: c.cur, Calls: c.calls, Deleg: c.deleg})
+		}
+		c.a.links.Remember(c.ctx, &protocol.Message{ID: keyOpen + c.exec, RunID: c.run, ThreadID: c.thread}, string(b))
+	}
 	for id, l := range c.fresh {
 		c.a.links.Remember(c.ctx, &protocol.Message{ID: keyTask + id, RunID: c.run, ThreadID: c.thread, TaskID: l.task}, l.parent)
 	}
 	for id, k := range c.fcalls {
-		c.a.links.Remember(c.ctx, &protocol.Message{ID: keyCall + id, RunID: c.run, ThreadID: c.thread, TaskID: k.task}, k.name)
+		c.a.links.Remember(c.ctx, &protocol.Message{ID: keyCall + id, RunID: c.run, ThreadID: c.thread, TaskID: k.Task}, k.Name)
 	}
 }
 
 // current is the task an event without a crewAI task id belongs to.
 func (c *conv) current() (task, parent string) {
 	if n := len(c.deleg); n > 0 {
-		return c.deleg[n-1].sub, c.deleg[n-1].parent
+		return c.deleg[n-1].Sub, c.deleg[n-1].Parent
 	}
 	if c.cur != "" {
 		return c.cur, c.parentOf(c.cur)
@@ -96,8 +124,8 @@ func (c *conv) taskOf(crewTask string) (task, parent string) {
 		return l.task, l.parent
 	}
 	l := taskLink{task: protocol.PrefixTask + crewTask, parent: c.root}
-	if n := len(c.deleg); n > 0 && c.deleg[n-1].owner != crewTask {
-		l = taskLink{task: c.deleg[n-1].sub, parent: c.deleg[n-1].parent}
+	if n := len(c.deleg); n > 0 && c.deleg[n-1].Owner != crewTask {
+		l = taskLink{task: c.deleg[n-1].Sub, parent: c.deleg[n-1].Parent}
 	} else if k, ok := c.a.links.Lookup(c.ctx, keyTask+crewTask); ok && k.TaskID != "" {
 		l = taskLink{task: k.TaskID, parent: k.Kind}
 	}
@@ -471,7 +499,7 @@ func (c *conv) toolStarted(e *event, d map[string]jsonValue, crewTask string, ag
 		}
 	}
 	payload := map[string]any{"tool": tool, "name": name, "args": json.RawMessage(args), "call_id": e.id}
-	k := call{id: e.id, name: name, task: task, agent: agent.AgentID}
+	k := call{ID: e.id, Name: name, Task: task, Agent: agent.AgentID}
 	c.calls = append(c.calls, k)
 	c.fcalls[e.id] = k
 	meta = leftovers(d, e, meta)
@@ -487,7 +515,7 @@ func (c *conv) toolStarted(e *event, d map[string]jsonValue, crewTask string, ag
 	coworker, _ := rawjson.Str(a["coworker"])
 	sub := protocol.PrefixTask + e.id
 	to := []protocol.Participant{{AgentID: agentOf(coworker), Role: coworker}}
-	c.deleg = append(c.deleg, delegation{call: e.id, sub: sub, parent: task, owner: crewTask, coworker: to[0].AgentID, agentRole: coworker})
+	c.deleg = append(c.deleg, delegation{Call: e.id, Sub: sub, Parent: task, Owner: crewTask, Coworker: to[0].AgentID, AgentRole: coworker})
 	req := map[string]any{"tool": name, "args": json.RawMessage(args)}
 	m := map[string]any{"crewai_delegation": name}
 	if crewTask != "" {
@@ -503,14 +531,14 @@ func (c *conv) findCall(e *event, name string) (call, bool) {
 	started, _ := e.links["started_event_id"].(string)
 	for i := len(c.calls) - 1; i >= 0; i-- {
 		k := c.calls[i]
-		if (started != "" && k.id == started) || (started == "" && k.name == name) {
+		if (started != "" && k.ID == started) || (started == "" && k.Name == name) {
 			c.calls = append(c.calls[:i], c.calls[i+1:]...)
 			return k, true
 		}
 	}
 	if started != "" {
 		if l, ok := c.a.links.Lookup(c.ctx, keyCall+started); ok {
-			return call{id: started, name: l.Kind, task: l.TaskID}, true
+			return call{ID: started, Name: l.Kind, Task: l.TaskID}, true
 		}
 	}
 	return call{}, false
@@ -518,7 +546,7 @@ func (c *conv) findCall(e *event, name string) (call, bool) {
 
 func (c *conv) endDelegation(callID string) (delegation, bool) {
 	for i := len(c.deleg) - 1; i >= 0; i-- {
-		if c.deleg[i].call == callID {
+		if c.deleg[i].Call == callID {
 			dl := c.deleg[i]
 			c.deleg = append(c.deleg[:i], c.deleg[i+1:]...)
 			return dl, true
@@ -531,12 +559,12 @@ func (c *conv) toolFinished(e *event, d map[string]jsonValue, crewTask string, a
 	name := takeStr(d, "tool_name")
 	k, found := c.findCall(e, name)
 	// After a delegation the event names the delegating task again.
-	dl, isDeleg := c.endDelegation(k.id)
+	dl, isDeleg := c.endDelegation(k.ID)
 	task, parent := c.taskOf(crewTask)
-	if found && k.task != "" {
-		task, parent = k.task, c.parentOf(k.task)
+	if found && k.Task != "" {
+		task, parent = k.Task, c.parentOf(k.Task)
 	}
-	callID := k.id
+	callID := k.ID
 	if !found {
 		callID = e.id
 	}
@@ -574,25 +602,25 @@ func (c *conv) toolFinished(e *event, d map[string]jsonValue, crewTask string, a
 	if !isDeleg {
 		return nil
 	}
-	from := protocol.Participant{AgentID: dl.coworker, Role: dl.agentRole}
+	from := protocol.Participant{AgentID: dl.Coworker, Role: dl.AgentRole}
 	if failed {
-		ep := &protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: "the coworker failed", Details: map[string]any{"call_id": dl.call}}
-		return c.emit(e, "/result", protocol.TypeTaskError, dl.sub, dl.parent, from, nil, ep, map[string]any{"crewai_delegation": name})
+		ep := &protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: "the coworker failed", Details: map[string]any{"call_id": dl.Call}}
+		return c.emit(e, "/result", protocol.TypeTaskError, dl.Sub, dl.Parent, from, nil, ep, map[string]any{"crewai_delegation": name})
 	}
 	if output == nil {
 		output = jsonValue("null")
 	}
-	return c.emit(e, "/result", protocol.TypeTaskResult, dl.sub, dl.parent, from, nil, output, map[string]any{"crewai_delegation": name})
+	return c.emit(e, "/result", protocol.TypeTaskResult, dl.Sub, dl.Parent, from, nil, output, map[string]any{"crewai_delegation": name})
 }
 
 func (c *conv) toolError(e *event, d map[string]jsonValue, crewTask string, agent protocol.Participant, meta map[string]any) error {
 	name := takeStr(d, "tool_name")
 	k, found := c.findCall(e, name)
 	task, parent := c.taskOf(crewTask)
-	if found && k.task != "" {
-		task, parent = k.task, c.parentOf(k.task)
+	if found && k.Task != "" {
+		task, parent = k.Task, c.parentOf(k.Task)
 	}
-	callID := k.id
+	callID := k.ID
 	if !found {
 		callID = e.id
 	}
@@ -612,9 +640,9 @@ func (c *conv) toolError(e *event, d map[string]jsonValue, crewTask string, agen
 	if err := c.emit(e, "", protocol.TypeToolError, task, parent, agent, nil, ep, leftovers(d, e, meta)); err != nil {
 		return err
 	}
-	if dl, ok := c.endDelegation(k.id); ok && found {
-		from := protocol.Participant{AgentID: dl.coworker, Role: dl.agentRole}
-		return c.emit(e, "/result", protocol.TypeTaskError, dl.sub, dl.parent, from, nil, &protocol.ErrorPayload{Code: ep.Code, Message: ep.Message, Retryable: ep.Retryable}, map[string]any{"crewai_delegation": name})
+	if dl, ok := c.endDelegation(k.ID); ok && found {
+		from := protocol.Participant{AgentID: dl.Coworker, Role: dl.AgentRole}
+		return c.emit(e, "/result", protocol.TypeTaskError, dl.Sub, dl.Parent, from, nil, &protocol.ErrorPayload{Code: ep.Code, Message: ep.Message, Retryable: ep.Retryable}, map[string]any{"crewai_delegation": name})
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func (a *Adapter) Detect(raw []byte) bool {
 var detectKeys = [][]byte{
 	[]byte(`"event_data"`), []byte(`"execution_id"`), []byte(`"kickoff_id"`),
 	[]byte(`"chunk_type"`), []byte(`"final_event_count"`), []byte(`"execution_type"`),
-	[]byte(`"crewWebhookUrl"`), []byte(`"taskWebhookUrl"`), []byte(`"human_feedback"`),
+	[]byte(`"crewWebhookUrl"`), []byte(`"taskWebhookUrl"`), []byte(`"human_feedback"`), []byte(`"inputs"`),
 }
 
 // CanHandle reports whether Outbound can translate m: a task.request that

@@ -32,6 +32,7 @@ var dropKeys = []string{"agent", "crew", "callbacks", "from_task", "from_agent",
 const (
 	keyTask = "crewai-task:"
 	keyCall = "crewai-call:"
+	keyOpen = "crewai-open:" // a run's open state (openState as JSON in Kind)
 )
 
 // Tools crewAI gives agents for delegation (tools/agent_tools).
@@ -195,13 +196,17 @@ func (a *Adapter) events(ctx context.Context, trace string, items []map[string]j
 	convs := map[string]*conv{}
 	var order []*conv
 	out := make([]*protocol.Message, 0, len(evs)+2)
+	found := ""
 	for _, e := range evs {
 		run := e.exec
 		if run == "" {
 			run = trace
 		}
 		if run == "" {
-			run = a.findRun(ctx, evs)
+			if found == "" {
+				found = a.findRun(ctx, evs) // before any event's data is consumed
+			}
+			run = found
 		}
 		c := convs[run]
 		if c == nil {
