@@ -697,12 +697,15 @@ func (c *Crew) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		ch, ok := c.watches[kid]
 		if !ok {
 			// Events may come before the kickoff's answer: keep a few.
-			if q, known := c.early[kid]; known || len(c.early) < maxEarlyRuns {
-				if len(q) < maxEarlyEvents {
-					c.early[kid] = append(q, m)
-				}
+			q, known := c.early[kid]
+			kept := (known || len(c.early) < maxEarlyRuns) && len(q) < maxEarlyEvents
+			if kept {
+				c.early[kid] = append(q, m)
 			}
 			c.mu.Unlock()
+			if !kept {
+				c.opts.Logger.WarnContext(r.Context(), "crewai: webhook event of an execution no task follows, dropped", "kickoff_id", kid, "event", m.ID)
+			}
 			continue
 		}
 		c.mu.Unlock()

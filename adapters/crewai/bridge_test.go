@@ -446,3 +446,16 @@ func postWebhook(t *testing.T, body []byte) int {
 	}
 	return w.Code
 }
+
+// A task past the card's max_runtime_sec times out; the bridge stops
+// following the execution (AMP has no cancel call): the Env fails the test
+// at its end unless the handler has returned.
+func TestCrewTimeoutStopsFollowing(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["running"]}
+	b := newBridge(t, amp, &crewai.CrewOptions{Limits: &protocol.Limits{MaxRuntimeSec: 1}, PollInterval: 10 * time.Millisecond}, nil)
+	out, err := b.ask(t, "go", "")
+	require.ErrorIs(t, err, protocol.CodeTimeout)
+	assert.Equal(t, protocol.TypeTaskTimeout, out.Type)
+}
