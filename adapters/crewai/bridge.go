@@ -36,6 +36,7 @@ const (
 	DefaultMaxWebhookBytes  = 8 << 20
 	maxEarlyRuns            = 1024 // executions whose webhook events came before their kickoff answer
 	maxEarlyEvents          = 256
+	maxEarlyBytes           = 16 << 20 // payload bytes of all early events
 	maxPending              = 4096
 )
 
@@ -184,6 +185,7 @@ type Crew struct {
 	mu      sync.Mutex
 	watches map[string]chan *protocol.Message // kickoff id -> the task following it
 	early   map[string][]*protocol.Message    // webhook events of kickoffs not followed yet
+	earlyN  int                               // their payload bytes
 	pending map[string]pendingInput           // Clutch thread -> the execution waiting for input
 }
 
@@ -340,6 +342,7 @@ func (c *Crew) watch(kid string) chan *protocol.Message {
 	defer c.mu.Unlock()
 	for _, m := range c.early[kid] {
 		ch <- m
+		c.earlyN -= len(m.Payload)
 	}
 	delete(c.early, kid)
 	c.watches[kid] = ch
@@ -698,9 +701,10 @@ func (c *Crew) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			// Events may come before the kickoff's answer: keep a few.
 			q, known := c.early[kid]
-			kept := (known || len(c.early) < maxEarlyRuns) && len(q) < maxEarlyEvents
+			kept := (known || len(c.early) < maxEarlyRuns) && len(q) < maxEarlyEvents && c.earlyN+len(m.Payload) <= maxEarlyBytes
 			if kept {
 				c.early[kid] = append(q, m)
+				c.earlyN += len(m.Payload)
 			}
 			c.mu.Unlock()
 			if !kept {
