@@ -175,6 +175,12 @@ func TestOutbound(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"execution_id":"ex","task_id":"research_task","human_feedback":"ok","is_approve":false}`, string(out))
 
+	follow := protocol.NewMessage(protocol.TypeTaskRequest, "agent:x")
+	require.NoError(t, follow.SetPayload(map[string]any{"answer": 42, "approve": false}))
+	res, err := crewai.ResumeOf(follow, "ex", "t1")
+	require.NoError(t, err)
+	assert.Equal(t, crewai.Resume{ExecutionID: "ex", TaskID: "t1", HumanFeedback: `{"answer":42,"approve":false}`, IsApprove: false}, *res)
+
 	m := protocol.NewMessage(protocol.TypeChatMessage, "agent:x")
 	_, err = a.Outbound(ctx, m)
 	require.ErrorIs(t, err, crewai.ErrNotMappable)

@@ -76,7 +76,7 @@ func KickoffInputs(m *protocol.Message) (map[string]any, error) {
 // paused task task of execution exec: payload {human_feedback, is_approve}
 // as the translator writes it, or a string (the feedback, approving), or
 // {text} / {feedback} with an optional approve / is_approve (default
-// true).
+// true); any other payload's JSON text is the feedback.
 func ResumeOf(m *protocol.Message, exec, task string) (*Resume, error) {
 	if exec == "" || task == "" {
 		return nil, outErr(protocol.CodeMissingField, "/meta", "a resume needs the execution and task ids", nil)
@@ -87,11 +87,15 @@ func ResumeOf(m *protocol.Message, exec, task string) (*Resume, error) {
 		r.HumanFeedback, _ = rawjson.Str(m.Payload)
 	case '{':
 		p, _ := rawjson.ToAny(m.Payload).(map[string]any)
+		found := false
 		for _, k := range []string{"human_feedback", "feedback", "text"} {
 			if s, ok := p[k].(string); ok {
-				r.HumanFeedback = s
+				r.HumanFeedback, found = s, true
 				break
 			}
+		}
+		if !found { // AMP requires feedback: the object's JSON text is it
+			r.HumanFeedback = string(rawjson.Compact(m.Payload))
 		}
 		for _, k := range []string{"is_approve", "approve", "approved"} {
 			if b, ok := p[k].(bool); ok {
