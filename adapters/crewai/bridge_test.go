@@ -1,0 +1,461 @@
+package crewai_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clutchprotocol/clutch/adapters/crewai"
+	"github.com/clutchprotocol/clutch/egress"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+const crewToken = "amp-crew-token-0123456789"
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+var loopback = func() *egress.Policy {
+	p, err := egress.New(&egress.Options{Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// fakeAMP is a deployed crew's API that answers with the recorded shapes
+// of testdata (the OpenAPI examples and the webhook delivery), scripted
+// per test. No crewAI runs here.
+type fakeAMP struct {
+	t   testing.TB
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	kickoffs []crewai.Kickoff
+	resumes  []crewai.Resume
+	statuses []json.RawMessage // answered in turn; the last one repeats
+	polls    int
+	// kickoffStatus, when set, answers /kickoff with it and the body.
+	kickoffStatus int
+	kickoffBody   []byte
+	statusCode    int // answers /status with it (and statusBody) when set
+	statusBody    []byte
+	// deliveries are webhook bodies POSTed after a kickoff that asked for
+	// them, with the execution_id set to the kickoff id.
+	deliveries [][]byte
+	delivered  chan int // the HTTP status of each delivery
+	onResume   []json.RawMessage
+}
+
+func examplesDoc(t testing.TB) (kickoff, status map[string]json.RawMessage, resume map[string]json.RawMessage) {
+	var k struct {
+		Response json.RawMessage `json:"response_200_example"`
+	}
+	require.NoError(t, json.Unmarshal(read(t, "amp_kickoff_examples.json"), &k))
+	var s struct {
+		Status map[string]json.RawMessage
+		Resume struct{ Responses map[string]json.RawMessage }
+	}
+	require.NoError(t, json.Unmarshal(read(t, "amp_status_resume_examples.json"), &s))
+	return map[string]json.RawMessage{"response": k.Response}, s.Status, s.Resume.Responses
+}
+
+const kickoffID = "abcd1234-5678-90ef-ghij-klmnopqrstuv" // the OpenAPI example's
+
+func newFakeAMP(t testing.TB) *fakeAMP {
+	f := &fakeAMP{t: t, delivered: make(chan int, 16)}
+	k, _, _ := examplesDoc(t)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+crewToken {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":"Unauthorized","message":"Invalid or missing bearer token"}`))
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/kickoff":
+			var kb crewai.Kickoff
+			require.NoError(t, json.Unmarshal(body, &kb))
+			f.kickoffs = append(f.kickoffs, kb)
+			if f.kickoffStatus != 0 {
+				w.WriteHeader(f.kickoffStatus)
+				w.Write(f.kickoffBody)
+				return
+			}
+			w.Write(k["response"])
+			if kb.Webhooks != nil {
+				go f.deliver(kb.Webhooks)
+			}
+		case r.Method == http.MethodGet && r.URL.Path == "/status/"+kickoffID:
+			f.polls++
+			if f.statusCode != 0 {
+				w.WriteHeader(f.statusCode)
+				w.Write(f.statusBody)
+				return
+			}
+			w.Write(f.statuses[0])
+			if len(f.statuses) > 1 {
+				f.statuses = f.statuses[1:]
+			}
+		case r.Method == http.MethodPost && r.URL.Path == "/resume":
+			var rb crewai.Resume
+			require.NoError(t, json.Unmarshal(body, &rb))
+			f.resumes = append(f.resumes, rb)
+			_, _, res := examplesDoc(t)
+			w.Write(res["resumed"])
+			f.statuses = f.onResume
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error":"Not Found","message":"The requested resource was not found"}`))
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// deliver posts the webhook bodies as AMP does, with the token the crew
+// was given.
+func (f *fakeAMP) deliver(h *crewai.Webhooks) {
+	f.mu.Lock()
+	ds := f.deliveries
+	f.mu.Unlock()
+	for _, d := range ds {
+		d = bytes.ReplaceAll(d, []byte(`"crew-run-id"`), []byte(`"`+kickoffID+`"`))
+		req, _ := http.NewRequest(http.MethodPost, h.URL, bytes.NewReader(d))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+h.Authentication.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			f.delivered <- 0
+			continue
+		}
+		resp.Body.Close()
+		f.delivered <- resp.StatusCode
+	}
+}
+
+type bridgeEnv struct {
+	*routertest.Env
+	crew *crewai.Crew
+	amp  *fakeAMP
+}
+
+func newBridge(t *testing.T, amp *fakeAMP, opts *crewai.CrewOptions, hook *hookServer) *bridgeEnv {
+	env := routertest.New(t, nil)
+	o := crewai.CrewOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.BearerToken, o.Egress, o.Logger = crewToken, loopback, quiet
+	if o.PollInterval == 0 {
+		o.PollInterval = time.Millisecond
+	}
+	if hook != nil {
+		o.WebhookURL = hook.srv.URL + "/crewai/events"
+	}
+	c, err := crewai.Register(context.Background(), env.Router, amp.srv.URL, &o)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	if hook != nil {
+		h, err := c.WebhookHandler(nil)
+		require.NoError(t, err)
+		hook.set(h)
+	}
+	return &bridgeEnv{Env: env, crew: c, amp: amp}
+}
+
+// hookServer is the host's server where the Crew's webhook handler is
+// mounted.
+type hookServer struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	h   http.Handler
+}
+
+func newHookServer(t testing.TB) *hookServer {
+	hs := &hookServer{}
+	hs.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hs.mu.Lock()
+		h := hs.h
+		hs.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.srv.Close)
+	return hs
+}
+
+func (hs *hookServer) set(h http.Handler) { hs.mu.Lock(); hs.h = h; hs.mu.Unlock() }
+
+func (b *bridgeEnv) ask(t *testing.T, payload any, thread string) (*router.Outcome, error) {
+	req := b.Request("", payload)
+	req.To = []protocol.Participant{{AgentID: b.crew.Card().AgentID}}
+	if thread != "" {
+		req.ThreadID = thread
+	}
+	return b.Run(req)
+}
+
+func TestCrewPolledStatus(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["running"], st["running"], st["completed"]}
+	b := newBridge(t, amp, nil, nil)
+
+	inputs := map[string]any{"budget": "1000 USD", "duration": "7 days"}
+	out, err := b.ask(t, inputs, "")
+	require.NoError(t, err)
+	var res string
+	require.NoError(t, json.Unmarshal(out.Message.Payload, &res))
+	assert.Equal(t, "Comprehensive travel itinerary for 7 days in Japan focusing on tech culture...", res)
+
+	require.Len(t, amp.kickoffs, 1)
+	assert.Equal(t, inputs, amp.kickoffs[0].Inputs)
+	assert.Nil(t, amp.kickoffs[0].Webhooks, "no webhook without WebhookURL")
+	assert.Equal(t, out.TaskID, amp.kickoffs[0].Meta["clutch_task_id"])
+
+	// kicked off, then one progress for the running status (repeated
+	// answers are not stored again), then the result.
+	b.AssertTypes(out.TaskID, "task.request", "routing.decision", "task.accept", "task.progress", "task.progress", "task.result")
+	prog := b.Events(store.Query{TaskID: out.TaskID, TypePrefix: "task.progress"})
+	var p crewai.CrewProgress
+	require.NoError(t, json.Unmarshal(prog[1].Payload, &p))
+	assert.Equal(t, crewai.CrewProgress{KickoffID: kickoffID, Status: "running", CurrentTask: "research_task", Progress: json.RawMessage(`{"completed_tasks":1,"total_tasks":3}`)}, p)
+}
+
+func TestCrewErrors(t *testing.T) {
+	_, st, _ := examplesDoc(t)
+	cases := []struct {
+		name  string
+		setup func(*fakeAMP)
+		code  protocol.Code
+		msg   string
+	}{
+		{"status error", func(f *fakeAMP) { f.statuses = []json.RawMessage{st["error"]} }, protocol.CodeUnauthorized, "Task execution failed: Invalid API key for external service"},
+		{"kickoff 422", func(f *fakeAMP) {
+			f.kickoffStatus, f.kickoffBody = 422, []byte(`{"error":"Validation Error","message":"Missing required inputs","details":{"missing_inputs":["budget","interests"]}}`)
+		}, protocol.CodeValidation, "Missing required inputs"},
+		{"status 404", func(f *fakeAMP) { f.statusCode, f.statusBody = 404, st["not_found_404"] }, protocol.CodeNotFound, "No execution found"},
+		{"status 500 five times", func(f *fakeAMP) {
+			f.statusCode, f.statusBody = 500, []byte(`{"error":"Internal Server Error","message":"An unexpected error occurred"}`)
+		}, protocol.CodeToolUnavailable, "An unexpected error occurred"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			amp := newFakeAMP(t)
+			c.setup(amp)
+			b := newBridge(t, amp, nil, nil)
+			_, err := b.ask(t, map[string]any{"x": "y"}, "")
+			var ep *protocol.ErrorPayload
+			require.True(t, errors.As(err, &ep), "%v", err)
+			assert.Equal(t, c.code, ep.Code)
+			assert.Contains(t, ep.Message, c.msg)
+			if c.code == protocol.CodeToolUnavailable {
+				// Each attempt (the router retries a retryable error) gives
+				// up after MaxPollFailures polls.
+				assert.Equal(t, crewai.DefaultMaxPollFailures*len(amp.kickoffs), amp.polls)
+				assert.Greater(t, len(amp.kickoffs), 1)
+			}
+		})
+	}
+}
+
+func TestCrewBadToken(t *testing.T) {
+	amp := newFakeAMP(t)
+	env := routertest.New(t, nil)
+	c, err := crewai.Register(context.Background(), env.Router, amp.srv.URL, &crewai.CrewOptions{BearerToken: "wrong-token", Egress: loopback, Logger: quiet})
+	require.NoError(t, err)
+	defer c.Close()
+	req := env.Request("", "hello")
+	req.To = []protocol.Participant{{AgentID: c.Card().AgentID}}
+	_, err = env.Run(req)
+	require.ErrorIs(t, err, protocol.CodeUnauthorized)
+}
+
+func TestCrewEgressDefaultRefusesLoopback(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, err := crewai.NewCrew(amp.srv.URL, &crewai.CrewOptions{})
+	require.ErrorIs(t, err, protocol.CodePolicyDenied)
+	require.ErrorIs(t, err, crewai.ErrPolicy)
+}
+
+// The webhook stream: AMP posts the recorded delivery shape with the
+// token the Crew gave it; the events land under the task, and the end
+// comes from the status.
+func TestCrewWebhookStream(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.deliveries = [][]byte{read(t, "amp_webhook_events_batch.json"), read(t, "amp_webhook_events_batch.json")} // the second is a retry
+	hook := newHookServer(t)
+	b := newBridge(t, amp, nil, hook)
+	amp.statuses = []json.RawMessage{st["running"]}
+
+	h := b.Submitted(t, "write the summary")
+	// Both deliveries accepted, then the crew completes.
+	assert.Equal(t, http.StatusAccepted, <-amp.delivered)
+	assert.Equal(t, http.StatusAccepted, <-amp.delivered)
+	amp.mu.Lock()
+	amp.statuses = []json.RawMessage{st["completed"]}
+	amp.mu.Unlock()
+	out, err := b.Wait(h)
+	require.NoError(t, err)
+
+	require.NotNil(t, amp.kickoffs[0].Webhooks)
+	assert.Equal(t, hook.srv.URL+"/crewai/events", amp.kickoffs[0].Webhooks.URL)
+	assert.Equal(t, "bearer", amp.kickoffs[0].Webhooks.Authentication.Strategy)
+	llm := b.Events(store.Query{TaskID: out.TaskID, TypePrefix: string(crewai.TypeLLMCall)})
+	require.Len(t, llm, 1, "the retried delivery is dropped")
+	assert.Contains(t, string(llm[0].Payload), `"model":"gpt-4"`)
+}
+
+func (b *bridgeEnv) Submitted(t *testing.T, payload any) *router.Handle {
+	req := b.Request("", payload)
+	req.To = []protocol.Participant{{AgentID: b.crew.Card().AgentID}}
+	h, err := b.Router.Submit(context.Background(), req)
+	require.NoError(t, err)
+	return h
+}
+
+func TestCrewWebhookAuth(t *testing.T) {
+	amp := newFakeAMP(t)
+	hook := newHookServer(t)
+	newBridge(t, amp, nil, hook)
+	body := read(t, "amp_webhook_events_batch.json")
+	post := func(auth string, b []byte, method string) (int, string) {
+		req, _ := http.NewRequest(method, hook.srv.URL+"/crewai/events", bytes.NewReader(b))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		rb, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(rb)
+	}
+	code, _ := post("", body, http.MethodPost)
+	assert.Equal(t, http.StatusUnauthorized, code, "no token")
+	code, _ = post("Bearer my-secret-token", body, http.MethodPost)
+	assert.Equal(t, http.StatusUnauthorized, code, "the documentation's placeholder token")
+	code, _ = post("Bearer "+crewToken, body, http.MethodPost)
+	assert.Equal(t, http.StatusUnauthorized, code, "the crew's AMP token is not the webhook's")
+}
+
+// The webhook's token is only known to the Crew: read it from a kickoff.
+func TestCrewWebhookRefusesBadBody(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["completed"]}
+	hook := newHookServer(t)
+	b := newBridge(t, amp, nil, hook)
+	_, err := b.ask(t, "go", "")
+	require.NoError(t, err)
+	tok := amp.kickoffs[0].Webhooks.Authentication.Token
+	for _, c := range []struct {
+		body   string
+		method string
+		status int
+		code   string
+	}{
+		{`{"events":[{"id":"e"}]}`, http.MethodPost, http.StatusBadRequest, "MISSING_FIELD"},
+		{`{"events":`, http.MethodPost, http.StatusBadRequest, "INVALID_JSON"},
+		{`{}`, http.MethodGet, http.StatusMethodNotAllowed, "UNSUPPORTED_TASK"},
+		{string(read(t, "amp_webhook_events_batch.json")), http.MethodPost, http.StatusAccepted, ""},
+	} {
+		req, _ := http.NewRequest(c.method, hook.srv.URL+"/crewai/events", strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		rb, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, c.status, resp.StatusCode, c.body)
+		if c.code != "" {
+			assert.Contains(t, string(rb), `"code":"`+c.code+`"`)
+		}
+	}
+}
+
+// Human input: the crew's stream says it waits for input; the task ends
+// INPUT_REQUIRED, and the next request in the thread resumes the
+// execution with POST /resume.
+func TestCrewHumanInputResume(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["running"]}
+	amp.onResume = []json.RawMessage{st["running"], st["completed"]}
+	amp.deliveries = [][]byte{[]byte(`{"events":[{"id":"ev-1","execution_id":"crew-run-id","timestamp":"2025-02-16T10:58:44.965Z","type":"flow_input_requested","data":{"task_id":"research_task","message":"Approve the research?"}}]}`)}
+	hook := newHookServer(t)
+	b := newBridge(t, amp, nil, hook)
+
+	_, err := b.ask(t, map[string]any{"topic": "AI"}, "thr_hitl")
+	var ep *protocol.ErrorPayload
+	require.True(t, errors.As(err, &ep), "%v", err)
+	assert.Equal(t, protocol.CodeInputRequired, ep.Code)
+	assert.Equal(t, kickoffID, ep.Details["kickoff_id"])
+	assert.Equal(t, "research_task", ep.Details["crew_task"])
+
+	out, err := b.ask(t, map[string]any{"human_feedback": "Excellent research! Proceed to the next task.", "is_approve": true}, "thr_hitl")
+	require.NoError(t, err)
+	assert.Contains(t, string(out.Message.Payload), "Comprehensive travel itinerary")
+	require.Len(t, amp.kickoffs, 1, "the follow-up resumes, it does not kick off again")
+	require.Len(t, amp.resumes, 1)
+	assert.Equal(t, crewai.Resume{ExecutionID: kickoffID, TaskID: "research_task", HumanFeedback: "Excellent research! Proceed to the next task.", IsApprove: true}, amp.resumes[0])
+}
+
+var (
+	fuzzOnce  sync.Once
+	fuzzCrew  *crewai.Crew
+	fuzzHook  http.Handler
+	fuzzToken = ""
+)
+
+// postWebhook serves body to a Crew's webhook handler with the token AMP
+// would carry, in process.
+func postWebhook(t *testing.T, body []byte) int {
+	fuzzOnce.Do(func() {
+		var err error
+		fuzzCrew, err = crewai.NewCrew("https://crew.example.com", &crewai.CrewOptions{WebhookURL: "https://host.example.com/hook", Logger: quiet})
+		if err != nil {
+			panic(err)
+		}
+		if fuzzHook, err = fuzzCrew.WebhookHandler(nil); err != nil {
+			panic(err)
+		}
+		fuzzToken = crewai.WebhookToken(fuzzCrew)
+	})
+	req := httptest.NewRequest(http.MethodPost, "/hook", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+fuzzToken)
+	w := httptest.NewRecorder()
+	fuzzHook.ServeHTTP(w, req)
+	if w.Code != http.StatusAccepted && !json.Valid(w.Body.Bytes()) {
+		t.Fatalf("error body is not JSON: %q", w.Body.String())
+	}
+	return w.Code
+}
+
+// A task past the card's max_runtime_sec times out; the bridge stops
+// following the execution (AMP has no cancel call): the Env fails the test
+// at its end unless the handler has returned.
+func TestCrewTimeoutStopsFollowing(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["running"]}
+	b := newBridge(t, amp, &crewai.CrewOptions{Limits: &protocol.Limits{MaxRuntimeSec: 1}, PollInterval: 10 * time.Millisecond}, nil)
+	out, err := b.ask(t, "go", "")
+	require.ErrorIs(t, err, protocol.CodeTimeout)
+	assert.Equal(t, protocol.TypeTaskTimeout, out.Type)
+}

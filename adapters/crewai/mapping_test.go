@@ -1,0 +1,199 @@
+package crewai_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/crewai"
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+type row struct {
+	Type   protocol.Type
+	Task   string
+	Parent string
+	From   string
+}
+
+func rows(msgs []*protocol.Message) []row {
+	out := make([]row, len(msgs))
+	for i, m := range msgs {
+		out[i] = row{m.Type, m.TaskID, m.ParentTaskID, m.From.AgentID}
+	}
+	return out
+}
+
+func inbound(t *testing.T, a *crewai.Adapter, raw []byte) []*protocol.Message {
+	t.Helper()
+	msgs, err := a.Inbound(context.Background(), raw)
+	require.NoError(t, err)
+	for _, m := range msgs {
+		require.NoError(t, m.Validate())
+		assert.Equal(t, crewai.Source, adapters.Source(m))
+	}
+	return msgs
+}
+
+// Every fixture passes inbound (the contract test mutates all but one;
+// here each is translated whole).
+func TestEveryFixtureInbound(t *testing.T) {
+	for _, c := range allFixtures(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			require.NotEmpty(t, inbound(t, crewai.New(nil), c.Raw))
+		})
+	}
+}
+
+// The recorded delegation: one run, the manager's task under the crew's,
+// the "Delegate work to coworker" call a tool.call plus a subtask to the
+// Scorer, whose accept, LLM calls and answer land in that subtask.
+func TestDelegationBatch(t *testing.T) {
+	msgs := inbound(t, crewai.New(nil), read(t, "trace_batch_delegation_sequential.json"))
+	const (
+		crew    = "task:af21ca34-1bf9-43bb-bb2f-6ed4ec4b1731"
+		manager = "task:6b4c0d0e-1758-4dff-ac12-8464b155edb3"
+		sub     = "task:7d7aec22-3674-46ef-b79f-a6dca2285d76"
+	)
+	want := []row{
+		{"task.request", crew, "", "agent:crewai:crew:crew"},
+		{"task.request", manager, crew, "agent:crewai:crew:crew"},
+		{"task.accept", manager, crew, "agent:crewai:manager"},
+		{crewai.TypeLLMCall, manager, crew, "agent:crewai:manager"},
+		{crewai.TypeLLMCall, manager, crew, "agent:crewai:manager"},
+		{"tool.call", manager, crew, "agent:crewai:manager"},
+		{"task.request", sub, manager, "agent:crewai:manager"},
+		{"task.accept", sub, manager, "agent:crewai:scorer"},
+		{crewai.TypeLLMCall, sub, manager, "agent:crewai:scorer"},
+		{crewai.TypeLLMCall, sub, manager, "agent:crewai:scorer"},
+		{"task.progress", sub, manager, "agent:crewai:scorer"},
+		{"tool.result", manager, crew, "agent:crewai:manager"},
+		{"task.result", sub, manager, "agent:crewai:scorer"},
+		{crewai.TypeLLMCall, manager, crew, "agent:crewai:manager"},
+		{crewai.TypeLLMCall, manager, crew, "agent:crewai:manager"},
+		{"task.progress", manager, crew, "agent:crewai:manager"},
+		{"task.result", manager, crew, "agent:crewai:manager"},
+		{"task.result", crew, "", "agent:crewai:crew:crew"},
+	}
+	assert.Equal(t, want, rows(msgs))
+	for _, m := range msgs {
+		assert.Equal(t, "run:af21ca34-1bf9-43bb-bb2f-6ed4ec4b1731", m.RunID)
+		assert.Equal(t, "thread:af21ca34-1bf9-43bb-bb2f-6ed4ec4b1731", m.ThreadID)
+	}
+	call, sreq, res, sres := msgs[5], msgs[6], msgs[11], msgs[12]
+	var p struct {
+		Tool, Name string
+		CallID     string `json:"call_id"`
+		Args       map[string]string
+	}
+	require.NoError(t, json.Unmarshal(call.Payload, &p))
+	assert.Equal(t, "Scorer", p.Args["coworker"], "tool_args, a JSON string, is parsed")
+	assert.Equal(t, []protocol.Participant{{AgentID: "agent:crewai:scorer", Role: "Scorer"}}, sreq.To)
+	assert.Contains(t, string(res.Payload), `"call_id":"7d7aec22-3674-46ef-b79f-a6dca2285d76"`)
+	assert.True(t, strings.HasPrefix(string(sres.Payload), `"4. The title`), string(sres.Payload))
+	// The crew's result: output.raw, with the token count in meta.usage.
+	assert.Equal(t, `"4"`, string(msgs[17].Payload))
+	assert.NotNil(t, msgs[17].Meta[crewai.MetaUsage])
+	// The Python dump of the agent is dropped, and said so.
+	assert.Equal(t, []any{"agent"}, call.Meta[crewai.MetaDropped])
+}
+
+// A later batch of the same trace (no trace id in the body) finds its run
+// through the crewAI task ids of an earlier one, and what the earlier one
+// left open (the delegation) through the Index.
+func TestLaterBatchFindsItsRun(t *testing.T) {
+	a := crewai.New(nil)
+	var b struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(read(t, "trace_batch_delegation_sequential.json"), &b))
+	first := inbound(t, a, enc(t, map[string]any{"events": b.Events[:6]}))
+	second := inbound(t, a, enc(t, map[string]any{"events": b.Events[6:]}))
+	for _, m := range second {
+		assert.Equal(t, first[0].RunID, m.RunID)
+	}
+	// The batch ended inside the delegation: the next one goes on in it,
+	// as the whole batch translates.
+	whole := inbound(t, crewai.New(nil), read(t, "trace_batch_delegation_sequential.json"))
+	assert.Equal(t, rows(whole), rows(append(first, second...)))
+}
+
+// AMP delivers webhook batches in no particular order: events are sorted
+// by time; unknown kinds become x.crewai.<kind> extension events, counted,
+// with their data kept.
+func TestWebhookOrderAndUnknownKinds(t *testing.T) {
+	a := crewai.New(nil)
+	raw := []byte(`{"events":[
+	 {"id":"e2","execution_id":"ex","timestamp":"2025-02-16T10:58:45.000Z","type":"Fancy Thing!","data":{"task_id":"t1","zap":1}},
+	 {"id":"e1","execution_id":"ex","timestamp":"2025-02-16T10:58:44.000Z","type":"task_started","data":{"task_id":"t1","agent_role":"Writer","task_name":"write"}},
+	 {"id":"e3","execution_id":"ex","timestamp":"2025-02-16T10:58:46.000Z","type":"tool_usage_error","data":{"task_id":"t1","agent_role":"Writer","tool_name":"search","error":"Request timed out"}}]}`)
+	msgs := inbound(t, a, raw)
+	require.Len(t, msgs, 3)
+	assert.Equal(t, []string{"e1", "e2", "e3"}, []string{msgs[0].ID, msgs[1].ID, msgs[2].ID})
+	assert.Equal(t, protocol.Type("x.crewai.fancy_thing_"), msgs[1].Type)
+	assert.JSONEq(t, `{"zap":1}`, string(msgs[1].Payload))
+	assert.Equal(t, "task:t1", msgs[1].TaskID)
+	assert.Equal(t, map[string]int64{"Fancy Thing!": 1}, a.Unknown())
+	var ep protocol.ErrorPayload
+	require.NoError(t, json.Unmarshal(msgs[2].Payload, &ep))
+	assert.Equal(t, protocol.TypeToolError, msgs[2].Type)
+	assert.Equal(t, protocol.CodeTimeout, ep.Code)
+	assert.True(t, ep.Retryable)
+}
+
+func TestFailures(t *testing.T) {
+	raw := []byte(`{"trace_id":"tr","events":[
+	 {"event_id":"a","timestamp":"2025-10-08T18:18:11.365096+00:00","type":"task_started","event_data":{"task_id":"t1","agent_role":"R"}},
+	 {"event_id":"b","timestamp":"2025-10-08T18:18:12.365096+00:00","type":"task_failed","event_data":{"serialization_error":"boom","object_type":"TaskFailedEvent"}},
+	 {"event_id":"c","timestamp":"2025-10-08T18:18:13","type":"crew_kickoff_failed","event_data":{"error":"Rate limit reached for gpt-4o"}}]}`)
+	msgs := inbound(t, crewai.New(nil), raw)
+	require.Len(t, msgs, 3)
+	assert.Equal(t, row{"task.error", "task:t1", "task:tr", "agent:crewai"}, rows(msgs)[1], "an event without task_id belongs to the running task")
+	var ep protocol.ErrorPayload
+	require.NoError(t, json.Unmarshal(msgs[1].Payload, &ep))
+	assert.Equal(t, protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: "boom", Details: map[string]any{"crewai_type": "task_failed"}}, ep)
+	require.NoError(t, json.Unmarshal(msgs[2].Payload, &ep))
+	assert.Equal(t, protocol.CodeRateLimited, ep.Code)
+	assert.Equal(t, "2025-10-08T18:18:13.000Z", msgs[2].TS, "a naive time is UTC")
+}
+
+func TestOutbound(t *testing.T) {
+	a := crewai.New(nil)
+	ctx := context.Background()
+	k := inbound(t, a, []byte(`{"inputs":{"topic":"AI"},"meta":{"requestId":"r1"}}`))[0]
+	out, err := a.Outbound(ctx, k)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"inputs":{"topic":"AI"},"meta":{"requestId":"r1"}}`, string(out))
+
+	r := inbound(t, a, []byte(`{"execution_id":"ex","task_id":"research_task","human_feedback":"ok","is_approve":false}`))[0]
+	out, err = a.Outbound(ctx, r)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"execution_id":"ex","task_id":"research_task","human_feedback":"ok","is_approve":false}`, string(out))
+
+	follow := protocol.NewMessage(protocol.TypeTaskRequest, "agent:x")
+	require.NoError(t, follow.SetPayload(map[string]any{"answer": 42, "approve": false}))
+	res, err := crewai.ResumeOf(follow, "ex", "t1")
+	require.NoError(t, err)
+	assert.Equal(t, crewai.Resume{ExecutionID: "ex", TaskID: "t1", HumanFeedback: `{"answer":42,"approve":false}`, IsApprove: false}, *res)
+
+	m := protocol.NewMessage(protocol.TypeChatMessage, "agent:x")
+	_, err = a.Outbound(ctx, m)
+	require.ErrorIs(t, err, crewai.ErrNotMappable)
+	require.ErrorIs(t, err, adapters.ErrOutbound)
+	assert.False(t, a.CanHandle(m))
+	assert.True(t, a.CanHandle(k))
+}
+
+func TestDetect(t *testing.T) {
+	a := crewai.New(nil)
+	for _, c := range allFixtures(t) {
+		assert.True(t, a.Detect(c.Raw), c.Name)
+	}
+	assert.False(t, a.Detect([]byte(`{"protocol":"multiagent-1.0"}`)))
+	assert.False(t, a.Detect([]byte(`[1]`)))
+}
