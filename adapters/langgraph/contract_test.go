@@ -59,9 +59,11 @@ func TestContractRoundTrip(t *testing.T) {
 	})
 }
 
+// Every fixture, and every capture of the real server, translates into one
+// run and thread.
 func TestFixturesInbound(t *testing.T) {
 	tr := newTranslator(t)
-	for _, c := range fixtures(t) {
+	for _, c := range append(fixtures(t), adaptertest.Files(t, "testdata/recorded/*.sse", 6)...) {
 		msgs, err := tr.Inbound(context.Background(), c.Raw)
 		require.NoError(t, err, c.Name)
 		require.NotEmpty(t, msgs, c.Name)

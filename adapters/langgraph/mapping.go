@@ -163,13 +163,25 @@ func (s *Stream) interrupt(v any) {
 			return
 		}
 	}
-	s.interrupts = list
 	var ids []any
+	fresh := false
+	for _, in := range list {
+		io, _ := in.(map[string]any)
+		id := str(io, "id")
+		if id == "" || !s.asked[id] {
+			fresh = true
+		}
+	}
+	if !fresh {
+		return // already reported (the server sends it in updates and values)
+	}
+	s.interrupts = list
 	msg := "LangGraph run interrupted for human input"
 	for _, in := range list {
 		if io, ok := in.(map[string]any); ok {
 			if id := str(io, "id"); id != "" {
 				ids = append(ids, id)
+				s.asked[id] = true
 			}
 			if q, ok := io["value"].(string); ok && q != "" {
 				msg = q

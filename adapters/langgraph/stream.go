@@ -47,6 +47,7 @@ type Stream struct {
 	partial map[string]int            // message id -> text length reported
 	calls   map[string]bool           // tool call ids reported as tool.call
 	results map[string]bool           // tool call ids reported as tool.result/error
+	asked   map[string]bool           // interrupt ids reported as INPUT_REQUIRED
 
 	// LastValues is the last state a values frame carried (nil before).
 	lastValues any
@@ -73,7 +74,7 @@ func (t *Translator) NewStream(scope Scope) *Stream {
 		scope.Attempt = 1
 	}
 	return &Stream{t: t, scope: scope, run: scope.RunID, thread: scope.ThreadID, task: scope.TaskID,
-		msgMeta: map[string]map[string]any{}, partial: map[string]int{}, calls: map[string]bool{}, results: map[string]bool{}}
+		msgMeta: map[string]map[string]any{}, partial: map[string]int{}, calls: map[string]bool{}, results: map[string]bool{}, asked: map[string]bool{}}
 }
 
 // LastValues returns the state of the last values frame (or protocol

@@ -83,6 +83,20 @@ func TestInterruptIsInputRequired(t *testing.T) {
 	assert.Equal(t, "task:r1", msgs[2].TaskID)
 }
 
+// The Agent Server sends a dynamic interrupt in updates and again in
+// values: the task waits for input once.
+func TestInterruptReportedOnce(t *testing.T) {
+	raw, err := os.ReadFile("testdata/recorded/approval_interrupt.sse")
+	require.NoError(t, err)
+	n := 0
+	for _, m := range inbound(t, string(raw)) {
+		if m.Type == protocol.TypeTaskError {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n)
+}
+
 func TestToolMessagesAndErrors(t *testing.T) {
 	msgs := inbound(t, `{"event":"updates","data":{"tools":{"messages":[`+
 		`{"type":"tool","content":"42","tool_call_id":"c1","name":"add","id":"t1"},`+
