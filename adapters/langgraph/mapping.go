@@ -302,8 +302,17 @@ func (s *Stream) message(o map[string]any, node string, md map[string]any, parti
 			}
 		}
 	}
-	if r != "tool" {
+	// A streamed tool message carries no status (the JS server leaves it
+	// out of messages-tuple chunks), so it cannot tell a result from an
+	// error: it is kept as a chat message and the tool.result or
+	// tool.error comes from the updates or the finished message.
+	streamedTool := r == "tool" && partial && o["status"] == nil
+	if r != "tool" || streamedTool {
 		pl := map[string]any{"role": r, "content": content, "message_id": id}
+		if c := str(o, "tool_call_id"); c != "" {
+			pl["call_id"] = c
+			meta[MetaToolCallID] = c
+		}
 		if n := str(o, "name"); n != "" {
 			pl["name"] = n
 		}
@@ -317,6 +326,9 @@ func (s *Stream) message(o map[string]any, node string, md map[string]any, parti
 			pl["response_metadata"] = rm
 		}
 		s.emit(protocol.TypeChatMessage, "", "", "", pl, meta)
+		if streamedTool {
+			return nil
+		}
 	}
 	// Tool calls of a streamed message count once they are whole: in a
 	// messages/partial with a stop reason, or a finished message.

@@ -186,6 +186,10 @@ func typesOf(env *routertest.Env, task string) []string {
 	return out
 }
 
+func schemaRegister(env *routertest.Env) error {
+	return schema.RegisterType[answer](env.Schemas, "demo.answer.v1")
+}
+
 type answer struct {
 	State string `json:"state"`
 }
@@ -194,7 +198,7 @@ func TestRemoteReplayToolLoop(t *testing.T) {
 	f, hs := newFake(t, "agent_all_modes")
 	env, rm := newEnv(t, hs.URL, "agent", &langgraph.RemoteOptions{ResultType: "demo.answer.v1",
 		Result: func(v json.RawMessage) (any, error) { return answer{State: string(v)}, nil }})
-	require.NoError(t, schema.RegisterType[answer](env.Schemas, "demo.answer.v1"))
+	require.NoError(t, schemaRegister(env))
 	out := ask(t, env, rm, "add please", "")
 	require.True(t, out.OK(), "%+v", out.Err)
 	assert.Equal(t, "demo.answer.v1", out.Message.PayloadType)

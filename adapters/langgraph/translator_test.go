@@ -109,6 +109,14 @@ func TestToolMessagesAndErrors(t *testing.T) {
 	assert.Equal(t, "boom", ep.Message)
 }
 
+// A streamed tool message without a status does not decide the call's
+// outcome: the updates frame that carries status "error" does.
+func TestStreamedToolMessageWaitsForStatus(t *testing.T) {
+	msgs := inbound(t, `[{"event":"messages","data":[{"type":"tool","content":"division by zero","tool_call_id":"c9","name":"div","id":"t9"},{"langgraph_node":"tools"}]},`+
+		`{"event":"updates","data":{"tools":{"messages":[{"type":"tool","content":"division by zero","tool_call_id":"c9","name":"div","id":"t9","status":"error"}]}}}]`)
+	require.Equal(t, []string{"chat.message", "task.progress", "tool.error"}, types(msgs))
+}
+
 func TestErrorFrames(t *testing.T) {
 	msgs := inbound(t, "event: error\ndata: {\"error\":\"ValueError\",\"message\":\"graph threw\"}\n\n")
 	require.Equal(t, []string{"task.error"}, types(msgs))
