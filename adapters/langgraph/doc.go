@@ -80,6 +80,58 @@
 // names no run lands in the run "run:langgraph" with meta.lg_no_run; use a
 // Stream with a Scope to place records of one live run.
 //
+// # Bridge
+//
+// Register (or NewRemote + router.Attach) makes a graph served by an Agent
+// Server a Clutch agent. Each routed task.request:
+//
+//   - finds the Agent Server thread of its Clutch thread: POST /threads with
+//     a thread_id derived from the assistant and the Clutch thread
+//     (Remote.ThreadID) and if_exists "do_nothing", so the mapping survives
+//     restarts and needs no table;
+//   - becomes a run: POST /threads/{id}/runs/stream with the stream modes
+//     of RemoteOptions.StreamModes, stream_resumable, on_disconnect "cancel"
+//     and the graph input (RemoteOptions.Input); when the thread waits for
+//     input (status "interrupted" or pending interrupts) the request is the
+//     answer and the run resumes it with command {resume: …}
+//     (RemoteOptions.Resume);
+//   - is streamed: every frame is translated (the mapping above) and lands
+//     under the task through router.Task.Emit — tool.call, tool.result,
+//     tool.error, chat.message and x.langgraph.* as they are, the rest (run
+//     and node lifecycle, state, updates, checkpoints, handoffs) as
+//     task.progress with the langgraph.*.v1 payload types; a frame the
+//     translator refuses is kept as x.langgraph.invalid_frame;
+//   - ends: the final state (the last values frame, else GET
+//     /threads/{id}/state) gives task.result, mapped by RemoteOptions.Result
+//     and typed RemoteOptions.ResultType; an interrupt ends the attempt with
+//     INPUT_REQUIRED (message: the interrupt's value, details: the
+//     interrupts, the LangGraph thread and run ids); an error frame with
+//     TOOL_FAILED and the server's message; a cancelled task cancels the run
+//     (POST /threads/{id}/runs/{run}/cancel).
+//
+// A stream that ends while the run is still pending or running (a dropped
+// connection) is re-joined with GET /threads/{id}/runs/{run}/stream and
+// Last-Event-ID, up to RemoteOptions.MaxRejoins times, then the run is
+// polled; frame-derived message ids make a repeated frame harmless.
+// Errors follow docs/protocol.md §5.4: HTTP 5xx and unreachable servers →
+// TOOL_UNAVAILABLE (retryable), timeouts → TIMEOUT (retryable), 429 →
+// RATE_LIMITED, 409 (thread busy) → CONFLICT (retryable), 401/403 →
+// UNAUTHORIZED, 404 → NOT_FOUND, 400/422 → INVALID_FIELD, a refused
+// destination → POLICY_DENIED; a run that ends in status error or timeout
+// → TOOL_FAILED / TIMEOUT. Every request dials through
+// RemoteOptions.Egress (egress.Policy.Client); RemoteOptions.APIKey is sent
+// as x-api-key.
+//
+// Caveats: router.Task.Emit sets the task, sender and attempt and carries
+// no meta, so in the bridge the LangGraph ids travel in the payloads (tool
+// call ids, message ids, task ids and names of node tasks), not in meta as
+// with Translator. The LangGraph.js server 2.0.0 cannot stream values with
+// subgraphs (RemoteOptions.Subgraphs leaves values out and reads the state
+// instead) and reports an interrupted run as status "success"; the bridge
+// trusts the stream's interrupts. Tested against the LangGraph.js Agent
+// Server (langgraphjs dev) from npm; the hosted Python server is inferred
+// to speak the same API.
+//
 // # Input, state and errors
 //
 // Translator.Inbound takes an SSE stream, a JSON record, a JSON array of

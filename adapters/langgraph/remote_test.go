@@ -146,7 +146,7 @@ func (f *fake) requests() []string {
 	return append([]string(nil), f.seen...)
 }
 
-func newEnv(t *testing.T, url, assistant string, opts *langgraph.RemoteOptions) (*routertest.Env, *langgraph.Remote) {
+func newEnv(t testing.TB, url, assistant string, opts *langgraph.RemoteOptions) (*routertest.Env, *langgraph.Remote) {
 	t.Helper()
 	env := routertest.New(t, nil)
 	var o langgraph.RemoteOptions
@@ -160,7 +160,7 @@ func newEnv(t *testing.T, url, assistant string, opts *langgraph.RemoteOptions) 
 	return env, rm
 }
 
-func ask(t *testing.T, env *routertest.Env, rm *langgraph.Remote, payload any, thread string) *router.Outcome {
+func ask(t testing.TB, env *routertest.Env, rm *langgraph.Remote, payload any, thread string) *router.Outcome {
 	t.Helper()
 	req := env.Request("", payload)
 	req.To = []protocol.Participant{{AgentID: rm.Card().AgentID}}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,7 +56,7 @@ func TestMain(m *testing.M) {
 // agentServer returns the base URL of the shared Agent Server, starting it
 // on a free 127.0.0.1 port the first time; it skips (fails under CI=true)
 // when node or the installed server is missing.
-func agentServer(t *testing.T) string {
+func agentServer(t testing.TB) string {
 	t.Helper()
 	missing := func(why string) {
 		msg := "LangGraph Agent Server unavailable: " + why + " (run `make deps`, or `npm ci` in adapters/langgraph/" + serverDir + ")"
@@ -83,7 +84,7 @@ var ansi = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
 // startServer runs the CLI in a fresh directory (its own .langgraph_api
 // state) holding the graphs, with node_modules linked.
-func startServer(t *testing.T, node, cli string) (string, string) {
+func startServer(t testing.TB, node, cli string) (string, string) {
 	dir, err := os.MkdirTemp("", "clutch-langgraph-")
 	if err != nil {
 		return "", err.Error()
@@ -296,10 +297,52 @@ func TestServerCancel(t *testing.T) {
 
 // freshThread names a Clutch thread no earlier test (or -count run) used:
 // the shared server keeps its threads, and the test routers' ids repeat.
-func freshThread(t *testing.T) string {
+func freshThread(t testing.TB) string {
 	return "thread:" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
 func registerAnswer(env *routertest.Env) error {
 	return schemaRegister(env)
+}
+
+// BenchmarkServerBridge measures what the bridge adds to a run of the
+// tool-loop graph: the p50 of the same run made by a plain HTTP client
+// (POST /threads, POST /threads/{id}/runs/stream read to its end) and
+// through a Clutch task (routing, the same two calls, translating and
+// storing every frame, the status check, the result).
+func BenchmarkServerBridge(b *testing.B) {
+	url := agentServer(b)
+	env, rm := newEnv(b, url, "agent", nil)
+	hc := &http.Client{}
+	var direct, bridged []time.Duration
+	body := `{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"add please"}]},"stream_mode":["values","updates","messages-tuple","custom","tasks"]}`
+	for b.Loop() {
+		start := time.Now()
+		resp, err := hc.Post(url+"/threads", "application/json", strings.NewReader(`{}`))
+		require.NoError(b, err)
+		var th struct {
+			ThreadID string `json:"thread_id"`
+		}
+		require.NoError(b, json.NewDecoder(resp.Body).Decode(&th))
+		resp.Body.Close()
+		resp, err = hc.Post(url+"/threads/"+th.ThreadID+"/runs/stream", "application/json", strings.NewReader(body))
+		require.NoError(b, err)
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(b, err)
+		resp.Body.Close()
+		direct = append(direct, time.Since(start))
+
+		start = time.Now()
+		out := ask(b, env, rm, "add please", freshThread(b))
+		require.True(b, out.OK())
+		bridged = append(bridged, time.Since(start))
+	}
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds()) / 1000
+	}
+	pd, pb := p50(direct), p50(bridged)
+	b.ReportMetric(pd, "direct-p50-ms")
+	b.ReportMetric(pb, "bridge-p50-ms")
+	b.ReportMetric(pb-pd, "added-p50-ms")
 }

@@ -53,7 +53,7 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 64<<10)}
+	return &sseReader{br: bufio.NewReaderSize(r, 4<<10)}
 }
 
 // errBadSSE is the cause of a refused SSE line.

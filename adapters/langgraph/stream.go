@@ -105,7 +105,7 @@ func (s *Stream) Frame(ctx context.Context, f Frame) ([]*protocol.Message, error
 		return nil, inErr(protocol.CodeInvalidUTF8, "/event", "the frame's event or id is not valid UTF-8", nil)
 	}
 	data := toAny(v)
-	s.begin(event, f.ID, data)
+	s.beginRaw(event, f.ID, f.Data)
 	return s.finish(s.frame(ctx, event, data))
 }
 
@@ -168,9 +168,15 @@ func (s *Stream) record(ctx context.Context, v jsontext.Value, base string) ([]*
 }
 
 func (s *Stream) begin(event, seq string, v any) {
+	s.beginRaw(event, seq, jsonOf(v)) // sorted keys: the same record hashes the same however it was spelt
+}
+
+// beginRaw starts a frame whose identity is its raw bytes (an SSE frame: a
+// re-sent frame has the same bytes).
+func (s *Stream) beginRaw(event, seq string, raw []byte) {
 	h := sha256.New()
 	h.Write([]byte(s.run + "\x00" + s.lgRun + "\x00" + event + "\x00" + seq + "\x00"))
-	h.Write(jsonOf(v)) // sorted keys: the same record hashes the same however it was spelt
+	h.Write(raw)
 	h.Sum(s.key[:0])
 	s.n, s.event, s.seq, s.ts, s.out, s.err = 0, event, seq, "", nil, nil
 	_, ns, ok := strings.Cut(event, "|")
