@@ -136,7 +136,7 @@ func (t *Translator) CanHandle(m *protocol.Message) bool {
 	if adapters.Source(m) != Source {
 		return false
 	}
-	return m.Type == protocol.TypeTaskRequest && rawjson.MetaString(m, MetaEvent) == "" || frameOf(m)
+	return (m.Type == protocol.TypeTaskRequest && rawjson.MetaString(m, MetaEvent) == "") || frameOf(m)
 }
 
 // frameOf reports whether m carries a whole frame's data as its payload.

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/clutchprotocol/clutch/adapters"
@@ -594,9 +593,8 @@ func (rm *Remote) classify(err error, what string) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return router.Fail(protocol.CodeTimeout, "LangGraph "+what+": "+err.Error(), true, details)
 	}
-	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
-		return router.Fail(protocol.CodeToolUnavailable, "LangGraph "+what+": "+err.Error(), true, details)
-	}
+	// Refused, reset, cut short or any other transport failure: the server
+	// is unreachable for now.
 	return router.Fail(protocol.CodeToolUnavailable, "LangGraph "+what+": "+err.Error(), true, details)
 }
 

@@ -235,9 +235,7 @@ func (s *Stream) ensureRun() {
 
 // learn records LangGraph run and thread ids met in a record.
 func (s *Stream) learn(run, thread string) {
-	if s.lgRun == "" && run != "" && s.run == "" {
-		s.lgRun = run
-	} else if s.lgRun == "" && run != "" {
+	if s.lgRun == "" && run != "" {
 		s.lgRun = run
 	}
 	if s.lgThread == "" && thread != "" {
