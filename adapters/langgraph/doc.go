@@ -1,0 +1,145 @@
+// Package langgraph connects LangGraph to Clutch (docs/protocol.md §7.3):
+// a translator of what a LangGraph Agent Server (LangGraph Platform,
+// `langgraph dev`, `langgraphjs dev`) and LangChain emit, and a bridge that
+// registers a graph served by an Agent Server as a Clutch agent.
+//
+// # Mapping: LangGraph → Clutch
+//
+//	LangGraph                                   Clutch                                   ids kept
+//	------------------------------------------  ---------------------------------------  -------------------------------
+//	SSE metadata {run_id, attempt}              task.accept (root task)                   run_id → run "run:<id>", task "task:<id>"
+//	values                                      task.progress langgraph.values.v1         payload = state
+//	values/updates __interrupt__, tasks result  task.error INPUT_REQUIRED                 meta.lg_interrupts = interrupt ids
+//	  interrupts, protocol input.requested        (message = the interrupt's value text)  details.interrupts = [{value,id}]
+//	updates {node: update}                      task.progress langgraph.updates.v1        meta.lg_ns, the node in the payload
+//	  AI message tool_calls                     + tool.call per call                      meta.lg_tool_call = tool_calls[i].id
+//	  tool message                              + tool.result, or tool.error (status      meta.lg_tool_call = tool_call_id
+//	                                              "error", code TOOL_FAILED)
+//	  tool message __handoff_destination        + routing.decision {selected: node}       meta.lg_handoff
+//	messages (messages-tuple) [chunk, meta]     chat.message, meta.partial                meta.lg_message_id, lg_node, lg_metadata
+//	messages/partial (cumulative)               chat.message with the new text only,      meta.lg_message_id
+//	                                              tool.call once a stop reason is set
+//	messages/complete                           chat.message (+ tool.call/result)
+//	messages/metadata                           task.progress langgraph.metadata.v1       cached for later chunks of the message
+//	tasks / debug task (start)                  task.request of a child task              task "task:<task id>", parent = namespace task
+//	tasks / debug task_result                   task.result / task.error (error set)      meta.lg_task_id, lg_node
+//	checkpoints / debug checkpoint              task.progress langgraph.checkpoint.v1     idempotency_key "lg-checkpoint:<id>", meta.lg_checkpoint
+//	custom, on_custom_event                     task.progress langgraph.custom.v1
+//	events (astream_events v2 records)          on_tool_start/end/error → tool.call/      meta.lg_event_run_id (the call id)
+//	                                              result/error; on_chat_model_stream →
+//	                                              chat.message partial; on_chat_model_end
+//	                                              → chat.message (+ tool.call); others →
+//	                                              task.progress langgraph.event.v1
+//	error {error, message} / "Run not found"    task.error TOOL_FAILED / NOT_FOUND        details.error = exception class
+//	end                                         task.result {values: last values}, or
+//	                                              x.langgraph.end after an interrupt
+//	protocol v2 {type:"event", method, params}  lifecycle running → task.accept, started/  namespace → child task, seq → meta.lg_seq
+//	                                              completed/failed (sub) → child task.*;
+//	                                              tools → tool.*; messages content-block-
+//	                                              delta → chat.message; others as above
+//	Run object / run webhook by status          pending → task.request, running → accept,  run_id, thread_id, meta.lg_assistant_id
+//	                                              success → task.result {values},
+//	                                              error → task.error, timeout →
+//	                                              task.timeout, interrupted → task.cancel
+//	                                              (INPUT_REQUIRED with __interrupt__)
+//	Thread object                               x.langgraph.thread (INPUT_REQUIRED per    thread_id → thread "thread:<id>"
+//	                                              task when it lists interrupts)
+//	LangChain message (alone)                   chat.message / tool.call / tool.result
+//	any other mode, method or status            x.langgraph.<kind>, meta.lg_unknown,       counted by Translator.Unknown
+//	                                              payload = the data
+//
+// Subgraph namespaces ("mode|node:<task id>|…") put a message in the task of
+// the innermost namespace element, a child of the one outside it; every
+// message keeps the event name (meta.lg_event), mode, namespace and the SSE
+// id (meta.lg_seq). Message ids are derived from the run, the frame (event,
+// id, data) and the message's place in it, so a re-delivered or re-joined
+// stream gives the same ids and the event store deduplicates it.
+//
+// An interrupt is reported as task.error INPUT_REQUIRED (not an extension
+// event): it is what the router and the A2A bridge already use for "the
+// agent needs input", a follow-up task.request on the same thread resumes
+// it, and the interrupt ids stay in meta and details.
+//
+// # Mapping: Clutch → LangGraph (Outbound)
+//
+// A task.request becomes a run-creation body {"assistant_id", "input"}; a
+// message made from a values, updates, custom or checkpoints frame, or an
+// x.langgraph.* event made from a frame, becomes that frame again
+// ({"event", "data", "id"?}). Other envelopes have no LangGraph form
+// (UNSUPPORTED_TASK).
+//
+// # What is lost
+//
+// messages/partial loses nothing but its repetition (only new text is
+// reported; a non-text content list is reported whole each time). Streamed
+// tool_call_chunks stay in the chat.message payload. Request headers the
+// server echoes into metadata and config (authorization, cookie,
+// x-api-key, …) are replaced by "[redacted]" before anything is stored. The
+// timestamp is the record's own when it has one (debug timestamp, protocol
+// timestamp, run updated_at), else the translation time. A lone record that
+// names no run lands in the run "run:langgraph" with meta.lg_no_run; use a
+// Stream with a Scope to place records of one live run.
+//
+// # Bridge
+//
+// Register (or NewRemote + router.Attach) makes a graph served by an Agent
+// Server a Clutch agent. Each routed task.request:
+//
+//   - finds the Agent Server thread of its Clutch thread: POST /threads with
+//     a thread_id derived from the assistant and the Clutch thread
+//     (Remote.ThreadID) and if_exists "do_nothing", so the mapping survives
+//     restarts and needs no table;
+//   - becomes a run: POST /threads/{id}/runs/stream with the stream modes
+//     of RemoteOptions.StreamModes, stream_resumable, on_disconnect "cancel"
+//     and the graph input (RemoteOptions.Input); when the thread waits for
+//     input (status "interrupted" or pending interrupts) the request is the
+//     answer and the run resumes it with command {resume: …}
+//     (RemoteOptions.Resume);
+//   - is streamed: every frame is translated (the mapping above) and lands
+//     under the task through router.Task.Emit — tool.call, tool.result,
+//     tool.error, chat.message and x.langgraph.* as they are, the rest (run
+//     and node lifecycle, state, updates, checkpoints, handoffs) as
+//     task.progress with the langgraph.*.v1 payload types; a frame the
+//     translator refuses is kept as x.langgraph.invalid_frame;
+//   - ends: the final state (the last values frame, else GET
+//     /threads/{id}/state) gives task.result, mapped by RemoteOptions.Result
+//     and typed RemoteOptions.ResultType; an interrupt ends the attempt with
+//     INPUT_REQUIRED (message: the interrupt's value, details: the
+//     interrupts, the LangGraph thread and run ids); an error frame with
+//     TOOL_FAILED and the server's message; a cancelled task cancels the run
+//     (POST /threads/{id}/runs/{run}/cancel).
+//
+// A stream that ends while the run is still pending or running (a dropped
+// connection) is re-joined with GET /threads/{id}/runs/{run}/stream and
+// Last-Event-ID, up to RemoteOptions.MaxRejoins times, then the run is
+// polled; frame-derived message ids make a repeated frame harmless.
+// Errors follow docs/protocol.md §5.4: HTTP 5xx and unreachable servers →
+// TOOL_UNAVAILABLE (retryable), timeouts → TIMEOUT (retryable), 429 →
+// RATE_LIMITED, 409 (thread busy) → CONFLICT (retryable), 401/403 →
+// UNAUTHORIZED, 404 → NOT_FOUND, 400/422 → INVALID_FIELD, a refused
+// destination → POLICY_DENIED; a run that ends in status error or timeout
+// → TOOL_FAILED / TIMEOUT. Every request dials through
+// RemoteOptions.Egress (egress.Policy.Client); RemoteOptions.APIKey is sent
+// as x-api-key.
+//
+// Caveats: router.Task.Emit sets the task, sender and attempt and carries
+// no meta, so in the bridge the LangGraph ids travel in the payloads (tool
+// call ids, message ids, task ids and names of node tasks), not in meta as
+// with Translator. The LangGraph.js server 2.0.0 cannot stream values with
+// subgraphs (RemoteOptions.Subgraphs leaves values out and reads the state
+// instead) and reports an interrupted run as status "success"; the bridge
+// trusts the stream's interrupts. Tested against the LangGraph.js Agent
+// Server (langgraphjs dev) from npm; the hosted Python server is inferred
+// to speak the same API.
+//
+// # Input, state and errors
+//
+// Translator.Inbound takes an SSE stream, a JSON record, a JSON array of
+// records or JSON lines; the records of one input are one stream. Stream
+// translates a live run frame by frame, keeping the state LangGraph spreads
+// over frames. Bad input is an *adapters.Error (adapters.ErrInbound) with a
+// protocol code: INVALID_JSON, DUPLICATE_KEY, INVALID_UTF8, WRONG_TYPE,
+// TOO_LARGE, MISSING_FIELD (a frame without data), INVALID_FIELD (not a
+// LangGraph shape: ErrNotLangGraph, an SSE line that is no SSE field, an id
+// over the envelope's limit).
+package langgraph

@@ -1,0 +1,433 @@
+package langgraph
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+// Scope fixes where a Stream's messages land. Empty fields are filled from
+// the stream itself: the run from the first run_id it meets ("run:<run_id>",
+// root task "task:<run_id>", thread "thread:<thread_id>" or, without one,
+// "thread:<run_id>"); before any, the run "run:langgraph" (meta.lg_no_run).
+type Scope struct {
+	RunID    string // Clutch run
+	ThreadID string // Clutch thread
+	TaskID   string // Clutch task of the LangGraph run (the root task)
+	AgentID  string // sender; the Translator's AgentID when empty
+	Attempt  int    // attempt of the messages; 1 when ≤ 0
+}
+
+// Stream translates the frames of one LangGraph run in order, keeping the
+// state the wire format spreads over frames: the run and thread ids of the
+// metadata frame, the messages/metadata of each message, how much of each
+// cumulative messages/partial was seen, the tool calls already reported
+// and the last values. A Stream is not safe for concurrent use.
+type Stream struct {
+	t     *Translator
+	scope Scope
+
+	run, thread, task string
+	lgRun, lgThread   string
+	noRun             bool
+
+	msgMeta map[string]map[string]any // message id -> messages/metadata
+	partial map[string]int            // message id -> text length reported
+	calls   map[string]bool           // tool call ids reported as tool.call
+	results map[string]bool           // tool call ids reported as tool.result/error
+	asked   map[string]bool           // interrupt ids reported as INPUT_REQUIRED
+
+	// LastValues is the last state a values frame carried (nil before).
+	lastValues any
+	// Interrupts holds the interrupts of the last frame that reported any.
+	interrupts []any
+
+	// per frame
+	key   [32]byte
+	n     int
+	event string
+	seq   string
+	ns    []string
+	ts    string
+	out   []*protocol.Message
+	err   error
+}
+
+// NewStream returns a Stream translating into scope.
+func (t *Translator) NewStream(scope Scope) *Stream {
+	if scope.AgentID == "" {
+		scope.AgentID = t.opts.AgentID
+	}
+	if scope.Attempt <= 0 {
+		scope.Attempt = 1
+	}
+	return &Stream{t: t, scope: scope, run: scope.RunID, thread: scope.ThreadID, task: scope.TaskID,
+		msgMeta: map[string]map[string]any{}, partial: map[string]int{}, calls: map[string]bool{}, results: map[string]bool{}, asked: map[string]bool{}}
+}
+
+// LastValues returns the state of the last values frame (or protocol
+// values event) of the stream, nil before one.
+func (s *Stream) LastValues() any { return s.lastValues }
+
+// Interrupts returns the interrupts ({value, id}) the stream last reported,
+// nil when none.
+func (s *Stream) Interrupts() []any { return s.interrupts }
+
+// RunID returns the LangGraph run id the stream learnt, "" before.
+func (s *Stream) RunID() string { return s.lgRun }
+
+// Frame translates one SSE frame.
+func (s *Stream) Frame(ctx context.Context, f Frame) ([]*protocol.Message, error) {
+	if len(bytes.TrimSpace(f.Data)) == 0 {
+		return nil, inErr(protocol.CodeMissingField, "/data", "frame "+strconv.Quote(f.Event)+" has no data", nil)
+	}
+	var v jsontext.Value
+	if err := adapters.DecodeJSON(Name, f.Data, &v); err != nil {
+		return nil, err
+	}
+	event := f.Event
+	if event == "" {
+		event = "message" // the SSE default event name
+	}
+	if !utf8.ValidString(event) || !utf8.ValidString(f.ID) {
+		return nil, inErr(protocol.CodeInvalidUTF8, "/event", "the frame's event or id is not valid UTF-8", nil)
+	}
+	data := toAny(v)
+	s.beginRaw(event, f.ID, f.Data)
+	return s.finish(s.frame(ctx, event, data))
+}
+
+// record translates one JSON record (see Translator.Inbound).
+func (s *Stream) record(ctx context.Context, v jsontext.Value, base string) ([]*protocol.Message, error) {
+	obj, ok := toAny(v).(map[string]any)
+	if !ok {
+		return nil, inErr(protocol.CodeWrongType, base, "a LangGraph record is a JSON object, not "+kindOf(v), ErrNotLangGraph)
+	}
+	ev, hasEvent := obj["event"].(string)
+	_, hasData := obj["data"]
+	typ, _ := obj["type"].(string)
+	switch {
+	case hasEvent && strings.HasPrefix(ev, "on_"):
+		s.begin("events", "", obj)
+		return s.finish(s.streamEvent(obj))
+	case hasEvent && hasData && len(obj) <= 3:
+		if ev == "" {
+			return nil, inErr(protocol.CodeInvalidField, base+"/event", "empty event name", ErrNotLangGraph)
+		}
+		id, _ := obj["id"].(string)
+		if _, has := obj["id"]; has && id == "" && len(obj) == 3 {
+			return nil, inErr(protocol.CodeWrongType, base+"/id", "the frame id is not a non-empty string", ErrNotLangGraph)
+		}
+		if len(obj) == 3 && id == "" {
+			return nil, inErr(protocol.CodeUnknownField, base, "a frame has event, data and id only", ErrNotLangGraph)
+		}
+		s.begin(ev, id, obj["data"])
+		return s.finish(s.frame(ctx, ev, obj["data"]))
+	case typ == "event" && obj["method"] != nil:
+		s.begin("", "", obj)
+		return s.finish(s.frame(ctx, "", obj))
+	case typ != "" && hasData && obj["ns"] != nil && len(obj) <= 4:
+		// v2 stream part {"type": mode, "ns": [...], "data": chunk, "interrupts"?}
+		ns, _ := obj["ns"].([]any)
+		event := typ
+		for _, e := range ns {
+			es, _ := e.(string)
+			event += "|" + es
+		}
+		s.begin(event, "", obj)
+		data := obj["data"]
+		if in, ok := obj["interrupts"].([]any); ok && len(in) > 0 {
+			if m, ok := data.(map[string]any); ok {
+				m["__interrupt__"] = in
+			}
+		}
+		return s.finish(s.frame(ctx, event, data))
+	case str(obj, "run_id") != "" && str(obj, "assistant_id") != "" && str(obj, "status") != "":
+		s.begin("run", "", obj)
+		return s.finish(s.runObject(obj))
+	case str(obj, "thread_id") != "" && str(obj, "created_at") != "" && obj["run_id"] == nil:
+		s.begin("thread", "", obj)
+		return s.finish(s.threadObject(obj))
+	case isMessage(obj):
+		s.begin("message", "", obj)
+		return s.finish(s.message(obj, "", nil, false))
+	}
+	return nil, inErr(protocol.CodeInvalidField, base, "not a LangGraph frame, stream part, astream_events record, protocol event, run, thread or LangChain message", ErrNotLangGraph)
+}
+
+func (s *Stream) begin(event, seq string, v any) {
+	s.beginRaw(event, seq, jsonOf(v)) // sorted keys: the same record hashes the same however it was spelt
+}
+
+// beginRaw starts a frame whose identity is its raw bytes (an SSE frame: a
+// re-sent frame has the same bytes).
+func (s *Stream) beginRaw(event, seq string, raw []byte) {
+	h := sha256.New()
+	h.Write([]byte(s.run + "\x00" + s.lgRun + "\x00" + event + "\x00" + seq + "\x00"))
+	h.Write(raw)
+	h.Sum(s.key[:0])
+	s.n, s.event, s.seq, s.ts, s.out, s.err = 0, event, seq, "", nil, nil
+	_, ns, ok := strings.Cut(event, "|")
+	s.ns = nil
+	if ok {
+		s.ns = strings.Split(ns, "|")
+	}
+}
+
+func (s *Stream) finish(err error) ([]*protocol.Message, error) {
+	if err == nil {
+		err = s.err
+	}
+	if err != nil {
+		s.out = nil
+		return nil, err
+	}
+	out := s.out
+	s.out = nil
+	return out, nil
+}
+
+// ensureRun fixes the Clutch run, thread and root task.
+func (s *Stream) ensureRun() {
+	if s.run != "" {
+		if s.task == "" {
+			s.task = protocol.PrefixTask + strings.TrimPrefix(s.run, protocol.PrefixRun)
+		}
+		if s.thread == "" && s.lgThread != "" {
+			s.thread = protocol.PrefixThread + s.lgThread
+		} else if s.thread == "" {
+			s.thread = protocol.PrefixThread + strings.TrimPrefix(s.run, protocol.PrefixRun)
+		}
+		return
+	}
+	if s.lgRun != "" {
+		s.run, s.task = protocol.PrefixRun+s.lgRun, protocol.PrefixTask+s.lgRun
+		if s.thread == "" {
+			if s.lgThread != "" {
+				s.thread = protocol.PrefixThread + s.lgThread
+			} else {
+				s.thread = protocol.PrefixThread + s.lgRun
+			}
+		}
+		return
+	}
+	s.run, s.task, s.noRun = protocol.PrefixRun+"langgraph", protocol.PrefixTask+"langgraph", true
+	if s.thread == "" {
+		if s.lgThread != "" {
+			s.thread = protocol.PrefixThread + s.lgThread
+		} else {
+			s.thread = protocol.PrefixThread + "langgraph"
+		}
+	}
+}
+
+// learn records LangGraph run and thread ids met in a record.
+func (s *Stream) learn(run, thread string) {
+	if s.lgRun == "" && run != "" {
+		s.lgRun = run
+	}
+	if s.lgThread == "" && thread != "" {
+		s.lgThread = thread
+	}
+}
+
+// nsTask returns the Clutch task of a namespace ("node:task_id" elements):
+// the innermost element's task, else the root task.
+func (s *Stream) nsTask(ns []string) string {
+	for i := len(ns) - 1; i >= 0; i-- {
+		if _, id, ok := strings.Cut(ns[i], ":"); ok && id != "" {
+			return protocol.PrefixTask + id
+		}
+	}
+	return s.task
+}
+
+// emit appends a message of the current frame. task "" means the root
+// task, or the namespace's task; parent is its parent_task_id.
+func (s *Stream) emit(typ protocol.Type, task, parent, payloadType string, payload any, meta map[string]any) {
+	s.ensureRun()
+	if task == "" {
+		task = s.nsTask(s.ns)
+		if task != s.task && parent == "" {
+			parent = s.parentOf(s.ns)
+		}
+	}
+	if task == s.task {
+		parent = ""
+	}
+	for _, id := range []string{s.run, s.thread, task, parent} {
+		if len(id) > protocol.MaxIDLength {
+			if s.err == nil {
+				s.err = inErr(protocol.CodeInvalidField, "", "a LangGraph id is over "+itoa(protocol.MaxIDLength-10)+" bytes", ErrNotLangGraph)
+			}
+			return
+		}
+	}
+	h := sha256.New()
+	h.Write(s.key[:])
+	h.Write([]byte{byte(s.n), byte(s.n >> 8), byte(s.n >> 16)})
+	sum := h.Sum(nil)
+	s.n++
+	ts := s.ts
+	if ts == "" {
+		ts = protocol.Timestamp(s.t.opts.Now())
+	}
+	m := &protocol.Message{
+		V: protocol.Version, ID: "msg_lg_" + hex.EncodeToString(sum[:16]), TS: ts,
+		ThreadID: s.thread, RunID: s.run, TaskID: task, ParentTaskID: parent,
+		From: protocol.Participant{AgentID: s.scope.AgentID}, To: []protocol.Participant{},
+		Type: typ, PayloadType: payloadType, Attempt: s.scope.Attempt,
+	}
+	var raw json.RawMessage
+	switch p := payload.(type) {
+	case json.RawMessage:
+		raw = p
+	default:
+		raw = jsonOf(scrub(p))
+	}
+	m.Payload = raw
+	mm := map[string]any{adapters.MetaSource: Source}
+	if s.event != "" {
+		mm[MetaEvent] = s.event
+		mode, _, _ := strings.Cut(s.event, "|")
+		mm[MetaMode] = mode
+	}
+	if len(s.ns) > 0 {
+		ns := make([]any, len(s.ns))
+		for i, e := range s.ns {
+			ns[i] = e
+		}
+		mm[MetaNamespace] = ns
+	}
+	if s.seq != "" {
+		mm[MetaSeq] = s.seq
+	}
+	if s.lgRun != "" {
+		mm[MetaRunID] = s.lgRun
+	}
+	if s.lgThread != "" {
+		mm[MetaThreadID] = s.lgThread
+	}
+	if s.noRun {
+		mm[MetaNoRun] = true
+	}
+	for k, v := range meta {
+		if v != nil && v != "" {
+			mm[k] = scrub(v)
+		}
+	}
+	m.Meta = mm
+	if typ.Extension() && typ != protocol.Type("x.langgraph.interrupt") {
+		s.t.unknown.Add(1)
+	}
+	s.out = append(s.out, m)
+}
+
+// parentOf returns the parent task of the namespace's task.
+func (s *Stream) parentOf(ns []string) string {
+	if len(ns) <= 1 {
+		return s.task
+	}
+	return s.nsTask(ns[:len(ns)-1])
+}
+
+// unknown keeps a record of a kind the translator does not know as
+// x.langgraph.<kind>, with its data as payload.
+func (s *Stream) unknown(kind string, data any) {
+	s.emit(protocol.Type("x.langgraph."+extName(kind)), "", "", "", data, map[string]any{MetaUnknown: true})
+}
+
+// extName turns a LangGraph kind into the <name> of an x.langgraph.<name>
+// type: lower-case letters, digits, '.', '-' and '_' kept, anything else '_'.
+func extName(kind string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(kind) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 64 {
+			break
+		}
+	}
+	if b.Len() == 0 || !(b.String()[0] >= 'a' && b.String()[0] <= 'z') {
+		return "k" + b.String()
+	}
+	return b.String()
+}
+
+// setTime stamps the frame's messages with a LangGraph time: an ISO string
+// or epoch milliseconds.
+func (s *Stream) setTime(v any) {
+	switch t := v.(type) {
+	case string:
+		if tt, err := time.Parse(time.RFC3339Nano, t); err == nil {
+			s.ts = protocol.Timestamp(tt)
+		}
+	case json.Number:
+		if ms, err := t.Int64(); err == nil && ms > 0 && ms < 1e14 {
+			s.ts = protocol.Timestamp(time.UnixMilli(ms))
+		}
+	}
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func kindOf(v jsontext.Value) string {
+	switch v.Kind() {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "null"
+}
+
+// secretKeys are keys whose values the Agent Server echoes from request
+// headers into metadata and config; they never reach the store.
+var secretKeys = map[string]bool{"authorization": true, "cookie": true, "x-api-key": true, "proxy-authorization": true, "set-cookie": true, "x-auth-token": true}
+
+// scrub replaces the values of secret keys (request headers the Agent
+// Server echoes) with "[redacted]", in place.
+func scrub(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if secretKeys[strings.ToLower(k)] {
+				t[k] = "[redacted]"
+				continue
+			}
+			scrub(e)
+		}
+	case []any:
+		for _, e := range t {
+			scrub(e)
+		}
+	}
+	return v
+}
+
+func sortStrings(s []string) { slices.Sort(s) }

@@ -1,0 +1,88 @@
+// Test graphs for the Clutch adapters/langgraph tests, served by
+// `langgraphjs dev`. Deterministic fake "models": no keys, no network.
+import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import { Command, END, MessagesAnnotation, START, StateGraph, interrupt } from "@langchain/langgraph";
+
+const lastText = (state) => {
+  const m = state.messages[state.messages.length - 1];
+  return typeof m?.content === "string" ? m.content : "";
+};
+
+// agent: a tool-calling loop. The fake model asks for add(a, b) once, then
+// answers with the tool's result; the tools node runs the tool (and a
+// failing tool "div" when asked to divide by zero) and writes a custom
+// stream event.
+const model = (state) => {
+  const tools = state.messages.filter((m) => m._getType?.() === "tool" || m.type === "tool");
+  if (tools.length === 0) {
+    const div = lastText(state).includes("divide");
+    return {
+      messages: [new AIMessage({
+        content: "",
+        tool_calls: div
+          ? [{ name: "div", args: { a: 1, b: 0 }, id: "call_div_1", type: "tool_call" }]
+          : [{ name: "add", args: { a: 2, b: 3 }, id: "call_add_1", type: "tool_call" }],
+      })],
+    };
+  }
+  return { messages: [new AIMessage({ content: "The answer is " + tools[tools.length - 1].content })] };
+};
+const runTools = (state, config) => {
+  const ai = state.messages[state.messages.length - 1];
+  config.writer?.({ tool_progress: ai.tool_calls.length });
+  return {
+    messages: ai.tool_calls.map((c) => c.name === "add"
+      ? new ToolMessage({ content: String(c.args.a + c.args.b), tool_call_id: c.id, name: c.name })
+      : new ToolMessage({ content: "division by zero", tool_call_id: c.id, name: c.name, status: "error" })),
+  };
+};
+export const agent = new StateGraph(MessagesAnnotation)
+  .addNode("model", model)
+  .addNode("tools", runTools)
+  .addEdge(START, "model")
+  .addConditionalEdges("model", (s) => (s.messages[s.messages.length - 1].tool_calls?.length ? "tools" : END))
+  .addEdge("tools", "model")
+  .compile();
+
+// approval: interrupts for human input, then answers with the resume value.
+export const approval = new StateGraph(MessagesAnnotation)
+  .addNode("ask", (state) => {
+    const answer = interrupt("Approve the refund for: " + lastText(state) + "?");
+    return { messages: [new AIMessage({ content: "Human said: " + answer })] };
+  })
+  .addEdge(START, "ask")
+  .compile();
+
+// supervisor: hands off to a research subgraph (a compiled graph as a node).
+const research = new StateGraph(MessagesAnnotation)
+  .addNode("search", () => ({ messages: [new AIMessage({ content: "found 3 papers", name: "research" })] }))
+  .addEdge(START, "search")
+  .compile();
+export const supervisor = new StateGraph(MessagesAnnotation)
+  .addNode("supervisor", () => new Command({
+    goto: "research",
+    update: { messages: [new AIMessage({ content: "handing off to research", name: "supervisor" })] },
+  }), { ends: ["research"] })
+  .addNode("research", research)
+  .addEdge(START, "supervisor")
+  .addEdge("research", END)
+  .compile();
+
+// thrower: a node that throws.
+export const thrower = new StateGraph(MessagesAnnotation)
+  .addNode("explode", () => { throw new Error("boom: the graph failed on purpose"); })
+  .addEdge(START, "explode")
+  .compile();
+
+// slow: waits (up to a minute) until the run is cancelled.
+export const slow = new StateGraph(MessagesAnnotation)
+  .addNode("wait", async (_state, config) => {
+    config.writer?.({ waiting: true });
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, 60000);
+      config.signal?.addEventListener("abort", () => { clearTimeout(timer); reject(new Error("aborted")); });
+    });
+    return { messages: [new AIMessage({ content: "done waiting" })] };
+  })
+  .addEdge(START, "wait")
+  .compile();
