@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -80,4 +81,22 @@ func TestLinks(t *testing.T) {
 	assert.True(t, l.Registered(ctx, "agent:a", "task:caps2"))
 	l.Register(ctx, "agent:a", "task:caps2")
 	assert.True(t, l.Registered(ctx, "agent:a", "task:caps2"), "Register keeps the first introduction")
+}
+
+func TestSlug(t *testing.T) {
+	for in, want := range map[string]string{
+		"Research Agent (EU)": "research-agent-eu",
+		"  __x.y__  ":         "__x.y__",
+		"Ünïcode":             "n-code",
+		"!!!":                 "",
+		"":                    "",
+		"api.example.com":     "api.example.com",
+	} {
+		if got := Slug(in); got != want {
+			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Slug(strings.Repeat("a", 300)); len(got) != MaxSlug {
+		t.Errorf("Slug of 300 bytes has %d", len(got))
+	}
 }

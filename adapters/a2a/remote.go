@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/clutchprotocol/clutch/adapters"
 	"io"
 	"log/slog"
 	"net"
@@ -356,7 +357,7 @@ func ClutchCard(c *a2a.AgentCard, agentID string) (*protocol.AgentCard, error) {
 		return nil, &Error{Adapter: "a2a", Code: protocol.CodeMissingField, Detail: "nil card", Sentinel: ErrCard}
 	}
 	if agentID == "" {
-		slug := slugOf(c.Name)
+		slug := adapters.Slug(c.Name)
 		if slug == "" {
 			return nil, &Error{Adapter: "a2a", Code: protocol.CodeMissingField, Path: "/name", Detail: "the card has no usable name; set RemoteOptions.AgentID", Sentinel: ErrCard}
 		}
@@ -396,28 +397,6 @@ func ClutchCard(c *a2a.AgentCard, agentID string) (*protocol.AgentCard, error) {
 		return nil, &Error{Adapter: "a2a", Code: protocol.CodeInvalidField, Detail: "the mapped card is not valid", Sentinel: ErrCard, Err: err}
 	}
 	return out, nil
-}
-
-// slugOf lower-cases a name and keeps letters, digits, '-', '_' and '.',
-// with runs of anything else as one '-'.
-func slugOf(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		switch {
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.':
-			b.WriteRune(r)
-			dash = false
-		case !dash && b.Len() > 0:
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.TrimRight(b.String(), "-")
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }
 
 // transport adds the bearer token, turns HTTP error statuses into a

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/clutchprotocol/clutch/adapters"
 	"io"
 	"log/slog"
 	"net"
@@ -107,7 +108,7 @@ type CrewOptions struct {
 
 func (o *CrewOptions) setDefaults(base *url.URL) error {
 	if o.AgentID == "" {
-		o.AgentID = "agent:crewai:" + slug(base.Hostname())
+		o.AgentID = "agent:crewai:" + adapters.Slug(base.Hostname())
 	}
 	if !strings.HasPrefix(o.AgentID, protocol.PrefixAgent) || len(o.AgentID) == len(protocol.PrefixAgent) {
 		return optErr("AgentID " + o.AgentID + " must start with agent:")

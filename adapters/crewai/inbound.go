@@ -346,38 +346,17 @@ func rootTask(exec string) string { return protocol.PrefixTask + exec }
 // crewAgent is the agent id of a crew (or of crewAI when the crew is not
 // named), agentOf that of a crewAI agent role.
 func crewAgent(name string) string {
-	if s := slug(name); s != "" {
+	if s := adapters.Slug(name); s != "" {
 		return "agent:crewai:crew:" + s
 	}
 	return "agent:crewai"
 }
 
 func agentOf(role string) string {
-	if s := slug(role); s != "" {
+	if s := adapters.Slug(role); s != "" {
 		return "agent:crewai:" + s
 	}
 	return "agent:crewai"
-}
-
-// slug lower-cases a name and keeps letters, digits, '-', '_' and '.',
-// with runs of anything else as one '-'.
-func slug(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		switch {
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.':
-			b.WriteRune(r)
-			dash = false
-		case !dash && b.Len() > 0:
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= 120 {
-			break
-		}
-	}
-	return strings.TrimRight(b.String(), "-")
 }
 
 // extKind names the extension type of an unknown crewAI type:

@@ -140,7 +140,10 @@ func NewRemote(baseURL, assistant string, opts *RemoteOptions) (*Remote, error) 
 	if assistant == "" {
 		return nil, optionsError("no assistant")
 	}
-	slug := slugOf(assistant)
+	slug := adapters.Slug(assistant)
+	if slug == "" {
+		slug = "graph"
+	}
 	if o.AgentID == "" {
 		o.AgentID = protocol.PrefixAgent + "langgraph-" + slug
 	}
@@ -609,27 +612,4 @@ func runOf(loc string) string {
 		r = r[:j]
 	}
 	return r
-}
-
-func slugOf(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		switch {
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
-			b.WriteRune(r)
-			dash = false
-		case !dash && b.Len() > 0:
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.TrimRight(b.String(), "-")
-	if len(s) > 100 {
-		s = s[:100]
-	}
-	if s == "" {
-		s = "graph"
-	}
-	return s
 }
