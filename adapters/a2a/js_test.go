@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/clutchprotocol/clutch/router/routertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clutchprotocol/clutch/internal/nodepeer"
+	"github.com/clutchprotocol/clutch/router/routertest"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -35,21 +37,7 @@ const jsPeerDir = "testdata/jspeer"
 // with the reason when node or the installed peer is missing.
 func needNode(t *testing.T) string {
 	t.Helper()
-	missing := func(why string) {
-		msg := "A2A JS peer unavailable: " + why + " (run `make deps`, or `npm ci` in adapters/a2a/" + jsPeerDir + ")"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	if _, err := os.Stat(filepath.Join(jsPeerDir, "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
-		missing("@a2a-js/sdk is not installed")
-	}
-	return node
+	return nodepeer.Need(t, "the A2A JS peer (@a2a-js/sdk)", filepath.Join(jsPeerDir, "node_modules", "@a2a-js", "sdk", "package.json"))
 }
 
 // startJSServer starts testdata/jspeer/server.mjs on 127.0.0.1 with an

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/nodepeer"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -58,21 +60,8 @@ func TestMain(m *testing.M) {
 // when node or the installed server is missing.
 func agentServer(t testing.TB) string {
 	t.Helper()
-	missing := func(why string) {
-		msg := "LangGraph Agent Server unavailable: " + why + " (run `make deps`, or `npm ci` in adapters/langgraph/" + serverDir + ")"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
 	cli, _ := filepath.Abs(filepath.Join(serverDir, "node_modules", "@langchain", "langgraph-cli", "dist", "cli", "cli.mjs"))
-	if _, err := os.Stat(cli); err != nil {
-		missing("@langchain/langgraph-cli is not installed")
-	}
+	node := nodepeer.Need(t, "the LangGraph Agent Server (@langchain/langgraph-cli)", cli)
 	serverOnce.Do(func() { serverURL, serverErr = startServer(t, node, cli) })
 	if serverErr != "" {
 		t.Fatal(serverErr)

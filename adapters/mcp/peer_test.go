@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/nodepeer"
+
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -26,21 +28,8 @@ import (
 // skipped otherwise.
 func needPeer(t testing.TB, peer, module string) (node, dir string) {
 	t.Helper()
-	missing := func(msg string) {
-		msg = "MCP peer test needs " + msg + " (run `make deps`, or `npm ci` in adapters/mcp/testdata/" + peer + ")"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node on PATH")
-	}
 	dir, _ = filepath.Abs(filepath.Join("testdata", peer))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(module), "package.json")); err != nil {
-		missing("the npm package " + module)
-	}
+	node = nodepeer.Need(t, "the MCP peer "+module, filepath.Join(dir, "node_modules", filepath.FromSlash(module), "package.json"))
 	return node, dir
 }
 

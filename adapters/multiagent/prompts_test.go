@@ -14,6 +14,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/clutchprotocol/clutch/internal/nodepeer"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -151,14 +153,8 @@ func TestPromptsMatchTheReference(t *testing.T) {
 
 // With Node at hand, check against JavaScript live as well.
 func TestPromptsAgainstNode(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		// The golden file above still checks the renderings.
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not installed: the live check against the reference JavaScript needs it")
-		}
-		t.Skip("node is not installed: the live check against the reference JavaScript needs it")
-	}
+	// Without node the golden file above still checks the renderings.
+	node := nodepeer.Need(t, "the live check against the reference JavaScript")
 	files := promptInputs(t)
 	args := append([]string{"prompts.mjs"}, files...)
 	for i := range files {

@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clutchprotocol/clutch/internal/nodepeer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,21 +30,7 @@ const peerDir = "testdata/peer"
 // with the reason when node or the installed peer is missing.
 func needNode(t *testing.T) string {
 	t.Helper()
-	missing := func(why string) {
-		msg := "Standard Webhooks peer unavailable: " + why + " (run `make deps`, or `npm ci` in adapters/webhook/" + peerDir + ")"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "standardwebhooks", "package.json")); err != nil {
-		missing("standardwebhooks is not installed")
-	}
-	return node
+	return nodepeer.Need(t, "the Standard Webhooks peer (standardwebhooks)", filepath.Join(peerDir, "node_modules", "standardwebhooks", "package.json"))
 }
 
 // The library signs, the Go handler verifies.

@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clutchprotocol/clutch/internal/nodepeer"
 )
 
 // TestRun runs the tutorial against the Agent Server that `make deps`
@@ -16,15 +16,7 @@ import (
 // skipped otherwise.
 func TestRun(t *testing.T) {
 	dir := filepath.Join("..", "..", filepath.FromSlash(defaultServerDir))
-	_, errNode := exec.LookPath("node")
-	_, errPkg := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-cli", "package.json"))
-	if errNode != nil || errPkg != nil {
-		msg := "examples/langgraph needs node and the LangGraph Agent Server (run `make deps`)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	nodepeer.Need(t, "examples/langgraph's LangGraph Agent Server", filepath.Join(dir, "node_modules", "@langchain", "langgraph-cli", "package.json"))
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	srv, err := startServer(ctx, dir)

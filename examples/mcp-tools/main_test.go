@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clutchprotocol/clutch/internal/nodepeer"
 )
 
 // TestRun runs the tutorial against the server-everything that `make deps`
@@ -16,15 +16,7 @@ import (
 // skipped otherwise.
 func TestRun(t *testing.T) {
 	script := filepath.Join("..", "..", filepath.FromSlash(defaultServer))
-	_, errNode := exec.LookPath("node")
-	_, errPkg := os.Stat(script)
-	if errNode != nil || errPkg != nil {
-		msg := "examples/mcp-tools needs node and server-everything (run `make deps`)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	nodepeer.Need(t, "examples/mcp-tools' server-everything", script)
 	cfg, err := everything(script, false)
 	if err != nil {
 		t.Fatal(err)
