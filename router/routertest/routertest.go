@@ -1,23 +1,3 @@
-// Package routertest gives unit tests of agents a router in a few lines:
-// an in-memory store, deterministic ids, a clock the test moves, and
-// helpers that read back the events and routing decisions a task left.
-//
-//	env := routertest.New(t, nil)
-//	env.Agent("agent:ken", []string{"skill:research"}, myHandler)
-//	out, err := env.Run(env.Request("research.query.v1", query, "skill:research"))
-//	env.AssertTypes(out.TaskID, "task.request", "routing.decision", "task.accept", "task.result")
-//
-// Everything runs in memory: no disk, no network. The router is closed
-// when the test ends, and the test fails then unless every task in the
-// store has exactly one terminal event (Env.AssertOneTerminal) and every
-// handler returned within router.DefaultCloseTimeout.
-//
-// Env.Clock is the one clock of the Env (see Clock in the router package
-// doc): the router, the registry and the store read it, so timestamps,
-// ids and heartbeat liveness move only when the test moves it. Timers
-// (max_runtime_sec, backoff, queue timeout, and Run's own Timeout) run
-// on real time; test them inside a testing/synctest bubble, creating the
-// Env there too.
 package routertest
 
 import (
