@@ -45,7 +45,7 @@ func (b *body) emit(typ protocol.Type, task, parent string, from protocol.Partic
 	if len(b.top) > 0 {
 		extra := map[string]any{}
 		for k, v := range b.top {
-			extra[k] = toAny(v)
+			extra[k] = rawjson.ToAny(v)
 		}
 		b.meta[MetaExtra] = extra
 	}
@@ -75,7 +75,7 @@ func (a *Adapter) kickoffRequest(ctx context.Context, raw []byte, top map[string
 		if rawjson.Kind(m) != '{' && rawjson.Kind(m) != 'n' {
 			return nil, inErr(protocol.CodeWrongType, "/meta", "want an object, got "+rawjson.KindName(m), nil)
 		}
-		meta[MetaMeta] = toAny(m)
+		meta[MetaMeta] = rawjson.ToAny(m)
 		delete(top, "meta")
 	}
 	b := a.newBody(ctx, kid, KindKickoff, kid, top)
@@ -127,7 +127,7 @@ func (a *Adapter) statusBody(ctx context.Context, raw []byte, top map[string]jso
 		if st.Result != nil {
 			out = st.Result.Output
 			if len(st.Result.Tasks) > 0 {
-				b.meta["crewai_tasks"] = toAny(mustJSON(st.Result.Tasks))
+				b.meta["crewai_tasks"] = rawjson.ToAny(mustJSON(st.Result.Tasks))
 			}
 			delete(top, "result")
 		}
@@ -148,7 +148,7 @@ func (a *Adapter) statusBody(ctx context.Context, raw []byte, top map[string]jso
 	p := map[string]any{"status": status}
 	for _, k := range []string{"current_task", "progress", "message", "execution_time"} {
 		if v, ok := top[k]; ok {
-			p[k] = toAny(v)
+			p[k] = rawjson.ToAny(v)
 			delete(top, k)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/clutchprotocol/clutch/adapters"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clutchprotocol/clutch/adapters"
 
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/clutchprotocol/clutch/auth"

@@ -234,7 +234,7 @@ func leftovers(d map[string]jsonValue, e *event, meta map[string]any) map[string
 			extra[k] = v
 		}
 		for k, v := range d {
-			extra[k] = toAny(v)
+			extra[k] = rawjson.ToAny(v)
 		}
 		meta[MetaExtra] = extra
 	}
@@ -287,7 +287,7 @@ func (c *conv) event(e *event) error {
 			meta["crewai_output"] = mapAny(o)
 		}
 		if t, ok := d["total_tokens"]; ok {
-			meta[MetaUsage] = map[string]any{"total_tokens": toAny(t)}
+			meta[MetaUsage] = map[string]any{"total_tokens": rawjson.ToAny(t)}
 			delete(d, "total_tokens")
 		}
 		return c.emit(e, "", protocol.TypeTaskResult, c.root, "", crew, nil, payload, leftovers(d, e, meta))
@@ -354,7 +354,7 @@ func (c *conv) event(e *event) error {
 	case strings.HasPrefix(typ, "llm_call_") || typ == "llm_stream_chunk" || typ == "llm_thinking_chunk":
 		task, parent := c.taskOf(crewTask)
 		if u, ok := d["usage"]; ok && rawjson.Kind(u) == '{' {
-			meta[MetaUsage] = toAny(u)
+			meta[MetaUsage] = rawjson.ToAny(u)
 		}
 		meta = leftovers(d, e, meta)
 		payload := meta[MetaExtra]
@@ -416,7 +416,7 @@ func progressKind(typ string) bool {
 func mapAny(o map[string]jsonValue) map[string]any {
 	out := make(map[string]any, len(o))
 	for k, v := range o {
-		out[k] = toAny(v)
+		out[k] = rawjson.ToAny(v)
 	}
 	return out
 }
@@ -494,7 +494,7 @@ func (c *conv) toolStarted(e *event, d map[string]jsonValue, crewTask string, ag
 	}
 	for _, k := range []string{"run_attempts", "delegations", "agent_key"} {
 		if v, ok := d[k]; ok {
-			meta["crewai_"+k] = toAny(v)
+			meta["crewai_"+k] = rawjson.ToAny(v)
 			delete(d, k)
 		}
 	}
@@ -574,12 +574,12 @@ func (c *conv) toolFinished(e *event, d map[string]jsonValue, crewTask string, a
 	}
 	for _, x := range []string{"run_attempts", "delegations", "agent_key", "from_cache", "started_at", "finished_at"} {
 		if v, ok := d[x]; ok {
-			meta["crewai_"+x] = toAny(v)
+			meta["crewai_"+x] = rawjson.ToAny(v)
 			delete(d, x)
 		}
 	}
 	if v, ok := d["tool_args"]; ok {
-		meta["crewai_tool_args"] = toAny(toolArgs(v))
+		meta["crewai_tool_args"] = rawjson.ToAny(toolArgs(v))
 		delete(d, "tool_args")
 	}
 	output := take(d, "output")
@@ -634,7 +634,7 @@ func (c *conv) toolError(e *event, d map[string]jsonValue, crewTask string, agen
 	ep := failure(d, e, def)
 	ep.Details["name"], ep.Details["call_id"] = name, callID
 	if v, ok := d["tool_args"]; ok {
-		ep.Details["args"] = toAny(toolArgs(v))
+		ep.Details["args"] = rawjson.ToAny(toolArgs(v))
 		delete(d, "tool_args")
 	}
 	if err := c.emit(e, "", protocol.TypeToolError, task, parent, agent, nil, ep, leftovers(d, e, meta)); err != nil {
@@ -645,24 +645,4 @@ func (c *conv) toolError(e *event, d map[string]jsonValue, crewTask string, agen
 		return c.emit(e, "/result", protocol.TypeTaskError, dl.Sub, dl.Parent, from, nil, &protocol.ErrorPayload{Code: ep.Code, Message: ep.Message, Retryable: ep.Retryable}, map[string]any{"crewai_delegation": name})
 	}
 	return nil
-}
-
-// toAny is rawjson.ToAny with the scalars (most members) read directly:
-// a json.Decoder per string costs more than the rest of the mapping.
-func toAny(v jsonValue) any {
-	switch rawjson.Kind(v) {
-	case 'n':
-		return nil
-	case 't':
-		return true
-	case 'f':
-		return false
-	case '"':
-		if s, ok := rawjson.Str(v); ok {
-			return s
-		}
-	case '0':
-		return json.Number(string(v))
-	}
-	return rawjson.ToAny(v)
 }

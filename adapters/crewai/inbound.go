@@ -160,7 +160,7 @@ func (a *Adapter) batch(ctx context.Context, top map[string]jsonValue) ([]*proto
 			if extra == nil {
 				extra = map[string]any{}
 			}
-			extra[k] = toAny(v)
+			extra[k] = rawjson.ToAny(v)
 		}
 	}
 	return a.events(ctx, trace, items, "/events", extra)
@@ -302,7 +302,7 @@ func readEvent(it map[string]jsonValue, path string) (*event, error) {
 			if e.links == nil {
 				e.links = map[string]any{}
 			}
-			e.links[k] = toAny(v)
+			e.links[k] = rawjson.ToAny(v)
 		default:
 			if dataKey == "" {
 				continue
@@ -310,7 +310,7 @@ func readEvent(it map[string]jsonValue, path string) (*event, error) {
 			if e.extra == nil {
 				e.extra = map[string]any{}
 			}
-			e.extra[k] = toAny(v)
+			e.extra[k] = rawjson.ToAny(v)
 		}
 	}
 	// The scope ids may also sit in the event's own to_json().
@@ -319,7 +319,7 @@ func readEvent(it map[string]jsonValue, path string) (*event, error) {
 			if e.links == nil {
 				e.links = map[string]any{}
 			}
-			e.links[k] = toAny(v)
+			e.links[k] = rawjson.ToAny(v)
 			delete(e.data, k)
 		}
 	}

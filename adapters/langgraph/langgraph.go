@@ -274,9 +274,6 @@ func splitJSON(raw []byte) ([]jsontext.Value, error) {
 	return out, nil
 }
 
-// toAny decodes a checked raw value into meta-like Go values.
-func toAny(v []byte) any { return rawjson.ToAny(v) }
-
 // jsonOf encodes a Go value built from toAny.
 func jsonOf(v any) json.RawMessage {
 	b, err := rawjson.FromAny(v)

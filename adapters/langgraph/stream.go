@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -104,14 +105,14 @@ func (s *Stream) Frame(ctx context.Context, f Frame) ([]*protocol.Message, error
 	if !utf8.ValidString(event) || !utf8.ValidString(f.ID) {
 		return nil, inErr(protocol.CodeInvalidUTF8, "/event", "the frame's event or id is not valid UTF-8", nil)
 	}
-	data := toAny(v)
+	data := rawjson.ToAny(v)
 	s.beginRaw(event, f.ID, f.Data)
 	return s.finish(s.frame(ctx, event, data))
 }
 
 // record translates one JSON record (see Translator.Inbound).
 func (s *Stream) record(ctx context.Context, v jsontext.Value, base string) ([]*protocol.Message, error) {
-	obj, ok := toAny(v).(map[string]any)
+	obj, ok := rawjson.ToAny(v).(map[string]any)
 	if !ok {
 		return nil, inErr(protocol.CodeWrongType, base, "a LangGraph record is a JSON object, not "+kindOf(v), ErrNotLangGraph)
 	}

@@ -56,8 +56,25 @@ func OptString(v []byte) (s string, present bool, code protocol.Code, detail str
 }
 
 // ToAny decodes a raw value into the types protocol.Decode gives meta
-// values (json.Number for numbers).
+// values (json.Number for numbers). Scalars, most of the values it sees,
+// are read directly; objects and arrays go through encoding/json.
 func ToAny(v []byte) any {
+	v = bytes.TrimSpace(v)
+	switch Kind(v) {
+	case 'n':
+		return nil
+	case 't':
+		return true
+	case 'f':
+		return false
+	case '"':
+		if s, ok := Str(v); ok {
+			return s
+		}
+		return nil
+	case '0':
+		return json.Number(v)
+	}
 	d := json.NewDecoder(bytes.NewReader(v))
 	d.UseNumber()
 	var out any

@@ -74,3 +74,13 @@ func TestOptString(t *testing.T) {
 		assert.Equal(t, c.code, code, c.in)
 	}
 }
+
+func TestToAnyScalars(t *testing.T) {
+	for in, want := range map[string]any{
+		`null`: nil, ` true `: true, `false`: false, `"a\u00e9"`: "aé",
+		` 12345678901234567890 `: json.Number("12345678901234567890"), `-1.5e3`: json.Number("-1.5e3"),
+		`[1,"x"]`: []any{json.Number("1"), "x"},
+	} {
+		assert.Equal(t, want, ToAny([]byte(in)), in)
+	}
+}
