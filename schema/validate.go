@@ -191,7 +191,11 @@ func decodePayload(payload []byte, maxBytes int) (any, error) {
 // UTF-8 are refused. It reads payloads and schema documents alike.
 func decodeJSON(data []byte) (any, error) {
 	d := decoders.Get().(*decoder)
-	defer decoders.Put(d)
+	defer func() {
+		d.r.Reset(nil) // the pool keeps no payload alive
+		d.dec.Reset(&d.r)
+		decoders.Put(d)
+	}()
 	d.r.Reset(data)
 	d.dec.Reset(&d.r)
 	v, err := d.value()
