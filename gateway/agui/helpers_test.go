@@ -116,7 +116,12 @@ type testEnv struct {
 // handler behind auth.Middleware on an httptest server.
 func newEnv(t testing.TB, opts *agui.Options) *testEnv {
 	t.Helper()
-	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
+	return newEnvWith(t, router.Options{MaxAttempts: 1}, opts)
+}
+
+func newEnvWith(t testing.TB, ropts router.Options, opts *agui.Options) *testEnv {
+	t.Helper()
+	env := routertest.New(t, &routertest.Options{Router: ropts})
 	env.Register(card("agent:worker", "skill:work"), worker)
 	env.Register(card("agent:helper", "skill:help"), helper)
 	var o agui.Options

@@ -18,14 +18,14 @@ import (
 // toolCalls of assistant messages, metadata, ...) are ignored, so newer
 // clients are accepted.
 type Input struct {
-	ThreadID       string          `json:"threadId"`
-	RunID          string          `json:"runId"`
-	ParentRunID    string          `json:"parentRunId,omitzero"`
-	State          jsontext.Value  `json:"state,omitzero"`
-	Messages       []InputMessage  `json:"messages"`
-	Tools          []Tool          `json:"tools"`
-	Context        []Context       `json:"context"`
-	ForwardedProps jsontext.Value  `json:"forwardedProps,omitzero"`
+	ThreadID       string         `json:"threadId"`
+	RunID          string         `json:"runId"`
+	ParentRunID    string         `json:"parentRunId,omitzero"`
+	State          jsontext.Value `json:"state,omitzero"`
+	Messages       []InputMessage `json:"messages"`
+	Tools          []Tool         `json:"tools"`
+	Context        []Context      `json:"context"`
+	ForwardedProps jsontext.Value `json:"forwardedProps,omitzero"`
 }
 
 // InputMessage is one message of a RunAgentInput's conversation.

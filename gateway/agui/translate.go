@@ -281,7 +281,7 @@ func (t *Translator) toolCall(dst []Event, m *protocol.Message) []Event {
 }
 
 func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
-	var callID, name, content string
+	var callID, name, tool, content string
 	var structured, contentRaw []byte
 	eachMember(m.Payload, func(k string, v jsontext.Value) {
 		switch k {
@@ -289,6 +289,8 @@ func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
 			callID, _ = str(v)
 		case "name":
 			name, _ = str(v)
+		case "tool":
+			tool, _ = str(v)
 		case "structuredContent":
 			structured = compact(v)
 		case "content":
@@ -302,14 +304,21 @@ func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
 				switch k {
 				case "call_id":
 					callID, _ = str(v)
-				case "name", "tool":
+				case "name":
 					if name == "" {
 						name, _ = str(v)
+					}
+				case "tool":
+					if tool == "" {
+						tool, _ = str(v)
 					}
 				}
 			})
 		}
 	})
+	if name == "" {
+		name = tool
+	}
 	switch {
 	case m.Type == protocol.TypeToolError:
 		content = compactString(m.Payload)
