@@ -52,8 +52,8 @@ func (m *InputMessage) Text() string {
 	}
 	for _, p := range arr {
 		var typ, text string
-		eachMember(p, func(k string, v jsontext.Value) {
-			switch k {
+		eachMember(p, func(k []byte, v jsontext.Value) {
+			switch string(k) {
 			case "type":
 				typ, _ = str(v)
 			case "text":

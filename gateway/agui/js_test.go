@@ -24,8 +24,8 @@ import (
 // lockfile committed); `make deps` installs it with npm ci.
 const clientDir = "testdata/client"
 
-// jsOutput is what run.mjs printed: the events the HttpAgent received and
-// how its run ended.
+// jsOutput is what run.mjs printed for one run: the events the HttpAgent
+// received and how its run ended.
 type jsOutput struct {
 	Events []map[string]any
 	Done   *struct {
@@ -36,8 +36,19 @@ type jsOutput struct {
 	Failed string
 }
 
-// runJS runs testdata/client/run.mjs with args and parses its output.
+// runJS runs testdata/client/run.mjs with args and returns its one run.
 func runJS(t *testing.T, args ...string) jsOutput {
+	t.Helper()
+	runs := runsJS(t, args...)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	return runs[0]
+}
+
+// runsJS runs testdata/client/run.mjs with args and parses its output, one
+// jsOutput per run.
+func runsJS(t *testing.T, args ...string) []jsOutput {
 	t.Helper()
 	node := nodepeer.Need(t, "the AG-UI client (@ag-ui/client)", filepath.Join(clientDir, "node_modules", "@ag-ui", "client", "package.json"))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -49,6 +60,7 @@ func runJS(t *testing.T, args ...string) jsOutput {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("run.mjs %v: %v\n%s", args, err, stderr.String())
 	}
+	var runs []jsOutput
 	var out jsOutput
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(nil, 1<<20)
@@ -68,14 +80,16 @@ func runJS(t *testing.T, args ...string) jsOutput {
 			if err := json.Unmarshal(line.Done, &out.Done); err != nil {
 				t.Fatal(err)
 			}
+			runs, out = append(runs, out), jsOutput{}
 		case line.Failed != nil:
 			out.Failed = *line.Failed
+			runs, out = append(runs, out), jsOutput{}
 		}
 	}
-	if out.Done == nil && out.Failed == "" {
+	if len(runs) == 0 || out.Events != nil {
 		t.Fatalf("run.mjs did not finish:\n%s\n%s", stdout.String(), stderr.String())
 	}
-	return out
+	return runs
 }
 
 // ids are the ids of a worker run, read back from the store.
@@ -191,6 +205,68 @@ func TestJSClientRun(t *testing.T) {
 	}
 }
 
+// TestJSClientConversation: two turns of one AG-UI thread. The second
+// RunAgentInput carries the whole conversation back (the first user
+// message, the assistant message with its toolCalls, the tool message);
+// the handler takes its last user message, and both runs land in one
+// Clutch thread.
+func TestJSClientConversation(t *testing.T) {
+	e := newEnv(t, nil)
+	runs := runsJS(t, "run", e.hs.URL, testKey, "thread-conv", "run-a", "first question", "run-b", "second question")
+	if len(runs) != 2 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	c := &auth.Caller{AgentID: tester}
+	for i, tc := range []struct{ run, text string }{{"run-a", "first question"}, {"run-b", "second question"}} {
+		if runs[i].Failed != "" {
+			t.Fatalf("run %s failed: %s", tc.run, runs[i].Failed)
+		}
+		want := workerEvents("thread-conv", tc.run, tc.text, runIDs(t, e, agui.RunID(c, tc.run)))
+		if diff := cmp.Diff(want, summaries(runs[i].Events)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.run, diff)
+		}
+	}
+	thread := agui.ThreadID(c, "thread-conv")
+	var texts []string
+	for _, m := range e.Events(store.Query{ThreadID: thread, TypePrefix: "task.request"}) {
+		p, err := protocol.DecodePayload[agui.InputPayload](m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, p.MessageID+":"+p.Text)
+	}
+	if got := strings.Join(texts, ","); got != "user-1:first question,user-2:second question" {
+		t.Errorf("requests in the thread: %s", got)
+	}
+}
+
+// TestJSClientDelegation: a delegated subtask reaches the client as a tool
+// call with its own step, which the client's verifier and state accept.
+func TestJSClientDelegation(t *testing.T) {
+	e := newEnv(t, nil)
+	out := runJS(t, "run", e.hs.URL, testKey, "thread-js", "run-del", "delegate:check")
+	if out.Failed != "" {
+		t.Fatalf("the run failed in the client: %s", out.Failed)
+	}
+	var types []string
+	for _, ev := range out.Events {
+		types = append(types, ev["type"].(string))
+	}
+	if got := strings.Join(types, " "); got != "RUN_STARTED CUSTOM STEP_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END CUSTOM STEP_STARTED TOOL_CALL_RESULT STEP_FINISHED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END STEP_FINISHED RUN_FINISHED" {
+		t.Errorf("types %s", got)
+	}
+	var roles []string
+	for _, m := range out.Done.NewMessages {
+		roles = append(roles, m["role"].(string))
+	}
+	if got := strings.Join(roles, ","); got != "assistant,tool,assistant" {
+		t.Errorf("new messages %s: %v", got, out.Done.NewMessages)
+	}
+	if tool := out.Done.NewMessages[1]; tool["content"] != "helped: check" {
+		t.Errorf("tool message %v", tool)
+	}
+}
+
 // TestJSClientRunError: a failed task ends the client's run with
 // RUN_ERROR, which the client reports as it does for any agent.
 func TestJSClientRunError(t *testing.T) {
@@ -208,7 +284,10 @@ func TestJSClientRunError(t *testing.T) {
 	if diff := cmp.Diff(want, summaries(out.Events)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	t.Logf("client outcome: done=%v failed=%q", out.Done != nil, out.Failed)
+	// The client ends the run without a result or a new message.
+	if out.Done == nil || out.Done.Result != nil || len(out.Done.NewMessages) != 0 {
+		t.Errorf("client outcome %+v", out)
+	}
 }
 
 // TestJSClientRefused: the client sees the handler's refusals as HTTP

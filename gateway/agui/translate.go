@@ -256,8 +256,8 @@ func (t *Translator) chat(dst []Event, m *protocol.Message) []Event {
 func (t *Translator) toolCall(dst []Event, m *protocol.Message) []Event {
 	var name, tool string
 	var args []byte
-	eachMember(m.Payload, func(k string, v jsontext.Value) {
-		switch k {
+	eachMember(m.Payload, func(k []byte, v jsontext.Value) {
+		switch string(k) {
 		case "name":
 			name, _ = str(v)
 		case "tool":
@@ -283,8 +283,8 @@ func (t *Translator) toolCall(dst []Event, m *protocol.Message) []Event {
 func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
 	var callID, name, tool, content string
 	var structured, contentRaw []byte
-	eachMember(m.Payload, func(k string, v jsontext.Value) {
-		switch k {
+	eachMember(m.Payload, func(k []byte, v jsontext.Value) {
+		switch string(k) {
 		case "call_id":
 			callID, _ = str(v)
 		case "name":
@@ -300,8 +300,8 @@ func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
 				contentRaw = compact(v)
 			}
 		case "details": // tool.error: the call is named in details
-			eachMember(v, func(k string, v jsontext.Value) {
-				switch k {
+			eachMember(v, func(k []byte, v jsontext.Value) {
+				switch string(k) {
 				case "call_id":
 					callID, _ = str(v)
 				case "name":
@@ -367,9 +367,9 @@ func DefaultText(m *protocol.Message) string {
 		return s
 	}
 	var found [4]string
-	eachMember(p, func(k string, v jsontext.Value) {
+	eachMember(p, func(k []byte, v jsontext.Value) {
 		for i, name := range [...]string{"text", "content", "message", "summary"} {
-			if k == name && found[i] == "" {
+			if string(k) == name && found[i] == "" {
 				found[i], _ = str(v)
 			}
 		}
@@ -382,31 +382,48 @@ func DefaultText(m *protocol.Message) string {
 	return compactString(p)
 }
 
-var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
+// memberReader is a pooled decoder over a reusable reader.
+type memberReader struct {
+	r bytes.Reader
+	d *jsontext.Decoder
+}
 
-// eachMember calls fn with each member of the JSON object raw, in order;
-// raw that is not an object is skipped. v is valid only during the call.
-func eachMember(raw []byte, fn func(name string, v jsontext.Value)) {
+var decoders = sync.Pool{New: func() any {
+	mr := &memberReader{}
+	mr.d = jsontext.NewDecoder(&mr.r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	return mr
+}}
+
+// eachMember calls fn with the name and value of each member of the JSON
+// object raw, in order; raw that is not an object is skipped. name and v
+// are valid only during the call (switch on string(name) does not
+// allocate).
+func eachMember(raw []byte, fn func(name []byte, v jsontext.Value)) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return
 	}
-	d := decoders.Get().(*jsontext.Decoder)
-	d.Reset(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	mr := decoders.Get().(*memberReader)
+	mr.r.Reset(raw)
+	mr.d.Reset(&mr.r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	defer func() {
-		d.Reset(bytes.NewReader(nil))
-		decoders.Put(d)
+		mr.r.Reset(nil)
+		decoders.Put(mr)
 	}()
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+	if tok, err := mr.d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return
 	}
-	for d.PeekKind() == '"' {
-		k, err := d.ReadToken()
+	for mr.d.PeekKind() == '"' {
+		k, err := mr.d.ReadValue()
 		if err != nil {
 			return
 		}
-		name := k.String()
-		v, err := d.ReadValue()
+		name := k[1 : len(k)-1]
+		if bytes.IndexByte(name, '\\') >= 0 { // an escaped name: unquote it
+			s, _ := str(k)
+			name = []byte(s)
+		}
+		v, err := mr.d.ReadValue()
 		if err != nil {
 			return
 		}
