@@ -362,7 +362,6 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run string, tr 
 					out = append(out, Event{Type: RunStarted, ThreadID: tr.threadID, RunID: tr.runID})
 				}
 				out = append(out, Event{Type: RunError, Code: string(protocol.CodeOf(it.err)), Message: "the run's event stream failed"})
-				after = 0
 			}
 			buf = appendSSE(buf[:0], out, after)
 			if len(buf) > 0 {
@@ -379,11 +378,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run string, tr 
 
 // appendSSE appends the SSE frames of evs: "data: <json>\n\n", with
 // "id: <seq>" on the last frame of each Clutch event, skipping events of
-// seq ≤ after other than RUN_STARTED.
+// seq ≤ after other than RUN_STARTED. Events of seq 0 (the handler's own)
+// are always sent, without an id.
 func appendSSE(b []byte, evs []Event, after uint64) []byte {
 	for i := range evs {
 		e := &evs[i]
-		if e.Seq <= after && e.Type != RunStarted {
+		if e.Seq != 0 && e.Seq <= after && e.Type != RunStarted {
 			continue
 		}
 		if e.Seq > after && (i == len(evs)-1 || evs[i+1].Seq != e.Seq) {
