@@ -12,9 +12,11 @@
 // auth.Caller in its context is refused with 401.
 //
 //	h, err := agui.New(r, &agui.Options{Agent: "agent:assistant"})
-//	mux.Handle("/v1/agui/", http.StripPrefix("/v1/agui", auth.Middleware(authn, nil)(h)))
+//	ag := http.StripPrefix("/v1/agui", auth.Middleware(authn, nil)(h))
+//	mux.Handle("/v1/agui", ag) // the URL an HttpAgent is given: a POST is never redirected
+//	mux.Handle("/v1/agui/", ag)
 //
-// The handler serves, at its root:
+// The handler serves, at its root ("" or "/"; any other path is 404):
 //
 //   - POST with a RunAgentInput body (what HttpAgent.runAgent sends:
 //     threadId, runId, messages, tools, context, state, forwardedProps).

@@ -391,3 +391,22 @@ func TestNewOptions(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestInputShapes: state and forwardedProps of any JSON kind, and the
+// members of newer clients, pass the decoder and the payload's schema.
+func TestInputShapes(t *testing.T) {
+	e := newEnv(t, nil)
+	for i, extra := range []string{
+		`"state":"text","forwardedProps":[1,2]`,
+		`"state":5,"forwardedProps":null`,
+		`"state":null,"forwardedProps":{"nested":{"a":[true]}},"resume":[{"interruptId":"i","status":"resolved"}],"parentRunId":"p"`,
+	} {
+		body := `{"threadId":"t","runId":"shape-` + strconv.Itoa(i) + `",` + extra + `,"tools":[],"context":[],"messages":[{"id":"u","role":"user","content":"hi","metadata":{"k":"v"}}]}`
+		resp := e.do(t, "POST", "/", testKey, body)
+		frames := readSSE(t, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || frames[len(frames)-1].Event["type"] != "RUN_FINISHED" {
+			t.Errorf("%s: %d %v", extra, resp.StatusCode, frameSummaries(frames))
+		}
+	}
+}
