@@ -141,7 +141,7 @@ type LoadRecord struct {
 	Path     string `json:"path"`
 	Hash     string `json:"hash"`
 	Changed  bool   `json:"changed"`
-	HasDraft bool   `json:"has_draft,omitempty"`
+	HasDraft bool   `json:"has_draft"`
 }
 
 // ReferEvent is the payload of TypeRefer.
