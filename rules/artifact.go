@@ -160,7 +160,7 @@ type ArtifactResult struct {
 // Artifact runs an artifact command as the session's agent
 // (docs/protocol.md §15.9): it stages, replaces or discards one of the
 // agent's drafts, records the library event, and records an attestation
-// event in the session. Its errors are those of §15.11: ErrUnsafePath,
+// event in the session. Its errors are those of §15.10: ErrUnsafePath,
 // ErrNotFound ("file not found in cache"), ErrIncompatibleDraft,
 // ErrDraftExists, ErrPathTaken, ErrNoDraft, ErrInvalidCommand.
 func (s *Session) Artifact(ctx context.Context, c Command) (*ArtifactResult, error) {

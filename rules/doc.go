@@ -1,6 +1,6 @@
 // Package rules keeps a team's rules, workflows and context documents for
 // agents, and records what agents do with them as evidence in the event
-// log (docs/protocol.md §15.5–§15.12).
+// log (docs/protocol.md §15.4–§15.11).
 //
 // # Basics
 //
@@ -44,7 +44,7 @@
 //
 // The sentinels of errors.go, matched with errors.Is, each with a
 // protocol.Code. Their messages carry the phrases of docs/protocol.md
-// §15.11 ("invalid params", "Unknown rule id", "unsafe path", "file not
+// §15.10 ("invalid params", "Unknown rule id", "unsafe path", "file not
 // found in cache", "artifact already has an incompatible local change",
 // "draft already exists"). A refused reference is a *ReferError with the
 // retryable code and action an agent acts on.

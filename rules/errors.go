@@ -7,7 +7,7 @@ import (
 
 // The sentinel errors of the package. Match them with errors.Is; each also
 // carries a protocol.Code (protocol.CodeOf). The messages of the ones an
-// agent meets through the tools are the phrases of docs/protocol.md §15.11.
+// agent meets through the tools are the phrases of docs/protocol.md §15.10.
 var (
 	// ErrInvalidParams: a call's arguments break a rule of its input
 	// (memsetup without knownHashes["META_PROMPT.md"], memload without a

@@ -26,7 +26,7 @@ const (
 	TypeDraftRejected protocol.Type = "x.clutch.rules.draft_rejected"
 )
 
-// Attestation events (docs/protocol.md §15.10): what an agent did with the
+// Attestation events (docs/protocol.md §15.5): what an agent did with the
 // library, from the agent, in the run, thread and task of its session.
 const (
 	TypeSetup    protocol.Type = "x.clutch.rules.setup"

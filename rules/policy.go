@@ -26,7 +26,7 @@ func (q Requirement) String() string {
 
 // Policy says which references an agent must have made (memref, or
 // Session.Refer of ForTask) during a task before its result is accepted
-// (docs/protocol.md §15.12).
+// (docs/protocol.md §15.11).
 type Policy struct {
 	// Capabilities requires references of tasks whose request requires the
 	// capability id (e.g. "skill:review").

@@ -13,7 +13,7 @@ import (
 	"github.com/clutchprotocol/clutch/store"
 )
 
-// Session is an agent's use of a library (docs/protocol.md §15.5): every
+// Session is an agent's use of a library (docs/protocol.md §15.4): every
 // call records an attestation event from the agent, in the run, thread and
 // task of the session. A Session is safe for concurrent use.
 type Session struct {
@@ -33,7 +33,7 @@ func (l *Library) ForTask(t *router.Task) *Session {
 }
 
 // Session returns the session of agent bound to a host session id
-// (docs/protocol.md §15.5). When sessionID is the id of a task the agent
+// (docs/protocol.md §15.4). When sessionID is the id of a task the agent
 // requested or took part in, the session's events go to that task's run,
 // thread and task; a task the agent has nothing to do with is refused with
 // ErrForbidden. Any other id (or "") gets a run of its own derived from the
@@ -121,7 +121,7 @@ type SetupResult struct {
 	TaskID   string `json:"taskId"`
 }
 
-// Setup starts the session (memsetup, docs/protocol.md §15.5): it returns
+// Setup starts the session (memsetup, docs/protocol.md §15.4): it returns
 // the workspace id, the session id and the meta-prompt, whose content is
 // left out when knownHashes["META_PROMPT.md"] is its current hash.
 // knownHashes must hold that key ("" when the hash is unknown).
@@ -168,7 +168,7 @@ type Item struct {
 }
 
 // Discover lists the rules, workflows and context documents without their
-// content (memdisc, docs/protocol.md §15.5), sorted by path: the published
+// content (memdisc, docs/protocol.md §15.4), sorted by path: the published
 // ones, and the session agent's create-only drafts under their tmp- ids.
 func (s *Session) Discover(ctx context.Context, f Filter) ([]Item, error) {
 	switch Kind(f.Kind) {
@@ -250,7 +250,7 @@ func ReferReminder(id string) string {
 }
 
 // Load returns the content of the documents ids (memload, docs/protocol.md
-// §15.5) as the session's agent sees them: its own draft of a document
+// §15.4) as the session's agent sees them: its own draft of a document
 // when it has one, else the published version. knownHashes must hold an
 // entry for every id ("" when unknown); the content of a document whose
 // hash is that entry is left out (delta loading), its constraints are not.
@@ -407,7 +407,7 @@ func (s *Session) Refer(ctx context.Context, refs []Ref) (int, error) {
 }
 
 // Report closes a successful turn with a summary (agentreport,
-// docs/protocol.md §15.5); an empty summary is ErrInvalidParams.
+// docs/protocol.md §15.4); an empty summary is ErrInvalidParams.
 func (s *Session) Report(ctx context.Context, summary string) error {
 	if strings.TrimSpace(summary) == "" {
 		return wrap(ErrInvalidParams, "summary must not be empty")
@@ -417,7 +417,7 @@ func (s *Session) Report(ctx context.Context, summary string) error {
 }
 
 // Reject closes a turn whose output did not follow the loaded constraints
-// (agentrejected, docs/protocol.md §15.5), with an optional reason.
+// (agentrejected, docs/protocol.md §15.4), with an optional reason.
 func (s *Session) Reject(ctx context.Context, reason string) error {
 	_, err := s.emit(ctx, TypeReject, &RejectEvent{SessionID: s.ref.SessionID, Reason: reason})
 	return err

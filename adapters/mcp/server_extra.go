@@ -19,7 +19,7 @@ import (
 // result uses the docs/protocol.md §15.3 envelope, and the call is
 // recorded like the Server's own (TypeHostCall). Package
 // github.com/clutchprotocol/clutch/rules/rulesmcp provides the tools of
-// docs/protocol.md §15.5 this way.
+// docs/protocol.md §15.4 this way.
 type ServerTool struct {
 	Name, Title, Description string
 	// InputSchema is the JSON Schema of the arguments, an object schema;

@@ -1,5 +1,5 @@
 // Package rulesmcp serves a rules.Library to MCP hosts: the seven tools of
-// docs/protocol.md §15.5 — memsetup, memdisc, memload, memref,
+// docs/protocol.md §15.4 — memsetup, memdisc, memload, memref,
 // agentreport, agentrejected and artifact — as tools of the Clutch MCP
 // server (github.com/clutchprotocol/clutch/adapters/mcp), next to its task
 // tools, over stdio and Streamable HTTP:
@@ -28,7 +28,7 @@
 //
 // # Errors
 //
-// The rows of docs/protocol.md §15.11: invalid arguments give an error
+// The rows of docs/protocol.md §15.10: invalid arguments give an error
 // result whose message starts "invalid params"; an unknown tool is the MCP
 // protocol error of the SDK ("unknown tool"); the library's errors keep
 // their messages ("Unknown rule id", "unsafe path", "file not found in

@@ -12,7 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// The tool names (docs/protocol.md §15.5).
+// The tool names (docs/protocol.md §15.4).
 const (
 	ToolSetup         = "memsetup"
 	ToolDiscover      = "memdisc"
@@ -32,7 +32,7 @@ type Options struct {
 	MaxSessions int
 }
 
-// Tools returns the seven tools of docs/protocol.md §15.5 over lib, to
+// Tools returns the seven tools of docs/protocol.md §15.4 over lib, to
 // serve with mcp.ServerOptions.ExtraTools. opts may be nil.
 func Tools(lib *rules.Library, opts *Options) []mcp.ServerTool {
 	ts := &toolset{lib: lib, sessions: map[string]*rules.Session{}, max: defaultMaxBinding}

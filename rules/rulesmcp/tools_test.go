@@ -127,7 +127,7 @@ func TestToolList(t *testing.T) {
 }
 
 // TestEveryToolAndErrorRow goes through each tool's inputs and every row
-// of docs/protocol.md §15.11 with the go-sdk client.
+// of docs/protocol.md §15.10 with the go-sdk client.
 func TestEveryToolAndErrorRow(t *testing.T) {
 	h, st := memHost(t)
 	cs := connect(t, h)
