@@ -2,10 +2,14 @@ package rules
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"testing/fstest"
+
+	"github.com/clutchprotocol/clutch/store/memstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,6 +71,8 @@ func TestImportExportRoundTrip(t *testing.T) {
 
 	_, err = l.Import(ctx, fstest.MapFS{ManifestName: {Data: []byte(`{"documents":[{"id":"tmp-1","path":"a.md","kind":"rule"}]}`)}}, nil)
 	assert.ErrorIs(t, err, ErrInvalidParams)
+	_, err = l.Import(ctx, fstest.MapFS{ManifestName: {Data: []byte(`{"documents":[{"id":"d","path":"a.md","kind":"policy"}]}`)}, "a.md": {Data: []byte("a")}}, nil)
+	assert.ErrorIs(t, err, ErrInvalidParams)
 	_, err = l.Import(ctx, fstest.MapFS{"big.md": {Data: make([]byte, MaxDocumentSize+1)}}, nil)
 	assert.ErrorIs(t, err, ErrTooLarge)
 }
@@ -77,4 +83,46 @@ func idsByPath(docs []Document) map[string]string {
 		m[d.Path] = d.ID + " " + string(d.Kind) + " " + d.Hash
 	}
 	return m
+}
+
+// FuzzImport feeds Import a manifest and a document of any bytes: it never
+// panics, and a folder it accepts round-trips through Export.
+func FuzzImport(f *testing.F) {
+	f.Add([]byte(`{"documents":[{"id":"doc_1","path":"rules/A.md","kind":"rule","description":"d"}]}`), "rules/A.md", []byte("## A\n- x\n"))
+	f.Add([]byte(`{"documents":[{"id":"META_PROMPT.md","path":"META_PROMPT.md","kind":"mpf"}]}`), "META_PROMPT.md", []byte("# p"))
+	f.Add([]byte(`{"documents":[{"id":"x","path":"a.md","kind":"rule","extra":1}]}`), "a.md", []byte(""))
+	f.Add([]byte(`{"documents":[{"id":"x","path":"a.md"},{"id":"x","path":"b.md"}]}`), "b.md", []byte("b"))
+	f.Add([]byte(`null`), "context/x.md", []byte("x"))
+	f.Fuzz(func(t *testing.T, manifest []byte, p string, body []byte) {
+		if !fs.ValidPath(p) || p == ManifestName {
+			return
+		}
+		ctx := context.Background()
+		st, err := memstore.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		l, err := Open(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Import(ctx, fstest.MapFS{ManifestName: {Data: manifest}, p: {Data: body}}, nil); err != nil {
+			return
+		}
+		dir := t.TempDir()
+		if err := l.Export(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		l2, err := Open(ctx, st, &Options{Workspace: "copy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l2.Import(ctx, os.DirFS(dir), nil); err != nil {
+			t.Fatal(err)
+		}
+		if a, b := idsByPath(l.Documents()), idsByPath(l2.Documents()); !reflect.DeepEqual(a, b) {
+			t.Fatalf("round trip: %v != %v", a, b)
+		}
+	})
 }

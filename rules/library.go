@@ -506,8 +506,12 @@ func (l *Library) publishLocked(ctx context.Context, actor string, p Publish, so
 	if len(p.Content) > MaxDocumentSize {
 		return Document{}, wrap(ErrTooLarge, fmt.Sprintf("%d bytes, limit %d", len(p.Content), MaxDocumentSize))
 	}
-	if p.Kind == "" {
+	switch p.Kind {
+	case "":
 		p.Kind = KindOf("", p.Path)
+	case KindRule, KindWorkflow, KindContext, KindMPF:
+	default:
+		return Document{}, wrap(ErrInvalidParams, fmt.Sprintf("kind %q is not rule, workflow, context or mpf", p.Kind))
 	}
 	if (p.Kind == KindMPF) != (p.Path == MPFID) {
 		return Document{}, wrap(ErrUnsafePath, "the meta-prompt, and only it, lives at "+MPFID)

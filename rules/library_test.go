@@ -196,7 +196,7 @@ func cmd(t *testing.T, s string) Command {
 
 func TestArtifactDrafts(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLib(t)
+	l, st, reg := newLib(t)
 	w, r, c := seed(t, l)
 	s, err := l.Session(ctx, "agent:host", "s1")
 	require.NoError(t, err)
@@ -316,6 +316,20 @@ func TestArtifactDrafts(t *testing.T) {
 	_, err = l.Approve(ctx, "agent:lead", "agent:host", w.ID)
 	assert.ErrorIs(t, err, ErrConflict)
 	assert.Len(t, l.Drafts(), 1, "the draft stays")
+
+	// Every library event meets its registered schema.
+	runID, _, _ := l.Run()
+	seen := map[protocol.Type]bool{}
+	for ev, err := range st.Read(ctx, store.Query{RunID: runID}) {
+		require.NoError(t, err)
+		m, err := ev.Message()
+		require.NoError(t, err)
+		require.NoError(t, reg.ValidateMessage(m), "%s %s", m.Type, m.Payload)
+		seen[m.Type] = true
+	}
+	for _, typ := range []protocol.Type{TypePublished, TypeRemoved, TypeDrafted, TypeDiscarded, TypeDraftRejected} {
+		assert.True(t, seen[typ], typ)
+	}
 }
 
 // TestRebuildAfterRestart reopens a boltstore and rebuilds the library
