@@ -3,9 +3,12 @@ package rules
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
 
@@ -23,11 +26,18 @@ func benchDoc(i int) string {
 	return b.String()
 }
 
-// benchLibrary publishes n rules in a memstore library and returns a
-// session and the rules' ids and hashes.
-func benchLibrary(b *testing.B, n int) (*Session, []string, map[string]string) {
+// benchLibrary publishes n rules in a library over a memstore, or over a
+// boltstore file (fsync on) when durable, and returns a session and the
+// rules' ids and hashes.
+func benchLibrary(b *testing.B, n int, durable bool) (*Session, []string, map[string]string) {
 	ctx := context.Background()
-	st, err := memstore.New(nil)
+	var st store.Store
+	var err error
+	if durable {
+		st, err = boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), nil)
+	} else {
+		st, err = memstore.New(nil)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,39 +66,52 @@ func benchLibrary(b *testing.B, n int) (*Session, []string, map[string]string) {
 // constraints only) and with none known (content and constraints).
 func BenchmarkLoad50(b *testing.B) {
 	ctx := context.Background()
-	s, ids, hashes := benchLibrary(b, 50)
-	unknown := map[string]string{}
-	for _, id := range ids {
-		unknown[id] = ""
-	}
-	for _, tc := range []struct {
-		name  string
-		known map[string]string
-	}{{"known", hashes}, {"unknown", unknown}} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				items, err := s.Load(ctx, ids, tc.known)
-				if err != nil || len(items) != 50 {
-					b.Fatal(err)
+	for _, durable := range []bool{false, true} {
+		s, ids, hashes := benchLibrary(b, 50, durable)
+		unknown := map[string]string{}
+		for _, id := range ids {
+			unknown[id] = ""
+		}
+		for _, tc := range []struct {
+			name  string
+			known map[string]string
+		}{{"known", hashes}, {"unknown", unknown}} {
+			b.Run(storeName(durable)+"/"+tc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					items, err := s.Load(ctx, ids, tc.known)
+					if err != nil || len(items) != 50 {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
+}
+
+func storeName(durable bool) string {
+	if durable {
+		return "bolt"
+	}
+	return "mem"
 }
 
 // BenchmarkRefer10 is memref of 10 references to 10 rules.
 func BenchmarkRefer10(b *testing.B) {
 	ctx := context.Background()
-	s, ids, _ := benchLibrary(b, 10)
-	refs := make([]Ref, 10)
-	for i := range refs {
-		refs[i] = Ref{RuleID: ids[i], ConstraintID: fmt.Sprintf("Section %d/%d", i%5, i%4+1), Reason: "applied"}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if n, err := s.Refer(ctx, refs); err != nil || n != 10 {
-			b.Fatal(n, err)
+	for _, durable := range []bool{false, true} {
+		s, ids, _ := benchLibrary(b, 10, durable)
+		refs := make([]Ref, 10)
+		for i := range refs {
+			refs[i] = Ref{RuleID: ids[i], ConstraintID: fmt.Sprintf("Section %d/%d", i%5, i%4+1), Reason: "applied"}
 		}
+		b.Run(storeName(durable), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, err := s.Refer(ctx, refs); err != nil || n != 10 {
+					b.Fatal(n, err)
+				}
+			}
+		})
 	}
 }
