@@ -191,6 +191,9 @@ func (l *Library) stage(ctx context.Context, s *Session, c Command) (*ArtifactRe
 	agent := s.agent
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.syncLocked(ctx); err != nil {
+		return nil, "", err
+	}
 	mine := l.drafts[draftKey{agent, c.ID}]
 	drafted := func(d Draft) (*ArtifactResult, string, error) {
 		if d.Op == "create" || d.Op == "update" {

@@ -51,8 +51,12 @@
 //
 // # Caveats
 //
-// One Library per workspace should write to a store at a time: a Library
-// does not see the events another process appends until it is opened
-// again. Document content is limited to MaxDocumentSize. Drafts are per
-// author; reviewers see them all (Drafts).
+// Several Library values (in several processes over a shared store) may
+// serve one workspace: each change and each session call first applies
+// the library events others appended (Sync does it on demand, before
+// Documents, Document or Drafts). Checks and appends are not one
+// transaction across writers, so two writers racing on one document can
+// both succeed; the log keeps both events and every reader applies them in
+// the same order. Document content is limited to MaxDocumentSize. Drafts
+// are per author; reviewers see them all (Drafts).
 package rules

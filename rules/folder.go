@@ -131,6 +131,9 @@ func (l *Library) Import(ctx context.Context, fsys fs.FS, opts *ImportOptions) (
 	var st ImportStats
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.syncLocked(ctx); err != nil {
+		return st, err
+	}
 	seen := map[string]bool{}
 	for _, p := range files {
 		before := l.seq

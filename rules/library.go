@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/schema"
@@ -118,11 +119,12 @@ type Library struct {
 
 	runID, threadID, taskID string
 
-	mu     sync.RWMutex
-	seq    uint64
-	docs   map[string]*docState
-	byPath map[string]string // path → id
-	drafts map[draftKey]*Draft
+	mu      sync.RWMutex
+	seq     uint64        // the last library event applied
+	checked atomic.Uint64 // the store's last seq when the library last synced
+	docs    map[string]*docState
+	byPath  map[string]string // path → id
+	drafts  map[draftKey]*Draft
 }
 
 type draftKey struct{ author, id string }
@@ -177,10 +179,15 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Library, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := l.apply(m); err != nil {
-			return nil, fmt.Errorf("rules: replaying event %d (%s): %w", ev.Seq, m.Type, err)
-		}
+		l.apply(m) // an event that breaks the rules changes nothing
 		l.seq = ev.Seq
+	}
+	if o.AsOf == 0 {
+		last, err := st.LastSeq(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.checked.Store(last)
 	}
 	return l, nil
 }
@@ -309,6 +316,9 @@ func (l *Library) Document(id string) (Document, bool) {
 // for context and the meta-prompt). The meta-prompt of a workspace that
 // has published none is DefaultMetaPrompt.
 func (l *Library) Content(ctx context.Context, id string) (string, []Constraint, error) {
+	if err := l.refresh(ctx); err != nil {
+		return "", nil, err
+	}
 	l.mu.RLock()
 	d, ok := l.docs[id]
 	l.mu.RUnlock()
@@ -390,23 +400,78 @@ func (l *Library) appendLocked(ctx context.Context, actor string, typ protocol.T
 	if err := m.SetPayload(payload); err != nil {
 		return nil, err
 	}
-	res, err := l.st.Append(ctx, m)
-	if err != nil {
+	if _, err := l.st.Append(ctx, m); err != nil {
 		return nil, err
 	}
-	if err := l.apply(m); err != nil {
+	// Apply it from the log, with anything another writer appended
+	// before it.
+	if err := l.syncLocked(ctx); err != nil {
 		return nil, err
 	}
-	l.seq = res[0].Seq
 	return m, nil
 }
 
-// apply changes the state by one library event.
+// syncLocked applies the library events stored after l.seq. l.mu is held.
+func (l *Library) syncLocked(ctx context.Context) error {
+	if l.opts.AsOf != 0 {
+		return nil
+	}
+	last, err := l.st.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	for ev, err := range l.st.Read(ctx, store.Query{RunID: l.runID, AfterSeq: l.seq}) {
+		if err != nil {
+			return err
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return err
+		}
+		l.apply(m) // an event that breaks the rules changes nothing
+		l.seq = ev.Seq
+	}
+	l.checked.Store(last)
+	return nil
+}
+
+// Sync applies the library events other writers (another process over a
+// shared store) appended since the library last looked. Every change
+// and every session call does this already; call Sync before Documents,
+// Document or Drafts to see the latest state.
+func (l *Library) Sync(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.syncLocked(ctx)
+}
+
+// refresh syncs the library when the store has grown since it last
+// looked: one cheap LastSeq when nothing happened.
+func (l *Library) refresh(ctx context.Context) error {
+	if l.opts.AsOf != 0 {
+		return nil
+	}
+	last, err := l.st.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if last == l.checked.Load() {
+		return nil
+	}
+	return l.Sync(ctx)
+}
+
+// apply changes the state by one library event. An event whose payload
+// does not decode, or that breaks the rules of a document (docs/protocol.md
+// §15.6) — written by a foreign writer — is refused and changes nothing.
 func (l *Library) apply(m *protocol.Message) error {
 	switch m.Type {
 	case TypePublished:
 		p, err := protocol.DecodePayload[PublishedEvent](m)
 		if err != nil {
+			return err
+		}
+		if err := checkDoc(p.ID, p.Kind, p.Path, p.Content); err != nil {
 			return err
 		}
 		if old, ok := l.docs[p.ID]; ok && l.byPath[old.Path] == p.ID {
@@ -439,6 +504,14 @@ func (l *Library) apply(m *protocol.Message) error {
 			return err
 		}
 		d := p.Draft
+		if _, ok := opFields[d.Op]; !ok || d.Op == "discard" || d.ID == "" || CheckPath(d.Path) != nil || (d.NewPath != "" && CheckPath(d.NewPath) != nil) {
+			return wrap(ErrInvalidParams, "malformed draft")
+		}
+		if d.Content != "" {
+			if _, err := store.ParseArtifactRef(d.Content); err != nil {
+				return err
+			}
+		}
 		d.Author = m.From.AgentID
 		l.drafts[draftKey{d.Author, d.ID}] = &d
 	case TypeDiscarded:
@@ -465,6 +538,30 @@ func (l *Library) dropDraftFor(author, id, p string) {
 		return
 	}
 	delete(l.drafts, draftKey{author, tmpID(p)})
+}
+
+// checkDoc checks the fields of a published document.
+func checkDoc(id string, k Kind, p, ref string) error {
+	if id == "" || len(id) > protocol.MaxIDLength {
+		return wrap(ErrInvalidParams, "bad document id")
+	}
+	switch k {
+	case KindRule, KindWorkflow, KindContext:
+		if p == MPFID || id == MPFID {
+			return wrap(ErrUnsafePath, MPFID+" is the meta-prompt's")
+		}
+	case KindMPF:
+		if p != MPFID || id != MPFID {
+			return wrap(ErrUnsafePath, "the meta-prompt lives at "+MPFID)
+		}
+	default:
+		return wrap(ErrInvalidParams, "bad kind")
+	}
+	if err := CheckPath(p); err != nil {
+		return err
+	}
+	_, err := store.ParseArtifactRef(ref)
+	return err
 }
 
 // tmpID is the id of a create-only draft at path p: "tmp-" and 24 hex
@@ -496,6 +593,9 @@ func (l *Library) Publish(ctx context.Context, actor string, p Publish) (Documen
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.syncLocked(ctx); err != nil {
+		return Document{}, err
+	}
 	return l.publishLocked(ctx, actor, p, "api", nil)
 }
 
@@ -538,6 +638,9 @@ func (l *Library) publishLocked(ctx context.Context, actor string, p Publish, so
 	if err != nil {
 		return Document{}, err
 	}
+	if err := checkDoc(p.ID, p.Kind, p.Path, ref); err != nil {
+		return Document{}, err
+	}
 	ev := PublishedEvent{ID: p.ID, Kind: p.Kind, Path: p.Path, Description: p.Description, Hash: HashContent([]byte(p.Content)),
 		Content: ref, Version: version, Source: source}
 	if draft != nil {
@@ -546,7 +649,11 @@ func (l *Library) publishLocked(ctx context.Context, actor string, p Publish, so
 	if _, err := l.appendLocked(ctx, actor, TypePublished, &ev); err != nil {
 		return Document{}, err
 	}
-	return l.docs[p.ID].Document, nil
+	d, ok := l.docs[p.ID]
+	if !ok { // removed by another writer in the meantime
+		return Document{}, wrap(ErrConflict, p.ID+" was removed meanwhile")
+	}
+	return d.Document, nil
 }
 
 // Remove removes a document as actor (source "api").
@@ -556,6 +663,9 @@ func (l *Library) Remove(ctx context.Context, actor, id string) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.syncLocked(ctx); err != nil {
+		return err
+	}
 	d, ok := l.docs[id]
 	if !ok {
 		return wrap(ErrNotFound, id)
@@ -576,6 +686,9 @@ func (l *Library) Approve(ctx context.Context, reviewer, author, id string) (Doc
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.syncLocked(ctx); err != nil {
+		return Document{}, err
+	}
 	d, ok := l.drafts[draftKey{author, id}]
 	if !ok {
 		return Document{}, wrap(ErrNoDraft, author+" "+id)
@@ -632,6 +745,9 @@ func (l *Library) RejectDraft(ctx context.Context, reviewer, author, id, reason 
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.syncLocked(ctx); err != nil {
+		return err
+	}
 	if _, ok := l.drafts[draftKey{author, id}]; !ok {
 		return wrap(ErrNoDraft, author+" "+id)
 	}

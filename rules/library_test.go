@@ -386,3 +386,68 @@ func TestErrorsCarryCodes(t *testing.T) {
 	assert.True(t, errors.Is(re, ErrUnknownConstraint))
 	assert.Equal(t, protocol.CodeInvalidField, protocol.CodeOf(re))
 }
+
+// TestTwoWriters: two libraries of one workspace over one store (two
+// processes over a shared store) see each other's changes.
+func TestTwoWriters(t *testing.T) {
+	ctx := context.Background()
+	a, st, _ := newLib(t)
+	b, err := Open(ctx, st, &Options{Workspace: "team"})
+	require.NoError(t, err)
+	w, _, _ := seed(t, a)
+	s, err := b.Session(ctx, "agent:host", "s")
+	require.NoError(t, err)
+	ld, err := s.Load(ctx, []string{w.ID}, map[string]string{w.ID: ""})
+	require.NoError(t, err, "b sees a's documents on its next call")
+	assert.Equal(t, codingMD+ReferReminder(w.ID), *ld[0].Content)
+
+	_, err = s.Artifact(ctx, Command{Resource: "rule", Op: "update", ID: w.ID, Body: "# b's draft\n"})
+	require.NoError(t, err)
+	assert.Empty(t, a.Drafts(), "not synced yet")
+	require.NoError(t, a.Sync(ctx))
+	require.Len(t, a.Drafts(), 1)
+	doc, err := a.Approve(ctx, "agent:lead", "agent:host", w.ID)
+	require.NoError(t, err)
+	require.NoError(t, b.Sync(ctx))
+	got, ok := b.Document(w.ID)
+	require.True(t, ok)
+	assert.Equal(t, doc, got)
+	assert.Empty(t, b.Drafts())
+	assert.Equal(t, a.Seq(), b.Seq())
+}
+
+// TestForeignEventsChangeNothing: library events that break the rules,
+// appended by another writer, are skipped on rebuild.
+func TestForeignEventsChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	l, st, _ := newLib(t)
+	w, _, _ := seed(t, l)
+	runID, threadID, taskID := l.Run()
+	for _, p := range []any{
+		PublishedEvent{ID: "doc_x", Kind: KindRule, Path: "../escape.md", Hash: w.Hash, Content: w.Content, Version: 1},
+		PublishedEvent{ID: "doc_y", Kind: "policy", Path: "rules/y.md", Hash: w.Hash, Content: w.Content, Version: 1},
+		PublishedEvent{ID: MPFID, Kind: KindRule, Path: "rules/z.md", Hash: w.Hash, Content: w.Content, Version: 1},
+		PublishedEvent{ID: "doc_z", Kind: KindRule, Path: "rules/z.md", Hash: w.Hash, Content: "not-a-ref", Version: 1},
+		map[string]any{"id": 7},
+	} {
+		m := protocol.NewMessage(TypePublished, "agent:foreign")
+		m.RunID, m.ThreadID, m.TaskID = runID, threadID, taskID
+		require.NoError(t, m.SetPayload(p))
+		_, err := st.Append(ctx, m)
+		require.NoError(t, err)
+	}
+	m := protocol.NewMessage(TypeDrafted, "agent:foreign")
+	m.RunID, m.ThreadID, m.TaskID = runID, threadID, taskID
+	require.NoError(t, m.SetPayload(DraftedEvent{Draft: Draft{ID: w.ID, Op: "update", Path: "/etc/passwd"}}))
+	_, err := st.Append(ctx, m)
+	require.NoError(t, err)
+
+	l2, err := Open(ctx, st, &Options{Workspace: "team"})
+	require.NoError(t, err)
+	assert.Equal(t, l.Documents(), l2.Documents())
+	assert.Empty(t, l2.Drafts())
+	require.NoError(t, l.Sync(ctx))
+	assert.Equal(t, l2.Documents(), l.Documents())
+	_, err = l.Publish(ctx, "agent:lead", Publish{ID: MPFID, Kind: KindRule, Path: "rules/q.md", Content: "q"})
+	assert.Error(t, err)
+}

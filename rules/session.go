@@ -126,6 +126,9 @@ type SetupResult struct {
 // left out when knownHashes["META_PROMPT.md"] is its current hash.
 // knownHashes must hold that key ("" when the hash is unknown).
 func (s *Session) Setup(ctx context.Context, knownHashes map[string]string) (*SetupResult, error) {
+	if err := s.lib.refresh(ctx); err != nil {
+		return nil, err
+	}
 	if knownHashes == nil {
 		return nil, wrap(ErrInvalidParams, "knownHashes is required")
 	}
@@ -171,6 +174,9 @@ type Item struct {
 // content (memdisc, docs/protocol.md §15.4), sorted by path: the published
 // ones, and the session agent's create-only drafts under their tmp- ids.
 func (s *Session) Discover(ctx context.Context, f Filter) ([]Item, error) {
+	if err := s.lib.refresh(ctx); err != nil {
+		return nil, err
+	}
 	switch Kind(f.Kind) {
 	case "", KindRule, KindWorkflow, KindContext:
 	default:
@@ -256,6 +262,9 @@ func ReferReminder(id string) string {
 // hash is that entry is left out (delta loading), its constraints are not.
 // An id that names nothing is ErrUnknownID.
 func (s *Session) Load(ctx context.Context, ids []string, knownHashes map[string]string) ([]LoadedItem, error) {
+	if err := s.lib.refresh(ctx); err != nil {
+		return nil, err
+	}
 	if len(ids) == 0 {
 		return nil, wrap(ErrInvalidParams, "ids must name at least one document")
 	}
@@ -369,6 +378,9 @@ type Ref struct {
 // code unknown_rule_or_workflow, an unknown constraint one with code
 // unknown_constraint and the valid constraints; nothing is recorded then.
 func (s *Session) Refer(ctx context.Context, refs []Ref) (int, error) {
+	if err := s.lib.refresh(ctx); err != nil {
+		return 0, err
+	}
 	if len(refs) == 0 {
 		return 0, wrap(ErrInvalidParams, "refs must hold at least one reference")
 	}
