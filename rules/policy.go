@@ -17,6 +17,7 @@ type Requirement struct {
 	Constraint string `json:"constraint,omitempty"` // "" means any constraint of the rule
 }
 
+// String is "rule" or "rule#constraint".
 func (q Requirement) String() string {
 	if q.Constraint == "" {
 		return q.Rule

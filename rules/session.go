@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -153,9 +154,9 @@ func (s *Session) Setup(ctx context.Context, knownHashes map[string]string) (*Se
 
 // Filter narrows Discover.
 type Filter struct {
-	Kind  string // "rule", "workflow", "context" or "" for all
-	Group string // the path's first segment
-	Query string // words that must all appear in id, path, name, group, kind or description (any case)
+	Kind  string `json:"kind,omitempty"`  // "rule", "workflow", "context" or "" for all
+	Group string `json:"group,omitempty"` // the path's first segment
+	Query string `json:"query,omitempty"` // words that must all appear in id, path, name, group, kind or description (any case)
 }
 
 // Item is one entry of Discover (memdisc).
@@ -390,6 +391,9 @@ func (s *Session) Refer(ctx context.Context, refs []Ref) (int, error) {
 			return 0, wrap(ErrInvalidParams, fmt.Sprintf("refs[%d] needs ruleId and constraintId", i))
 		}
 		v, err := s.lib.resolve(ctx, s.agent, r.RuleID)
+		if err != nil && !errors.Is(err, ErrUnknownID) {
+			return 0, err
+		}
 		if err != nil || (v.kind != KindRule && v.kind != KindWorkflow) {
 			what := "is not a known rule or workflow"
 			if err == nil {
