@@ -79,7 +79,8 @@ type Draft struct {
 	Kind     Kind   `json:"kind"`
 	Path     string `json:"path"` // the target's path; the new one for a create
 	NewPath  string `json:"new_path,omitempty"`
-	// Description is the author's summary of the change.
+	// Description is the author's summary of the change; the description
+	// of the document a create publishes.
 	Description string `json:"description,omitempty"`
 	Hash        string `json:"hash,omitempty"`    // of the body (create, update)
 	Content     string `json:"content,omitempty"` // the artifact holding the body
@@ -732,8 +733,13 @@ func (l *Library) Approve(ctx context.Context, reviewer, author, id string) (Doc
 			return Document{}, wrap(ErrConflict, "path "+d.Path+" is taken")
 		}
 		p.ID = ""
-	} else if exists && p.Description == "" {
-		p.Description = cur.Description
+	} else {
+		// An update's description summarises the change (it stays in the
+		// drafted event); the document keeps its own.
+		p.Description = ""
+		if exists {
+			p.Description = cur.Description
+		}
 	}
 	return l.publishLocked(ctx, reviewer, p, "review", d)
 }

@@ -294,6 +294,7 @@ func TestArtifactDrafts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, doc.Version)
 	assert.Equal(t, HashContent([]byte(codingMD+"\n## Extra\n\nEven more.\n")), doc.Hash)
+	assert.Equal(t, "how we code", doc.Description, "an update keeps the document's description")
 	doc, err = l.Approve(ctx, "agent:lead", "agent:host", r.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "rules/REVIEWING.md", doc.Path)
@@ -450,4 +451,24 @@ func TestForeignEventsChangeNothing(t *testing.T) {
 	assert.Equal(t, l2.Documents(), l.Documents())
 	_, err = l.Publish(ctx, "agent:lead", Publish{ID: MPFID, Kind: KindRule, Path: "rules/q.md", Content: "q"})
 	assert.Error(t, err)
+}
+
+func TestApproveCreate(t *testing.T) {
+	ctx := context.Background()
+	l, _, _ := newLib(t)
+	s, err := l.Session(ctx, "agent:host", "s")
+	require.NoError(t, err)
+	res, err := s.Artifact(ctx, Command{Resource: "rule", Op: "create", Path: "workflows/RELEASE.md", Body: "## Steps\n- tag\n", Description: "how we release"})
+	require.NoError(t, err)
+	doc, err := l.Approve(ctx, "agent:lead", "agent:host", res.ID)
+	require.NoError(t, err)
+	assert.Equal(t, KindWorkflow, doc.Kind)
+	assert.Equal(t, "how we release", doc.Description)
+	assert.Regexp(t, `^doc_`, doc.ID)
+	assert.Empty(t, l.Drafts())
+	items, err := s.Discover(ctx, Filter{})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	assert.Equal(t, doc.ID, items[0].ID, "the tmp id is gone, the document has its own")
+	assert.False(t, items[0].HasDraft)
 }
