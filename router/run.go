@@ -22,6 +22,7 @@ type taskState struct {
 	parent   *taskState
 	children []*taskState // guarded by Router.mu
 	depth    int
+	chain    []string // agents above the root task in another process (node.go)
 	attempt  atomic.Int32                   // current attempt; written by the run goroutine, read by cancels too
 	agent    atomic.Pointer[registry.Agent] // the agent of the current attempt
 
@@ -64,15 +65,18 @@ func (ts *taskState) detached() context.Context {
 	return context.WithoutCancel(ts.ctx)
 }
 
-// ancestors returns the agents on the task's delegation chain.
+// ancestors returns the agents on the task's delegation chain: its
+// parents' agents here, then the chain of the root (a task run for
+// another process carries the chain above it there; see node.go).
 func (ts *taskState) ancestors() []string {
 	var out []string
-	for p := ts.parent; p != nil; p = p.parent {
-		if a := p.agentID(); a != "" {
+	p := ts
+	for ; p.parent != nil; p = p.parent {
+		if a := p.parent.agentID(); a != "" {
 			out = append(out, a)
 		}
 	}
-	return out
+	return append(out, p.chain...)
 }
 
 // run drives one task from routing to its terminal event.
