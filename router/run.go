@@ -22,7 +22,7 @@ type taskState struct {
 	parent   *taskState
 	children []*taskState // guarded by Router.mu
 	depth    int
-	chain    []string // agents above the root task in another process (node.go)
+	chain    []string                       // agents above the root task in another process (node.go)
 	attempt  atomic.Int32                   // current attempt; written by the run goroutine, read by cancels too
 	agent    atomic.Pointer[registry.Agent] // the agent of the current attempt
 
