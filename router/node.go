@@ -66,6 +66,7 @@ type Node struct {
 	waiting map[string]chan *protocol.Message // attempt key → its done event
 	running map[string]*remoteRun             // task id → the attempt run here
 	err     error                             // the first background failure
+	changed signal                            // broadcast after each registry change applied
 }
 
 type remoteRun struct {
@@ -113,7 +114,7 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: join: %w", err)
 	}
-	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, running: map[string]*remoteRun{}}
+	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, running: map[string]*remoteRun{}, changed: newSignal()}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, a := range r.reg.List() {
 		n.sync(a.ID())
@@ -196,6 +197,7 @@ func (n *Node) hosted(id string) bool {
 // sync gives agent id a dispatching handler when it is registered but
 // has no handler here, and takes it away when the agent is removed.
 func (n *Node) sync(id string) {
+	defer n.changed.Broadcast()
 	a, ok := n.r.reg.Get(id)
 	n.r.hmu.Lock()
 	defer n.r.hmu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
+	"github.com/clutchprotocol/clutch/store/storetest"
 )
 
 // proc is one "process" of a team: a router with its own registry over
@@ -54,16 +57,28 @@ func newProc(t *testing.T, st store.Store, ttl time.Duration, opts *Options) *pr
 	return p
 }
 
-// waitFor polls cond with the registry's own notion of time; the nodes
-// follow the store in goroutines of their own.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor waits until cond holds, checking it after each registry change
+// any of the procs applied (their nodes follow the store in goroutines of
+// their own).
+func waitFor(t *testing.T, what string, cond func() bool, ps ...*proc) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	deadline := time.After(10 * time.Second)
+	for {
+		var chs []<-chan struct{}
+		for _, p := range ps {
+			chs = append(chs, p.node.changed.C())
+		}
+		if cond() {
+			return
+		}
+		cases := make([]reflect.SelectCase, 0, len(chs)+1)
+		for _, c := range chs {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+		}
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)})
+		if i, _, _ := reflect.Select(cases); i == len(chs) {
 			t.Fatalf("%s: not within 10s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -82,7 +97,7 @@ func TestNodeRunsTaskInHostingProcess(t *testing.T) {
 	waitFor(t, "a sees agent:ken", func() bool {
 		ag, ok := a.reg.Get("agent:ken")
 		return ok && a.reg.Online(ag) && a.r.handler("agent:ken") != nil
-	})
+	}, a)
 	h := a.submit(a.request("skill:research"))
 	out, err := a.wait(h)
 	if err != nil || !out.OK() || ranIn.Load() != "b" {
@@ -125,7 +140,7 @@ func TestNodeClaimOnce(t *testing.T) {
 	c := newProc(t, st, time.Minute, nil)
 	b.register(card("agent:ken", skill("skill:research")), h)
 	c.register(card("agent:ken", skill("skill:research")), h)
-	waitFor(t, "a sees agent:ken", func() bool { return a.r.handler("agent:ken") != nil })
+	waitFor(t, "a sees agent:ken", func() bool { return a.r.handler("agent:ken") != nil }, a)
 	for range 20 {
 		out, err := a.wait(a.submit(a.request("skill:research")))
 		if err != nil || !out.OK() {
@@ -155,7 +170,7 @@ func TestNodeTakeOverFromDeadProcess(t *testing.T) {
 				<-release // a process that froze: it never answers
 				return nil, ctx.Err()
 			})
-			waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil })
+			waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
 			h := a.submit(a.request("skill:x"))
 			<-stuck
 			// b "dies": its heartbeats stop.
@@ -175,5 +190,180 @@ func TestNodeTakeOverFromDeadProcess(t *testing.T) {
 				t.Fatalf("outcome %+v, %v; want INTERRUPTED", out, err)
 			}
 		})
+	}
+}
+
+// A task routed to another process delegates to a third one; cancelling
+// the root in the first process cancels the handlers in the other two,
+// and each task ends once. A delegation back to an agent on the chain is
+// refused as a cycle, across processes too.
+func TestNodeDelegationAndCancelAcrossProcesses(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, nil)
+	b := newProc(t, st, time.Minute, nil)
+	c := newProc(t, st, time.Minute, nil)
+	yStarted := make(chan struct{}, 1)
+	yCancelled := make(chan struct{}, 1)
+	cycleErr := make(chan error, 1)
+	b.register(card("agent:x", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		q, _ := Input[schema.ResearchQuery](tk)
+		sub, err := tk.NewSubtask("research.query.v1", schema.ResearchQuery{Query: q.Query})
+		if err != nil {
+			return nil, err
+		}
+		sub.Requires = []string{"skill:y"}
+		_, err = tk.Delegate(ctx, sub)
+		return nil, err
+	})
+	c.register(card("agent:y", skill("skill:y")), func(ctx context.Context, tk *Task) (*Result, error) {
+		if q, _ := Input[schema.ResearchQuery](tk); q.Query == "loop" {
+			sub, _ := tk.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "back"})
+			sub.Requires = []string{"skill:x"}
+			_, err := tk.Delegate(ctx, sub)
+			cycleErr <- err
+			return nil, err
+		}
+		yStarted <- struct{}{}
+		<-ctx.Done()
+		yCancelled <- struct{}{}
+		return nil, ctx.Err()
+	})
+	waitFor(t, "a sees both agents", func() bool {
+		return a.r.handler("agent:x") != nil && b.r.handler("agent:y") != nil && c.r.handler("agent:x") != nil
+	}, a, b, c)
+	h := a.submit(a.request("skill:x"))
+	<-yStarted
+	h.Cancel("the user gave up")
+	select {
+	case <-yCancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler two processes away was not cancelled")
+	}
+	out, err := a.wait(h)
+	if !errors.Is(err, protocol.CodeCancelled) || out.Type != protocol.TypeTaskCancel {
+		t.Fatalf("root outcome %+v, %v; want a task.cancel", out, err)
+	}
+	// The subtask ends too: b stored its task.cancel when x's context
+	// ended, before x returned and y saw its own cancel.
+	if n, err := storetestCheck(st); n != 0 || err != nil {
+		t.Fatalf("%d tasks without exactly one terminal event (%v)", n, err)
+	}
+
+	// x (in b) → y (in c) → x again: CYCLE, though each hop is in
+	// another process.
+	req, err := a.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "loop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Requires = []string{"skill:x"}
+	h = a.submit(req)
+	select {
+	case err := <-cycleErr:
+		if !errors.Is(err, protocol.CodeCycle) {
+			t.Fatalf("delegation back to agent:x: %v, want CYCLE", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to the delegation")
+	}
+	if _, err := a.wait(h); !errors.Is(err, protocol.CodeCycle) {
+		t.Fatalf("root of the cycle: %v, want CYCLE passed up", err)
+	}
+}
+
+// storetestCheck returns how many tasks of st have no terminal event or
+// break the one-terminal rule.
+func storetestCheck(st store.Store) (int, error) {
+	rep, err := storetestCheckTerminals(st)
+	return len(rep.Problems) + len(rep.Open), err
+}
+
+func storetestCheckTerminals(st store.Store) (storetest.TerminalReport, error) {
+	return storetest.CheckTerminals(context.Background(), st)
+}
+
+// An agent's max_concurrency holds for the attempts of every process:
+// two processes submitting at once never run more than its limit.
+func TestNodeCapacityAcrossProcesses(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, nil)
+	c := newProc(t, st, time.Minute, nil)
+	b := newProc(t, st, time.Minute, nil)
+	var now, peak atomic.Int32
+	x := card("agent:x", skill("skill:x"))
+	x.Limits = &protocol.Limits{MaxConcurrency: 1}
+	b.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+		n := now.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(2 * time.Millisecond) // hold the slot while the others arrive
+		now.Add(-1)
+		return summary("x"), nil
+	})
+	waitFor(t, "both see agent:x", func() bool { return a.r.handler("agent:x") != nil && c.r.handler("agent:x") != nil }, a, c)
+	var hs []*Handle
+	for range 4 {
+		hs = append(hs, a.submit(a.request("skill:x")), c.submit(c.request("skill:x")))
+	}
+	for i, h := range hs {
+		e := a.env
+		if i%2 == 1 {
+			e = c.env
+		}
+		if out, err := e.wait(h); err != nil || !out.OK() {
+			t.Fatalf("task %d: %+v, %v", i, out, err)
+		}
+	}
+	if p := peak.Load(); p != 1 {
+		t.Fatalf("agent:x ran %d attempts at once, its max_concurrency is 1", p)
+	}
+}
+
+// The delegation depth of a run counts across processes: the budget of
+// the process that routes a subtask sees the depth it has there.
+func TestNodeDepthBudgetAcrossProcesses(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, nil)
+	b := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxDepth: 2}})
+	depthErr := make(chan error, 1)
+	// Each handler delegates to the next skill its query names
+	// ("y,z,w": to skill:y with "z,w"), or answers when there is none.
+	hop := func(ctx context.Context, tk *Task) (*Result, error) {
+		q, _ := Input[schema.ResearchQuery](tk)
+		if q.Query == "." {
+			return summary("leaf"), nil
+		}
+		next, rest, _ := strings.Cut(q.Query, ",")
+		if rest == "" {
+			rest = "."
+		}
+		sub, _ := tk.NewSubtask("research.query.v1", schema.ResearchQuery{Query: rest})
+		sub.Requires = []string{"skill:" + next}
+		_, err := tk.Delegate(ctx, sub)
+		if next == "w" {
+			depthErr <- err
+		}
+		return summary(q.Query), err
+	}
+	b.register(card("agent:x", skill("skill:x")), hop)
+	a.register(card("agent:y", skill("skill:y")), hop)
+	b.register(card("agent:z", skill("skill:z")), hop)
+	a.register(card("agent:w", skill("skill:w")), hop)
+	waitFor(t, "the agents", func() bool { return a.r.handler("agent:x") != nil && b.r.handler("agent:w") != nil }, a, b)
+	// x (in b, depth 0) → y (routed by b: depth 1, runs in a) → z
+	// (routed by a: depth 2, runs in b) → w: routed by b at depth 3, over
+	// its MaxDepth of 2, though b saw only depths 0 and 2 itself.
+	req, _ := a.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "y,z,w"})
+	req.Requires = []string{"skill:x"}
+	h := a.submit(req)
+	select {
+	case err := <-depthErr:
+		if !errors.Is(err, protocol.CodeBudget) {
+			t.Fatalf("delegation at depth 3: %v, want BUDGET", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+	}
+	if _, err := a.wait(h); !errors.Is(err, protocol.CodeBudget) {
+		t.Fatalf("root: %v, want BUDGET passed up", err)
 	}
 }
