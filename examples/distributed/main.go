@@ -302,4 +302,3 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	}
 	return nil
 }
-
