@@ -11,6 +11,11 @@ type Summary struct {
 	// RunID is the run of the first event: ID itself for a run, the
 	// run_id of the thread's first event for a thread.
 	RunID string `json:"run_id"`
+	// Owner is the from.agent_id of the first event: the caller that
+	// started the run or thread (a run's first event is its first
+	// task.request). Surfaces show a caller without a read-all scope only
+	// what it owns.
+	Owner string `json:"owner"`
 	// Channel is meta.ui_channel (a string) of the latest event that set
 	// one; "" when none did. UIs group threads by it.
 	Channel string `json:"channel,omitempty"`

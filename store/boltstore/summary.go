@@ -394,7 +394,7 @@ func (s *Store) sumPage(ctx context.Context, kind int, before uint64, n int) ([]
 //	[0]   summaryVersion
 //	then  uvarint FirstSeq, LastSeq; varint Created, Updated (Unix ns);
 //	      uvarint Events, Tasks, Ended; one byte: the index of Status in
-//	      statuses; uvarint(len) ‖ bytes: RunID, Channel
+//	      statuses; uvarint(len) ‖ bytes: RunID, Channel, Owner
 const summaryVersion = 1
 
 var statuses = [...]string{store.StatusActive, store.StatusRunning, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusTimedOut}
@@ -412,7 +412,9 @@ func appendSummary(b []byte, s *store.Summary) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s.RunID)))
 	b = append(b, s.RunID...)
 	b = binary.AppendUvarint(b, uint64(len(s.Channel)))
-	return append(b, s.Channel...)
+	b = append(b, s.Channel...)
+	b = binary.AppendUvarint(b, uint64(len(s.Owner)))
+	return append(b, s.Owner...)
 }
 
 func parseSummary(id string, v []byte) (store.Summary, error) {
@@ -459,10 +461,11 @@ func parseSummary(id string, v []byte) (store.Summary, error) {
 		p = p[n:]
 		return x, true
 	}
-	var ok1, ok2 bool
+	var ok1, ok2, ok3 bool
 	s.RunID, ok1 = str()
 	s.Channel, ok2 = str()
-	if !ok1 || !ok2 || len(p) != 0 || s.FirstSeq == 0 || s.LastSeq < s.FirstSeq {
+	s.Owner, ok3 = str()
+	if !ok1 || !ok2 || !ok3 || len(p) != 0 || s.FirstSeq == 0 || s.LastSeq < s.FirstSeq {
 		return bad("malformed record")
 	}
 	return s, nil

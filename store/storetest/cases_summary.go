@@ -46,7 +46,7 @@ func summaryModel(t *testing.T, s store.Store, byThread bool) []store.Summary {
 		}
 		sum := sums[id]
 		if sum == nil {
-			sum = &store.Summary{ID: id, RunID: m.RunID, FirstSeq: e.Seq, Created: e.Time}
+			sum = &store.Summary{ID: id, RunID: m.RunID, Owner: m.From.AgentID, FirstSeq: e.Seq, Created: e.Time}
 			sums[id] = sum
 		}
 		sum.Events++
@@ -106,7 +106,7 @@ func testSummariesNewestFirst(t *testing.T, su *suite) {
 	// A thread that spans two runs, with channels set, changed and not cleared.
 	thr := g.ids.ThreadID()
 	r1, r2 := g.ids.RunID(), g.ids.RunID()
-	a := g.msg(key{run: r1, thread: thr, typ: protocol.TypeChatMessage})
+	a := g.msg(key{run: r1, thread: thr, typ: protocol.TypeChatMessage, agent: "agent:starter"})
 	a.Meta = map[string]any{"ui_channel": "general"}
 	b := g.msg(key{run: r2, thread: thr, typ: protocol.TypeChatMessage})
 	c := g.msg(key{run: r2, thread: thr, typ: protocol.TypeChatMessage})
@@ -122,8 +122,8 @@ func testSummariesNewestFirst(t *testing.T, su *suite) {
 	checkSummaries(t, s)
 
 	threads := listAll(t, s.Threads(t.Context(), store.ListQuery{}))
-	if threads[0].ID != thr || threads[0].RunID != r1 || threads[0].Channel != "ops" || threads[0].Events != 4 {
-		t.Fatalf("newest thread = %+v; want %s of run %s, channel ops, 4 events", threads[0], thr, r1)
+	if threads[0].ID != thr || threads[0].RunID != r1 || threads[0].Channel != "ops" || threads[0].Events != 4 || threads[0].Owner != "agent:starter" {
+		t.Fatalf("newest thread = %+v; want %s of run %s, owner agent:starter, channel ops, 4 events", threads[0], thr, r1)
 	}
 	if threads[0].Status != store.StatusActive || threads[0].Tasks != 0 {
 		t.Fatalf("a chat-only thread: status %q, %d tasks; want active, 0", threads[0].Status, threads[0].Tasks)

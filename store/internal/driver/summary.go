@@ -76,7 +76,7 @@ func TaskStep(e *Entry, prev TaskState, known bool) (next TaskState, changed boo
 // TaskStep.
 func Fold(s *store.Summary, id string, e *Entry, seq uint64, t time.Time, d Delta) {
 	if s.Events == 0 {
-		*s = store.Summary{ID: id, RunID: e.RunID, FirstSeq: seq, Created: t, Status: store.StatusActive}
+		*s = store.Summary{ID: id, RunID: e.RunID, Owner: e.AgentID, FirstSeq: seq, Created: t, Status: store.StatusActive}
 	}
 	s.Events++
 	s.LastSeq, s.Updated = seq, t
