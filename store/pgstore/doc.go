@@ -23,7 +23,10 @@
 // time, and the indexed fields: id and (run_id, idempotency_key), each
 // under a unique index, and run_id, thread_id, task_id, from.agent_id and
 // type, each indexed with seq. Artifacts are content addressed: keyed by
-// the SHA-256 of their bytes.
+// the SHA-256 of their bytes. The run and thread summaries of Runs and
+// Threads are rows kept in the append transaction, with the fold rules
+// every backend shares; a store migrated from a version without them gets
+// them computed from its events by the migration.
 //
 // # Sequence numbers across processes
 //

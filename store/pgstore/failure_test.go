@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -247,5 +248,71 @@ func TestDatabaseRestart(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("follower did not see seq %d after the restart", want)
 		}
+	}
+}
+
+// A store of schema version 1 (events, no summaries) is migrated to the
+// current version on Open, and the summaries of its events are computed:
+// the same as those kept while appending.
+func TestMigrationBackfillsSummaries(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	ids := protocol.NewIDs(nil)
+	var all []*protocol.Message
+	for range 3 {
+		req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+		req.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+		req.Payload = json.RawMessage(`{}`)
+		res := ids.Reply(req, protocol.TypeTaskResult, "agent:ken")
+		res.Payload = json.RawMessage(`{}`)
+		chat := ids.Reply(req, protocol.TypeChatMessage, "agent:ken")
+		chat.Payload = json.RawMessage(`{"text":"hi"}`)
+		chat.Meta = map[string]any{"ui_channel": "general"}
+		all = append(all, req, chat, res)
+	}
+	open := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+	open.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+	open.Payload = json.RawMessage(`{}`)
+	all = append(all, open)
+	if _, err := s.Append(t.Context(), all...); err != nil {
+		t.Fatal(err)
+	}
+	list := func(s *pgstore.Store) (runs, threads []store.Summary) {
+		for sum, err := range s.Runs(t.Context(), store.ListQuery{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, sum)
+		}
+		for sum, err := range s.Threads(t.Context(), store.ListQuery{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			threads = append(threads, sum)
+		}
+		return runs, threads
+	}
+	runs, threads := list(s)
+	if len(runs) != 4 || runs[0].Status != store.StatusRunning || runs[1].Status != store.StatusCompleted || threads[1].Channel != "general" {
+		t.Fatalf("summaries before: %+v %+v", runs, threads)
+	}
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	q := s.Schema()
+	if _, err := conn.Exec(t.Context(), "DROP TABLE "+q+".summaries, "+q+".task_states; UPDATE "+q+".schema_version SET version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	runs2, threads2 := list(s2)
+	if !reflect.DeepEqual(runs, runs2) || !reflect.DeepEqual(threads, threads2) {
+		t.Fatalf("backfilled summaries differ:\nruns    %+v\nbackfill %+v\nthreads  %+v\nbackfill %+v", runs, runs2, threads, threads2)
 	}
 }

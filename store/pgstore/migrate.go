@@ -8,8 +8,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/internal/driver"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -103,9 +106,54 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
 		}
+		if post := afterMigration[m.version]; post != nil && version > 0 {
+			if err := post(ctx, tx); err != nil {
+				return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
+			}
+		}
 	}
 	if _, err := tx.Exec(ctx, "UPDATE schema_version SET version = $1", len(all)); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// afterMigration holds, by version, the work a migration does in Go on a
+// store that has events already (a new store has none).
+var afterMigration = map[int]func(ctx context.Context, tx pgx.Tx) error{
+	2: backfillSummaries,
+}
+
+// backfillSummaries computes the summaries of the events stored before
+// version 2, with the same rules as appends, in one pass over the log.
+func backfillSummaries(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, "SELECT seq, ts, raw FROM events ORDER BY seq")
+	if err != nil {
+		return err
+	}
+	sums := newSummaries()
+	touched := map[string]bool{}
+	for rows.Next() {
+		var seq int64
+		var ts time.Time
+		var raw []byte
+		if err := rows.Scan(&seq, &ts, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		m, err := (store.Event{Raw: raw}).Message()
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("event %d: %w", seq, err)
+		}
+		e := driver.EntryOf(m, raw)
+		sums.fold(&e, uint64(seq), ts.UTC())
+		touched["r"+e.RunID], touched["t"+e.ThreadID] = true, true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	sums.queueWrites(b, touched)
+	return tx.SendBatch(ctx, b).Close()
 }

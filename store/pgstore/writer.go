@@ -121,6 +121,9 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 	if len(keys) > 0 {
 		b.Queue("SELECT e.run_id, e.idem_key, e.seq FROM events e JOIN unnest($1::text[], $2::text[]) AS k(run_id, idem_key) ON e.run_id = k.run_id AND e.idem_key = k.idem_key", runs, keys)
 	}
+	sums := newSummaries()
+	sruns, sthreads, stasks := summaryKeys(live)
+	queueLookups(b, sruns, sthreads, stasks)
 	inTx = true
 	br := conn.SendBatch(ctx, b)
 	var head int64
@@ -166,6 +169,9 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 				return err
 			}
 		}
+		if err := sums.readLookups(br); err != nil {
+			return err
+		}
 		return br.Close()
 	}()
 	if err != nil {
@@ -180,6 +186,7 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 		now = headTS // times never decrease along seq, whatever the clocks
 	}
 	seq := uint64(head)
+	touched := map[string]bool{}
 	var (
 		seqs                                 []int64
 		nids, nruns, nthreads, ntasks, nagts []string
@@ -207,6 +214,8 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 				byKey[k] = seq
 			}
 			r.res[i] = store.AppendResult{Seq: seq}
+			sums.fold(e, seq, now)
+			touched["r"+e.RunID], touched["t"+e.ThreadID] = true, true
 			seqs = append(seqs, int64(seq))
 			nids = append(nids, e.ID)
 			nruns = append(nruns, e.RunID)
@@ -233,6 +242,7 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bytea[])
 		AS u(seq, id, run_id, thread_id, task_id, agent_id, type, idem_key, raw)`,
 		now, seqs, nids, nruns, nthreads, ntasks, nagts, ntypes, nkeys, raws)
+	sums.queueWrites(b, touched)
 	b.Queue("UPDATE head SET seq = $1, ts = $2", int64(seq), now)
 	b.Queue("SELECT pg_notify($1, $2)", s.channel, itoa(seq))
 	b.Queue("COMMIT")
