@@ -25,7 +25,11 @@ func BenchmarkStore(b *testing.B) {
 // run, on the same machine.
 func BenchmarkDurableAppend64(b *testing.B) {
 	b.Run("store=pgstore", func(b *testing.B) {
-		storetest.BenchAppend(b, openStore(b, nil), 64)
+		s := openStore(b, nil)
+		storetest.BenchAppend(b, s, 64)
+		if st := s.Stats(); st.Commits > 0 {
+			b.ReportMetric(float64(st.Appended)/float64(st.Commits), "events/commit")
+		}
 	})
 	b.Run("store=boltstore", func(b *testing.B) {
 		s, err := boltstore.Open(b.TempDir()+"/b.db", nil)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
@@ -26,7 +27,12 @@ type request struct {
 func (s *Store) writer() {
 	defer close(s.wdone)
 	var batch []*request
+	var lastGroup int
+	var lastCommit time.Duration
 	for {
+		if lastGroup > 1 {
+			s.gather(lastGroup, lastCommit)
+		}
 		r, ok := <-s.reqs
 		if !ok {
 			return
@@ -46,10 +52,29 @@ func (s *Store) writer() {
 				break drain
 			}
 		}
+		lastGroup = len(batch)
+		t := time.Now()
 		s.commit(batch)
+		lastCommit = time.Since(t)
 		clear(batch)
 	}
 }
+
+// gather lets the callers just acknowledged come back before the next
+// group is taken: without it, synchronous appenders settle into two
+// cohorts that alternate, each group holding half of them. It waits until
+// as many requests are queued as the last group held, or for at most a
+// quarter of the last commit's duration (never more than maxGather). It
+// never waits after a group of one, so a lone appender pays nothing.
+func (s *Store) gather(last int, commit time.Duration) {
+	deadline := time.Now().Add(min(commit/4, maxGather))
+	for len(s.reqs) < last && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+}
+
+// maxGather caps gather's wait.
+const maxGather = 2 * time.Millisecond
 
 // commit appends a group in one transaction of two round trips:
 //
