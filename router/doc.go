@@ -238,7 +238,9 @@
 // max_concurrency is enforced where it runs, for the attempts of every
 // process (one waits there up to QueueTimeout, then fails with CAPACITY,
 // retryable); the load tie-breaker sees the attempts this process
-// dispatched.
+// dispatched. Budget.MaxDepth holds across processes (the dispatch carries
+// the depth); Budget.MaxTasks counts the tasks of a run each process
+// routes, not the whole team's.
 //
 // A process that dies (kill -9) stops heartbeating; after the registry's
 // HeartbeatTTL its agents are offline for everyone, and each attempt

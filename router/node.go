@@ -417,7 +417,9 @@ func (n *Node) runRemote(m *protocol.Message) {
 		return // another process runs it
 	}
 	var dp dispatchPayload
-	_ = json.Unmarshal(m.Payload, &dp)
+	if json.Unmarshal(m.Payload, &dp) != nil || dp.Depth < 0 {
+		dp = dispatchPayload{} // the dispatcher's payload is not ours to trust blindly
+	}
 	req, err := n.request(ctx, m.TaskID)
 	a, ok := r.reg.Get(agentID)
 	h := r.handler(agentID)

@@ -367,3 +367,21 @@ func TestNodeDepthBudgetAcrossProcesses(t *testing.T) {
 		t.Fatalf("root: %v, want BUDGET passed up", err)
 	}
 }
+
+// FuzzDecodeDone: the outcome another process stored is outside input;
+// any bytes give a Result or an error, never a panic.
+func FuzzDecodeDone(f *testing.F) {
+	for _, s := range []string{
+		`{"result":{"payload_type":"research.summary.v1","payload":{"title":"x"},"attachments":[{"kind":"artifact_ref","ref":"artifact:sha256:00"}]}}`,
+		`{"error":{"code":"INTERRUPTED","message":"gone","retryable":true}}`,
+		`{}`, `null`, `[]`, `{"result":null,"error":null}`, `{"error":{"code":5}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		res, err := decodeDone(&protocol.Message{Payload: b})
+		if (res == nil) == (err == nil) {
+			t.Fatalf("decodeDone(%q) = %v, %v: want exactly one of a result and an error", b, res, err)
+		}
+	})
+}

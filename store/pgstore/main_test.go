@@ -9,6 +9,7 @@ import (
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/pgstore"
+	"go.uber.org/goleak"
 )
 
 // cluster is started once for the package's tests (TestMain); each test
@@ -19,7 +20,16 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(child(role))
 	}
-	os.Exit(pgpeer.Main(m, &cluster))
+	code := pgpeer.Main(m, &cluster)
+	if code == 0 {
+		// Every Store the tests closed stopped its writer, its listener
+		// and its pool.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 var schemas atomic.Int64
