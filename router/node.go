@@ -21,8 +21,9 @@ import (
 // the package doc.
 const (
 	// TypeDispatch asks the process hosting the agent in "to" to run an
-	// attempt of a task: sent by the router that routed it, with the
-	// task's ids and attempt; payload {"depth", "chain"}.
+	// attempt of a task: sent by the router that routed it, stored with
+	// the attempt's routing.decision and task.accept; the task's ids and
+	// attempt, payload {"depth", "chain"}.
 	TypeDispatch protocol.Type = "x.clutch.task.dispatch"
 	// TypeClaim records which process runs the attempt: sent as the agent,
 	// idempotency key "clutch.claim/<task id>/<attempt>", so that the
@@ -64,6 +65,7 @@ type Node struct {
 	mu      sync.Mutex
 	proxied map[string]bool                   // agents routed to other processes
 	waiting map[string]chan *protocol.Message // attempt key → its done event
+	sent    map[string]bool                   // attempts dispatched with their task.accept, until their proxy runs
 	running map[string]*remoteRun             // task id → the attempt run here
 	err     error                             // the first background failure
 	changed signal                            // broadcast after each registry change applied
@@ -114,7 +116,7 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: join: %w", err)
 	}
-	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, running: map[string]*remoteRun{}, changed: newSignal()}
+	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal()}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, a := range r.reg.List() {
 		n.sync(a.ID())
@@ -126,6 +128,7 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	})
 	n.bg.Go(n.heartbeats)
 	n.bg.Go(func() { n.bus(start) })
+	r.node.Store(n)
 	return n, nil
 }
 
@@ -153,6 +156,7 @@ func (n *Node) fail(err error) {
 // attempt with INTERRUPTED. It waits for all of that, then removes the
 // dispatching handlers. Call it before closing the router.
 func (n *Node) Leave() error {
+	n.r.node.CompareAndSwap(n, nil)
 	n.cancel()
 	n.mu.Lock()
 	for _, rr := range n.running {
@@ -291,6 +295,15 @@ func (n *Node) handle(m *protocol.Message) {
 		// The routing process ended the attempt (or the task): a timeout,
 		// a cancel, or it gave the attempt up.
 		n.stopRun(m.TaskID, m.Attempt)
+		// An attempt whose handler never ran (its accept was refused)
+		// leaves no waiter behind.
+		key := attemptKey(m.TaskID, m.Attempt)
+		n.mu.Lock()
+		if n.sent[key] {
+			delete(n.sent, key)
+			delete(n.waiting, key)
+		}
+		n.mu.Unlock()
 	}
 }
 
@@ -334,21 +347,24 @@ func (n *Node) proxy(agentID string) Handler {
 	return func(ctx context.Context, t *Task) (*Result, error) {
 		r, ts := n.r, t.ts
 		key := attemptKey(t.ID(), t.attempt)
-		ch := make(chan *protocol.Message, 1)
 		n.mu.Lock()
-		n.waiting[key] = ch
+		ch := n.waiting[key] // the dispatch went with the task.accept
+		if ch == nil {
+			ch = make(chan *protocol.Message, 1)
+			n.waiting[key] = ch
+		}
 		n.mu.Unlock()
 		defer func() {
 			n.mu.Lock()
 			delete(n.waiting, key)
 			n.mu.Unlock()
 		}()
-		d := r.event(ts, TypeDispatch, r.opts.AgentID, []string{agentID})
-		d.Attempt = t.attempt
-		d.IdempotencyKey = "clutch.dispatch/" + key
-		r.setPayload(d, dispatchPayload{Depth: ts.depth, Chain: nonNilStrings(ts.ancestors())})
-		if err := r.appendLive(ctx, ts, d); err != nil {
-			return nil, err
+		if !n.dispatched(key) {
+			// Called other than through the router's attempt (a
+			// middleware of its own, say): dispatch now.
+			if err := r.appendLive(ctx, ts, n.dispatch(ts, agentID, t.attempt)); err != nil {
+				return nil, err
+			}
 		}
 		tick := time.NewTicker(n.opts.CheckInterval)
 		defer tick.Stop()
@@ -367,6 +383,46 @@ func (n *Node) proxy(agentID string) Handler {
 			}
 		}
 	}
+}
+
+// withDispatch adds to the routing.decision and task.accept of an attempt
+// on an agent of another process the dispatch of the attempt, so that the
+// three are stored together, and registers the attempt for its outcome
+// before it can be stored.
+func (n *Node) withDispatch(ts *taskState, agentID string, evs []*protocol.Message) []*protocol.Message {
+	n.mu.Lock()
+	proxied := n.proxied[agentID]
+	n.mu.Unlock()
+	if !proxied {
+		return evs
+	}
+	attempt := int(ts.attempt.Load())
+	key := attemptKey(ts.req.TaskID, attempt)
+	n.mu.Lock()
+	n.waiting[key] = make(chan *protocol.Message, 1)
+	n.sent[key] = true
+	n.mu.Unlock()
+	return append(evs[:len(evs):len(evs)], n.dispatch(ts, agentID, attempt))
+}
+
+// dispatched reports whether withDispatch stored the dispatch of the
+// attempt key, and forgets it.
+func (n *Node) dispatched(key string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ok := n.sent[key]
+	delete(n.sent, key)
+	return ok
+}
+
+// dispatch returns the dispatch event of an attempt.
+func (n *Node) dispatch(ts *taskState, agentID string, attempt int) *protocol.Message {
+	r := n.r
+	d := r.event(ts, TypeDispatch, r.opts.AgentID, []string{agentID})
+	d.Attempt = attempt
+	d.IdempotencyKey = "clutch.dispatch/" + attemptKey(ts.req.TaskID, attempt)
+	r.setPayload(d, dispatchPayload{Depth: ts.depth, Chain: nonNilStrings(ts.ancestors())})
+	return d
 }
 
 func (n *Node) interrupted(agentID, why string) error {

@@ -220,7 +220,11 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	r.setPayload(decision, m.decision())
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	ts.evs = [2]*protocol.Message{decision, accept}
-	err := r.appendLive(ts.ctx, ts, ts.evs[:]...)
+	evs := ts.evs[:]
+	if n := r.node.Load(); n != nil {
+		evs = n.withDispatch(ts, a.ID(), evs) // an agent of another process: its dispatch too (node.go)
+	}
+	err := r.appendLive(ts.ctx, ts, evs...)
 	ts.evs = [2]*protocol.Message{}
 	if err != nil {
 		r.release(a, false)
