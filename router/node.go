@@ -132,6 +132,31 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	return n, nil
 }
 
+// AwaitAgents waits until at least count agents that have every
+// capability of requires (all agents when requires is empty) are online
+// and routable here, wherever they run: the way a process that submits
+// tasks waits for the team's workers to come up. It returns ctx's error
+// when ctx ends first.
+func (n *Node) AwaitAgents(ctx context.Context, requires []string, count int) error {
+	for {
+		wake := n.changed.C() // before looking: a change after the look wakes us
+		online := 0
+		for _, a := range n.r.reg.Candidates(requires) {
+			if n.r.reg.Online(a) && n.r.handler(a.ID()) != nil {
+				online++
+			}
+		}
+		if online >= count {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return fmt.Errorf("router: %d of %d agents online: %w", online, count, ctx.Err())
+		}
+	}
+}
+
 // Err returns the first failure of the node's background work (following
 // the registry or the store), nil while there is none.
 func (n *Node) Err() error {

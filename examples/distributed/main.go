@@ -191,24 +191,7 @@ func (tm *team) close() {
 func (tm *team) awaitAgents(ctx context.Context, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		online := 0
-		for _, a := range tm.reg.Candidates([]string{"skill:echo"}) {
-			if tm.reg.Online(a) {
-				online++
-			}
-		}
-		if online >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d of %d workers' agents online: %w", online, n, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return tm.node.AwaitAgents(ctx, []string{"skill:echo"}, n)
 }
 
 // workerProc is a worker process this one started.

@@ -130,12 +130,12 @@ func TestKillWorker(t *testing.T) {
 	}
 	defer tm.close()
 	gaps := followGaps(tm.st)
-	w1, err := startWorker(ctx, os.Args[0], cfg, "worker-1", 30*time.Millisecond, workerArgs...)
+	w1, err := startWorker(ctx, os.Args[0], cfg, "worker-1", 200*time.Millisecond, workerArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w1.stop()
-	w2, err := startWorker(ctx, os.Args[0], cfg, "worker-2", 30*time.Millisecond, workerArgs...)
+	w2, err := startWorker(ctx, os.Args[0], cfg, "worker-2", 200*time.Millisecond, workerArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}

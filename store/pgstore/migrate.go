@@ -65,6 +65,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := pgx.Identifier{schema}.Sanitize()
+	// A migration (a backfill over a large log) may take longer than a
+	// statement should: ctx bounds it instead.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('clutch.pgstore.migrate.' || $1, 0))", schema); err != nil {
 		return err
 	}
