@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -134,9 +133,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// The server must not die with the test binary's process group on ^C
-	// before pg_ctl stop runs; it is its own session.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	detach(cmd)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("pgpeer: %s: %w\n%s", name, err, strings.TrimSpace(out.String()))
 	}
