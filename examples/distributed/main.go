@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
@@ -257,12 +258,24 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer tm.close()
+	var mu sync.Mutex
+	say := func(what, task string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(stdout, what, task)
+	}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:" + name,
 		Capabilities: []protocol.Capability{{ID: "skill:echo"}}}
 	err = tm.r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		in, err := router.Input[echo](t)
 		if err != nil {
 			return nil, err
+		}
+		if in.N < 0 { // a task that runs until it is cancelled
+			say("started", t.ID())
+			<-ctx.Done()
+			say("cancelled", t.ID())
+			return nil, ctx.Err()
 		}
 		if work > 0 {
 			select { // the work the task stands for

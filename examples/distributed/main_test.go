@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -262,4 +263,43 @@ func checkAttempts(t *testing.T, st store.Store, tasks int) {
 		t.Errorf("no attempt was interrupted: worker-2 was killed before it held any")
 	}
 	t.Logf("%d attempts claimed, %d interrupted and routed again", len(claims), retried)
+}
+
+// Cancelling a task in the submitting process cancels its handler in the
+// worker process that runs it.
+func TestCancelAcrossProcesses(t *testing.T) {
+	cfg := testConfig(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	tm, err := openTeam(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.close()
+	w, err := startWorker(ctx, os.Args[0], cfg, "worker-1", 0, workerArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.stop()
+	if err := tm.awaitAgents(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: -1})
+	req.Requires = []string{"skill:echo"}
+	h, err := tm.r.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := w.out.ReadString('\n'); err != nil || line != "started "+h.TaskID()+"\n" {
+		t.Fatalf("worker said %q, %v", line, err)
+	}
+	h.Cancel("the user gave up")
+	if line, err := w.out.ReadString('\n'); err != nil || line != "cancelled "+h.TaskID()+"\n" {
+		t.Fatalf("worker said %q, %v; want its handler cancelled", line, err)
+	}
+	o, err := h.Wait(ctx)
+	if !errors.Is(err, protocol.CodeCancelled) || o.Type != protocol.TypeTaskCancel {
+		t.Fatalf("outcome %+v, %v", o, err)
+	}
+	storetest.AssertOneTerminal(t, tm.st)
 }
