@@ -248,7 +248,9 @@
 // under RecoverRedispatch, so the router routes it again to an agent that
 // is online (a survivor), final under RecoverFail. No attempt is lost and
 // the task still ends once. The attempts a dead process had routed itself
-// lose their router: a restarted process ends them with Recover. Node.Leave
+// lose their router: a restarted process ends them with Recover, which
+// ends every open task of the log — call it when no other process of the
+// team is running tasks, or it ends theirs too. Node.Leave
 // answers the attempts running here with INTERRUPTED and stops the
 // heartbeats; call it before Close.
 //

@@ -316,3 +316,64 @@ func TestMigrationBackfillsSummaries(t *testing.T) {
 		t.Fatalf("backfilled summaries differ:\nruns    %+v\nbackfill %+v\nthreads  %+v\nbackfill %+v", runs, runs2, threads, threads2)
 	}
 }
+
+// The connection of an append dies in the middle of its transaction (the
+// server ends the session while it waits for the append lock): the
+// append fails with a retryable ErrUnavailable, nothing of its batch is
+// stored, and appending it again stores it once.
+func TestConnectionKilledMidAppend(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), "SELECT seq FROM "+s.Schema()+".head FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	batch := msgs(4)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Append(t.Context(), batch...)
+		errc <- err
+	}()
+	// Wait for the append's session to block on the lock, then end it.
+	admin, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	for {
+		var n int
+		err := admin.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE application_name = 'clutch-pgstore' AND wait_event_type = 'Lock'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("Append returned %v before it waited for the lock", err)
+		case <-time.After(5 * time.Millisecond): // the session has not reached the lock yet
+		}
+	}
+	err = <-errc
+	if !errors.Is(err, pgstore.ErrUnavailable) || !protocol.CodeOf(err).Retryable() {
+		t.Fatalf("Append whose session was killed: %v, want a retryable ErrUnavailable", err)
+	}
+	tx.Rollback(t.Context())
+	if n, _ := s.LastSeq(t.Context()); n != 0 {
+		t.Fatalf("LastSeq = %d after the failed append, want 0", n)
+	}
+	res, err := s.Append(t.Context(), batch...)
+	if err != nil || res[3].Seq != 4 || res[0].Duplicate {
+		t.Fatalf("Append again: %+v, %v; want seqs 1-4", res, err)
+	}
+}
