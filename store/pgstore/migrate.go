@@ -52,8 +52,9 @@ func migrations() []migration {
 	return out
 }
 
-// SchemaVersion is the schema version this package creates and reads.
-var SchemaVersion = len(migrations())
+// SchemaVersion is the schema version this package creates and reads:
+// the number of its migrations.
+const SchemaVersion = 2
 
 // migrate creates the schema or brings it to SchemaVersion, in one
 // transaction under an advisory lock, so that processes opening the
