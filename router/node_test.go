@@ -385,3 +385,34 @@ func FuzzDecodeDone(f *testing.F) {
 		}
 	})
 }
+
+// max_runtime_sec holds across processes: the routing process stores the
+// task.timeout, and the handler in the hosting process sees its context
+// end.
+func TestNodeTimeoutAcrossProcesses(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, nil)
+	b := newProc(t, st, time.Minute, nil)
+	x := card("agent:x", skill("skill:x"))
+	x.Limits = &protocol.Limits{MaxRuntimeSec: 1}
+	ended := make(chan error, 1)
+	b.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	waitFor(t, "a sees agent:x", func() bool { return a.r.handler("agent:x") != nil }, a)
+	h := a.submit(a.request("skill:x"))
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the handler's context ended without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler in the hosting process was not stopped")
+	}
+	out, err := a.wait(h)
+	if !errors.Is(err, protocol.CodeTimeout) || out.Type != protocol.TypeTaskTimeout {
+		t.Fatalf("outcome %+v, %v; want task.timeout", out, err)
+	}
+}
