@@ -126,9 +126,13 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 			n.fail(err)
 		}
 	})
+	if !r.node.CompareAndSwap(nil, n) {
+		n.cancel()
+		n.bg.Wait()
+		return nil, wrap(ErrInvalidOptions, "the router is a node already: Leave before joining again", nil)
+	}
 	n.bg.Go(n.heartbeats)
 	n.bg.Go(func() { n.bus(start) })
-	r.node.Store(n)
 	return n, nil
 }
 

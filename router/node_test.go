@@ -416,3 +416,15 @@ func TestNodeTimeoutAcrossProcesses(t *testing.T) {
 		t.Fatalf("outcome %+v, %v; want task.timeout", out, err)
 	}
 }
+
+func TestJoinTwiceRefused(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, nil)
+	if _, err := a.r.Join(context.Background(), nil); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("second Join: %v, want ErrInvalidOptions", err)
+	}
+	e := newEnv(t, nil) // a registry that is not Shared
+	if _, err := e.r.Join(context.Background(), nil); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Join without a Shared registry: %v, want ErrInvalidOptions", err)
+	}
+}
