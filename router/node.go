@@ -118,6 +118,10 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	}
 	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal()}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if !r.node.CompareAndSwap(nil, n) {
+		n.cancel()
+		return nil, wrap(ErrInvalidOptions, "the router is a node already: Leave before joining again", nil)
+	}
 	for _, a := range r.reg.List() {
 		n.sync(a.ID())
 	}
@@ -126,11 +130,6 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 			n.fail(err)
 		}
 	})
-	if !r.node.CompareAndSwap(nil, n) {
-		n.cancel()
-		n.bg.Wait()
-		return nil, wrap(ErrInvalidOptions, "the router is a node already: Leave before joining again", nil)
-	}
 	n.bg.Go(n.heartbeats)
 	n.bg.Go(func() { n.bus(start) })
 	return n, nil
