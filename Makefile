@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: test deps fmt-check vet race test-min-go bench fuzz
+.PHONY: test deps deps-system fmt-check vet race test-min-go bench fuzz
 
 # The oldest Go release the module supports: go.mod's go line.
 MIN_GO := $(shell sed -n 's/^go //p' go.mod)
@@ -13,14 +13,27 @@ MIN_GO := $(shell sed -n 's/^go //p' go.mod)
 ## and the tests once more with the oldest Go release go.mod allows.
 test: deps fmt-check vet race test-min-go
 
-## deps: download modules and install the npm test peers (every committed
-## package-lock.json, installed with `npm ci` into its own git-ignored node_modules).
-deps:
+## deps: download modules, install the system peers the tests run (PostgreSQL
+## for store/pgstore, Chromium for the web UI; apt-get, as root, only when one
+## is missing) and the npm test peers (every committed package-lock.json,
+## installed with `npm ci` into its own git-ignored node_modules).
+deps: deps-system
 	$(GO) mod download
 	@for lock in $$(git ls-files '*package-lock.json' 2>/dev/null); do \
 		dir=$$(dirname "$$lock"); echo "npm ci in $$dir"; \
 		(cd "$$dir" && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 	done
+
+## deps-system: PostgreSQL (initdb under /usr/lib/postgresql/*/bin) and Chromium
+## from Debian. A no-op when both are installed; without root it says what to run.
+deps-system:
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "make deps: missing$$missing; run as root: apt-get install -y$$missing"; exit 0; fi; \
+	echo "apt-get install -y$$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

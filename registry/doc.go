@@ -154,8 +154,13 @@
 // dating its heartbeat in the future; on replay its ts counts, as for
 // every event.
 //
-// After Open a registry sees only its own writes: two registries over one
-// store (two processes) do not follow each other's events until reopened.
+// After Open a registry sees only its own writes, unless it is opened with
+// Options.Shared and runs [Registry.Follow]: then registries over one store
+// (in several processes) apply each other's events as they are appended,
+// and an agent registered Local by one process is online for the others
+// while it heartbeats (router.Join does all of this). A Shared registry
+// remembers the seqs of its own writes until Follow passes them, so run
+// Follow whenever it is Shared.
 //
 // Writes are serialised, so that the order of the events in the store is
 // the order in which they were applied: on a durable store each write is

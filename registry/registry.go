@@ -55,6 +55,12 @@ type Options struct {
 	// Signatures says which messages from outside must be signed;
 	// DefaultSignaturePolicy when nil.
 	Signatures *SignaturePolicy
+	// Shared says that several processes share the store, each with its
+	// own registry kept current by [Registry.Follow]: an agent registered
+	// Local by a process is, for every other registry (and for this one
+	// after a restart), online while its heartbeats keep coming, instead
+	// of gone until it registers again. See shared.go.
+	Shared bool
 }
 
 func (o *Options) setDefaults() error {
@@ -110,6 +116,9 @@ type Registry struct {
 	opts Options
 
 	wmu sync.Mutex // serialises writers, so store order = apply order
+
+	synced uint64              // seq of the last registry event applied from the store (Open, Follow)
+	own    map[uint64]struct{} // seqs of this registry's writes Follow has not passed yet; guarded by wmu
 
 	mu     sync.RWMutex
 	agents map[string]*Agent
@@ -243,6 +252,9 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 		agents: map[string]*Agent{}, stats: map[string]*stats{},
 		keys: map[string]*keyring{}, conf: map[string]map[string]ed25519.PublicKey{},
 	}
+	if o.Shared {
+		r.own = map[uint64]struct{}{}
+	}
 	for id, keys := range o.Keys {
 		c := map[string]ed25519.PublicKey{}
 		for _, k := range keys {
@@ -265,6 +277,7 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 		if err := r.apply(m, nil, eventTime(m, ev.Time), true); err != nil {
 			return nil, &CorruptEventError{Seq: ev.Seq, Err: err}
 		}
+		r.synced = ev.Seq
 	}
 	return r, nil
 }
@@ -399,6 +412,9 @@ func (r *Registry) writeAt(ctx context.Context, m *protocol.Message, card *proto
 		// Not stored, so not applied: the registry stays what a replay gives.
 		return wrap(ErrDuplicateEvent, fmt.Sprintf("%s is seq %d", m.ID, res[0].Seq), nil)
 	}
+	if r.own != nil {
+		r.own[res[0].Seq] = struct{}{} // applied here: Follow skips it
+	}
 	return r.apply(m, card, at, false)
 }
 
@@ -436,8 +452,9 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 		if m.Type == protocol.TypeAgentRegister {
 			local, _ := m.Meta[metaLocal].(bool)
 			// The process that ran a replayed Local agent is gone: offline
-			// until it registers again.
-			a.local, a.gone = local && !replay, local && replay
+			// until it registers again. In a shared store it may be
+			// another process, alive: online while it heartbeats.
+			a.local, a.gone = local && !replay, local && replay && !r.opts.Shared
 		} else {
 			old, ok := r.Get(id)
 			if !ok {

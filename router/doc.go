@@ -208,6 +208,52 @@
 // against MaxInFlight. Calling Shutdown again waits for them. Close is
 // Shutdown with a deadline of DefaultCloseTimeout (10 s).
 //
+// # Many processes
+//
+// Routers in several processes (or machines) that share one store — a
+// store/pgstore database — form one team: Join makes a router a Node.
+// Each process opens its registry with registry.Options.Shared; the
+// node follows the other processes' registry events, so every process
+// sees every agent, its card and its liveness, and the agents registered
+// in a process send heartbeats (NodeOptions.HeartbeatInterval) so that
+// the others see them online.
+//
+// A task is routed by the process it is submitted in, as above, over all
+// the team's agents: an agent hosted elsewhere has a handler here that
+// dispatches the attempt (an x.clutch.task.dispatch event, stored
+// together with the attempt's routing.decision and task.accept). The process hosting the agent claims
+// the attempt with an x.clutch.task.claim event whose idempotency key is
+// the task id and attempt: the store's (run_id, idempotency_key)
+// deduplication lets exactly one claim in, so exactly one process runs
+// each attempt even when several host the same agent id. It runs the
+// handler with a Task like any other (Progress, Emit, PutArtifact,
+// Delegate: subtasks are routed by the hosting process, with the depth
+// and delegation chain the dispatch carried, so budgets and cycle checks
+// hold across processes), then stores the outcome as an
+// x.clutch.task.done event. The routing process, which follows the store,
+// stores the terminal event from it, validated as a local result would
+// be: Wait, retries, timeouts and cancellation work as in one process. A
+// cancel or timeout stored by the routing process ends the handler in the
+// hosting one, and with it the subtasks it delegated. An agent's
+// max_concurrency is enforced where it runs, for the attempts of every
+// process (one waits there up to QueueTimeout, then fails with CAPACITY,
+// retryable); the load tie-breaker sees the attempts this process
+// dispatched. Budget.MaxDepth holds across processes (the dispatch carries
+// the depth); Budget.MaxTasks counts the tasks of a run each process
+// routes, not the whole team's.
+//
+// A process that dies (kill -9) stops heartbeating; after the registry's
+// HeartbeatTTL its agents are offline for everyone, and each attempt
+// another process dispatched to them ends with INTERRUPTED: retryable
+// under RecoverRedispatch, so the router routes it again to an agent that
+// is online (a survivor), final under RecoverFail. No attempt is lost and
+// the task still ends once. The attempts a dead process had routed itself
+// lose their router: a restarted process ends them with Recover, which
+// ends every open task of the log — call it when no other process of the
+// team is running tasks, or it ends theirs too. Node.Leave
+// answers the attempts running here with INTERRUPTED and stops the
+// heartbeats; call it before Close.
+//
 // # Clock
 //
 // Clutch has one clock concept: a func() time.Time. The router's clock is

@@ -73,6 +73,8 @@ type Router struct {
 
 	pool *workers[*taskState] // the goroutines tasks run on
 
+	node atomic.Pointer[Node] // set while the router is a node of a team (node.go)
+
 	matches sync.Pool     // *match, see newMatch
 	rr      atomic.Uint64 // round-robin counter
 	waiting atomic.Int64  // tasks waiting for capacity

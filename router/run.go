@@ -22,6 +22,7 @@ type taskState struct {
 	parent   *taskState
 	children []*taskState // guarded by Router.mu
 	depth    int
+	chain    []string                       // agents above the root task in another process (node.go)
 	attempt  atomic.Int32                   // current attempt; written by the run goroutine, read by cancels too
 	agent    atomic.Pointer[registry.Agent] // the agent of the current attempt
 
@@ -64,15 +65,18 @@ func (ts *taskState) detached() context.Context {
 	return context.WithoutCancel(ts.ctx)
 }
 
-// ancestors returns the agents on the task's delegation chain.
+// ancestors returns the agents on the task's delegation chain: its
+// parents' agents here, then the chain of the root (a task run for
+// another process carries the chain above it there; see node.go).
 func (ts *taskState) ancestors() []string {
 	var out []string
-	for p := ts.parent; p != nil; p = p.parent {
-		if a := p.agentID(); a != "" {
+	p := ts
+	for ; p.parent != nil; p = p.parent {
+		if a := p.parent.agentID(); a != "" {
 			out = append(out, a)
 		}
 	}
-	return out
+	return append(out, p.chain...)
 }
 
 // run drives one task from routing to its terminal event.
@@ -216,7 +220,11 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	r.setPayload(decision, m.decision())
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	ts.evs = [2]*protocol.Message{decision, accept}
-	err := r.appendLive(ts.ctx, ts, ts.evs[:]...)
+	evs := ts.evs[:]
+	if n := r.node.Load(); n != nil {
+		evs = n.withDispatch(ts, a.ID(), evs) // an agent of another process: its dispatch too (node.go)
+	}
+	err := r.appendLive(ts.ctx, ts, evs...)
 	ts.evs = [2]*protocol.Message{}
 	if err != nil {
 		r.release(a, false)

@@ -1,0 +1,645 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// The events routers in several processes exchange through their shared
+// store (extension types, docs/protocol.md §2.6). See "Many processes" in
+// the package doc.
+const (
+	// TypeDispatch asks the process hosting the agent in "to" to run an
+	// attempt of a task: sent by the router that routed it, stored with
+	// the attempt's routing.decision and task.accept; the task's ids and
+	// attempt, payload {"depth", "chain"}.
+	TypeDispatch protocol.Type = "x.clutch.task.dispatch"
+	// TypeClaim records which process runs the attempt: sent as the agent,
+	// idempotency key "clutch.claim/<task id>/<attempt>", so that the
+	// store's deduplication lets exactly one claim of an attempt in.
+	// Payload {"host"}.
+	TypeClaim protocol.Type = "x.clutch.task.claim"
+	// TypeDone carries the handler's outcome back to the routing process,
+	// which stores the task's events from it: payload {"result":
+	// {"payload_type", "payload", "attachments"}} or {"error": <§5.4
+	// error>}; idempotency key "clutch.done/<task id>/<attempt>".
+	TypeDone protocol.Type = "x.clutch.task.done"
+)
+
+// NodeOptions configures Join. Nil means defaults.
+type NodeOptions struct {
+	// Host names this process in its claims; "<hostname>:<pid>" when "".
+	Host string
+	// HeartbeatInterval is how often the node sends heartbeats for the
+	// agents registered in this router; a third of the registry's
+	// HeartbeatTTL when 0.
+	HeartbeatInterval time.Duration
+	// CheckInterval is how often a task dispatched to another process
+	// checks that its agent is still online; a quarter of the registry's
+	// HeartbeatTTL when 0.
+	CheckInterval time.Duration
+}
+
+// Node is a router taking part in a team spread over processes that share
+// one store (see "Many processes" in the package doc). Join makes one;
+// Leave ends it.
+type Node struct {
+	r      *Router
+	opts   NodeOptions
+	ctx    context.Context
+	cancel context.CancelFunc
+	bg     sync.WaitGroup // follow, bus, heartbeats
+	runs   sync.WaitGroup // attempts run for other processes
+
+	mu      sync.Mutex
+	proxied map[string]bool                   // agents routed to other processes
+	waiting map[string]chan *protocol.Message // attempt key → its done event
+	sent    map[string]bool                   // attempts dispatched with their task.accept, until their proxy runs
+	running map[string]*remoteRun             // task id → the attempt run here
+	err     error                             // the first background failure
+	changed signal                            // broadcast after each registry change applied
+}
+
+type remoteRun struct {
+	attempt int
+	ts      *taskState
+}
+
+// errNodeLeft is the cancel cause of attempts stopped by Leave.
+var errNodeLeft = errors.New("the node left")
+
+// Join makes r a node of the team whose processes share r's store: from
+// now on
+//
+//   - the registry follows the other processes' registry events (it must
+//     be opened with registry.Options.Shared), and every agent registered
+//     elsewhere gets a handler in r that dispatches its tasks to the
+//     process hosting it and waits for the outcome;
+//   - the agents registered in r send heartbeats, so that the other
+//     processes see them online;
+//   - r claims and runs the attempts other processes dispatch to its
+//     agents.
+//
+// Call it after New, before submitting; Leave ends it. ctx bounds Join
+// itself, not the node.
+func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
+	if !r.reg.Shared() {
+		return nil, wrap(ErrInvalidOptions, "Join needs a registry opened with registry.Options.Shared", nil)
+	}
+	var o NodeOptions
+	if opts != nil {
+		o = *opts
+	}
+	ttl := r.reg.HeartbeatTTL()
+	if o.Host == "" {
+		h, _ := os.Hostname()
+		o.Host = h + ":" + strconv.Itoa(os.Getpid())
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = ttl / 3
+	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = ttl / 4
+	}
+	start, err := r.st.LastSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("router: join: %w", err)
+	}
+	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal()}
+	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if !r.node.CompareAndSwap(nil, n) {
+		n.cancel()
+		return nil, wrap(ErrInvalidOptions, "the router is a node already: Leave before joining again", nil)
+	}
+	for _, a := range r.reg.List() {
+		n.sync(a.ID())
+	}
+	n.bg.Go(func() {
+		if err := r.reg.Follow(n.ctx, n.sync); err != nil {
+			n.fail(err)
+		}
+	})
+	n.bg.Go(n.heartbeats)
+	n.bg.Go(func() { n.bus(start) })
+	return n, nil
+}
+
+// AwaitAgents waits until at least count agents that have every
+// capability of requires (all agents when requires is empty) are online
+// and routable here, wherever they run: the way a process that submits
+// tasks waits for the team's workers to come up. It returns ctx's error
+// when ctx ends first.
+func (n *Node) AwaitAgents(ctx context.Context, requires []string, count int) error {
+	for {
+		wake := n.changed.C() // before looking: a change after the look wakes us
+		online := 0
+		for _, a := range n.r.reg.Candidates(requires) {
+			if n.r.reg.Online(a) && n.r.handler(a.ID()) != nil {
+				online++
+			}
+		}
+		if online >= count {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return fmt.Errorf("router: %d of %d agents online: %w", online, count, ctx.Err())
+		}
+	}
+}
+
+// Err returns the first failure of the node's background work (following
+// the registry or the store), nil while there is none.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+func (n *Node) fail(err error) {
+	n.r.opts.Logger.Error("router: node", "err", err)
+	n.mu.Lock()
+	if n.err == nil {
+		n.err = err
+	}
+	n.mu.Unlock()
+}
+
+// Leave stops the node: heartbeats end (the other processes see this
+// process's agents go offline after the TTL), attempts running here for
+// other processes are cancelled and answered with a retryable
+// INTERRUPTED error, and tasks this router dispatched elsewhere end their
+// attempt with INTERRUPTED. It waits for all of that, then removes the
+// dispatching handlers. Call it before closing the router.
+func (n *Node) Leave() error {
+	n.r.node.CompareAndSwap(n, nil)
+	n.cancel()
+	n.mu.Lock()
+	for _, rr := range n.running {
+		rr.ts.cancel(errNodeLeft)
+	}
+	n.mu.Unlock()
+	n.runs.Wait()
+	n.bg.Wait()
+	n.mu.Lock()
+	ids := slicesOf(n.proxied)
+	n.proxied = map[string]bool{}
+	n.mu.Unlock()
+	n.r.hmu.Lock()
+	next := maps.Clone(n.r.handlerMap())
+	for _, id := range ids {
+		delete(next, id)
+	}
+	n.r.handlers.Store(&next)
+	n.r.hmu.Unlock()
+	return nil
+}
+
+func slicesOf(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// hosted reports whether agent id runs in this process: registered here
+// (Local), or given a handler here that is not a dispatching one.
+func (n *Node) hosted(id string) bool {
+	if a, ok := n.r.reg.Get(id); ok && a.Local() {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.r.handler(id) != nil && !n.proxied[id]
+}
+
+// sync gives agent id a dispatching handler when it is registered but
+// has no handler here, and takes it away when the agent is removed.
+func (n *Node) sync(id string) {
+	defer n.changed.Broadcast()
+	a, ok := n.r.reg.Get(id)
+	n.r.hmu.Lock()
+	defer n.r.hmu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ctx.Err() != nil {
+		return
+	}
+	cur := n.r.handlerMap()
+	_, has := cur[id]
+	switch {
+	case ok && !a.Local() && !has:
+		next := maps.Clone(cur)
+		next[id] = n.proxy(id) // no middleware: the hosting process runs it
+		n.r.handlers.Store(&next)
+		n.proxied[id] = true
+	case !ok && n.proxied[id]:
+		next := maps.Clone(cur)
+		delete(next, id)
+		n.r.handlers.Store(&next)
+		delete(n.proxied, id)
+	}
+}
+
+// heartbeats keeps the agents registered in this router online for the
+// other processes.
+func (n *Node) heartbeats() {
+	t := time.NewTicker(n.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		for _, a := range n.r.reg.List() {
+			if a.Local() {
+				if err := n.r.reg.Heartbeat(n.ctx, a.ID()); err != nil && n.ctx.Err() == nil && !errors.Is(err, registry.ErrNotFound) {
+					n.r.opts.Logger.Warn("router: node heartbeat", "agent", a.ID(), "err", err)
+				}
+			}
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// bus follows the store from start and acts on the events of the
+// processes' exchange: dispatches to agents hosted here, outcomes of
+// attempts dispatched from here, and the end of tasks running here.
+func (n *Node) bus(start uint64) {
+	after := start
+	for n.ctx.Err() == nil {
+		for ev, err := range n.r.st.Follow(n.ctx, store.Query{AfterSeq: after}) {
+			if err != nil {
+				if n.ctx.Err() == nil {
+					n.r.opts.Logger.Warn("router: node follow", "err", err)
+				}
+				break
+			}
+			after = ev.Seq
+			m, err := ev.Message()
+			if err != nil {
+				continue
+			}
+			n.handle(m)
+		}
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(100 * time.Millisecond): // the store failed: follow again
+		}
+	}
+}
+
+func (n *Node) handle(m *protocol.Message) {
+	switch m.Type {
+	case TypeDispatch:
+		if len(m.To) == 1 && n.hosted(m.To[0].AgentID) {
+			n.stopRun(m.TaskID, m.Attempt-1) // an older attempt of it here is over
+			n.runs.Go(func() { n.runRemote(m) })
+		}
+	case TypeDone:
+		n.mu.Lock()
+		ch := n.waiting[attemptKey(m.TaskID, m.Attempt)]
+		n.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- m:
+			default:
+			}
+		}
+	case protocol.TypeTaskResult, protocol.TypeTaskError, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
+		// The routing process ended the attempt (or the task): a timeout,
+		// a cancel, or it gave the attempt up.
+		n.stopRun(m.TaskID, m.Attempt)
+		// An attempt whose handler never ran (its accept was refused)
+		// leaves no waiter behind.
+		key := attemptKey(m.TaskID, m.Attempt)
+		n.mu.Lock()
+		if n.sent[key] {
+			delete(n.sent, key)
+			delete(n.waiting, key)
+		}
+		n.mu.Unlock()
+	}
+}
+
+// stopRun cancels the attempt of task running here if it is attempt
+// upTo or older: the task ended, or moved on to a later attempt.
+func (n *Node) stopRun(task string, upTo int) {
+	n.mu.Lock()
+	rr := n.running[task]
+	n.mu.Unlock()
+	if rr != nil && rr.attempt <= upTo {
+		rr.ts.cancel(&cancelCause{reason: "the task ended in the process that routed it"})
+	}
+}
+
+func attemptKey(task string, attempt int) string {
+	return task + "/" + strconv.Itoa(attempt)
+}
+
+type dispatchPayload struct {
+	Depth int      `json:"depth"`
+	Chain []string `json:"chain"`
+}
+
+type donePayload struct {
+	Result *doneResult            `json:"result,omitempty"`
+	Error  *protocol.ErrorPayload `json:"error,omitempty"`
+}
+
+type doneResult struct {
+	PayloadType string                `json:"payload_type,omitempty"`
+	Payload     json.RawMessage       `json:"payload,omitempty"`
+	Attachments []protocol.Attachment `json:"attachments,omitempty"`
+}
+
+// proxy is the handler of an agent hosted by another process: it
+// dispatches the attempt, then waits for its outcome, for the attempt's
+// context to end, or for the agent to go offline (its process died: the
+// attempt ends with INTERRUPTED, retried when Options.Recovery is
+// RecoverRedispatch).
+func (n *Node) proxy(agentID string) Handler {
+	return func(ctx context.Context, t *Task) (*Result, error) {
+		r, ts := n.r, t.ts
+		key := attemptKey(t.ID(), t.attempt)
+		n.mu.Lock()
+		ch := n.waiting[key] // the dispatch went with the task.accept
+		if ch == nil {
+			ch = make(chan *protocol.Message, 1)
+			n.waiting[key] = ch
+		}
+		n.mu.Unlock()
+		defer func() {
+			n.mu.Lock()
+			delete(n.waiting, key)
+			n.mu.Unlock()
+		}()
+		if !n.dispatched(key) {
+			// Called other than through the router's attempt (a
+			// middleware of its own, say): dispatch now.
+			if err := r.appendLive(ctx, ts, n.dispatch(ts, agentID, t.attempt)); err != nil {
+				return nil, err
+			}
+		}
+		tick := time.NewTicker(n.opts.CheckInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case m := <-ch:
+				return decodeDone(m)
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-n.ctx.Done():
+				return nil, n.interrupted(agentID, "this process left the team")
+			case <-tick.C:
+				if a, ok := r.reg.Get(agentID); !ok || !r.reg.Online(a) {
+					return nil, n.interrupted(agentID, "its process stopped sending heartbeats")
+				}
+			}
+		}
+	}
+}
+
+// withDispatch adds to the routing.decision and task.accept of an attempt
+// on an agent of another process the dispatch of the attempt, so that the
+// three are stored together, and registers the attempt for its outcome
+// before it can be stored.
+func (n *Node) withDispatch(ts *taskState, agentID string, evs []*protocol.Message) []*protocol.Message {
+	n.mu.Lock()
+	proxied := n.proxied[agentID]
+	n.mu.Unlock()
+	if !proxied {
+		return evs
+	}
+	attempt := int(ts.attempt.Load())
+	key := attemptKey(ts.req.TaskID, attempt)
+	n.mu.Lock()
+	n.waiting[key] = make(chan *protocol.Message, 1)
+	n.sent[key] = true
+	n.mu.Unlock()
+	return append(evs[:len(evs):len(evs)], n.dispatch(ts, agentID, attempt))
+}
+
+// dispatched reports whether withDispatch stored the dispatch of the
+// attempt key, and forgets it.
+func (n *Node) dispatched(key string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ok := n.sent[key]
+	delete(n.sent, key)
+	return ok
+}
+
+// dispatch returns the dispatch event of an attempt.
+func (n *Node) dispatch(ts *taskState, agentID string, attempt int) *protocol.Message {
+	r := n.r
+	d := r.event(ts, TypeDispatch, r.opts.AgentID, []string{agentID})
+	d.Attempt = attempt
+	d.IdempotencyKey = "clutch.dispatch/" + attemptKey(ts.req.TaskID, attempt)
+	r.setPayload(d, dispatchPayload{Depth: ts.depth, Chain: nonNilStrings(ts.ancestors())})
+	return d
+}
+
+func (n *Node) interrupted(agentID, why string) error {
+	return &protocol.ErrorPayload{
+		Code:      protocol.CodeInterrupted,
+		Message:   "agent " + agentID + " went away while running the task: " + why,
+		Retryable: n.r.opts.Recovery == RecoverRedispatch,
+		Details:   map[string]any{"agent": agentID},
+	}
+}
+
+func decodeDone(m *protocol.Message) (*Result, error) {
+	var p donePayload
+	if err := json.Unmarshal(m.Payload, &p); err != nil {
+		return nil, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "an unreadable outcome from the hosting process: " + err.Error(), Retryable: true}
+	}
+	switch {
+	case p.Error != nil:
+		return nil, p.Error
+	case p.Result != nil:
+		res := &Result{PayloadType: p.Result.PayloadType, Attachments: p.Result.Attachments}
+		if len(p.Result.Payload) > 0 {
+			res.Payload = p.Result.Payload
+		}
+		return res, nil
+	}
+	return nil, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "an empty outcome from the hosting process", Retryable: true}
+}
+
+// runRemote claims the attempt m dispatches and, when the claim wins,
+// runs it with the agent's handler here, then stores its outcome.
+func (n *Node) runRemote(m *protocol.Message) {
+	r := n.r
+	agentID := m.To[0].AgentID
+	ctx := n.ctx
+	claim := r.ids.Reply(m, TypeClaim, agentID) // to the dispatcher
+	claim.Attempt = m.Attempt
+	claim.IdempotencyKey = "clutch.claim/" + attemptKey(m.TaskID, m.Attempt)
+	r.setPayload(claim, map[string]string{"host": n.opts.Host})
+	res, err := r.st.Append(ctx, claim)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.r.opts.Logger.Warn("router: node claim", "task", m.TaskID, "err", err)
+		}
+		return
+	}
+	if res[0].Duplicate {
+		return // another process runs it
+	}
+	var dp dispatchPayload
+	if json.Unmarshal(m.Payload, &dp) != nil || dp.Depth < 0 {
+		dp = dispatchPayload{} // the dispatcher's payload is not ours to trust blindly
+	}
+	req, err := n.request(ctx, m.TaskID)
+	a, ok := r.reg.Get(agentID)
+	h := r.handler(agentID)
+	var out donePayload
+	switch {
+	case err != nil:
+		out.Error = &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "reading the task's request: " + err.Error(), Retryable: true}
+	case !ok || h == nil:
+		out.Error = &protocol.ErrorPayload{Code: protocol.CodeNotFound, Message: "agent " + agentID + " is not hosted here any more", Retryable: true}
+	default:
+		out = n.execute(req, a, h, m.Attempt, dp)
+	}
+	if out.Result == nil && out.Error == nil {
+		return // the task ended in the process that routed it: nothing to answer
+	}
+	done := r.ids.Reply(m, TypeDone, agentID)
+	done.Attempt = m.Attempt
+	done.IdempotencyKey = "clutch.done/" + attemptKey(m.TaskID, m.Attempt)
+	if err := done.SetPayload(out); err != nil {
+		ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "encoding the outcome: " + err.Error()}
+		r.setPayload(done, donePayload{Error: ep})
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := r.st.Append(sctx, done); err != nil {
+		n.r.opts.Logger.Error("router: node: storing an outcome", "task", m.TaskID, "err", err)
+	}
+}
+
+// request reads the task.request of task.
+func (n *Node) request(ctx context.Context, task string) (*protocol.Message, error) {
+	for ev, err := range n.r.st.Read(ctx, store.Query{TaskID: task, TypePrefix: string(protocol.TypeTaskRequest), Limit: 1}) {
+		if err != nil {
+			return nil, err
+		}
+		return ev.Message()
+	}
+	return nil, wrap(ErrUnknownTask, task, nil)
+}
+
+// execute runs one attempt here: the handler gets a Task like any other
+// (Progress, Emit, Delegate, PutArtifact), whose subtasks are routed by
+// this router, with the depth and delegation chain of the dispatch. The
+// agent's max_concurrency holds for all the processes' attempts: one
+// waits here for a slot, up to Options.QueueTimeout.
+func (n *Node) execute(req *protocol.Message, a *registry.Agent, h Handler, attempt int, dp dispatchPayload) donePayload {
+	r := n.r
+	ts := r.newTask(context.Background(), req, nil)
+	ts.attempt.Store(int32(attempt))
+	ts.agent.Store(a)
+	ts.depth, ts.chain = dp.Depth, dp.Chain
+	defer ts.cancel(nil)
+	n.mu.Lock()
+	if n.ctx.Err() != nil {
+		n.mu.Unlock()
+		return donePayload{Error: n.leftError()}
+	}
+	n.running[req.TaskID] = &remoteRun{attempt: attempt, ts: ts}
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		if rr := n.running[req.TaskID]; rr != nil && rr.ts == ts {
+			delete(n.running, req.TaskID)
+		}
+		n.mu.Unlock()
+	}()
+	if !n.acquire(ts, a) {
+		if errors.Is(context.Cause(ts.ctx), errNodeLeft) {
+			return donePayload{Error: n.leftError()}
+		}
+		if ts.ctx.Err() != nil {
+			return donePayload{}
+		}
+		return donePayload{Error: &protocol.ErrorPayload{Code: protocol.CodeCapacity, Retryable: true,
+			Message: fmt.Sprintf("agent %s stayed at its max_concurrency for %s", a.ID(), r.opts.QueueTimeout)}}
+	}
+	ctx := ts.ctx
+	if card := a.Card(); card.Limits != nil && card.Limits.MaxRuntimeSec > 0 {
+		// The routing process stores the timeout; here the handler's
+		// context ends with it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(card.Limits.MaxRuntimeSec)*time.Second)
+		defer cancel()
+	}
+	ts.runCtx.Store(&ctx)
+	t := &Task{r: r, ts: ts, agent: a, attempt: attempt}
+	res, err := r.call(ctx, h, t)
+	r.release(a, err == nil)
+	ts.emu.Lock()
+	ts.finished.Store(true) // later Progress and Emit calls fail with ErrTaskEnded
+	ts.emu.Unlock()
+	switch {
+	case errors.Is(context.Cause(ts.ctx), errNodeLeft):
+		return donePayload{Error: n.leftError()}
+	case ts.ctx.Err() != nil:
+		return donePayload{} // ended by the routing process
+	case err != nil:
+		ep := wireError(err)
+		return donePayload{Error: &ep}
+	}
+	if res == nil {
+		res = &Result{}
+	}
+	tmp := &protocol.Message{}
+	if err := tmp.SetPayload(res.Payload); err != nil {
+		return donePayload{Error: &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "result payload is not JSON: " + err.Error()}}
+	}
+	return donePayload{Result: &doneResult{PayloadType: res.PayloadType, Payload: tmp.Payload, Attachments: res.Attachments}}
+}
+
+func (n *Node) leftError() *protocol.ErrorPayload {
+	return &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the process hosting the agent left the team while the task ran", Retryable: true}
+}
+
+// acquire takes a concurrency slot of a for an attempt run here, waiting
+// up to Options.QueueTimeout; false when none came or ts was cancelled.
+func (n *Node) acquire(ts *taskState, a *registry.Agent) bool {
+	r := n.r
+	if r.reg.TryAcquire(a) {
+		return true
+	}
+	deadline := time.NewTimer(r.opts.QueueTimeout)
+	defer deadline.Stop()
+	r.waiting.Add(1)
+	defer r.waiting.Add(-1)
+	for {
+		wake := r.slots.C()
+		if r.reg.TryAcquire(a) {
+			return true
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return false
+		case <-ts.ctx.Done():
+			return false
+		}
+	}
+}

@@ -1,0 +1,103 @@
+// Package pgstore is a [store.Store] in PostgreSQL (through
+// github.com/jackc/pgx/v5 and its pool): the event log for a team spread
+// over many processes and machines, on a database operators already run,
+// replicate and back up. Any number of processes may open the same store
+// at once; each sees every event of the others. It passes the store
+// conformance suite ([github.com/clutchprotocol/clutch/store/storetest])
+// with durability on.
+//
+// # Basics
+//
+//	s, err := pgstore.Open(ctx, "postgres://clutch@db.internal/clutch", nil)
+//	if err != nil { ... }
+//	defer s.Close()
+//	res, err := s.Append(ctx, msg) // committed when it returns
+//
+// Open creates the store's tables in a PostgreSQL schema (Options.Schema,
+// "clutch" by default) or migrates them to [SchemaVersion]: the
+// migrations are embedded and versioned, applied in one transaction under
+// an advisory lock, so processes that open a new store at once create it
+// once. A schema of a newer version is refused with a [*SchemaError] and
+// left untouched. The store keeps, per event, the message's bytes exactly
+// as appended (bytea: a signed message stays verifiable), its seq and
+// time, and the indexed fields: id and (run_id, idempotency_key), each
+// under a unique index, and run_id, thread_id, task_id, from.agent_id and
+// type, each indexed with seq. Artifacts are content addressed: keyed by
+// the SHA-256 of their bytes. The run and thread summaries of Runs and
+// Threads are rows kept in the append transaction, with the fold rules
+// every backend shares; a store migrated from a version without them gets
+// them computed from its events by the migration.
+//
+// # Sequence numbers across processes
+//
+// The store contract wants seqs without gaps, and followers that yield
+// every event once, in seq order. A PostgreSQL sequence gives neither
+// across concurrent transactions: a rolled-back transaction leaves a gap,
+// and a transaction that took seq 7 may commit after one that took 8, so
+// a reader that saw 8 and moved on would never see 7. pgstore assigns
+// seqs from a one-row counter (the head table) that every append
+// transaction locks with SELECT ... FOR UPDATE first and updates last:
+//
+//   - a transaction that rolls back rolls its seqs back with it: no gaps;
+//   - the next appender gets the row only once the previous holder has
+//     committed and become visible (PostgreSQL releases a transaction's
+//     row locks after it is visible to new snapshots), so seqs become
+//     visible in order: a snapshot that sees seq n sees every seq below n.
+//
+// A read is one statement that reads the head and the events up to it in
+// one snapshot, so Follow never skips an event, and never yields one
+// twice since it resumes after the last seq it yielded. Deduplication
+// reads the ids and keys under the same lock, so it is exact; the unique
+// indexes hold the rule even against a writer that bypasses the lock.
+// The price is that appends to one store are serialized across processes,
+// one transaction at a time: each process group-commits the Append calls
+// waiting at one moment into one transaction (at most Options.MaxBatch
+// events; a call is never split), so durable throughput grows with the
+// number of concurrent appenders instead of being one commit per message.
+// Event times come from Options.Clock, but never go below the previous
+// event's (the head keeps it), whatever the clocks of the processes.
+//
+// # Following
+//
+// Every append transaction sends a NOTIFY with its last seq; each Store
+// holds one LISTEN connection and wakes its followers, and wakes them at
+// once for its own appends. Every Options.PollInterval (1s) without a
+// notification it reads the head, so a notification lost with a broken
+// connection delays a follower by at most that interval. A follower
+// survives a broken connection or a database restart: it reads again
+// from where it was once the database answers.
+//
+// # Errors
+//
+// Besides the store contract's errors (store.ErrClosed, store.ErrNotFound,
+// ...):
+//
+//   - [ErrUnavailable] (code DEPENDENCY, retryable): the database cannot
+//     be reached, the connection broke, the server is restarting or is a
+//     read-only standby. Each Append is one transaction, so a failed one
+//     stored all of its messages or none; when the connection broke
+//     during the commit the caller cannot know which, and appending the
+//     same messages again is safe (deduplication);
+//   - [ErrTimeout] (code TIMEOUT, retryable): a statement ran, or waited
+//     for the append lock, past Options.StatementTimeout;
+//   - [ErrSchema] ([*SchemaError] for a newer version): Open refused the
+//     schema;
+//   - [ErrDatabase] (code INTERNAL): the server refused a statement for
+//     another reason (permissions, a full disk); it wraps the
+//     *pgconn.PgError;
+//   - [ErrInvalidOptions].
+//
+// A call whose context ends returns ctx.Err(); a statement in flight is
+// abandoned with its connection.
+//
+// # Caveats
+//
+// Events and artifacts are never deleted, so the dedup window is forever
+// (and at least until the run ends, as docs/protocol.md §5.2 asks).
+// The database role needs CREATE on the database to make the schema, or
+// the schema made beforehand by an administrator. A session that stalls
+// inside an append transaction (a paused process) holds every appender of
+// the store until its statement or idle timeout (Options.StatementTimeout)
+// ends it. Store.DSN returns the connection string as given, password
+// included.
+package pgstore

@@ -1,0 +1,379 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/internal/pgpeer"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/pgstore"
+	"github.com/jackc/pgx/v5"
+)
+
+func msgs(n int) []*protocol.Message {
+	ids := protocol.NewIDs(nil)
+	run := ids.RunID()
+	out := make([]*protocol.Message, n)
+	for i := range out {
+		m := ids.NewMessage(protocol.TypeTaskProgress, "agent:a")
+		m.RunID = run
+		m.To = []protocol.Participant{{AgentID: "agent:b"}}
+		m.Payload = json.RawMessage(`{"i":1}`)
+		out[i] = m
+	}
+	return out
+}
+
+// A schema of a newer version is refused with a SchemaError and left as
+// it is; so is a schema holding other tables.
+func TestNewerSchemaRefused(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	schema := s.Schema()
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "UPDATE "+schema+".schema_version SET version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: schema})
+	var se *pgstore.SchemaError
+	if !errors.As(err, &se) || se.Version != 99 || se.Supported != pgstore.SchemaVersion || !errors.Is(err, pgstore.ErrSchema) {
+		t.Fatalf("Open of a version 99 schema: %v; want a SchemaError", err)
+	}
+	if protocol.CodeOf(err) != protocol.CodeUnsupportedVersion {
+		t.Fatalf("code %s, want UNSUPPORTED_VERSION", protocol.CodeOf(err))
+	}
+	var v int
+	if err := conn.QueryRow(t.Context(), "SELECT version FROM "+schema+".schema_version").Scan(&v); err != nil || v != 99 {
+		t.Fatalf("version after the refused Open: %d, %v", v, err)
+	}
+
+	other := newSchema()
+	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+other+"; CREATE TABLE "+other+".users (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: other}); !errors.Is(err, pgstore.ErrSchema) {
+		t.Fatalf("Open of a schema with other tables: %v, want ErrSchema", err)
+	}
+}
+
+// Processes opening a new store at once create it once.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	c := cluster.Need(t)
+	schema := newSchema()
+	var wg sync.WaitGroup
+	stores := make([]*pgstore.Store, 8)
+	errs := make([]error, 8)
+	for i := range stores {
+		wg.Go(func() {
+			stores[i], errs[i] = pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: schema})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	res, err := stores[3].Append(t.Context(), msgs(2)...)
+	if err != nil || res[1].Seq != 2 {
+		t.Fatalf("Append: %v %v", res, err)
+	}
+	if n, _ := stores[5].LastSeq(t.Context()); n != 2 {
+		t.Fatalf("another store sees LastSeq %d", n)
+	}
+}
+
+func TestOptionsValidated(t *testing.T) {
+	for _, o := range []pgstore.Options{{Schema: "Bad-Name"}, {Schema: "x; DROP"}, {MaxConns: -1}, {MaxBatch: -1}, {StatementTimeout: -1}} {
+		if _, err := pgstore.Open(t.Context(), "host=/nonexistent", &o); !errors.Is(err, pgstore.ErrInvalidOptions) {
+			t.Errorf("Open(%+v): %v, want ErrInvalidOptions", o, err)
+		}
+	}
+}
+
+// A database that cannot be reached gives a retryable ErrUnavailable.
+func TestUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := pgstore.Open(ctx, "host="+t.TempDir()+" port=5432 user=clutch dbname=postgres connect_timeout=2", nil)
+	if !errors.Is(err, pgstore.ErrUnavailable) || !protocol.CodeOf(err).Retryable() {
+		t.Fatalf("Open of a missing server: %v (code %s), want a retryable ErrUnavailable", err, protocol.CodeOf(err))
+	}
+}
+
+// An append that waits past StatementTimeout for the append lock fails
+// with ErrTimeout, stores nothing, and the store works afterwards.
+func TestStatementTimeout(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, &pgstore.Options{StatementTimeout: 300 * time.Millisecond})
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), "SELECT seq FROM "+s.Schema()+".head FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(t.Context(), msgs(3)...)
+	if !errors.Is(err, pgstore.ErrTimeout) || !protocol.CodeOf(err).Retryable() {
+		t.Fatalf("Append behind a held lock: %v, want a retryable ErrTimeout", err)
+	}
+	tx.Rollback(t.Context())
+	if n, err := s.LastSeq(t.Context()); n != 0 || err != nil {
+		t.Fatalf("LastSeq after the timeout = %d, %v; want nothing stored", n, err)
+	}
+	if res, err := s.Append(t.Context(), msgs(1)...); err != nil || res[0].Seq != 1 {
+		t.Fatalf("Append after the timeout: %v, %v", res, err)
+	}
+}
+
+// Cancelling an Append that waits for the lock returns at once with the
+// context's error.
+func TestAppendCancelWhileWaiting(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, _ := conn.Begin(t.Context())
+	if _, err := tx.Exec(t.Context(), "SELECT seq FROM "+s.Schema()+".head FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.Append(ctx, msgs(1)...); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Append: %v, want DeadlineExceeded", err)
+	}
+	tx.Rollback(t.Context())
+	// The group it was in may commit once the lock is free; a retry is
+	// a duplicate or a fresh append, never a second copy.
+	m := msgs(1)
+	if _, err := s.Append(t.Context(), m...); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Append(t.Context(), m[0].Clone()); err != nil || !res[0].Duplicate {
+		t.Fatalf("retry: %v %v", res, err)
+	}
+}
+
+// The database restarts under the store: appends during the outage fail
+// with a retryable ErrUnavailable and store nothing; a follower keeps
+// following and sees every event once; after the restart the store works
+// without being reopened.
+func TestDatabaseRestart(t *testing.T) {
+	c := pgpeer.StartT(t)
+	ctx := t.Context()
+	s, err := pgstore.Open(ctx, c.DSN(""), &pgstore.Options{PollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(ctx, msgs(5)...); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan uint64, 100)
+	ferr := make(chan error, 1)
+	go func() {
+		for ev, err := range s.Follow(fctx, store.Query{}) {
+			if err != nil {
+				ferr <- err
+				return
+			}
+			got <- ev.Seq
+		}
+		close(got)
+	}()
+	for want := uint64(1); want <= 5; want++ {
+		if seq := <-got; seq != want {
+			t.Fatalf("follower: seq %d, want %d", seq, want)
+		}
+	}
+	if err := c.StopServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down := msgs(3)
+	_, err = s.Append(ctx, down...)
+	if !errors.Is(err, pgstore.ErrUnavailable) || !protocol.CodeOf(err).Retryable() {
+		t.Fatalf("Append while the server is down: %v, want a retryable ErrUnavailable", err)
+	}
+	if _, err := s.Get(ctx, "msg_x"); !errors.Is(err, pgstore.ErrUnavailable) {
+		t.Fatalf("Get while the server is down: %v", err)
+	}
+	if err := c.StartServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The pool may hand out a connection that died with the server once;
+	// the caller retries a retryable error, as it would after a failover.
+	var res []store.AppendResult
+	for try := 0; ; try++ {
+		res, err = s.Append(ctx, down...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, pgstore.ErrUnavailable) || try == 5 {
+			t.Fatalf("Append after the restart: %v", err)
+		}
+	}
+	if res[0].Seq != 6 || res[0].Duplicate {
+		t.Fatalf("Append after the restart: %+v; want seq 6: the failed append stored nothing", res)
+	}
+	for want := uint64(6); want <= 8; want++ {
+		select {
+		case seq := <-got:
+			if seq != want {
+				t.Fatalf("follower after the restart: seq %d, want %d", seq, want)
+			}
+		case err := <-ferr:
+			t.Fatalf("follower ended: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("follower did not see seq %d after the restart", want)
+		}
+	}
+}
+
+// A store of schema version 1 (events, no summaries) is migrated to the
+// current version on Open, and the summaries of its events are computed:
+// the same as those kept while appending.
+func TestMigrationBackfillsSummaries(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	ids := protocol.NewIDs(nil)
+	var all []*protocol.Message
+	for range 3 {
+		req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+		req.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+		req.Payload = json.RawMessage(`{}`)
+		res := ids.Reply(req, protocol.TypeTaskResult, "agent:ken")
+		res.Payload = json.RawMessage(`{}`)
+		chat := ids.Reply(req, protocol.TypeChatMessage, "agent:ken")
+		chat.Payload = json.RawMessage(`{"text":"hi"}`)
+		chat.Meta = map[string]any{"ui_channel": "general"}
+		all = append(all, req, chat, res)
+	}
+	open := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+	open.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+	open.Payload = json.RawMessage(`{}`)
+	all = append(all, open)
+	if _, err := s.Append(t.Context(), all...); err != nil {
+		t.Fatal(err)
+	}
+	list := func(s *pgstore.Store) (runs, threads []store.Summary) {
+		for sum, err := range s.Runs(t.Context(), store.ListQuery{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, sum)
+		}
+		for sum, err := range s.Threads(t.Context(), store.ListQuery{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			threads = append(threads, sum)
+		}
+		return runs, threads
+	}
+	runs, threads := list(s)
+	if len(runs) != 4 || runs[0].Status != store.StatusRunning || runs[1].Status != store.StatusCompleted || threads[1].Channel != "general" {
+		t.Fatalf("summaries before: %+v %+v", runs, threads)
+	}
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	q := s.Schema()
+	if _, err := conn.Exec(t.Context(), "DROP TABLE "+q+".summaries, "+q+".task_states; UPDATE "+q+".schema_version SET version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	runs2, threads2 := list(s2)
+	if !reflect.DeepEqual(runs, runs2) || !reflect.DeepEqual(threads, threads2) {
+		t.Fatalf("backfilled summaries differ:\nruns    %+v\nbackfill %+v\nthreads  %+v\nbackfill %+v", runs, runs2, threads, threads2)
+	}
+}
+
+// The connection of an append dies in the middle of its transaction (the
+// server ends the session while it waits for the append lock): the
+// append fails with a retryable ErrUnavailable, nothing of its batch is
+// stored, and appending it again stores it once.
+func TestConnectionKilledMidAppend(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), "SELECT seq FROM "+s.Schema()+".head FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	batch := msgs(4)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Append(t.Context(), batch...)
+		errc <- err
+	}()
+	// Wait for the append's session to block on the lock, then end it.
+	admin, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	for {
+		var n int
+		err := admin.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE application_name = 'clutch-pgstore' AND wait_event_type = 'Lock'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("Append returned %v before it waited for the lock", err)
+		case <-time.After(5 * time.Millisecond): // the session has not reached the lock yet
+		}
+	}
+	err = <-errc
+	if !errors.Is(err, pgstore.ErrUnavailable) || !protocol.CodeOf(err).Retryable() {
+		t.Fatalf("Append whose session was killed: %v, want a retryable ErrUnavailable", err)
+	}
+	tx.Rollback(t.Context())
+	if n, _ := s.LastSeq(t.Context()); n != 0 {
+		t.Fatalf("LastSeq = %d after the failed append, want 0", n)
+	}
+	res, err := s.Append(t.Context(), batch...)
+	if err != nil || res[3].Seq != 4 || res[0].Duplicate {
+		t.Fatalf("Append again: %+v, %v; want seqs 1-4", res, err)
+	}
+}

@@ -1,0 +1,238 @@
+package pgstore
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/jackc/pgx/v5"
+)
+
+// summaries is the state of the summaries a group of appends changes:
+// read under the append lock, folded in Go with the driver's rules (the
+// ones every backend shares), written back in the same transaction.
+type summaries struct {
+	runs, threads map[string]*store.Summary
+	tasks         map[string]driver.TaskState
+	dirtyTasks    map[string]bool
+}
+
+func newSummaries() *summaries {
+	return &summaries{
+		runs: map[string]*store.Summary{}, threads: map[string]*store.Summary{},
+		tasks: map[string]driver.TaskState{}, dirtyTasks: map[string]bool{},
+	}
+}
+
+// summaryKeys returns the runs, threads and tasks a group may change, for
+// the lookups of the first round trip.
+func summaryKeys(live []*request) (runs, threads, tasks []string) {
+	seen := map[string]bool{}
+	add := func(list *[]string, prefix, v string) {
+		if v != "" && !seen[prefix+v] {
+			seen[prefix+v] = true
+			*list = append(*list, v)
+		}
+	}
+	for _, r := range live {
+		for i := range r.entries {
+			e := &r.entries[i]
+			add(&runs, "r", e.RunID)
+			add(&threads, "t", e.ThreadID)
+			if driver.NeedsTask(e) {
+				add(&tasks, "k", e.TaskID)
+			}
+		}
+	}
+	return runs, threads, tasks
+}
+
+const summaryCols = "id, run_id, owner, channel, first_seq, last_seq, created, updated, events, tasks, ended, status"
+
+func scanSummary(row pgx.Row) (store.Summary, error) {
+	var s store.Summary
+	var first, last int64
+	err := row.Scan(&s.ID, &s.RunID, &s.Owner, &s.Channel, &first, &last, &s.Created, &s.Updated, &s.Events, &s.Tasks, &s.Ended, &s.Status)
+	s.FirstSeq, s.LastSeq = uint64(first), uint64(last)
+	s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
+	return s, err
+}
+
+// queueLookups adds the lookups of the summaries and task states keys
+// names to b.
+func queueLookups(b *pgx.Batch, runs, threads, tasks []string) {
+	b.Queue("SELECT kind, "+summaryCols+" FROM summaries WHERE (kind = 'r' AND id = ANY($1::text[])) OR (kind = 't' AND id = ANY($2::text[]))", runs, threads)
+	b.Queue("SELECT task_id, ended, attempt FROM task_states WHERE task_id = ANY($1::text[])", tasks)
+}
+
+// readLookups reads the results of queueLookups. A task without a state
+// has no task.request in the store.
+func (m *summaries) readLookups(br pgx.BatchResults) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var kind byte
+		var s store.Summary
+		var first, last int64
+		if err := rows.Scan(&kind, &s.ID, &s.RunID, &s.Owner, &s.Channel, &first, &last, &s.Created, &s.Updated, &s.Events, &s.Tasks, &s.Ended, &s.Status); err != nil {
+			rows.Close()
+			return err
+		}
+		s.FirstSeq, s.LastSeq = uint64(first), uint64(last)
+		s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
+		if kind == 'r' {
+			m.runs[s.ID] = &s
+		} else {
+			m.threads[s.ID] = &s
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		var st driver.TaskState
+		var attempt int32
+		if err := rows.Scan(&id, &st.Ended, &attempt); err != nil {
+			rows.Close()
+			return err
+		}
+		st.Attempt = int(attempt)
+		m.tasks[id] = st
+	}
+	return rows.Err()
+}
+
+// fold adds one new event to the summaries.
+func (m *summaries) fold(e *driver.Entry, seq uint64, t time.Time) {
+	var d driver.Delta
+	if driver.NeedsTask(e) {
+		prev, known := m.tasks[e.TaskID]
+		var next driver.TaskState
+		var changed bool
+		if next, changed, d = driver.TaskStep(e, prev, known); changed {
+			m.tasks[e.TaskID] = next
+			m.dirtyTasks[e.TaskID] = true
+		}
+	}
+	fold := func(all map[string]*store.Summary, id string) {
+		if id == "" {
+			return
+		}
+		s := all[id]
+		if s == nil {
+			s = new(store.Summary)
+			all[id] = s
+		}
+		driver.Fold(s, id, e, seq, t, d)
+	}
+	fold(m.runs, e.RunID)
+	fold(m.threads, e.ThreadID)
+}
+
+// queueWrites adds the upserts of the changed summaries and task states
+// to b. Only summaries an event of the group touched are in the maps.
+func (m *summaries) queueWrites(b *pgx.Batch, touched map[string]bool) {
+	var kinds, ids, runs, owners, channels, statuses []string
+	var firsts, lasts []int64
+	var created, updated []time.Time
+	var events, tasks, ended []int32
+	add := func(kind string, all map[string]*store.Summary) {
+		for id, s := range all {
+			if !touched[kind+id] {
+				continue
+			}
+			kinds, ids, runs, owners, channels, statuses = append(kinds, kind), append(ids, id), append(runs, s.RunID), append(owners, s.Owner), append(channels, s.Channel), append(statuses, s.Status)
+			firsts, lasts = append(firsts, int64(s.FirstSeq)), append(lasts, int64(s.LastSeq))
+			created, updated = append(created, s.Created), append(updated, s.Updated)
+			events, tasks, ended = append(events, int32(s.Events)), append(tasks, int32(s.Tasks)), append(ended, int32(s.Ended))
+		}
+	}
+	add("r", m.runs)
+	add("t", m.threads)
+	if len(ids) > 0 {
+		b.Queue(`INSERT INTO summaries (kind, `+summaryCols+`)
+			SELECT * FROM unnest($1::"char"[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+				$8::timestamptz[], $9::timestamptz[], $10::int[], $11::int[], $12::int[], $13::text[])
+			ON CONFLICT (kind, id) DO UPDATE SET channel = EXCLUDED.channel, last_seq = EXCLUDED.last_seq,
+				updated = EXCLUDED.updated, events = EXCLUDED.events, tasks = EXCLUDED.tasks,
+				ended = EXCLUDED.ended, status = EXCLUDED.status`,
+			kinds, ids, runs, owners, channels, firsts, lasts, created, updated, events, tasks, ended, statuses)
+	}
+	var tids []string
+	var tended []bool
+	var tatt []int32
+	for id := range m.dirtyTasks {
+		st := m.tasks[id]
+		tids, tended, tatt = append(tids, id), append(tended, st.Ended), append(tatt, int32(st.Attempt))
+	}
+	if len(tids) > 0 {
+		b.Queue(`INSERT INTO task_states (task_id, ended, attempt) SELECT * FROM unnest($1::text[], $2::boolean[], $3::int[])
+			ON CONFLICT (task_id) DO UPDATE SET ended = EXCLUDED.ended, attempt = EXCLUDED.attempt`, tids, tended, tatt)
+	}
+}
+
+// Runs implements store.Store: newest first, a page per statement.
+func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
+	return s.list(ctx, q, "r")
+}
+
+// Threads implements store.Store.
+func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
+	return s.list(ctx, q, "t")
+}
+
+func (s *Store) list(ctx context.Context, q store.ListQuery, kind string) iter.Seq2[store.Summary, error] {
+	return func(yield func(store.Summary, error) bool) {
+		if err := q.Validate(); err != nil {
+			yield(store.Summary{}, err)
+			return
+		}
+		if err := s.check(ctx); err != nil {
+			yield(store.Summary{}, err)
+			return
+		}
+		before, left := int64(q.Before), q.Limit
+		if before == 0 {
+			before = 1<<63 - 1
+		}
+		for {
+			n := driver.PageSize
+			if left > 0 && left < n {
+				n = left
+			}
+			rows, err := s.pool.Query(ctx, "SELECT "+summaryCols+" FROM summaries WHERE kind = $1 AND last_seq < $2 ORDER BY last_seq DESC LIMIT $3", kind, before, n)
+			if err != nil {
+				yield(store.Summary{}, s.mapErr(ctx, "list", err))
+				return
+			}
+			page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Summary, error) { return scanSummary(row) })
+			if err != nil {
+				yield(store.Summary{}, s.mapErr(ctx, "list", err))
+				return
+			}
+			for _, sum := range page {
+				if !yield(sum, nil) {
+					return
+				}
+			}
+			if left > 0 {
+				if left -= len(page); left == 0 {
+					return
+				}
+			}
+			if len(page) < n {
+				return
+			}
+			before = int64(page[len(page)-1].LastSeq)
+		}
+	}
+}
