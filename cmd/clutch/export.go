@@ -84,7 +84,7 @@ the stored bytes).`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := fs.String("db", getenv("CLUTCH_DB", "clutch.db"), "the store file to append to, created if needed ($CLUTCH_DB)")
 			url := fs.String("url", "", "not supported: import writes a file")
-			batch := fs.Int("batch", 512, "messages per append (one transaction)")
+			batch := fs.Int("batch", 1024, "messages per append (one transaction)")
 			lockTimeout := fs.Duration("lock-timeout", time.Second, "how long to wait for a file another process holds")
 			nosync := fs.Bool("no-sync", false, "skip fsync per batch (faster; the file is synced at the end)")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -177,54 +177,72 @@ type importResult struct{ appended, duplicates int }
 
 // importEvents appends the events read from in to st, batch messages per
 // Append. size is the input's size in bytes for the progress bar (0:
-// unknown).
+// unknown). Reading and decoding the next batch overlaps the commit of
+// the one before; batches are appended in input order, and a bad line
+// stops the import once every line before it is appended.
 func importEvents(ctx context.Context, st store.Store, in io.Reader, size int64, batch int, stderr io.Writer) (importResult, error) {
 	var res importResult
 	bar := progress.New(stderr, "import", "bytes", uint64(max(size, 0)))
 	defer bar.Finish()
-	cr := &countingReader{r: in, bar: bar}
-	r := eventio.NewReader(cr)
-	msgs := make([]*protocol.Message, 0, batch)
-	lines := make([]int, 0, batch)
-	flush := func() error {
-		if len(msgs) == 0 {
-			return nil
-		}
-		out, err := st.Append(ctx, msgs...)
-		if err != nil {
-			var ime *store.InvalidMessageError
-			if errors.As(err, &ime) && ime.Index < len(lines) {
-				return fmt.Errorf("line %d: %w", lines[ime.Index], err)
-			}
-			return err
-		}
-		for _, o := range out {
-			if o.Duplicate {
-				res.duplicates++
-			} else {
-				res.appended++
-			}
-		}
-		msgs, lines = msgs[:0], lines[:0]
-		return nil
+	type chunk struct {
+		msgs  []*protocol.Message
+		lines []int
+		err   error // after msgs
 	}
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan chunk, 2)
+	go func() {
+		defer close(chunks)
+		r := eventio.NewReader(&countingReader{r: in, bar: bar})
+		c := chunk{}
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					c.err = err
+				}
+				select {
+				case chunks <- c:
+				case <-ctx.Done():
+				}
+				return
+			}
+			c.msgs = append(c.msgs, rec.Msg)
+			c.lines = append(c.lines, rec.Line)
+			if len(c.msgs) == batch {
+				select {
+				case chunks <- c:
+				case <-ctx.Done():
+					return
+				}
+				c = chunk{msgs: make([]*protocol.Message, 0, batch), lines: make([]int, 0, batch)}
+			}
 		}
-		if err != nil {
-			return res, err
-		}
-		msgs = append(msgs, rec.Msg)
-		lines = append(lines, rec.Line)
-		if len(msgs) == batch {
-			if err := flush(); err != nil {
+	}()
+	for c := range chunks {
+		if len(c.msgs) > 0 {
+			out, err := st.Append(ctx, c.msgs...)
+			if err != nil {
+				var ime *store.InvalidMessageError
+				if errors.As(err, &ime) && ime.Index < len(c.lines) {
+					err = fmt.Errorf("line %d: %w", c.lines[ime.Index], err)
+				}
 				return res, err
 			}
+			for _, o := range out {
+				if o.Duplicate {
+					res.duplicates++
+				} else {
+					res.appended++
+				}
+			}
+		}
+		if c.err != nil {
+			return res, c.err
 		}
 	}
-	return res, flush()
+	return res, nil
 }
 
 type countingReader struct {

@@ -257,7 +257,7 @@ func TestImportBadInput(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(in, []byte(strings.Join(lines, "\n")), 0o600)
 	code, _, errs := clutch(t, "import", "--db", filepath.Join(t.TempDir(), "x.db"), "--batch", "2", in)
-	if code != exitFailure || !strings.Contains(errs, "line 4") || !strings.Contains(errs, "2 events appended before it") {
+	if code != exitFailure || !strings.Contains(errs, "line 4") || !strings.Contains(errs, "3 events appended before it") {
 		t.Fatalf("import of a bad line: %d %s", code, errs)
 	}
 }
