@@ -469,3 +469,30 @@ func TestCleanText(t *testing.T) {
 		t.Fatalf("clean changed plain text: %q", got)
 	}
 }
+
+func TestRuns(t *testing.T) {
+	path, outs, _ := demoFile(t, 4)
+	code, stdout, _ := clutch(t, "runs", "--db", path)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	// Newest first: the last demo run, then the others, then the registry's.
+	if code != exitOK || len(lines) != 6 || !strings.HasPrefix(lines[1], outs[3].Message.RunID+"  failed") ||
+		!strings.HasPrefix(lines[2], outs[2].Message.RunID+"  completed") || !strings.Contains(lines[2], "chat:research") {
+		t.Fatalf("runs: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--json")
+	var page struct {
+		Runs []store.Summary `json:"runs"`
+		Next uint64          `json:"next_before"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &page) != nil || len(page.Runs) != 2 || page.Next != page.Runs[1].LastSeq {
+		t.Fatalf("runs --limit 2 --json: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--before", itoa(int(page.Next)))
+	if code != exitOK || !strings.Contains(stdout, outs[1].Message.RunID) || strings.Contains(stdout, outs[2].Message.RunID) {
+		t.Fatalf("runs --before: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "runs", "--db", path, "--threads")
+	if code != exitOK || !strings.Contains(stdout, "THREAD") || !strings.Contains(stdout, outs[0].Message.ThreadID) {
+		t.Fatalf("runs --threads: %d\n%s", code, stdout)
+	}
+}

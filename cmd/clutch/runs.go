@@ -72,7 +72,7 @@ func printRuns(out io.Writer, list []client.Summary, threads bool) {
 	if threads {
 		head = "THREAD"
 	}
-	fmt.Fprintf(tw, "%s\tSTATUS\tEVENTS\tTASKS\tUPDATED\tCHANNEL\n", head)
+	fmt.Fprintf(tw, "%s\tSTATUS\tEVENTS\tENDED/TASKS\tUPDATED\tCHANNEL\n", head)
 	for _, s := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\t%s\n", clean(s.ID), clean(s.Status), s.Events, s.Ended, s.Tasks,
 			s.Updated.UTC().Format(time.DateTime), clean(s.Channel))

@@ -28,6 +28,10 @@ var (
 	// Options.ReadOnly. Its code is POLICY_DENIED: the store is not
 	// broken, it refuses writes.
 	ErrReadOnly error = coded.New("boltstore: store is open read-only", protocol.CodePolicyDenied)
+	// ErrNoSummaries: Runs or Threads on a file opened read-only that has
+	// no run and thread summaries yet (a file of an older version); open it
+	// once for writing to build them.
+	ErrNoSummaries error = coded.New("boltstore: the file has no run and thread summaries yet", protocol.CodeUnsupportedVersion)
 )
 
 // FormatError reports a file Open refuses. It matches ErrFormat.

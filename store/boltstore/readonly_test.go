@@ -88,6 +88,16 @@ func TestReadOnlyReads(t *testing.T) {
 		if err := s.Check(t.Context()); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
+		runs := 0
+		for sum, err := range s.Runs(t.Context(), store.ListQuery{}) {
+			if err != nil || sum.Events == 0 {
+				t.Fatalf("Runs: %+v, %v", sum, err)
+			}
+			runs++
+		}
+		if runs == 0 {
+			t.Fatal("Runs of a read-only store: none")
+		}
 		_, err = s.Append(t.Context(), messages(t, 1)...)
 		if !errors.Is(err, boltstore.ErrReadOnly) || protocol.CodeOf(err) != protocol.CodePolicyDenied || !strings.Contains(err.Error(), path) {
 			t.Fatalf("Append: %v, want ErrReadOnly naming the file", err)

@@ -93,20 +93,9 @@ func (e Event) StoreEvent() store.Event {
 	return store.Event{Seq: e.Seq, Time: e.Time, Raw: []byte(e.Message)}
 }
 
-// Summary describes a run or a thread (the store's Summary, as JSON).
-type Summary struct {
-	ID       string    `json:"id"`
-	RunID    string    `json:"run_id"`
-	Channel  string    `json:"channel,omitempty"`
-	FirstSeq uint64    `json:"first_seq"`
-	LastSeq  uint64    `json:"last_seq"`
-	Created  time.Time `json:"created"`
-	Updated  time.Time `json:"updated"`
-	Events   int       `json:"events"`
-	Tasks    int       `json:"tasks"`
-	Ended    int       `json:"ended"`
-	Status   string    `json:"status"`
-}
+// Summary describes a run or a thread: the store's Summary, whose JSON
+// the API serves.
+type Summary = store.Summary
 
 // Agent is one entry of GET /v1/agents.
 type Agent struct {
