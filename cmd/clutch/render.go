@@ -87,7 +87,7 @@ func describe(h eventio.Head, raw []byte) string {
 	case protocol.TypeRoutingFailure, protocol.TypeTaskError, protocol.TypeToolError:
 		return task + str("code") + ": " + str("message")
 	case protocol.TypeTaskResult:
-		return task + h.PayloadType + " " + compact(m.Payload)
+		return words(task, h.PayloadType, compact(m.Payload))
 	case protocol.TypeChatMessage:
 		if t := str("text"); t != "" {
 			return t
@@ -105,12 +105,23 @@ func describe(h eventio.Head, raw []byte) string {
 		}
 		return str("agent_id") + " " + strings.Join(caps, ", ")
 	case protocol.TypeToolCall:
-		return task + str("tool") + " " + str("name") + " " + compact(mustJSON(p["args"]))
+		return words(task, str("tool"), str("name"), compact(mustJSON(p["args"])))
 	}
 	if p == nil && string(bytes.TrimSpace(m.Payload)) == "null" {
 		return strings.TrimSpace(task)
 	}
 	return task + compact(m.Payload)
+}
+
+// words joins the non-empty parts with single spaces.
+func words(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func mustJSON(v any) []byte {

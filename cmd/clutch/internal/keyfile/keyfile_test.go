@@ -90,3 +90,21 @@ func FuzzParse(f *testing.F) {
 		k.Verify([]byte(`{}`), "agent:ui")
 	})
 }
+
+// Parse a key file and verify a message signed with one of its keys.
+func Example() {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	file := `{"agent:ui": [{"kid": "key_ui_01", "public_key": "` + base64.RawURLEncoding.EncodeToString(pub) + `"}]}`
+	keys, err := keyfile.Parse([]byte(file))
+	if err != nil {
+		panic(err)
+	}
+	m := protocol.NewMessage(protocol.TypeChatMessage, "agent:ui")
+	m.Payload = json.RawMessage(`{"text":"hi"}`)
+	protocol.Sign(m, "key_ui_01", priv)
+	fmt.Println(keys.Verify(m.Raw(), "agent:ui"))
+	fmt.Println(protocol.CodeOf(keys.Verify(m.Raw(), "agent:ken")))
+	// Output:
+	// <nil>
+	// UNKNOWN_KEY
+}
