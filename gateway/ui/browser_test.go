@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
@@ -57,9 +61,9 @@ type harness struct {
 	tab   context.Context
 	gate  *streamGate
 	ids   *protocol.IDs
+	r     *router.Router
 	run   string
 	thr   string
-	clock time.Time
 }
 
 func newHarness(t testing.TB) *harness {
@@ -69,9 +73,21 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, st: st, gate: newStreamGate(), ids: protocol.DefaultIDs(),
-		clock: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)}
+	h := &harness{t: t, st: st, gate: newStreamGate(), ids: protocol.DefaultIDs()}
 	h.run, h.thr = h.ids.RunID(), h.ids.ThreadID()
+	reg, err := registry.Open(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas, err := schema.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r, err = router.New(st, reg, schemas, &router.Options{
+		Logger: slog.New(slog.DiscardHandler), Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	api := fakeGateway(st, testKey)
 	mux := http.NewServeMux()
@@ -95,6 +111,7 @@ func newHarness(t testing.TB) *harness {
 		cancelAlloc()
 		h.srv.CloseClientConnections()
 		h.srv.Close()
+		_ = h.r.Close()
 		_ = st.Close()
 	})
 	return h
@@ -160,8 +177,6 @@ func (h *harness) msg(typ protocol.Type, from string, payload any) *protocol.Mes
 	h.t.Helper()
 	m := h.ids.NewMessage(typ, from)
 	m.ThreadID, m.RunID = h.thr, h.run
-	h.clock = h.clock.Add(1500 * time.Millisecond)
-	m.TS = h.clock.Format("2006-01-02T15:04:05.000Z")
 	if err := m.SetPayload(payload); err != nil {
 		h.t.Fatal(err)
 	}
@@ -190,6 +205,16 @@ func (h *harness) append(msgs ...*protocol.Message) []uint64 {
 func (h *harness) domSeqs() []uint64 {
 	h.t.Helper()
 	return eval[[]uint64](h, `Array.from(document.querySelectorAll("#events .ev")).map(e => Number(e.dataset.seq))`)
+}
+
+// noCSPViolations fails the test if the page's Content-Security-Policy
+// refused anything: the page builds itself within it, so a refusal is a bug
+// (or injected markup).
+func (h *harness) noCSPViolations() {
+	h.t.Helper()
+	if v := eval[[]string](h, `window.__clutch.csp`); len(v) > 0 {
+		h.t.Fatalf("the page's CSP refused: %v", v)
+	}
 }
 
 func (h *harness) waitSeq(seq uint64) {
@@ -360,6 +385,7 @@ func TestBrowserEscapesPayload(t *testing.T) {
 	if got := eval[string](h, `String(window.__pwned)`); got != "undefined" {
 		t.Fatalf("payload script ran: window.__pwned = %q", got)
 	}
+	h.noCSPViolations()
 	text := eval[string](h, `document.getElementById("events").textContent`)
 	if c := strings.Count(text, hostile); c < 6 {
 		t.Fatalf("the payload text is shown %d times, want every field as text; pane: %q", c, text)

@@ -20,7 +20,7 @@
         if (v === undefined || v === null || v === false) continue;
         if (k === "class") n.className = v;
         else if (k === "text") n.textContent = v;
-        else if (k === "onclick") n.addEventListener("click", v);
+        else if (k === "style") Object.assign(n.style, v); // CSSOM: allowed by the page's CSP, unlike a style attribute
         else n.setAttribute(k, v === true ? "" : String(v));
       }
     }
@@ -52,7 +52,9 @@
     threads: [],
     treeTimer: 0,
   };
-  window.__clutch = { state: S }; // for tests and debugging
+  // For tests and debugging: the state, and what the page's CSP refused.
+  window.__clutch = { state: S, csp: [] };
+  document.addEventListener("securitypolicyviolation", (e) => window.__clutch.csp.push(e.violatedDirective + " " + e.blockedURI));
 
   // ---- API ---------------------------------------------------------------
   class APIError extends Error {
@@ -208,7 +210,11 @@
 
   // ---- event rendering -----------------------------------------------------
   const COLORS = ["#7c3aed", "#0e7490", "#b45309", "#be185d", "#15803d", "#1d4ed8", "#9333ea", "#c2410c"];
-  function colorOf(s) { let h = 0; for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0; return COLORS[Math.abs(h) % COLORS.length]; }
+  function colorOf(s) { // FNV-1a, so that similar ids get different colours
+    let h = 0x811c9dc5;
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    return COLORS[(h >>> 0) % COLORS.length];
+  }
   function agentName(id) { return String(id || "").replace(/^agent:/, ""); }
   const timeFmt = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
   function fmtTime(ts) {
@@ -249,7 +255,7 @@
           const s = Number(scores[c]) || 0;
           return el("tr", { class: c === p.selected ? "selected-row" : "" }, el("td", null, String(c) + (c === p.selected ? " ✓" : "")),
             el("td", null, scores[c] === undefined ? "–" : String(scores[c])),
-            el("td", null, el("span", { class: "bar", style: "width:" + Math.round(80 * s / max) + "px" })));
+            el("td", null, el("span", { class: "bar", style: { width: Math.round(80 * s / max) + "px" } })));
         })) : null,
       Object.keys(rejected).length ? el("div", null, el("div", { class: "meta" }, "rejected"),
         el("dl", { class: "obj" }, Object.keys(rejected).map((a) => [el("dt", null, a), el("dd", null, String(rejected[a]))]))) : null,
@@ -283,7 +289,7 @@
     const rest = Object.assign({}, p);
     for (const k of ["message", "step", "status", "percent"]) delete rest[k];
     return [
-      frac !== null ? el("span", { class: "progress" }, el("span", { style: "width:" + Math.max(0, Math.min(100, Math.round(frac * 100))) + "%" })) : null,
+      frac !== null ? el("span", { class: "progress" }, el("span", { style: { width: Math.max(0, Math.min(100, Math.round(frac * 100))) + "%" } })) : null,
       text ? el("span", null, String(text)) : null,
       !text && frac === null ? el("span", { class: "str" }, JSON.stringify(p)) : null,
     ];
@@ -303,7 +309,7 @@
     const compact = prev && prev.message && prev.message.from && prev.message.from.agent_id === from &&
       t === "chat.message" && prev.message.type === "chat.message";
     const root = el("div", { class: "ev" + (compact ? " compact" : ""), "data-seq": ev.seq, "data-type": t, "data-id": m.id || "", id: "ev-" + ev.seq });
-    root.appendChild(el("div", { class: "avatar", style: "background:" + colorOf(from), "aria-hidden": "true" }, who.slice(0, 2).toUpperCase()));
+    root.appendChild(el("div", { class: "avatar", style: { background: colorOf(from) }, "aria-hidden": "true" }, who.slice(0, 2).toUpperCase()));
     const body = el("div", { class: "ev-body" });
     root.appendChild(body);
     const to = Array.isArray(m.to) && m.to.length ? m.to.map((x) => agentName(x.agent_id)).join(", ") : "";
@@ -337,7 +343,7 @@
             m.attachments.map((a) => (a.name || a.ref) + (a.media_type ? " (" + a.media_type + ")" : "")).join(", ")) : null));
         break;
       case "task.accept":
-        add(body, el("div", { class: "line" }, who + " accepted the task" + (m.attempt > 1 ? " (attempt " + m.attempt + ")" : "")));
+        add(body, el("div", { class: "line" }, "accepted the task" + (m.attempt > 1 ? " (attempt " + m.attempt + ")" : "")));
         break;
       case "task.progress":
         add(body, el("div", { class: "line" }, progressBody(p)));
@@ -354,7 +360,7 @@
         const args = p && typeof p === "object" && "args" in p ? p.args : (p && p.arguments) || p;
         const name = (p && (p.name || p.tool)) || "tool";
         const det = el("details", { class: "card tool", "data-call": m.id },
-          el("summary", null, "🔧 " + name + " ", p && p.tool ? el("span", { class: "tag" }, String(p.tool)) : null, " ",
+          el("summary", null, "⚙ " + name + " ", p && p.tool ? el("span", { class: "tag" }, String(p.tool)) : null, " ",
             el("span", { class: "meta tool-state" }, "running…")),
           el("div", { class: "section-label" }, "arguments"), payloadNode(args),
           el("div", { class: "section-label" }, "result"), el("div", { class: "tool-result pending" }, "waiting for the result…"));
