@@ -55,15 +55,15 @@ const (
 
 // harness is a gateway with the UI over a real store, and a browser tab.
 type harness struct {
-	t     testing.TB
-	st    store.Store
-	srv   *httptest.Server
-	tab   context.Context
-	gate  *streamGate
-	ids   *protocol.IDs
-	r     *router.Router
-	run   string
-	thr   string
+	t    testing.TB
+	st   store.Store
+	srv  *httptest.Server
+	tab  context.Context
+	gate *streamGate
+	ids  *protocol.IDs
+	r    *router.Router
+	run  string
+	thr  string
 }
 
 func newHarness(t testing.TB) *harness {

@@ -40,7 +40,7 @@ func registerTeam(t testing.TB, r *router.Router) {
 				map[string]any{"provider": "example-data"})
 		}
 		return &router.Result{PayloadType: "research.sources.v1", Payload: schema.ResearchSources{
-			Sources: []schema.Source{{URL: "https://example.com/data/real-time-rails", Title: "Real-time rails adoption"}},
+			Sources:         []schema.Source{{URL: "https://example.com/data/real-time-rails", Title: "Real-time rails adoption"}},
 			RelevanceScores: map[string]float64{"https://example.com/data/real-time-rails": 0.92},
 		}}, nil
 	}); err != nil {

@@ -27,7 +27,7 @@ func TestScreenshots(t *testing.T) {
 	shots := map[string][]byte{}
 	take := func(name, theme string) {
 		t.Helper()
-		h.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem("clutch.theme", "`+theme+`"); document.documentElement.dataset.theme = "`+theme+`";
+		h.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem("clutch.theme", "` + theme + `"); document.documentElement.dataset.theme = "` + theme + `";
 			document.querySelectorAll("#events details.tool").forEach(d => d.open = true);`))
 		h.waitJS(`document.getElementById("conn").dataset.state === "live"`)
 		png, err := chromedp.Run(h.tab, chromedp.CaptureScreenshot())
