@@ -479,7 +479,7 @@
     $("empty").hidden = !!view.id;
     $("empty").textContent = view.id ? "" : "Write the first message below; choose a channel for it.";
     $("compose-channel").hidden = !!view.id;
-    if (!view.id) return;
+    if (!view.id) { $("events").dataset.loaded = "true"; return; }
     $("view-sub").textContent = "loading…";
     const t0 = performance.now();
     const base = (isThread ? "/threads/" : "/tasks/") + encodeURIComponent(view.id) + "/events?";
@@ -707,6 +707,7 @@
       $("view-sub").textContent = "";
       $("empty").hidden = false;
       $("empty").textContent = "Choose a channel on the left, or start a new thread.";
+      $("events").dataset.loaded = "true";
       renderChannels();
     }
   }
