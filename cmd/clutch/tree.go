@@ -116,10 +116,11 @@ func treeOf(rt *router.Tree) *client.Tree {
 	return t
 }
 
+// nodeOf converts a replayed task as the gateway's tree answer does.
 func nodeOf(n *router.TaskNode) *client.TreeNode {
 	out := &client.TreeNode{
-		TaskID: n.TaskID, ParentTaskID: n.ParentTaskID, AgentID: n.Agent,
-		Status: statusOf(n.State), Attempts: n.Attempts, Children: []*client.TreeNode{},
+		TaskID: n.TaskID, ParentTaskID: n.ParentTaskID, AgentID: n.Agent, State: n.State,
+		Attempts: n.Attempts, Children: []*client.TreeNode{},
 	}
 	if n.Request != nil {
 		out.PayloadType = n.Request.PayloadType
@@ -127,10 +128,18 @@ func nodeOf(n *router.TaskNode) *client.TreeNode {
 			out.Started = &ts
 		}
 	}
-	if n.Outcome != nil && n.Outcome.Message != nil {
-		if ts, err := n.Outcome.Message.Time(); err == nil {
-			out.Ended = &ts
+	switch {
+	case n.Outcome != nil:
+		out.Status, out.Error = outcomeStatus(n.Outcome.Type), n.Outcome.Err
+		if n.Outcome.Message != nil {
+			if ts, err := n.Outcome.Message.Time(); err == nil {
+				out.Ended = &ts
+			}
 		}
+	case n.State == protocol.TypeTaskRequest || n.State == protocol.TypeRoutingDecision || n.State == protocol.TypeRoutingFailure:
+		out.Status = "pending"
+	default:
+		out.Status = store.StatusRunning
 	}
 	for _, c := range n.Children {
 		out.Children = append(out.Children, nodeOf(c))
@@ -138,21 +147,17 @@ func nodeOf(n *router.TaskNode) *client.TreeNode {
 	return out
 }
 
-// statusOf names a task's state as run summaries do.
-func statusOf(state protocol.Type) string {
-	switch state {
+// outcomeStatus names how a task ended, as run summaries do.
+func outcomeStatus(t protocol.Type) string {
+	switch t {
 	case protocol.TypeTaskResult:
-		return "completed"
-	case protocol.TypeTaskError:
-		return "failed"
+		return store.StatusCompleted
 	case protocol.TypeTaskCancel:
-		return "cancelled"
+		return store.StatusCancelled
 	case protocol.TypeTaskTimeout:
-		return "timed_out"
-	case protocol.TypeTaskRequest, "":
-		return "pending"
+		return store.StatusTimedOut
 	}
-	return "running"
+	return store.StatusFailed
 }
 
 func printTree(w io.Writer, t *client.Tree) {
@@ -179,6 +184,9 @@ func printTree(w io.Writer, t *client.Tree) {
 			}
 			if n.Started != nil && n.Ended != nil {
 				line += "  " + n.Ended.Sub(*n.Started).Round(time.Millisecond).String()
+			}
+			if n.Error != nil {
+				line += "  " + clean(string(n.Error.Code)) + ": " + clean(clip(n.Error.Message, 80))
 			}
 			fmt.Fprintln(w, strings.TrimRight(line, " "))
 			walk(n.Children, prefix+next)

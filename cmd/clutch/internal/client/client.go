@@ -95,15 +95,17 @@ type Agent struct {
 
 // TreeNode is a task of a task tree.
 type TreeNode struct {
-	TaskID       string      `json:"task_id"`
-	ParentTaskID string      `json:"parent_task_id,omitempty"`
-	AgentID      string      `json:"agent_id,omitempty"`
-	Status       string      `json:"status"`
-	Attempts     int         `json:"attempts"`
-	PayloadType  string      `json:"payload_type,omitempty"`
-	Started      *time.Time  `json:"started,omitempty"`
-	Ended        *time.Time  `json:"ended,omitempty"`
-	Children     []*TreeNode `json:"children"`
+	TaskID       string                 `json:"task_id"`
+	ParentTaskID string                 `json:"parent_task_id,omitempty"`
+	AgentID      string                 `json:"agent_id,omitempty"`
+	Status       string                 `json:"status"` // pending, running, completed, failed, cancelled, timed_out
+	State        protocol.Type          `json:"state"`  // the last lifecycle event
+	Attempts     int                    `json:"attempts"`
+	PayloadType  string                 `json:"payload_type,omitempty"`
+	Started      *time.Time             `json:"started,omitempty"` // the request's ts
+	Ended        *time.Time             `json:"ended,omitempty"`   // the terminal event's ts
+	Error        *protocol.ErrorPayload `json:"error,omitempty"`   // how it failed
+	Children     []*TreeNode            `json:"children"`
 }
 
 // Tree is a run's task tree, or a task's subtree (one root).
