@@ -226,17 +226,27 @@ func scanEnvelope(raw []byte) envelope {
 		return e
 	}
 	for d.PeekKind() == '"' {
-		name, err := d.ReadToken()
+		raw, err := d.ReadValue() // the quoted name, valid until the next read
 		if err != nil {
 			return e
 		}
-		switch name.String() {
+		// A name spelt with escapes is not recognised: the stored
+		// envelopes this package writes and decodes do not have them, and
+		// missing it costs only the event: line.
+		var name string
+		switch string(raw) {
+		case `"type"`:
+			name = "type"
+		case `"run_id"`:
+			name = "run_id"
+		}
+		switch name {
 		case "type", "run_id":
 			v, err := d.ReadToken()
 			if err != nil {
 				return e
 			}
-			if name.String() == "type" {
+			if name == "type" {
 				e.typ = v.String()
 			} else {
 				e.run = v.String()
