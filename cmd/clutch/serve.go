@@ -1,5 +1,3 @@
-//go:build clutch_gateway
-
 package main
 
 import (
