@@ -150,6 +150,12 @@
 // work); [Server.Run] serves one session on a transport such as
 // &sdk.StdioTransport{}.
 //
+// ServerOptions.ExtraTools adds tools of other packages ([ServerTool]) with
+// the same caller, argument validation, envelope and recording; a
+// [ServerToolError] adds members of its own to the error's
+// structuredContent. Package github.com/clutchprotocol/clutch/rules/rulesmcp
+// serves the rules tools of docs/protocol.md §15.4 this way.
+//
 // # Server identity, tenancy and limits
 //
 // There is no anonymous default: NewServer needs ServerOptions.Caller,

@@ -84,6 +84,10 @@ type ServerOptions struct {
 	// serves both the 2026-07-28 and the 2025-11-25 protocol) with the
 	// SDK's localhost (DNS rebinding) protection.
 	HTTP *sdk.StreamableHTTPOptions
+	// ExtraTools are more tools to serve next to the Server's own, with
+	// the same caller, envelope and recording (see ServerTool); a name the
+	// Server serves already is refused with ErrInvalidConfig.
+	ExtraTools []ServerTool
 }
 
 // Server is the MCP surface of a router (docs/protocol.md §15): an MCP host — an IDE
@@ -183,6 +187,9 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 			"Every result carries structuredContent; errors carry {error, code, retryable, retryAction}.",
 	})
 	if err := s.addTools(); err != nil {
+		return nil, err
+	}
+	if err := s.addExtraTools(); err != nil {
 		return nil, err
 	}
 	return s, nil
