@@ -20,6 +20,7 @@ import (
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
 	"github.com/clutchprotocol/clutch/gateway"
+	"github.com/clutchprotocol/clutch/gateway/agui"
 	"github.com/clutchprotocol/clutch/gateway/ui"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -44,6 +45,9 @@ repeatable; --keys-file FILE, a JSON object of key to caller:
 (scopes: submit, read_all, agents, admin). With no key at all, serve makes one
 admin key and prints it. The UI asks for a key when it opens.
 
+--agui-agent AGENT serves AG-UI (for @ag-ui/client front ends) at /v1/agui,
+submitting each run to AGENT; with --demo it is on, for the demo lead.
+
 --demo registers a demo team (a lead that delegates research to two agents
 with fake tools; no network, no API keys) and runs one round every
 --demo-every, so the UI shows live threads, task trees, tool calls, routing
@@ -61,6 +65,7 @@ decisions and an occasional failure at once.`,
 			withDemo := fs.Bool("demo", false, "run the demo team continuously")
 			demoEvery := fs.Duration("demo-every", 3*time.Second, "the pause between demo rounds")
 			noUI := fs.Bool("no-ui", false, "serve the API only")
+			aguiAgent := fs.String("agui-agent", "", "serve AG-UI at /v1/agui, sending each run to this agent (with --demo: the demo lead)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -74,7 +79,7 @@ decisions and an occasional failure at once.`,
 				}
 				return serve(ctx, e, serveConfig{
 					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
-					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI,
+					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent,
 				})
 			}
 		},
@@ -141,6 +146,7 @@ type serveConfig struct {
 	demo      bool
 	demoEvery time.Duration
 	ui        bool
+	aguiAgent string
 }
 
 // serve runs the gateway until ctx is done.
@@ -187,6 +193,24 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if c.ui {
 		gopts.UI = ui.Handler(nil)
 	}
+	if c.demo || c.aguiAgent != "" {
+		aopts := &agui.Options{Agent: c.aguiAgent, Logger: logger}
+		if c.demo && (c.aguiAgent == "" || c.aguiAgent == demo.Lead) {
+			// The demo lead takes research.query.v1: the user's last
+			// message is the query.
+			aopts.Request = func(_ context.Context, _ *auth.Caller, in *agui.Input) (*agui.Request, error) {
+				q := "What is new in fintech?"
+				if m, ok := in.LastUserMessage(); ok && strings.TrimSpace(m.Text()) != "" {
+					q = m.Text()
+				}
+				return &agui.Request{PayloadType: "research.query.v1", Payload: schema.ResearchQuery{Query: q, MaxSources: 3},
+					To: []string{demo.Lead}, Domain: "research"}, nil
+			}
+		}
+		if gopts.AGUI, err = agui.New(r, aopts); err != nil {
+			return err
+		}
+	}
 	gw, err := gateway.New(r, gopts)
 	if err != nil {
 		return err
@@ -198,6 +222,9 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "clutch: serving %s on %s (UI at /, API at /v1/)\n", c.db, url)
+	if gopts.AGUI != nil {
+		fmt.Fprintf(e.stdout, "clutch: AG-UI at %s/v1/agui\n", url)
+	}
 	if c.generated != "" {
 		fmt.Fprintf(e.stdout, "clutch: API key (admin, for the UI and --key): %s\n", c.generated)
 	}

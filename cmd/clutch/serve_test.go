@@ -68,6 +68,22 @@ func TestServeDemo(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "chat:research") {
 		t.Fatalf("runs through serve: %d\n%s", code, stdout)
 	}
+	// AG-UI: a run asked of the demo lead streams to its end.
+	body := `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"Open banking in the EU"}],"tools":[],"context":[]}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/agui", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(stream, []byte("RUN_STARTED")) || !bytes.Contains(stream, []byte("RUN_FINISHED")) ||
+		!bytes.Contains(stream, []byte("TOOL_CALL_START")) {
+		t.Fatalf("AG-UI run: %d\n%s", resp.StatusCode, stream)
+	}
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("serve after interrupt: exit %d\n%s", code, errb.String())
