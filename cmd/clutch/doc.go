@@ -97,14 +97,26 @@
 //
 // # Serve
 //
-// serve opens the store file for writing and serves the gateway (the /v1
-// API, the live streams and the web UI at /) on --addr. API keys come from
-// --key (repeatable; KEY, or AGENT=KEY to name the caller) and --keys-file
-// (a JSON object of key → {"agent_id", "scopes"}); with neither, serve
-// makes one admin key and prints it. --demo registers the demo team (a
-// lead that delegates research to two agents with fake tools) and runs one
-// round every --demo-every, so that the UI shows live threads, task trees,
-// tool calls, routing decisions and failures at once.
+// serve opens the store file for writing, starts a router over it (tasks a
+// previous process left open end as interrupted: Router.Recover) and
+// serves package gateway on --addr: the /v1 API, the live streams (SSE,
+// WebSocket) and the web UI (package gateway/ui) at /. API keys come from
+// --key (repeatable; KEY for an admin, or AGENT=KEY to name the caller)
+// and --keys-file (a JSON object of key → {"agent_id", "scopes"}); with
+// neither, serve makes one admin key and prints it. --agui-agent AGENT
+// mounts AG-UI (package gateway/agui) at /v1/agui, each run submitted to
+// AGENT. --demo registers the demo team (a lead that delegates research to
+// two agents with fake tools; no network, no API keys), runs one round
+// every --demo-every and mounts AG-UI for the lead, so that the UI shows
+// live threads, task trees, tool calls, routing decisions and failures at
+// once. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
+// finishes its tasks, the file is closed.
+//
+// # Old files
+//
+// runs reads the store's run and thread summaries. A file written by a
+// version without them has none until a process opens it for writing once
+// (clutch import --db FILE /dev/null does); runs says so.
 //
 // # Dependencies
 //

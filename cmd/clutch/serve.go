@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -114,19 +115,11 @@ func apiKeys(keys []string, file string) (map[string]auth.Caller, string, error)
 		if err != nil {
 			return nil, "", err
 		}
-		var fromFile map[string]struct {
-			AgentID string   `json:"agent_id"`
-			Scopes  []string `json:"scopes"`
-		}
-		if err := jsonv2.Unmarshal(data, &fromFile, jsonv2.RejectUnknownMembers(true)); err != nil {
+		fromFile, err := parseKeysFile(data)
+		if err != nil {
 			return nil, "", fmt.Errorf("--keys-file %s: %w", file, err)
 		}
-		for k, c := range fromFile {
-			if !strings.HasPrefix(c.AgentID, "agent:") {
-				return nil, "", fmt.Errorf("--keys-file %s: a key's agent_id %q is not an agent id", file, c.AgentID)
-			}
-			out[k] = auth.Caller{AgentID: c.AgentID, Scopes: c.Scopes}
-		}
+		maps.Copy(out, fromFile)
 	}
 	if len(out) > 0 {
 		return out, "", nil
@@ -136,6 +129,26 @@ func apiKeys(keys []string, file string) (map[string]auth.Caller, string, error)
 	key := base64.RawURLEncoding.EncodeToString(b)
 	out[key] = auth.Caller{AgentID: operator, Scopes: []string{auth.ScopeAdmin}}
 	return out, key, nil
+}
+
+// parseKeysFile reads a --keys-file: a JSON object of API key to
+// {"agent_id", "scopes"}. Bad input gives an error, never a panic.
+func parseKeysFile(data []byte) (map[string]auth.Caller, error) {
+	var file map[string]struct {
+		AgentID string   `json:"agent_id"`
+		Scopes  []string `json:"scopes"`
+	}
+	if err := jsonv2.Unmarshal(data, &file, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, err
+	}
+	out := make(map[string]auth.Caller, len(file))
+	for k, c := range file {
+		if !strings.HasPrefix(c.AgentID, "agent:") {
+			return nil, fmt.Errorf("the agent_id %q of a key is not an agent id (agent:name)", c.AgentID)
+		}
+		out[k] = auth.Caller{AgentID: c.AgentID, Scopes: c.Scopes}
+	}
+	return out, nil
 }
 
 type serveConfig struct {

@@ -154,3 +154,21 @@ func TestServeHeld(t *testing.T) {
 		t.Fatalf("serve of a held file: %d %s", code, errs)
 	}
 }
+
+func FuzzParseKeysFile(f *testing.F) {
+	f.Add([]byte(`{"key-three-0123456789":{"agent_id":"agent:carol","scopes":["submit"]}}`))
+	f.Add([]byte(`{"k":{"agent_id":"carol"}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		keys, err := parseKeysFile(data)
+		if err != nil {
+			return
+		}
+		for _, c := range keys {
+			if !strings.HasPrefix(c.AgentID, "agent:") {
+				t.Fatalf("accepted agent id %q", c.AgentID)
+			}
+		}
+		auth.APIKeys(keys)
+	})
+}

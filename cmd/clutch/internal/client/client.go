@@ -355,31 +355,65 @@ func (c *Client) stream(ctx context.Context, q StreamQuery, after *uint64, yield
 		return false, err, false
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var bad error
+	err = readSSE(resp.Body, func(event string, data []byte) error {
+		if strings.HasPrefix(event, "clutch.") {
+			if event == "clutch.closed" {
+				return errReconnect // from *after
+			}
+			return nil
+		}
+		var ev Event
+		if err := jsonv2.Unmarshal(data, &ev); err != nil {
+			bad = coded.Wrap(errBadAnswer, "stream event", err)
+			return bad
+		}
+		if ev.Seq <= *after {
+			return nil
+		}
+		got, *after = true, ev.Seq
+		if !yield(ev, nil) {
+			return errStop
+		}
+		return nil
+	})
+	switch {
+	case err == errStop:
+		return got, nil, true
+	case bad != nil:
+		yield(Event{}, bad)
+		return got, bad, true
+	case err == errReconnect:
+		return got, nil, false
+	}
+	return got, err, false
+}
+
+var (
+	errStop      = errors.New("stop")
+	errReconnect = errors.New("reconnect")
+)
+
+// readSSE reads Server-Sent Events from r and calls frame with the event
+// name ("" when none) and the data (data lines joined by "\n") of each
+// event that has data; comments and other fields are skipped. It returns
+// frame's first error, or the read error (nil at EOF).
+func readSSE(r io.Reader, frame func(event string, data []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxSSELine)
 	var event string
 	var data bytes.Buffer
+	hasData := false
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
 		case len(line) == 0:
-			if data.Len() > 0 && (event == "" || !strings.HasPrefix(event, "clutch.")) {
-				var ev Event
-				if err := jsonv2.Unmarshal(data.Bytes(), &ev); err != nil {
-					return got, coded.Wrap(errBadAnswer, "stream event", err), !yield(Event{}, coded.Wrap(errBadAnswer, "stream event", err))
-				}
-				if ev.Seq > *after {
-					got = true
-					*after = ev.Seq
-					if !yield(ev, nil) {
-						return got, nil, true
-					}
+			if hasData {
+				if err := frame(event, data.Bytes()); err != nil {
+					return err
 				}
 			}
-			if event == "clutch.closed" {
-				return got, nil, false // reconnect from *after
-			}
-			event = ""
+			event, hasData = "", false
 			data.Reset()
 		case line[0] == ':':
 			// a comment: the heartbeat
@@ -390,15 +424,20 @@ func (c *Client) stream(ctx context.Context, q StreamQuery, after *uint64, yield
 			case "event":
 				event = string(value)
 			case "data":
-				if data.Len() > 0 {
+				if hasData {
 					data.WriteByte('\n')
 				}
 				data.Write(value)
+				hasData = true
 			}
 		}
 	}
-	return got, sc.Err(), false
+	return sc.Err()
 }
+
+// maxSSELine is the longest line of a stream: an event of a message of
+// protocol.DefaultMaxBytes, with room.
+const maxSSELine = protocol.DefaultMaxBytes + 64<<10
 
 // Health reports whether GET /healthz answers 200.
 func (c *Client) Health(ctx context.Context) error {
