@@ -35,7 +35,12 @@
 // repeated); reads of a run, thread or task page its events; reads of the
 // whole log (export, stats, verify, check without a filter) read the
 // stream from the start up to the last seq of the runs the caller sees
-// (every message has a run_id). A store file cannot grow while it is held
+// (every message has a run_id). The gateway serves each message as the
+// bytes it stores, except that its stream compacts a message stored with
+// line breaks inside (and JSON cannot keep white space around a value):
+// such a message arrives with the same content and the same signature
+// (signatures cover the canonical form, docs/protocol.md §6.1) but not
+// byte for byte; export the file itself where that matters. A store file cannot grow while it is held
 // read-only, so tail on a file prints and exits. check over a gateway
 // checks what it serves (increasing seqs, strict decoding, no repeated
 // id); the page-level check needs the file. import writes a file and has
