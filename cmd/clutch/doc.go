@@ -40,8 +40,10 @@
 // line breaks inside (and JSON cannot keep white space around a value):
 // such a message arrives with the same content and the same signature
 // (signatures cover the canonical form, docs/protocol.md §6.1) but not
-// byte for byte; export the file itself where that matters. A store file cannot grow while it is held
-// read-only, so tail on a file prints and exits. check over a gateway
+// byte for byte; export the file itself where that matters.
+//
+// A store file cannot grow while it is held read-only, so tail on a file
+// prints and exits. check over a gateway
 // checks what it serves (increasing seqs, strict decoding, no repeated
 // id); the page-level check needs the file. import writes a file and has
 // no gateway mode: the API stamps the caller as the sender, so the stored
