@@ -331,7 +331,7 @@ func payload(v jsontext.Value, b64 *string, name string) ([]byte, error) {
 		if v.Kind() != '{' {
 			return nil, fieldError(name + " is not an object")
 		}
-		return bytes.Clone(v), nil
+		return v, nil // protocol.Decode copies what it keeps
 	}
 	return nil, fieldError("no " + name)
 }
