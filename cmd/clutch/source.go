@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/client"
@@ -17,6 +18,7 @@ import (
 
 // where is where a command reads: a store file or a gateway.
 type where struct {
+	cmd         string // the command, for hints
 	db          string
 	url         string
 	key         string
@@ -32,7 +34,7 @@ func getenv(name, def string) string {
 
 // addWhere registers --db, --url, --key and --lock-timeout.
 func addWhere(fs *flag.FlagSet) *where {
-	w := &where{}
+	w := &where{cmd: strings.TrimPrefix(fs.Name(), "clutch ")}
 	fs.StringVar(&w.db, "db", getenv("CLUTCH_DB", "clutch.db"), "the store file, opened read-only ($CLUTCH_DB)")
 	fs.StringVar(&w.url, "url", os.Getenv("CLUTCH_URL"), "read through the gateway at this URL instead of the file ($CLUTCH_URL)")
 	fs.StringVar(&w.key, "key", "", "the gateway API key, with --url (default $CLUTCH_API_KEY)")
@@ -90,7 +92,7 @@ func (w *where) open() (source, error) {
 	}
 	st, err := boltstore.Open(w.db, &boltstore.Options{ReadOnly: true, LockTimeout: w.lockTimeout})
 	if errors.Is(err, boltstore.ErrLocked) {
-		return nil, fmt.Errorf("%w\n(a process has it open: read through its gateway with --url http://HOST:PORT --key KEY)", err)
+		return nil, fmt.Errorf("%w\n(to read it now: clutch %s --url http://HOST:PORT --key KEY, the gateway of that process)", err, w.cmd)
 	}
 	if err != nil {
 		return nil, err
