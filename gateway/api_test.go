@@ -2,14 +2,13 @@ package gateway
 
 import (
 	"bytes"
-
 	"encoding/json"
-	"github.com/clutchprotocol/clutch/auth"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/store"
