@@ -17,6 +17,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/gateway"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -49,11 +51,12 @@ func chromiumPath(t testing.TB) string {
 }
 
 const (
-	testKey   = "test-key-ui"
+	testKey   = "ui-test-key-0123456789"
 	testAgent = "agent:tester"
 )
 
-// harness is a gateway with the UI over a real store, and a browser tab.
+// harness is the real gateway serving the UI, over a router and a real
+// store, and a browser tab.
 type harness struct {
 	t    testing.TB
 	st   store.Store
@@ -89,11 +92,17 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 
-	api := fakeGateway(st, testKey)
+	keys, err := auth.APIKeys(map[string]auth.Caller{testKey: {AgentID: testAgent, Scopes: []string{auth.ScopeAdmin}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(h.r, &gateway.Options{Auth: keys, UI: Handler(nil), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/stream", h.gate.wrap(api))
-	mux.Handle("/v1/", api)
-	mux.Handle("/", Handler(nil))
+	mux.Handle("/v1/stream", h.gate.wrap(gw))
+	mux.Handle("/", gw)
 	h.srv = httptest.NewServer(mux)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
@@ -362,8 +371,11 @@ func TestBrowserComposePosts(t *testing.T) {
 	if found.From.AgentID != testAgent {
 		t.Fatalf("posted message from %q, want the signed-in caller %q", found.From.AgentID, testAgent)
 	}
-	if v := eval[string](h, `document.getElementById("compose-text").value`); v != "" {
-		t.Fatalf("compose box keeps %q after sending", v)
+	// The box empties once the gateway has accepted the message (its 202
+	// may come after the event arrived through the stream).
+	h.waitJS(`document.getElementById("compose-text").value === "" && !document.getElementById("compose-send").disabled`)
+	if e := eval[string](h, `document.getElementById("compose-error").textContent`); e != "" {
+		t.Fatalf("compose shows an error: %q", e)
 	}
 }
 

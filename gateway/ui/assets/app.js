@@ -464,6 +464,7 @@
     const evs = $("events");
     evs.textContent = "";
     evs.dataset.count = "0"; evs.dataset.last = "0"; evs.dataset.loaded = "false";
+    evs.dataset.view = view ? view.kind + ":" + view.id : "";
     $("older").hidden = true;
     $("tree-body").textContent = "";
     $("compose-error").textContent = "";
