@@ -67,9 +67,14 @@ type harness struct {
 	r    *router.Router
 	run  string
 	thr  string
+	url  string // the page
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { t.Helper(); return newHarnessAt(t, "") }
+
+// newHarnessAt mounts the gateway under prefix ("" or "/clutch"), as a host
+// does with http.StripPrefix; the harness's URL is the page's.
+func newHarnessAt(t testing.TB, prefix string) *harness {
 	t.Helper()
 	chrome := chromiumPath(t)
 	st, err := memstore.New(nil)
@@ -103,7 +108,14 @@ func newHarness(t testing.TB) *harness {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/stream", h.gate.wrap(gw))
 	mux.Handle("/", gw)
-	h.srv = httptest.NewServer(mux)
+	var root http.Handler = mux
+	if prefix != "" {
+		outer := http.NewServeMux()
+		outer.Handle(prefix+"/", http.StripPrefix(prefix, mux))
+		root = outer
+	}
+	h.srv = httptest.NewServer(root)
+	h.url = h.srv.URL + prefix + "/"
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		append(chromedp.DefaultExecAllocatorOptions[:],
@@ -162,7 +174,7 @@ func (h *harness) waitJS(expr string) {
 // signIn loads the page, signs in through the form and opens hash.
 func (h *harness) signIn(hash string) {
 	h.t.Helper()
-	h.do(chromedp.Navigate(h.srv.URL+"/"),
+	h.do(chromedp.Navigate(h.url),
 		chromedp.WaitVisible("#key"),
 		chromedp.SendKeys("#key", testKey),
 		chromedp.Click("#signin-btn"),
@@ -316,6 +328,23 @@ func TestBrowserLiveAppend(t *testing.T) {
 	}
 }
 
+// TestBrowserUnderPrefix: the page and its API calls work when the host
+// mounts the gateway under a prefix.
+func TestBrowserUnderPrefix(t *testing.T) {
+	h := newHarnessAt(t, "/clutch")
+	seqs := h.append(h.chat("agent:ken", "under a prefix"))
+	h.signIn("#/thread/" + h.thr)
+	h.waitJS(`document.getElementById("conn").dataset.state === "live"`)
+	live := h.append(h.chat("agent:ken", "still live"))
+	h.waitSeq(live[0])
+	if got := h.domSeqs(); !slices.Equal(got, append(seqs, live...)) {
+		t.Fatalf("seqs %v, want %v", got, append(seqs, live...))
+	}
+	if loc := eval[string](h, `location.pathname`); loc != "/clutch/" {
+		t.Fatalf("page at %q", loc)
+	}
+}
+
 func TestBrowserReconnectResumes(t *testing.T) {
 	h := newHarness(t)
 	want := h.append(h.chat("agent:ken", "one"), h.chat("agent:ken", "two"))
@@ -348,6 +377,7 @@ func TestBrowserReconnectResumes(t *testing.T) {
 
 func TestBrowserComposePosts(t *testing.T) {
 	h := newHarness(t)
+	registerTeam(t, h.r)
 	h.append(h.chat("agent:ken", "say something"))
 	h.signIn("#/thread/" + h.thr)
 	h.waitJS(`document.getElementById("conn").dataset.state === "live"`)
@@ -374,6 +404,21 @@ func TestBrowserComposePosts(t *testing.T) {
 	// The box empties once the gateway has accepted the message (its 202
 	// may come after the event arrived through the stream).
 	h.waitJS(`document.getElementById("compose-text").value === "" && !document.getElementById("compose-send").disabled`)
+	if e := eval[string](h, `document.getElementById("compose-error").textContent`); e != "" {
+		t.Fatalf("compose shows an error: %q", e)
+	}
+
+	// A task request from the same box runs in the thread: its card, the
+	// routing decision and the result appear.
+	h.do(chromedp.SetValue("#compose-type", "task.request"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("compose-type").dispatchEvent(new Event("change"))`),
+		chromedp.WaitVisible("#compose-ptype"),
+		chromedp.SendKeys("#compose-ptype", "research.query.v1"),
+		chromedp.SendKeys("#compose-requires", "skill:research"),
+		chromedp.SendKeys("#compose-text", `{"query": "asked from the browser"}`),
+		chromedp.Click("#compose-send"))
+	h.waitJS(`Array.from(document.querySelectorAll('#events .ev[data-type="task.request"]')).some(e => e.textContent.includes("asked from the browser"))` +
+		` && document.querySelector('#events .ev[data-type="routing.decision"]') && document.querySelector('#events .ev[data-type="task.result"]')`)
 	if e := eval[string](h, `document.getElementById("compose-error").textContent`); e != "" {
 		t.Fatalf("compose shows an error: %q", e)
 	}
