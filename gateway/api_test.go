@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/store"
@@ -393,4 +394,41 @@ func TestCORS(t *testing.T) {
 	if _, err := New(on.r, nil); err == nil {
 		t.Fatal("nil Options accepted")
 	}
+}
+
+// TestLimits: package auth's limits apply, with the gateway's error body:
+// a caller over its rate gets 429, a request past MaxInFlight (a stream
+// holds its slot while it lasts) gets 503, both with Retry-After.
+func TestLimits(t *testing.T) {
+	e := newEnv(t, &envOptions{gw: &Options{Limits: &auth.Options{Rate: 0.001, Burst: 2}}})
+	for i := range 3 {
+		resp := e.resp("GET", "/v1/runs", keyAlice, "", nil)
+		body := new(bytes.Buffer)
+		body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if i < 2 {
+			if resp.StatusCode != 200 {
+				t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
+			}
+			continue
+		}
+		wantError(t, "over the rate", resp.StatusCode, body.Bytes(), 429, "RATE_LIMITED")
+		if resp.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	// Bob has his own bucket.
+	if status, body := e.do("GET", "/v1/runs", keyBob, ""); status != 200 {
+		t.Fatalf("bob: %d %s", status, body)
+	}
+
+	e = newEnv(t, &envOptions{gw: &Options{Limits: &auth.Options{MaxInFlight: 1}}})
+	a := e.submit(keyAlice, `{"type":"chat.message","payload":{}}`)
+	s, _ := e.openSSE("?thread="+a.ThreadID, keyAlice, nil)
+	if _, err := s.nextEvent(); err != nil {
+		t.Fatal(err)
+	}
+	status, body := e.do("GET", "/v1/runs", keyAlice, "")
+	wantError(t, "past MaxInFlight", status, body, 503, "CAPACITY")
+	s.body.Close()
 }
