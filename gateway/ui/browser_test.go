@@ -326,6 +326,26 @@ func TestBrowserLiveAppend(t *testing.T) {
 	if !strings.Contains(text, "a live line") || !strings.Contains(text, "ken") {
 		t.Fatalf("live event shows %q, want its author and text", text)
 	}
+
+	// A reader scrolled up stays where it is and is told about new events.
+	var more []*protocol.Message
+	for i := range 60 {
+		more = append(more, h.chat("agent:ana", fmt.Sprintf("filler %d", i)))
+	}
+	fill := h.append(more...)
+	h.waitSeq(fill[len(fill)-1])
+	h.do(chromedp.Evaluate[chromedp.Void](`document.getElementById("pane").scrollTop = 0`))
+	late := h.append(h.chat("agent:ken", "below the fold"))
+	h.waitSeq(late[0])
+	h.waitJS(`!document.getElementById("new-events").hidden`)
+	if top := eval[int](h, `document.getElementById("pane").scrollTop`); top != 0 {
+		t.Fatalf("a live event moved a reader who scrolled up to %d", top)
+	}
+	h.do(chromedp.Click("#new-events"))
+	h.waitJS(`document.getElementById("new-events").hidden`)
+	if v := eval[bool](h, `(() => { const p = document.getElementById("pane"); return p.scrollHeight - p.scrollTop - p.clientHeight < 40; })()`); !v {
+		t.Fatal("the new-events button did not take the reader to the newest event")
+	}
 }
 
 // TestBrowserUnderPrefix: the page and its API calls work when the host
