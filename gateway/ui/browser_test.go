@@ -442,6 +442,16 @@ func TestBrowserComposePosts(t *testing.T) {
 	if e := eval[string](h, `document.getElementById("compose-error").textContent`); e != "" {
 		t.Fatalf("compose shows an error: %q", e)
 	}
+
+	// A new thread in a channel: the page moves to it and lists it.
+	h.do(chromedp.Click("#new-thread"), chromedp.WaitVisible("#compose-channel"),
+		chromedp.SetValue("#compose-type", "chat.message"),
+		chromedp.SendKeys("#compose-channel", "ops"),
+		chromedp.SendKeys("#compose-text", "a new thread"),
+		chromedp.Click("#compose-send"))
+	h.waitJS(`location.hash.startsWith("#/thread/thr_") && location.hash !== "#/thread/` + h.thr + `"` +
+		` && Array.from(document.querySelectorAll('#events .ev')).some(e => e.textContent.includes("a new thread"))`)
+	h.waitJS(`Array.from(document.querySelectorAll("#channels .channel h2")).some(e => e.textContent === "# ops")`)
 }
 
 const hostile = `<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = 'img'"><b>bold</b>`
