@@ -432,3 +432,36 @@ func TestLimits(t *testing.T) {
 	wantError(t, "past MaxInFlight", status, body, 503, "CAPACITY")
 	s.body.Close()
 }
+
+// TestMounts: Options.AGUI is served at /v1/agui behind the gateway's
+// authentication, with the prefix stripped and the caller in the context;
+// Options.UI at the root, without authentication.
+func TestMounts(t *testing.T) {
+	agui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := auth.FromContext(r.Context())
+		if !ok {
+			http.Error(w, "no caller", 500)
+			return
+		}
+		w.Write([]byte(r.Method + " " + r.URL.Path + " " + c.AgentID))
+	})
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page " + r.URL.Path)) })
+	e := newEnv(t, &envOptions{gw: &Options{AGUI: agui, UI: ui}})
+	for path, want := range map[string]string{"/v1/agui": "POST / agent:alice", "/v1/agui/": "POST / agent:alice", "/v1/agui/x": "POST /x agent:alice"} {
+		if status, body := e.do("POST", path, keyAlice, `{}`); status != 200 || string(body) != want {
+			t.Errorf("POST %s: %d %q, want %q", path, status, body, want)
+		}
+	}
+	status, body := e.do("POST", "/v1/agui", "", `{}`)
+	wantError(t, "agui without a key", status, body, 401, "UNAUTHORIZED")
+	for _, p := range []string{"/", "/ui/app.js"} {
+		if status, body := e.do("GET", p, "", ""); status != 200 || string(body) != "page "+p {
+			t.Errorf("GET %s: %d %q", p, status, body)
+		}
+	}
+	// Without UI, "/" is not found; the API is unaffected.
+	status, _ = newEnv(t, nil).do("GET", "/", "", "")
+	if status != 404 {
+		t.Fatalf("GET / without a UI: %d", status)
+	}
+}
