@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/store"
@@ -392,5 +393,75 @@ func TestCORS(t *testing.T) {
 	}
 	if _, err := New(on.r, nil); err == nil {
 		t.Fatal("nil Options accepted")
+	}
+}
+
+// TestLimits: package auth's limits apply, with the gateway's error body:
+// a caller over its rate gets 429, a request past MaxInFlight (a stream
+// holds its slot while it lasts) gets 503, both with Retry-After.
+func TestLimits(t *testing.T) {
+	e := newEnv(t, &envOptions{gw: &Options{Limits: &auth.Options{Rate: 0.001, Burst: 2}}})
+	for i := range 3 {
+		resp := e.resp("GET", "/v1/runs", keyAlice, "", nil)
+		body := new(bytes.Buffer)
+		body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if i < 2 {
+			if resp.StatusCode != 200 {
+				t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
+			}
+			continue
+		}
+		wantError(t, "over the rate", resp.StatusCode, body.Bytes(), 429, "RATE_LIMITED")
+		if resp.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	// Bob has his own bucket.
+	if status, body := e.do("GET", "/v1/runs", keyBob, ""); status != 200 {
+		t.Fatalf("bob: %d %s", status, body)
+	}
+
+	e = newEnv(t, &envOptions{gw: &Options{Limits: &auth.Options{MaxInFlight: 1}}})
+	a := e.submit(keyAlice, `{"type":"chat.message","payload":{}}`)
+	s, _ := e.openSSE("?thread="+a.ThreadID, keyAlice, nil)
+	if _, err := s.nextEvent(); err != nil {
+		t.Fatal(err)
+	}
+	status, body := e.do("GET", "/v1/runs", keyAlice, "")
+	wantError(t, "past MaxInFlight", status, body, 503, "CAPACITY")
+	s.body.Close()
+}
+
+// TestMounts: Options.AGUI is served at /v1/agui behind the gateway's
+// authentication, with the prefix stripped and the caller in the context;
+// Options.UI at the root, without authentication.
+func TestMounts(t *testing.T) {
+	agui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := auth.FromContext(r.Context())
+		if !ok {
+			http.Error(w, "no caller", 500)
+			return
+		}
+		w.Write([]byte(r.Method + " " + r.URL.Path + " " + c.AgentID))
+	})
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page " + r.URL.Path)) })
+	e := newEnv(t, &envOptions{gw: &Options{AGUI: agui, UI: ui}})
+	for path, want := range map[string]string{"/v1/agui": "POST / agent:alice", "/v1/agui/": "POST / agent:alice", "/v1/agui/x": "POST /x agent:alice"} {
+		if status, body := e.do("POST", path, keyAlice, `{}`); status != 200 || string(body) != want {
+			t.Errorf("POST %s: %d %q, want %q", path, status, body, want)
+		}
+	}
+	status, body := e.do("POST", "/v1/agui", "", `{}`)
+	wantError(t, "agui without a key", status, body, 401, "UNAUTHORIZED")
+	for _, p := range []string{"/", "/ui/app.js"} {
+		if status, body := e.do("GET", p, "", ""); status != 200 || string(body) != "page "+p {
+			t.Errorf("GET %s: %d %q", p, status, body)
+		}
+	}
+	// Without UI, "/" is not found; the API is unaffected.
+	status, _ = newEnv(t, nil).do("GET", "/", "", "")
+	if status != 404 {
+		t.Fatalf("GET / without a UI: %d", status)
 	}
 }

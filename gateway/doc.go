@@ -13,8 +13,15 @@
 //	keys, _ := auth.APIKeys(map[string]auth.Caller{
 //		os.Getenv("UI_KEY"): {AgentID: "agent:ui", Scopes: []string{auth.ScopeSubmit, auth.ScopeReadAll, auth.ScopeAgents}},
 //	})
-//	gw, err := gateway.New(r, &gateway.Options{Auth: keys})
+//	gw, err := gateway.New(r, &gateway.Options{
+//		Auth: keys,
+//		UI:   ui.Handler(nil),                                  // package gateway/ui: the web UI at "/"
+//		AGUI: aguiHandler,                                     // package gateway/agui: agui.New(r, opts)
+//	})
 //	http.Handle("/clutch/", http.StripPrefix("/clutch", gw))
+//
+// The UI and AG-UI handlers are passed in, not built here, so that a host
+// that wants neither links neither.
 //
 // Every /v1 request is authenticated and limited by package auth's Guard —
 // the one authenticator, scopes and rate limits of every inbound surface.

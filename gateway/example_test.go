@@ -71,7 +71,10 @@ func Example() {
 	// Follow the run live until its result.
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/stream?run="+acc.RunID, nil)
 	req.Header.Set("Authorization", "Bearer ui-key-0123456789abcdef")
-	resp, _ := srv.Client().Do(req)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		panic(err)
+	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

@@ -47,12 +47,16 @@ type Options struct {
 	// CORS headers, so browsers allow only same-origin calls. "*" is not
 	// accepted: name the origins.
 	CORS []string
-	// UI serves the web UI at "/" and "/ui/..."; nil serves none (only
-	// the API and /healthz). See the package doc.
+	// UI serves the web UI at "/" and "/ui/..." — ui.Handler(nil) of
+	// package gateway/ui, the embedded UI, which reaches the API at "v1"
+	// next to it; nil serves none (only the API and /healthz). It is not
+	// behind the gateway's authentication: the page holds no data and
+	// asks for an API key.
 	UI http.Handler
-	// AGUI is mounted at /v1/agui/ behind the gateway's authentication
-	// (the caller is in the request's context, auth.FromContext), with the
-	// prefix stripped; nil mounts nothing.
+	// AGUI is mounted at /v1/agui and /v1/agui/ behind the gateway's
+	// authentication and limits (the caller is in the request's context,
+	// auth.FromContext), with the prefix stripped — agui.New(r, opts) of
+	// package gateway/agui; nil mounts nothing.
 	AGUI http.Handler
 	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when 0. A
 	// bigger one gets 413.
@@ -162,7 +166,15 @@ func (g *Gateway) routes() {
 	a.HandleFunc("GET /v1/stream", g.serveSSE)
 	a.HandleFunc("GET /v1/ws", g.serveWS)
 	if g.opts.AGUI != nil {
-		a.Handle("/v1/agui/", http.StripPrefix("/v1/agui", g.opts.AGUI))
+		// Both with and without the slash: a POST must not be redirected.
+		agui := http.StripPrefix("/v1/agui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "" {
+				r.URL.Path = "/"
+			}
+			g.opts.AGUI.ServeHTTP(w, r)
+		}))
+		a.Handle("/v1/agui", agui)
+		a.Handle("/v1/agui/", agui)
 	}
 	a.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, coded.Wrap(ErrNotFound, r.Method+" "+r.URL.Path+" is not an endpoint of this API", nil))

@@ -113,24 +113,8 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := &Options{Auth: testAuth(t), Logger: slog.New(slog.DiscardHandler)}
-	if o.gw != nil {
-		opts = o.gw
-		if opts.Auth == nil {
-			opts.Auth = testAuth(t)
-		}
-		if opts.Logger == nil {
-			opts.Logger = slog.New(slog.DiscardHandler)
-		}
-	}
-	e.gw, err = New(r, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.srv = httptest.NewServer(e.gw)
+	// Cleanups run last first: the server closes, then the router.
 	t.Cleanup(func() {
-		e.srv.CloseClientConnections()
-		e.srv.Close()
 		select {
 		case <-e.release:
 		default:
@@ -139,7 +123,42 @@ func newEnv(t testing.TB, o *envOptions) *env {
 		r.Close()
 		st.Close()
 	})
+	e.serve(o.gw)
 	return e
+}
+
+// serve puts a gateway with opts over e's router on a new server.
+func (e *env) serve(opts *Options) {
+	t := e.t
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.Auth == nil {
+		opts.Auth = testAuth(t)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	gw, err := New(e.r, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw = gw
+	e.srv = httptest.NewServer(gw)
+	srv := e.srv
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+}
+
+// newEnvOver returns e with another gateway (opts) over the same router.
+func newEnvOver(t testing.TB, e *env, opts *Options) *env {
+	t.Helper()
+	e2 := *e
+	e2.serve(opts)
+	return &e2
 }
 
 // do sends a request with the key (none when "") and returns the status

@@ -220,7 +220,9 @@ func scanEnvelope(raw []byte) envelope {
 	var e envelope
 	d := scanners.Get().(*jsontext.Decoder)
 	defer scanners.Put(d)
-	d.Reset(bytes.NewReader(raw))
+	// The store validated the bytes: no need to check names for
+	// duplicates again.
+	d.Reset(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
 	defer d.Reset(bytes.NewReader(nil))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return e

@@ -459,3 +459,48 @@ func TestWebSocket(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamStoreClosed: a stream whose store is closed under it ends
+// with a clutch.closed event saying so (SSE) or close status 1011 (WS).
+func TestStreamStoreClosed(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.submit(keyAlice, `{"type":"chat.message","payload":{}}`)
+	s, _ := e.openSSE("?thread="+a.ThreadID, keyAlice, nil)
+	defer s.body.Close()
+	if _, err := s.nextEvent(); err != nil {
+		t.Fatal(err)
+	}
+	c := e.dialWS("?thread="+a.ThreadID, keyAlice)
+	defer c.CloseNow()
+	if _, _, err := c.Read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.r.Close()
+	e.st.Close()
+	ev, err := s.nextEvent()
+	if err != nil || ev.Event != "clutch.closed" || !strings.Contains(ev.Data, `"INTERNAL"`) {
+		t.Fatalf("after the store closed: %+v %v", ev, err)
+	}
+	if _, _, err := c.Read(t.Context()); websocket.CloseStatus(err) != websocket.StatusInternalError {
+		t.Fatalf("WS after the store closed: %v", err)
+	}
+}
+
+// TestWebSocketClientData: a client that sends a data frame is closed
+// with 1008 (policy violation): the stream takes no input.
+func TestWebSocketClientData(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.submit(keyAlice, `{"type":"chat.message","payload":{}}`)
+	c := e.dialWS("?thread="+a.ThreadID, keyAlice)
+	defer c.CloseNow()
+	if _, _, err := c.Read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(t.Context(), websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := c.Read(t.Context())
+	if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("after a client frame: %v", err)
+	}
+}

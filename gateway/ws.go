@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -74,12 +75,30 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered
 	}
-	defer c.CloseNow()
-	// The client sends nothing; CloseRead answers its pings and closes, and
-	// cancels ctx, when it goes or sends a data frame (1008).
-	ctx = c.CloseRead(ctx)
+	// The client sends nothing: a reader answers its pings and pongs and
+	// notices when it goes or sends a data frame, which ends the stream
+	// (1008). (Not Conn.CloseRead: its goroutine's own Close would wait
+	// for itself.)
+	ctx, cancel := context.WithCancel(ctx)
+	var input atomic.Bool
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		defer cancel()
+		if _, _, err := c.Read(ctx); err == nil {
+			input.Store(true)
+		}
+	}()
+	defer func() {
+		cancel()
+		c.CloseNow()
+		<-readDone
+	}()
 	st.serve(ctx, &wsSink{ctx: ctx, c: c, timeout: g.opts.WriteTimeout})
-	if st.err == nil && ctx.Err() == nil {
+	switch {
+	case input.Load():
+		_ = c.Close(websocket.StatusPolicyViolation, "the stream takes no input")
+	case st.err == nil && r.Context().Err() == nil:
 		_ = c.Close(websocket.StatusNormalClosure, "")
 	}
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/gateway"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -49,11 +51,12 @@ func chromiumPath(t testing.TB) string {
 }
 
 const (
-	testKey   = "test-key-ui"
+	testKey   = "ui-test-key-0123456789"
 	testAgent = "agent:tester"
 )
 
-// harness is a gateway with the UI over a real store, and a browser tab.
+// harness is the real gateway serving the UI, over a router and a real
+// store, and a browser tab.
 type harness struct {
 	t    testing.TB
 	st   store.Store
@@ -64,9 +67,14 @@ type harness struct {
 	r    *router.Router
 	run  string
 	thr  string
+	url  string // the page
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { t.Helper(); return newHarnessAt(t, "") }
+
+// newHarnessAt mounts the gateway under prefix ("" or "/clutch"), as a host
+// does with http.StripPrefix; the harness's URL is the page's.
+func newHarnessAt(t testing.TB, prefix string) *harness {
 	t.Helper()
 	chrome := chromiumPath(t)
 	st, err := memstore.New(nil)
@@ -89,12 +97,25 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 
-	api := fakeGateway(st, testKey)
+	keys, err := auth.APIKeys(map[string]auth.Caller{testKey: {AgentID: testAgent, Scopes: []string{auth.ScopeAdmin}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(h.r, &gateway.Options{Auth: keys, UI: Handler(nil), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/stream", h.gate.wrap(api))
-	mux.Handle("/v1/", api)
-	mux.Handle("/", Handler(nil))
-	h.srv = httptest.NewServer(mux)
+	mux.Handle("/v1/stream", h.gate.wrap(gw))
+	mux.Handle("/", gw)
+	var root http.Handler = mux
+	if prefix != "" {
+		outer := http.NewServeMux()
+		outer.Handle(prefix+"/", http.StripPrefix(prefix, mux))
+		root = outer
+	}
+	h.srv = httptest.NewServer(root)
+	h.url = h.srv.URL + prefix + "/"
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		append(chromedp.DefaultExecAllocatorOptions[:],
@@ -153,7 +174,7 @@ func (h *harness) waitJS(expr string) {
 // signIn loads the page, signs in through the form and opens hash.
 func (h *harness) signIn(hash string) {
 	h.t.Helper()
-	h.do(chromedp.Navigate(h.srv.URL+"/"),
+	h.do(chromedp.Navigate(h.url),
 		chromedp.WaitVisible("#key"),
 		chromedp.SendKeys("#key", testKey),
 		chromedp.Click("#signin-btn"),
@@ -305,6 +326,43 @@ func TestBrowserLiveAppend(t *testing.T) {
 	if !strings.Contains(text, "a live line") || !strings.Contains(text, "ken") {
 		t.Fatalf("live event shows %q, want its author and text", text)
 	}
+
+	// A reader scrolled up stays where it is and is told about new events.
+	var more []*protocol.Message
+	for i := range 60 {
+		more = append(more, h.chat("agent:ana", fmt.Sprintf("filler %d", i)))
+	}
+	fill := h.append(more...)
+	h.waitSeq(fill[len(fill)-1])
+	h.do(chromedp.Evaluate[chromedp.Void](`document.getElementById("pane").scrollTop = 0`))
+	late := h.append(h.chat("agent:ken", "below the fold"))
+	h.waitSeq(late[0])
+	h.waitJS(`!document.getElementById("new-events").hidden`)
+	if top := eval[int](h, `document.getElementById("pane").scrollTop`); top != 0 {
+		t.Fatalf("a live event moved a reader who scrolled up to %d", top)
+	}
+	h.do(chromedp.Click("#new-events"))
+	h.waitJS(`document.getElementById("new-events").hidden`)
+	if v := eval[bool](h, `(() => { const p = document.getElementById("pane"); return p.scrollHeight - p.scrollTop - p.clientHeight < 40; })()`); !v {
+		t.Fatal("the new-events button did not take the reader to the newest event")
+	}
+}
+
+// TestBrowserUnderPrefix: the page and its API calls work when the host
+// mounts the gateway under a prefix.
+func TestBrowserUnderPrefix(t *testing.T) {
+	h := newHarnessAt(t, "/clutch")
+	seqs := h.append(h.chat("agent:ken", "under a prefix"))
+	h.signIn("#/thread/" + h.thr)
+	h.waitJS(`document.getElementById("conn").dataset.state === "live"`)
+	live := h.append(h.chat("agent:ken", "still live"))
+	h.waitSeq(live[0])
+	if got := h.domSeqs(); !slices.Equal(got, append(seqs, live...)) {
+		t.Fatalf("seqs %v, want %v", got, append(seqs, live...))
+	}
+	if loc := eval[string](h, `location.pathname`); loc != "/clutch/" {
+		t.Fatalf("page at %q", loc)
+	}
 }
 
 func TestBrowserReconnectResumes(t *testing.T) {
@@ -339,6 +397,7 @@ func TestBrowserReconnectResumes(t *testing.T) {
 
 func TestBrowserComposePosts(t *testing.T) {
 	h := newHarness(t)
+	registerTeam(t, h.r)
 	h.append(h.chat("agent:ken", "say something"))
 	h.signIn("#/thread/" + h.thr)
 	h.waitJS(`document.getElementById("conn").dataset.state === "live"`)
@@ -362,9 +421,37 @@ func TestBrowserComposePosts(t *testing.T) {
 	if found.From.AgentID != testAgent {
 		t.Fatalf("posted message from %q, want the signed-in caller %q", found.From.AgentID, testAgent)
 	}
-	if v := eval[string](h, `document.getElementById("compose-text").value`); v != "" {
-		t.Fatalf("compose box keeps %q after sending", v)
+	// The box empties once the gateway has accepted the message (its 202
+	// may come after the event arrived through the stream).
+	h.waitJS(`document.getElementById("compose-text").value === "" && !document.getElementById("compose-send").disabled`)
+	if e := eval[string](h, `document.getElementById("compose-error").textContent`); e != "" {
+		t.Fatalf("compose shows an error: %q", e)
 	}
+
+	// A task request from the same box runs in the thread: its card, the
+	// routing decision and the result appear.
+	h.do(chromedp.SetValue("#compose-type", "task.request"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("compose-type").dispatchEvent(new Event("change"))`),
+		chromedp.WaitVisible("#compose-ptype"),
+		chromedp.SendKeys("#compose-ptype", "research.query.v1"),
+		chromedp.SendKeys("#compose-requires", "skill:research"),
+		chromedp.SendKeys("#compose-text", `{"query": "asked from the browser"}`),
+		chromedp.Click("#compose-send"))
+	h.waitJS(`Array.from(document.querySelectorAll('#events .ev[data-type="task.request"]')).some(e => e.textContent.includes("asked from the browser"))` +
+		` && document.querySelector('#events .ev[data-type="routing.decision"]') && document.querySelector('#events .ev[data-type="task.result"]')`)
+	if e := eval[string](h, `document.getElementById("compose-error").textContent`); e != "" {
+		t.Fatalf("compose shows an error: %q", e)
+	}
+
+	// A new thread in a channel: the page moves to it and lists it.
+	h.do(chromedp.Click("#new-thread"), chromedp.WaitVisible("#compose-channel"),
+		chromedp.SetValue("#compose-type", "chat.message"),
+		chromedp.SendKeys("#compose-channel", "ops"),
+		chromedp.SendKeys("#compose-text", "a new thread"),
+		chromedp.Click("#compose-send"))
+	h.waitJS(`location.hash.startsWith("#/thread/thr_") && location.hash !== "#/thread/` + h.thr + `"` +
+		` && Array.from(document.querySelectorAll('#events .ev')).some(e => e.textContent.includes("a new thread"))`)
+	h.waitJS(`Array.from(document.querySelectorAll("#channels .channel h2")).some(e => e.textContent === "# ops")`)
 }
 
 const hostile = `<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = 'img'"><b>bold</b>`

@@ -6,12 +6,14 @@
 //
 // # Basics
 //
-// Handler serves the page. The gateway mounts it at its root, so a host that
-// mounts the gateway gets the UI with it; to mount it yourself, serve the
-// gateway's API under "v1/" next to it:
+// Handler serves the page. Give it to the gateway, which serves it at its
+// root next to its API:
 //
-//	mux := http.NewServeMux()
-//	mux.Handle("/v1/", gw)        // the gateway's API
+//	gw, err := gateway.New(r, &gateway.Options{Auth: keys, UI: ui.Handler(nil)})
+//
+// or mount it yourself, with the gateway's API under "v1/" next to it:
+//
+//	mux.Handle("/v1/", gw)
 //	mux.Handle("/", ui.Handler(nil))
 //
 // Handler answers "/" and "/index.html" with the page and "/ui/<file>" with

@@ -2,9 +2,13 @@ package ui
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -119,4 +123,55 @@ func (h *harness) busyThread(r *router.Router) string {
 	}
 	h.append(h.chat("agent:ana", "Thanks Ken, that is what I needed."))
 	return req.TaskID
+}
+
+// TestBrowserBusyThread opens the busy thread through the sidebar and
+// follows deep links to a task and, through the task tree, to its subtask.
+func TestBrowserBusyThread(t *testing.T) {
+	h := newHarness(t)
+	registerTeam(t, h.r)
+	root := h.busyThread(h.r)
+	h.signIn("")
+
+	// The sidebar: the thread under its channel, the agents with their state.
+	h.waitJS(`document.querySelector('#channels a[data-thread="` + h.thr + `"]')`)
+	if ch := eval[string](h, `document.querySelector('#channels a[data-thread="`+h.thr+`"]').closest(".channel").querySelector("h2").textContent`); ch != "# research" {
+		t.Fatalf("the thread is listed under %q, want # research", ch)
+	}
+	h.waitJS(`document.querySelector('#agents li[data-agent="agent:ken"] .dot.on')`)
+	h.do(chromedp.Click(`#channels a[data-thread="` + h.thr + `"]`))
+	h.waitJS(`document.getElementById("events").dataset.view === "thread:` + h.thr + `" && document.getElementById("events").dataset.loaded === "true"`)
+
+	// Every kind of event is drawn as its own kind of card.
+	for sel, want := range map[string]string{
+		`.ev[data-type="routing.decision"] .card.decision`: "agent:research-2",
+		`.ev[data-type="tool.call"] .tool-result`:          "Nordic payments 2026",
+		`.ev[data-type="task.progress"] .progress`:         "",
+		`.ev[data-type="task.error"] .card.error .code`:    "CAPACITY",
+		`.ev[data-type="task.result"] .card.result`:        "Three incumbents",
+		`.ev[data-type="task.request"] .card`:              "Nordic payments market",
+	} {
+		got := eval[string](h, `Array.from(document.querySelectorAll('#events `+sel+`')).map(n => n.textContent).join(" | ") || "MISSING"`)
+		if got == "MISSING" || !strings.Contains(got, want) {
+			t.Errorf("%s shows %q, want it to contain %q", sel, got, want)
+		}
+	}
+	if got := eval[string](h, `document.querySelector('#events .ev[data-type="task.error"]').textContent`); !strings.Contains(got, "will retry as attempt 2") || !strings.Contains(got, "retryable") {
+		t.Errorf("the retried error shows %q, want its retry plan", got)
+	}
+
+	// A deep link to the task; its tree lists the delegated subtask.
+	h.open("#/task/" + root)
+	h.waitJS(`document.querySelector('#tree-body li[data-task="` + root + `"] li[data-task]')`)
+	if got := eval[string](h, `document.querySelector('#events .ev.target').dataset.type`); got != "task.request" {
+		t.Errorf("the task view marks a %q, want its task.request", got)
+	}
+	sub := eval[string](h, `document.querySelector('#tree-body li[data-task="`+root+`"] li[data-task]').dataset.task`)
+	h.do(chromedp.Click(`#tree-body li[data-task="` + sub + `"] > a`))
+	h.waitJS(`document.getElementById("events").dataset.view === "task:` + sub + `" && document.getElementById("events").dataset.loaded === "true"`)
+	types := eval[[]string](h, `Array.from(document.querySelectorAll("#events .ev")).map(e => e.dataset.type)`)
+	if !slices.Contains(types, "task.error") || !slices.Contains(types, "task.result") {
+		t.Errorf("the subtask view shows %v, want its failed attempt and its result", types)
+	}
+	h.noCSPViolations()
 }

@@ -22,6 +22,7 @@ func TestScreenshots(t *testing.T) {
 	task := h.busyThread(h.r)
 	h.do(chromedp.EmulateViewport(1280, 760))
 	h.signIn("#/thread/" + h.thr)
+	h.waitJS(`document.querySelector('#tree-body li[data-task="` + task + `"] li[data-task]') && document.querySelector('#agents li')`)
 	h.waitJS(`document.querySelector('#events .ev[data-type="routing.decision"]') && document.querySelector('#events .ev[data-type="tool.call"] .tool-result:not(.pending)')`)
 
 	shots := map[string][]byte{}
@@ -44,6 +45,10 @@ func TestScreenshots(t *testing.T) {
 	take("ui-light.png", "light")
 	h.open("#/task/" + task)
 	take("ui-dark.png", "dark")
+	// The delegated subtask: a retryable failure, the retry, the result.
+	sub := eval[string](h, `document.querySelector('#tree-body li[data-task="`+task+`"] li[data-task]').dataset.task`)
+	h.open("#/task/" + sub)
+	take("ui-retry.png", "light")
 
 	h.noCSPViolations()
 	if !*writeShots {

@@ -6,7 +6,8 @@
   const KEY_STORE = "clutch.apiKey";
   const THEME_STORE = "clutch.theme";
   const PAGE = 5000;        // history page size (the API's maximum)
-  const WINDOW = 200;       // events added to the document at a time
+  const WINDOW = 200;       // events shown when a view opens; most events in one chunk
+  const STEP = 100;         // earlier events added at a time as the reader scrolls up
   const $ = (id) => document.getElementById(id);
 
   // ---- DOM building: text only ------------------------------------------
@@ -51,6 +52,7 @@
     stream: null,        // AbortController of the live stream
     threads: [],
     treeTimer: 0,
+    unseen: 0,           // live events that arrived below a reader scrolled up
   };
   // For tests and debugging: the state, and what the page's CSP refused.
   window.__clutch = { state: S, csp: [] };
@@ -386,6 +388,13 @@
   }
 
   // ---- the message pane ----------------------------------------------------
+  // A reader scrolled up is told about new events instead of being moved.
+  function showUnseen() {
+    const b = $("new-events");
+    b.hidden = S.unseen === 0;
+    b.textContent = S.unseen === 1 ? "1 new event ↓" : S.unseen + " new events ↓";
+  }
+  $("new-events").addEventListener("click", () => { scrollBottom(); S.unseen = 0; showUnseen(); });
   function atBottom() { const p = $("pane"); return p.scrollHeight - p.scrollTop - p.clientHeight < 40; }
   function scrollBottom() { const p = $("pane"); p.scrollTop = p.scrollHeight; }
 
@@ -424,12 +433,12 @@
     o.textContent = S.from ? S.from + " earlier events: scroll up to see them" : "";
     $("events").dataset.from = String(S.from);
   }
-  // showOlder puts the previous WINDOW events in front of the shown ones,
+  // showOlder puts the previous STEP events in front of the shown ones,
   // keeping what the reader looks at in place.
   function showOlder() {
     if (S.from === 0) return;
     const pane = $("pane");
-    const lo = Math.max(0, S.from - WINDOW);
+    const lo = Math.max(0, S.from - STEP);
     const before = pane.scrollHeight;
     const evs = $("events");
     evs.insertBefore(renderRange(lo, S.from), evs.firstChild);
@@ -437,7 +446,10 @@
     pane.scrollTop += pane.scrollHeight - before;
     updateOlder();
   }
-  $("pane").addEventListener("scroll", () => { if ($("pane").scrollTop < 300) showOlder(); }, { passive: true });
+  $("pane").addEventListener("scroll", () => {
+    if ($("pane").scrollTop < 300) showOlder();
+    if (S.unseen && atBottom()) { S.unseen = 0; showUnseen(); }
+  }, { passive: true });
 
   function appendLive(ev) {
     if (ev.seq <= S.lastSeq) return; // resumed streams never show an event twice
@@ -450,6 +462,7 @@
     $("events").dataset.last = String(S.lastSeq);
     $("empty").hidden = true;
     if (stick) scrollBottom();
+    else { S.unseen++; showUnseen(); }
     const t = ev.message && ev.message.type || "";
     if (t.startsWith("task.") || t === "routing.decision") scheduleTree();
   }
@@ -460,10 +473,11 @@
     S.gen++;
     S.view = view;
     S.events = []; S.lastSeq = 0; S.from = 0; S.runs = new Map(); S.threadRun = ""; S.channel = "";
-    S.results = new Map(); S.callEls = new Map();
+    S.results = new Map(); S.callEls = new Map(); S.unseen = 0; showUnseen();
     const evs = $("events");
     evs.textContent = "";
     evs.dataset.count = "0"; evs.dataset.last = "0"; evs.dataset.loaded = "false";
+    evs.dataset.view = view ? view.kind + ":" + view.id : "";
     $("older").hidden = true;
     $("tree-body").textContent = "";
     $("compose-error").textContent = "";
