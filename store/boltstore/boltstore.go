@@ -63,6 +63,9 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	o.setDefaults()
+	if o.ReadOnly {
+		return openReadOnly(path, o)
+	}
 	s := &Store{
 		path:  path,
 		opts:  o,
@@ -176,6 +179,9 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
+	if fresh && s.opts.ReadOnly {
+		return &FormatError{Path: s.path, Supported: formatVersion, Detail: "an empty bbolt file: no event store in it yet"}
+	}
 	if fresh {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range allBuckets() {
@@ -247,7 +253,7 @@ func (s *Store) load() error {
 		}
 		return nil
 	})
-	if err != nil || !upgrade {
+	if err != nil || !upgrade || s.opts.ReadOnly {
 		return err
 	}
 	// Format 1 records stay as they are (they are read as such); the new
@@ -274,6 +280,9 @@ func (s *Store) Path() string { return s.path }
 // writer takes every call waiting at that moment into one transaction and
 // one fsync, then acknowledges each caller.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	if s.opts.ReadOnly {
+		return nil, s.readOnly("append")
+	}
 	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
 	if err != nil {
 		return nil, err
@@ -575,6 +584,9 @@ func (f *fetcher) add(seq uint64, v []byte, check bool) error {
 // PutArtifact implements store.Store. The artifact is committed (and
 // synced) before PutArtifact returns.
 func (s *Store) PutArtifact(ctx context.Context, mediaType string, data []byte) (string, error) {
+	if s.opts.ReadOnly {
+		return "", s.readOnly("put artifact")
+	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}

@@ -35,7 +35,9 @@ func (s *Store) Check(ctx context.Context) error {
 		// A write transaction, rolled back: the writer cannot commit
 		// while the file is read, so the pages read with plain reads are
 		// the ones bbolt serves.
-		tx, err := s.db.Begin(true)
+		// A read-only store has no writer to hold off: a read
+		// transaction sees the file as it stays.
+		tx, err := s.db.Begin(!s.opts.ReadOnly)
 		if err != nil {
 			if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 				return store.ErrClosed
@@ -57,8 +59,12 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	if m.txid != uint64(tx.ID())-1 {
-		return corrupt("%s: the meta page in use is of tx %d, the file's newest valid one of tx %d", s.path, tx.ID()-1, m.txid)
+	inUse := uint64(tx.ID()) // a read transaction's id is the meta page's
+	if tx.Writable() {
+		inUse--
+	}
+	if m.txid != inUse {
+		return corrupt("%s: the meta page in use is of tx %d, the file's newest valid one of tx %d", s.path, inUse, m.txid)
 	}
 	if err := walk(ctx, f, m); err != nil {
 		if ctx.Err() != nil {

@@ -84,6 +84,21 @@
 // structure (read with plain reads, not through bbolt's memory mapping),
 // the records or the indexes.
 //
+// # Read-only
+//
+// Options.ReadOnly opens an existing file for reading (tools, a second
+// process inspecting a store): bbolt's read-only mode, with a shared file
+// lock. Any number of read-only opens may hold a file together; a process
+// that has it open for writing excludes them, and they exclude it: either
+// side's Open fails with [ErrLocked] after Options.LockTimeout, naming the
+// file. Read, Follow, Get, GetArtifact, LastSeq, Check and Close work;
+// Append and PutArtifact fail with [ErrReadOnly]. Nothing is ever written:
+// a missing file gives store.ErrNotFound, an empty one [ErrFormat], a
+// format 1 file is read as it is, and the index tail after a crash is
+// rebuilt in memory only. Follow yields the backlog and then waits, since
+// no append can happen while the file is held: to watch a live store, ask
+// the process that writes it (its gateway).
+//
 // # Caveats
 //
 // Events and artifacts are never deleted, so the dedup window is forever
@@ -93,6 +108,7 @@
 // in-memory index entries (a few hundred bytes per event, at most
 // Options.IndexBatch events plus one group) and nothing else that grows
 // with the file; reopening after a crash reads those events again. One
-// process at a time: bbolt's file lock makes a second opener wait for
-// Options.LockTimeout and fail.
+// writing process at a time: bbolt's file lock makes a second opener wait
+// for Options.LockTimeout and fail (read-only opens share the file among
+// themselves only).
 package boltstore

@@ -24,6 +24,10 @@ var (
 	ErrCorrupt error = coded.New("boltstore: corrupt file", protocol.CodeInternal)
 	// ErrInvalidOptions: Open was given options it cannot use.
 	ErrInvalidOptions error = coded.New("boltstore: invalid options", protocol.CodeInvalidField)
+	// ErrReadOnly: Append or PutArtifact on a store opened with
+	// Options.ReadOnly. Its code is POLICY_DENIED: the store is not
+	// broken, it refuses writes.
+	ErrReadOnly error = coded.New("boltstore: store is open read-only", protocol.CodePolicyDenied)
 	// ErrNoSummaries: Runs or Threads on a file opened read-only that has
 	// no run and thread summaries yet (a file of an older version); open it
 	// once for writing to build them.

@@ -10,6 +10,13 @@ import (
 
 // Options configures Open. Nil means defaults; zero fields take defaults.
 type Options struct {
+	// ReadOnly opens an existing file for reading only, under a shared
+	// lock: several read-only opens, in any processes, may hold a file at
+	// once, and none while a process has it open for writing (then Open
+	// fails with ErrLocked after LockTimeout; so does a writer's Open while
+	// a reader holds it). Nothing is written to the file; Append and
+	// PutArtifact fail with ErrReadOnly. See "Read-only" in the package doc.
+	ReadOnly bool
 	// NoSync skips fsync on commit. An append then survives the process
 	// being killed but not the machine losing power. Off by default.
 	NoSync bool

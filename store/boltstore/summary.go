@@ -56,6 +56,19 @@ type sumBatch struct {
 	sums  [2]map[string]*sumEntry
 	tasks map[string]*taskEntry
 	last  uint64
+	key   []byte // bbolt copies keys (not values): one buffer serves them all
+}
+
+// keyOf returns id as a key in b's buffer, valid until the next call.
+func (b *sumBatch) keyOf(id string) []byte {
+	b.key = append(b.key[:0], id...)
+	return b.key
+}
+
+// lastKeyOf is lastKey in b's buffer.
+func (b *sumBatch) lastKeyOf(seq uint64, id string) []byte {
+	b.key = append(binary.BigEndian.AppendUint64(b.key[:0], seq), id...)
+	return b.key
 }
 
 type sumEntry struct {
@@ -124,7 +137,7 @@ func (b *sumBatch) task(id string) (*taskEntry, error) {
 		b.tasks = map[string]*taskEntry{}
 	}
 	te := &taskEntry{}
-	if v := b.tx.Bucket(bucketSumTask).Get([]byte(id)); v != nil {
+	if v := b.tx.Bucket(bucketSumTask).Get(b.keyOf(id)); v != nil {
 		st, err := parseTaskState(v)
 		if err != nil {
 			return nil, corrupt("summary of task %q: %v", clip([]byte(id)), err)
@@ -143,7 +156,7 @@ func (b *sumBatch) summary(kind int, id string) (*sumEntry, error) {
 		b.sums[kind] = map[string]*sumEntry{}
 	}
 	se := &sumEntry{}
-	if v := b.tx.Bucket(sumBuckets[2*kind]).Get([]byte(id)); v != nil {
+	if v := b.tx.Bucket(sumBuckets[2*kind]).Get(b.keyOf(id)); v != nil {
 		s, err := parseSummary(id, v)
 		if err != nil {
 			return nil, err
@@ -164,15 +177,15 @@ func (b *sumBatch) commit() error {
 		for _, id := range sortedKeys(m) {
 			se := m[id]
 			if se.old != 0 {
-				if err := idx.Delete(lastKey(se.old, id)); err != nil {
+				if err := idx.Delete(b.lastKeyOf(se.old, id)); err != nil {
 					return err
 				}
 			}
-			if err := idx.Put(lastKey(se.s.LastSeq, id), nil); err != nil {
+			if err := idx.Put(b.lastKeyOf(se.s.LastSeq, id), nil); err != nil {
 				return err
 			}
-			// bbolt keeps keys and values until the commit: no reuse.
-			if err := sums.Put([]byte(id), appendSummary(nil, &se.s)); err != nil {
+			// bbolt keeps values until the commit: a new one each time.
+			if err := sums.Put(b.keyOf(id), appendSummary(make([]byte, 0, summarySize(&se.s)), &se.s)); err != nil {
 				return err
 			}
 		}
@@ -180,7 +193,7 @@ func (b *sumBatch) commit() error {
 	tasks := b.tx.Bucket(bucketSumTask)
 	for _, id := range sortedKeys(b.tasks) {
 		if te := b.tasks[id]; te.dirty {
-			if err := tasks.Put([]byte(id), appendTaskState(nil, te.st)); err != nil {
+			if err := tasks.Put(b.keyOf(id), appendTaskState(make([]byte, 0, 1+binary.MaxVarintLen64), te.st)); err != nil {
 				return err
 			}
 		}
@@ -195,10 +208,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-func lastKey(seq uint64, id string) []byte {
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(id)), seq), id...)
 }
 
 // openSummaries creates the summary buckets of a file that has none and
@@ -398,6 +407,11 @@ func (s *Store) sumPage(ctx context.Context, kind int, before uint64, n int) ([]
 const summaryVersion = 1
 
 var statuses = [...]string{store.StatusActive, store.StatusRunning, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusTimedOut}
+
+// summarySize is the most bytes appendSummary appends for s.
+func summarySize(s *store.Summary) int {
+	return 2 + 10*binary.MaxVarintLen64 + len(s.RunID) + len(s.Channel) + len(s.Owner)
+}
 
 func appendSummary(b []byte, s *store.Summary) []byte {
 	b = append(b, summaryVersion)

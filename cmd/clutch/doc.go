@@ -1,0 +1,135 @@
+// Command clutch inspects, tails, exports and serves Clutch event stores.
+//
+//	clutch serve   --db clutch.db --addr 127.0.0.1:8080 [--demo]
+//	clutch runs    [--threads] [--limit N] [--before SEQ] [--json]
+//	clutch tail    [--run R] [--thread T] [--task K] [--agent A] [--type P] [--after SEQ] [-n N] [--json]
+//	clutch tree    RUN_ID | --task TASK_ID [--json]
+//	clutch replay  RUN_ID [--speed X]
+//	clutch export  [filters] [--format jsonl|cloudevents] [--out FILE]
+//	clutch import  --db FILE  INPUT|-
+//	clutch verify  --keys KEYFILE [filters] [--require-signed]
+//	clutch stats   [filters] [--json]
+//	clutch check
+//
+// Every command has --help with its flags and examples. Exit codes: 0 ok,
+// 1 failure (the command says why on stderr, or prints what failed: a
+// signature, a damaged file), 2 usage (an unknown command or flag, a
+// missing argument).
+//
+// # Where commands read
+//
+// The read commands (runs, tail, tree, replay, export, verify, stats,
+// check) read either
+//
+//   - a store file, --db (default $CLUTCH_DB, else clutch.db), opened
+//     read-only with a shared lock (boltstore.Options.ReadOnly): several
+//     readers may share a file, nothing is written to it, and a process
+//     that has it open for writing excludes them: after --lock-timeout
+//     the command fails, naming the file and saying to use --url; or
+//   - a running gateway, --url (default $CLUTCH_URL), with the API key
+//     --key (default $CLUTCH_API_KEY), through the gateway's /v1 API. The
+//     caller sees what its key's scopes allow.
+//
+// Over a gateway, tail follows the live stream (Server-Sent Events,
+// resumed from the last seq after a disconnect, so no event is missed or
+// repeated); reads of a run, thread or task page its events; reads of the
+// whole log (export, stats, verify, check without a filter) read the
+// stream from the start up to the last seq of the runs the caller sees
+// (every message has a run_id). The gateway serves each message as the
+// bytes it stores, except that its stream compacts a message stored with
+// line breaks inside (and JSON cannot keep white space around a value):
+// such a message arrives with the same content and the same signature
+// (signatures cover the canonical form, docs/protocol.md §6.1) but not
+// byte for byte; export the file itself where that matters.
+//
+// A store file cannot grow while it is held read-only, so tail on a file
+// prints and exits. check over a gateway
+// checks what it serves (increasing seqs, strict decoding, no repeated
+// id); the page-level check needs the file. import writes a file and has
+// no gateway mode: the API stamps the caller as the sender, so the stored
+// bytes, and their signatures, could not be kept.
+//
+// # Export formats
+//
+// JSON lines, one event per line in the gateway's event shape:
+//
+//	{"seq":12,"time":"2026-11-26T08:00:00.123Z","message":{...the envelope as stored...}}
+//
+// CloudEvents 1.0, structured JSON, one event per line (--format
+// cloudevents):
+//
+//	specversion      "1.0"
+//	id               the message id
+//	source           "/runs/" + the run_id (path-escaped)
+//	type             "io.github.clutchprotocol." + the message type, e.g. io.github.clutchprotocol.task.result
+//	subject          the task_id
+//	time             the message's ts
+//	datacontenttype  "application/json"
+//	data             the envelope as stored
+//	clutchseq        the event's seq in the exported store (an extension attribute)
+//
+// Both write each message as the exact bytes the store holds. Bytes that
+// cannot sit on one line unchanged (a line break inside, white space
+// around) go base64-encoded in "message_base64" / "data_base64" instead.
+// import reads either format, or a mix, line by line; it decodes every
+// message strictly and, for a CloudEvent, requires its id and type to
+// match the message.
+//
+// # Import
+//
+// import appends the messages in input order to --db (created if needed),
+// --batch per transaction, keeping their bytes, so signatures verify
+// afterwards. The events get that store's seqs and append times. The
+// store's deduplication (by id and by run_id + idempotency_key) makes a
+// repeated import append nothing: the duplicates are counted, so an
+// interrupted import can simply be run again. A malformed line stops the
+// import with its line number, after every line before it is appended.
+//
+// # Key file
+//
+// verify checks the Ed25519 signature of each signed event (docs/protocol.md
+// §6.1), over its stored bytes, against the keys a key file lists for the
+// event's sender. The key file is a JSON object from agent id to a list of
+// keys, each in the AgentCard key form:
+//
+//	{
+//	  "agent:ui":  [{"kid": "key_ui_01", "public_key": "<32 bytes, base64url without padding>"}],
+//	  "agent:ken": [{"kid": "key_ken_01", "alg": "ed25519", "public_key": "<standard base64 works too>"}]
+//	}
+//
+// alg may be left out and must otherwise be "ed25519"; a kid is unique per
+// agent. A signature by a key listed for another agent fails (UNKNOWN_KEY):
+// which keys speak for which agent is exactly what the file states. Unsigned
+// events are counted, and fail only with --require-signed.
+//
+// # Serve
+//
+// serve opens the store file for writing, starts a router over it (tasks a
+// previous process left open end as interrupted: Router.Recover) and
+// serves package gateway on --addr: the /v1 API, the live streams (SSE,
+// WebSocket) and the web UI (package gateway/ui) at /. API keys come from
+// --key (repeatable; KEY for an admin, or AGENT=KEY to name the caller)
+// and --keys-file (a JSON object of key → {"agent_id", "scopes"}); with
+// neither, serve makes one admin key and prints it. --agui-agent AGENT
+// mounts AG-UI (package gateway/agui) at /v1/agui, each run submitted to
+// AGENT. --demo registers the demo team (a lead that delegates research to
+// two agents with fake tools; no network, no API keys), runs one round
+// every --demo-every and mounts AG-UI for the lead, so that the UI shows
+// live threads, task trees, tool calls, routing decisions and failures at
+// once. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
+// finishes its tasks, the file is closed.
+//
+// # Old files
+//
+// runs reads the store's run and thread summaries. A file written by a
+// version without them has none until a process opens it for writing once
+// (clutch import --db FILE /dev/null does); runs says so.
+//
+// # Dependencies
+//
+// Only the standard library beyond the module's own: flag with one
+// FlagSet per command (flags may come before or after the arguments), and
+// a progress line of a few lines of code (drawn on stderr only when it is
+// a terminal, so output that is piped or captured never carries it) where
+// a progress-bar library would add nothing the commands use.
+package main

@@ -1,0 +1,110 @@
+package keyfile_test
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/keyfile"
+	"github.com/clutchprotocol/clutch/protocol"
+)
+
+func signed(t testing.TB, from, kid string, priv ed25519.PrivateKey) []byte {
+	m := protocol.NewMessage(protocol.TypeChatMessage, from)
+	m.Payload = json.RawMessage(`{"text":"hi"}`)
+	if err := protocol.Sign(m, kid, priv); err != nil {
+		t.Fatal(err)
+	}
+	return m.Raw()
+}
+
+func TestVerify(t *testing.T) {
+	pubUI, privUI, _ := ed25519.GenerateKey(nil)
+	pubKen, privKen, _ := ed25519.GenerateKey(nil)
+	file := fmt.Sprintf(`{"agent:ui":[{"kid":"k_ui","public_key":%q}],"agent:ken":[{"kid":"k_ken","alg":"ed25519","public_key":%q}]}`,
+		base64.RawURLEncoding.EncodeToString(pubUI), base64.StdEncoding.EncodeToString(pubKen))
+	path := filepath.Join(t.TempDir(), "keys.json")
+	os.WriteFile(path, []byte(file), 0o600)
+	k, err := keyfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Agents() != 2 {
+		t.Fatalf("Agents = %d", k.Agents())
+	}
+	if err := k.Verify(signed(t, "agent:ui", "k_ui", privUI), "agent:ui"); err != nil {
+		t.Fatalf("ui: %v", err)
+	}
+	if err := k.Verify(signed(t, "agent:ken", "k_ken", privKen), "agent:ken"); err != nil {
+		t.Fatalf("ken (standard base64 key): %v", err)
+	}
+	// Ken's key does not sign for the UI.
+	if err := k.Verify(signed(t, "agent:ui", "k_ken", privKen), "agent:ui"); !errors.Is(err, protocol.CodeUnknownKey) {
+		t.Fatalf("another agent's key: %v, want UNKNOWN_KEY", err)
+	}
+	// A wrong key under the right kid.
+	if err := k.Verify(signed(t, "agent:ui", "k_ui", privKen), "agent:ui"); !errors.Is(err, protocol.CodeBadSignature) {
+		t.Fatalf("wrong key: %v, want BAD_SIGNATURE", err)
+	}
+}
+
+func TestInvalidFiles(t *testing.T) {
+	pub, _, _ := ed25519.GenerateKey(nil)
+	good := base64.RawURLEncoding.EncodeToString(pub)
+	for name, file := range map[string]string{
+		"not json":       `{`,
+		"array":          `[]`,
+		"not a list":     `{"agent:ui":{"kid":"k"}}`,
+		"short key":      `{"agent:ui":[{"kid":"k","public_key":"AAAA"}]}`,
+		"bad alg":        `{"agent:ui":[{"kid":"k","alg":"rsa","public_key":"` + good + `"}]}`,
+		"no kid":         `{"agent:ui":[{"public_key":"` + good + `"}]}`,
+		"kid twice":      `{"agent:ui":[{"kid":"k","public_key":"` + good + `"},{"kid":"k","public_key":"` + good + `"}]}`,
+		"unknown member": `{"agent:ui":[{"kid":"k","public_key":"` + good + `","x":1}]}`,
+		"duplicate":      `{"agent:ui":[],"agent:ui":[]}`,
+		"empty agent":    `{"":[]}`,
+	} {
+		if _, err := keyfile.Parse([]byte(file)); !errors.Is(err, keyfile.ErrKeyFile) {
+			t.Errorf("%s: %v, want ErrKeyFile", name, err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	pub, _, _ := ed25519.GenerateKey(nil)
+	f.Add([]byte(`{"agent:ui":[{"kid":"k","public_key":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}]}`))
+	f.Add([]byte(`{"agent:ui":[{"kid":"k","public_key":"` + base64.StdEncoding.EncodeToString(pub) + `"}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k, err := keyfile.Parse(data)
+		if err != nil {
+			if !errors.Is(err, keyfile.ErrKeyFile) {
+				t.Fatalf("not ErrKeyFile: %v", err)
+			}
+			return
+		}
+		k.Verify([]byte(`{}`), "agent:ui")
+	})
+}
+
+// Parse a key file and verify a message signed with one of its keys.
+func Example() {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	file := `{"agent:ui": [{"kid": "key_ui_01", "public_key": "` + base64.RawURLEncoding.EncodeToString(pub) + `"}]}`
+	keys, err := keyfile.Parse([]byte(file))
+	if err != nil {
+		panic(err)
+	}
+	m := protocol.NewMessage(protocol.TypeChatMessage, "agent:ui")
+	m.Payload = json.RawMessage(`{"text":"hi"}`)
+	protocol.Sign(m, "key_ui_01", priv)
+	fmt.Println(keys.Verify(m.Raw(), "agent:ui"))
+	fmt.Println(protocol.CodeOf(keys.Verify(m.Raw(), "agent:ken")))
+	// Output:
+	// <nil>
+	// UNKNOWN_KEY
+}

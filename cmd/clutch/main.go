@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := runContext(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// run runs the command line args (without the program name) and returns
+// the exit code. It is main without the process: tests call it.
+func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, os.Stdin, stdout, stderr)
+}
+
+// env is what a command reads and writes.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// command is one subcommand.
+type command struct {
+	name     string
+	summary  string // one line for the command list
+	usage    string // "clutch name [flags] ARGS"
+	help     string // what it does, after the usage line
+	examples string
+	flags    func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// usageError is a wrong command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		mainHelp(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				commandHelp(stdout, c, nil)
+				return exitOK
+			}
+		}
+		mainHelp(stdout)
+		return exitOK
+	case "version", "--version":
+		fmt.Fprintln(stdout, "clutch", version())
+		return exitOK
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "clutch: unknown command %q\n\n", name)
+		mainHelp(stderr)
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("clutch "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	do := c.flags(fs)
+	pos, err := parseInterspersed(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		commandHelp(stdout, c, fs)
+		return exitOK
+	}
+	if err == nil {
+		err = do(ctx, e, pos)
+	}
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "clutch %s: %v\nRun 'clutch %s --help' for usage.\n", name, err, name)
+		return exitUsage
+	case parseFailed(err):
+		fmt.Fprintf(stderr, "clutch %s: %v\nRun 'clutch %s --help' for usage.\n", name, err, name)
+		return exitUsage
+	case errors.Is(err, errFailed):
+		return exitFailure // the command said why already
+	default:
+		fmt.Fprintf(stderr, "clutch %s: %v\n", name, err)
+		return exitFailure
+	}
+}
+
+// errFailed ends a command that has reported its failure itself.
+var errFailed = errors.New("failed")
+
+type parseError struct{ error }
+
+func parseFailed(err error) bool {
+	var pe parseError
+	return errors.As(err, &pe)
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// the positional arguments (clutch tree run_1 --json).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, parseError{err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func mainHelp(w io.Writer) {
+	fmt.Fprint(w, `clutch inspects, tails, exports and serves Clutch event stores.
+
+Usage:
+  clutch <command> [flags] [arguments]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+Every command but serve and import reads either a store file (--db, default
+$CLUTCH_DB or clutch.db), opened read-only so that several readers may share
+it, or a running gateway (--url, default $CLUTCH_URL, with --key or
+$CLUTCH_API_KEY) when a process holds the file.
+
+Exit codes: 0 ok, 1 failure, 2 usage.
+Run 'clutch <command> --help' for a command's flags and examples.
+`)
+}
+
+func commandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	if fs == nil {
+		fs = flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.flags(fs)
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", c.usage, strings.TrimSpace(c.help))
+	fmt.Fprint(w, "\nFlags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	if c.examples != "" {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(c.examples, "\n"))
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

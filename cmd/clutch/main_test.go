@@ -1,0 +1,498 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// clutch runs the command line in process and returns its exit code,
+// stdout and stderr.
+func clutch(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// team is a router over a writable store with the demo team registered.
+type team struct {
+	st   *boltstore.Store
+	r    *router.Router
+	demo *demo.Team
+	path string
+}
+
+func newTeam(t testing.TB, path string) *team {
+	t.Helper()
+	ctx := context.Background()
+	st, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := demo.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Open(ctx, st, &registry.Options{Keys: d.Keys()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas, err := schema.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return &team{st: st, r: r, demo: d, path: path}
+}
+
+func (tm *team) rounds(t testing.TB, from, n int) []*router.Outcome {
+	t.Helper()
+	var outs []*router.Outcome
+	for i := from; i < from+n; i++ {
+		out, err := tm.demo.Round(context.Background(), tm.r, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, out)
+	}
+	return outs
+}
+
+func (tm *team) close(t testing.TB) {
+	t.Helper()
+	if err := tm.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keyFile writes the demo UI's public key as a key file.
+func (tm *team) keyFile(t testing.TB) string {
+	b, err := json.Marshal(tm.demo.Keys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// demoFile makes a closed store file with n demo rounds; it returns the
+// path, the runs' outcomes and the key file.
+func demoFile(t testing.TB, n int) (string, []*router.Outcome, string) {
+	t.Helper()
+	tm := newTeam(t, filepath.Join(t.TempDir(), "events.db"))
+	outs := tm.rounds(t, 0, n)
+	keys := tm.keyFile(t)
+	tm.close(t)
+	return tm.path, outs, keys
+}
+
+func readAll(t testing.TB, path string) []store.Event {
+	t.Helper()
+	st, err := boltstore.Open(path, &boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var evs []store.Event
+	for ev, err := range st.Read(context.Background(), store.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		in   string // in stdout or stderr
+	}{
+		{nil, exitUsage, "Commands:"},
+		{[]string{"nope"}, exitUsage, `unknown command "nope"`},
+		{[]string{"--help"}, exitOK, "Exit codes: 0 ok, 1 failure, 2 usage."},
+		{[]string{"help", "export"}, exitOK, "--format cloudevents"},
+		{[]string{"tail", "--help"}, exitOK, "Examples:"},
+		{[]string{"tail", "-h"}, exitOK, "Examples:"},
+		{[]string{"tail", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{[]string{"tree"}, exitUsage, "want one RUN_ID"},
+		{[]string{"export", "--format", "xml"}, exitUsage, "unknown format"},
+		{[]string{"import", "--url", "http://x", "f"}, exitUsage, "cannot go through a gateway"},
+		{[]string{"import"}, exitUsage, "want one input FILE"},
+		{[]string{"verify"}, exitUsage, "--keys FILE is required"},
+		{[]string{"runs", "--limit", "0"}, exitUsage, "--limit must be positive"},
+		{[]string{"tail", "--url", "ftp://x"}, exitFailure, "invalid gateway URL"},
+		{[]string{"stats", "--db", filepath.Join(t.TempDir(), "missing.db")}, exitFailure, "no such file"},
+	} {
+		code, out, errs := clutch(t, c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.in) {
+			t.Errorf("clutch %q: exit %d, want %d with %q\nstdout: %s\nstderr: %s", c.args, code, c.code, c.in, out, errs)
+		}
+	}
+	// Every command has help with examples.
+	for name := range commands {
+		code, out, _ := clutch(t, name, "--help")
+		if code != exitOK || !strings.Contains(out, "Usage: clutch "+name) || !strings.Contains(out, "Examples:") {
+			t.Errorf("clutch %s --help: %d\n%s", name, code, out)
+		}
+	}
+}
+
+// export → import keeps every message's bytes, in order, so signatures
+// still verify; a second import appends nothing.
+func TestExportImportRoundTrip(t *testing.T) {
+	src, _, keys := demoFile(t, 4)
+	want := readAll(t, src)
+	for _, format := range []string{"jsonl", "cloudevents"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "events."+format)
+			code, _, errs := clutch(t, "export", "--db", src, "--format", format, "--out", out)
+			if code != exitOK || !strings.Contains(errs, "exported "+itoa(len(want))+" events") {
+				t.Fatalf("export: %d %s", code, errs)
+			}
+			dst := filepath.Join(dir, "copy.db")
+			code, stdout, errs := clutch(t, "import", "--db", dst, out)
+			if code != exitOK || !strings.Contains(stdout, "imported "+itoa(len(want))+" events") {
+				t.Fatalf("import: %d %s %s", code, stdout, errs)
+			}
+			got := readAll(t, dst)
+			if len(got) != len(want) {
+				t.Fatalf("%d events imported, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !bytes.Equal(got[i].Raw, want[i].Raw) || got[i].Seq != want[i].Seq {
+					t.Fatalf("event %d differs after the round trip", i+1)
+				}
+			}
+			code, stdout, _ = clutch(t, "verify", "--db", dst, "--keys", keys)
+			if code != exitOK || !strings.Contains(stdout, "4 signatures valid, 0 failed") {
+				t.Fatalf("verify of the copy: %d %s", code, stdout)
+			}
+			code, stdout, _ = clutch(t, "import", "--db", dst, out)
+			if code != exitOK || !strings.Contains(stdout, "imported 0 events") || !strings.Contains(stdout, "("+itoa(len(want))+" duplicates skipped)") {
+				t.Fatalf("second import: %d %s", code, stdout)
+			}
+			if n := len(readAll(t, dst)); n != len(want) {
+				t.Fatalf("%d events after a second import", n)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// export to stdout, filtered, piped into import from stdin.
+func TestExportFilteredToStdout(t *testing.T) {
+	src, outs, _ := demoFile(t, 2)
+	run := outs[1].Message.RunID
+	code, stdout, _ := clutch(t, "export", "--db", src, "--run", run, "--type", "task.")
+	if code != exitOK {
+		t.Fatal(code)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) < 6 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, l := range lines {
+		var ev struct {
+			Message struct {
+				RunID string `json:"run_id"`
+				Type  string `json:"type"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Message.RunID != run || !strings.HasPrefix(ev.Message.Type, "task.") {
+			t.Fatalf("line %s: %v", l, err)
+		}
+	}
+	var o, e bytes.Buffer
+	dst := filepath.Join(t.TempDir(), "part.db")
+	code = runContext(context.Background(), []string{"import", "--db", dst, "-"}, strings.NewReader(stdout), &o, &e)
+	if code != exitOK || !strings.Contains(o.String(), "imported "+itoa(len(lines))) {
+		t.Fatalf("import from stdin: %d %s %s", code, o.String(), e.String())
+	}
+}
+
+func TestImportBadInput(t *testing.T) {
+	src, _, _ := demoFile(t, 1)
+	code, stdout, _ := clutch(t, "export", "--db", src)
+	if code != exitOK {
+		t.Fatal(code)
+	}
+	lines := strings.Split(stdout, "\n")
+	lines[3] = `{"seq":4,"message":{"v":"clutch/0.1"}}`
+	in := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(in, []byte(strings.Join(lines, "\n")), 0o600)
+	code, _, errs := clutch(t, "import", "--db", filepath.Join(t.TempDir(), "x.db"), "--batch", "2", in)
+	if code != exitFailure || !strings.Contains(errs, "line 4") || !strings.Contains(errs, "3 events appended before it") {
+		t.Fatalf("import of a bad line: %d %s", code, errs)
+	}
+}
+
+// verify fails on a tampered event and names it.
+func TestVerifyTampered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	tm := newTeam(t, path)
+	tm.rounds(t, 0, 2)
+	keys := tm.keyFile(t)
+	// A signed message changed after signing, stored as it arrived.
+	req, err := tm.r.NewRequest(demo.UI, "research.query.v1", schema.ResearchQuery{Query: "pay 10 EUR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.demo.Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	tampered := bytes.Replace(req.Raw(), []byte("pay 10 EUR"), []byte("pay 99 EUR"), 1)
+	m, err := protocol.Decode(tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tm.st.Append(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.close(t)
+
+	code, stdout, _ := clutch(t, "verify", "--db", path, "--keys", keys)
+	if code != exitFailure || !strings.Contains(stdout, "FAIL "+itoa(int(res[0].Seq))+" "+m.ID) || !strings.Contains(stdout, "BAD_SIGNATURE") ||
+		!strings.Contains(stdout, "2 signatures valid, 1 failed") {
+		t.Fatalf("verify: %d\n%s", code, stdout)
+	}
+	// Other events are unsigned: --require-signed fails on them too.
+	code, stdout, _ = clutch(t, "verify", "--db", path, "--keys", keys, "--run", m.RunID)
+	if code != exitFailure || !strings.Contains(stdout, "1 events: 0 signatures valid, 1 failed") {
+		t.Fatalf("verify --run: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "verify", "--db", path, "--keys", keys, "--type", "task.result", "--require-signed")
+	if code != exitFailure || !strings.Contains(stdout, "unsigned") {
+		t.Fatalf("verify --require-signed: %d\n%s", code, stdout)
+	}
+	// A key file naming another agent's key for the UI: UNKNOWN_KEY.
+	other := filepath.Join(t.TempDir(), "other.json")
+	b, _ := json.Marshal(map[string][]protocol.CardKey{demo.Lead: tm.demo.Keys()[demo.UI]})
+	os.WriteFile(other, b, 0o600)
+	code, stdout, _ = clutch(t, "verify", "--db", path, "--keys", other)
+	if code != exitFailure || !strings.Contains(stdout, "UNKNOWN_KEY") {
+		t.Fatalf("verify with another agent's key: %d\n%s", code, stdout)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	path, _, _ := demoFile(t, 2)
+	n := len(readAll(t, path))
+	code, stdout, _ := clutch(t, "check", "--db", path)
+	if code != exitOK || !strings.Contains(stdout, "ok: "+path+", "+itoa(n)+" events") {
+		t.Fatalf("check of a good file: %d %s", code, stdout)
+	}
+	// Damage one record's bytes in place.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte{0, 0, 0, 0, 0, 0, 0, 5}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		v := bytes.Clone(b.Get(key))
+		v[len(v)-2] ^= 0x01
+		return b.Put(key, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	code, stdout, _ = clutch(t, "check", "--db", path)
+	if code != exitFailure || !strings.Contains(stdout, "damaged:") || !strings.Contains(stdout, "event 5") {
+		t.Fatalf("check of a damaged file: %d %s", code, stdout)
+	}
+}
+
+// A file a process holds for writing: a clear error that says to use
+// --url, exit 1, after the lock timeout.
+func TestHeldFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	tm := newTeam(t, path)
+	defer tm.close(t)
+	for _, cmd := range []string{"stats", "tail", "export", "check", "runs"} {
+		start := time.Now()
+		code, _, errs := clutch(t, cmd, "--db", path, "--lock-timeout", "50ms")
+		if code != exitFailure || !strings.Contains(errs, path+" is open for writing by another process") || !strings.Contains(errs, "--url") {
+			t.Fatalf("%s of a held file: %d %s", cmd, code, errs)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("%s took %v", cmd, d)
+		}
+	}
+	code, _, errs := clutch(t, "import", "--db", path, "--lock-timeout", "50ms", "-")
+	if code != exitFailure || !strings.Contains(errs, "import needs the file to itself") {
+		t.Fatalf("import into a held file: %d %s", code, errs)
+	}
+}
+
+// Several readers share a file.
+func TestReadersShare(t *testing.T) {
+	path, _, _ := demoFile(t, 1)
+	st, err := boltstore.Open(path, &boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if code, out, errs := clutch(t, "stats", "--db", path); code != exitOK {
+		t.Fatalf("stats while another reader holds the file: %d %s %s", code, out, errs)
+	}
+}
+
+func TestStats(t *testing.T) {
+	path, outs, _ := demoFile(t, 4)
+	evs := readAll(t, path)
+	code, stdout, _ := clutch(t, "stats", "--db", path, "--json")
+	if code != exitOK {
+		t.Fatal(code)
+	}
+	var s stats
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	// 4 demo runs and the registry's run; 4 requests of the UI, 8 of the
+	// lead's subtasks.
+	if s.Events != len(evs) || s.Runs != 5 || s.ByType["task.request"] != 12 || s.ByType["task.error"] != 2 ||
+		s.ByAgent[demo.UI] == 0 || s.FileBytes == 0 || s.LastSeq != evs[len(evs)-1].Seq {
+		t.Fatalf("stats: %+v", s)
+	}
+	code, stdout, _ = clutch(t, "stats", "--db", path, "--run", outs[0].Message.RunID)
+	if code != exitOK || !strings.Contains(stdout, "runs     1") || !strings.Contains(stdout, "by type:") {
+		t.Fatalf("stats --run: %d\n%s", code, stdout)
+	}
+}
+
+func TestTreeAndReplay(t *testing.T) {
+	path, outs, _ := demoFile(t, 4)
+	run := outs[0].Message.RunID
+	code, stdout, _ := clutch(t, "tree", "--db", path, run)
+	if code != exitOK || !strings.Contains(stdout, "run "+run) || !strings.Contains(stdout, "completed  "+demo.Lead) ||
+		!strings.Contains(stdout, "└─ ") || strings.Count(stdout, "research.query.v1") != 3 {
+		t.Fatalf("tree: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "tree", "--db", path, "--json", outs[3].Message.RunID)
+	var tree struct {
+		Tasks []struct {
+			Status   string
+			Children []struct {
+				Status string
+			}
+		}
+	}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &tree) != nil || len(tree.Tasks) != 1 || tree.Tasks[0].Status != "failed" {
+		t.Fatalf("tree --json of a failed run: %d\n%s", code, stdout)
+	}
+	// The subtree of the lead's first subtask.
+	var sub string
+	for _, ev := range readAll(t, path) {
+		m, _ := ev.Message()
+		if m.RunID == run && m.Type == protocol.TypeTaskRequest && m.ParentTaskID != "" {
+			sub = m.TaskID
+			break
+		}
+	}
+	code, stdout, _ = clutch(t, "tree", "--db", path, "--task", sub)
+	if code != exitOK || !strings.HasPrefix(strings.Split(stdout, "\n")[1], "└─ "+sub) || strings.Count(stdout, "\n") != 2 {
+		t.Fatalf("tree --task: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "replay", "--db", path, run)
+	if code != exitOK || !strings.Contains(stdout, "routing.decision") || !strings.Contains(stdout, "tool.call") ||
+		!strings.Contains(stdout, "Can you look into") || !strings.Contains(stdout, "\nrun "+run) {
+		t.Fatalf("replay: %d\n%s", code, stdout)
+	}
+	code, _, errs := clutch(t, "replay", "--db", path, "run_missing")
+	if code != exitFailure || !strings.Contains(errs, "no events of run run_missing") {
+		t.Fatalf("replay of a missing run: %d %s", code, errs)
+	}
+}
+
+func TestTailFile(t *testing.T) {
+	path, _, _ := demoFile(t, 2)
+	evs := readAll(t, path)
+	code, stdout, _ := clutch(t, "tail", "--db", path, "-n", "3")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[2], itoa(int(evs[len(evs)-1].Seq))+" ") {
+		t.Fatalf("tail -n 3: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "tail", "--db", path, "--type", "routing.decision", "-n", "100", "--json")
+	lines = strings.Split(strings.TrimSpace(stdout), "\n")
+	if code != exitOK || len(lines) != 6 {
+		t.Fatalf("tail --type: %d %d lines\n%s", code, len(lines), stdout)
+	}
+	code, stdout, _ = clutch(t, "tail", "--db", path, "--after", itoa(len(evs)-2))
+	if code != exitOK || strings.Count(stdout, "\n") != 2 {
+		t.Fatalf("tail --after: %d\n%s", code, stdout)
+	}
+}
+
+// Text from events cannot send escape sequences to a terminal.
+func TestCleanText(t *testing.T) {
+	if got := clean("hi\x1b[31mred\n"); strings.ContainsAny(got, "\x1b\n") {
+		t.Fatalf("clean left control characters: %q", got)
+	}
+	if got := clean("café ok"); got != "café ok" {
+		t.Fatalf("clean changed plain text: %q", got)
+	}
+}
+
+func TestRuns(t *testing.T) {
+	path, outs, _ := demoFile(t, 4)
+	code, stdout, _ := clutch(t, "runs", "--db", path)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	// Newest first: the last demo run, then the others, then the registry's.
+	if code != exitOK || len(lines) != 6 || !strings.HasPrefix(lines[1], outs[3].Message.RunID+"  failed") ||
+		!strings.HasPrefix(lines[2], outs[2].Message.RunID+"  completed") || !strings.Contains(lines[2], "chat:research") {
+		t.Fatalf("runs: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--json")
+	var page struct {
+		Runs []store.Summary `json:"runs"`
+		Next uint64          `json:"next_before"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &page) != nil || len(page.Runs) != 2 || page.Next != page.Runs[1].LastSeq {
+		t.Fatalf("runs --limit 2 --json: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--before", itoa(int(page.Next)))
+	if code != exitOK || !strings.Contains(stdout, outs[1].Message.RunID) || strings.Contains(stdout, outs[2].Message.RunID) {
+		t.Fatalf("runs --before: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "runs", "--db", path, "--threads")
+	if code != exitOK || !strings.Contains(stdout, "THREAD") || !strings.Contains(stdout, outs[0].Message.ThreadID) {
+		t.Fatalf("runs --threads: %d\n%s", code, stdout)
+	}
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
+	"github.com/clutchprotocol/clutch/gateway"
+	"github.com/clutchprotocol/clutch/gateway/agui"
+	"github.com/clutchprotocol/clutch/gateway/ui"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store/boltstore"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "serve the gateway API and the web UI over a store file",
+		usage:   "clutch serve [flags]",
+		help: `Opens the store file --db for writing (creating it if needed), starts a router
+over it and serves the gateway on --addr: the /v1 API, the live streams (SSE and
+WebSocket) and the web UI at /. Stops cleanly on Ctrl-C (SIGINT) or SIGTERM.
+
+API keys: --key KEY (an admin), or --key AGENT=KEY to name the caller, both
+repeatable; --keys-file FILE, a JSON object of key to caller:
+
+  {"<key of 16+ characters>": {"agent_id": "agent:alice", "scopes": ["submit"]}}
+
+(scopes: submit, read_all, agents, admin). With no key at all, serve makes one
+admin key and prints it. The UI asks for a key when it opens.
+
+--agui-agent AGENT serves AG-UI (for @ag-ui/client front ends) at /v1/agui,
+submitting each run to AGENT; with --demo it is on, for the demo lead.
+
+--demo registers a demo team (a lead that delegates research to two agents
+with fake tools; no network, no API keys) and runs one round every
+--demo-every, so the UI shows live threads, task trees, tool calls, routing
+decisions and an occasional failure at once.`,
+		examples: `  clutch serve --demo                       # a live UI at http://127.0.0.1:8080
+  clutch serve --db team.db --addr :8080 --key agent:ops=$OPS_KEY
+  clutch serve --keys-file keys.json --cors https://app.example.com`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			db := fs.String("db", getenv("CLUTCH_DB", "clutch.db"), "the store file, opened for writing ($CLUTCH_DB)")
+			addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
+			var keys, cors listFlag
+			fs.Var(&keys, "key", "an API key: KEY (admin) or AGENT=KEY; repeatable")
+			keysFile := fs.String("keys-file", "", "a JSON file of API keys: {\"KEY\": {\"agent_id\": ..., \"scopes\": [...]}}")
+			fs.Var(&cors, "cors", "an origin allowed to call the API from a browser (scheme://host[:port]); repeatable")
+			withDemo := fs.Bool("demo", false, "run the demo team continuously")
+			demoEvery := fs.Duration("demo-every", 3*time.Second, "the pause between demo rounds")
+			noUI := fs.Bool("no-ui", false, "serve the API only")
+			aguiAgent := fs.String("agui-agent", "", "serve AG-UI at /v1/agui, sending each run to this agent (with --demo: the demo lead)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected argument %q", args[0])
+				}
+				if *demoEvery <= 0 {
+					return usagef("--demo-every must be positive")
+				}
+				callers, generated, err := apiKeys(keys, *keysFile)
+				if err != nil {
+					return err
+				}
+				return serve(ctx, e, serveConfig{
+					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
+					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent,
+				})
+			}
+		},
+	})
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// operator is the caller of a key given without an agent id.
+const operator = "agent:operator"
+
+// apiKeys builds the key → caller map of --key and --keys-file; with
+// neither it makes one admin key and returns it as generated.
+func apiKeys(keys []string, file string) (map[string]auth.Caller, string, error) {
+	out := map[string]auth.Caller{}
+	for _, k := range keys {
+		agent, key, ok := strings.Cut(k, "=")
+		if !ok {
+			agent, key = operator, k
+		}
+		if !strings.HasPrefix(agent, "agent:") {
+			return nil, "", usagef("--key %s...: the caller must be an agent id (agent:name=KEY)", clip(k, 8))
+		}
+		out[key] = auth.Caller{AgentID: agent, Scopes: []string{auth.ScopeAdmin}}
+	}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, "", err
+		}
+		fromFile, err := parseKeysFile(data)
+		if err != nil {
+			return nil, "", fmt.Errorf("--keys-file %s: %w", file, err)
+		}
+		maps.Copy(out, fromFile)
+	}
+	if len(out) > 0 {
+		return out, "", nil
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	key := base64.RawURLEncoding.EncodeToString(b)
+	out[key] = auth.Caller{AgentID: operator, Scopes: []string{auth.ScopeAdmin}}
+	return out, key, nil
+}
+
+// parseKeysFile reads a --keys-file: a JSON object of API key to
+// {"agent_id", "scopes"}. Bad input gives an error, never a panic.
+func parseKeysFile(data []byte) (map[string]auth.Caller, error) {
+	var file map[string]struct {
+		AgentID string   `json:"agent_id"`
+		Scopes  []string `json:"scopes"`
+	}
+	if err := jsonv2.Unmarshal(data, &file, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, err
+	}
+	out := make(map[string]auth.Caller, len(file))
+	for k, c := range file {
+		if !strings.HasPrefix(c.AgentID, "agent:") {
+			return nil, fmt.Errorf("the agent_id %q of a key is not an agent id (agent:name)", c.AgentID)
+		}
+		out[k] = auth.Caller{AgentID: c.AgentID, Scopes: c.Scopes}
+	}
+	return out, nil
+}
+
+type serveConfig struct {
+	db, addr  string
+	keys      map[string]auth.Caller
+	generated string
+	cors      []string
+	demo      bool
+	demoEvery time.Duration
+	ui        bool
+	aguiAgent string
+}
+
+// serve runs the gateway until ctx is done.
+func serve(ctx context.Context, e *env, c serveConfig) error {
+	authn, err := auth.APIKeys(c.keys)
+	if err != nil {
+		return err
+	}
+	st, err := boltstore.Open(c.db, nil)
+	if errors.Is(err, boltstore.ErrLocked) {
+		return fmt.Errorf("%w\n(another process serves or writes this file: use its gateway, or another --db)", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var team *demo.Team
+	ropts := &registry.Options{}
+	if c.demo {
+		if team, err = demo.New(); err != nil {
+			return err
+		}
+		ropts.Keys = team.Keys()
+	}
+	reg, err := registry.Open(ctx, st, ropts)
+	if err != nil {
+		return err
+	}
+	schemas, err := schema.New(nil)
+	if err != nil {
+		return err
+	}
+	r, err := router.New(st, reg, schemas, &router.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// Tasks a previous process left open end as interrupted.
+	if _, err := r.Recover(ctx); err != nil {
+		return err
+	}
+	gopts := &gateway.Options{Auth: authn, CORS: c.cors, Logger: logger}
+	if c.ui {
+		gopts.UI = ui.Handler(nil)
+	}
+	if c.demo || c.aguiAgent != "" {
+		aopts := &agui.Options{Agent: c.aguiAgent, Logger: logger}
+		if c.demo && (c.aguiAgent == "" || c.aguiAgent == demo.Lead) {
+			// The demo lead takes research.query.v1: the user's last
+			// message is the query.
+			aopts.Request = func(_ context.Context, _ *auth.Caller, in *agui.Input) (*agui.Request, error) {
+				q := "What is new in fintech?"
+				if m, ok := in.LastUserMessage(); ok && strings.TrimSpace(m.Text()) != "" {
+					q = m.Text()
+				}
+				return &agui.Request{PayloadType: "research.query.v1", Payload: schema.ResearchQuery{Query: q, MaxSources: 3},
+					To: []string{demo.Lead}, Domain: "research"}, nil
+			}
+		}
+		if gopts.AGUI, err = agui.New(r, aopts); err != nil {
+			return err
+		}
+	}
+	gw, err := gateway.New(r, gopts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(e.stdout, "clutch: serving %s on %s (UI at /, API at /v1/)\n", c.db, url)
+	if gopts.AGUI != nil {
+		fmt.Fprintf(e.stdout, "clutch: AG-UI at %s/v1/agui\n", url)
+	}
+	if c.generated != "" {
+		fmt.Fprintf(e.stdout, "clutch: API key (admin, for the UI and --key): %s\n", c.generated)
+	}
+
+	var wg sync.WaitGroup
+	dctx, stopDemo := context.WithCancel(ctx)
+	defer stopDemo()
+	var demoErr error
+	if team != nil {
+		if err := team.Register(ctx, r); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "clutch: demo team running, a round every %s\n", c.demoEvery)
+		wg.Go(func() { demoErr = team.Run(dctx, r, c.demoEvery) })
+	}
+	serveErr := make(chan error, 1)
+	wg.Go(func() { serveErr <- srv.Serve(ln) })
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	stopDemo()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Streams are long requests: Shutdown waits for them until sctx,
+	// then Close ends them.
+	if serr := srv.Shutdown(sctx); serr != nil {
+		srv.Close()
+	}
+	wg.Wait()
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
+		err = demoErr
+	}
+	if err == nil {
+		err = r.Shutdown(sctx)
+	}
+	fmt.Fprintln(e.stdout, "clutch: stopped")
+	return err
+}

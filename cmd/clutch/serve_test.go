@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
+)
+
+// serve --demo: a live UI and API at once; tail follows the demo through
+// it; an interrupt stops it cleanly and the file then reads back.
+func TestServeDemo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	out := newLines()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int)
+	var errb bytes.Buffer
+	go func() {
+		done <- runContext(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--demo", "--demo-every", "5ms"}, nil, out, &errb)
+	}()
+	var url, key string
+	for url == "" || key == "" {
+		line := <-out.ch
+		if u, ok := strings.CutPrefix(line, "clutch: serving "+db+" on "); ok {
+			url = strings.Fields(u)[0]
+		}
+		if k, ok := strings.CutPrefix(line, "clutch: API key (admin, for the UI and --key): "); ok {
+			key = k
+		}
+	}
+	// The UI page and the API.
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(page, []byte("<html")) {
+		t.Fatalf("GET /: %d", resp.StatusCode)
+	}
+	// Follow the demo until the lead has answered twice.
+	tailed := newLines()
+	tctx, stopTail := context.WithCancel(ctx)
+	tailDone := make(chan int)
+	go func() {
+		var e bytes.Buffer
+		tailDone <- runContext(tctx, []string{"tail", "--url", url, "--key", key, "--after", "0", "--type", "chat."}, nil, tailed, &e)
+	}()
+	answers := 0
+	for answers < 2 {
+		if strings.Contains(<-tailed.ch, demo.Lead) {
+			answers++
+		}
+	}
+	stopTail()
+	if code := <-tailDone; code != exitOK {
+		t.Fatalf("tail: %d", code)
+	}
+	code, stdout, _ := clutch(t, "runs", "--url", url, "--key", key)
+	if code != exitOK || !strings.Contains(stdout, "chat:research") {
+		t.Fatalf("runs through serve: %d\n%s", code, stdout)
+	}
+	// AG-UI: a run asked of the demo lead streams to its end.
+	body := `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"Open banking in the EU"}],"tools":[],"context":[]}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/agui", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(stream, []byte("RUN_STARTED")) || !bytes.Contains(stream, []byte("RUN_FINISHED")) ||
+		!bytes.Contains(stream, []byte("TOOL_CALL_START")) {
+		t.Fatalf("AG-UI run: %d\n%s", resp.StatusCode, stream)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("serve after interrupt: exit %d\n%s", code, errb.String())
+	}
+	for line := range drain(out.ch) {
+		if line == "clutch: stopped" {
+			goto stopped
+		}
+	}
+	t.Fatal("serve did not say it stopped")
+stopped:
+	// The file is whole and free again.
+	if code, stdout, _ := clutch(t, "check", "--db", db); code != exitOK {
+		t.Fatalf("check after serve: %d %s", code, stdout)
+	}
+}
+
+func drain(ch chan string) chan string {
+	out := make(chan string, len(ch))
+	for {
+		select {
+		case l := <-ch:
+			out <- l
+		default:
+			close(out)
+			return out
+		}
+	}
+}
+
+func TestServeKeys(t *testing.T) {
+	keys, gen, err := apiKeys([]string{"key-one-0123456789", "agent:bob=key-two-0123456789"}, "")
+	if err != nil || gen != "" || keys["key-one-0123456789"].AgentID != operator || keys["key-two-0123456789"].AgentID != "agent:bob" {
+		t.Fatalf("--key: %v %q %v", keys, gen, err)
+	}
+	file := filepath.Join(t.TempDir(), "keys.json")
+	os.WriteFile(file, []byte(`{"key-three-0123456789":{"agent_id":"agent:carol","scopes":["submit"]}}`), 0o600)
+	keys, _, err = apiKeys(nil, file)
+	if c := keys["key-three-0123456789"]; err != nil || c.AgentID != "agent:carol" || !c.Has(auth.ScopeSubmit) || c.Has(auth.ScopeReadAll) {
+		t.Fatalf("--keys-file: %v %v", keys, err)
+	}
+	keys, gen, err = apiKeys(nil, "")
+	if c := keys[gen]; err != nil || len(gen) < 16 || !c.Has(auth.ScopeAdmin) {
+		t.Fatalf("generated: %v %q %v", keys, gen, err)
+	}
+	for _, bad := range [][]string{{"bob=key-0123456789abc"}} {
+		if _, _, err := apiKeys(bad, ""); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+	os.WriteFile(file, []byte(`{"k":{"agent_id":"carol"}}`), 0o600)
+	if _, _, err := apiKeys(nil, file); err == nil {
+		t.Error("a keys file with a bad agent id: no error")
+	}
+	code, _, errs := clutch(t, "serve", "--key", "short", "--db", filepath.Join(t.TempDir(), "x.db"))
+	if code != exitFailure || !strings.Contains(errs, "16") {
+		t.Errorf("a short key: %d %s", code, errs)
+	}
+}
+
+// serve on a file another process serves: a clear error.
+func TestServeHeld(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	tm := newTeam(t, path)
+	defer tm.close(t)
+	code, _, errs := clutch(t, "serve", "--db", path, "--addr", "127.0.0.1:0")
+	if code != exitFailure || !strings.Contains(errs, "another process serves or writes this file") {
+		t.Fatalf("serve of a held file: %d %s", code, errs)
+	}
+}
+
+func FuzzParseKeysFile(f *testing.F) {
+	f.Add([]byte(`{"key-three-0123456789":{"agent_id":"agent:carol","scopes":["submit"]}}`))
+	f.Add([]byte(`{"k":{"agent_id":"carol"}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		keys, err := parseKeysFile(data)
+		if err != nil {
+			return
+		}
+		for _, c := range keys {
+			if !strings.HasPrefix(c.AgentID, "agent:") {
+				t.Fatalf("accepted agent id %q", c.AgentID)
+			}
+		}
+		auth.APIKeys(keys)
+	})
+}

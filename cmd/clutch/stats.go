@@ -1,0 +1,165 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/progress"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+func init() {
+	register(&command{
+		name:    "stats",
+		summary: "count events by type, runs, threads, tasks and agents",
+		usage:   "clutch stats [flags]",
+		help: `Reads every event (that matches the filters) once and prints: the number of
+events and their bytes, the first and last event time, the numbers of runs,
+threads, tasks and sending agents, the events by type and by agent, and, for a
+file, its size on disk.`,
+		examples: `  clutch stats
+  clutch stats --json
+  clutch stats --run run_01JD3Z...
+  clutch stats --url http://127.0.0.1:8080 --key $KEY`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			w := addWhere(fs)
+			f := addFilters(fs)
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected argument %q", args[0])
+				}
+				src, err := w.open()
+				if err != nil {
+					return err
+				}
+				defer src.close()
+				s, err := collectStats(ctx, src, f.query(), e.stderr)
+				if err != nil {
+					return err
+				}
+				if l, ok := src.(*local); ok {
+					if fi, err := os.Stat(l.name()); err == nil {
+						s.FileBytes = fi.Size()
+					}
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, s)
+				}
+				s.print(e.stdout)
+				return nil
+			}
+		},
+	})
+}
+
+// stats is what `clutch stats` prints.
+type stats struct {
+	Events     int            `json:"events"`
+	EventBytes int64          `json:"event_bytes"`
+	FirstSeq   uint64         `json:"first_seq"`
+	LastSeq    uint64         `json:"last_seq"`
+	First      time.Time      `json:"first"`
+	Last       time.Time      `json:"last"`
+	Runs       int            `json:"runs"`
+	Threads    int            `json:"threads"`
+	Tasks      int            `json:"tasks"`
+	Agents     int            `json:"agents"`
+	ByType     map[string]int `json:"by_type"`
+	ByAgent    map[string]int `json:"by_agent"`
+	Undecoded  int            `json:"undecodable,omitempty"`
+	FileBytes  int64          `json:"file_bytes,omitempty"`
+}
+
+func collectStats(ctx context.Context, src source, q store.Query, stderr io.Writer) (*stats, error) {
+	s := &stats{ByType: map[string]int{}, ByAgent: map[string]int{}}
+	runs, threads, tasks := map[string]struct{}{}, map[string]struct{}{}, map[string]struct{}{}
+	var total uint64
+	if last, err := src.lastSeq(ctx); err == nil && q == (store.Query{}) {
+		total = last
+	}
+	bar := progress.New(stderr, "stats", "events", total)
+	defer bar.Finish()
+	for ev, err := range src.read(ctx, q) {
+		if err != nil {
+			return nil, err
+		}
+		bar.Add(1)
+		if s.Events == 0 {
+			s.FirstSeq, s.First = ev.Seq, ev.Time
+		}
+		s.Events++
+		s.EventBytes += int64(len(ev.Raw))
+		s.LastSeq, s.Last = ev.Seq, ev.Time
+		h, err := eventio.ReadHead(ev.Raw)
+		if err != nil {
+			s.Undecoded++
+			continue
+		}
+		s.ByType[h.Type]++
+		s.ByAgent[h.From.AgentID]++
+		runs[h.Run] = struct{}{}
+		threads[h.Thread] = struct{}{}
+		if h.Task != "" {
+			tasks[h.Task] = struct{}{}
+		}
+	}
+	s.Runs, s.Threads, s.Tasks, s.Agents = len(runs), len(threads), len(tasks), len(s.ByAgent)
+	return s, nil
+}
+
+func (s *stats) print(out io.Writer) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "events\t%d (%s of messages)\n", s.Events, bytesString(s.EventBytes))
+	if s.Events > 0 {
+		fmt.Fprintf(tw, "seqs\t%d to %d\n", s.FirstSeq, s.LastSeq)
+		fmt.Fprintf(tw, "time\t%s to %s\n", s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "runs\t%d\nthreads\t%d\ntasks\t%d\nagents\t%d\n", s.Runs, s.Threads, s.Tasks, s.Agents)
+	if s.FileBytes > 0 {
+		fmt.Fprintf(tw, "file\t%s\n", bytesString(s.FileBytes))
+	}
+	if s.Undecoded > 0 {
+		fmt.Fprintf(tw, "undecodable\t%d\n", s.Undecoded)
+	}
+	tw.Flush()
+	for _, part := range []struct {
+		title string
+		m     map[string]int
+	}{{"by type", s.ByType}, {"by agent", s.ByAgent}} {
+		if len(part.m) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\n%s:\n", part.title)
+		keys := make([]string, 0, len(part.m))
+		for k := range part.m {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int {
+			return cmp.Or(cmp.Compare(part.m[b], part.m[a]), cmp.Compare(a, b))
+		})
+		for _, k := range keys {
+			fmt.Fprintf(out, "  %8d  %s\n", part.m[k], clean(k))
+		}
+	}
+}
+
+func bytesString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
