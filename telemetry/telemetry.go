@@ -1,0 +1,322 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+)
+
+// ScopeName is the instrumentation scope of the tracer and the meter.
+const ScopeName = "github.com/clutchprotocol/clutch/telemetry"
+
+// Options configures a Telemetry. Nil means defaults.
+type Options struct {
+	// TracerProvider makes the spans; the global one
+	// (otel.GetTracerProvider) when nil, which records nothing until an
+	// SDK is installed with otel.SetTracerProvider.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the instruments; the global one
+	// (otel.GetMeterProvider) when nil.
+	MeterProvider metric.MeterProvider
+	// Logger receives the task lifecycle records; slog.Default() when
+	// nil. Give it a handler at slog.LevelDebug to see the happy path.
+	Logger *slog.Logger
+}
+
+// Telemetry turns what a router does into OpenTelemetry spans and metrics
+// and slog records. It implements router.Observer: put it in
+// router.Options.Observer. It is safe for concurrent use and may observe
+// several routers.
+type Telemetry struct {
+	tracer trace.Tracer
+	log    *slog.Logger
+
+	started   metric.Int64Counter
+	finished  metric.Int64Counter
+	duration  metric.Float64Histogram
+	queueWait metric.Float64Histogram
+	active    metric.Int64UpDownCounter
+	queued    metric.Int64UpDownCounter
+	routing   metric.Int64Counter
+	toolDur   metric.Float64Histogram
+
+	appendDur   metric.Float64Histogram
+	appendBatch metric.Int64Histogram
+	events      metric.Int64Counter
+	subscribers metric.Int64UpDownCounter
+
+	sets  sync.Map // setKey → attribute.Set: the sets of the hot path, made once
+	nsets atomic.Int32
+}
+
+var _ router.Observer = (*Telemetry)(nil)
+
+// Names of the instruments (see the package doc for their attributes).
+const (
+	MetricTaskStarted     = "clutch.task.started"
+	MetricTaskFinished    = "clutch.task.finished"
+	MetricTaskDuration    = "clutch.task.duration"
+	MetricTaskQueueWait   = "clutch.task.queue.wait"
+	MetricTaskActive      = "clutch.task.active"
+	MetricTaskQueued      = "clutch.task.queued"
+	MetricRoutingDecision = "clutch.routing.decisions"
+	MetricToolDuration    = "clutch.tool.duration"
+	MetricStoreAppendDur  = "clutch.store.append.duration"
+	MetricStoreBatchSize  = "clutch.store.append.batch_size"
+	MetricStoreEvents     = "clutch.store.events"
+	MetricSubscribers     = "clutch.stream.subscribers"
+)
+
+// Attribute keys. The gen_ai.* and error.type keys are those of the
+// OpenTelemetry semantic conventions (GenAI agent and tool spans); the
+// clutch.* ones are Clutch's. Ids (task, run, thread, call) go on spans
+// only, never on metrics.
+const (
+	KeyOperation      = attribute.Key("gen_ai.operation.name")
+	KeyAgentID        = attribute.Key("gen_ai.agent.id")
+	KeyAgentName      = attribute.Key("gen_ai.agent.name")
+	KeyConversationID = attribute.Key("gen_ai.conversation.id")
+	KeyToolName       = attribute.Key("gen_ai.tool.name")
+	KeyToolCallID     = attribute.Key("gen_ai.tool.call.id")
+	KeyToolType       = attribute.Key("gen_ai.tool.type")
+	KeyErrorType      = attribute.Key("error.type")
+
+	KeyTask              = attribute.Key("clutch.task.id")
+	KeyRun               = attribute.Key("clutch.run.id")
+	KeyThread            = attribute.Key("clutch.thread.id")
+	KeyParentTask        = attribute.Key("clutch.task.parent_id")
+	KeyAttempt           = attribute.Key("clutch.task.attempt")
+	KeyPayloadType       = attribute.Key("clutch.request.payload_type")
+	KeyResultPayloadType = attribute.Key("clutch.result.payload_type")
+	KeyOutcome           = attribute.Key("clutch.outcome")
+	KeyRoutingResult     = attribute.Key("clutch.routing.result")
+	KeyRoutingReason     = attribute.Key("clutch.routing.reason")
+	KeyRoutingSelected   = attribute.Key("clutch.routing.selected")
+	KeyRoutingEligible   = attribute.Key("clutch.routing.candidates")
+	KeyRoutingConsidered = attribute.Key("clutch.routing.considered")
+	KeyQueueWait         = attribute.Key("clutch.queue.wait_ms")
+	KeyToolServer        = attribute.Key("clutch.tool.server")
+	KeyEventType         = attribute.Key("clutch.event.type")
+	KeyStream            = attribute.Key("clutch.stream")
+)
+
+// Operation names (gen_ai.operation.name) and span names.
+const (
+	OpInvokeAgent = "invoke_agent"
+	OpExecuteTool = "execute_tool"
+)
+
+// Outcomes (clutch.outcome) of a task attempt or a tool call.
+const (
+	OutcomeResult  = "result"  // task.result, tool.result
+	OutcomeError   = "error"   // task.error, tool.error
+	OutcomeRetry   = "retry"   // the attempt failed and the task is tried again
+	OutcomeTimeout = "timeout" // task.timeout
+	OutcomeCancel  = "cancel"  // task.cancel
+)
+
+// otherValue stands for a value outside the bounded set of an attribute,
+// as in the OpenTelemetry conventions for error.type.
+const otherValue = "_OTHER"
+
+// maxSets bounds the cached attribute sets, and so the values an attribute
+// taken from outside (an agent id, an extension event type) can have.
+const maxSets = 4096
+
+// New returns a Telemetry with its instruments made. opts may be nil.
+func New(opts *Options) (*Telemetry, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = otel.GetMeterProvider()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	t := &Telemetry{tracer: o.TracerProvider.Tracer(ScopeName), log: o.Logger}
+	m := o.MeterProvider.Meter(ScopeName)
+	durations := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+	fast := metric.WithExplicitBucketBoundaries(0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+	var err error
+	mk := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	mk(func() (e error) {
+		t.started, e = m.Int64Counter(MetricTaskStarted, metric.WithUnit("{task}"),
+			metric.WithDescription("Task attempts accepted by an agent."))
+		return
+	})
+	mk(func() (e error) {
+		t.finished, e = m.Int64Counter(MetricTaskFinished, metric.WithUnit("{task}"),
+			metric.WithDescription("Task attempts ended, by outcome and error code (a retried attempt has outcome retry)."))
+		return
+	})
+	mk(func() (e error) {
+		t.duration, e = m.Float64Histogram(MetricTaskDuration, metric.WithUnit("s"), durations,
+			metric.WithDescription("Duration of task attempts, from routing to their end."))
+		return
+	})
+	mk(func() (e error) {
+		t.queueWait, e = m.Float64Histogram(MetricTaskQueueWait, metric.WithUnit("s"), durations,
+			metric.WithDescription("Time task attempts waited for an agent's capacity before routing ended (0 when they did not wait)."))
+		return
+	})
+	mk(func() (e error) {
+		t.active, e = m.Int64UpDownCounter(MetricTaskActive, metric.WithUnit("{task}"),
+			metric.WithDescription("Task attempts running on an agent."))
+		return
+	})
+	mk(func() (e error) {
+		t.queued, e = m.Int64UpDownCounter(MetricTaskQueued, metric.WithUnit("{task}"),
+			metric.WithDescription("Tasks waiting for an agent's capacity."))
+		return
+	})
+	mk(func() (e error) {
+		t.routing, e = m.Int64Counter(MetricRoutingDecision, metric.WithUnit("{decision}"),
+			metric.WithDescription("Routing passes, selected or failed (with the failure code)."))
+		return
+	})
+	mk(func() (e error) {
+		t.toolDur, e = m.Float64Histogram(MetricToolDuration, metric.WithUnit("s"), durations,
+			metric.WithDescription("Duration of tool calls, by server, tool and outcome; its count is the number of calls."))
+		return
+	})
+	mk(func() (e error) {
+		t.appendDur, e = m.Float64Histogram(MetricStoreAppendDur, metric.WithUnit("s"), fast,
+			metric.WithDescription("Latency of event store appends."))
+		return
+	})
+	mk(func() (e error) {
+		t.appendBatch, e = m.Int64Histogram(MetricStoreBatchSize, metric.WithUnit("{event}"),
+			metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 8, 16, 32, 64, 128, 256),
+			metric.WithDescription("Messages per event store append."))
+		return
+	})
+	mk(func() (e error) {
+		t.events, e = m.Int64Counter(MetricStoreEvents, metric.WithUnit("{event}"),
+			metric.WithDescription("Events appended to the store, by type (duplicates not counted)."))
+		return
+	})
+	mk(func() (e error) {
+		t.subscribers, e = m.Int64UpDownCounter(MetricSubscribers, metric.WithUnit("{subscriber}"),
+			metric.WithDescription("Live stream subscribers."))
+		return
+	})
+	if err != nil {
+		return nil, wrap(ErrInvalidOptions, "making the instruments", err)
+	}
+	return t, nil
+}
+
+// Subscribed counts a live stream subscriber of kind stream (a small
+// fixed set such as "sse", "ws" or "agui": it is a metric attribute) until
+// the returned func is called. Surfaces that stream events (the gateway)
+// call it for each subscriber:
+//
+//	defer tel.Subscribed(ctx, "sse")()
+func (t *Telemetry) Subscribed(ctx context.Context, stream string) (done func()) {
+	set := t.set(setKey{kind: kindStream, a: stream})
+	t.subscribers.Add(ctx, 1, metric.WithAttributeSet(set))
+	var once sync.Once
+	return func() {
+		once.Do(func() { t.subscribers.Add(context.WithoutCancel(ctx), -1, metric.WithAttributeSet(set)) })
+	}
+}
+
+// setKey names a cached attribute set.
+type setKey struct {
+	kind    uint8
+	a, b, c string
+}
+
+const (
+	kindAgent  uint8 = iota // a: agent
+	kindEnd                 // a: agent, b: outcome, c: code
+	kindRouted              // a: agent
+	kindFailed              // a: code
+	kindEvent               // a: event type
+	kindStream              // a: stream
+	kindAppend              // a: code ("" on success)
+	kindTool                // a: server, b: tool, c: code ("" on success)
+)
+
+// set returns the attribute set of k, made once. Past maxSets distinct
+// sets, values from outside are replaced by _OTHER so that the metrics
+// stay bounded whatever the input.
+func (t *Telemetry) set(k setKey) attribute.Set {
+	if s, ok := t.sets.Load(k); ok {
+		return s.(attribute.Set)
+	}
+	if t.nsets.Load() >= maxSets {
+		k = setKey{kind: k.kind, a: otherValue, b: k.b, c: k.c}
+		if k.kind == kindTool {
+			k.b = otherValue
+		}
+		if s, ok := t.sets.Load(k); ok {
+			return s.(attribute.Set)
+		}
+	}
+	var kv []attribute.KeyValue
+	switch k.kind {
+	case kindAgent, kindRouted:
+		kv = []attribute.KeyValue{KeyAgentID.String(k.a)}
+		if k.kind == kindRouted {
+			kv = append(kv, KeyRoutingResult.String("selected"))
+		}
+	case kindEnd:
+		kv = []attribute.KeyValue{KeyOutcome.String(k.b)}
+		if k.a != "" {
+			kv = append(kv, KeyAgentID.String(k.a))
+		}
+		if k.c != "" {
+			kv = append(kv, KeyErrorType.String(k.c))
+		}
+	case kindFailed:
+		kv = []attribute.KeyValue{KeyRoutingResult.String("failed"), KeyErrorType.String(k.a)}
+	case kindEvent:
+		kv = []attribute.KeyValue{KeyEventType.String(k.a)}
+	case kindStream:
+		kv = []attribute.KeyValue{KeyStream.String(k.a)}
+	case kindAppend:
+		if k.a != "" {
+			kv = []attribute.KeyValue{KeyErrorType.String(k.a)}
+		}
+	case kindTool:
+		kv = []attribute.KeyValue{KeyToolServer.String(k.a), KeyToolName.String(k.b)}
+		if k.c != "" {
+			kv = append(kv, KeyOutcome.String(OutcomeError), KeyErrorType.String(k.c))
+		} else {
+			kv = append(kv, KeyOutcome.String(OutcomeResult))
+		}
+	}
+	s := attribute.NewSet(kv...)
+	if _, loaded := t.sets.LoadOrStore(k, s); !loaded {
+		t.nsets.Add(1)
+	}
+	return s
+}
+
+// code bounds an error code for a metric attribute: the codes of the
+// protocol table, _OTHER for any other.
+func code(c protocol.Code) string {
+	if c.Known() {
+		return string(c)
+	}
+	return otherValue
+}
