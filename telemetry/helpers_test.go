@@ -43,6 +43,13 @@ type env struct {
 
 func newEnv(t testing.TB, ro *router.Options) *env {
 	t.Helper()
+	return newEnvWith(t, ro, nil)
+}
+
+// newEnvWith is newEnv with the router observed through observer(tel)
+// when observer is not nil.
+func newEnvWith(t testing.TB, ro *router.Options, observer func(*telemetry.Telemetry) router.Observer) *env {
+	t.Helper()
 	e := &env{t: t, spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader(), logs: &capture{}}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(e.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(e.reader))
@@ -53,13 +60,18 @@ func newEnv(t testing.TB, ro *router.Options) *env {
 	tel, err := telemetry.New(&telemetry.Options{TracerProvider: tp, MeterProvider: mp, Logger: slog.New(e.logs)})
 	require.NoError(t, err)
 	e.tel = tel
-	e.r = newRouter(t, tel, ro)
+	var obs router.Observer = tel
+	if observer != nil {
+		obs = observer(tel)
+	}
+	e.r = newRouter(t, tel, obs, ro)
 	e.st = e.r.Store()
 	return e
 }
 
-// newRouter returns a router over a new measured memstore, observed by tel.
-func newRouter(t testing.TB, tel *telemetry.Telemetry, ro *router.Options) *router.Router {
+// newRouter returns a router over a new memstore measured by tel,
+// observed by obs.
+func newRouter(t testing.TB, tel *telemetry.Telemetry, obs router.Observer, ro *router.Options) *router.Router {
 	t.Helper()
 	ctx := context.Background()
 	mem, err := memstore.New(nil)
@@ -73,7 +85,7 @@ func newRouter(t testing.TB, tel *telemetry.Telemetry, ro *router.Options) *rout
 	if ro != nil {
 		o = *ro
 	}
-	o.Observer = tel
+	o.Observer = obs
 	o.Logger = slog.New(slog.DiscardHandler)
 	if o.Backoff == nil {
 		o.Backoff = func(int) time.Duration { return time.Millisecond }
