@@ -91,7 +91,7 @@ func TestA2ARoundTripIsOneTrace(t *testing.T) {
 		"invoke_agent agent:lead result\n"+
 		"  invoke_agent ken result\n"+ // A's attempt of the forwarded task (the remote card's name)
 		"    invoke_agent ken result\n"+ // B's task, through traceparent
-		"      execute_tool fetch result\n", renderTree(spans.GetSpans()))
+		"      execute_tool fetch\n", renderTree(spans.GetSpans()))
 	got := spans.GetSpans()
 	for _, s := range got {
 		assert.Equal(t, got[0].SpanContext.TraceID(), s.SpanContext.TraceID(), "%s is in another trace", s.Name)

@@ -18,16 +18,21 @@ import (
 	"github.com/clutchprotocol/clutch/telemetry"
 )
 
-// tap passes every step to the Telemetry and signals queued tasks.
+// tap passes every step to the Telemetry, then signals queued tasks and
+// ended tasks (with the task id) on the channels it has.
 type tap struct {
 	*telemetry.Telemetry
 	queued chan struct{}
+	ended  chan string
 }
 
 func (t *tap) Observe(ctx context.Context, s router.Step) {
 	t.Telemetry.Observe(ctx, s)
-	if s.Kind == router.StepQueued {
+	switch {
+	case s.Kind == router.StepQueued && t.queued != nil:
 		t.queued <- struct{}{}
+	case s.Kind == router.StepEnd && t.ended != nil:
+		t.ended <- s.Request.TaskID
 	}
 }
 

@@ -2,14 +2,13 @@ package telemetry
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/hex"
 	"log/slog"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -28,20 +27,46 @@ type attempt struct {
 	// (retries of a task stay in its trace).
 	parent trace.SpanContext
 
-	mu       sync.Mutex
-	agent    string // the selected agent's id, once routed
-	accepted bool   // counted in clutch.task.active
-	queued   bool   // counted in clutch.task.queued
-	waitSeen bool   // the queue wait was recorded
-	ended    bool
-	tools    map[string]*toolCall // open tool calls by the id of their tool.call
+	tr protocol.Trace // what the attempt's events carry
+
+	mu        sync.Mutex
+	agent     string // the selected agent's id, once routed
+	agentName string // its display name, when it has one
+	accepted  bool   // counted in clutch.task.active
+	queued    bool   // counted in clutch.task.queued
+	waitSeen  bool   // the queue wait was recorded
+	ended     bool
+	tool      *toolCall            // the open tool call, when there is one
+	tools     map[string]*toolCall // more open tool calls, by the id of their tool.call
 }
 
 type toolCall struct {
+	id           string // the tool.call's
 	span         trace.Span
-	trace        *protocol.Trace // the tool.call's, carried by its result too
+	trace        protocol.Trace // the tool.call's, carried by its result too
 	start        time.Time
 	server, name string
+}
+
+// take removes and returns the open call of id, or nil; a.mu is held.
+func (a *attempt) take(id string) *toolCall {
+	if tc := a.tool; tc != nil && tc.id == id {
+		a.tool = nil
+		return tc
+	}
+	tc := a.tools[id]
+	delete(a.tools, id)
+	return tc
+}
+
+// hexIDs returns the hex forms of a trace id and a span id, made with one
+// allocation.
+func hexIDs(tid trace.TraceID, sid trace.SpanID) (string, string) {
+	var b [48]byte
+	hex.Encode(b[:32], tid[:])
+	hex.Encode(b[32:], sid[:])
+	s := string(b[:])
+	return s[:32], s[32:]
 }
 
 type attemptKey struct{}
@@ -68,34 +93,62 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 			parent = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}
-	ctx, span := t.tracer.Start(parent, OpInvokeAgent, trace.WithSpanKind(trace.SpanKindInternal))
+	var startOpts []trace.SpanStartOption
+	passed := t.tracing.Load()
+	if passed {
+		startOpts = []trace.SpanStartOption{trace.WithAttributes(attemptAttrs(req, n)...)}
+	}
+	ctx, span := t.tracer.Start(parent, OpInvokeAgent, startOpts...) // kind internal, the default
+	if rec := span.IsRecording(); rec != passed {
+		t.tracing.Store(rec) // a provider was installed, or sampling said no
+		if rec {
+			span.SetAttributes(attemptAttrs(req, n)...)
+		}
+	}
+	if !span.IsRecording() && !t.duration.Enabled(ctx) {
+		// Neither a tracer nor a meter records (no SDK installed): the
+		// span only propagates its parent, if any, and the steps are
+		// logged without the state kept below.
+		return ctx, nil
+	}
 	a := &attempt{span: span, start: time.Now(), parent: trace.SpanContextFromContext(parent)}
 	if !a.parent.IsValid() {
 		a.parent = span.SpanContext()
-	}
-	if span.IsRecording() {
-		attrs := make([]attribute.KeyValue, 0, 8)
-		attrs = append(attrs, KeyOperation.String(OpInvokeAgent),
-			KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyThread.String(req.ThreadID),
-			KeyConversationID.String(req.ThreadID), KeyAttempt.Int(n))
-		if req.ParentTaskID != "" {
-			attrs = append(attrs, KeyParentTask.String(req.ParentTaskID))
-		}
-		if req.PayloadType != "" {
-			attrs = append(attrs, KeyPayloadType.String(req.PayloadType))
-		}
-		span.SetAttributes(attrs...)
 	}
 	ctx = context.WithValue(ctx, attemptKey{}, a)
 	sc := span.SpanContext()
 	if !sc.IsValid() {
 		return ctx, nil // nothing to propagate: the events keep the request's trace
 	}
-	tr := &protocol.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String()}
 	if p := trace.SpanContextFromContext(parent); p.IsValid() && p.SpanID() != sc.SpanID() {
-		tr.ParentSpanID = p.SpanID().String()
+		// The parent's ids are in hex already when they came with the
+		// request.
+		if rt := req.Trace; rt != nil && p.IsRemote() && rt.SpanID != "" && rt.TraceID != "" {
+			a.tr.TraceID, a.tr.ParentSpanID = rt.TraceID, rt.SpanID
+			a.tr.SpanID = sc.SpanID().String()
+		} else {
+			a.tr.TraceID, a.tr.SpanID = hexIDs(sc.TraceID(), sc.SpanID())
+			a.tr.ParentSpanID = p.SpanID().String()
+		}
+	} else {
+		a.tr.TraceID, a.tr.SpanID = hexIDs(sc.TraceID(), sc.SpanID())
 	}
-	return ctx, tr
+	return ctx, &a.tr
+}
+
+// attemptAttrs are the attributes of an attempt's span known at its
+// start.
+func attemptAttrs(req *protocol.Message, n int) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 7)
+	kv = append(kv, KeyOperation.String(OpInvokeAgent),
+		KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(n))
+	if req.ParentTaskID != "" {
+		kv = append(kv, KeyParentTask.String(req.ParentTaskID))
+	}
+	if req.PayloadType != "" {
+		kv = append(kv, KeyPayloadType.String(req.PayloadType))
+	}
+	return kv
 }
 
 // requestParent reads the request's trace ids as a remote span context.
@@ -127,7 +180,7 @@ func (t *Telemetry) Observe(ctx context.Context, s router.Step) {
 			a.mu.Unlock()
 			a.span.AddEvent("clutch.queued")
 		}
-		t.queued.Add(ctx, 1)
+		t.set(setKey{tally: tallyQueued}).n.Add(1)
 	case router.StepRouted:
 		t.routed(ctx, a, s)
 	case router.StepUnrouted:
@@ -147,17 +200,19 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 		agent = s.Agent.AgentID
 	}
 	if a != nil {
+		name := agent
+		if s.Agent != nil && s.Agent.Display != nil && s.Agent.Display.Name != "" {
+			name = s.Agent.Display.Name
+		}
 		a.mu.Lock()
 		a.agent, a.accepted = agent, true
+		if name != agent {
+			a.agentName = name // set with the outcome, in one call
+		}
 		t.dequeue(ctx, a, s.QueueWait)
 		a.mu.Unlock()
 		if a.span.IsRecording() {
-			name := agent
-			if s.Agent != nil && s.Agent.Display != nil && s.Agent.Display.Name != "" {
-				name = s.Agent.Display.Name
-			}
 			a.span.SetName(OpInvokeAgent + " " + name)
-			a.span.SetAttributes(KeyAgentID.String(agent), KeyAgentName.String(name))
 			if d := s.Decision; d != nil {
 				a.span.AddEvent("clutch.routing.decision", trace.WithAttributes(
 					KeyRoutingSelected.String(d.Selected), KeyRoutingEligible.Int(d.Eligible),
@@ -166,10 +221,9 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 			}
 		}
 	}
-	agentSet := metric.WithAttributeSet(t.set(setKey{kind: kindAgent, a: agent}))
-	t.routing.Add(ctx, 1, metric.WithAttributeSet(t.set(setKey{kind: kindRouted, a: agent})))
-	t.started.Add(ctx, 1, agentSet)
-	t.active.Add(ctx, 1, agentSet)
+	t.set(setKey{tally: tallyRouting, kind: kindRouted, a: agent}).n.Add(1)
+	t.set(setKey{tally: tallyStarted, kind: kindAgent, a: agent}).n.Add(1)
+	t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}).n.Add(1)
 	if t.log.Enabled(ctx, slog.LevelDebug) {
 		t.logAttempt(ctx, a, slog.LevelDebug, "task accepted", s, agent, "")
 	}
@@ -179,7 +233,7 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 func (t *Telemetry) dequeue(ctx context.Context, a *attempt, wait time.Duration) {
 	if a.queued {
 		a.queued = false
-		t.queued.Add(ctx, -1)
+		t.set(setKey{tally: tallyQueued}).n.Add(-1)
 	}
 	if !a.waitSeen {
 		a.waitSeen = true
@@ -203,14 +257,14 @@ func (t *Telemetry) unrouted(ctx context.Context, a *attempt, s router.Step) {
 				KeyQueueWait.Int64(s.QueueWait.Milliseconds())))
 		}
 	}
-	t.routing.Add(ctx, 1, metric.WithAttributeSet(t.set(setKey{kind: kindFailed, a: code(c)})))
+	t.set(setKey{tally: tallyRouting, kind: kindFailed, a: code(c)}).n.Add(1)
 }
 
 // ended records the end of an attempt: retried (StepRetry) or the task's
 // end (StepEnd).
 func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 	outcome, c := outcomeOf(s)
-	agent := ""
+	agent, agentName := "", ""
 	var open []*toolCall
 	if a != nil {
 		a.mu.Lock()
@@ -219,10 +273,14 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 			return
 		}
 		a.ended = true
-		agent = a.agent
+		agent, agentName = a.agent, a.agentName
 		t.dequeue(ctx, a, s.QueueWait)
 		if a.accepted {
-			t.active.Add(ctx, -1, metric.WithAttributeSet(t.set(setKey{kind: kindAgent, a: agent})))
+			t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}).n.Add(-1)
+		}
+		if a.tool != nil {
+			open = append(open, a.tool)
+			a.tool = nil
 		}
 		for id, tc := range a.tools {
 			open = append(open, tc)
@@ -232,19 +290,28 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 	} else if s.Agent != nil {
 		agent = s.Agent.AgentID
 	}
-	end := metric.WithAttributeSet(t.set(setKey{kind: kindEnd, a: agent, b: outcome, c: code(c)}))
-	if c == "" {
-		end = metric.WithAttributeSet(t.set(setKey{kind: kindEnd, a: agent, b: outcome}))
+	k := setKey{kind: kindEnd, a: agent, b: outcome}
+	if c != "" {
+		k.c = code(c)
 	}
-	t.finished.Add(ctx, 1, end)
+	end := t.set(k)
+	k.tally = tallyFinished
+	t.set(k).n.Add(1)
 	if a != nil {
-		t.duration.Record(ctx, time.Since(a.start).Seconds(), end)
+		t.duration.Record(ctx, time.Since(a.start).Seconds(), end.rec...)
 		for _, tc := range open {
 			tc.span.SetStatus(codes.Error, "the task ended during the call")
 			tc.span.End()
 		}
 		if a.span.IsRecording() {
-			attrs := []attribute.KeyValue{KeyOutcome.String(outcome)}
+			attrs := make([]attribute.KeyValue, 0, 5)
+			attrs = append(attrs, KeyOutcome.String(outcome))
+			if agent != "" {
+				attrs = append(attrs, KeyAgentID.String(agent))
+			}
+			if agentName != "" {
+				attrs = append(attrs, KeyAgentName.String(agentName))
+			}
 			if c != "" {
 				attrs = append(attrs, KeyErrorType.String(string(c)))
 			}
@@ -324,20 +391,20 @@ func (t *Telemetry) logAttempt(ctx context.Context, a *attempt, level slog.Level
 	t.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// toolFields are the members of tool.call, tool.result and tool.error
-// payloads that name the call (docs/protocol.md §2.3; the MCP client's
-// payloads, and the wire error's details for tool.error).
-type toolFields struct {
-	Tool    string `json:"tool"`
-	Name    string `json:"name"`
-	CallID  string `json:"call_id"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details struct {
-		Tool   string `json:"tool"`
-		Name   string `json:"name"`
-		CallID string `json:"call_id"`
-	} `json:"details"`
+// startTool starts the execute_tool span of a call (callID "" for a
+// tool.error without a call).
+func (t *Telemetry) startTool(ctx context.Context, f toolFields, callID string) trace.Span {
+	if !t.tracing.Load() {
+		_, span := t.tracer.Start(ctx, OpExecuteTool+" "+f.name)
+		return span
+	}
+	kv := make([]attribute.KeyValue, 0, 4)
+	kv = append(kv, KeyOperation.String(OpExecuteTool), KeyToolName.String(f.name), KeyToolServer.String(f.tool))
+	if callID != "" {
+		kv = append(kv, KeyToolCallID.String(callID))
+	}
+	_, span := t.tracer.Start(ctx, OpExecuteTool+" "+f.name, trace.WithAttributes(kv...))
+	return span
 }
 
 // toolEvent starts an execute_tool span at a tool.call, whose id the
@@ -347,68 +414,55 @@ type toolFields struct {
 // before any call was made, is a span of its own that ends at once.
 func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Message) {
 	var f toolFields
-	if err := json.Unmarshal(m.Payload, &f); err != nil {
+	if !readToolFields(m.Payload, &f) {
 		return // not a payload of this shape: not a call this package can follow
-	}
-	if f.Details.CallID != "" {
-		f.CallID = f.Details.CallID
-	}
-	if f.Tool == "" {
-		f.Tool = f.Details.Tool
-	}
-	if f.Name == "" {
-		f.Name = f.Details.Name
 	}
 	switch m.Type {
 	case protocol.TypeToolCall:
-		tc := &toolCall{start: time.Now(), server: f.Tool, name: f.Name}
-		_, tc.span = t.tracer.Start(ctx, OpExecuteTool+" "+f.Name, trace.WithSpanKind(trace.SpanKindInternal))
-		if tc.span.IsRecording() {
-			tc.span.SetAttributes(KeyOperation.String(OpExecuteTool), KeyToolName.String(f.Name),
-				KeyToolServer.String(f.Tool), KeyToolCallID.String(m.ID), KeyToolType.String("extension"))
-		}
+		tc := &toolCall{id: m.ID, start: time.Now(), server: f.tool, name: f.name}
+		tc.span = t.startTool(ctx, f, m.ID)
 		if sc := tc.span.SpanContext(); sc.IsValid() {
-			tc.trace = &protocol.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), ParentSpanID: a.span.SpanContext().SpanID().String()}
-			m.Trace = tc.trace
+			tc.trace.TraceID, tc.trace.ParentSpanID = a.tr.TraceID, a.tr.SpanID
+			tc.trace.SpanID = sc.SpanID().String()
+			if tc.trace.TraceID == "" {
+				tc.trace.TraceID = sc.TraceID().String()
+			}
+			m.Trace = &tc.trace
 		}
 		a.mu.Lock()
-		if a.tools == nil {
-			a.tools = map[string]*toolCall{}
+		if a.tool == nil {
+			a.tool = tc
+		} else {
+			if a.tools == nil {
+				a.tools = map[string]*toolCall{}
+			}
+			a.tools[m.ID] = tc
 		}
-		a.tools[m.ID] = tc
 		a.mu.Unlock()
 	case protocol.TypeToolResult, protocol.TypeToolError:
 		a.mu.Lock()
-		tc := a.tools[f.CallID]
-		delete(a.tools, f.CallID)
+		tc := a.take(f.callID)
 		a.mu.Unlock()
 		if tc == nil {
-			tc = &toolCall{start: time.Now(), server: f.Tool, name: f.Name}
-			_, tc.span = t.tracer.Start(ctx, OpExecuteTool+" "+f.Name, trace.WithSpanKind(trace.SpanKindInternal))
-			if tc.span.IsRecording() {
-				tc.span.SetAttributes(KeyOperation.String(OpExecuteTool), KeyToolName.String(f.Name),
-					KeyToolServer.String(f.Tool), KeyToolType.String("extension"))
-			}
+			tc = &toolCall{start: time.Now(), server: f.tool, name: f.name}
+			tc.span = t.startTool(ctx, f, "")
 		}
-		if tc.trace != nil {
-			m.Trace = tc.trace
+		if tc.trace.SpanID != "" {
+			m.Trace = &tc.trace
 		}
 		errType := ""
 		if m.Type == protocol.TypeToolError {
-			errType = code(protocol.Code(f.Code))
+			errType = code(protocol.Code(f.code))
 			if tc.span.IsRecording() {
-				tc.span.SetAttributes(KeyErrorType.String(f.Code), KeyOutcome.String(OutcomeError))
-				tc.span.SetStatus(codes.Error, f.Message)
+				tc.span.SetAttributes(KeyErrorType.String(f.code), KeyOutcome.String(OutcomeError))
+				tc.span.SetStatus(codes.Error, f.message)
 			}
-		} else if tc.span.IsRecording() {
-			tc.span.SetAttributes(KeyOutcome.String(OutcomeResult))
 		}
 		tc.span.End()
-		t.toolDur.Record(ctx, time.Since(tc.start).Seconds(),
-			metric.WithAttributeSet(t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType})))
+		t.toolDur.Record(ctx, time.Since(tc.start).Seconds(), t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType}).rec...)
 		if m.Type == protocol.TypeToolError && t.log.Enabled(ctx, slog.LevelWarn) {
 			attrs := []slog.Attr{slog.String("task", m.TaskID), slog.String("run", m.RunID), slog.String("agent", m.From.AgentID),
-				slog.Int("attempt", m.Attempt), slog.String("code", f.Code), slog.String("tool", tc.server), slog.String("name", tc.name)}
+				slog.Int("attempt", m.Attempt), slog.String("code", f.code), slog.String("tool", tc.server), slog.String("name", tc.name)}
 			if sc := tc.span.SpanContext(); sc.IsValid() {
 				attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 			}

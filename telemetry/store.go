@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )
@@ -29,21 +27,28 @@ type measuredStore struct {
 func (s *measuredStore) Unwrap() store.Store { return s.Store }
 
 func (s *measuredStore) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	t := s.t
+	if !t.appendDur.Enabled(ctx) {
+		return s.Store.Append(ctx, msgs...) // no meter records: no clock reads either
+	}
 	start := time.Now()
 	res, err := s.Store.Append(ctx, msgs...)
 	d := time.Since(start).Seconds()
-	t := s.t
 	if err != nil {
-		t.appendDur.Record(ctx, d, metric.WithAttributeSet(t.set(setKey{kind: kindAppend, a: code(protocol.CodeOf(err))})))
+		t.appendDur.Record(ctx, d, t.set(setKey{kind: kindAppend, a: code(protocol.CodeOf(err))}).rec...)
 		return res, err
 	}
-	t.appendDur.Record(ctx, d, metric.WithAttributeSet(t.set(setKey{kind: kindAppend})))
+	t.appendDur.Record(ctx, d, t.appendOK.rec...)
 	t.appendBatch.Record(ctx, int64(len(msgs)))
 	for i, m := range msgs {
 		if i < len(res) && res[i].Duplicate {
 			continue
 		}
-		t.events.Add(ctx, 1, metric.WithAttributeSet(t.set(setKey{kind: kindEvent, a: string(m.Type)})))
+		set := t.eventSet[m.Type]
+		if set == nil {
+			set = t.set(setKey{tally: tallyEvents, kind: kindEvent, a: string(m.Type)}) // an extension type
+		}
+		set.n.Add(1)
 	}
 	return res, err
 }

@@ -39,23 +39,26 @@ type Options struct {
 type Telemetry struct {
 	tracer trace.Tracer
 	log    *slog.Logger
+	// tracing is whether the last span started was recording: span
+	// attributes are then passed to Start, and not built otherwise.
+	tracing atomic.Bool
 
-	started   metric.Int64Counter
-	finished  metric.Int64Counter
-	duration  metric.Float64Histogram
-	queueWait metric.Float64Histogram
-	active    metric.Int64UpDownCounter
-	queued    metric.Int64UpDownCounter
-	routing   metric.Int64Counter
-	toolDur   metric.Float64Histogram
-
+	duration    metric.Float64Histogram
+	queueWait   metric.Float64Histogram
+	toolDur     metric.Float64Histogram
 	appendDur   metric.Float64Histogram
 	appendBatch metric.Int64Histogram
-	events      metric.Int64Counter
-	subscribers metric.Int64UpDownCounter
+	// The counters and up-down counters are tallies: an atomic per
+	// attribute set, added to on the hot path and reported by these
+	// observable instruments when the meter collects.
+	tallies [nTallies]metric.Int64Observable
 
-	sets  sync.Map // setKey → attribute.Set: the sets of the hot path, made once
+	sets  sync.Map // setKey → *attrs: the attribute sets of the hot path, made once
 	nsets atomic.Int32
+
+	// The sets of every append, by standard event type (read only).
+	appendOK *attrs
+	eventSet map[protocol.Type]*attrs
 }
 
 var _ router.Observer = (*Telemetry)(nil)
@@ -157,16 +160,25 @@ func New(opts *Options) (*Telemetry, error) {
 			err = f()
 		}
 	}
-	mk(func() (e error) {
-		t.started, e = m.Int64Counter(MetricTaskStarted, metric.WithUnit("{task}"),
-			metric.WithDescription("Task attempts accepted by an agent."))
-		return
-	})
-	mk(func() (e error) {
-		t.finished, e = m.Int64Counter(MetricTaskFinished, metric.WithUnit("{task}"),
-			metric.WithDescription("Task attempts ended, by outcome and error code (a retried attempt has outcome retry)."))
-		return
-	})
+	counter := func(i int, name, unit, desc string) {
+		mk(func() (e error) {
+			t.tallies[i], e = m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+			return
+		})
+	}
+	updown := func(i int, name, unit, desc string) {
+		mk(func() (e error) {
+			t.tallies[i], e = m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+			return
+		})
+	}
+	counter(tallyStarted, MetricTaskStarted, "{task}", "Task attempts accepted by an agent.")
+	counter(tallyFinished, MetricTaskFinished, "{task}", "Task attempts ended, by outcome and error code (a retried attempt has outcome retry).")
+	updown(tallyActive, MetricTaskActive, "{task}", "Task attempts running on an agent.")
+	updown(tallyQueued, MetricTaskQueued, "{task}", "Tasks waiting for an agent's capacity.")
+	counter(tallyRouting, MetricRoutingDecision, "{decision}", "Routing passes, selected or failed (with the failure code).")
+	counter(tallyEvents, MetricStoreEvents, "{event}", "Events appended to the store, by type (duplicates not counted).")
+	updown(tallySubscribers, MetricSubscribers, "{subscriber}", "Live stream subscribers.")
 	mk(func() (e error) {
 		t.duration, e = m.Float64Histogram(MetricTaskDuration, metric.WithUnit("s"), durations,
 			metric.WithDescription("Duration of task attempts, from routing to their end."))
@@ -175,21 +187,6 @@ func New(opts *Options) (*Telemetry, error) {
 	mk(func() (e error) {
 		t.queueWait, e = m.Float64Histogram(MetricTaskQueueWait, metric.WithUnit("s"), durations,
 			metric.WithDescription("Time task attempts waited for an agent's capacity before routing ended (0 when they did not wait)."))
-		return
-	})
-	mk(func() (e error) {
-		t.active, e = m.Int64UpDownCounter(MetricTaskActive, metric.WithUnit("{task}"),
-			metric.WithDescription("Task attempts running on an agent."))
-		return
-	})
-	mk(func() (e error) {
-		t.queued, e = m.Int64UpDownCounter(MetricTaskQueued, metric.WithUnit("{task}"),
-			metric.WithDescription("Tasks waiting for an agent's capacity."))
-		return
-	})
-	mk(func() (e error) {
-		t.routing, e = m.Int64Counter(MetricRoutingDecision, metric.WithUnit("{decision}"),
-			metric.WithDescription("Routing passes, selected or failed (with the failure code)."))
 		return
 	})
 	mk(func() (e error) {
@@ -208,18 +205,20 @@ func New(opts *Options) (*Telemetry, error) {
 			metric.WithDescription("Messages per event store append."))
 		return
 	})
-	mk(func() (e error) {
-		t.events, e = m.Int64Counter(MetricStoreEvents, metric.WithUnit("{event}"),
-			metric.WithDescription("Events appended to the store, by type (duplicates not counted)."))
-		return
-	})
-	mk(func() (e error) {
-		t.subscribers, e = m.Int64UpDownCounter(MetricSubscribers, metric.WithUnit("{subscriber}"),
-			metric.WithDescription("Live stream subscribers."))
-		return
-	})
+	if err == nil {
+		insts := make([]metric.Observable, 0, nTallies)
+		for _, in := range t.tallies[1:] {
+			insts = append(insts, in)
+		}
+		_, err = m.RegisterCallback(t.observe, insts...)
+	}
 	if err != nil {
 		return nil, wrap(ErrInvalidOptions, "making the instruments", err)
+	}
+	t.appendOK = t.set(setKey{kind: kindAppend})
+	t.eventSet = make(map[protocol.Type]*attrs, len(protocol.Types()))
+	for _, typ := range protocol.Types() {
+		t.eventSet[typ] = t.set(setKey{tally: tallyEvents, kind: kindEvent, a: string(typ)})
 	}
 	return t, nil
 }
@@ -231,22 +230,52 @@ func New(opts *Options) (*Telemetry, error) {
 //
 //	defer tel.Subscribed(ctx, "sse")()
 func (t *Telemetry) Subscribed(ctx context.Context, stream string) (done func()) {
-	set := t.set(setKey{kind: kindStream, a: stream})
-	t.subscribers.Add(ctx, 1, metric.WithAttributeSet(set))
+	set := t.set(setKey{tally: tallySubscribers, kind: kindStream, a: stream})
+	set.n.Add(1)
 	var once sync.Once
-	return func() {
-		once.Do(func() { t.subscribers.Add(context.WithoutCancel(ctx), -1, metric.WithAttributeSet(set)) })
-	}
+	return func() { once.Do(func() { set.n.Add(-1) }) }
 }
 
-// setKey names a cached attribute set.
+// The tallies (Telemetry.tallies).
+const (
+	tallyNone = iota // a set for a synchronous instrument
+	tallyStarted
+	tallyFinished
+	tallyActive
+	tallyQueued
+	tallyRouting
+	tallyEvents
+	tallySubscribers
+	nTallies
+)
+
+// observe reports the tallies (a metric.Callback).
+func (t *Telemetry) observe(_ context.Context, o metric.Observer) error {
+	t.sets.Range(func(k, v any) bool {
+		if i := k.(setKey).tally; i != tallyNone {
+			a := v.(*attrs)
+			n := a.n.Load()
+			if n == 0 && i != tallyActive && i != tallyQueued && i != tallySubscribers {
+				return true // a counter never added to (the sets made in advance)
+			}
+			o.ObserveInt64(t.tallies[i], n, a.obs...)
+		}
+		return true
+	})
+	return nil
+}
+
+// setKey names a cached attribute set: of a tally, or of a synchronous
+// instrument (tally 0).
 type setKey struct {
+	tally   int
 	kind    uint8
 	a, b, c string
 }
 
 const (
-	kindAgent  uint8 = iota // a: agent
+	kindNone   uint8 = iota // no attribute
+	kindAgent               // a: agent
 	kindEnd                 // a: agent, b: outcome, c: code
 	kindRouted              // a: agent
 	kindFailed              // a: code
@@ -256,20 +285,28 @@ const (
 	kindTool                // a: server, b: tool, c: code ("" on success)
 )
 
+// attrs is an attribute set as the options of a measurement, made once
+// (passing them allocates nothing), and the value of a tally.
+type attrs struct {
+	rec []metric.RecordOption
+	obs []metric.ObserveOption
+	n   atomic.Int64
+}
+
 // set returns the attribute set of k, made once. Past maxSets distinct
 // sets, values from outside are replaced by _OTHER so that the metrics
 // stay bounded whatever the input.
-func (t *Telemetry) set(k setKey) attribute.Set {
+func (t *Telemetry) set(k setKey) *attrs {
 	if s, ok := t.sets.Load(k); ok {
-		return s.(attribute.Set)
+		return s.(*attrs)
 	}
 	if t.nsets.Load() >= maxSets {
-		k = setKey{kind: k.kind, a: otherValue, b: k.b, c: k.c}
+		k = setKey{tally: k.tally, kind: k.kind, a: otherValue, b: k.b, c: k.c}
 		if k.kind == kindTool {
 			k.b = otherValue
 		}
 		if s, ok := t.sets.Load(k); ok {
-			return s.(attribute.Set)
+			return s.(*attrs)
 		}
 	}
 	var kv []attribute.KeyValue
@@ -305,11 +342,13 @@ func (t *Telemetry) set(k setKey) attribute.Set {
 			kv = append(kv, KeyOutcome.String(OutcomeResult))
 		}
 	}
-	s := attribute.NewSet(kv...)
-	if _, loaded := t.sets.LoadOrStore(k, s); !loaded {
+	opt := metric.WithAttributeSet(attribute.NewSet(kv...))
+	a := &attrs{rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}
+	got, loaded := t.sets.LoadOrStore(k, a)
+	if !loaded {
 		t.nsets.Add(1)
 	}
-	return s
+	return got.(*attrs)
 }
 
 // code bounds an error code for a metric attribute: the codes of the

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -64,20 +65,22 @@ func TestDelegatedTaskWithToolCalls(t *testing.T) {
 
 	assert.Equal(t, ""+
 		"invoke_agent agent:lead result\n"+
-		"  execute_tool search result\n"+
+		"  execute_tool search\n"+
 		"  invoke_agent agent:ken result\n"+
 		"    execute_tool fetch error TOOL_FAILED\n", e.tree())
 
 	lead, ken := e.span("invoke_agent agent:lead"), e.span("invoke_agent agent:ken")
 	search, fetch := e.span("execute_tool search"), e.span("execute_tool fetch")
 	assert.False(t, lead.Parent.IsValid(), "a request without trace ids starts a new trace")
-	for _, s := range []string{"gen_ai.operation.name=invoke_agent", "gen_ai.agent.id=agent:lead", "gen_ai.agent.name=agent:lead",
-		"clutch.task.id=" + req.TaskID, "clutch.run.id=" + req.RunID, "clutch.thread.id=" + req.ThreadID, "clutch.task.attempt=1"} {
+	for _, s := range []string{"gen_ai.operation.name=invoke_agent", "gen_ai.agent.id=agent:lead",
+		"clutch.task.id=" + req.TaskID, "clutch.run.id=" + req.RunID, "gen_ai.conversation.id=" + req.ThreadID, "clutch.task.attempt=1"} {
 		assert.Contains(t, attrList(lead), s)
 	}
 	assert.Contains(t, attrList(ken), "clutch.task.parent_id="+req.TaskID)
 	assert.Contains(t, attrList(fetch), "gen_ai.operation.name=execute_tool")
 	assert.Contains(t, attrList(fetch), "clutch.tool.server=mcp:web")
+	assert.Contains(t, attrList(fetch), "gen_ai.tool.name=fetch")
+	assert.NotContains(t, strings.Join(attrList(lead), " "), "gen_ai.agent.name", "a card without a display name has its id only")
 	assert.Equal(t, codes.Error, fetch.Status.Code)
 	assert.Equal(t, codes.Unset, lead.Status.Code)
 	require.Len(t, lead.Events, 1)
@@ -214,7 +217,8 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	e := newEnv(t, nil)
+	ended := make(chan string, 2)
+	e := newEnvWith(t, nil, func(tel *telemetry.Telemetry) router.Observer { return &tap{Telemetry: tel, ended: ended} })
 	running := make(chan struct{})
 	e.agent("agent:lead", []string{"skill:lead"}, nil, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		sub, err := t.NewSubtask("", map[string]any{"q": "details"})
@@ -237,8 +241,10 @@ func TestCancel(t *testing.T) {
 	out, err := h.Wait(context.Background())
 	require.ErrorIs(t, err, protocol.CodeCancelled)
 	assert.Equal(t, protocol.TypeTaskCancel, out.Type)
-	r := e.r
-	require.NoError(t, r.Shutdown(context.Background())) // every goroutine of the subtree has returned
+	// The subtask ends on a goroutine of its own, when its parent's
+	// attempt is cancelled: wait until both ends are observed.
+	<-ended
+	<-ended
 	assert.Equal(t, ""+
 		"invoke_agent agent:lead cancel CANCELLED\n"+
 		"  invoke_agent agent:ken cancel CANCELLED\n", e.tree())
