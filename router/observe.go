@@ -91,6 +91,7 @@ type attemptObs struct {
 	ctx     context.Context
 	trace   *protocol.Trace
 	attempt int
+	agent   atomic.Pointer[protocol.AgentCard] // the card of the agent routed to, once routed
 	// When the attempt began to wait (UnixNano, 0 when it does not) and
 	// how long it waited: set by the task's goroutine, read by whichever
 	// goroutine ends the task.
@@ -137,7 +138,9 @@ func (r *Router) observe(ts *taskState, s Step) {
 		s.Attempt = int(ts.attempt.Load())
 	}
 	if s.Agent == nil {
-		if a := ts.agent.Load(); a != nil {
+		if ob := ts.obs.Load(); ob != nil {
+			s.Agent = ob.agent.Load() // nil before this attempt was routed
+		} else if a := ts.agent.Load(); a != nil {
 			s.Agent = a.Card()
 		}
 	}

@@ -236,6 +236,7 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	// Subtasks live inside the attempt that delegated them (runCtx).
 	ctx, rc := ts.ctx, &ts.ctx // ts.ctx is set before the task runs and never changes
 	if ob := ts.obs.Load(); ob != nil {
+		ob.agent.Store(a.Card())
 		r.observe(ts, Step{Kind: StepRouted, Event: decision, Decision: dp, Agent: a.Card()})
 		ctx, rc = ob.ctx, &ob.ctx // the observer's values, same cancellation
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/memstore"
 	"github.com/clutchprotocol/clutch/telemetry"
 )
@@ -30,66 +32,76 @@ func (discardExporter) Shutdown(context.Context) error                          
 
 // BenchmarkEndToEnd measures the cost of telemetry per task: tasks
 // submitted by 64 goroutines, each waiting for its outcome (request,
-// decision, accept, a tool call and its result, result, all stored), with
+// decision, accept, a tool call and its result, result, all stored in a
+// memstore or a boltstore), with
 //
 //   - off: no Observer and an unwrapped store;
 //   - noprovider: Telemetry on the global providers with no SDK installed
 //     (what a library user gets before configuring OpenTelemetry);
 //   - sdk: Telemetry on the SDK — every span sampled and batched to an
-//     exporter that drops it, every metric aggregated by a reader.
+//     exporter that drops it, every metric aggregated by a reader;
+//   - sdk-traces, sdk-metrics: the SDK for one signal, a no-op for the other;
+//   - sdk-sampled10pct: the SDK with a parent-based 10 % trace sampler.
 //
 // Compare cpu-µs/task (CPU of the whole process per task) between the
 // sub-benchmarks of one run.
 func BenchmarkEndToEnd(b *testing.B) {
-	b.Run("off", func(b *testing.B) { benchEndToEnd(b, nil) })
+	for _, backend := range []string{"memstore", "boltstore"} {
+		b.Run(backend, func(b *testing.B) { benchVariants(b, backend) })
+	}
+}
+
+func benchVariants(b *testing.B, backend string) {
+	sdk := func(b *testing.B, sampler sdktrace.Sampler, traces, metrics bool) *telemetry.Telemetry {
+		o := &telemetry.Options{TracerProvider: nooptrace.NewTracerProvider(), MeterProvider: noopmetric.NewMeterProvider(), Logger: slog.New(slog.DiscardHandler)}
+		if traces {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(sampler))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			o.TracerProvider = tp
+		}
+		if metrics {
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			o.MeterProvider = mp
+		}
+		tel, err := telemetry.New(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tel
+	}
+	b.Run("off", func(b *testing.B) { benchEndToEnd(b, backend, nil) })
 	b.Run("noprovider", func(b *testing.B) {
 		tel, err := telemetry.New(&telemetry.Options{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchEndToEnd(b, tel)
+		benchEndToEnd(b, backend, tel)
 	})
-	b.Run("sdk-traces", func(b *testing.B) {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-		defer tp.Shutdown(context.Background())
-		tel, err := telemetry.New(&telemetry.Options{TracerProvider: tp, MeterProvider: noopmetric.NewMeterProvider(), Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchEndToEnd(b, tel)
-	})
-	b.Run("sdk-metrics", func(b *testing.B) {
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		defer mp.Shutdown(context.Background())
-		tel, err := telemetry.New(&telemetry.Options{TracerProvider: nooptrace.NewTracerProvider(), MeterProvider: mp, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchEndToEnd(b, tel)
-	})
-	b.Run("sdk", func(b *testing.B) {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		defer tp.Shutdown(context.Background())
-		defer mp.Shutdown(context.Background())
-		tel, err := telemetry.New(&telemetry.Options{TracerProvider: tp, MeterProvider: mp, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchEndToEnd(b, tel)
+	b.Run("sdk", func(b *testing.B) { benchEndToEnd(b, backend, sdk(b, sdktrace.AlwaysSample(), true, true)) })
+	b.Run("sdk-traces", func(b *testing.B) { benchEndToEnd(b, backend, sdk(b, sdktrace.AlwaysSample(), true, false)) })
+	b.Run("sdk-metrics", func(b *testing.B) { benchEndToEnd(b, backend, sdk(b, nil, false, true)) })
+	b.Run("sdk-sampled10pct", func(b *testing.B) {
+		benchEndToEnd(b, backend, sdk(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)), true, true))
 	})
 }
 
-func benchEndToEnd(b *testing.B, tel *telemetry.Telemetry) {
+func benchEndToEnd(b *testing.B, backend string, tel *telemetry.Telemetry) {
 	ctx := context.Background()
-	mem, err := memstore.New(nil)
+	var base store.Store
+	var err error
+	if backend == "boltstore" {
+		base, err = boltstore.Open(filepath.Join(b.TempDir(), "events.db"), nil)
+	} else {
+		base, err = memstore.New(nil)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	var st store.Store = mem
+	st := base
 	opts := &router.Options{Logger: slog.New(slog.DiscardHandler)}
 	if tel != nil {
-		st = tel.WrapStore(mem)
+		st = tel.WrapStore(base)
 		opts.Observer = tel
 	}
 	reg, err := registry.Open(ctx, st, nil)

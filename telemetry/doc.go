@@ -24,14 +24,14 @@
 //
 // # Traces
 //
-// Each attempt of a task is a span "invoke_agent <agent>" (kind internal)
-// with gen_ai.operation.name, gen_ai.agent.id and gen_ai.agent.name (the
-// card's display name, else its id), gen_ai.conversation.id (the thread)
-// and the Clutch attributes clutch.task.id, clutch.run.id,
-// clutch.thread.id, clutch.task.parent_id, clutch.task.attempt,
-// clutch.request.payload_type, clutch.result.payload_type, clutch.outcome
-// (result, error, retry, timeout, cancel) and error.type (the protocol
-// code). The routing decision is a span event clutch.routing.decision
+// Each attempt of a task is a span "invoke_agent <agent>" (kind internal;
+// the agent's display name, else its id) with gen_ai.operation.name,
+// gen_ai.agent.id, gen_ai.agent.name (when the card has a display name),
+// gen_ai.conversation.id (the thread) and the Clutch attributes
+// clutch.task.id, clutch.run.id, clutch.task.parent_id,
+// clutch.task.attempt, clutch.request.payload_type,
+// clutch.result.payload_type, clutch.outcome (result, error, retry,
+// timeout, cancel) and error.type (the protocol code). The routing decision is a span event clutch.routing.decision
 // (selected agent, candidates, considered, reason, queue wait); no match is
 // clutch.routing.failure. A failed or timed-out attempt has status Error; a
 // cancelled one does not.
@@ -39,9 +39,10 @@
 // A tool call — a tool.call event the handler emits (Task.Emit; the MCP
 // client does) up to the tool.result or tool.error naming it by call_id
 // (details.call_id for a tool.error) — is a child span "execute_tool
-// <name>" with gen_ai.tool.name, gen_ai.tool.call.id (the tool.call's id),
-// gen_ai.tool.type "extension", clutch.tool.server ("mcp:<server>") and,
-// on failure, error.type. A delegated subtask's attempts are children of
+// <name>" with gen_ai.operation.name, gen_ai.tool.name,
+// gen_ai.tool.call.id (the tool.call's id), clutch.tool.server
+// ("mcp:<server>") and, on failure, clutch.outcome error, error.type and
+// status Error. A delegated subtask's attempts are children of
 // the delegating attempt's span.
 //
 // Trace context follows the envelope (docs/protocol.md §1.1): trace_id and

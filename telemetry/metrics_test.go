@@ -120,7 +120,7 @@ func TestMetrics(t *testing.T) {
 		_, err := h.Wait(ctx)
 		require.NoError(t, err)
 	}
-	done := e.tel.Subscribed(ctx, "sse")
+	done := e.tel.Subscribed("sse")
 	subs := points(e.metrics()["clutch.stream.subscribers"])
 	done()
 	done() // once only

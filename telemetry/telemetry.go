@@ -90,12 +90,10 @@ const (
 	KeyConversationID = attribute.Key("gen_ai.conversation.id")
 	KeyToolName       = attribute.Key("gen_ai.tool.name")
 	KeyToolCallID     = attribute.Key("gen_ai.tool.call.id")
-	KeyToolType       = attribute.Key("gen_ai.tool.type")
 	KeyErrorType      = attribute.Key("error.type")
 
 	KeyTask              = attribute.Key("clutch.task.id")
 	KeyRun               = attribute.Key("clutch.run.id")
-	KeyThread            = attribute.Key("clutch.thread.id")
 	KeyParentTask        = attribute.Key("clutch.task.parent_id")
 	KeyAttempt           = attribute.Key("clutch.task.attempt")
 	KeyPayloadType       = attribute.Key("clutch.request.payload_type")
@@ -225,11 +223,11 @@ func New(opts *Options) (*Telemetry, error) {
 
 // Subscribed counts a live stream subscriber of kind stream (a small
 // fixed set such as "sse", "ws" or "agui": it is a metric attribute) until
-// the returned func is called. Surfaces that stream events (the gateway)
-// call it for each subscriber:
+// the returned func is called; calling it again does nothing. Surfaces
+// that stream events (the gateway) call it for each subscriber:
 //
-//	defer tel.Subscribed(ctx, "sse")()
-func (t *Telemetry) Subscribed(ctx context.Context, stream string) (done func()) {
+//	defer tel.Subscribed("sse")()
+func (t *Telemetry) Subscribed(stream string) (done func()) {
 	set := t.set(setKey{tally: tallySubscribers, kind: kindStream, a: stream})
 	set.n.Add(1)
 	var once sync.Once
