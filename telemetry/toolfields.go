@@ -105,7 +105,8 @@ func readToolFields(payload []byte, f *toolFields) bool {
 			}
 		}
 	}
-	return true
+	tok, err := d.ReadToken()
+	return err == nil && tok.Kind() == '}'
 }
 
 // readString reads a JSON string value, or skips any other value and
