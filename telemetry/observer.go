@@ -174,13 +174,15 @@ func (t *Telemetry) Observe(ctx context.Context, s router.Step) {
 	a := attemptOf(ctx)
 	switch s.Kind {
 	case router.StepQueued:
+		// Without an attempt's state nothing records: no tally either
+		// (the steps that undo a tally need the state).
 		if a != nil {
 			a.mu.Lock()
 			a.queued = true
 			a.mu.Unlock()
 			a.span.AddEvent("clutch.queued")
+			t.set(setKey{tally: tallyQueued}).n.Add(1)
 		}
-		t.set(setKey{tally: tallyQueued}).n.Add(1)
 	case router.StepRouted:
 		t.routed(ctx, a, s)
 	case router.StepUnrouted:
@@ -221,12 +223,35 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 			}
 		}
 	}
-	t.set(setKey{tally: tallyRouting, kind: kindRouted, a: agent}).n.Add(1)
-	t.set(setKey{tally: tallyStarted, kind: kindAgent, a: agent}).n.Add(1)
-	t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}).n.Add(1)
+	if a != nil {
+		as := t.agentSets(agent)
+		as.routed.n.Add(1)
+		as.started.n.Add(1)
+		as.active.n.Add(1)
+	}
 	if t.log.Enabled(ctx, slog.LevelDebug) {
 		t.logAttempt(ctx, a, slog.LevelDebug, "task accepted", s, agent, "")
 	}
+}
+
+// agentTallies are the tallies of one agent.
+type agentTallies struct{ routed, started, active *attrs }
+
+// agentSets returns the tallies of an agent, found with one lookup.
+func (t *Telemetry) agentSets(agent string) *agentTallies {
+	if v, ok := t.agents.Load(agent); ok {
+		return v.(*agentTallies)
+	}
+	as := &agentTallies{
+		routed:  t.set(setKey{tally: tallyRouting, kind: kindRouted, a: agent}),
+		started: t.set(setKey{tally: tallyStarted, kind: kindAgent, a: agent}),
+		active:  t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}),
+	}
+	if t.nsets.Load() >= maxSets {
+		return as // bounded: set() has mapped the agent to _OTHER; not cached under its id
+	}
+	v, _ := t.agents.LoadOrStore(agent, as)
+	return v.(*agentTallies)
 }
 
 // dequeue ends the attempt's wait in the queue, once; a.mu is held.
@@ -256,8 +281,8 @@ func (t *Telemetry) unrouted(ctx context.Context, a *attempt, s router.Step) {
 				KeyErrorType.String(string(c)), KeyRoutingReason.String(reason),
 				KeyQueueWait.Int64(s.QueueWait.Milliseconds())))
 		}
+		t.set(setKey{tally: tallyRouting, kind: kindFailed, a: code(c)}).n.Add(1)
 	}
-	t.set(setKey{tally: tallyRouting, kind: kindFailed, a: code(c)}).n.Add(1)
 }
 
 // ended records the end of an attempt: retried (StepRetry) or the task's
@@ -276,7 +301,7 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		agent, agentName = a.agent, a.agentName
 		t.dequeue(ctx, a, s.QueueWait)
 		if a.accepted {
-			t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}).n.Add(-1)
+			t.agentSets(agent).active.n.Add(-1)
 		}
 		if a.tool != nil {
 			open = append(open, a.tool)
@@ -289,6 +314,10 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		a.mu.Unlock()
 	} else if s.Agent != nil {
 		agent = s.Agent.AgentID
+	}
+	if a == nil && !t.duration.Enabled(ctx) {
+		t.logEnd(ctx, a, s, outcome, agent, c)
+		return // nothing records (a task ended without an attempt is counted when something does)
 	}
 	k := setKey{kind: kindEnd, a: agent, b: outcome}
 	if c != "" {
@@ -325,6 +354,11 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		}
 		a.span.End()
 	}
+	t.logEnd(ctx, a, s, outcome, agent, c)
+}
+
+// logEnd logs the end of an attempt.
+func (t *Telemetry) logEnd(ctx context.Context, a *attempt, s router.Step, outcome, agent string, c protocol.Code) {
 	level, msg := slog.LevelDebug, "task finished"
 	switch {
 	case outcome == OutcomeRetry:

@@ -53,8 +53,9 @@ type Telemetry struct {
 	// observable instruments when the meter collects.
 	tallies [nTallies]metric.Int64Observable
 
-	sets  sync.Map // setKey → *attrs: the attribute sets of the hot path, made once
-	nsets atomic.Int32
+	sets   sync.Map // setKey → *attrs: the attribute sets of the hot path, made once
+	nsets  atomic.Int32
+	agents sync.Map // agent id → *agentTallies
 
 	// The sets of every append, by standard event type (read only).
 	appendOK *attrs
