@@ -58,6 +58,16 @@
 // The adapters propagate a task's trace as a W3C traceparent over A2A and
 // MCP (header and _meta) and read it where requests come in.
 //
+// # HTTP surfaces
+//
+// A surface that submits tasks for HTTP callers continues their traces by
+// serving through Handler (or calling Extract with the request's header):
+// the request context then carries the caller's W3C span context, which a
+// submitted task whose envelope has no trace ids of its own continues. A
+// surface that streams events calls Subscribed for each subscriber. The
+// A2A and MCP servers read traceparent themselves (packages adapters/a2a
+// and adapters/mcp).
+//
 // # Metrics
 //
 // Units follow the OpenTelemetry conventions (seconds, {task}); no

@@ -3,6 +3,8 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -263,4 +265,34 @@ func eventAttrs(kvs []attribute.KeyValue) []string {
 		out[i] = string(kv.Key) + "=" + kv.Value.Emit()
 	}
 	return out
+}
+
+// TestHandler: a task submitted by an HTTP handler served through Handler
+// continues the trace of the caller's traceparent header.
+func TestHandler(t *testing.T) {
+	e := newEnv(t, nil)
+	e.agent("agent:ken", []string{"skill:research"}, nil, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		return &router.Result{}, nil
+	})
+	srv := httptest.NewServer(telemetry.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, err := e.r.Submit(r.Context(), e.request("skill:research"))
+		if err == nil {
+			_, err = h.Wait(r.Context())
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})))
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodPost, srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	s := e.span("invoke_agent agent:ken")
+	assert.Equal(t, "0af7651916cd43dd8448eb211c80319c", s.SpanContext.TraceID().String())
+	assert.Equal(t, "b7ad6b7169203331", s.Parent.SpanID().String())
+	assert.True(t, s.Parent.IsRemote())
 }
