@@ -2,10 +2,12 @@ package telemetry_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -219,4 +221,48 @@ func TestLogs(t *testing.T) {
 	assert.Equal(t, spans[1].SpanContext.SpanID().String(), got["span_id"])
 	assert.Equal(t, "bad input", got["error"])
 
+}
+
+// TestGaugesBalance: tasks cancelled while queued, while being routed and
+// while running leave clutch.task.active and clutch.task.queued at 0.
+func TestGaugesBalance(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	const n = 40
+	ended, queued := make(chan string, n), make(chan struct{}, n)
+	e := newEnvWith(t, nil, func(tel *telemetry.Telemetry) router.Observer {
+		return &tap{Telemetry: tel, ended: ended, queued: queued}
+	})
+	e.agent("agent:one", []string{"skill:one"}, &protocol.Limits{MaxConcurrency: 2}, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	hs := make([]*router.Handle, n)
+	for i := range hs {
+		h, err := e.r.Submit(context.Background(), e.request("skill:one"))
+		require.NoError(t, err)
+		hs[i] = h
+	}
+	for range n - 2 { // two run, the others wait for them
+		<-queued
+	}
+	for _, i := range rng.Perm(n) {
+		hs[i].Cancel("test")
+	}
+	for range n {
+		<-ended
+	}
+	m := e.metrics()
+	for _, p := range append(points(m["clutch.task.active"]), points(m["clutch.task.queued"])...) {
+		assert.True(t, strings.HasSuffix(p, " 0"), "gauge left at %s", p)
+	}
+	var finished int64
+	for _, p := range points(m["clutch.task.finished"]) {
+		assert.True(t, strings.HasPrefix(p, "clutch.outcome=cancel,error.type=CANCELLED"), p)
+		v, err := strconv.ParseInt(p[strings.LastIndexByte(p, ' ')+1:], 10, 64)
+		require.NoError(t, err)
+		finished += v
+	}
+	assert.Equal(t, int64(n), finished, "every task ended as cancelled, once")
 }

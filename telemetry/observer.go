@@ -178,10 +178,12 @@ func (t *Telemetry) Observe(ctx context.Context, s router.Step) {
 		// (the steps that undo a tally need the state).
 		if a != nil {
 			a.mu.Lock()
-			a.queued = true
+			if !a.ended { // a cancel may have ended the task first
+				a.queued = true
+				t.set(setKey{tally: tallyQueued}).n.Add(1)
+			}
 			a.mu.Unlock()
 			a.span.AddEvent("clutch.queued")
-			t.set(setKey{tally: tallyQueued}).n.Add(1)
 		}
 	case router.StepRouted:
 		t.routed(ctx, a, s)
@@ -207,6 +209,12 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 			name = s.Agent.Display.Name
 		}
 		a.mu.Lock()
+		if a.ended {
+			// A cancel or timeout ended the task between its task.accept
+			// and this step: the attempt is over, and counted.
+			a.mu.Unlock()
+			return
+		}
 		a.agent, a.accepted = agent, true
 		if name != agent {
 			a.agentName = name // set with the outcome, in one call
