@@ -44,6 +44,20 @@
 // error without calling next (the attempt then ends in a task.error, as if
 // the handler had returned it).
 //
+// # Observer
+//
+// Options.Observer is told of every attempt's steps — its start, a wait in
+// the queue, the routing decision or failure, the events its handler
+// stores, a retry, the task's end — on the router's goroutines, with the
+// attempt's context. StartAttempt returns the attempt's context (the
+// handler's context and its subtasks' inherit its values) and the trace
+// context the router stamps on every event it stores for the attempt and
+// on the requests the handler delegates (Task.NewSubtask); Task.Trace
+// returns it, for adapters that carry it across a process boundary. The
+// task.request keeps the trace its sender gave it. Package telemetry
+// implements an Observer with OpenTelemetry; a Middleware cannot, as it
+// sees only the handler.
+//
 // # Validation
 //
 // Submit (and Delegate, for subtasks) validates a request before anything

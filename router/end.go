@@ -54,6 +54,7 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	out.Message = last
 	ts.out = out
 	ts.outcome = &ts.out
+	r.observe(ts, Step{Kind: StepEnd, Event: last, Err: out.Err})
 	close(ts.done)
 	return true
 }

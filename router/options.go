@@ -125,6 +125,10 @@ type Options struct {
 	// first in the list is the outermost (it runs first and sees what
 	// the others return last).
 	Middleware []Middleware
+	// Observer, when set, is told of every attempt's steps and sets the
+	// trace context of the task's events (see Observer; package
+	// telemetry provides one).
+	Observer Observer
 	// Signers are the private keys of local agents, by agent id: every
 	// event such an agent sends (task.accept, task.progress, task.result,
 	// task.error, tool events, delegated requests) is signed before it is

@@ -30,6 +30,7 @@ type taskState struct {
 	cancel context.CancelCauseFunc
 	base   context.Context                 // ctx's parent
 	runCtx atomic.Pointer[context.Context] // the context of the running attempt
+	obs    atomic.Pointer[attemptObs]      // the attempt as Options.Observer sees it (observe.go)
 
 	finished atomic.Bool
 	emu      sync.Mutex // orders the task's appends with end (appendLive)
@@ -97,6 +98,7 @@ func (r *Router) run(ts *taskState) {
 		stop := context.AfterFunc(ts.ctx, func() { r.onCancel(ts) })
 		defer stop()
 	}
+	r.startAttempt(ts)
 	if ep := ts.budgetErr; ep != nil {
 		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 		return
@@ -119,6 +121,7 @@ func (r *Router) run(ts *taskState) {
 			return
 		}
 		ts.attempt.Add(1)
+		r.startAttempt(ts)
 	}
 }
 
@@ -126,6 +129,7 @@ func (r *Router) run(ts *taskState) {
 // in the bounded queue while every matching agent is busy. It returns nil
 // when the task ended (a routing.failure was stored, or it was cancelled).
 func (r *Router) routeTask(ts *taskState) *match {
+	defer ts.dequeued()
 	var deadline <-chan time.Time
 	for {
 		if ts.ctx.Err() != nil {
@@ -155,6 +159,7 @@ func (r *Router) routeTask(ts *taskState) *match {
 			r.freeMatch(m)
 			return nil
 		}
+		r.queued(ts)
 		wake := r.slots.C()
 		// Re-check after registering as a waiter: a slot may have freed in
 		// between.
@@ -201,6 +206,7 @@ func (r *Router) routingFailure(ts *taskState, m *match, detail string) {
 	ep := &protocol.ErrorPayload{Code: code, Message: msg, Retryable: code.Retryable(), Details: details}
 	fail := r.event(ts, protocol.TypeRoutingFailure, r.opts.AgentID, nil)
 	r.setPayload(fail, ep)
+	r.observe(ts, Step{Kind: StepUnrouted, Event: fail, Err: ep})
 	r.end(ts, Outcome{Err: ep}, fail, r.errorEvent(ts, r.opts.AgentID, ep))
 }
 
@@ -217,7 +223,8 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	a := m.selected
 	ts.agent.Store(a)
 	decision := r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
-	r.setPayload(decision, m.decision())
+	dp := m.decision()
+	r.setPayload(decision, dp)
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	ts.evs = [2]*protocol.Message{decision, accept}
 	evs := ts.evs[:]
@@ -235,14 +242,19 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	}
 
 	// Subtasks live inside the attempt that delegated them (runCtx).
-	ctx := ts.ctx
+	ctx, rc := ts.ctx, &ts.ctx // ts.ctx is set before the task runs and never changes
+	if ob := ts.obs.Load(); ob != nil {
+		ob.agent.Store(a.Card())
+		r.observe(ts, Step{Kind: StepRouted, Event: decision, Decision: dp, Agent: a.Card()})
+		ctx, rc = ob.ctx, &ob.ctx // the observer's values, same cancellation
+	}
 	var cause *timeoutCause
 	if card := a.Card(); card.Limits != nil && card.Limits.MaxRuntimeSec > 0 {
 		var cleanup func()
-		ctx, cause, cleanup = r.limit(ts, time.Duration(card.Limits.MaxRuntimeSec)*time.Second)
+		ctx, cause, cleanup = r.limit(ts, ctx, time.Duration(card.Limits.MaxRuntimeSec)*time.Second)
 		defer cleanup()
 	} else {
-		ts.runCtx.Store(&ts.ctx) // ts.ctx is set before the task runs and never changes
+		ts.runCtx.Store(rc)
 	}
 	t := &ts.task
 	if t.r != nil {
@@ -281,6 +293,7 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 				}
 				return false
 			}
+			r.observe(ts, Step{Kind: StepRetry, Event: ev, Err: &retryEP})
 			return true
 		}
 		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, a.ID(), ep))
@@ -299,10 +312,10 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 
 // limit gives an attempt its max_runtime_sec: the attempt's context, the
 // cause its deadline sets, and what to call when the attempt is over.
-func (r *Router) limit(ts *taskState, limit time.Duration) (context.Context, *timeoutCause, func()) {
+func (r *Router) limit(ts *taskState, parent context.Context, limit time.Duration) (context.Context, *timeoutCause, func()) {
 	cause := &timeoutCause{limit}
 	// Real time, not the router's clock: tests may freeze that one.
-	ctx, cancel := context.WithTimeoutCause(ts.ctx, limit, cause)
+	ctx, cancel := context.WithTimeoutCause(parent, limit, cause)
 	// Store task.timeout at the deadline even if the handler ignores its
 	// context.
 	stop := context.AfterFunc(ctx, func() {
@@ -406,6 +419,7 @@ func (r *Router) event(ts *taskState, t protocol.Type, from string, to []string)
 	req := ts.req
 	m := r.ids.Reply(req, t, from) // id and ts under one lock of the id source
 	m.Attempt = int(ts.attempt.Load())
+	ts.stamp(m)
 	switch {
 	case len(to) == 1:
 		m.To[0].AgentID = to[0] // Reply's one recipient, readdressed

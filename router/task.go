@@ -48,6 +48,7 @@ func (t *Task) Progress(ctx context.Context, payload any) error {
 	if err := m.SetPayload(payload); err != nil {
 		return err
 	}
+	t.r.observe(t.ts, Step{Kind: StepEvent, Event: m})
 	return t.r.appendLive(ctx, t.ts, m)
 }
 
@@ -71,6 +72,7 @@ func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, 
 	if err := m.SetPayload(payload); err != nil {
 		return nil, err
 	}
+	t.r.observe(t.ts, Step{Kind: StepEvent, Event: m})
 	if _, err := protocol.Encode(m); err != nil {
 		return nil, err
 	}
@@ -89,7 +91,11 @@ func (t *Task) NewSubtask(payloadType string, payload any) (*protocol.Message, e
 	}
 	req := t.ts.req
 	m := t.r.ids.NewMessage(protocol.TypeTaskRequest, t.agent.ID())
-	m.ThreadID, m.RunID, m.ParentTaskID, m.Trace, m.Domain = req.ThreadID, req.RunID, req.TaskID, req.Trace, req.Domain
+	m.ThreadID, m.RunID, m.ParentTaskID, m.Domain = req.ThreadID, req.RunID, req.TaskID, req.Domain
+	if tr := t.Trace(); tr != nil { // the delegating attempt's span is the subtask's parent
+		c := *tr
+		m.Trace = &c
+	}
 	m.To = []protocol.Participant{{AgentID: t.r.opts.AgentID}}
 	m.PayloadType = payloadType
 	m.SchemaRef = protocol.SchemaRefFor(payloadType)

@@ -221,6 +221,16 @@
 // POLICY_DENIED, recorded first as a tool.error, before any I/O. A dial
 // the policy refuses fails the task with POLICY_DENIED, not retryable.
 //
+// # Trace context
+//
+// A task's trace crosses A2A as a W3C traceparent header
+// (docs/protocol.md §1.1: trace ids are W3C ids): a forwarded task sends
+// the trace of its attempt (router.Task.Trace — the attempt's span when
+// package telemetry observes the router), and a request the Server
+// receives with a valid traceparent becomes a task.request whose trace is
+// the caller's, so the task continues the caller's trace. A malformed
+// header is ignored.
+//
 // # Errors
 //
 // Go errors of the package are [*Error]: a protocol.Code (so errors.Is

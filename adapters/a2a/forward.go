@@ -42,6 +42,7 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 		return nil, ep
 	}
 	run := &remoteRun{rm: rm, t: t, thread: t.Request().ThreadID}
+	ctx = withTraceparent(ctx, t.Trace()) // trace.go
 	req := &a2a.SendMessageRequest{Message: rm.outbound(t.Request())}
 	res, err := run.do(ctx, req)
 	if err != nil && ctx.Err() != nil {

@@ -409,8 +409,11 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req, cloned := setTraceparent(req) // trace.go
 	if t.token != "" && req.Header.Get("Authorization") == "" {
-		req = req.Clone(req.Context())
+		if !cloned {
+			req = req.Clone(req.Context())
+		}
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := t.base.RoundTrip(req)

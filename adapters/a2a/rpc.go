@@ -350,6 +350,7 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 		m.ThreadID = msg.ContextID
 	}
 	m.Meta = map[string]any{metaSource: SourceA2A}
+	m.Trace = inboundTrace(ctx) // the caller's traceparent (trace.go)
 	if msg.ID != "" {
 		// The messageId is the idempotency key, scoped to the caller: the
 		// same message sent again is the same task (docs/protocol.md §5.2).

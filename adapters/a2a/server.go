@@ -211,6 +211,7 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 // discovery: a client reads a card to learn how to call and authenticate);
 // every other path goes through Auth and Limits first.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withInboundTrace(r) // trace.go
 	if isCardPath(r.URL.Path) {
 		s.mux.ServeHTTP(w, r)
 		return

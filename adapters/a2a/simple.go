@@ -268,6 +268,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 	}
 	m.To = []protocol.Participant{{AgentID: a.ID()}}
 	m.Meta = map[string]any{metaSource: SourceHTTP}
+	m.Trace = inboundTrace(r.Context()) // the caller's traceparent (trace.go)
 	if len(key) == 1 {
 		// Identical posts with one key, from one caller, are one task.
 		m.IdempotencyKey = key[0]

@@ -169,6 +169,7 @@ func (c *Client) Call(ctx context.Context, t *router.Task, server, tool string, 
 	defer cancel()
 	st := &callState{}
 	cctx = context.WithValue(cctx, callKey{}, st)
+	cctx = withTraceparent(cctx, callEv.Trace) // trace.go
 	token := o.ProgressToken
 	if token == "" {
 		token = callID
@@ -208,6 +209,9 @@ func (s *server) callTool(ctx context.Context, tool string, args json.RawMessage
 		}
 		params := &sdk.CallToolParams{Name: tool, Arguments: args}
 		params.SetProgressToken(token)
+		if v := traceparentOf(ctx); v != "" {
+			params.Meta["traceparent"] = v // trace.go
+		}
 		res, err := cs.CallTool(ctx, params)
 		if err == nil || ctx.Err() != nil {
 			return res, err

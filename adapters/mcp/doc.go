@@ -97,6 +97,16 @@
 // tool.* events have no recipient agent ("to": []); the server is named in
 // the payload (docs/protocol.md §10 step 5). They carry no payload_type.
 //
+// # Trace context
+//
+// A call carries the trace of its tool.call event — the execute_tool span
+// when package telemetry observes the router, else the task's — as a W3C
+// traceparent in the tools/call's _meta and, over Streamable HTTP, as a
+// header. submit_task of the Server surface reads the caller's traceparent
+// from _meta, else from the HTTP request, into the task.request it
+// submits, which then continues the caller's trace. A malformed value is
+// ignored.
+//
 // # Errors
 //
 // A failed call returns a [*ToolError] (errors.Is matches its

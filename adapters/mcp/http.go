@@ -23,11 +23,12 @@ type httpTransport struct {
 }
 
 func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 || traceparentOf(req.Context()) != "" {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
+		setTraceparent(req) // trace.go
 	}
 	var id []byte
 	if req.Method == http.MethodPost && req.GetBody != nil {

@@ -209,6 +209,7 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "building the request: %v", err)
 	}
 	m.Requires, m.Prefers, m.Domain, m.IdempotencyKey = in.Requires, in.Prefers, in.Domain, in.IdempotencyKey
+	m.Trace = callerTrace(req) // trace.go
 	if in.IdempotencyKey != "" {
 		// The key is scoped to the caller: the same key again is the same
 		// run and task (docs/protocol.md §5.2), another caller's is its own.

@@ -1,0 +1,127 @@
+package telemetry
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// toolFields are the members of tool.call, tool.result and tool.error
+// payloads that name the call (docs/protocol.md §2.3; the MCP client's
+// payloads, and the wire error's details for tool.error): tool, name,
+// call_id, code and message at the top, call_id, tool and name in
+// details.
+type toolFields struct {
+	tool, name, callID, code, message string
+}
+
+// toolReader is a JSON token reader reused across payloads: reading the
+// few members above costs a scan, not a decode of the whole payload
+// (arguments and results can be large).
+type toolReader struct {
+	r bytes.Reader
+	d *jsontext.Decoder
+}
+
+var toolReaders = sync.Pool{New: func() any {
+	tr := &toolReader{}
+	tr.d = jsontext.NewDecoder(&tr.r)
+	return tr
+}}
+
+// readToolFields reads the members of f from a payload; it reports false
+// when the payload is not a JSON object.
+func readToolFields(payload []byte, f *toolFields) bool {
+	tr := toolReaders.Get().(*toolReader)
+	defer func() {
+		tr.r.Reset(nil) // keep no reference to the payload
+		toolReaders.Put(tr)
+	}()
+	tr.r.Reset(payload)
+	tr.d.Reset(&tr.r)
+	d := tr.d
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
+	for d.PeekKind() == '"' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return false
+		}
+		switch string(name) {
+		case `"tool"`:
+			f.tool = readString(d, f.tool)
+		case `"name"`:
+			f.name = readString(d, f.name)
+		case `"call_id"`:
+			f.callID = readString(d, f.callID)
+		case `"code"`:
+			f.code = readString(d, f.code)
+		case `"message"`:
+			f.message = readString(d, f.message)
+		case `"details"`:
+			if d.PeekKind() != '{' {
+				if d.SkipValue() != nil {
+					return false
+				}
+				continue
+			}
+			if _, err := d.ReadToken(); err != nil {
+				return false
+			}
+			for d.PeekKind() == '"' {
+				name, err := d.ReadValue()
+				if err != nil {
+					return false
+				}
+				switch string(name) {
+				case `"call_id"`:
+					f.callID = readString(d, f.callID)
+				case `"tool"`:
+					if f.tool == "" {
+						f.tool = readString(d, "")
+					} else if d.SkipValue() != nil {
+						return false
+					}
+				case `"name"`:
+					if f.name == "" {
+						f.name = readString(d, "")
+					} else if d.SkipValue() != nil {
+						return false
+					}
+				default:
+					if d.SkipValue() != nil {
+						return false
+					}
+				}
+			}
+			if _, err := d.ReadToken(); err != nil { // }
+				return false
+			}
+		default:
+			if d.SkipValue() != nil {
+				return false
+			}
+		}
+	}
+	tok, err := d.ReadToken()
+	return err == nil && tok.Kind() == '}'
+}
+
+// readString reads a JSON string value, or skips any other value and
+// returns def.
+func readString(d *jsontext.Decoder, def string) string {
+	v, err := d.ReadValue()
+	if err != nil || v.Kind() != '"' {
+		return def
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1])
+	}
+	s, err := jsontext.AppendUnquote(nil, v)
+	if err != nil {
+		return def
+	}
+	return string(s)
+}
