@@ -21,7 +21,7 @@ type stepLog struct {
 	lines []string
 }
 
-type attemptKey struct{}
+type ctxAttemptKey struct{}
 
 func (l *stepLog) add(format string, args ...any) {
 	l.mu.Lock()
@@ -30,13 +30,13 @@ func (l *stepLog) add(format string, args ...any) {
 }
 
 func (l *stepLog) StartAttempt(ctx context.Context, req *protocol.Message, n int) (context.Context, *protocol.Trace) {
-	prev, _ := ctx.Value(attemptKey{}).(int)
+	prev, _ := ctx.Value(ctxAttemptKey{}).(int)
 	l.add("start %d (previous %d)", n, prev)
-	return context.WithValue(ctx, attemptKey{}, n), &protocol.Trace{TraceID: "t", SpanID: fmt.Sprintf("s%d", n)}
+	return context.WithValue(ctx, ctxAttemptKey{}, n), &protocol.Trace{TraceID: "t", SpanID: fmt.Sprintf("s%d", n)}
 }
 
 func (l *stepLog) Observe(ctx context.Context, s Step) {
-	n, _ := ctx.Value(attemptKey{}).(int)
+	n, _ := ctx.Value(ctxAttemptKey{}).(int)
 	line := fmt.Sprintf("%d/%d", s.Kind, n)
 	if s.Event != nil {
 		line += " " + string(s.Event.Type)
@@ -71,7 +71,7 @@ func TestObserver(t *testing.T) {
 		if calls == 1 {
 			return nil, Fail(protocol.CodeToolUnavailable, "down", true, nil)
 		}
-		if n, _ := ctx.Value(attemptKey{}).(int); n != 2 {
+		if n, _ := ctx.Value(ctxAttemptKey{}).(int); n != 2 {
 			return nil, fmt.Errorf("the handler's context has attempt %d", n)
 		}
 		if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"tool": "mcp:x", "name": "y"}); err != nil {
