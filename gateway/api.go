@@ -291,7 +291,7 @@ func appendEvent(b []byte, ev store.Event) []byte {
 
 // ---- GET /v1/runs/{id}/tree, /v1/tasks/{id}/tree
 
-// TaskNode is one task of a tree answer.
+// wireTask is one task (TaskNode) of a tree answer.
 type wireTask struct {
 	TaskID       string                 `json:"task_id"`
 	ParentTaskID string                 `json:"parent_task_id,omitempty"`

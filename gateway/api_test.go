@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -463,5 +465,56 @@ func TestMounts(t *testing.T) {
 	status, _ = newEnv(t, nil).do("GET", "/", "", "")
 	if status != 404 {
 		t.Fatalf("GET / without a UI: %d", status)
+	}
+}
+
+// TestDelegation: a subtask (requested by the agent, in the caller's run)
+// is the caller's to see; its tree is the subtree; a run in flight lists
+// as running.
+func TestDelegation(t *testing.T) {
+	e := newEnv(t, nil)
+	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:helper", Capabilities: []protocol.Capability{{ID: "skill:help"}}}
+	err := e.r.Register(t.Context(), card, func(ctx context.Context, task *router.Task) (*router.Result, error) {
+		return &router.Result{Payload: json.RawMessage(`{"helped":true}`)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := e.runTask(keyAlice, `{"delegate":true}`)
+	var tree struct {
+		Tasks []wireTask `json:"tasks"`
+	}
+	e.getJSON("/v1/runs/"+a.RunID+"/tree", keyAlice, 200, &tree)
+	if len(tree.Tasks) != 1 || len(tree.Tasks[0].Children) != 1 {
+		t.Fatalf("tree: %+v", tree)
+	}
+	sub := tree.Tasks[0].Children[0]
+	if sub.ParentTaskID != a.TaskID || sub.Status != store.StatusCompleted {
+		t.Fatalf("subtask: %+v", sub)
+	}
+	e.getJSON("/v1/tasks/"+sub.TaskID+"/tree", keyAlice, 200, &tree)
+	if len(tree.Tasks) != 1 || tree.Tasks[0].TaskID != sub.TaskID || len(tree.Tasks[0].Children) != 0 {
+		t.Fatalf("subtree: %+v", tree)
+	}
+	var page eventsPage
+	e.getJSON("/v1/tasks/"+sub.TaskID+"/events", keyAlice, 200, &page)
+	if got := page.types(t); len(got) != 4 || mustDecode(t, page.Events[0].Message).From.AgentID != "agent:echo" || sub.AgentID != "agent:helper" {
+		t.Fatalf("subtask events %v", got)
+	}
+	status, body := e.do("GET", "/v1/tasks/"+sub.TaskID+"/events", keyBob, "")
+	wantError(t, "bob reads the subtask", status, body, 404, "NOT_FOUND")
+
+	b := e.submit(keyAlice, `{"type":"task.request","requires":["skill:echo"],"payload":{"block":true}}`)
+	var runs struct{ Runs []wireSummary }
+	e.getJSON("/v1/runs", keyAlice, 200, &runs)
+	if runs.Runs[0].ID != b.RunID || runs.Runs[0].Status != store.StatusRunning || runs.Runs[0].Tasks != 1 || runs.Runs[0].Ended != 0 {
+		t.Fatalf("run in flight: %+v", runs.Runs[0])
+	}
+	e.getJSON("/v1/tasks/"+b.TaskID+"/tree", keyAlice, 200, &tree)
+	if tree.Tasks[0].Status != store.StatusRunning {
+		t.Fatalf("task in flight: %+v", tree.Tasks[0])
+	}
+	if runs.Runs[1].ID != a.RunID || runs.Runs[1].Tasks != 2 || runs.Runs[1].Ended != 2 || runs.Runs[1].Status != store.StatusCompleted {
+		t.Fatalf("delegating run: %+v", runs.Runs[1])
 	}
 }

@@ -157,6 +157,18 @@
 // allowed (never "*"); WebSocket upgrades are checked against the same
 // list.
 //
+// # Caveats
+//
+// Each stream follows the store on its own (store.Follow), so an append
+// wakes every stream and each reads its page: cheap for a handful of
+// browser tabs, linear in the number of live streams. A caller without
+// read:all has its run and thread lists filtered by owner; a page of such
+// a list reads at most 10000 summaries, so it may hold fewer than limit
+// entries with a non-zero next_before: go on from there. An SSE stream
+// starts with "retry: 2000" (reconnect after 2 s). The access_token query
+// parameter puts a key in a URL, where proxies may log it: prefer headers
+// (fetch-based SSE clients can set them).
+//
 // # Dependencies
 //
 // github.com/coder/websocket (named by the project for the WebSocket

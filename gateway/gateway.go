@@ -17,7 +17,7 @@ import (
 	"github.com/clutchprotocol/clutch/store"
 )
 
-// Defaults of a zero Options.
+// Defaults of a zero Options, and the page sizes of the API (limit=).
 const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultHeartbeat    = 15 * time.Second

@@ -94,10 +94,21 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:echo", Capabilities: []protocol.Capability{{ID: "skill:echo"}}}
 	err = r.Register(ctx, card, func(ctx context.Context, task *router.Task) (*router.Result, error) {
 		var in struct {
-			Block bool   `json:"block"`
-			Fail  string `json:"fail"`
+			Block    bool   `json:"block"`
+			Fail     string `json:"fail"`
+			Delegate bool   `json:"delegate"`
 		}
 		_ = json.Unmarshal(task.Request().Payload, &in)
+		if in.Delegate {
+			sub, err := task.NewSubtask("", json.RawMessage(`{"sub":true}`))
+			if err != nil {
+				return nil, err
+			}
+			sub.Requires = []string{"skill:help"} // an agent the test registers
+			if _, err := task.Delegate(ctx, sub); err != nil {
+				return nil, err
+			}
+		}
 		if in.Block {
 			select {
 			case <-e.release:
