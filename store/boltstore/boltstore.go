@@ -271,34 +271,42 @@ func (s *Store) Path() string { return s.path }
 // writer takes every call waiting at that moment into one transaction and
 // one fsync, then acknowledges each caller.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
-	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
-	if err != nil {
-		return nil, err
+	r := getRequest()
+	entries, err := driver.Prepare(r.entries[:0], msgs, s.opts.MaxEventSize)
+	if err == nil {
+		err = ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
+	if err != nil {
+		r.release()
 		return nil, err
 	}
 	if len(entries) == 0 {
+		r.release()
 		return nil, s.checkOpen()
 	}
-	r := newRequest(ctx, entries)
+	r.prepare(ctx, entries)
 	s.closeMu.RLock()
 	if s.closing {
 		s.closeMu.RUnlock()
+		r.release()
 		return nil, store.ErrClosed
 	}
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():
 		s.closeMu.RUnlock()
+		r.release()
 		return nil, ctx.Err()
 	}
 	s.closeMu.RUnlock()
 	select {
 	case <-r.done:
-		return r.res, r.err
+		res, err := r.res, r.err
+		r.release()
+		return res, err
 	case <-ctx.Done():
-		// The writer may still commit it; dedup makes a retry safe.
+		// The writer may still commit it; dedup makes a retry safe. It
+		// still holds r, which is left to the collector.
 		return nil, ctx.Err()
 	}
 }
