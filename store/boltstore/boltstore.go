@@ -26,10 +26,7 @@ type Store struct {
 	opts Options
 	sig  driver.Signal
 
-	// closeMu orders Append's hand-off to the writer with Close.
-	closeMu sync.RWMutex
-	closing bool
-	reqs    chan *request
+	q       queue         // Append's hand-off to the writer
 	wdone   chan struct{} // closed when the writer has stopped
 	closeMx sync.Mutex
 	cdone   bool
@@ -66,7 +63,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	s := &Store{
 		path:  path,
 		opts:  o,
-		reqs:  make(chan *request, 4096),
+		q:     queue{wake: make(chan struct{}, 1)},
 		wdone: make(chan struct{}),
 	}
 	err := s.guard("open", func() error {
@@ -285,20 +282,10 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		return nil, s.checkOpen()
 	}
 	r.prepare(ctx, entries)
-	s.closeMu.RLock()
-	if s.closing {
-		s.closeMu.RUnlock()
+	if !s.q.push(r) {
 		r.release()
 		return nil, store.ErrClosed
 	}
-	select {
-	case s.reqs <- r:
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		r.release()
-		return nil, ctx.Err()
-	}
-	s.closeMu.RUnlock()
 	select {
 	case <-r.done:
 		res, err := r.res, r.err
@@ -684,10 +671,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.cdone = true
-	s.closeMu.Lock()
-	s.closing = true
-	close(s.reqs)
-	s.closeMu.Unlock()
+	s.q.close()
 	<-s.wdone
 	s.mu.Lock()
 	s.closed = true

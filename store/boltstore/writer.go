@@ -122,7 +122,6 @@ type writer struct {
 
 	lastGroup  int           // requests in the last group
 	lastCommit time.Duration // how long it took
-	timer      *time.Timer   // gather's
 
 	commits, appended, duplicates, flushes atomic.Uint64
 }
@@ -146,30 +145,11 @@ func (w *writer) run() {
 	// page must become a panic that update recovers, not a fatal error.
 	// The setting is this goroutine's, for its whole life.
 	debug.SetPanicOnFault(true)
-	open := true
-	for open {
-		r, ok := <-w.s.reqs
-		if !ok {
+	q := &w.s.q
+	for {
+		var ok bool
+		if w.batch, ok = q.take(w.batch[:0], w.lastGroup, w.gatherFor(), w.s.opts.MaxBatch); !ok {
 			break
-		}
-		w.batch = append(w.batch[:0], r)
-		n := len(r.entries)
-	drain:
-		for n < w.s.opts.MaxBatch {
-			select {
-			case r, ok := <-w.s.reqs:
-				if !ok {
-					open = false
-					break drain
-				}
-				w.batch = append(w.batch, r)
-				n += len(r.entries)
-			default:
-				break drain
-			}
-		}
-		if open && len(w.batch) < w.lastGroup && n < w.s.opts.MaxBatch {
-			open = w.gather(&n)
 		}
 		w.lastGroup = len(w.batch)
 		t := time.Now()
@@ -183,6 +163,123 @@ func (w *writer) run() {
 		}
 	}
 	w.closeErr = w.flush()
+}
+
+// gatherFor is how long the next group may wait for the callers the last
+// commit acknowledged (see queue.take): half the last commit's duration,
+// at most maxGather, and nothing after a group of one, so that a lone
+// appender never waits. Without the wait, synchronous appenders settle
+// into two cohorts that alternate, each group holding half of them, and
+// every event pays twice the share of a commit it would pay in one group;
+// the wait costs no processor time and never more than a fraction of the
+// commit it shares.
+func (w *writer) gatherFor() time.Duration {
+	if w.lastGroup <= 1 {
+		return 0
+	}
+	return min(w.lastCommit/2, maxGather)
+}
+
+// maxGather caps the gathering wait, so that a slow commit (a loaded
+// machine, a slow disk) does not hold a group back long.
+const maxGather = time.Millisecond
+
+// queue is the hand-off from Append to the writer: a slice under a
+// mutex, and a wake-up the writer asks for only when it waits, for the
+// first request or for the group it gathers to reach its size. A caller
+// pays a lock and an append; the writer wakes once per group, not once
+// per request.
+type queue struct {
+	mu     sync.Mutex
+	reqs   []*request
+	n      int  // events in reqs
+	want   int  // wake the writer when len(reqs) reaches it; 0: it is not waiting
+	closed bool // Close was called: no more requests
+	wake   chan struct{}
+	timer  *time.Timer
+}
+
+// push queues r for the writer, or returns false after close.
+func (q *queue) push(r *request) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.reqs = append(q.reqs, r)
+	q.n += len(r.entries)
+	if q.want > 0 && len(q.reqs) >= q.want {
+		q.want = 0
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+	return true
+}
+
+// close stops push; the writer takes what is queued and then stops.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.want = 0
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	q.mu.Unlock()
+}
+
+// take appends the next group to dst: it waits for a first request, then,
+// while fewer than group requests are queued, for at most gather, and
+// takes requests up to maxEvents events (at least one request: a call is
+// never split). It returns false when the queue is closed and empty.
+func (q *queue) take(dst []*request, group int, gather time.Duration, maxEvents int) ([]*request, bool) {
+	q.mu.Lock()
+	for len(q.reqs) == 0 {
+		if q.closed {
+			q.mu.Unlock()
+			return dst, false
+		}
+		q.want = 1
+		q.mu.Unlock()
+		<-q.wake
+		q.mu.Lock()
+	}
+	if gather > 0 && len(q.reqs) < group && q.n < maxEvents && !q.closed {
+		q.want = group
+		q.mu.Unlock()
+		if q.timer == nil {
+			q.timer = time.NewTimer(gather)
+		} else {
+			q.timer.Reset(gather)
+		}
+		select {
+		case <-q.wake:
+		case <-q.timer.C:
+		}
+		q.timer.Stop()
+		q.mu.Lock()
+		q.want = 0
+		// A wake-up sent after the timer fired is stale now.
+		select {
+		case <-q.wake:
+		default:
+		}
+	}
+	n, i := 0, 0
+	for i < len(q.reqs) && (i == 0 || n+len(q.reqs[i].entries) <= maxEvents) {
+		n += len(q.reqs[i].entries)
+		i++
+	}
+	dst = append(dst, q.reqs[:i]...)
+	rest := copy(q.reqs, q.reqs[i:])
+	clear(q.reqs[rest:])
+	q.reqs = q.reqs[:rest]
+	q.n -= n
+	q.mu.Unlock()
+	return dst, true
 }
 
 // update runs f in a write transaction; a panic (or memory fault) in bbolt
@@ -466,42 +563,3 @@ func (w *writer) flush() error {
 	s.mu.Unlock()
 	return nil
 }
-
-// gather lets the callers acknowledged by the last commit come back before
-// the group is committed. Without it, synchronous appenders settle into two
-// cohorts that alternate, each group holding half of them, and every event
-// pays twice the share of a commit it would pay in one group. It waits,
-// blocked, until as many requests are in the group as in the last one, or
-// for at most half the last commit's duration (never more than
-// maxGather): a lone appender (a group of one) never waits, and the wait
-// costs no processor time and never more than a fraction of the commit it
-// shares. It returns false when the queue was closed.
-func (w *writer) gather(n *int) bool {
-	d := min(w.lastCommit/2, maxGather)
-	if d <= 0 {
-		return true
-	}
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
-	} else {
-		w.timer.Reset(d)
-	}
-	defer w.timer.Stop()
-	for len(w.batch) < w.lastGroup && *n < w.s.opts.MaxBatch {
-		select {
-		case r, ok := <-w.s.reqs:
-			if !ok {
-				return false
-			}
-			w.batch = append(w.batch, r)
-			*n += len(r.entries)
-		case <-w.timer.C:
-			return true
-		}
-	}
-	return true
-}
-
-// maxGather caps gather's wait, so that a slow commit (a loaded machine, a
-// slow disk) does not hold a group back long.
-const maxGather = time.Millisecond
