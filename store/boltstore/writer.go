@@ -421,7 +421,7 @@ func (w *writer) put(tx *bolt.Tx, now int64) (uint64, error) {
 // w.added its new events) and before the commit. It runs only for a group
 // that adds events.
 func (w *writer) batchDone(tx *bolt.Tx, now int64) error {
-	return nil
+	return w.summarize(tx, now)
 }
 
 func appendSeq(b []byte, seq uint64) []byte {

@@ -45,6 +45,7 @@ type Store struct {
 	byIdem    map[idemKey]uint64                         // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]map[string][]uint64 // index → value → seqs, ascending
 	artifacts map[[sha256.Size]byte]store.Artifact
+	sums      summaries
 }
 
 // Events are kept in fixed-size chunks rather than one growing slice, so
@@ -190,6 +191,7 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	s.index(driver.ThreadIndex, e.ThreadID, seq)
 	s.index(driver.TaskIndex, e.TaskID, seq)
 	s.index(driver.AgentIndex, e.AgentID, seq)
+	s.summarize(e, seq, now)
 	return store.AppendResult{Seq: seq}
 }
 
@@ -372,6 +374,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.events, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, [len(s.indexes)]map[string][]uint64{}, nil
+	s.sums = summaries{}
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
