@@ -34,8 +34,9 @@ type Store struct {
 	// mu guards what readers share with the writer.
 	mu     sync.RWMutex
 	closed bool
-	last   uint64 // seq of the last committed event
-	tail   *tail  // events after the index watermark
+	last   uint64                      // seq of the last committed event
+	tail   *tail                       // events after the index watermark
+	sums   [2]map[string]store.Summary // by runs, threads: those changed since the last flush (summary.go)
 
 	w writer // owned by the writer goroutine
 

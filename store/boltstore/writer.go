@@ -113,7 +113,8 @@ type writer struct {
 	pendIDs  map[string]uint64 // this group's new events
 	pendIdem map[string]uint64
 	added    []tailEntry
-	key      [8]byte // bbolt copies keys: one buffer serves every Put
+	sums     *sumBatch // the summaries changed since the last flush (summary.go)
+	key      [8]byte   // bbolt copies keys: one buffer serves every Put
 	kbuf     []byte
 	keyed    [2][]keyed // flush's ids and idem keys, to sort
 	maxID    []byte     // the last key of the ids bucket: larger ids are not in it
@@ -360,6 +361,9 @@ func (w *writer) commit() {
 		s.tail.add(e, s.last+1+uint64(i))
 	}
 	s.last = seq
+	if len(w.added) > 0 {
+		w.foldSummaries(now)
+	}
 	s.mu.Unlock()
 	s.sig.Notify()
 	for _, r := range w.live {
@@ -421,7 +425,7 @@ func (w *writer) put(tx *bolt.Tx, now int64) (uint64, error) {
 // w.added its new events) and before the commit. It runs only for a group
 // that adds events.
 func (w *writer) batchDone(tx *bolt.Tx, now int64) error {
-	return w.summarize(tx, now)
+	return w.summarize(tx)
 }
 
 func appendSeq(b []byte, seq uint64) []byte {
@@ -544,6 +548,16 @@ func (w *writer) flush() error {
 		if err := tx.Bucket(bucketMeta).Put(keyIndexed, seqKey(last)); err != nil {
 			return err
 		}
+		if w.sums != nil {
+			// The summaries changed since the last flush, and the
+			// "summarized" watermark past them.
+			w.sums.tx = tx
+			err := w.sums.commit()
+			w.sums.tx = nil
+			if err != nil {
+				return err
+			}
+		}
 		k, _ := ids.Cursor().Last()
 		maxID = bytes.Clone(k)
 		k, _ = idem.Cursor().Last()
@@ -556,10 +570,12 @@ func (w *writer) flush() error {
 	w.maxID, w.maxIdem = maxID, maxIdem
 	w.flushes.Add(1)
 	nt := &tail{base: last, entries: make([]tailEntry, 0, cap(t.entries)), ids: t.ids, idem: t.idem}
+	w.sums = nil
 	s.mu.Lock()
 	clear(nt.ids) // no reader keeps the maps past its lock
 	clear(nt.idem)
 	s.tail = nt
+	s.sums = [2]map[string]store.Summary{}
 	s.mu.Unlock()
 	return nil
 }
