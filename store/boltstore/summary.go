@@ -313,11 +313,13 @@ func (s *Store) openSummaries() error {
 	if through > s.last {
 		return corrupt("summaries are complete through event %d, past the last event %d", through, s.last)
 	}
-	if !build && through < s.last {
+	if !build && through < s.last && s.last-through <= uint64(4*max(s.opts.IndexBatch, s.opts.MaxBatch)) {
 		// After a crash: the events after the last flush are folded in
 		// memory, as the writer would have, and written by the next
 		// flush; Open writes nothing (a file opened from its older meta
 		// page may be damaged elsewhere, and is not written to by Open).
+		// A longer gap (a file written with a larger IndexBatch) is
+		// written in batches below, so that memory stays bounded.
 		return s.db.View(func(tx *bolt.Tx) error {
 			b := newSumBatch(tx)
 			defer func() { b.tx = nil }()
