@@ -21,5 +21,6 @@
 //
 //	cd bench/peers && go test -run '^$' -bench . -benchtime 5s
 //
-// Its plain tests run each side once, briefly.
+// After the benchmarks it prints one line per ratio (Clutch over the
+// peer, ops/s over ops/s). Its plain test runs each side once, briefly.
 package peers

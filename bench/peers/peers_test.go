@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,15 +156,37 @@ func rateOf(name string) float64 {
 	return v.(float64)
 }
 
-// ratios logs each Clutch rate over each peer's, after the sub-benchmarks
-// of b ran.
+// ratio is one line of the summary TestMain prints.
+type ratio struct{ name, clutch, peer string }
+
+var (
+	ratiosMu sync.Mutex
+	ratioSet []ratio
+)
+
+// ratios records, after the sub-benchmarks of b ran, each Clutch rate to
+// be set against each peer's at the end of the run (TestMain).
 func ratios(b *testing.B, clutch string, peers ...string) {
-	c := rateOf(b.Name() + "/" + clutch)
+	ratiosMu.Lock()
+	defer ratiosMu.Unlock()
 	for _, p := range peers {
-		if r := rateOf(b.Name() + "/" + p); r > 0 && c > 0 {
-			b.Logf("ratio %s/%s: %.2f× (%.0f vs %.0f ops/s)", clutch, p, c/r, c, r)
+		ratioSet = append(ratioSet, ratio{b.Name(), b.Name() + "/" + clutch, b.Name() + "/" + p})
+	}
+}
+
+// TestMain prints the ratios of the benchmarks that ran, after them.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	ratiosMu.Lock()
+	for _, r := range ratioSet {
+		c, p := rateOf(r.clutch), rateOf(r.peer)
+		if c > 0 && p > 0 {
+			fmt.Printf("ratio %s: %s / %s = %.2f× (%.0f vs %.0f ops/s)\n", r.name,
+				strings.TrimPrefix(r.clutch, r.name+"/"), strings.TrimPrefix(r.peer, r.name+"/"), c/p, c, p)
 		}
 	}
+	ratiosMu.Unlock()
+	os.Exit(code)
 }
 
 // ---- in-memory task round trip ----
