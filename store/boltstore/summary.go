@@ -267,11 +267,11 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // openSummaries creates the summary buckets of a file that has none and
 // brings the summaries up to the last event. Open calls it before the
-// writer starts. A read-only handle is left as it is.
+// writer starts. A read-only handle is not written to: it folds the
+// events after "summarized" in memory when they are few (after a crash),
+// and otherwise lists what the file holds.
 func (s *Store) openSummaries() error {
-	if s.db.IsReadOnly() {
-		return nil
-	}
+	readOnly := s.db.IsReadOnly()
 	var through uint64
 	build := false
 	// A View first: a write transaction that changes nothing still writes
@@ -297,6 +297,9 @@ func (s *Store) openSummaries() error {
 		build = true // a file of a version without summaries
 		return nil
 	})
+	if err == nil && build && readOnly {
+		return nil
+	}
 	if err == nil && build {
 		err = s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range sumBuckets {
@@ -358,7 +361,7 @@ func (s *Store) openSummaries() error {
 			return nil
 		})
 	}
-	for through < s.last {
+	for !readOnly && through < s.last {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			b := newSumBatch(tx)
 			c := tx.Bucket(bucketEvents).Cursor()
