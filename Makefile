@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: test deps deps-system fmt-check vet race test-min-go bench fuzz
+.PHONY: test deps deps-system fmt-check vet race test-min-go bench bench-peers fuzz
 
 # The oldest Go release the module supports: go.mod's go line.
 MIN_GO := $(shell sed -n 's/^go //p' go.mod)
@@ -53,6 +53,12 @@ test-min-go:
 ## bench: every benchmark, with allocations.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+## bench-peers: Clutch against Watermill and NATS JetStream on identical work
+## (bench/peers, its own module: `make test` and `make bench` do not run it).
+## Prints each benchmark and the ratios; a few minutes.
+bench-peers:
+	cd bench/peers && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) .
 
 ## fuzz: a short run ($(FUZZTIME)) of every fuzz target in the module.
 fuzz:

@@ -223,3 +223,48 @@ func BenchmarkEndToEndBoltstore(b *testing.B) {
 	b.Cleanup(func() { st.Close() })
 	benchEndToEnd(b, st, 64)
 }
+
+// BenchmarkEndToEndBoltstoreStored is BenchmarkEndToEndBoltstore on a file
+// that already holds the events of 10k and of 200k tasks (request,
+// decision, accept, result, ~1 KiB each; written fast, in batches without
+// fsync), in one run, so that the rate with 200k tasks stored can be set
+// against the rate with 10k.
+func BenchmarkEndToEndBoltstoreStored(b *testing.B) {
+	for _, tasks := range []int{10_000, 200_000} {
+		path := filepath.Join(b.TempDir(), "events.db")
+		st, err := boltstore.Open(path, &boltstore.Options{NoSync: true, MaxBatch: 1 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := protocol.NewIDs(nil)
+		payload := []byte(`{"title":"Market analysis complete","findings":["Three incumbents hold 70% of volume","Real-time rails adoption doubled"],"citations":["https://example.com/reports/nordic-payments-2026"]}`)
+		batch := make([]*protocol.Message, 0, 1000)
+		for i := range tasks {
+			req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+			req.TaskID, req.Payload = ids.TaskID(), payload
+			batch = append(batch, req)
+			for _, t := range []protocol.Type{protocol.TypeRoutingDecision, protocol.TypeTaskAccept, protocol.TypeTaskResult} {
+				m := ids.Reply(req, t, "agent:research-0")
+				m.Payload = payload
+				batch = append(batch, m)
+			}
+			if len(batch) >= 1000 || i == tasks-1 {
+				if _, err := st.Append(context.Background(), batch...); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("tasks=%dk", tasks/1000), func(b *testing.B) {
+			st, err := boltstore.Open(path, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			benchEndToEnd(b, st, 64)
+		})
+	}
+}

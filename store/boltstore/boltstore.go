@@ -26,10 +26,7 @@ type Store struct {
 	opts Options
 	sig  driver.Signal
 
-	// closeMu orders Append's hand-off to the writer with Close.
-	closeMu sync.RWMutex
-	closing bool
-	reqs    chan *request
+	q       queue         // Append's hand-off to the writer
 	wdone   chan struct{} // closed when the writer has stopped
 	closeMx sync.Mutex
 	cdone   bool
@@ -37,8 +34,9 @@ type Store struct {
 	// mu guards what readers share with the writer.
 	mu     sync.RWMutex
 	closed bool
-	last   uint64 // seq of the last committed event
-	tail   *tail  // events after the index watermark
+	last   uint64                      // seq of the last committed event
+	tail   *tail                       // events after the index watermark
+	sums   [2]map[string]store.Summary // by runs, threads: those changed since the last flush (summary.go)
 
 	w writer // owned by the writer goroutine
 
@@ -69,7 +67,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	s := &Store{
 		path:  path,
 		opts:  o,
-		reqs:  make(chan *request, 4096),
+		q:     queue{wake: make(chan struct{}, 1)},
 		wdone: make(chan struct{}),
 	}
 	err := s.guard("open", func() error {
@@ -283,34 +281,32 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	if s.opts.ReadOnly {
 		return nil, s.readOnly("append")
 	}
-	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
-	if err != nil {
-		return nil, err
+	r := getRequest()
+	entries, err := driver.Prepare(r.entries[:0], msgs, s.opts.MaxEventSize)
+	if err == nil {
+		err = ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
+	if err != nil {
+		r.release()
 		return nil, err
 	}
 	if len(entries) == 0 {
+		r.release()
 		return nil, s.checkOpen()
 	}
-	r := newRequest(ctx, entries)
-	s.closeMu.RLock()
-	if s.closing {
-		s.closeMu.RUnlock()
+	r.prepare(ctx, entries)
+	if !s.q.push(r) {
+		r.release()
 		return nil, store.ErrClosed
 	}
 	select {
-	case s.reqs <- r:
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		return nil, ctx.Err()
-	}
-	s.closeMu.RUnlock()
-	select {
 	case <-r.done:
-		return r.res, r.err
+		res, err := r.res, r.err
+		r.release()
+		return res, err
 	case <-ctx.Done():
-		// The writer may still commit it; dedup makes a retry safe.
+		// The writer may still commit it; dedup makes a retry safe. It
+		// still holds r, which is left to the collector.
 		return nil, ctx.Err()
 	}
 }
@@ -691,10 +687,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.cdone = true
-	s.closeMu.Lock()
-	s.closing = true
-	close(s.reqs)
-	s.closeMu.Unlock()
+	s.q.close()
 	<-s.wdone
 	s.mu.Lock()
 	s.closed = true

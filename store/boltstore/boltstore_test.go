@@ -21,7 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if crashChild() || corruptChild() {
+	if crashChild() || corruptChild() || reopenChild() {
 		return
 	}
 	goleak.VerifyTestMain(m)

@@ -14,8 +14,15 @@
 // Appends from many goroutines are group-committed: the Append calls
 // waiting at one moment share one bbolt transaction and one fsync (at most
 // Options.MaxBatch events; one call is never split), and each caller
-// returns when its group is committed. No append waits on a timer.
-// [Store.Stats] counts commits, appended events and duplicates.
+// returns when its group is committed. Each caller prepares its own
+// records (encoding, checksums, keys) while the writer commits the group
+// before, and the writer's commit is the deduplication, one put per event
+// into an append-only bucket, and the fsync: index entries and summaries
+// are written later, many events at a time (below). After a group of
+// several callers, the next one waits for the callers just acknowledged
+// for at most half the last commit's time (never after a lone append), so
+// that they share one fsync rather than alternate. [Store.Stats] counts
+// commits, appended events and duplicates.
 //
 // An acknowledged append survives kill -9 and, with fsync on, power loss;
 // reopening after a crash needs no repair step. A file another process
@@ -35,8 +42,11 @@
 // file.
 //
 // Run and thread summaries (Runs, Threads) live in their own buckets,
-// updated in each append's transaction and listed newest first through an
-// index by last seq; none of them is held in memory. A file written by a
+// listed newest first through an index by last seq. Like the index
+// entries, those of the runs, threads and tasks touched since the last
+// index flush are held in memory, folded as each group commits, listed
+// from there, and written to the file by the flush (one write per run,
+// thread and task, however many events touched it). A file written by a
 // version without summaries gets them built from its events when it is
 // opened for writing (one pass over the log, a batch of events per
 // transaction); a file opened read-only without them gives
@@ -105,10 +115,10 @@
 // and the file only grows. A read copies each event out of the file;
 // nothing is held between pages of a loop, so a loop body may append, and
 // a long loop does not keep the file from growing. Memory holds the
-// in-memory index entries (a few hundred bytes per event, at most
-// Options.IndexBatch events plus one group) and nothing else that grows
-// with the file; reopening after a crash reads those events again. One
-// writing process at a time: bbolt's file lock makes a second opener wait
-// for Options.LockTimeout and fail (read-only opens share the file among
-// themselves only).
+// in-memory index entries and summaries (a few hundred bytes per event, at
+// most Options.IndexBatch events plus one group) and nothing else that
+// grows with the file; reopening after a crash reads those events again,
+// and writes nothing. One writing process at a time: bbolt's file lock
+// makes a second opener wait for Options.LockTimeout and fail (read-only
+// opens share the file among themselves only).
 package boltstore

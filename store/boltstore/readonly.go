@@ -22,7 +22,7 @@ func openReadOnly(path string, o Options) (*Store, error) {
 	s := &Store{
 		path:  path,
 		opts:  o,
-		reqs:  make(chan *request),
+		q:     queue{wake: make(chan struct{}, 1)},
 		wdone: make(chan struct{}),
 	}
 	close(s.wdone) // no writer: Close has nothing to wait for

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"strings"
 
 	"github.com/clutchprotocol/clutch/store/internal/driver"
 )
@@ -245,6 +246,17 @@ func postingFirst(k, prefix []byte) (uint64, bool) {
 func idemKey(run, key string) []byte {
 	b := binary.AppendUvarint(make([]byte, 0, 2+len(key)+len(run)), uint64(len(key)))
 	return append(append(b, key...), run...)
+}
+
+// idemKeyString is string(idemKey(run, key)) in one allocation.
+func idemKeyString(run, key string) string {
+	var b strings.Builder
+	b.Grow(uvarintLen(uint64(len(key))) + len(key) + len(run))
+	var n [binary.MaxVarintLen64]byte
+	b.Write(binary.AppendUvarint(n[:0], uint64(len(key))))
+	b.WriteString(key)
+	b.WriteString(run)
+	return b.String()
 }
 
 // An artifact record: uvarint(len(media type)) ‖ media type ‖ data.

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,19 +16,26 @@ import (
 )
 
 // Run and thread summaries (store.Summary, counted by driver.Fold). They
-// live in their own buckets and are updated in the transaction that
-// appends the events, so they always agree with the log:
+// live in their own buckets:
 //
 //	sum.run, sum.thread             id → summary record (appendSummary)
 //	sum.run.last, sum.thread.last   LastSeq (uint64 BE) ‖ id → empty: newest first
 //	sum.task                        task id → task state (appendTaskState)
 //	meta "summarized"               the seq through which summaries are complete
 //
-// Nothing of them is kept in memory between transactions. A file written
-// before summaries existed (or by a version that did not keep them) has no
-// buckets, or a "summarized" behind its last event: Open builds them from
-// the events, summarizeBatch events per transaction, before it takes
-// appends.
+// Like the index entries (tail.go), they are written to the file at the
+// index flush, not in every commit: the writer folds each group's events
+// into the summaries it holds in memory (those of the runs, threads and
+// tasks touched since the last flush, read from the file once each), and
+// the flush writes the changed ones and moves "summarized" in the same
+// transaction as the index watermark. Listings merge the changed ones
+// (Store.sums) with the file. A commit thus costs no summary write, and a
+// flush one write per run, thread and task touched, however many events
+// touched it. After a crash the file's summaries end at "summarized", and
+// Open folds the events after it, as it does for a file written before
+// summaries existed (or by a version that did not keep them: no buckets,
+// or a "summarized" behind its last event), summarizeBatch events per
+// transaction, before it takes appends.
 var (
 	bucketSumRun        = []byte("sum.run")
 	bucketSumRunLast    = []byte("sum.run.last")
@@ -72,8 +80,9 @@ func (b *sumBatch) lastKeyOf(seq uint64, id string) []byte {
 }
 
 type sumEntry struct {
-	s   store.Summary
-	old uint64 // the LastSeq in the file's index, 0 for a new summary
+	s     store.Summary
+	old   uint64 // the LastSeq in the file's index, 0 for a new summary
+	dirty bool   // changed since it was read from the file
 }
 
 type taskEntry struct {
@@ -85,21 +94,63 @@ func newSumBatch(tx *bolt.Tx) *sumBatch {
 	return &sumBatch{tx: tx}
 }
 
-// summarize folds the events the writer's transaction tx appends into
-// the summaries; the writer calls it once per commit, before it returns.
-func (w *writer) summarize(tx *bolt.Tx, now int64) error {
-	b := newSumBatch(tx)
-	t := time.Unix(0, now).UTC()
+// summarize is the writer's per-group work on summaries inside the
+// group's transaction tx: it reads from the file, once, the summaries and
+// task states the group's new events will change. They are changed by
+// foldSummaries once the group is committed.
+func (w *writer) summarize(tx *bolt.Tx) error {
+	if w.sums == nil {
+		w.sums = newSumBatch(nil)
+	}
+	b := w.sums
+	b.tx = tx
+	defer func() { b.tx = nil }()
 	for _, r := range w.live {
 		for i := range r.res {
-			if !r.res[i].Duplicate {
-				if err := b.add(&r.entries[i], r.res[i].Seq, t); err != nil {
+			if r.res[i].Duplicate {
+				continue
+			}
+			e := &r.entries[i]
+			if driver.NeedsTask(e) {
+				if _, err := b.task(e.TaskID); err != nil {
 					return err
+				}
+			}
+			for kind, id := range [2]string{runs: e.RunID, threads: e.ThreadID} {
+				if id != "" {
+					if _, err := b.summary(kind, id); err != nil {
+						return err
+					}
 				}
 			}
 		}
 	}
-	return b.commit()
+	return nil
+}
+
+// foldSummaries folds the events of the group just committed into the
+// summaries summarize read, and shows the changed summaries to listings
+// (Store.sums). The caller holds Store.mu for writing.
+func (w *writer) foldSummaries(now int64) {
+	b, s := w.sums, w.s
+	t := time.Unix(0, now).UTC()
+	for _, r := range w.live {
+		for i := range r.res {
+			if r.res[i].Duplicate {
+				continue
+			}
+			e := &r.entries[i]
+			b.add(e, r.res[i].Seq, t) // every entry it needs is read: no error, no file access
+			for kind, id := range [2]string{runs: e.RunID, threads: e.ThreadID} {
+				if id != "" {
+					if s.sums[kind] == nil {
+						s.sums[kind] = make(map[string]store.Summary)
+					}
+					s.sums[kind][id] = b.sums[kind][id].s
+				}
+			}
+		}
+	}
 }
 
 func (b *sumBatch) add(e *driver.Entry, seq uint64, t time.Time) error {
@@ -124,6 +175,7 @@ func (b *sumBatch) add(e *driver.Entry, seq uint64, t time.Time) error {
 			return err
 		}
 		driver.Fold(&se.s, id, e, seq, t, d)
+		se.dirty = true
 	}
 	b.last = seq
 	return nil
@@ -176,6 +228,9 @@ func (b *sumBatch) commit() error {
 		sums, idx := b.tx.Bucket(sumBuckets[2*kind]), b.tx.Bucket(sumBuckets[2*kind+1])
 		for _, id := range sortedKeys(m) {
 			se := m[id]
+			if !se.dirty {
+				continue
+			}
 			if se.old != 0 {
 				if err := idx.Delete(b.lastKeyOf(se.old, id)); err != nil {
 					return err
@@ -212,11 +267,11 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // openSummaries creates the summary buckets of a file that has none and
 // brings the summaries up to the last event. Open calls it before the
-// writer starts. A read-only handle is left as it is.
+// writer starts. A read-only handle is not written to: it folds the
+// events after "summarized" in memory when they are few (after a crash),
+// and otherwise lists what the file holds.
 func (s *Store) openSummaries() error {
-	if s.db.IsReadOnly() {
-		return nil
-	}
+	readOnly := s.db.IsReadOnly()
 	var through uint64
 	build := false
 	// A View first: a write transaction that changes nothing still writes
@@ -242,6 +297,9 @@ func (s *Store) openSummaries() error {
 		build = true // a file of a version without summaries
 		return nil
 	})
+	if err == nil && build && readOnly {
+		return nil
+	}
 	if err == nil && build {
 		err = s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range sumBuckets {
@@ -258,7 +316,52 @@ func (s *Store) openSummaries() error {
 	if through > s.last {
 		return corrupt("summaries are complete through event %d, past the last event %d", through, s.last)
 	}
-	for through < s.last {
+	if !build && through < s.last && s.last-through <= uint64(4*max(s.opts.IndexBatch, s.opts.MaxBatch)) {
+		// After a crash: the events after the last flush are folded in
+		// memory, as the writer would have, and written by the next
+		// flush; Open writes nothing (a file opened from its older meta
+		// page may be damaged elsewhere, and is not written to by Open).
+		// A longer gap (a file written with a larger IndexBatch) is
+		// written in batches below, so that memory stays bounded.
+		return s.db.View(func(tx *bolt.Tx) error {
+			b := newSumBatch(tx)
+			defer func() { b.tx = nil }()
+			c := tx.Bucket(bucketEvents).Cursor()
+			want := through + 1
+			for k, v := c.Seek(seqKey(want)); want <= s.last; k, v = c.Next() {
+				if k == nil {
+					return corrupt("events after %d are missing", want-1)
+				}
+				seq, err := parseSeqKey(k)
+				if err != nil {
+					return err
+				}
+				if seq != want {
+					return corrupt("event %d follows event %d", seq, want-1)
+				}
+				r, err := parseRecord(v, tx.Size())
+				if err != nil {
+					return corrupt("event %d: %v", seq, err)
+				}
+				e := entryOfRecord(&r)
+				if err := b.add(&e, seq, time.Unix(0, r.time).UTC()); err != nil {
+					return err
+				}
+				for kind, id := range [2]string{runs: e.RunID, threads: e.ThreadID} {
+					if id != "" {
+						if s.sums[kind] == nil {
+							s.sums[kind] = make(map[string]store.Summary)
+						}
+						s.sums[kind][id] = b.sums[kind][id].s
+					}
+				}
+				want = seq + 1
+			}
+			s.w.sums = b
+			return nil
+		})
+	}
+	for !readOnly && through < s.last {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			b := newSumBatch(tx)
 			c := tx.Bucket(bucketEvents).Cursor()
@@ -357,10 +460,31 @@ func (s *Store) sumPage(ctx context.Context, kind int, before uint64, n int) ([]
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.checkOpen(); err != nil {
-		return nil, err
+	// The summaries changed since the last flush, newest first: their
+	// LastSeq is past every summary in the file, whose entries for them
+	// are older and skipped.
+	s.mu.RLock()
+	closed := s.closed
+	var pend []store.Summary
+	var skip map[string]store.Summary
+	if m := s.sums[kind]; len(m) > 0 {
+		skip = make(map[string]store.Summary, len(m))
+		for id, sum := range m {
+			skip[id] = sum
+			if before == 0 || sum.LastSeq < before {
+				pend = append(pend, sum)
+			}
+		}
 	}
-	var out []store.Summary
+	s.mu.RUnlock()
+	if closed {
+		return nil, store.ErrClosed
+	}
+	slices.SortFunc(pend, func(a, b store.Summary) int { return cmp.Compare(b.LastSeq, a.LastSeq) })
+	out := pend[:min(len(pend), n)]
+	if len(out) == n {
+		return out, nil
+	}
 	err := s.view("list summaries", func(tx *bolt.Tx) error {
 		sums, idx := tx.Bucket(sumBuckets[2*kind]), tx.Bucket(sumBuckets[2*kind+1])
 		if sums == nil || idx == nil {
@@ -380,6 +504,9 @@ func (s *Store) sumPage(ctx context.Context, kind int, before uint64, n int) ([]
 				return corrupt("summary index key of %d bytes", len(k))
 			}
 			seq, id := binary.BigEndian.Uint64(k), k[8:]
+			if _, ok := skip[string(id)]; ok {
+				continue
+			}
 			v := sums.Get(id)
 			if v == nil {
 				return corrupt("summary index names %q, which has no summary", clip(id))

@@ -3,10 +3,12 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
-	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,16 +18,19 @@ import (
 )
 
 // request is one Append call on its way to the writer. The caller prepares
-// everything that does not need the file (validation, encoding, records)
-// so that this work runs in parallel and the writer only commits.
+// everything that does not need the file (validation, encoding, records,
+// checksums, keys, the result slice) so that this work runs in parallel
+// with the writer's commit of the group before, and the writer only
+// deduplicates, puts and commits. Requests are pooled: an Append that
+// gets its answer returns its request, buffers and all, for the next one.
 type request struct {
 	ctx     context.Context // the Append call's; checked before the commit
 	entries []driver.Entry
 	items   []item
+	buf     []byte // the records of items, back to back
 	res     []store.AppendResult
 	err     error
-	done    chan struct{} // closed when res or err is set
-	one     [1]item       // items of a one-message Append, without an allocation
+	done    chan struct{} // one send when res or err is set
 }
 
 type item struct {
@@ -34,47 +39,88 @@ type item struct {
 	idemKey string // the idem bucket key, "" without an idempotency key
 }
 
-func newRequest(ctx context.Context, entries []driver.Entry) *request {
-	r := &request{ctx: ctx, entries: entries, done: make(chan struct{})}
-	if len(entries) == 1 {
-		r.items = r.one[:]
-	} else {
+var requests = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+// maxPooledBuf is the largest record buffer a pooled request keeps.
+const maxPooledBuf = 64 << 10
+
+// getRequest returns a request whose entries the caller fills with
+// driver.Prepare(r.entries[:0], ...) and then passes to prepare.
+func getRequest() *request { return requests.Get().(*request) }
+
+// release returns r to the pool. Only the Append call that received r's
+// answer may call it: the writer is done with r then.
+func (r *request) release() {
+	clear(r.entries)
+	clear(r.items)
+	r.ctx, r.res, r.err = nil, nil, nil
+	if cap(r.buf) > maxPooledBuf {
+		r.buf = nil
+	}
+	requests.Put(r)
+}
+
+// prepare builds the records, their body checksums and idempotency keys of
+// entries, and the result slice the writer fills.
+func (r *request) prepare(ctx context.Context, entries []driver.Entry) {
+	r.ctx, r.entries = ctx, entries
+	if cap(r.items) < len(entries) {
 		r.items = make([]item, len(entries))
 	}
+	r.items = r.items[:len(entries)]
 	n := 0
 	for i := range entries {
 		n += recordSize(&entries[i])
 	}
-	buf := make([]byte, 0, n)
+	if cap(r.buf) < n {
+		r.buf = make([]byte, 0, n)
+	}
+	buf := r.buf[:0]
 	for i := range entries {
 		e := &entries[i]
 		start := len(buf)
 		buf = appendRecord(buf, e)
-		r.items[i].rec = buf[start:len(buf):len(buf)]
-		r.items[i].sum = bodySum(r.items[i].rec)
+		it := &r.items[i]
+		it.rec = buf[start:len(buf):len(buf)]
+		it.sum = bodySum(it.rec)
 		if e.IdempotencyKey != "" {
-			r.items[i].idemKey = string(idemKey(e.RunID, e.IdempotencyKey))
+			it.idemKey = idemKeyString(e.RunID, e.IdempotencyKey)
 		}
 	}
-	return r
+	r.buf = buf
+	r.res = make([]store.AppendResult, len(entries))
+}
+
+// finish hands r's answer to its caller.
+func (r *request) finish(err error) {
+	if err != nil {
+		r.res, r.err = nil, err
+	}
+	r.done <- struct{}{}
 }
 
 // writer is the single goroutine that commits appends. It takes every
 // request waiting in the queue (up to Options.MaxBatch events) into one
 // bbolt transaction — one commit, one fsync — then acknowledges each;
-// requests that arrive meanwhile form the next group. Unlike bbolt's
-// DB.Batch it never waits on a timer: an idle writer commits a lone append
-// at once.
+// requests that arrive meanwhile, while it commits, form the next group.
+// Unlike bbolt's DB.Batch it never waits: an idle writer commits a lone
+// append at once, and a busy one takes whatever queued during its last
+// commit.
 type writer struct {
-	s          *Store
-	batch      []*request
-	live       []*request
-	pendIDs    map[string]uint64 // this group's new events
-	pendIdem   map[string]uint64
-	added      []tailEntry
-	maxID      []byte        // the last key of the ids bucket: larger ids are not in it
-	maxIdem    []byte        // the same for the idem bucket
-	closeErr   error         // the final flush's
+	s        *Store
+	batch    []*request
+	live     []*request
+	pendIDs  map[string]uint64 // this group's new events
+	pendIdem map[string]uint64
+	added    []tailEntry
+	sums     *sumBatch // the summaries changed since the last flush (summary.go)
+	key      [8]byte   // bbolt copies keys: one buffer serves every Put
+	kbuf     []byte
+	keyed    [2][]keyed // flush's ids and idem keys, to sort
+	maxID    []byte     // the last key of the ids bucket: larger ids are not in it
+	maxIdem  []byte     // the same for the idem bucket
+	closeErr error      // the final flush's
+
 	lastGroup  int           // requests in the last group
 	lastCommit time.Duration // how long it took
 
@@ -100,30 +146,11 @@ func (w *writer) run() {
 	// page must become a panic that update recovers, not a fatal error.
 	// The setting is this goroutine's, for its whole life.
 	debug.SetPanicOnFault(true)
-	open := true
-	for open {
-		if w.lastGroup > 1 {
-			w.gather()
-		}
-		r, ok := <-w.s.reqs
-		if !ok {
+	q := &w.s.q
+	for {
+		var ok bool
+		if w.batch, ok = q.take(w.batch[:0], w.lastGroup, w.gatherFor(), w.s.opts.MaxBatch); !ok {
 			break
-		}
-		w.batch = append(w.batch[:0], r)
-		n := len(r.entries)
-	drain:
-		for n < w.s.opts.MaxBatch {
-			select {
-			case r, ok := <-w.s.reqs:
-				if !ok {
-					open = false
-					break drain
-				}
-				w.batch = append(w.batch, r)
-				n += len(r.entries)
-			default:
-				break drain
-			}
 		}
 		w.lastGroup = len(w.batch)
 		t := time.Now()
@@ -137,6 +164,123 @@ func (w *writer) run() {
 		}
 	}
 	w.closeErr = w.flush()
+}
+
+// gatherFor is how long the next group may wait for the callers the last
+// commit acknowledged (see queue.take): half the last commit's duration,
+// at most maxGather, and nothing after a group of one, so that a lone
+// appender never waits. Without the wait, synchronous appenders settle
+// into two cohorts that alternate, each group holding half of them, and
+// every event pays twice the share of a commit it would pay in one group;
+// the wait costs no processor time and never more than a fraction of the
+// commit it shares.
+func (w *writer) gatherFor() time.Duration {
+	if w.lastGroup <= 1 {
+		return 0
+	}
+	return min(w.lastCommit/2, maxGather)
+}
+
+// maxGather caps the gathering wait, so that a slow commit (a loaded
+// machine, a slow disk) does not hold a group back long.
+const maxGather = time.Millisecond
+
+// queue is the hand-off from Append to the writer: a slice under a
+// mutex, and a wake-up the writer asks for only when it waits, for the
+// first request or for the group it gathers to reach its size. A caller
+// pays a lock and an append; the writer wakes once per group, not once
+// per request.
+type queue struct {
+	mu     sync.Mutex
+	reqs   []*request
+	n      int  // events in reqs
+	want   int  // wake the writer when len(reqs) reaches it; 0: it is not waiting
+	closed bool // Close was called: no more requests
+	wake   chan struct{}
+	timer  *time.Timer
+}
+
+// push queues r for the writer, or returns false after close.
+func (q *queue) push(r *request) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.reqs = append(q.reqs, r)
+	q.n += len(r.entries)
+	if q.want > 0 && len(q.reqs) >= q.want {
+		q.want = 0
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+	return true
+}
+
+// close stops push; the writer takes what is queued and then stops.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.want = 0
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	q.mu.Unlock()
+}
+
+// take appends the next group to dst: it waits for a first request, then,
+// while fewer than group requests are queued, for at most gather, and
+// takes requests up to maxEvents events (at least one request: a call is
+// never split). It returns false when the queue is closed and empty.
+func (q *queue) take(dst []*request, group int, gather time.Duration, maxEvents int) ([]*request, bool) {
+	q.mu.Lock()
+	for len(q.reqs) == 0 {
+		if q.closed {
+			q.mu.Unlock()
+			return dst, false
+		}
+		q.want = 1
+		q.mu.Unlock()
+		<-q.wake
+		q.mu.Lock()
+	}
+	if gather > 0 && len(q.reqs) < group && q.n < maxEvents && !q.closed {
+		q.want = group
+		q.mu.Unlock()
+		if q.timer == nil {
+			q.timer = time.NewTimer(gather)
+		} else {
+			q.timer.Reset(gather)
+		}
+		select {
+		case <-q.wake:
+		case <-q.timer.C:
+		}
+		q.timer.Stop()
+		q.mu.Lock()
+		q.want = 0
+		// A wake-up sent after the timer fired is stale now.
+		select {
+		case <-q.wake:
+		default:
+		}
+	}
+	n, i := 0, 0
+	for i < len(q.reqs) && (i == 0 || n+len(q.reqs[i].entries) <= maxEvents) {
+		n += len(q.reqs[i].entries)
+		i++
+	}
+	dst = append(dst, q.reqs[:i]...)
+	rest := copy(q.reqs, q.reqs[i:])
+	clear(q.reqs[rest:])
+	q.reqs = q.reqs[:rest]
+	q.n -= n
+	q.mu.Unlock()
+	return dst, true
 }
 
 // update runs f in a write transaction; a panic (or memory fault) in bbolt
@@ -155,14 +299,17 @@ func (w *writer) update(op string, f func(tx *bolt.Tx) error) (err error) {
 	return err
 }
 
+// errNothingAdded rolls back a transaction that would commit no event: a
+// group of duplicates costs no write and no fsync.
+var errNothingAdded = errors.New("boltstore: nothing added")
+
 func (w *writer) commit() {
 	s := w.s
 	w.live = w.live[:0]
 	total := 0
 	for _, r := range w.batch {
 		if err := r.ctx.Err(); err != nil {
-			r.err = err // given up before its commit: not stored
-			close(r.done)
+			r.finish(err) // given up before its commit: not stored
 			continue
 		}
 		w.live = append(w.live, r)
@@ -174,8 +321,7 @@ func (w *writer) commit() {
 	if err := s.brokenErr(); err != nil {
 		// A damaged file is not written to (see the package doc).
 		for _, r := range w.live {
-			r.err = err
-			close(r.done)
+			r.finish(err)
 		}
 		clear(w.live)
 		return
@@ -184,60 +330,30 @@ func (w *writer) commit() {
 	clear(w.pendIdem)
 	w.added = w.added[:0]
 	now := s.opts.Clock().UnixNano()
-	keys := make([]byte, 0, 8*total) // bbolt keeps keys until the commit
 	seq := s.last
 	err := w.update("append", func(tx *bolt.Tx) error {
-		events := tx.Bucket(bucketEvents)
-		events.FillPercent = 1.0 // append-only: full pages
-		ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
-		for _, r := range w.live {
-			r.res = make([]store.AppendResult, len(r.entries))
-			for i := range r.entries {
-				e := &r.entries[i]
-				// Dedup, docs/protocol.md §5.2: the id first, then (run_id,
-				// idempotency_key); this group, the tail, then the file.
-				if dup, ok, err := w.findID(ids, e.ID); err != nil {
-					return err
-				} else if ok {
-					r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
-					continue
-				}
-				it := &r.items[i]
-				if it.idemKey != "" {
-					if dup, ok, err := w.findIdem(idem, it.idemKey); err != nil {
-						return err
-					} else if ok {
-						r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
-						continue
-					}
-				}
-				seq++
-				sealRecord(it.rec, it.sum, now)
-				keys = appendSeq(keys, seq)
-				if err := events.Put(keys[len(keys)-8:], it.rec); err != nil {
-					return err
-				}
-				w.pendIDs[e.ID] = seq
-				if it.idemKey != "" {
-					w.pendIdem[it.idemKey] = seq
-				}
-				w.added = append(w.added, tailEntry{
-					id: e.ID, run: e.RunID, thread: e.ThreadID, task: e.TaskID,
-					agent: e.AgentID, idemKey: it.idemKey, typ: e.Type,
-				})
-				r.res[i] = store.AppendResult{Seq: seq}
-			}
+		var err error
+		if seq, err = w.put(tx, now); err != nil {
+			return err
 		}
-		return w.summarize(tx, now)
+		if len(w.added) == 0 {
+			return errNothingAdded
+		}
+		return w.batchDone(tx, now)
 	})
+	if err == errNothingAdded {
+		err = nil
+	}
 	if err != nil {
 		for _, r := range w.live {
-			r.res, r.err = nil, err
-			close(r.done)
+			r.finish(err)
 		}
+		clear(w.live)
 		return
 	}
-	w.commits.Add(1)
+	if len(w.added) > 0 {
+		w.commits.Add(1)
+	}
 	w.appended.Add(uint64(len(w.added)))
 	w.duplicates.Add(uint64(total - len(w.added)))
 	s.mu.Lock()
@@ -245,12 +361,71 @@ func (w *writer) commit() {
 		s.tail.add(e, s.last+1+uint64(i))
 	}
 	s.last = seq
+	if len(w.added) > 0 {
+		w.foldSummaries(now)
+	}
 	s.mu.Unlock()
 	s.sig.Notify()
 	for _, r := range w.live {
-		close(r.done)
+		r.finish(nil)
 	}
 	clear(w.live)
+}
+
+// put deduplicates the group's messages and puts the new events in the
+// events bucket, and returns the last seq. Each request's results are
+// set, and w.added lists the new events' tail entries.
+func (w *writer) put(tx *bolt.Tx, now int64) (uint64, error) {
+	seq := w.s.last
+	events := tx.Bucket(bucketEvents)
+	events.FillPercent = 1.0 // append-only: full pages
+	ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
+	for _, r := range w.live {
+		for i := range r.entries {
+			e := &r.entries[i]
+			// Dedup, docs/protocol.md §5.2: the id first, then (run_id,
+			// idempotency_key); this group, the tail, then the file.
+			if dup, ok, err := w.findID(ids, e.ID); err != nil {
+				return 0, err
+			} else if ok {
+				r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
+				continue
+			}
+			it := &r.items[i]
+			if it.idemKey != "" {
+				if dup, ok, err := w.findIdem(idem, it.idemKey); err != nil {
+					return 0, err
+				} else if ok {
+					r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
+					continue
+				}
+			}
+			seq++
+			sealRecord(it.rec, it.sum, now)
+			binary.BigEndian.PutUint64(w.key[:], seq)
+			if err := events.Put(w.key[:], it.rec); err != nil {
+				return 0, err
+			}
+			w.pendIDs[e.ID] = seq
+			if it.idemKey != "" {
+				w.pendIdem[it.idemKey] = seq
+			}
+			w.added = append(w.added, tailEntry{
+				id: e.ID, run: e.RunID, thread: e.ThreadID, task: e.TaskID,
+				agent: e.AgentID, idemKey: it.idemKey, typ: e.Type,
+			})
+			r.res[i] = store.AppendResult{Seq: seq}
+		}
+	}
+	return seq, nil
+}
+
+// batchDone is the per-group work inside the write transaction, after the
+// group's events are put (w.live holds its requests and their results,
+// w.added its new events) and before the commit. It runs only for a group
+// that adds events.
+func (w *writer) batchDone(tx *bolt.Tx, now int64) error {
+	return w.summarize(tx)
 }
 
 func appendSeq(b []byte, seq uint64) []byte {
@@ -295,6 +470,11 @@ func (w *writer) findIdem(idem *bolt.Bucket, key string) (uint64, bool, error) {
 	return seq, err == nil, err
 }
 
+type keyed struct {
+	key string
+	val []byte
+}
+
 // flush writes the index entries of the tail to the file and moves the
 // watermark past them, in one transaction, then starts an empty tail.
 func (w *writer) flush() error {
@@ -309,29 +489,44 @@ func (w *writer) flush() error {
 	var maxID, maxIdem []byte
 	err := w.update("index flush", func(tx *bolt.Tx) error {
 		ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
-		vals := make([]byte, 0, 8*len(t.entries))
+		vals := make([]byte, 0, 8*len(t.entries)) // bbolt keeps values until the commit
 		var groups [len(indexBuckets)]map[string][]uint64
 		for _, ix := range indexes {
 			groups[ix] = make(map[string][]uint64)
 		}
+		byID, byIdem := w.keyed[0][:0], w.keyed[1][:0]
 		for i := range t.entries {
 			e := &t.entries[i]
 			seq := t.base + 1 + uint64(i)
 			vals = appendSeq(vals, seq)
 			v := vals[len(vals)-8:]
-			if err := ids.Put([]byte(e.id), v); err != nil {
-				return err
-			}
+			byID = append(byID, keyed{e.id, v})
 			if e.idemKey != "" {
-				if err := idem.Put([]byte(e.idemKey), v); err != nil {
-					return err
-				}
+				byIdem = append(byIdem, keyed{e.idemKey, v})
 			}
 			for _, ix := range indexes {
 				attr := e.attr(ix)
 				groups[ix][attr] = append(groups[ix][attr], seq)
 			}
 		}
+		// In key order, time-ordered keys each land just after the one
+		// before, at the end of their B+tree: no search back and forth,
+		// no inserting in the middle of a node.
+		for i, kv := range [...][]keyed{byID, byIdem} {
+			b := ids
+			if i == 1 {
+				b = idem
+			}
+			slices.SortFunc(kv, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+			for _, e := range kv {
+				w.kbuf = append(w.kbuf[:0], e.key...) // bbolt copies keys
+				if err := b.Put(w.kbuf, e.val); err != nil {
+					return err
+				}
+			}
+			clear(kv)
+		}
+		w.keyed = [2][]keyed{byID[:0], byIdem[:0]}
 		for _, ix := range indexes {
 			b := tx.Bucket(indexBuckets[ix])
 			attrs := make([]string, 0, len(groups[ix]))
@@ -353,6 +548,16 @@ func (w *writer) flush() error {
 		if err := tx.Bucket(bucketMeta).Put(keyIndexed, seqKey(last)); err != nil {
 			return err
 		}
+		if w.sums != nil {
+			// The summaries changed since the last flush, and the
+			// "summarized" watermark past them.
+			w.sums.tx = tx
+			err := w.sums.commit()
+			w.sums.tx = nil
+			if err != nil {
+				return err
+			}
+		}
 		k, _ := ids.Cursor().Last()
 		maxID = bytes.Clone(k)
 		k, _ = idem.Cursor().Last()
@@ -365,30 +570,12 @@ func (w *writer) flush() error {
 	w.maxID, w.maxIdem = maxID, maxIdem
 	w.flushes.Add(1)
 	nt := &tail{base: last, entries: make([]tailEntry, 0, cap(t.entries)), ids: t.ids, idem: t.idem}
+	w.sums = nil
 	s.mu.Lock()
 	clear(nt.ids) // no reader keeps the maps past its lock
 	clear(nt.idem)
 	s.tail = nt
+	s.sums = [2]map[string]store.Summary{}
 	s.mu.Unlock()
 	return nil
 }
-
-// gather lets the callers just acknowledged come back before the next
-// group is taken. Without it, synchronous appenders settle into two
-// cohorts that alternate, each group holding half of them. It waits, by
-// yielding the processor, until as many requests are queued as the last
-// group held, or for at most half the last commit's duration (and never
-// more than maxGather). It
-// never waits after a group of one, so a lone appender pays nothing, and
-// unlike a fixed batch delay it cannot cost more than a fraction of the
-// commit it amortizes.
-func (w *writer) gather() {
-	deadline := time.Now().Add(min(w.lastCommit/2, maxGather))
-	for len(w.s.reqs) < w.lastGroup && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-}
-
-// maxGather caps gather's wait, so that a slow commit (a loaded machine, a
-// slow disk) does not make the writer spin long.
-const maxGather = 500 * time.Microsecond
