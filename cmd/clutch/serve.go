@@ -25,6 +25,8 @@ import (
 	"github.com/clutchprotocol/clutch/gateway/ui"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/rules"
+	"github.com/clutchprotocol/clutch/rules/rulesapi"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
@@ -45,6 +47,9 @@ repeatable; --keys-file FILE, a JSON object of key to caller:
 
 (scopes: submit, read_all, agents, admin). With no key at all, serve makes one
 admin key and prints it. The UI asks for a key when it opens.
+
+The rules library of --rules-workspace (package rules) is served at /v1/rules
+(package rules/rulesapi), for clutch rules --url and other reviewers.
 
 --agui-agent AGENT serves AG-UI (for @ag-ui/client front ends) at /v1/agui,
 submitting each run to AGENT; with --demo it is on, for the demo lead.
@@ -67,6 +72,7 @@ decisions and an occasional failure at once.`,
 			demoEvery := fs.Duration("demo-every", 3*time.Second, "the pause between demo rounds")
 			noUI := fs.Bool("no-ui", false, "serve the API only")
 			aguiAgent := fs.String("agui-agent", "", "serve AG-UI at /v1/agui, sending each run to this agent (with --demo: the demo lead)")
+			rulesWS := fs.String("rules-workspace", "default", "the workspace of the rules library served at /v1/rules")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -80,7 +86,7 @@ decisions and an occasional failure at once.`,
 				}
 				return serve(ctx, e, serveConfig{
 					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
-					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent,
+					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
 				})
 			}
 		},
@@ -160,6 +166,8 @@ type serveConfig struct {
 	demoEvery time.Duration
 	ui        bool
 	aguiAgent string
+	// rulesWorkspace is the workspace of the rules library at /v1/rules.
+	rulesWorkspace string
 }
 
 // serve runs the gateway until ctx is done.
@@ -203,6 +211,13 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		return err
 	}
 	gopts := &gateway.Options{Auth: authn, CORS: c.cors, Logger: logger}
+	lib, err := rules.Open(ctx, st, &rules.Options{Workspace: c.rulesWorkspace, Schemas: schemas})
+	if err != nil {
+		return err
+	}
+	if gopts.Rules, err = rulesapi.New(lib, &rulesapi.Options{Logger: logger}); err != nil {
+		return err
+	}
 	if c.ui {
 		gopts.UI = ui.Handler(nil)
 	}
@@ -234,7 +249,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(e.stdout, "clutch: serving %s on %s (UI at /, API at /v1/)\n", c.db, url)
+	fmt.Fprintf(e.stdout, "clutch: serving %s on %s (UI at /, API at /v1/, rules at /v1/rules)\n", c.db, url)
 	if gopts.AGUI != nil {
 		fmt.Fprintf(e.stdout, "clutch: AG-UI at %s/v1/agui\n", url)
 	}

@@ -68,6 +68,16 @@ func TestServeDemo(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "chat:research") {
 		t.Fatalf("runs through serve: %d\n%s", code, stdout)
 	}
+	// The rules library is served: import a folder through it, list it.
+	rulesDir := t.TempDir()
+	os.MkdirAll(filepath.Join(rulesDir, "rules"), 0o755)
+	os.WriteFile(filepath.Join(rulesDir, "rules", "REVIEW.md"), []byte("## Checks\n\n- tests pass\n"), 0o644)
+	if code, stdout, errs := clutch(t, "rules", "import", rulesDir, "--url", url, "--key", key); code != exitOK || !strings.Contains(stdout, "1 published") {
+		t.Fatalf("rules import through serve: %d %s%s", code, stdout, errs)
+	}
+	if code, stdout, _ := clutch(t, "rules", "list", "--url", url, "--key", key); code != exitOK || !strings.Contains(stdout, "rules/REVIEW.md") {
+		t.Fatalf("rules list through serve: %d %s", code, stdout)
+	}
 	// AG-UI: a run asked of the demo lead streams to its end.
 	body := `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"Open banking in the EU"}],"tools":[],"context":[]}`
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/agui", strings.NewReader(body))
