@@ -121,6 +121,14 @@
 // once. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
 // finishes its tasks, the file is closed.
 //
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, serve observes the router with
+// package telemetry (spans per task attempt and tool call, metrics, the
+// store measured, the gateway's stream subscribers counted) and exports
+// over OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_*
+// variables; what is left is flushed when it stops. Without it nothing is
+// exported. Either way a request with a W3C traceparent header carries
+// the caller's trace context into the tasks it submits.
+//
 // # Rules
 //
 // rules works on the rules library of a store (package rules): list the
@@ -150,5 +158,9 @@
 // FlagSet per command (flags may come before or after the arguments), and
 // a progress line of a few lines of code (drawn on stderr only when it is
 // a terminal, so output that is piped or captured never carries it) where
-// a progress-bar library would add nothing the commands use.
+// a progress-bar library would add nothing the commands use. The one
+// exception is serve's OTLP export: the OpenTelemetry SDK and its OTLP/HTTP
+// exporters (go.opentelemetry.io/otel/sdk, .../exporters/otlp/...), the
+// standard implementation of the API package telemetry builds on; the
+// library packages depend on none of them.
 package main

@@ -28,6 +28,7 @@ import (
 	"github.com/clutchprotocol/clutch/rules"
 	"github.com/clutchprotocol/clutch/rules/rulesapi"
 	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
 
@@ -57,7 +58,12 @@ submitting each run to AGENT; with --demo it is on, for the demo lead.
 --demo registers a demo team (a lead that delegates research to two agents
 with fake tools; no network, no API keys) and runs one round every
 --demo-every, so the UI shows live threads, task trees, tool calls, routing
-decisions and an occasional failure at once.`,
+decisions and an occasional failure at once.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set (http://localhost:4318 for a local
+collector or Jaeger), traces and metrics (package telemetry) are exported over
+OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_* variables; a request
+with a W3C traceparent header continues the caller's trace.`,
 		examples: `  clutch serve --demo                       # a live UI at http://127.0.0.1:8080
   clutch serve --db team.db --addr :8080 --key agent:ops=$OPS_KEY
   clutch serve --keys-file keys.json --cors https://app.example.com`,
@@ -185,6 +191,22 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// OpenTelemetry over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	tel, stopTel, err := otlpTelemetry(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTel(sctx) // flush what is left
+	}()
+	var rst store.Store = st
+	var observer router.Observer
+	if tel != nil {
+		rst, observer = tel.WrapStore(st), tel
+		fmt.Fprintf(e.stdout, "clutch: exporting traces and metrics to %s (OTLP/HTTP)\n", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	}
 	var team *demo.Team
 	ropts := &registry.Options{}
 	if c.demo {
@@ -193,7 +215,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		}
 		ropts.Keys = team.Keys()
 	}
-	reg, err := registry.Open(ctx, st, ropts)
+	reg, err := registry.Open(ctx, rst, ropts)
 	if err != nil {
 		return err
 	}
@@ -201,7 +223,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: logger})
+	r, err := router.New(rst, reg, schemas, &router.Options{Logger: logger, Observer: observer})
 	if err != nil {
 		return err
 	}
@@ -211,7 +233,10 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		return err
 	}
 	gopts := &gateway.Options{Auth: authn, CORS: c.cors, Logger: logger}
-	lib, err := rules.Open(ctx, st, &rules.Options{Workspace: c.rulesWorkspace, Schemas: schemas})
+	if tel != nil {
+		gopts.Subscribers = tel.Subscribed
+	}
+	lib, err := rules.Open(ctx, rst, &rules.Options{Workspace: c.rulesWorkspace, Schemas: schemas})
 	if err != nil {
 		return err
 	}
