@@ -28,6 +28,9 @@ var (
 	ErrBadRequest error = coded.New("rulesapi: bad request", protocol.CodeInvalidField)
 	// ErrNotFound: no such endpoint or document (404).
 	ErrNotFound error = coded.New("rulesapi: not found", protocol.CodeNotFound)
+	// ErrTooLarge: a body over the limit the handler is mounted with
+	// (http.MaxBytesReader; the gateway's MaxBodyBytes) (413).
+	ErrTooLarge error = coded.New("rulesapi: body too large", protocol.CodeTooLarge)
 )
 
 // Options configures the handler. Nil means defaults.
@@ -415,7 +418,7 @@ type errorBody struct {
 func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		err = coded.Wrap(coded.New("rulesapi: body too large", protocol.CodeTooLarge), "the body is over the limit of "+strconv.FormatInt(tooBig.Limit, 10)+" bytes", nil)
+		err = coded.Wrap(ErrTooLarge, "the body is over the limit of "+strconv.FormatInt(tooBig.Limit, 10)+" bytes", nil)
 	}
 	status := auth.Status(err)
 	code := protocol.CodeOf(err)

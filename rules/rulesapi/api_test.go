@@ -50,6 +50,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the gateway's options changed by with.
+func newEnvWith(t *testing.T, with func(*gateway.Options)) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "events.db"), &boltstore.Options{NoSync: true})
 	require.NoError(t, err)
@@ -71,7 +77,11 @@ func newEnv(t *testing.T) *env {
 		keyNone:  {AgentID: "agent:none"},
 	})
 	require.NoError(t, err)
-	gw, err := gateway.New(r, &gateway.Options{Auth: keys, Rules: h, Logger: slog.New(slog.DiscardHandler)})
+	gopts := &gateway.Options{Auth: keys, Rules: h, Logger: slog.New(slog.DiscardHandler)}
+	if with != nil {
+		with(gopts)
+	}
+	gw, err := gateway.New(r, gopts)
 	require.NoError(t, err)
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() {
@@ -372,4 +382,15 @@ func TestImport(t *testing.T) {
 func TestNewRefusesNoLibrary(t *testing.T) {
 	_, err := rulesapi.New(nil, nil)
 	assert.ErrorIs(t, err, rulesapi.ErrInvalidOptions)
+}
+
+// A body over the gateway's limit is refused with 413 before anything is
+// imported.
+func TestImportTooLarge(t *testing.T) {
+	e := newEnvWith(t, func(o *gateway.Options) { o.MaxBodyBytes = 1024 })
+	body, err := json.Marshal(rulesapi.Import{Files: map[string]string{"rules/BIG.md": strings.Repeat("x", 2048)}})
+	require.NoError(t, err)
+	status, b := e.do("POST", "/v1/rules/import", keyAdmin, string(body))
+	wantError(t, status, b, 413, "TOO_LARGE")
+	assert.Empty(t, e.lib.Documents())
 }
