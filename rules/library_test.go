@@ -478,8 +478,10 @@ func TestApproveCreate(t *testing.T) {
 func TestDraftContent(t *testing.T) {
 	ctx := context.Background()
 	l, _, _ := newLib(t)
-	_, rule, ctxDoc := seed(t, l)
+	workflow, rule, ctxDoc := seed(t, l)
 	s, err := l.Session(ctx, "agent:host", "s")
+	require.NoError(t, err)
+	_, err = s.Artifact(ctx, Command{Resource: "rule", Op: "rename", ID: workflow.ID, NewPath: "workflow/CODE.md"})
 	require.NoError(t, err)
 	created, err := s.Artifact(ctx, Command{Resource: "context", Op: "create", Path: "context/NEW.md", Body: "# New\n"})
 	require.NoError(t, err)
@@ -494,6 +496,7 @@ func TestDraftContent(t *testing.T) {
 		{rule.ID, reviewMD, reviewMD + "- lint clean\n"},
 		{ctxDoc.ID, setupMD, ""},
 		{MPFID, DefaultMetaPrompt, "# Ours\n"},
+		{workflow.ID, codingMD, codingMD},
 	} {
 		base, text, err := l.DraftContent(ctx, "agent:host", c.id)
 		require.NoError(t, err, c.id)
