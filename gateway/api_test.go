@@ -448,14 +448,17 @@ func TestMounts(t *testing.T) {
 		w.Write([]byte(r.Method + " " + r.URL.Path + " " + c.AgentID))
 	})
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page " + r.URL.Path)) })
-	e := newEnv(t, &envOptions{gw: &Options{AGUI: agui, UI: ui}})
-	for path, want := range map[string]string{"/v1/agui": "POST / agent:alice", "/v1/agui/": "POST / agent:alice", "/v1/agui/x": "POST /x agent:alice"} {
+	e := newEnv(t, &envOptions{gw: &Options{AGUI: agui, Rules: agui, UI: ui}})
+	for path, want := range map[string]string{"/v1/agui": "POST / agent:alice", "/v1/agui/": "POST / agent:alice", "/v1/agui/x": "POST /x agent:alice",
+		"/v1/rules": "POST / agent:alice", "/v1/rules/drafts/approve": "POST /drafts/approve agent:alice"} {
 		if status, body := e.do("POST", path, keyAlice, `{}`); status != 200 || string(body) != want {
 			t.Errorf("POST %s: %d %q, want %q", path, status, body, want)
 		}
 	}
 	status, body := e.do("POST", "/v1/agui", "", `{}`)
 	wantError(t, "agui without a key", status, body, 401, "UNAUTHORIZED")
+	status, body = e.do("GET", "/v1/rules/documents", "", "")
+	wantError(t, "rules without a key", status, body, 401, "UNAUTHORIZED")
 	for _, p := range []string{"/", "/ui/app.js"} {
 		if status, body := e.do("GET", p, "", ""); status != 200 || string(body) != "page "+p {
 			t.Errorf("GET %s: %d %q", p, status, body)

@@ -50,6 +50,7 @@
 //	GET  /v1/stream?run=&thread=&task=&agent=&type=&after=   SSE
 //	GET  /v1/ws?<the same>             WebSocket
 //	     /v1/agui/...                  Options.AGUI, when set
+//	     /v1/rules/...                 Options.Rules, when set (package rules/rulesapi)
 //	GET  /healthz                      "ok"
 //	GET  /, /ui/...                    Options.UI, when set
 //
@@ -133,6 +134,19 @@
 // later) and that message. Either way the client resumes from the last seq
 // it got.
 //
+// # Observability
+//
+// A request with a W3C "traceparent" header (and "tracestate") carries the
+// caller's trace context into its handling (telemetry.Extract): a
+// task.request it submits — through POST /v1/messages or AG-UI — whose
+// envelope has no trace ids of its own continues the caller's trace, so
+// with package telemetry as the router's Observer the task's invoke_agent
+// span is a child of the caller's span. Options.Subscribers is told of each
+// live stream as it starts and ends: "sse" and "ws" once the stream is
+// accepted (a refused one is not counted), "agui" for as long as a request
+// to the AG-UI handler lasts. (*telemetry.Telemetry).Subscribed fits it and
+// counts them as clutch.stream.subscribers.
+//
 // # Errors
 //
 // Every error answer has the body
@@ -173,5 +187,6 @@
 //
 // github.com/coder/websocket (named by the project for the WebSocket
 // stream) and github.com/go-json-experiment/json (the module's strict JSON
-// decoder) for the submit body.
+// decoder) for the submit body. Package telemetry, for its W3C trace
+// context reader, brings the OpenTelemetry API (no SDK, no exporter).
 package gateway

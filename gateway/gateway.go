@@ -15,6 +15,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/telemetry"
 )
 
 // Defaults of a zero Options, and the page sizes of the API (limit=).
@@ -58,6 +59,18 @@ type Options struct {
 	// auth.FromContext), with the prefix stripped — agui.New(r, opts) of
 	// package gateway/agui; nil mounts nothing.
 	AGUI http.Handler
+	// Rules is mounted at /v1/rules and /v1/rules/ the same way (behind
+	// the authentication and limits, the caller in the request's context,
+	// the prefix stripped) — rulesapi.New(lib, opts) of package
+	// github.com/clutchprotocol/clutch/rules/rulesapi, the review surface
+	// of a rules library; nil mounts nothing.
+	Rules http.Handler
+	// Subscribers, when set, is called when a live stream starts — "sse"
+	// (GET /v1/stream), "ws" (GET /v1/ws) or "agui" (a request to the
+	// AGUI handler, which streams) — and the func it returns when that
+	// stream ends. (*telemetry.Telemetry).Subscribed fits, counting them
+	// as the clutch.stream.subscribers metric.
+	Subscribers func(stream string) (done func())
 	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when 0. A
 	// bigger one gets 413.
 	MaxBodyBytes int64
@@ -166,15 +179,10 @@ func (g *Gateway) routes() {
 	a.HandleFunc("GET /v1/stream", g.serveSSE)
 	a.HandleFunc("GET /v1/ws", g.serveWS)
 	if g.opts.AGUI != nil {
-		// Both with and without the slash: a POST must not be redirected.
-		agui := http.StripPrefix("/v1/agui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "" {
-				r.URL.Path = "/"
-			}
-			g.opts.AGUI.ServeHTTP(w, r)
-		}))
-		a.Handle("/v1/agui", agui)
-		a.Handle("/v1/agui/", agui)
+		g.mount("/v1/agui", g.opts.AGUI, "agui")
+	}
+	if g.opts.Rules != nil {
+		g.mount("/v1/rules", g.opts.Rules, "")
 	}
 	a.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, coded.Wrap(ErrNotFound, r.Method+" "+r.URL.Path+" is not an endpoint of this API", nil))
@@ -189,6 +197,35 @@ func (g *Gateway) routes() {
 	if g.opts.UI != nil {
 		g.mux.Handle("/", g.opts.UI)
 	}
+}
+
+// mount serves h at prefix and under it, with the prefix stripped (both
+// with and without the slash: a POST must not be redirected). A stream
+// names h's requests as live streams for Options.Subscribers.
+func (g *Gateway) mount(prefix string, h http.Handler, stream string) {
+	inner := http.StripPrefix(prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" {
+			r.URL.Path = "/"
+		}
+		if stream != "" {
+			defer g.subscribed(stream)()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	g.api.Handle(prefix, inner)
+	g.api.Handle(prefix+"/", inner)
+}
+
+// subscribed reports a live stream to Options.Subscribers; the func it
+// returns reports its end.
+func (g *Gateway) subscribed(stream string) (done func()) {
+	if g.opts.Subscribers == nil {
+		return func() {}
+	}
+	if done := g.opts.Subscribers(stream); done != nil {
+		return done
+	}
+	return func() {}
 }
 
 // ServeHTTP implements http.Handler.
@@ -221,7 +258,12 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 	}
-	g.api.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), c)))
+	ctx := auth.NewContext(r.Context(), c)
+	if r.Header.Get("traceparent") != "" {
+		// The caller's W3C trace context: what it submits continues it.
+		ctx = telemetry.Extract(ctx, r.Header)
+	}
+	g.api.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // cors sets the CORS headers for an allowed origin and answers a

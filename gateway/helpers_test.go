@@ -58,8 +58,9 @@ type env struct {
 }
 
 type envOptions struct {
-	bolt bool
-	gw   *Options
+	bolt     bool
+	gw       *Options
+	observer router.Observer // the router's, when set
 }
 
 func newEnv(t testing.TB, o *envOptions) *env {
@@ -86,7 +87,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler), Observer: o.observer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -366,6 +366,7 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
+	defer g.subscribed("sse")()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

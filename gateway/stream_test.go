@@ -338,15 +338,16 @@ func TestSlowConsumerSSE(t *testing.T) {
 	defer slow.body.Close()
 	fast, _ := e.openSSE("?thread="+first.ThreadID, keyAlice, nil)
 	defer fast.body.Close()
-	fastDone := make(chan int)
+	// The fast client's events, by seq (the stream's ids), as it reads them.
+	fastSeqs := make(chan string, 1<<14)
 	go func() {
-		n := 0
+		defer close(fastSeqs)
 		for {
-			if _, err := fast.nextEvent(); err != nil {
-				fastDone <- n
+			ev, err := fast.nextEvent()
+			if err != nil {
 				return
 			}
-			n++
+			fastSeqs <- ev.ID
 		}
 	}()
 	e.appendUntil(first.ThreadID, first.RunID, cut, 2000)
@@ -373,9 +374,28 @@ func TestSlowConsumerSSE(t *testing.T) {
 	if c.Seq <= last {
 		t.Fatal("seq did not move")
 	}
+	// The fast client gets every event of the thread up to it, in order,
+	// then leaves.
+	var want []string
+	for ev, err := range e.st.Read(t.Context(), store.Query{ThreadID: first.ThreadID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq <= c.Seq {
+			want = append(want, itoa(ev.Seq))
+		}
+	}
+	for i, w := range want {
+		got, ok := <-fastSeqs
+		if !ok {
+			t.Fatalf("the fast client's stream ended after %d of %d events", i, len(want))
+		}
+		if got != w {
+			t.Fatalf("the fast client's event %d of %d: seq %s, want %s", i+1, len(want), got, w)
+		}
+	}
 	fast.body.Close()
-	if n := <-fastDone; n < int(c.Seq-first.Seq) {
-		t.Fatalf("the fast client got %d events, want %d", n, c.Seq-first.Seq+1)
+	for range fastSeqs { // until its reader ends
 	}
 }
 

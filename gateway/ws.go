@@ -75,6 +75,7 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered
 	}
+	defer g.subscribed("ws")()
 	// The client sends nothing: a reader answers its pings and pongs and
 	// notices when it goes or sends a data frame, which ends the stream
 	// (1008). (Not Conn.CloseRead: its goroutine's own Close would wait

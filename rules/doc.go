@@ -33,8 +33,11 @@
 // Drafts: Artifact stages an agent's proposed change (create, update,
 // rename, delete) or discards it; a draft is its author's own — Load and
 // Discover show it to its author only — until a reviewer approves it
-// (Approve publishes it) or rejects it (RejectDraft). Export writes the
-// library back to a folder.
+// (Approve publishes it) or rejects it (RejectDraft); DraftContent gives
+// a reviewer the document as it is and as the draft would make it. Package
+// rules/rulesapi serves that review over HTTP (the gateway mounts it at
+// /v1/rules), and the clutch command's "rules" subcommands drive it. Export
+// writes the library back to a folder.
 //
 // Policy: Require returns router middleware that refuses a task's result
 // with VALIDATION unless the agent referred to the rules a capability or

@@ -350,6 +350,47 @@ func (l *Library) Drafts() []Draft {
 	return out
 }
 
+// DraftContent returns the two texts a reviewer compares for an author's
+// draft: base, the content of the document it changes as the library has
+// it now ("" for a create; DefaultMetaPrompt for a meta-prompt never
+// published), and text, what approving it would publish ("" for a delete;
+// base for a rename). When the document changed since the draft was made
+// (its hash is no longer Draft.BaseHash), approving it conflicts. It fails
+// with ErrNoDraft when there is no such draft. Call Sync first to see other
+// writers' drafts.
+func (l *Library) DraftContent(ctx context.Context, author, id string) (base, text string, err error) {
+	l.mu.RLock()
+	dp, ok := l.drafts[draftKey{author, id}]
+	var d Draft
+	var cur *docState
+	if ok {
+		d, cur = *dp, l.docs[dp.ID]
+	}
+	l.mu.RUnlock()
+	if !ok {
+		return "", "", wrap(ErrNoDraft, author+" "+id)
+	}
+	if d.Op != "create" {
+		switch {
+		case cur != nil:
+			if base, _, err = l.read(ctx, cur); err != nil {
+				return "", "", err
+			}
+		case d.Kind == KindMPF:
+			base = DefaultMetaPrompt
+		}
+	}
+	switch d.Op {
+	case "create", "update":
+		if text, _, err = l.readDraft(ctx, &d); err != nil {
+			return "", "", err
+		}
+	case "rename":
+		text = base
+	}
+	return base, text, nil
+}
+
 // read returns d's content and constraints, fetching them once.
 func (l *Library) read(ctx context.Context, d *docState) (string, []Constraint, error) {
 	d.once.Do(func() {

@@ -472,3 +472,37 @@ func TestApproveCreate(t *testing.T) {
 	assert.Equal(t, doc.ID, items[0].ID, "the tmp id is gone, the document has its own")
 	assert.False(t, items[0].HasDraft)
 }
+
+// DraftContent gives a reviewer the document as it is and as the draft
+// would make it, for each kind of draft.
+func TestDraftContent(t *testing.T) {
+	ctx := context.Background()
+	l, _, _ := newLib(t)
+	workflow, rule, ctxDoc := seed(t, l)
+	s, err := l.Session(ctx, "agent:host", "s")
+	require.NoError(t, err)
+	_, err = s.Artifact(ctx, Command{Resource: "rule", Op: "rename", ID: workflow.ID, NewPath: "workflow/CODE.md"})
+	require.NoError(t, err)
+	created, err := s.Artifact(ctx, Command{Resource: "context", Op: "create", Path: "context/NEW.md", Body: "# New\n"})
+	require.NoError(t, err)
+	_, err = s.Artifact(ctx, Command{Resource: "rule", Op: "update", ID: rule.ID, Body: reviewMD + "- lint clean\n"})
+	require.NoError(t, err)
+	_, err = s.Artifact(ctx, Command{Resource: "context", Op: "delete", ID: ctxDoc.ID})
+	require.NoError(t, err)
+	_, err = s.Artifact(ctx, Command{Resource: "mpf", Op: "update", ID: MPFID, Body: "# Ours\n"})
+	require.NoError(t, err)
+	for _, c := range []struct{ id, base, text string }{
+		{created.ID, "", "# New\n"},
+		{rule.ID, reviewMD, reviewMD + "- lint clean\n"},
+		{ctxDoc.ID, setupMD, ""},
+		{MPFID, DefaultMetaPrompt, "# Ours\n"},
+		{workflow.ID, codingMD, codingMD},
+	} {
+		base, text, err := l.DraftContent(ctx, "agent:host", c.id)
+		require.NoError(t, err, c.id)
+		assert.Equal(t, c.base, base, c.id)
+		assert.Equal(t, c.text, text, c.id)
+	}
+	_, _, err = l.DraftContent(ctx, "agent:other", rule.ID)
+	assert.ErrorIs(t, err, ErrNoDraft)
+}

@@ -65,8 +65,10 @@
 // the request context then carries the caller's W3C span context, which a
 // submitted task whose envelope has no trace ids of its own continues. A
 // surface that streams events calls Subscribed for each subscriber. The
-// A2A and MCP servers read traceparent themselves (packages adapters/a2a
-// and adapters/mcp).
+// gateway does both: it reads traceparent on every request, and counts its
+// SSE, WebSocket and AG-UI streams when tel.Subscribed is its
+// gateway.Options.Subscribers. The A2A and MCP servers read traceparent
+// themselves (packages adapters/a2a and adapters/mcp).
 //
 // # Metrics
 //

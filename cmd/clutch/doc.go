@@ -10,6 +10,7 @@
 //	clutch verify  --keys KEYFILE [filters] [--require-signed]
 //	clutch stats   [filters] [--json]
 //	clutch check
+//	clutch rules   list|drafts|show|approve|reject|import|export [ARG] [--author A] [--reason R] [--json]
 //
 // Every command has --help with its flags and examples. Exit codes: 0 ok,
 // 1 failure (the command says why on stderr, or prints what failed: a
@@ -107,7 +108,8 @@
 // serve opens the store file for writing, starts a router over it (tasks a
 // previous process left open end as interrupted: Router.Recover) and
 // serves package gateway on --addr: the /v1 API, the live streams (SSE,
-// WebSocket) and the web UI (package gateway/ui) at /. API keys come from
+// WebSocket), the rules library of --rules-workspace at /v1/rules (package
+// rules/rulesapi) and the web UI (package gateway/ui) at /. API keys come from
 // --key (repeatable; KEY for an admin, or AGENT=KEY to name the caller)
 // and --keys-file (a JSON object of key → {"agent_id", "scopes"}); with
 // neither, serve makes one admin key and prints it. --agui-agent AGENT
@@ -118,6 +120,31 @@
 // live threads, task trees, tool calls, routing decisions and failures at
 // once. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
 // finishes its tasks, the file is closed.
+//
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, serve observes the router with
+// package telemetry (spans per task attempt and tool call, metrics, the
+// store measured, the gateway's stream subscribers counted) and exports
+// over OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_*
+// variables; what is left is flushed when it stops. Without it nothing is
+// exported. Either way a request with a W3C traceparent header carries
+// the caller's trace context into the tasks it submits.
+//
+// # Rules
+//
+// rules works on the rules library of a store (package rules): list the
+// published documents, list the open drafts agents proposed (with whether
+// approving would conflict), show a document's text or a draft's (--draft,
+// --base for the text it changes), approve a draft (published as a new
+// version) or reject it with --reason, import a folder of markdown files
+// and export the library to one. A draft is named by its id and, when
+// several agents drafted that id, --author. Every subcommand goes through
+// the HTTP surface of package rules/rulesapi: with --url, the gateway's
+// /v1/rules (clutch serve mounts the library of --rules-workspace there),
+// where the reviewer is the key's caller and approving, rejecting and
+// importing need the admin scope; with --db, the same handler in process
+// over the file's library (--workspace), opened read-only for list, drafts,
+// show and export and for writing for approve, reject and import, whose
+// events are sent as --as (default agent:operator).
 //
 // # Old files
 //
@@ -131,5 +158,9 @@
 // FlagSet per command (flags may come before or after the arguments), and
 // a progress line of a few lines of code (drawn on stderr only when it is
 // a terminal, so output that is piped or captured never carries it) where
-// a progress-bar library would add nothing the commands use.
+// a progress-bar library would add nothing the commands use. The one
+// exception is serve's OTLP export: the OpenTelemetry SDK and its OTLP/HTTP
+// exporters (go.opentelemetry.io/otel/sdk, .../exporters/otlp/...), the
+// standard implementation of the API package telemetry builds on; the
+// library packages depend on none of them.
 package main

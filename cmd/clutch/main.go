@@ -167,7 +167,8 @@ Commands:
 Every command but serve and import reads either a store file (--db, default
 $CLUTCH_DB or clutch.db), opened read-only so that several readers may share
 it, or a running gateway (--url, default $CLUTCH_URL, with --key or
-$CLUTCH_API_KEY) when a process holds the file.
+$CLUTCH_API_KEY) when a process holds the file. rules approve, reject and
+import write the file, or go through the gateway.
 
 Exit codes: 0 ok, 1 failure, 2 usage.
 Run 'clutch <command> --help' for a command's flags and examples.

@@ -25,7 +25,10 @@ import (
 	"github.com/clutchprotocol/clutch/gateway/ui"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/rules"
+	"github.com/clutchprotocol/clutch/rules/rulesapi"
 	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
 
@@ -46,13 +49,21 @@ repeatable; --keys-file FILE, a JSON object of key to caller:
 (scopes: submit, read_all, agents, admin). With no key at all, serve makes one
 admin key and prints it. The UI asks for a key when it opens.
 
+The rules library of --rules-workspace (package rules) is served at /v1/rules
+(package rules/rulesapi), for clutch rules --url and other reviewers.
+
 --agui-agent AGENT serves AG-UI (for @ag-ui/client front ends) at /v1/agui,
 submitting each run to AGENT; with --demo it is on, for the demo lead.
 
 --demo registers a demo team (a lead that delegates research to two agents
 with fake tools; no network, no API keys) and runs one round every
 --demo-every, so the UI shows live threads, task trees, tool calls, routing
-decisions and an occasional failure at once.`,
+decisions and an occasional failure at once.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set (http://localhost:4318 for a local
+collector or Jaeger), traces and metrics (package telemetry) are exported over
+OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_* variables; a request
+with a W3C traceparent header continues the caller's trace.`,
 		examples: `  clutch serve --demo                       # a live UI at http://127.0.0.1:8080
   clutch serve --db team.db --addr :8080 --key agent:ops=$OPS_KEY
   clutch serve --keys-file keys.json --cors https://app.example.com`,
@@ -67,6 +78,7 @@ decisions and an occasional failure at once.`,
 			demoEvery := fs.Duration("demo-every", 3*time.Second, "the pause between demo rounds")
 			noUI := fs.Bool("no-ui", false, "serve the API only")
 			aguiAgent := fs.String("agui-agent", "", "serve AG-UI at /v1/agui, sending each run to this agent (with --demo: the demo lead)")
+			rulesWS := fs.String("rules-workspace", "default", "the workspace of the rules library served at /v1/rules")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -80,7 +92,7 @@ decisions and an occasional failure at once.`,
 				}
 				return serve(ctx, e, serveConfig{
 					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
-					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent,
+					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
 				})
 			}
 		},
@@ -160,6 +172,8 @@ type serveConfig struct {
 	demoEvery time.Duration
 	ui        bool
 	aguiAgent string
+	// rulesWorkspace is the workspace of the rules library at /v1/rules.
+	rulesWorkspace string
 }
 
 // serve runs the gateway until ctx is done.
@@ -177,6 +191,22 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// OpenTelemetry over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	tel, stopTel, err := otlpTelemetry(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTel(sctx) // flush what is left
+	}()
+	var rst store.Store = st
+	var observer router.Observer
+	if tel != nil {
+		rst, observer = tel.WrapStore(st), tel
+		fmt.Fprintf(e.stdout, "clutch: exporting traces and metrics to %s (OTLP/HTTP)\n", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	}
 	var team *demo.Team
 	ropts := &registry.Options{}
 	if c.demo {
@@ -185,7 +215,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		}
 		ropts.Keys = team.Keys()
 	}
-	reg, err := registry.Open(ctx, st, ropts)
+	reg, err := registry.Open(ctx, rst, ropts)
 	if err != nil {
 		return err
 	}
@@ -193,7 +223,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: logger})
+	r, err := router.New(rst, reg, schemas, &router.Options{Logger: logger, Observer: observer})
 	if err != nil {
 		return err
 	}
@@ -203,6 +233,16 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		return err
 	}
 	gopts := &gateway.Options{Auth: authn, CORS: c.cors, Logger: logger}
+	if tel != nil {
+		gopts.Subscribers = tel.Subscribed
+	}
+	lib, err := rules.Open(ctx, rst, &rules.Options{Workspace: c.rulesWorkspace, Schemas: schemas})
+	if err != nil {
+		return err
+	}
+	if gopts.Rules, err = rulesapi.New(lib, &rulesapi.Options{Logger: logger}); err != nil {
+		return err
+	}
 	if c.ui {
 		gopts.UI = ui.Handler(nil)
 	}
@@ -234,7 +274,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(e.stdout, "clutch: serving %s on %s (UI at /, API at /v1/)\n", c.db, url)
+	fmt.Fprintf(e.stdout, "clutch: serving %s on %s (UI at /, API at /v1/, rules at /v1/rules)\n", c.db, url)
 	if gopts.AGUI != nil {
 		fmt.Fprintf(e.stdout, "clutch: AG-UI at %s/v1/agui\n", url)
 	}

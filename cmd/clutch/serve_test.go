@@ -5,9 +5,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/clutchprotocol/clutch/auth"
@@ -67,6 +69,16 @@ func TestServeDemo(t *testing.T) {
 	code, stdout, _ := clutch(t, "runs", "--url", url, "--key", key)
 	if code != exitOK || !strings.Contains(stdout, "chat:research") {
 		t.Fatalf("runs through serve: %d\n%s", code, stdout)
+	}
+	// The rules library is served: import a folder through it, list it.
+	rulesDir := t.TempDir()
+	os.MkdirAll(filepath.Join(rulesDir, "rules"), 0o755)
+	os.WriteFile(filepath.Join(rulesDir, "rules", "REVIEW.md"), []byte("## Checks\n\n- tests pass\n"), 0o644)
+	if code, stdout, errs := clutch(t, "rules", "import", rulesDir, "--url", url, "--key", key); code != exitOK || !strings.Contains(stdout, "1 published") {
+		t.Fatalf("rules import through serve: %d %s%s", code, stdout, errs)
+	}
+	if code, stdout, _ := clutch(t, "rules", "list", "--url", url, "--key", key); code != exitOK || !strings.Contains(stdout, "rules/REVIEW.md") {
+		t.Fatalf("rules list through serve: %d %s", code, stdout)
 	}
 	// AG-UI: a run asked of the demo lead streams to its end.
 	body := `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"Open banking in the EU"}],"tools":[],"context":[]}`
@@ -171,4 +183,70 @@ func FuzzParseKeysFile(f *testing.F) {
 		}
 		auth.APIKeys(keys)
 	})
+}
+
+// serve with OTEL_EXPORTER_OTLP_ENDPOINT: the demo's traces and metrics go
+// to that endpoint over OTLP/HTTP (a receiver started by the test), the
+// last of them flushed when serve stops.
+func TestServeOTLP(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if r.Header.Get("Content-Type") == "application/x-protobuf" && len(b) > 0 {
+			got[r.URL.Path]++
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer recv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+
+	db := filepath.Join(t.TempDir(), "demo.db")
+	out := newLines()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int)
+	var errb bytes.Buffer
+	go func() {
+		done <- runContext(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--demo", "--demo-every", "5ms", "--no-ui"}, nil, out, &errb)
+	}()
+	var url, key string
+	exporting := false
+	for url == "" || key == "" {
+		line := <-out.ch
+		if u, ok := strings.CutPrefix(line, "clutch: serving "+db+" on "); ok {
+			url = strings.Fields(u)[0]
+		}
+		if k, ok := strings.CutPrefix(line, "clutch: API key (admin, for the UI and --key): "); ok {
+			key = k
+		}
+		exporting = exporting || strings.HasPrefix(line, "clutch: exporting traces and metrics to "+recv.URL)
+	}
+	if !exporting {
+		t.Fatal("serve did not say it exports")
+	}
+	// Wait for one answer of the demo lead: a task has ended.
+	tailed := newLines()
+	tctx, stopTail := context.WithCancel(ctx)
+	tailDone := make(chan int)
+	go func() {
+		var e bytes.Buffer
+		tailDone <- runContext(tctx, []string{"tail", "--url", url, "--key", key, "--after", "0", "--type", "chat."}, nil, tailed, &e)
+	}()
+	for !strings.Contains(<-tailed.ch, demo.Lead) {
+	}
+	stopTail()
+	<-tailDone
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("serve: exit %d\n%s", code, errb.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["/v1/traces"] == 0 || got["/v1/metrics"] == 0 {
+		t.Errorf("the OTLP receiver got %v, want /v1/traces and /v1/metrics", got)
+	}
 }

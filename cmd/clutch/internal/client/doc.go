@@ -1,8 +1,10 @@
 // Package client is the small client of the gateway's /v1 API that the
 // clutch CLI uses with --url: list runs, threads and agents, page a run's,
 // thread's or task's events, read a task tree, and follow the live stream
-// (Server-Sent Events) with resume. It speaks the API the gateway package
-// documents; every request carries the API key as a bearer token.
+// (Server-Sent Events) with resume, and review a rules library (the
+// /v1/rules surface of package rules/rulesapi). It speaks the API the
+// gateway package documents; every request carries the API key as a
+// bearer token.
 //
 // # Errors
 //
