@@ -39,14 +39,22 @@ type item struct {
 	idemKey string // the idem bucket key, "" without an idempotency key
 }
 
-var requests = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+var requests = sync.Pool{New: func() any { return new(request) }}
 
 // maxPooledBuf is the largest record buffer a pooled request keeps.
 const maxPooledBuf = 64 << 10
 
 // getRequest returns a request whose entries the caller fills with
 // driver.Prepare(r.entries[:0], ...) and then passes to prepare.
-func getRequest() *request { return requests.Get().(*request) }
+//
+// Each request gets a new done channel: a pooled one made by an Append
+// inside a testing/synctest bubble belongs to that bubble, and the next
+// Append outside it would be a fatal error.
+func getRequest() *request {
+	r := requests.Get().(*request)
+	r.done = make(chan struct{}, 1)
+	return r
+}
 
 // release returns r to the pool. Only the Append call that received r's
 // answer may call it: the writer is done with r then.
