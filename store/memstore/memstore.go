@@ -37,19 +37,19 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	events    []*[chunkSize]record                       // the event with seq n is at(n)
-	n         uint64                                     // events stored
-	slab      []byte                                     // where keep copies event bytes
-	byID      map[idKey]uint64                           // id → seq, for ids up to 31 bytes
-	byLongID  map[string]uint64                          // id → seq, for longer ids
-	byIdem    map[idemKey]uint64                         // (run_id, idempotency_key) → seq
-	indexes   [driver.AgentIndex + 1]map[string][]uint64 // index → value → seqs, ascending
+	events    []*[chunkSize]record                        // the event with seq n is at(n)
+	n         uint64                                      // events stored
+	byID      map[idKey]uint64                            // id → seq, for ids up to 31 bytes
+	byLongID  map[string]uint64                           // id → seq, for longer ids
+	byIdem    map[idemKey]uint64                          // (run_id, idempotency_key) → seq
+	indexes   [driver.AgentIndex + 1]map[string]*postings // index → value → seqs
 	artifacts map[[sha256.Size]byte]store.Artifact
 }
 
 // Events are kept in fixed-size chunks rather than one growing slice, so
-// that an append never copies the events stored before it.
-const chunkSize = 1024
+// that an append never copies the events stored before it. A chunk is a
+// small allocation (about 17 KiB), cheap to make with the store locked.
+const chunkSize = 128
 
 // at returns the record of seq (1 ≤ seq ≤ s.n); mu is held.
 func (s *Store) at(seq uint64) *record {
@@ -119,7 +119,7 @@ func New(opts *Options) (*Store, error) {
 		byID:      make(map[idKey]uint64),
 		byLongID:  make(map[string]uint64),
 		byIdem:    make(map[idemKey]uint64),
-		indexes:   [...]map[string][]uint64{driver.TaskIndex: {}, driver.ThreadIndex: {}, driver.RunIndex: {}, driver.AgentIndex: {}},
+		indexes:   [...]map[string]*postings{driver.TaskIndex: {}, driver.ThreadIndex: {}, driver.RunIndex: {}, driver.AgentIndex: {}},
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}, nil
 }
@@ -134,6 +134,8 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	copyRaw(entries)
+	res := make([]store.AppendResult, len(entries))
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -145,7 +147,6 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	}
 	// The clock is read under the lock, so that times follow seqs.
 	now := s.opts.Clock().UTC()
-	res := make([]store.AppendResult, len(entries))
 	// Nothing can fail from here on, so the batch is all or nothing even
 	// though it is applied one message at a time, and a message finds a
 	// duplicate earlier in the same batch.
@@ -169,15 +170,6 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 		}
 	}
 	seq := s.n + 1
-	if s.n%chunkSize == 0 {
-		s.events = append(s.events, new([chunkSize]record))
-	}
-	s.n = seq
-	*s.at(seq) = record{
-		event: store.Event{Seq: seq, Time: now, Raw: s.keep(e.Raw)},
-		runID: e.RunID, threadID: e.ThreadID, taskID: e.TaskID, agentID: e.AgentID,
-		typ: e.Type,
-	}
 	if k, ok := shortID(e.ID); ok {
 		s.byID[k] = seq
 	} else {
@@ -186,6 +178,15 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	if e.IdempotencyKey != "" {
 		s.byIdem[key] = seq
 	}
+	if s.n%chunkSize == 0 {
+		s.events = append(s.events, new([chunkSize]record))
+	}
+	s.n = seq
+	*s.at(seq) = record{
+		event: store.Event{Seq: seq, Time: now, Raw: e.Raw},
+		runID: e.RunID, threadID: e.ThreadID, taskID: e.TaskID, agentID: e.AgentID,
+		typ: e.Type,
+	}
 	s.index(driver.RunIndex, e.RunID, seq)
 	s.index(driver.ThreadIndex, e.ThreadID, seq)
 	s.index(driver.TaskIndex, e.TaskID, seq)
@@ -193,34 +194,43 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	return store.AppendResult{Seq: seq}
 }
 
-// keep returns the store's own copy of an event's bytes, with no room past
-// its end, so that a reader's append to Raw cannot write into memory other
-// readers see. Copies are packed into slabs of slabSize bytes (larger
-// events get their own), so that stored events are not one object each
-// for the garbage collector to track; mu is held.
-func (s *Store) keep(b []byte) []byte {
-	if len(b) > slabSize/16 {
-		return slices.Clip(bytes.Clone(b))
+// copyRaw gives the entries the store's own copy of their bytes, made
+// before the store is locked: one allocation for the batch, each event's
+// bytes with no room past their end, so that a reader's append to Raw
+// cannot write into memory other readers see.
+func copyRaw(entries []driver.Entry) {
+	n := 0
+	for _, e := range entries {
+		n += len(e.Raw)
 	}
-	if len(s.slab)+len(b) > cap(s.slab) {
-		s.slab = make([]byte, 0, slabSize)
+	buf := make([]byte, 0, n)
+	for i := range entries {
+		start := len(buf)
+		buf = append(buf, entries[i].Raw...)
+		entries[i].Raw = buf[start:len(buf):len(buf)]
 	}
-	start := len(s.slab)
-	s.slab = append(s.slab, b...)
-	return s.slab[start:len(s.slab):len(s.slab)]
 }
 
-const slabSize = 1 << 20
+// postings is the list of seqs of one value in an index, ascending. The
+// map holds a pointer to it, so that adding a seq to a value seen before
+// takes one map lookup.
+type postings struct {
+	seqs  []uint64
+	first [4]uint64 // where seqs starts: a task's usual events, in the same allocation
+}
 
 // index adds seq to the list of value in index ix; mu is held.
 func (s *Store) index(ix driver.Index, value string, seq uint64) {
-	if value != "" {
-		list := s.indexes[ix][value]
-		if list == nil {
-			list = make([]uint64, 0, 8) // room for a task's usual events
-		}
-		s.indexes[ix][value] = append(list, seq)
+	if value == "" {
+		return
 	}
+	p := s.indexes[ix][value]
+	if p == nil {
+		p = new(postings)
+		p.seqs = p.first[:0]
+		s.indexes[ix][value] = p
+	}
+	p.seqs = append(p.seqs, seq)
 }
 
 // Get implements store.Store.
@@ -304,7 +314,10 @@ func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
 			}
 			return
 		}
-		list := s.indexes[ix][value]
+		var list []uint64
+		if p := s.indexes[ix][value]; p != nil {
+			list = p.seqs
+		}
 		i, _ := slices.BinarySearch(list, after+1)
 		for _, seq := range list[i:] {
 			if seq > upTo || !yield(seq) {
@@ -371,7 +384,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, [len(s.indexes)]map[string][]uint64{}, nil
+	s.events, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, [len(s.indexes)]map[string]*postings{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
