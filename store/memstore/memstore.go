@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"iter"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +24,8 @@ type Options struct {
 	// for reproducible events. Append calls it with the store locked, so
 	// it must not call the store.
 	Clock func() time.Time
-	// MaxEventSize is the largest encoded message accepted, in bytes;
-	// store.DefaultMaxEventSize when 0.
+	// MaxEventSize is the largest encoded message accepted, in bytes, at
+	// most 2^32-1; store.DefaultMaxEventSize when 0.
 	MaxEventSize int
 	// MaxArtifactSize is the largest artifact accepted, in bytes;
 	// store.DefaultMaxArtifactSize when 0.
@@ -39,6 +41,10 @@ type Store struct {
 	closed    bool
 	events    []*[chunkSize]record                        // the event with seq n is at(n)
 	n         uint64                                      // events stored
+	slabs     [][]byte                                    // the events' bytes (see keep)
+	slab      int                                         // the slab small events are copied into
+	types     []protocol.Type                             // the event types seen, by number
+	typeNums  map[protocol.Type]uint32                    // and their numbers
 	byID      map[idKey]uint64                            // id → seq, for ids up to 31 bytes
 	byLongID  map[string]uint64                           // id → seq, for longer ids
 	byIdem    map[idemKey]uint64                          // (run_id, idempotency_key) → seq
@@ -48,19 +54,30 @@ type Store struct {
 
 // Events are kept in fixed-size chunks rather than one growing slice, so
 // that an append never copies the events stored before it. A chunk is a
-// small allocation (about 17 KiB), cheap to make with the store locked.
-const chunkSize = 128
+// small allocation (32 KiB), cheap to make with the store locked.
+const chunkSize = 1024
 
 // at returns the record of seq (1 ≤ seq ≤ s.n); mu is held.
 func (s *Store) at(seq uint64) *record {
 	return &s.events[(seq-1)/chunkSize][(seq-1)%chunkSize]
 }
 
-// record is a stored event and the fields queries filter on.
+// record is a stored event: its time, its type's number in Store.types,
+// and where its bytes are, slabs[slab][off:off+n]. Its run, thread, task
+// and agent are known from the index lists its seq is in (see page). It
+// holds no pointer, so the garbage collector never scans the events.
 type record struct {
-	event                            store.Event
-	runID, threadID, taskID, agentID string
-	typ                              protocol.Type
+	sec          int64 // time: Unix seconds
+	nsec         int32 // and nanoseconds
+	typ          uint32
+	slab, off, n uint32
+}
+
+// event returns the stored event of seq; mu is held.
+func (s *Store) event(seq uint64) store.Event {
+	r := s.at(seq)
+	end := r.off + r.n
+	return store.Event{Seq: seq, Time: time.Unix(r.sec, int64(r.nsec)).UTC(), Raw: s.slabs[r.slab][r.off:end:end]}
 }
 
 // idKey holds an id of up to 31 bytes (its length, then its bytes): the
@@ -92,15 +109,15 @@ type idemKey struct{ runID, key string }
 
 var _ store.Store = (*Store)(nil)
 
-// New returns an empty store. opts may be nil; a negative size limit gives
-// an error matching ErrInvalidOptions.
+// New returns an empty store. opts may be nil; a negative size limit, or a
+// MaxEventSize over 2^32-1, gives an error matching ErrInvalidOptions.
 func New(opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	if o.MaxEventSize < 0 {
-		return nil, coded.Wrap(ErrInvalidOptions, "MaxEventSize must not be negative", nil)
+	if o.MaxEventSize < 0 || uint64(o.MaxEventSize) > math.MaxUint32 {
+		return nil, coded.Wrap(ErrInvalidOptions, "MaxEventSize must be between 0 and 2^32-1 bytes", nil)
 	}
 	if o.MaxArtifactSize < 0 {
 		return nil, coded.Wrap(ErrInvalidOptions, "MaxArtifactSize must not be negative", nil)
@@ -119,6 +136,7 @@ func New(opts *Options) (*Store, error) {
 		byID:      make(map[idKey]uint64),
 		byLongID:  make(map[string]uint64),
 		byIdem:    make(map[idemKey]uint64),
+		typeNums:  make(map[protocol.Type]uint32),
 		indexes:   [...]map[string]*postings{driver.TaskIndex: {}, driver.ThreadIndex: {}, driver.RunIndex: {}, driver.AgentIndex: {}},
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}, nil
@@ -134,7 +152,6 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	copyRaw(entries)
 	res := make([]store.AppendResult, len(entries))
 	s.mu.Lock()
 	if s.closed {
@@ -182,11 +199,9 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 		s.events = append(s.events, new([chunkSize]record))
 	}
 	s.n = seq
-	*s.at(seq) = record{
-		event: store.Event{Seq: seq, Time: now, Raw: e.Raw},
-		runID: e.RunID, threadID: e.ThreadID, taskID: e.TaskID, agentID: e.AgentID,
-		typ: e.Type,
-	}
+	slab, off := s.keep(e.Raw)
+	*s.at(seq) = record{sec: now.Unix(), nsec: int32(now.Nanosecond()), typ: s.typeNum(e.Type),
+		slab: slab, off: off, n: uint32(len(e.Raw))}
 	s.index(driver.RunIndex, e.RunID, seq)
 	s.index(driver.ThreadIndex, e.ThreadID, seq)
 	s.index(driver.TaskIndex, e.TaskID, seq)
@@ -194,21 +209,36 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	return store.AppendResult{Seq: seq}
 }
 
-// copyRaw gives the entries the store's own copy of their bytes, made
-// before the store is locked: one allocation for the batch, each event's
-// bytes with no room past their end, so that a reader's append to Raw
-// cannot write into memory other readers see.
-func copyRaw(entries []driver.Entry) {
-	n := 0
-	for _, e := range entries {
-		n += len(e.Raw)
+// keep copies an event's bytes into the store's slabs and returns where
+// they are. Small events are packed into slabs of slabSize bytes, a small
+// allocation each; a larger one gets a slab of its own. mu is held.
+func (s *Store) keep(b []byte) (slab, off uint32) {
+	if len(b) > slabSize/4 {
+		s.slabs = append(s.slabs, bytes.Clone(b))
+		return uint32(len(s.slabs) - 1), 0
 	}
-	buf := make([]byte, 0, n)
-	for i := range entries {
-		start := len(buf)
-		buf = append(buf, entries[i].Raw...)
-		entries[i].Raw = buf[start:len(buf):len(buf)]
+	if s.slabs == nil || len(s.slabs[s.slab])+len(b) > slabSize {
+		s.slabs = append(s.slabs, make([]byte, 0, slabSize))
+		s.slab = len(s.slabs) - 1
 	}
+	cur := s.slabs[s.slab]
+	s.slabs[s.slab] = append(cur, b...)
+	return uint32(s.slab), uint32(len(cur))
+}
+
+const slabSize = 32 << 10
+
+// typeNum returns the number of an event type, numbering it when it is
+// new; mu is held.
+func (s *Store) typeNum(t protocol.Type) uint32 {
+	n, ok := s.typeNums[t]
+	if !ok {
+		n = uint32(len(s.types))
+		t = protocol.Type(strings.Clone(string(t))) // not a part of a larger string
+		s.types = append(s.types, t)
+		s.typeNums[t] = n
+	}
+	return n
 }
 
 // postings is the list of seqs of one value in an index, ascending. The
@@ -247,7 +277,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	if !ok {
 		return store.Event{}, store.ErrNotFound
 	}
-	return s.at(seq).event, nil
+	return s.event(seq), nil
 }
 
 // LastSeq implements store.Store.
@@ -286,13 +316,18 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 		return nil, 0, store.ErrClosed
 	}
 	upTo = min(upTo, s.n)
+	// The index lists of the fields q sets, the first the one that serves
+	// it: an event has those fields when its seq is in each list.
+	lists, ok := s.lists(q)
+	if !ok {
+		return nil, max(after, upTo), nil // a value no event has
+	}
 	var evs []store.Event
-	for seq := range s.candidates(q, after, upTo) {
-		r := s.at(seq)
-		if !q.Match(r.runID, r.threadID, r.taskID, r.agentID, r.typ) {
+	for seq := range candidates(lists, after, upTo) {
+		if !strings.HasPrefix(string(s.types[s.at(seq).typ]), q.TypePrefix) || !inAll(lists, seq) {
 			continue
 		}
-		evs = append(evs, r.event)
+		evs = append(evs, s.event(seq))
 		if len(evs) == limit {
 			return evs, seq, nil
 		}
@@ -300,13 +335,37 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	return evs, max(after, upTo), nil
 }
 
-// candidates yields in order the seqs in (after, upTo] of the index list
-// that serves q, or every seq there when q sets no indexed field; mu is
-// held.
-func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
+// lists returns the index lists of the indexed fields q sets, the list
+// that serves q (driver.IndexOf) first; ok is false when a field has a
+// value no event has. mu is held.
+func (s *Store) lists(q store.Query) (lists [][]uint64, ok bool) {
+	first, _ := driver.IndexOf(q)
+	fields := [...]struct {
+		ix    driver.Index
+		value string
+	}{{driver.TaskIndex, q.TaskID}, {driver.ThreadIndex, q.ThreadID}, {driver.RunIndex, q.RunID}, {driver.AgentIndex, q.AgentID}}
+	for _, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		p := s.indexes[f.ix][f.value]
+		if p == nil {
+			return nil, false
+		}
+		if f.ix == first {
+			lists = append([][]uint64{p.seqs}, lists...)
+		} else {
+			lists = append(lists, p.seqs)
+		}
+	}
+	return lists, true
+}
+
+// candidates yields in order the seqs in (after, upTo] of the first list,
+// or every seq there when there is none.
+func candidates(lists [][]uint64, after, upTo uint64) iter.Seq[uint64] {
 	return func(yield func(uint64) bool) {
-		ix, value := driver.IndexOf(q)
-		if ix == driver.NoIndex {
+		if len(lists) == 0 {
 			for seq := after + 1; seq <= upTo; seq++ {
 				if !yield(seq) {
 					return
@@ -314,10 +373,7 @@ func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
 			}
 			return
 		}
-		var list []uint64
-		if p := s.indexes[ix][value]; p != nil {
-			list = p.seqs
-		}
+		list := lists[0]
 		i, _ := slices.BinarySearch(list, after+1)
 		for _, seq := range list[i:] {
 			if seq > upTo || !yield(seq) {
@@ -325,6 +381,17 @@ func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
 			}
 		}
 	}
+}
+
+// inAll reports whether seq is in each list but the first, which it comes
+// from.
+func inAll(lists [][]uint64, seq uint64) bool {
+	for _, list := range lists[min(1, len(lists)):] {
+		if _, found := slices.BinarySearch(list, seq); !found {
+			return false
+		}
+	}
+	return true
 }
 
 // PutArtifact implements store.Store. The store keeps its own copy of
@@ -384,7 +451,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, [len(s.indexes)]map[string]*postings{}, nil
+	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]map[string]*postings{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
