@@ -39,16 +39,16 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	events    []*[chunkSize]record                        // the event with seq n is at(n)
-	n         uint64                                      // events stored
-	slabs     [][]byte                                    // the events' bytes (see keep)
-	slab      int                                         // the slab small events are copied into
-	types     []protocol.Type                             // the event types seen, by number
-	typeNums  map[protocol.Type]uint32                    // and their numbers
-	byID      map[idKey]uint64                            // id → seq, for ids up to 31 bytes
-	byLongID  map[string]uint64                           // id → seq, for longer ids
-	byIdem    map[idemKey]uint64                          // (run_id, idempotency_key) → seq
-	indexes   [driver.AgentIndex + 1]map[string]*postings // index → value → seqs
+	events    []*[chunkSize]record         // the event with seq n is at(n)
+	n         uint64                       // events stored
+	slabs     [][]byte                     // the events' bytes (see keep)
+	slab      int                          // the slab small events are copied into
+	types     []protocol.Type              // the event types seen, by number
+	typeNums  map[protocol.Type]uint32     // and their numbers
+	byID      map[idKey]uint64             // id → seq, for ids up to 31 bytes
+	byLongID  map[string]uint64            // id → seq, for longer ids
+	byIdem    map[idemKey]uint64           // (run_id, idempotency_key) → seq
+	indexes   [driver.AgentIndex + 1]index // by driver.Index
 	artifacts map[[sha256.Size]byte]store.Artifact
 }
 
@@ -82,8 +82,8 @@ func (s *Store) event(seq uint64) store.Event {
 
 // idKey holds an id of up to 31 bytes (its length, then its bytes): the
 // ids this SDK makes are 30 bytes. Keys without pointers keep the largest
-// map of the store out of the garbage collector's way, and let the
-// message's id string go once its event is stored.
+// maps of the store out of the garbage collector's way, and let the
+// message's strings go once its event is stored.
 type idKey [32]byte
 
 func shortID(id string) (k idKey, ok bool) {
@@ -131,15 +131,18 @@ func New(opts *Options) (*Store, error) {
 	if o.MaxArtifactSize == 0 {
 		o.MaxArtifactSize = store.DefaultMaxArtifactSize
 	}
-	return &Store{
+	s := &Store{
 		opts:      o,
 		byID:      make(map[idKey]uint64),
 		byLongID:  make(map[string]uint64),
 		byIdem:    make(map[idemKey]uint64),
 		typeNums:  make(map[protocol.Type]uint32),
-		indexes:   [...]map[string]*postings{driver.TaskIndex: {}, driver.ThreadIndex: {}, driver.RunIndex: {}, driver.AgentIndex: {}},
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
-	}, nil
+	}
+	for i := range s.indexes {
+		s.indexes[i] = index{short: make(map[idKey][]uint64), long: make(map[string][]uint64)}
+	}
+	return s, nil
 }
 
 // Append implements store.Store. The store keeps its own copy of each
@@ -241,12 +244,21 @@ func (s *Store) typeNum(t protocol.Type) uint32 {
 	return n
 }
 
-// postings is the list of seqs of one value in an index, ascending. The
-// map holds a pointer to it, so that adding a seq to a value seen before
-// takes one map lookup.
-type postings struct {
-	seqs  []uint64
-	first [4]uint64 // where seqs starts: a task's usual events, in the same allocation
+// index maps each value of a field (a run id, an agent id, ...) to the
+// seqs of the events that have it, ascending. Values are keyed like ids:
+// by value when short, so that the large maps hold no pointer to follow
+// but their lists.
+type index struct {
+	short map[idKey][]uint64 // values up to 31 bytes
+	long  map[string][]uint64
+}
+
+// list returns the seqs of value.
+func (x *index) list(value string) []uint64 {
+	if k, ok := shortID(value); ok {
+		return x.short[k]
+	}
+	return x.long[value]
 }
 
 // index adds seq to the list of value in index ix; mu is held.
@@ -254,13 +266,19 @@ func (s *Store) index(ix driver.Index, value string, seq uint64) {
 	if value == "" {
 		return
 	}
-	p := s.indexes[ix][value]
-	if p == nil {
-		p = new(postings)
-		p.seqs = p.first[:0]
-		s.indexes[ix][value] = p
+	x := &s.indexes[ix]
+	if k, ok := shortID(value); ok {
+		x.short[k] = appendSeq(x.short[k], seq)
+	} else {
+		x.long[value] = appendSeq(x.long[value], seq)
 	}
-	p.seqs = append(p.seqs, seq)
+}
+
+func appendSeq(list []uint64, seq uint64) []uint64 {
+	if list == nil {
+		list = make([]uint64, 0, 4) // room for a task's usual events
+	}
+	return append(list, seq)
 }
 
 // Get implements store.Store.
@@ -348,14 +366,14 @@ func (s *Store) lists(q store.Query) (lists [][]uint64, ok bool) {
 		if f.value == "" {
 			continue
 		}
-		p := s.indexes[f.ix][f.value]
-		if p == nil {
+		list := s.indexes[f.ix].list(f.value)
+		if list == nil {
 			return nil, false
 		}
 		if f.ix == first {
-			lists = append([][]uint64{p.seqs}, lists...)
+			lists = append([][]uint64{list}, lists...)
 		} else {
-			lists = append(lists, p.seqs)
+			lists = append(lists, list)
 		}
 	}
 	return lists, true
@@ -451,7 +469,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]map[string]*postings{}, nil
+	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]index{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
