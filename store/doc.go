@@ -35,6 +35,11 @@
 //
 // Breaking out of any of these loops releases everything the read held.
 //
+// Runs and Threads list a [Summary] of each run and thread, newest first
+// (by the seq of its last event), paged with [ListQuery].Before: what a UI
+// shows before it reads any event. Backends keep summaries up to date in
+// the same transaction as the append; the status rules are on [Summary].
+//
 // Large payloads go to the artifact store (docs/protocol.md §8.2): PutArtifact
 // returns a content address "artifact:sha256:<hex>" ([ArtifactRef]) to put
 // in a message's attachments, and GetArtifact returns the bytes.

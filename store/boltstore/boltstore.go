@@ -73,6 +73,9 @@ func Open(path string, opts *Options) (*Store, error) {
 		if err := s.open(); err != nil {
 			return err
 		}
+		if err := s.openSummaries(); err != nil {
+			return err
+		}
 		return s.w.init(s)
 	})
 	if err != nil {

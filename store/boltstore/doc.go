@@ -34,6 +34,14 @@
 // either way, and Close writes them out. [Store.Check] verifies a whole
 // file.
 //
+// Run and thread summaries (Runs, Threads) live in their own buckets,
+// updated in each append's transaction and listed newest first through an
+// index by last seq; none of them is held in memory. A file written by a
+// version without summaries gets them built from its events when it is
+// opened for writing (one pass over the log, a batch of events per
+// transaction); a file opened read-only without them gives
+// [ErrNoSummaries] from Runs and Threads.
+//
 // # Errors
 //
 // Besides the store contract's errors (store.ErrClosed, store.ErrNotFound,

@@ -24,6 +24,10 @@ var (
 	ErrCorrupt error = coded.New("boltstore: corrupt file", protocol.CodeInternal)
 	// ErrInvalidOptions: Open was given options it cannot use.
 	ErrInvalidOptions error = coded.New("boltstore: invalid options", protocol.CodeInvalidField)
+	// ErrNoSummaries: Runs or Threads on a file opened read-only that has
+	// no run and thread summaries yet (a file of an older version); open it
+	// once for writing to build them.
+	ErrNoSummaries error = coded.New("boltstore: the file has no run and thread summaries yet", protocol.CodeUnsupportedVersion)
 )
 
 // FormatError reports a file Open refuses. It matches ErrFormat.

@@ -18,6 +18,7 @@ import (
 //	run, thread, task, agent
 //	           uvarint(len(attr)) ‖ attr ‖ first seq (uint64 BE) → posting
 //	artifacts  sha256 (32 bytes) → artifact record
+//	sum.*      run and thread summaries (see summary.go)
 //
 // Keys that start with a time-ordered id (the ULIDs of protocol.NewIDs)
 // land at the end of their B+tree, and the events bucket is append-only,

@@ -228,7 +228,7 @@ func (w *writer) commit() {
 				r.res[i] = store.AppendResult{Seq: seq}
 			}
 		}
-		return nil
+		return w.summarize(tx, now)
 	})
 	if err != nil {
 		for _, r := range w.live {

@@ -50,6 +50,7 @@ type Store struct {
 	byIdem    map[idemKey]uint64           // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]index // by driver.Index
 	artifacts map[[sha256.Size]byte]store.Artifact
+	sums      summaries
 }
 
 // Events are kept in fixed-size chunks rather than one growing slice, so
@@ -209,6 +210,7 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	s.index(driver.ThreadIndex, e.ThreadID, seq)
 	s.index(driver.TaskIndex, e.TaskID, seq)
 	s.index(driver.AgentIndex, e.AgentID, seq)
+	s.summarize(e, seq, now)
 	return store.AppendResult{Seq: seq}
 }
 
@@ -470,6 +472,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]index{}, nil
+	s.sums = summaries{}
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

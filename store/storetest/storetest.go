@@ -107,6 +107,11 @@ var cases = []struct {
 	{"LargeMessage", testLargeMessage},
 	{"IteratorEarlyBreak", testIteratorEarlyBreak},
 	{"ReopenKeepsEventsSeqAndDedup", testReopen},
+	{"SummariesNewestFirst", testSummariesNewestFirst},
+	{"SummariesPaging", testSummariesPaging},
+	{"SummaryStatus", testSummaryStatus},
+	{"SummariesAfterReopen", testSummariesAfterReopen},
+	{"SummariesClosed", testSummariesClosed},
 }
 
 // ---- helpers ----

@@ -22,6 +22,9 @@ type Entry struct {
 	AgentID        string        // from.agent_id
 	Type           protocol.Type // type
 	IdempotencyKey string        // idempotency_key, "" when absent
+	Attempt        int           // attempt
+	Channel        string        // meta.ui_channel when it is a string (summaries)
+	Ends           bool          // protocol.EndsTask: the event ends its task's attempt
 }
 
 // Prepare validates msgs and gets their bytes, encoding each message at
@@ -48,12 +51,22 @@ func Prepare(dst []Entry, msgs []*protocol.Message, maxSize int) ([]Entry, error
 		if len(raw) > maxSize {
 			return nil, &store.TooLargeError{What: "message", Index: i, Size: len(raw), Limit: maxSize}
 		}
-		out[i] = Entry{
-			Raw: raw, ID: m.ID, RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID,
-			AgentID: m.From.AgentID, Type: m.Type, IdempotencyKey: m.IdempotencyKey,
-		}
+		out[i] = EntryOf(m, raw)
 	}
 	return out, nil
+}
+
+// EntryOf returns the entry of m, whose bytes are raw.
+func EntryOf(m *protocol.Message, raw []byte) Entry {
+	e := Entry{
+		Raw: raw, ID: m.ID, RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID,
+		AgentID: m.From.AgentID, Type: m.Type, IdempotencyKey: m.IdempotencyKey,
+		Attempt: m.Attempt, Ends: protocol.EndsTask(m),
+	}
+	if ch, ok := m.Meta["ui_channel"].(string); ok {
+		e.Channel = ch
+	}
+	return e
 }
 
 // Index names the index that serves a query.

@@ -1,0 +1,165 @@
+// Package gateway is the HTTP API of a Clutch router (docs/protocol.md §9,
+// §10 step 8): what a web UI, a CLI or another service needs to watch and
+// drive a team of agents from outside the host process — the agents, the
+// runs and threads, every event of a run, thread or task, task trees and
+// routing decisions, submitting messages, artifacts, and live streams over
+// Server-Sent Events and WebSocket.
+//
+// # Basics
+//
+// New builds the gateway of a router; it is an http.Handler the host mounts
+// at the root of a server or under a prefix:
+//
+//	keys, _ := auth.APIKeys(map[string]auth.Caller{
+//		os.Getenv("UI_KEY"): {AgentID: "agent:ui", Scopes: []string{auth.ScopeSubmit, auth.ScopeReadAll, auth.ScopeAgents}},
+//	})
+//	gw, err := gateway.New(r, &gateway.Options{
+//		Auth: keys,
+//		UI:   ui.Handler(nil),                                  // package gateway/ui: the web UI at "/"
+//		AGUI: aguiHandler,                                     // package gateway/agui: agui.New(r, opts)
+//	})
+//	http.Handle("/clutch/", http.StripPrefix("/clutch", gw))
+//
+// The UI and AG-UI handlers are passed in, not built here, so that a host
+// that wants neither links neither.
+//
+// Every /v1 request is authenticated and limited by package auth's Guard —
+// the one authenticator, scopes and rate limits of every inbound surface.
+// "Authorization: Bearer <key>" or "X-API-Key: <key>"; /v1/stream and
+// /v1/ws also take ?access_token=<key>, because EventSource and browser
+// WebSockets cannot set headers. A request that does not authenticate gets
+// 401 and nothing else. GET /healthz answers "ok" to anyone and says
+// nothing more.
+//
+// # Endpoints
+//
+// All JSON is UTF-8; times are RFC 3339 in UTC with milliseconds; seqs are
+// the store's event seqs, JSON numbers.
+//
+//	GET  /v1/agents                    {"agents":[{"card","online","in_flight","success_rate"}]}
+//	GET  /v1/runs?before=&limit=       {"runs":[Summary],"next_before":SEQ|0}   newest first
+//	GET  /v1/threads?before=&limit=    {"threads":[Summary],"next_before":SEQ|0}
+//	GET  /v1/runs/{id}/events?after=&limit=&type=
+//	GET  /v1/threads/{id}/events?...
+//	GET  /v1/tasks/{id}/events?...     {"events":[{"seq","time","message"}],"next_after":SEQ|0}
+//	GET  /v1/runs/{id}/decisions?...   the same, routing.decision and routing.failure only
+//	GET  /v1/runs/{id}/tree            {"run_id","tasks":[TaskNode]}
+//	GET  /v1/tasks/{id}/tree           the subtree of one task, the same shape
+//	POST /v1/messages                  submit (below) → 202 Accepted
+//	GET  /v1/artifacts/{ref}           the bytes, Content-Type its media type
+//	GET  /v1/stream?run=&thread=&task=&agent=&type=&after=   SSE
+//	GET  /v1/ws?<the same>             WebSocket
+//	     /v1/agui/...                  Options.AGUI, when set
+//	GET  /healthz                      "ok"
+//	GET  /, /ui/...                    Options.UI, when set
+//
+// A Summary is store.Summary with the API's time format. An event's
+// "message" is the envelope exactly as stored (the bytes the store holds);
+// events pages hold up to limit events (DefaultPageLimit, at most
+// MaxPageLimit), and next_after is the seq to pass as after= for the next
+// page, 0 when there is none right now. Lists hold up to limit summaries
+// (DefaultListLimit, at most MaxListLimit); next_before is the before= of
+// the next page, 0 at the end. A TaskNode is {"task_id", "parent_task_id",
+// "agent_id", "status" (pending, running, completed, failed, cancelled,
+// timed_out), "state" (the last lifecycle event's type), "attempts",
+// "payload_type", "started", "ended", "error", "children"}, rebuilt from the
+// log by router.Replay. Unknown query parameters, and a parameter given
+// twice, are refused with 400.
+//
+// # Submitting
+//
+// POST /v1/messages takes a Submission: "type" is task.request,
+// chat.message or task.cancel; run_id, thread_id, task_id, parent_task_id,
+// to, payload_type, payload, requires, prefers, domain, meta and
+// idempotency_key are optional (see DecodeSubmission). The sender is the
+// authenticated caller, always: a body with "from" is refused (400).
+//
+//   - task.request goes through router.Submit: validated against its
+//     payload type, stored and routed. With an idempotency_key and no
+//     run_id its run is auth.ScopedRunID(caller, "gateway", key), so posting
+//     it again answers with the first task (Accepted.Duplicate).
+//   - chat.message is validated (schema registry) and appended.
+//   - task.cancel cancels the running task task_id and its subtree; the
+//     task.cancel event names the caller. A task that has ended gives 409.
+//
+// The answer is 202 with an Accepted: the stored message's id and seq and
+// its run, thread and task (for a cancel, the task's terminal event).
+//
+// # Scopes
+//
+// The rules are package auth's, applied as the A2A server applies them:
+// reading needs auth.ScopeSubmit (a caller's own runs) or
+// auth.ScopeReadAll (everybody's); listing agents needs auth.ScopeAgents;
+// submitting needs auth.ScopeSubmit. A caller without read:all sees only
+// what it started: a run or thread whose first event it sent, a task whose
+// task.request it sent or that belongs to a run it started. Lists show it
+// only its own runs and threads (Summary.Owner). Anything else — reading
+// it, streaming it, posting into it, cancelling it — is answered 404, as
+// if it did not exist. An artifact ref is a content address: whoever may
+// read and knows a ref gets its bytes; they are served with a sandboxing
+// Content-Security-Policy so they never run as a page of the gateway.
+//
+// # Live streams
+//
+// GET /v1/stream is Server-Sent Events, one per stored event:
+//
+//	id: <seq>
+//	event: <message type>
+//	data: {"seq":12,"time":"...","message":{...}}
+//
+// filtered by run, thread, task, agent (from.agent_id) and type (a prefix),
+// AND-ed. It starts after the seq of after= or of the Last-Event-ID header
+// (which wins: it is what a reconnecting EventSource sends), and yields
+// every matching event after it exactly once, in seq order — the stored
+// backlog first, then each new event as it is appended — so a client that
+// resumes from the last id it saw misses nothing and sees nothing twice. A
+// caller without read:all streams a run, thread or task it may see (404
+// otherwise) or, without those filters, the events of the runs it may see.
+// A ": ping" comment goes out every Options.Heartbeat.
+//
+// GET /v1/ws is the same stream over a WebSocket: one text frame per
+// event, holding the SSE data object; resume with after=. The server sends
+// pings every Options.Heartbeat; a client message closes the connection.
+//
+// Each stream reads the store at its client's pace through a buffer of
+// Options.StreamBuffer events: a slow client costs no more memory and holds
+// up nobody else. A client that takes nothing for Options.SlowTimeout while
+// its buffer is full is cut off: SSE sends
+//
+//	event: clutch.closed
+//	data: {"code":"CAPACITY","message":"slow consumer: ...","retryable":true}
+//
+// and ends the response; a WebSocket is closed with status 1013 (try again
+// later) and that message. Either way the client resumes from the last seq
+// it got.
+//
+// # Errors
+//
+// Every error answer has the body
+//
+//	{"error":{"code":"VALIDATION","message":"...","retryable":false,"details":{...}}}
+//
+// with a code of the protocol error table and the HTTP status that table
+// (through auth.Status) gives it: 400 for a malformed request, 401 without
+// valid credentials (with a WWW-Authenticate challenge), 403 when the
+// caller's scopes do not allow the call, 404 for what does not exist or
+// may not be seen, 409 for a cancel of an ended task, 413 for a body over
+// Options.MaxBodyBytes, 429 and 503 with Retry-After from the limits, 500
+// INTERNAL for anything unexpected — logged to Options.Logger, never
+// described to the client. The package's sentinels (ErrBadRequest,
+// ErrNotFound, ErrTooLarge, ErrSlowConsumer, ErrInvalidOptions) carry those
+// codes.
+//
+// # CORS
+//
+// Off by default: no CORS headers, so browsers allow only pages of the
+// gateway's own origin to call it. Options.CORS lists the other origins
+// allowed (never "*"); WebSocket upgrades are checked against the same
+// list.
+//
+// # Dependencies
+//
+// github.com/coder/websocket (named by the project for the WebSocket
+// stream) and github.com/go-json-experiment/json (the module's strict JSON
+// decoder) for the submit body.
+package gateway

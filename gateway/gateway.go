@@ -1,0 +1,345 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// Defaults of a zero Options.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultStreamBuffer = 1024
+	DefaultSlowTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultPageLimit    = 500
+	MaxPageLimit        = 5000
+	DefaultListLimit    = 100
+	MaxListLimit        = 1000
+)
+
+// Options configures a Gateway. Nil is not allowed (Auth is required);
+// zero fields take defaults.
+type Options struct {
+	// Auth identifies the caller of every /v1 request (required: New
+	// refuses a nil one; auth.Anonymous is the explicit opt-in to
+	// anonymous callers). It is the one authenticator of package auth, the
+	// same as the host's other surfaces use.
+	Auth auth.Authenticator
+	// Limits are the per-caller rate limit, the bound on requests in
+	// flight (streams included, for as long as they last) and the body
+	// limit applied with Auth; nil means none (see auth.Options).
+	Limits *auth.Options
+	// CORS lists the origins ("https://app.example.com") whose browsers
+	// may call the API from another origin. None (the default) sends no
+	// CORS headers, so browsers allow only same-origin calls. "*" is not
+	// accepted: name the origins.
+	CORS []string
+	// UI serves the web UI at "/" and "/ui/..." — ui.Handler(nil) of
+	// package gateway/ui, the embedded UI, which reaches the API at "v1"
+	// next to it; nil serves none (only the API and /healthz). It is not
+	// behind the gateway's authentication: the page holds no data and
+	// asks for an API key.
+	UI http.Handler
+	// AGUI is mounted at /v1/agui and /v1/agui/ behind the gateway's
+	// authentication and limits (the caller is in the request's context,
+	// auth.FromContext), with the prefix stripped — agui.New(r, opts) of
+	// package gateway/agui; nil mounts nothing.
+	AGUI http.Handler
+	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when 0. A
+	// bigger one gets 413.
+	MaxBodyBytes int64
+	// Heartbeat is the interval of keep-alive comments (SSE) and pings
+	// (WebSocket) on a live stream; DefaultHeartbeat when 0, none when
+	// negative.
+	Heartbeat time.Duration
+	// StreamBuffer is how many events a stream holds for its client;
+	// DefaultStreamBuffer when 0.
+	StreamBuffer int
+	// SlowTimeout is how long a stream waits for its client to take an
+	// event while its buffer is full before it cuts the client off as a
+	// slow consumer; DefaultSlowTimeout when 0.
+	SlowTimeout time.Duration
+	// WriteTimeout bounds each write to a stream's client;
+	// DefaultWriteTimeout when 0.
+	WriteTimeout time.Duration
+	// Logger receives internal errors, which are never sent to clients;
+	// slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() error {
+	if o.Auth == nil {
+		return coded.Wrap(ErrInvalidOptions, "Auth is required (auth.Anonymous allows anonymous callers explicitly)", nil)
+	}
+	if o.MaxBodyBytes < 0 || o.StreamBuffer < 0 || o.SlowTimeout < 0 || o.WriteTimeout < 0 {
+		return coded.Wrap(ErrInvalidOptions, "MaxBodyBytes, StreamBuffer, SlowTimeout and WriteTimeout must not be negative", nil)
+	}
+	for _, origin := range o.CORS {
+		if origin == "*" || !strings.Contains(origin, "://") || strings.HasSuffix(origin, "/") {
+			return coded.Wrap(ErrInvalidOptions, "CORS origin "+origin+" must be scheme://host[:port], without a path", nil)
+		}
+	}
+	o.CORS = slices.Clone(o.CORS)
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.StreamBuffer == 0 {
+		o.StreamBuffer = DefaultStreamBuffer
+	}
+	if o.SlowTimeout == 0 {
+		o.SlowTimeout = DefaultSlowTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Gateway is the HTTP API of a router, an http.Handler. Mount it at the
+// root of a server or under a prefix with http.StripPrefix.
+type Gateway struct {
+	r     *router.Router
+	st    store.Store
+	opts  Options
+	guard *auth.Guard
+	mux   *http.ServeMux
+	api   *http.ServeMux
+}
+
+var _ http.Handler = (*Gateway)(nil)
+
+// New returns the gateway of r. opts is required for its Auth; the other
+// fields take defaults. An unusable option gives an error matching
+// ErrInvalidOptions.
+func New(r *router.Router, opts *Options) (*Gateway, error) {
+	if r == nil {
+		return nil, coded.Wrap(ErrInvalidOptions, "a router is required", nil)
+	}
+	if opts == nil {
+		return nil, coded.Wrap(ErrInvalidOptions, "Options with Auth are required", nil)
+	}
+	o := *opts
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	guard, err := auth.NewGuard(o.Auth, o.Limits)
+	if err != nil {
+		return nil, coded.Wrap(ErrInvalidOptions, "Limits", err)
+	}
+	g := &Gateway{r: r, st: r.Store(), opts: o, guard: guard, mux: http.NewServeMux(), api: http.NewServeMux()}
+	g.routes()
+	return g, nil
+}
+
+func (g *Gateway) routes() {
+	a := g.api
+	a.HandleFunc("GET /v1/agents", g.serveAgents)
+	a.HandleFunc("GET /v1/runs", g.serveList(false))
+	a.HandleFunc("GET /v1/threads", g.serveList(true))
+	a.HandleFunc("GET /v1/runs/{id}/events", g.serveEvents(scopeRun))
+	a.HandleFunc("GET /v1/threads/{id}/events", g.serveEvents(scopeThread))
+	a.HandleFunc("GET /v1/tasks/{id}/events", g.serveEvents(scopeTask))
+	a.HandleFunc("GET /v1/runs/{id}/tree", g.serveTree(scopeRun))
+	a.HandleFunc("GET /v1/tasks/{id}/tree", g.serveTree(scopeTask))
+	a.HandleFunc("GET /v1/runs/{id}/decisions", g.serveDecisions)
+	a.HandleFunc("POST /v1/messages", g.serveSubmit)
+	a.HandleFunc("GET /v1/artifacts/{ref}", g.serveArtifact)
+	a.HandleFunc("GET /v1/stream", g.serveSSE)
+	a.HandleFunc("GET /v1/ws", g.serveWS)
+	if g.opts.AGUI != nil {
+		// Both with and without the slash: a POST must not be redirected.
+		agui := http.StripPrefix("/v1/agui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "" {
+				r.URL.Path = "/"
+			}
+			g.opts.AGUI.ServeHTTP(w, r)
+		}))
+		a.Handle("/v1/agui", agui)
+		a.Handle("/v1/agui/", agui)
+	}
+	a.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		g.writeError(w, r, coded.Wrap(ErrNotFound, r.Method+" "+r.URL.Path+" is not an endpoint of this API", nil))
+	})
+
+	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte("ok"))
+	})
+	g.mux.Handle("/v1/", http.HandlerFunc(g.serveAPI))
+	if g.opts.UI != nil {
+		g.mux.Handle("/", g.opts.UI)
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mux.ServeHTTP(w, r)
+}
+
+// serveAPI authenticates and admits an API request, then serves it.
+func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if g.cors(w, r) {
+		return // a preflight, answered
+	}
+	// EventSource and browser WebSockets cannot set headers: the streams
+	// take the key as ?access_token= (and only they do).
+	if tok := r.URL.Query().Get("access_token"); tok != "" && (r.URL.Path == "/v1/stream" || r.URL.Path == "/v1/ws") &&
+		r.Header.Get("Authorization") == "" && r.Header.Get("X-API-Key") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+tok)
+	}
+	c, release, err := g.guard.Admit(r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	defer release()
+	if r.Body != nil {
+		limit := g.opts.MaxBodyBytes
+		if l := g.opts.Limits; l != nil && l.MaxBodyBytes > 0 {
+			limit = min(limit, l.MaxBodyBytes)
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	g.api.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), c)))
+}
+
+// cors sets the CORS headers for an allowed origin and answers a
+// preflight; it reports whether the request was a preflight.
+func (g *Gateway) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || len(g.opts.CORS) == 0 {
+		return false
+	}
+	h := w.Header()
+	h.Add("Vary", "Origin")
+	if !slices.Contains(g.opts.CORS, origin) {
+		return r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" && deny(w)
+	}
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate")
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, POST")
+		h.Set("Access-Control-Allow-Headers", "Authorization, X-API-Key, Content-Type, Last-Event-ID")
+		h.Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+		return true
+	}
+	return false
+}
+
+// deny answers a preflight from an origin that is not allowed: no CORS
+// headers, so the browser refuses the call.
+func deny(w http.ResponseWriter) bool {
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// errorBody is the body of every error answer.
+type errorBody struct {
+	Error wireError `json:"error"`
+}
+
+type wireError struct {
+	Code      protocol.Code  `json:"code"`
+	Message   string         `json:"message"`
+	Retryable bool           `json:"retryable"`
+	Details   map[string]any `json:"details,omitempty"`
+}
+
+// writeError answers err with the status of its protocol code
+// (auth.Status), the headers that go with it and the error body. An
+// error without a code of its own (INTERNAL) is logged and answered
+// without its text.
+func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		err = coded.Wrap(ErrTooLarge, "the body is over the limit of "+itoa(uint64(tooBig.Limit))+" bytes", nil)
+	}
+	g.guard.SetHeaders(w, err)
+	status := auth.Status(err)
+	code := protocol.CodeOf(err)
+	we := wireError{Code: code, Message: publicMessage(err), Retryable: code.Retryable()}
+	var ep *protocol.ErrorPayload
+	if errors.As(err, &ep) {
+		we = wireError{Code: ep.Code, Message: ep.Message, Retryable: ep.Retryable, Details: ep.Details}
+	}
+	switch {
+	case status == http.StatusUnauthorized:
+		we = wireError{Code: protocol.CodeUnauthorized, Message: "authentication required"}
+	case status == http.StatusForbidden && errors.Is(err, auth.ErrForbidden):
+		we.Message = "the caller's scopes do not allow this"
+	case code == protocol.CodeInternal || status >= 500 && status != http.StatusServiceUnavailable:
+		g.opts.Logger.ErrorContext(r.Context(), "gateway: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		we = wireError{Code: protocol.CodeInternal, Message: "internal error", Retryable: true}
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, errorBody{Error: we})
+}
+
+// publicMessage is the message of a coded error without the package
+// prefixes of its sentinel ("gateway: not found: no run x" → "no run x").
+func publicMessage(err error) string {
+	var wr *coded.Wrapped
+	if errors.As(err, &wr) && wr.Detail != "" {
+		if wr.Cause != nil {
+			return wr.Detail + ": " + publicMessage(wr.Cause)
+		}
+		return wr.Detail
+	}
+	return err.Error()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error","retryable":true}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// caller returns the authenticated caller of a request that came through
+// serveAPI.
+func caller(ctx context.Context) *auth.Caller {
+	c, _ := auth.FromContext(ctx)
+	return c
+}
+
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}

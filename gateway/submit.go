@@ -1,0 +1,359 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// SurfaceName is the surface name of the gateway in auth.ScopedRunID: the
+// run of a task.request posted with an idempotency_key and no run_id.
+const SurfaceName = "gateway"
+
+// cancelWait bounds how long POST /v1/messages waits for a cancelled
+// task's terminal event before it answers without it.
+const cancelWait = 10 * time.Second
+
+// Submission is the body of POST /v1/messages. There is no "from": the
+// sender is always the authenticated caller.
+type Submission struct {
+	Type           protocol.Type          `json:"type"`
+	RunID          string                 `json:"run_id,omitzero"`
+	ThreadID       string                 `json:"thread_id,omitzero"`
+	TaskID         string                 `json:"task_id,omitzero"`
+	ParentTaskID   string                 `json:"parent_task_id,omitzero"`
+	To             []protocol.Participant `json:"to,omitzero"`
+	PayloadType    string                 `json:"payload_type,omitzero"`
+	Payload        jsontext.Value         `json:"payload,omitzero"`
+	Requires       []string               `json:"requires,omitzero"`
+	Prefers        []string               `json:"prefers,omitzero"`
+	Domain         string                 `json:"domain,omitzero"`
+	Meta           jsontext.Value         `json:"meta,omitzero"`
+	IdempotencyKey string                 `json:"idempotency_key,omitzero"`
+}
+
+// Accepted is the answer of POST /v1/messages (202).
+type Accepted struct {
+	// ID is the stored message: the request, the chat message, or for a
+	// cancel the task's terminal event ("" when it did not come in time).
+	ID       string `json:"id"`
+	Seq      uint64 `json:"seq"`
+	RunID    string `json:"run_id"`
+	ThreadID string `json:"thread_id"`
+	TaskID   string `json:"task_id"`
+	// Type is the type of the stored message (a cancel answers with the
+	// task's terminal event, which may be a result that won the race).
+	Type protocol.Type `json:"type,omitempty"`
+	// Duplicate is set when the message was already stored (same id or
+	// same run_id and idempotency_key): ID and Seq are the stored one's.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// DecodeSubmission decodes a POST /v1/messages body strictly: one JSON
+// object with the members of Submission only, no duplicate member, valid
+// UTF-8, ids within protocol.MaxIDLength, payload and meta JSON objects.
+// A "from" member is refused: the sender is the authenticated caller.
+func DecodeSubmission(body []byte) (*Submission, error) {
+	var probe struct {
+		From jsontext.Value `json:"from,omitzero"`
+	}
+	// The probe reads "from" alone, so that its refusal is not reported as
+	// an unknown member.
+	if err := jsonv2.Unmarshal(body, &probe); err == nil && probe.From != nil {
+		return nil, coded.Wrap(ErrBadRequest, `"from" is not accepted: the sender is the authenticated caller`, nil)
+	}
+	var s Submission
+	if err := jsonv2.Unmarshal(body, &s, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, coded.Wrap(ErrBadRequest, "the body is not a submission: "+jsonErrorText(err), nil)
+	}
+	switch s.Type {
+	case protocol.TypeTaskRequest, protocol.TypeChatMessage, protocol.TypeTaskCancel:
+	default:
+		return nil, coded.Wrap(ErrBadRequest, `"type" must be "task.request", "chat.message" or "task.cancel"`, nil)
+	}
+	for _, f := range []struct{ name, v string }{
+		{"run_id", s.RunID}, {"thread_id", s.ThreadID}, {"task_id", s.TaskID}, {"parent_task_id", s.ParentTaskID},
+		{"idempotency_key", s.IdempotencyKey}, {"domain", s.Domain}, {"payload_type", s.PayloadType},
+	} {
+		if len(f.v) > protocol.MaxIDLength {
+			return nil, coded.Wrap(ErrBadRequest, f.name+" is longer than "+itoa(protocol.MaxIDLength)+" bytes", nil)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    jsontext.Value
+	}{{"payload", s.Payload}, {"meta", s.Meta}} {
+		if f.v != nil && f.v.Kind() != '{' {
+			return nil, coded.Wrap(ErrBadRequest, f.name+" must be a JSON object", nil)
+		}
+	}
+	if s.Type == protocol.TypeTaskCancel && s.TaskID == "" {
+		return nil, coded.Wrap(ErrBadRequest, "a task.cancel needs task_id", nil)
+	}
+	return &s, nil
+}
+
+// jsonErrorText is the decoder's message without Go names.
+func jsonErrorText(err error) string {
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) && se.JSONPointer != "" {
+		return "at " + string(se.JSONPointer) + ": " + trimJSON(se.Err)
+	}
+	return trimJSON(err)
+}
+
+func trimJSON(err error) string {
+	if err == nil {
+		return "invalid value"
+	}
+	s := err.Error()
+	for _, p := range []string{"json: ", "jsontext: "} {
+		s = string(bytes.TrimPrefix([]byte(s), []byte(p)))
+	}
+	return s
+}
+
+func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	c := caller(ctx)
+	if !c.Has(auth.ScopeSubmit) {
+		g.writeError(w, r, auth.ErrForbidden)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if !errors.As(err, &tooBig) {
+			err = coded.Wrap(ErrBadRequest, "the body could not be read", nil)
+		}
+		g.writeError(w, r, err)
+		return
+	}
+	s, err := DecodeSubmission(body)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	var acc *Accepted
+	switch s.Type {
+	case protocol.TypeTaskRequest:
+		acc, err = g.submitRequest(ctx, c, s)
+	case protocol.TypeChatMessage:
+		acc, err = g.submitChat(ctx, c, s)
+	case protocol.TypeTaskCancel:
+		acc, err = g.submitCancel(ctx, c, s)
+	}
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, acc)
+}
+
+// checkTargets refuses a submission into a run or thread that exists and
+// the caller may not see, or under a parent task it may not see — as if
+// they did not exist.
+func (g *Gateway) checkTargets(ctx context.Context, c *auth.Caller, s *Submission) error {
+	for _, t := range []struct {
+		sc scope
+		id string
+	}{{scopeRun, s.RunID}, {scopeThread, s.ThreadID}} {
+		if t.id == "" {
+			continue
+		}
+		m, err := g.first(ctx, t.sc.query(t.id))
+		if err != nil {
+			return err
+		}
+		if m != nil && !c.Owns(m.From.AgentID) {
+			return coded.Wrap(ErrNotFound, "no "+t.sc.String()+" "+clip(t.id), nil)
+		}
+	}
+	if s.ParentTaskID != "" {
+		return g.checkVisible(ctx, c, scopeTask, s.ParentTaskID)
+	}
+	return nil
+}
+
+// fill sets the submission's optional fields on m.
+func fill(m *protocol.Message, s *Submission) error {
+	if s.RunID != "" {
+		m.RunID = s.RunID
+	}
+	if s.ThreadID != "" {
+		m.ThreadID = s.ThreadID
+	}
+	if s.TaskID != "" {
+		m.TaskID = s.TaskID
+	}
+	m.ParentTaskID = s.ParentTaskID
+	if s.To != nil {
+		m.To = s.To
+	}
+	m.PayloadType = s.PayloadType
+	if s.PayloadType != "" {
+		m.SchemaRef = protocol.SchemaRefFor(s.PayloadType)
+	}
+	m.Payload = json.RawMessage(`{}`)
+	if s.Payload != nil {
+		m.Payload = json.RawMessage(s.Payload)
+	}
+	m.Requires, m.Prefers, m.Domain = s.Requires, s.Prefers, s.Domain
+	m.IdempotencyKey = s.IdempotencyKey
+	if s.Meta != nil {
+		d := json.NewDecoder(bytes.NewReader(s.Meta))
+		d.UseNumber() // as protocol.Decode keeps numbers
+		if err := d.Decode(&m.Meta); err != nil {
+			return coded.Wrap(ErrBadRequest, "meta", err)
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) submitRequest(ctx context.Context, c *auth.Caller, s *Submission) (*Accepted, error) {
+	if err := g.checkTargets(ctx, c, s); err != nil {
+		return nil, err
+	}
+	m, err := g.r.NewRequest(c.AgentID, s.PayloadType, json.RawMessage(`{}`))
+	if err != nil {
+		return nil, err
+	}
+	if err := fill(m, s); err != nil {
+		return nil, err
+	}
+	if s.IdempotencyKey != "" && s.RunID == "" {
+		// The same key from the same caller lands in the same run, where
+		// the store's dedup answers it with the first task.
+		m.RunID = auth.ScopedRunID(c, SurfaceName, s.IdempotencyKey)
+	}
+	h, err := g.r.Submit(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	req := h.Request()
+	ev, err := g.st.Get(ctx, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &Accepted{
+		ID: req.ID, Seq: ev.Seq, RunID: req.RunID, ThreadID: req.ThreadID, TaskID: req.TaskID,
+		Type: req.Type, Duplicate: req.ID != m.ID,
+	}, nil
+}
+
+func (g *Gateway) submitChat(ctx context.Context, c *auth.Caller, s *Submission) (*Accepted, error) {
+	if err := g.checkTargets(ctx, c, s); err != nil {
+		return nil, err
+	}
+	m := g.r.IDs().NewMessage(protocol.TypeChatMessage, c.AgentID)
+	if err := fill(m, s); err != nil {
+		return nil, err
+	}
+	if err := g.r.Schemas().ValidateMessage(m); err != nil {
+		return nil, coded.Wrap(router.ErrInvalidPayload, "", err)
+	}
+	res, err := g.st.Append(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	acc := &Accepted{ID: m.ID, Seq: res[0].Seq, RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID, Type: m.Type}
+	if res[0].Duplicate {
+		acc.Duplicate = true
+		if ev, err := g.st.Get(ctx, m.ID); err == nil {
+			acc.Seq = ev.Seq
+		} else if dm, err := g.stored(ctx, res[0].Seq, m.RunID); err == nil && dm != nil {
+			acc.ID, acc.ThreadID, acc.TaskID = dm.ID, dm.ThreadID, dm.TaskID
+		}
+	}
+	return acc, nil
+}
+
+// stored returns the message stored at seq in run.
+func (g *Gateway) stored(ctx context.Context, seq uint64, run string) (*protocol.Message, error) {
+	return g.first(ctx, store.Query{RunID: run, AfterSeq: seq - 1})
+}
+
+func (g *Gateway) submitCancel(ctx context.Context, c *auth.Caller, s *Submission) (*Accepted, error) {
+	if err := g.checkVisible(ctx, c, scopeTask, s.TaskID); err != nil {
+		return nil, err
+	}
+	req, err := g.first(ctx, store.Query{TaskID: s.TaskID, TypePrefix: string(protocol.TypeTaskRequest)})
+	if err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, coded.Wrap(ErrNotFound, "task "+clip(s.TaskID)+" has no task.request here", nil)
+	}
+	if ended, err := g.ended(ctx, s.TaskID); err != nil {
+		return nil, err
+	} else if ended {
+		return nil, coded.Wrap(errConflict, "task "+clip(s.TaskID)+" has ended", nil)
+	}
+	var p struct {
+		Message string `json:"message"`
+	}
+	if s.Payload != nil {
+		_ = json.Unmarshal(s.Payload, &p)
+	}
+	reason := "cancelled by " + c.AgentID
+	if p.Message != "" {
+		reason += ": " + p.Message
+	}
+	h, err := g.r.Cancel(s.TaskID, reason)
+	if errors.Is(err, router.ErrUnknownTask) {
+		return nil, coded.Wrap(errConflict, "task "+clip(s.TaskID)+" is not running here (it has ended, or runs in another process)", nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	acc := &Accepted{RunID: req.RunID, ThreadID: req.ThreadID, TaskID: req.TaskID}
+	wctx, cancel := context.WithTimeout(ctx, cancelWait)
+	defer cancel()
+	out, err := h.Wait(wctx)
+	if out != nil && out.Message != nil {
+		acc.ID, acc.Type = out.Message.ID, out.Message.Type
+		if ev, gerr := g.st.Get(ctx, out.Message.ID); gerr == nil {
+			acc.Seq = ev.Seq
+		}
+		return acc, nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return acc, nil
+}
+
+// ended reports whether the latest attempt of the task has its terminal
+// event in the store.
+func (g *Gateway) ended(ctx context.Context, taskID string) (bool, error) {
+	ended, at := false, 0
+	for ev, err := range g.st.Read(ctx, store.Query{TaskID: taskID}) {
+		if err != nil {
+			return false, err
+		}
+		m, err := ev.Message()
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case protocol.EndsTask(m):
+			ended, at = true, m.Attempt
+		case ended && m.Attempt > at && m.Type.Family() != "tool":
+			ended = false // a later attempt (a partial retry)
+		}
+	}
+	return ended, nil
+}

@@ -1,0 +1,740 @@
+// Clutch web UI. Plain JavaScript, no build step. Every piece of data from
+// the server enters the page through text nodes (el() below), never as markup.
+"use strict";
+(function () {
+  const API = (document.querySelector('meta[name="clutch-api"]').content || "v1").replace(/\/+$/, "");
+  const KEY_STORE = "clutch.apiKey";
+  const THEME_STORE = "clutch.theme";
+  const PAGE = 5000;        // history page size (the API's maximum)
+  const WINDOW = 200;       // events shown when a view opens; most events in one chunk
+  const STEP = 100;         // earlier events added at a time as the reader scrolls up
+  const $ = (id) => document.getElementById(id);
+
+  // ---- DOM building: text only ------------------------------------------
+  // el(tag, attrs, ...children): attrs go through setAttribute/properties,
+  // children that are strings become text nodes.
+  function el(tag, attrs, ...kids) {
+    const n = document.createElement(tag);
+    if (attrs) {
+      for (const k in attrs) {
+        const v = attrs[k];
+        if (v === undefined || v === null || v === false) continue;
+        if (k === "class") n.className = v;
+        else if (k === "text") n.textContent = v;
+        else if (k === "style") Object.assign(n.style, v); // CSSOM: allowed by the page's CSP, unlike a style attribute
+        else n.setAttribute(k, v === true ? "" : String(v));
+      }
+    }
+    for (const c of kids) add(n, c);
+    return n;
+  }
+  function add(n, c) {
+    if (c === undefined || c === null || c === false) return;
+    if (Array.isArray(c)) { for (const x of c) add(n, x); return; }
+    n.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  const threadHash = (id) => "#/thread/" + encodeURIComponent(id);
+  const taskHash = (id) => "#/task/" + encodeURIComponent(id);
+
+  // ---- state -------------------------------------------------------------
+  const S = {
+    key: sessionStorage.getItem(KEY_STORE) || "",
+    view: null,          // {kind: "thread"|"task", id}
+    gen: 0,              // bumps on every view change; stale async work checks it
+    events: [],          // the view's events, in seq order
+    lastSeq: 0,          // the highest seq shown: the stream resumes after it
+    from: 0,             // index in events of the first event in the document
+    runs: new Map(),     // run_id -> true, runs seen in the view
+    threadRun: "",       // run_id of the thread's first event
+    channel: "",
+    results: new Map(),  // tool call id -> its tool.result / tool.error event
+    callEls: new Map(),  // tool call id -> the element showing it
+    stream: null,        // AbortController of the live stream
+    threads: [],
+    treeTimer: 0,
+    unseen: 0,           // live events that arrived below a reader scrolled up
+  };
+  // For tests and debugging: the state, and what the page's CSP refused.
+  window.__clutch = { state: S, csp: [] };
+  document.addEventListener("securitypolicyviolation", (e) => window.__clutch.csp.push(e.violatedDirective + " " + e.blockedURI));
+
+  // ---- API ---------------------------------------------------------------
+  class APIError extends Error {
+    constructor(status, body) {
+      const e = (body && body.error) || {};
+      super(e.message || ("HTTP " + status));
+      this.status = status; this.code = e.code || ""; this.retryable = !!e.retryable;
+    }
+  }
+  async function api(path, opts) {
+    opts = opts || {};
+    const headers = Object.assign({ "Authorization": "Bearer " + S.key }, opts.headers || {});
+    if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+    const res = await fetch(API + path, {
+      method: opts.method || "GET", headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      signal: opts.signal, cache: "no-store",
+    });
+    let body = null;
+    const ct = res.headers.get("Content-Type") || "";
+    if (ct.includes("json")) { try { body = await res.json(); } catch (_) { body = null; } }
+    if (res.status === 401) { signOut("Your API key was not accepted."); throw new APIError(401, body); }
+    if (!res.ok) throw new APIError(res.status, body);
+    return body;
+  }
+  const qs = (o) => Object.keys(o).filter((k) => o[k] !== undefined && o[k] !== "" && o[k] !== null)
+    .map((k) => encodeURIComponent(k) + "=" + encodeURIComponent(o[k])).join("&");
+
+  // ---- sign-in -----------------------------------------------------------
+  function showSignIn(msg) {
+    $("signin").hidden = false;
+    $("signin-error").textContent = msg || "";
+    $("key").value = "";
+    $("key").focus();
+  }
+  function signOut(msg) {
+    S.key = "";
+    sessionStorage.removeItem(KEY_STORE);
+    stopStream();
+    showSignIn(msg);
+  }
+  $("signin-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    S.key = $("key").value.trim();
+    if (!S.key) return;
+    try {
+      await api("/threads?" + qs({ limit: 1 }));
+    } catch (err) {
+      if (err.status !== 401) $("signin-error").textContent = "Could not sign in: " + err.message;
+      return;
+    }
+    sessionStorage.setItem(KEY_STORE, S.key);
+    $("signin").hidden = true;
+    start();
+  });
+  $("signout").addEventListener("click", () => signOut(""));
+
+  // ---- theme -------------------------------------------------------------
+  function applyTheme() {
+    const saved = localStorage.getItem(THEME_STORE);
+    const dark = saved ? saved === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
+    document.documentElement.dataset.theme = dark ? "dark" : "light";
+  }
+  $("theme-toggle").addEventListener("click", () => {
+    const next = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
+    localStorage.setItem(THEME_STORE, next);
+    applyTheme();
+  });
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
+  applyTheme();
+
+  $("tree-toggle").addEventListener("click", () => $("tree").classList.toggle("closed"));
+
+  // ---- sidebar -----------------------------------------------------------
+  function shortId(id) {
+    const s = String(id || "");
+    const u = s.indexOf("_");
+    return u > 0 && s.length > u + 10 ? s.slice(0, u + 1) + "…" + s.slice(-6) : s;
+  }
+  async function loadThreads() {
+    let body;
+    try { body = await api("/threads?" + qs({ limit: 200 })); } catch (_) { return; }
+    S.threads = (body && body.threads) || [];
+    renderChannels();
+  }
+  function renderChannels() {
+    const groups = new Map();
+    for (const t of S.threads) {
+      const ch = t.channel || "threads";
+      if (!groups.has(ch)) groups.set(ch, []);
+      groups.get(ch).push(t);
+    }
+    const nav = $("channels");
+    nav.textContent = "";
+    for (const [ch, list] of groups) {
+      nav.appendChild(el("div", { class: "channel" }, el("h2", null, "# " + ch),
+        list.map((t) => {
+          const active = S.view && S.view.kind === "thread" && S.view.id === t.id;
+          return el("a", { href: threadHash(t.id), class: "thread-link st-" + t.status + (active ? " active" : ""),
+            title: t.id + " · " + t.status + " · updated " + t.updated, "data-thread": t.id },
+          el("span", { class: "dot" }), el("span", { class: "name" }, shortId(t.id)),
+          el("span", { class: "count" }, String(t.events)));
+        })));
+    }
+    if (!S.threads.length) nav.appendChild(el("div", { class: "channel" }, el("h2", null, "No threads yet")));
+  }
+  async function loadAgents() {
+    const ul = $("agents");
+    let body;
+    try { body = await api("/agents"); } catch (err) {
+      ul.textContent = "";
+      ul.appendChild(el("li", { class: "load" }, err.status === 403 ? "(not visible to this key)" : "(unavailable)"));
+      return;
+    }
+    ul.textContent = "";
+    for (const a of (body && body.agents) || []) {
+      const c = a.card || {};
+      const name = (c.display && c.display.name) || c.agent_id || "?";
+      const rate = typeof a.success_rate === "number" ? Math.round(a.success_rate * 100) + "%" : "";
+      ul.appendChild(el("li", { title: (c.agent_id || "") + (a.online ? " · online" : " · offline"), "data-agent": c.agent_id },
+        el("span", { class: "dot " + (a.online ? "on" : "off") }), el("span", { class: "name" }, name),
+        el("span", { class: "load", title: "tasks in flight · recent success rate" },
+          (a.in_flight || 0) + " running" + (rate ? " · " + rate : ""))));
+    }
+  }
+
+  // ---- payload rendering ---------------------------------------------------
+  function valueNode(v, depth) {
+    depth = depth || 0;
+    if (v === null) return el("span", { class: "null" }, "null");
+    if (typeof v === "string") return el("span", { class: "str" }, v);
+    if (typeof v === "number" || typeof v === "boolean") return el("span", { class: typeof v === "number" ? "num" : "bool" }, String(v));
+    if (depth > 4) return el("pre", { class: "json" }, JSON.stringify(v, null, 2));
+    if (Array.isArray(v)) {
+      if (!v.length) return el("span", { class: "null" }, "[]");
+      const shown = v.slice(0, 50);
+      return el("ol", { class: "arr", start: "0" }, shown.map((x) => el("li", null, valueNode(x, depth + 1))),
+        v.length > 50 ? el("li", { class: "meta" }, "… " + (v.length - 50) + " more") : null);
+    }
+    const keys = Object.keys(v);
+    if (!keys.length) return el("span", { class: "null" }, "{}");
+    return el("dl", { class: "obj" }, keys.slice(0, 100).map((k) => [el("dt", null, k), el("dd", null, valueNode(v[k], depth + 1))]));
+  }
+  const payloadNode = (p) => el("div", { class: "val" }, valueNode(p));
+
+  function chatText(p) {
+    if (typeof p === "string") return p;
+    if (p && typeof p === "object") {
+      for (const k of ["text", "content", "message", "body"]) if (typeof p[k] === "string") return p[k];
+    }
+    return null;
+  }
+
+  // ---- event rendering -----------------------------------------------------
+  const COLORS = ["#7c3aed", "#0e7490", "#b45309", "#be185d", "#15803d", "#1d4ed8", "#9333ea", "#c2410c"];
+  function colorOf(s) { // FNV-1a, so that similar ids get different colours
+    let h = 0x811c9dc5;
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    return COLORS[(h >>> 0) % COLORS.length];
+  }
+  function agentName(id) { return String(id || "").replace(/^agent:/, ""); }
+  const timeFmt = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  function fmtTime(ts) {
+    const d = new Date(ts);
+    return isNaN(d) ? String(ts || "") : timeFmt.format(d);
+  }
+
+  function errorBody(p, m) {
+    p = p || {};
+    const d = p.details || {};
+    const retry = [];
+    if (d.will_retry) retry.push("will retry" + (d.next_attempt ? " as attempt " + d.next_attempt : ""));
+    const rest = Object.assign({}, d);
+    delete rest.will_retry; delete rest.next_attempt;
+    return [
+      el("div", { class: "card-title" }, el("span", { class: "code" }, p.code || "ERROR"),
+        el("span", { class: "badge " + (p.retryable ? "yes" : "no") }, p.retryable ? "retryable" : "not retryable"),
+        retry.length ? el("span", { class: "badge yes" }, retry.join(", ")) : null,
+        m.attempt > 1 ? el("span", { class: "meta" }, "attempt " + m.attempt) : null),
+      p.message ? el("div", { class: "text" }, p.message) : null,
+      Object.keys(rest).length ? el("details", null, el("summary", { class: "meta" }, "details"), payloadNode(rest)) : null,
+    ];
+  }
+
+  function decisionBody(p) {
+    p = p || {};
+    const scores = p.scores || {};
+    const cands = Array.isArray(p.candidates) ? p.candidates : [];
+    const max = Math.max(1e-9, ...cands.map((c) => Number(scores[c]) || 0));
+    const rejected = p.rejected && typeof p.rejected === "object" ? p.rejected : {};
+    return [
+      el("div", { class: "card-title" }, "Routed to ", el("span", { class: "author" }, String(p.selected || "?")),
+        el("span", { class: "meta" }, (p.eligible || cands.length) + " eligible of " + (p.considered || cands.length + Object.keys(rejected).length) + " considered")),
+      p.reason ? el("div", { class: "reason" }, String(p.reason)) : null,
+      cands.length ? el("table", { class: "cands" },
+        el("tr", null, el("th", null, "candidate"), el("th", null, "score"), el("th", null, "")),
+        cands.map((c) => {
+          const s = Number(scores[c]) || 0;
+          return el("tr", { class: c === p.selected ? "selected-row" : "" }, el("td", null, String(c) + (c === p.selected ? " ✓" : "")),
+            el("td", null, scores[c] === undefined ? "–" : String(scores[c])),
+            el("td", null, el("span", { class: "bar", style: { width: Math.round(80 * s / max) + "px" } })));
+        })) : null,
+      Object.keys(rejected).length ? el("div", null, el("div", { class: "meta" }, "rejected"),
+        el("dl", { class: "obj" }, Object.keys(rejected).map((a) => [el("dt", null, a), el("dd", null, String(rejected[a]))]))) : null,
+    ];
+  }
+
+  function toolResultNode(ev) {
+    const m = ev.message, p = m.payload || {};
+    if (m.type === "tool.error") return el("div", { class: "card error" }, errorBody(p, m));
+    const out = p.structuredContent !== undefined && p.structuredContent !== null ? p.structuredContent
+      : p.content !== undefined ? p.content : p;
+    return payloadNode(out);
+  }
+  function fillToolCall(callEl, ev) {
+    const slot = callEl.querySelector(".tool-result");
+    if (!slot) return;
+    slot.textContent = "";
+    slot.classList.remove("pending");
+    add(slot, toolResultNode(ev));
+    const st = callEl.querySelector(".tool-state");
+    if (st) st.textContent = ev.message.type === "tool.error" ? "failed" : "done";
+  }
+
+  function progressBody(p) {
+    if (p === null || typeof p !== "object") return [el("span", null, String(p))];
+    let frac = null;
+    if (typeof p.percent === "number") frac = p.percent / 100;
+    else if (typeof p.progress === "number" && typeof p.total === "number" && p.total > 0) frac = p.progress / p.total;
+    else if (typeof p.progress === "number" && p.progress <= 1) frac = p.progress;
+    const text = p.message || p.step || p.status || "";
+    const rest = Object.assign({}, p);
+    for (const k of ["message", "step", "status", "percent"]) delete rest[k];
+    return [
+      frac !== null ? el("span", { class: "progress" }, el("span", { style: { width: Math.max(0, Math.min(100, Math.round(frac * 100))) + "%" } })) : null,
+      text ? el("span", null, String(text)) : null,
+      !text && frac === null ? el("span", { class: "str" }, JSON.stringify(p)) : null,
+    ];
+  }
+
+  function taskLink(m) {
+    if (!m.task_id || (S.view && S.view.kind === "task" && S.view.id === m.task_id)) return null;
+    return el("a", { href: taskHash(m.task_id), class: "tag", title: m.task_id }, shortId(m.task_id));
+  }
+
+  function renderEvent(ev, prev) {
+    const m = ev.message || {};
+    const t = String(m.type || "");
+    const from = (m.from && m.from.agent_id) || "";
+    const p = m.payload;
+    const who = agentName(from) || "?";
+    const compact = prev && prev.message && prev.message.from && prev.message.from.agent_id === from &&
+      t === "chat.message" && prev.message.type === "chat.message";
+    const root = el("div", { class: "ev" + (compact ? " compact" : ""), "data-seq": ev.seq, "data-type": t, "data-id": m.id || "", id: "ev-" + ev.seq });
+    root.appendChild(el("div", { class: "avatar", style: { background: colorOf(from) }, "aria-hidden": "true" }, who.slice(0, 2).toUpperCase()));
+    const body = el("div", { class: "ev-body" });
+    root.appendChild(body);
+    const to = Array.isArray(m.to) && m.to.length ? m.to.map((x) => agentName(x.agent_id)).join(", ") : "";
+    const head = el("div", { class: "ev-head" }, el("span", { class: "author", title: from }, who),
+      to ? el("span", { class: "meta" }, "→ " + to) : null,
+      el("time", { class: "time", datetime: m.ts || ev.time, title: (m.ts || ev.time) + " · seq " + ev.seq }, fmtTime(m.ts || ev.time)),
+      t !== "chat.message" ? el("span", { class: "tag" }, t) : null, taskLink(m));
+    if (!compact) body.appendChild(head);
+
+    switch (t) {
+      case "chat.message": {
+        const txt = chatText(p);
+        add(body, txt !== null ? el("div", { class: "text" }, txt) : payloadNode(p));
+        break;
+      }
+      case "chat.system":
+        add(body, el("div", { class: "line" }, chatText(p) !== null ? chatText(p) : JSON.stringify(p)));
+        break;
+      case "task.request":
+        add(body, el("div", { class: "card" },
+          el("div", { class: "card-title" }, "Task request", m.payload_type ? el("span", { class: "tag" }, m.payload_type) : null,
+            Array.isArray(m.requires) && m.requires.length ? el("span", { class: "meta" }, "requires " + m.requires.join(", ")) : null,
+            m.parent_task_id ? el("span", { class: "meta" }, "subtask of ", el("a", { href: taskHash(m.parent_task_id) }, shortId(m.parent_task_id))) : null),
+          payloadNode(p)));
+        break;
+      case "task.result":
+        add(body, el("div", { class: "card result" },
+          el("div", { class: "card-title" }, "Result", m.payload_type ? el("span", { class: "tag" }, m.payload_type) : null),
+          payloadNode(p),
+          Array.isArray(m.attachments) && m.attachments.length ? el("div", { class: "meta" }, "attachments: " +
+            m.attachments.map((a) => (a.name || a.ref) + (a.media_type ? " (" + a.media_type + ")" : "")).join(", ")) : null));
+        break;
+      case "task.accept":
+        add(body, el("div", { class: "line" }, "accepted the task" + (m.attempt > 1 ? " (attempt " + m.attempt + ")" : "")));
+        break;
+      case "task.progress":
+        add(body, el("div", { class: "line" }, progressBody(p)));
+        break;
+      case "task.error": case "task.timeout": case "task.cancel": case "routing.failure": case "tool.error":
+        if (t === "tool.error" && p && p.details && p.details.call_id) {
+          add(body, el("div", { class: "line" }, "✗ tool " + ((p.details.name) || "") + " failed: " + (p.code || "")));
+        } else add(body, el("div", { class: "card error" }, errorBody(p, m)));
+        break;
+      case "routing.decision":
+        add(body, el("div", { class: "card decision" }, decisionBody(p)));
+        break;
+      case "tool.call": {
+        const args = p && typeof p === "object" && "args" in p ? p.args : (p && p.arguments) || p;
+        const name = (p && (p.name || p.tool)) || "tool";
+        const det = el("details", { class: "card tool", "data-call": m.id },
+          el("summary", null, "⚙ " + name + " ", p && p.tool ? el("span", { class: "tag" }, String(p.tool)) : null, " ",
+            el("span", { class: "meta tool-state" }, "running…")),
+          el("div", { class: "section-label" }, "arguments"), payloadNode(args),
+          el("div", { class: "section-label" }, "result"), el("div", { class: "tool-result pending" }, "waiting for the result…"));
+        add(body, det);
+        S.callEls.set(m.id, det);
+        const r = S.results.get(m.id);
+        if (r) fillToolCall(det, r);
+        break;
+      }
+      case "tool.result": {
+        const cid = p && p.call_id;
+        add(body, el("details", { class: "line" }, el("summary", null, "↳ result of " + ((p && p.name) || "tool") + (cid ? "" : "")),
+          toolResultNode(ev)));
+        break;
+      }
+      case "agent.register": case "agent.update": case "agent.heartbeat": case "x.clutch.agent.remove":
+        add(body, el("div", { class: "line" }, t.replace(/^x\.clutch\./, "").replace("agent.", "agent ") + (p && p.agent_id ? " " + p.agent_id : "")));
+        break;
+      default:
+        add(body, el("details", null, el("summary", { class: "meta" }, "payload"), payloadNode(p)));
+    }
+    return root;
+  }
+
+  // ---- the message pane ----------------------------------------------------
+  // A reader scrolled up is told about new events instead of being moved.
+  function showUnseen() {
+    const b = $("new-events");
+    b.hidden = S.unseen === 0;
+    b.textContent = S.unseen === 1 ? "1 new event ↓" : S.unseen + " new events ↓";
+  }
+  $("new-events").addEventListener("click", () => { scrollBottom(); S.unseen = 0; showUnseen(); });
+  function atBottom() { const p = $("pane"); return p.scrollHeight - p.scrollTop - p.clientHeight < 40; }
+  function scrollBottom() { const p = $("pane"); p.scrollTop = p.scrollHeight; }
+
+  // ingest records an event's data (runs, tool results) before it is shown.
+  function ingest(ev) {
+    const m = ev.message || {};
+    if (m.run_id) S.runs.set(m.run_id, true);
+    if (!S.threadRun && m.run_id) S.threadRun = m.run_id;
+    if (m.meta && typeof m.meta.ui_channel === "string") S.channel = m.meta.ui_channel;
+    if ((m.type === "tool.result" || m.type === "tool.error") && m.payload) {
+      const cid = m.payload.call_id || (m.payload.details && m.payload.details.call_id);
+      if (cid) {
+        S.results.set(cid, ev);
+        const c = S.callEls.get(cid);
+        if (c) fillToolCall(c, ev);
+      }
+    }
+  }
+
+  // Events sit in chunks of up to WINDOW; a chunk off screen is skipped by
+  // layout as one box (content-visibility), so a long thread costs little.
+  function renderRange(lo, hi) {
+    const chunk = el("div", { class: "chunk" });
+    for (let i = lo; i < hi; i++) chunk.appendChild(renderEvent(S.events[i], i > 0 ? S.events[i - 1] : null));
+    return chunk;
+  }
+  function lastChunk() {
+    const evs = $("events");
+    let c = evs.lastElementChild;
+    if (!c || c.childElementCount >= WINDOW) { c = el("div", { class: "chunk" }); evs.appendChild(c); }
+    return c;
+  }
+  function updateOlder() {
+    const o = $("older");
+    o.hidden = S.from === 0;
+    o.textContent = S.from ? S.from + " earlier events: scroll up to see them" : "";
+    $("events").dataset.from = String(S.from);
+  }
+  // showOlder puts the previous STEP events in front of the shown ones,
+  // keeping what the reader looks at in place.
+  function showOlder() {
+    if (S.from === 0) return;
+    const pane = $("pane");
+    const lo = Math.max(0, S.from - STEP);
+    const before = pane.scrollHeight;
+    const evs = $("events");
+    evs.insertBefore(renderRange(lo, S.from), evs.firstChild);
+    S.from = lo;
+    pane.scrollTop += pane.scrollHeight - before;
+    updateOlder();
+  }
+  $("pane").addEventListener("scroll", () => {
+    if ($("pane").scrollTop < 300) showOlder();
+    if (S.unseen && atBottom()) { S.unseen = 0; showUnseen(); }
+  }, { passive: true });
+
+  function appendLive(ev) {
+    if (ev.seq <= S.lastSeq) return; // resumed streams never show an event twice
+    const stick = atBottom();
+    ingest(ev);
+    S.events.push(ev);
+    S.lastSeq = ev.seq;
+    lastChunk().appendChild(renderEvent(ev, S.events.length > 1 ? S.events[S.events.length - 2] : null));
+    $("events").dataset.count = String(S.events.length);
+    $("events").dataset.last = String(S.lastSeq);
+    $("empty").hidden = true;
+    if (stick) scrollBottom();
+    else { S.unseen++; showUnseen(); }
+    const t = ev.message && ev.message.type || "";
+    if (t.startsWith("task.") || t === "routing.decision") scheduleTree();
+  }
+
+  // ---- views ----------------------------------------------------------------
+  function resetView(view) {
+    stopStream();
+    S.gen++;
+    S.view = view;
+    S.events = []; S.lastSeq = 0; S.from = 0; S.runs = new Map(); S.threadRun = ""; S.channel = "";
+    S.results = new Map(); S.callEls = new Map(); S.unseen = 0; showUnseen();
+    const evs = $("events");
+    evs.textContent = "";
+    evs.dataset.count = "0"; evs.dataset.last = "0"; evs.dataset.loaded = "false";
+    evs.dataset.view = view ? view.kind + ":" + view.id : "";
+    $("older").hidden = true;
+    $("tree-body").textContent = "";
+    $("compose-error").textContent = "";
+  }
+
+  async function openView(view) {
+    resetView(view);
+    const gen = S.gen;
+    renderChannels();
+    const isThread = view.kind === "thread";
+    $("view-title").textContent = view.id ? (isThread ? "Thread " : "Task ") + view.id : "New thread";
+    $("view-sub").textContent = "";
+    $("empty").hidden = !!view.id;
+    $("empty").textContent = view.id ? "" : "Write the first message below; choose a channel for it.";
+    $("compose-channel").hidden = !!view.id;
+    if (!view.id) { $("events").dataset.loaded = "true"; return; }
+    $("view-sub").textContent = "loading…";
+    const t0 = performance.now();
+    const base = (isThread ? "/threads/" : "/tasks/") + encodeURIComponent(view.id) + "/events?";
+    let after = 0;
+    try {
+      for (;;) {
+        const body = await api(base + qs({ after, limit: PAGE }));
+        if (gen !== S.gen) return;
+        const list = (body && body.events) || [];
+        for (const ev of list) { if (ev.seq > S.lastSeq) { ingest(ev); S.events.push(ev); S.lastSeq = ev.seq; } }
+        $("view-sub").textContent = "loading… " + S.events.length + " events";
+        if (!body || !body.next_after || !list.length) break;
+        after = body.next_after;
+      }
+    } catch (err) {
+      if (gen !== S.gen) return;
+      $("view-sub").textContent = "";
+      $("events").appendChild(el("div", { class: "empty" }, "Could not load this " + view.kind + ": " + err.message));
+      return;
+    }
+    S.from = Math.max(0, S.events.length - WINDOW);
+    $("events").appendChild(renderRange(S.from, S.events.length));
+    const evs = $("events");
+    evs.dataset.count = String(S.events.length);
+    evs.dataset.last = String(S.lastSeq);
+    evs.dataset.loadMs = String(Math.round(performance.now() - t0));
+    evs.dataset.loaded = "true";
+    $("empty").hidden = S.events.length > 0;
+    if (!S.events.length) { $("empty").hidden = false; $("empty").textContent = "No events yet."; }
+    updateOlder();
+    updateSub();
+    if (view.kind === "task") {
+      const target = S.events.find((e) => e.message && e.message.type === "task.request" && e.message.task_id === view.id);
+      const n = target && document.getElementById("ev-" + target.seq);
+      if (n) { n.classList.add("target"); n.scrollIntoView({ block: "center" }); } else scrollBottom();
+    } else scrollBottom();
+    loadTree();
+    startStream(gen);
+  }
+  function updateSub() {
+    const parts = [S.events.length + " events"];
+    if (S.channel) parts.unshift("#" + S.channel);
+    const first = S.events[0] && S.events[0].message;
+    if (S.view.kind === "task" && first && first.thread_id) {
+      $("view-sub").textContent = "";
+      add($("view-sub"), [parts.join(" · ") + " · in ", el("a", { href: threadHash(first.thread_id) }, "thread " + shortId(first.thread_id))]);
+      return;
+    }
+    $("view-sub").textContent = parts.join(" · ");
+  }
+
+  // ---- task tree ---------------------------------------------------------------
+  function scheduleTree() {
+    clearTimeout(S.treeTimer);
+    S.treeTimer = setTimeout(loadTree, 400);
+  }
+  function treeNode(n) {
+    const st = String(n.status || "").replace(/^task\./, "");
+    return el("li", { class: "tnode", "data-task": n.task_id },
+      el("a", { href: taskHash(n.task_id), title: n.task_id + " · " + st },
+        el("span", { class: "dot st-" + statusClass(st) }), el("span", null, n.payload_type || "task"),
+        el("span", { class: "tid" }, shortId(n.task_id))),
+      el("div", { class: "tinfo" }, [agentName(n.agent_id) || "unrouted", st, n.attempts > 1 ? n.attempts + " attempts" : ""].filter(Boolean).join(" · ")),
+      Array.isArray(n.children) && n.children.length ? el("ul", null, n.children.map(treeNode)) : null);
+  }
+  function statusClass(st) {
+    if (/result|complet|success|done/.test(st)) return "completed";
+    if (/cancel/.test(st)) return "cancelled";
+    if (/timeout|timed/.test(st)) return "timed_out";
+    if (/error|fail/.test(st)) return "failed";
+    return "running";
+  }
+  async function loadTree() {
+    const gen = S.gen, view = S.view;
+    if (!view || !view.id) return;
+    const box = $("tree-body");
+    const sources = view.kind === "task" ? [["/tasks/" + encodeURIComponent(view.id) + "/tree", ""]]
+      : Array.from(S.runs.keys()).filter((r) => r !== "run_registry").slice(-8).map((r) => ["/runs/" + encodeURIComponent(r) + "/tree", r]);
+    const parts = [];
+    for (const [path, run] of sources) {
+      let body;
+      try { body = await api(path); } catch (_) { continue; }
+      if (gen !== S.gen) return;
+      const tasks = (body && body.tasks) || [];
+      if (!tasks.length) continue;
+      parts.push(el("div", { class: "run-head", title: run || body.run_id || "" }, "run " + shortId(run || body.run_id || "")));
+      parts.push(el("ul", null, tasks.map(treeNode)));
+    }
+    box.textContent = "";
+    add(box, parts.length ? parts : el("div", { class: "meta" }, "No tasks in this view."));
+  }
+
+  // ---- live stream (SSE read with fetch, so the key travels in a header) --------
+  function setConn(state) { const c = $("conn"); c.dataset.state = state; c.textContent = state; }
+  function stopStream() { if (S.stream) { S.stream.abort(); S.stream = null; } setConn("idle"); }
+  function startStream(gen) {
+    const ctl = new AbortController();
+    S.stream = ctl;
+    let delay = 250;
+    (async () => {
+      while (!ctl.signal.aborted && gen === S.gen) {
+        setConn(S.lastSeq && delay > 250 ? "reconnecting" : "connecting");
+        try {
+          const q = { after: S.lastSeq };
+          q[S.view.kind] = S.view.id;
+          const res = await fetch(API + "/stream?" + qs(q), {
+            headers: { "Authorization": "Bearer " + S.key, "Accept": "text/event-stream", "Last-Event-ID": String(S.lastSeq) },
+            signal: ctl.signal, cache: "no-store",
+          });
+          if (res.status === 401) { signOut("Your API key was not accepted."); return; }
+          if (!res.ok || !res.body) throw new Error("stream: HTTP " + res.status);
+          setConn("live");
+          delay = 250;
+          await readSSE(res.body, ctl.signal, gen);
+        } catch (err) {
+          if (ctl.signal.aborted) return;
+        }
+        if (ctl.signal.aborted || gen !== S.gen) return;
+        setConn("reconnecting");
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 8000);
+      }
+    })();
+  }
+  async function readSSE(body, signal, gen) {
+    const reader = body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buf += dec.decode(value, { stream: true });
+        let mt;
+        while ((mt = /\r?\n\r?\n/.exec(buf)) !== null) {
+          const block = buf.slice(0, mt.index);
+          buf = buf.slice(mt.index + mt[0].length);
+          if (gen !== S.gen) return;
+          handleSSE(block);
+        }
+      }
+    } finally {
+      try { reader.cancel(); } catch (_) { /* already closed */ }
+    }
+  }
+  function handleSSE(block) {
+    let event = "message", data = "";
+    for (const line of block.split(/\r?\n/)) {
+      if (!line || line[0] === ":") continue;
+      const c = line.indexOf(":");
+      const field = c < 0 ? line : line.slice(0, c);
+      let val = c < 0 ? "" : line.slice(c + 1);
+      if (val[0] === " ") val = val.slice(1);
+      if (field === "event") event = val;
+      else if (field === "data") data += (data ? "\n" : "") + val;
+    }
+    if (!data) return;
+    if (event === "clutch.closed") throw new Error("closed by the server: " + data);
+    let ev;
+    try { ev = JSON.parse(data); } catch (_) { return; }
+    if (ev && typeof ev.seq === "number" && ev.message) { appendLive(ev); updateSub(); }
+  }
+
+  // ---- compose -------------------------------------------------------------------
+  function syncCompose() {
+    const task = $("compose-type").value === "task.request";
+    $("compose-ptype").hidden = !task;
+    $("compose-requires").hidden = !task;
+    $("compose-text").placeholder = task ? "Task input: JSON, or plain text sent as {\"text\": …}" : "Write a message (Enter sends, Shift+Enter for a new line)";
+  }
+  $("compose-type").addEventListener("change", syncCompose);
+  $("compose-text").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("compose").requestSubmit(); }
+  });
+  $("compose").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $("compose-text").value;
+    if (!text.trim() || !S.view) return;
+    const type = $("compose-type").value;
+    const msg = { type };
+    if (type === "task.request") {
+      let payload;
+      try { payload = JSON.parse(text); } catch (_) { payload = { text }; }
+      msg.payload = payload;
+      const pt = $("compose-ptype").value.trim();
+      if (pt) msg.payload_type = pt;
+      const req = $("compose-requires").value.split(/[\s,]+/).filter(Boolean);
+      if (req.length) msg.requires = req;
+    } else msg.payload = { text };
+    if (S.view.kind === "thread" && S.view.id) { msg.thread_id = S.view.id; if (S.threadRun && type === "chat.message") msg.run_id = S.threadRun; }
+    if (S.view.kind === "task") {
+      const first = S.events[0] && S.events[0].message;
+      if (first) { msg.thread_id = first.thread_id; msg.run_id = first.run_id; }
+      if (type === "task.request") msg.parent_task_id = S.view.id;
+      else msg.task_id = S.view.id;
+    }
+    const ch = S.view.id ? S.channel : $("compose-channel").value.trim();
+    if (ch) msg.meta = { ui_channel: ch };
+    $("compose-send").disabled = true;
+    $("compose-error").textContent = "";
+    try {
+      const res = await api("/messages", { method: "POST", body: msg });
+      $("compose-text").value = "";
+      if (!S.view.id && res && res.thread_id) { location.hash = threadHash(res.thread_id); loadThreads(); }
+    } catch (err) {
+      $("compose-error").textContent = (err.code ? err.code + ": " : "") + err.message;
+    } finally {
+      $("compose-send").disabled = false;
+    }
+  });
+  $("new-thread").addEventListener("click", () => { location.hash = "#/new"; });
+
+  // ---- routing ----------------------------------------------------------------------
+  function route() {
+    const h = location.hash.replace(/^#\/?/, "");
+    const m = /^(thread|task)\/(.+)$/.exec(h);
+    if (m) {
+      let id;
+      try { id = decodeURIComponent(m[2]); } catch (_) { id = m[2]; }
+      openView({ kind: m[1], id });
+    } else if (h === "new") openView({ kind: "thread", id: "" });
+    else {
+      resetView(null);
+      $("view-title").textContent = "Pick a thread";
+      $("view-sub").textContent = "";
+      $("empty").hidden = false;
+      $("empty").textContent = "Choose a channel on the left, or start a new thread.";
+      $("events").dataset.loaded = "true";
+      renderChannels();
+    }
+  }
+  window.addEventListener("hashchange", () => { if (S.key) route(); });
+
+  let timers = [];
+  function start() {
+    timers.forEach(clearInterval);
+    loadThreads();
+    loadAgents();
+    timers = [setInterval(loadThreads, 10000), setInterval(loadAgents, 10000)];
+    route();
+  }
+  syncCompose();
+  if (S.key) { $("signin").hidden = true; start(); } else showSignIn("");
+})();

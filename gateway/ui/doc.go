@@ -1,0 +1,59 @@
+// Package ui is Clutch's web UI: a Slack-like page that shows what a team of
+// agents does as it happens, read through the gateway's HTTP API (package
+// gateway, docs/protocol.md §9). Its assets are plain HTML, CSS and
+// JavaScript embedded in the Go binary: building the module needs no Node
+// step and the page loads nothing from elsewhere.
+//
+// # Basics
+//
+// Handler serves the page. Give it to the gateway, which serves it at its
+// root next to its API:
+//
+//	gw, err := gateway.New(r, &gateway.Options{Auth: keys, UI: ui.Handler(nil)})
+//
+// or mount it yourself, with the gateway's API under "v1/" next to it:
+//
+//	mux.Handle("/v1/", gw)
+//	mux.Handle("/", ui.Handler(nil))
+//
+// Handler answers "/" and "/index.html" with the page and "/ui/<file>" with
+// its assets; anything else is 404. All URLs the page uses are relative to
+// the page, so the pair can live under any prefix (http.StripPrefix).
+//
+// # What the page shows
+//
+//   - A sidebar of channels (threads grouped by meta.ui_channel, newest
+//     first, with their status) and of agents (online, tasks in flight,
+//     success rate).
+//   - A message pane for one thread or one task: chat messages with author
+//     and time; task requests and results as cards with their payload laid
+//     out as a readable tree; progress inline; tool calls collapsible, with
+//     their arguments and, once it arrives, their result; errors with their
+//     code, retryability and retry plan; routing decisions with the selected
+//     agent, the candidates with their scores, the rejected agents and the
+//     reason.
+//   - A task-tree panel of the runs in the view.
+//   - A compose box that posts a chat.message or a task.request (POST
+//     v1/messages) into the thread.
+//
+// Deep links: "#/thread/<id>" and "#/task/<id>". Dark and light themes follow
+// prefers-color-scheme, with a toggle kept in localStorage.
+//
+// # Live updates
+//
+// The page reads a view's history in pages (after=, limit=) and then follows
+// v1/stream with fetch() so that it can send the API key in the Authorization
+// header (the key never appears in a URL). When the stream drops it
+// reconnects with backoff and resumes after the last seq it has shown, so no
+// event is lost or shown twice. Only the newest events of a long thread are
+// in the document; older ones are added as the reader scrolls up.
+//
+// # Security
+//
+// The reader signs in with an API key of the gateway's authenticator; the key
+// is kept in sessionStorage, so it ends with the tab. Everything a message
+// carries is put into the page as text (DOM textContent), never as markup, so
+// a payload holding HTML or script is shown, not run. Responses carry a
+// Content-Security-Policy that allows only the page's own scripts and styles
+// and forbids framing.
+package ui

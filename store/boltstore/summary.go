@@ -1,0 +1,506 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/internal/driver"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Run and thread summaries (store.Summary, counted by driver.Fold). They
+// live in their own buckets and are updated in the transaction that
+// appends the events, so they always agree with the log:
+//
+//	sum.run, sum.thread             id → summary record (appendSummary)
+//	sum.run.last, sum.thread.last   LastSeq (uint64 BE) ‖ id → empty: newest first
+//	sum.task                        task id → task state (appendTaskState)
+//	meta "summarized"               the seq through which summaries are complete
+//
+// Nothing of them is kept in memory between transactions. A file written
+// before summaries existed (or by a version that did not keep them) has no
+// buckets, or a "summarized" behind its last event: Open builds them from
+// the events, summarizeBatch events per transaction, before it takes
+// appends.
+var (
+	bucketSumRun        = []byte("sum.run")
+	bucketSumRunLast    = []byte("sum.run.last")
+	bucketSumThread     = []byte("sum.thread")
+	bucketSumThreadLast = []byte("sum.thread.last")
+	bucketSumTask       = []byte("sum.task")
+	keySummarized       = []byte("summarized")
+
+	sumBuckets = [...][]byte{bucketSumRun, bucketSumRunLast, bucketSumThread, bucketSumThreadLast, bucketSumTask}
+)
+
+// summarizeBatch is how many events one transaction of the backfill reads
+// (a variable for tests).
+var summarizeBatch = 20000
+
+const (
+	runs    = 0
+	threads = 1
+)
+
+// sumBatch folds the events of one write transaction into the summaries:
+// each summary and task state it touches is read once, changed in memory
+// and written once by commit.
+type sumBatch struct {
+	tx    *bolt.Tx
+	sums  [2]map[string]*sumEntry
+	tasks map[string]*taskEntry
+	last  uint64
+	key   []byte // bbolt copies keys (not values): one buffer serves them all
+}
+
+// keyOf returns id as a key in b's buffer, valid until the next call.
+func (b *sumBatch) keyOf(id string) []byte {
+	b.key = append(b.key[:0], id...)
+	return b.key
+}
+
+// lastKeyOf is lastKey in b's buffer.
+func (b *sumBatch) lastKeyOf(seq uint64, id string) []byte {
+	b.key = append(binary.BigEndian.AppendUint64(b.key[:0], seq), id...)
+	return b.key
+}
+
+type sumEntry struct {
+	s   store.Summary
+	old uint64 // the LastSeq in the file's index, 0 for a new summary
+}
+
+type taskEntry struct {
+	st           driver.TaskState
+	known, dirty bool
+}
+
+func newSumBatch(tx *bolt.Tx) *sumBatch {
+	return &sumBatch{tx: tx}
+}
+
+// summarize folds the events the writer's transaction tx appends into
+// the summaries; the writer calls it once per commit, before it returns.
+func (w *writer) summarize(tx *bolt.Tx, now int64) error {
+	b := newSumBatch(tx)
+	t := time.Unix(0, now).UTC()
+	for _, r := range w.live {
+		for i := range r.res {
+			if !r.res[i].Duplicate {
+				if err := b.add(&r.entries[i], r.res[i].Seq, t); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return b.commit()
+}
+
+func (b *sumBatch) add(e *driver.Entry, seq uint64, t time.Time) error {
+	var d driver.Delta
+	if driver.NeedsTask(e) {
+		te, err := b.task(e.TaskID)
+		if err != nil {
+			return err
+		}
+		var next driver.TaskState
+		var changed bool
+		if next, changed, d = driver.TaskStep(e, te.st, te.known); changed {
+			te.st, te.known, te.dirty = next, true, true
+		}
+	}
+	for kind, id := range [2]string{runs: e.RunID, threads: e.ThreadID} {
+		if id == "" {
+			continue
+		}
+		se, err := b.summary(kind, id)
+		if err != nil {
+			return err
+		}
+		driver.Fold(&se.s, id, e, seq, t, d)
+	}
+	b.last = seq
+	return nil
+}
+
+func (b *sumBatch) task(id string) (*taskEntry, error) {
+	if te, ok := b.tasks[id]; ok {
+		return te, nil
+	}
+	if b.tasks == nil {
+		b.tasks = map[string]*taskEntry{}
+	}
+	te := &taskEntry{}
+	if v := b.tx.Bucket(bucketSumTask).Get(b.keyOf(id)); v != nil {
+		st, err := parseTaskState(v)
+		if err != nil {
+			return nil, corrupt("summary of task %q: %v", clip([]byte(id)), err)
+		}
+		te.st, te.known = st, true
+	}
+	b.tasks[id] = te
+	return te, nil
+}
+
+func (b *sumBatch) summary(kind int, id string) (*sumEntry, error) {
+	if se, ok := b.sums[kind][id]; ok {
+		return se, nil
+	}
+	if b.sums[kind] == nil {
+		b.sums[kind] = map[string]*sumEntry{}
+	}
+	se := &sumEntry{}
+	if v := b.tx.Bucket(sumBuckets[2*kind]).Get(b.keyOf(id)); v != nil {
+		s, err := parseSummary(id, v)
+		if err != nil {
+			return nil, err
+		}
+		se.s, se.old = s, s.LastSeq
+	}
+	b.sums[kind][id] = se
+	return se, nil
+}
+
+// commit writes what the batch changed, in key order.
+func (b *sumBatch) commit() error {
+	if b.last == 0 {
+		return nil
+	}
+	for kind, m := range b.sums {
+		sums, idx := b.tx.Bucket(sumBuckets[2*kind]), b.tx.Bucket(sumBuckets[2*kind+1])
+		for _, id := range sortedKeys(m) {
+			se := m[id]
+			if se.old != 0 {
+				if err := idx.Delete(b.lastKeyOf(se.old, id)); err != nil {
+					return err
+				}
+			}
+			if err := idx.Put(b.lastKeyOf(se.s.LastSeq, id), nil); err != nil {
+				return err
+			}
+			// bbolt keeps values until the commit: a new one each time.
+			if err := sums.Put(b.keyOf(id), appendSummary(make([]byte, 0, summarySize(&se.s)), &se.s)); err != nil {
+				return err
+			}
+		}
+	}
+	tasks := b.tx.Bucket(bucketSumTask)
+	for _, id := range sortedKeys(b.tasks) {
+		if te := b.tasks[id]; te.dirty {
+			if err := tasks.Put(b.keyOf(id), appendTaskState(make([]byte, 0, 1+binary.MaxVarintLen64), te.st)); err != nil {
+				return err
+			}
+		}
+	}
+	return b.tx.Bucket(bucketMeta).Put(keySummarized, seqKey(b.last))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// openSummaries creates the summary buckets of a file that has none and
+// brings the summaries up to the last event. Open calls it before the
+// writer starts. A read-only handle is left as it is.
+func (s *Store) openSummaries() error {
+	if s.db.IsReadOnly() {
+		return nil
+	}
+	var through uint64
+	build := false
+	// A View first: a write transaction that changes nothing still writes
+	// a meta page, and a file that is fine is not written to by Open.
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		have := 0
+		for _, name := range sumBuckets {
+			if tx.Bucket(name) != nil {
+				have++
+			}
+		}
+		v := meta.Get(keySummarized)
+		switch {
+		case v != nil && have == len(sumBuckets):
+			var err error
+			through, err = parseSeqKey(v)
+			return err
+		case v != nil || have > 0:
+			// Some of them: not a file of an older version, a damaged one.
+			return corrupt("summaries: %d of %d buckets, watermark present: %v", have, len(sumBuckets), v != nil)
+		}
+		build = true // a file of a version without summaries
+		return nil
+	})
+	if err == nil && build {
+		err = s.db.Update(func(tx *bolt.Tx) error {
+			for _, name := range sumBuckets {
+				if _, err := tx.CreateBucket(name); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bucketMeta).Put(keySummarized, seqKey(0))
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if through > s.last {
+		return corrupt("summaries are complete through event %d, past the last event %d", through, s.last)
+	}
+	for through < s.last {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			b := newSumBatch(tx)
+			c := tx.Bucket(bucketEvents).Cursor()
+			n := 0
+			for k, v := c.Seek(seqKey(through + 1)); k != nil && n < summarizeBatch; k, v = c.Next() {
+				seq, err := parseSeqKey(k)
+				if err != nil {
+					return err
+				}
+				r, err := parseRecord(v, tx.Size())
+				if err != nil {
+					return corrupt("event %d: %v", seq, err)
+				}
+				e := entryOfRecord(&r)
+				if err := b.add(&e, seq, time.Unix(0, r.time).UTC()); err != nil {
+					return err
+				}
+				through = seq
+				n++
+			}
+			if n == 0 {
+				return corrupt("events after %d are missing", through)
+			}
+			return b.commit()
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entryOfRecord returns the entry of a stored event. The record's header
+// has the indexed fields; attempt, channel and whether it ends its task
+// come from the message. A message that does not decode (the store
+// validated it; a later decoder may be stricter) counts as an event of
+// attempt 1 without a channel.
+func entryOfRecord(r *record) driver.Entry {
+	if m, err := (store.Event{Raw: r.raw}).Message(); err == nil {
+		return driver.EntryOf(m, nil)
+	}
+	return driver.Entry{
+		ID: string(r.id), RunID: string(r.run), ThreadID: string(r.thread), TaskID: string(r.task),
+		AgentID: string(r.agent), Type: protocol.Type(r.typ), Attempt: 1,
+	}
+}
+
+// Runs implements store.Store.
+func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
+	return s.list(ctx, q, runs)
+}
+
+// Threads implements store.Store.
+func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
+	return s.list(ctx, q, threads)
+}
+
+// list yields the summaries of kind newest first, a page at a time, each
+// page read in its own short read transaction.
+func (s *Store) list(ctx context.Context, q store.ListQuery, kind int) iter.Seq2[store.Summary, error] {
+	return func(yield func(store.Summary, error) bool) {
+		if err := q.Validate(); err != nil {
+			yield(store.Summary{}, err)
+			return
+		}
+		before, left := q.Before, q.Limit
+		for {
+			n := driver.PageSize
+			if left > 0 && left < n {
+				n = left
+			}
+			page, err := s.sumPage(ctx, kind, before, n)
+			for _, sum := range page {
+				if !yield(sum, nil) {
+					return
+				}
+			}
+			if err != nil {
+				yield(store.Summary{}, err)
+				return
+			}
+			if left > 0 {
+				if left -= len(page); left == 0 {
+					return
+				}
+			}
+			if len(page) < n {
+				return
+			}
+			before = page[len(page)-1].LastSeq
+		}
+	}
+}
+
+func (s *Store) sumPage(ctx context.Context, kind int, before uint64, n int) ([]store.Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []store.Summary
+	err := s.view("list summaries", func(tx *bolt.Tx) error {
+		sums, idx := tx.Bucket(sumBuckets[2*kind]), tx.Bucket(sumBuckets[2*kind+1])
+		if sums == nil || idx == nil {
+			return ErrNoSummaries
+		}
+		c := idx.Cursor()
+		var k []byte
+		if before == 0 {
+			k, _ = c.Last()
+		} else if k, _ = c.Seek(seqKey(before)); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for ; k != nil && len(out) < n; k, _ = c.Prev() {
+			if len(k) < 8 {
+				return corrupt("summary index key of %d bytes", len(k))
+			}
+			seq, id := binary.BigEndian.Uint64(k), k[8:]
+			v := sums.Get(id)
+			if v == nil {
+				return corrupt("summary index names %q, which has no summary", clip(id))
+			}
+			sum, err := parseSummary(string(id), v)
+			if err != nil {
+				return err
+			}
+			if sum.LastSeq != seq {
+				return corrupt("summary of %q ends at %d, its index entry at %d", clip(id), sum.LastSeq, seq)
+			}
+			out = append(out, sum)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// A summary record:
+//
+//	[0]   summaryVersion
+//	then  uvarint FirstSeq, LastSeq; varint Created, Updated (Unix ns);
+//	      uvarint Events, Tasks, Ended; one byte: the index of Status in
+//	      statuses; uvarint(len) ‖ bytes: RunID, Channel, Owner
+const summaryVersion = 1
+
+var statuses = [...]string{store.StatusActive, store.StatusRunning, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusTimedOut}
+
+// summarySize is the most bytes appendSummary appends for s.
+func summarySize(s *store.Summary) int {
+	return 2 + 10*binary.MaxVarintLen64 + len(s.RunID) + len(s.Channel) + len(s.Owner)
+}
+
+func appendSummary(b []byte, s *store.Summary) []byte {
+	b = append(b, summaryVersion)
+	b = binary.AppendUvarint(b, s.FirstSeq)
+	b = binary.AppendUvarint(b, s.LastSeq)
+	b = binary.AppendVarint(b, s.Created.UnixNano())
+	b = binary.AppendVarint(b, s.Updated.UnixNano())
+	b = binary.AppendUvarint(b, uint64(s.Events))
+	b = binary.AppendUvarint(b, uint64(s.Tasks))
+	b = binary.AppendUvarint(b, uint64(s.Ended))
+	b = append(b, byte(max(slices.Index(statuses[:], s.Status), 0)))
+	b = binary.AppendUvarint(b, uint64(len(s.RunID)))
+	b = append(b, s.RunID...)
+	b = binary.AppendUvarint(b, uint64(len(s.Channel)))
+	b = append(b, s.Channel...)
+	b = binary.AppendUvarint(b, uint64(len(s.Owner)))
+	return append(b, s.Owner...)
+}
+
+func parseSummary(id string, v []byte) (store.Summary, error) {
+	bad := func(what string) (store.Summary, error) {
+		return store.Summary{}, corrupt("summary of %q: %s", clip([]byte(id)), what)
+	}
+	if len(v) == 0 || v[0] != summaryVersion {
+		return bad("unknown version")
+	}
+	p := v[1:]
+	u := func() uint64 {
+		x, n := binary.Uvarint(p)
+		if n <= 0 {
+			p = nil
+			return 0
+		}
+		p = p[n:]
+		return x
+	}
+	i := func() int64 {
+		x, n := binary.Varint(p)
+		if n <= 0 {
+			p = nil
+			return 0
+		}
+		p = p[n:]
+		return x
+	}
+	s := store.Summary{ID: id}
+	s.FirstSeq, s.LastSeq = u(), u()
+	s.Created, s.Updated = time.Unix(0, i()).UTC(), time.Unix(0, i()).UTC()
+	s.Events, s.Tasks, s.Ended = int(u()), int(u()), int(u())
+	if len(p) == 0 || int(p[0]) >= len(statuses) {
+		return bad("bad status")
+	}
+	s.Status = statuses[p[0]]
+	p = p[1:]
+	str := func() (string, bool) {
+		n := u()
+		if p == nil || n > uint64(len(p)) {
+			return "", false
+		}
+		x := string(p[:n])
+		p = p[n:]
+		return x, true
+	}
+	var ok1, ok2, ok3 bool
+	s.RunID, ok1 = str()
+	s.Channel, ok2 = str()
+	s.Owner, ok3 = str()
+	if !ok1 || !ok2 || !ok3 || len(p) != 0 || s.FirstSeq == 0 || s.LastSeq < s.FirstSeq {
+		return bad("malformed record")
+	}
+	return s, nil
+}
+
+// A task state: one byte of flags (1: ended), then uvarint attempt.
+func appendTaskState(b []byte, st driver.TaskState) []byte {
+	var f byte
+	if st.Ended {
+		f = 1
+	}
+	return binary.AppendUvarint(append(b, f), uint64(st.Attempt))
+}
+
+func parseTaskState(v []byte) (driver.TaskState, error) {
+	if len(v) < 2 || v[0] > 1 {
+		return driver.TaskState{}, errors.New("malformed task state")
+	}
+	a, n := binary.Uvarint(v[1:])
+	if n <= 0 || n != len(v)-1 {
+		return driver.TaskState{}, errors.New("malformed task state")
+	}
+	return driver.TaskState{Ended: v[0] == 1, Attempt: int(a)}, nil
+}

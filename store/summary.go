@@ -1,0 +1,76 @@
+package store
+
+import "time"
+
+// Summary describes one run or one thread: what a UI lists before it
+// reads any event. Backends maintain summaries as they append, in the same
+// transaction, so they always agree with the log.
+type Summary struct {
+	// ID is the run id (Runs) or the thread id (Threads).
+	ID string `json:"id"`
+	// RunID is the run of the first event: ID itself for a run, the
+	// run_id of the thread's first event for a thread.
+	RunID string `json:"run_id"`
+	// Owner is the from.agent_id of the first event: the caller that
+	// started the run or thread (a run's first event is its first
+	// task.request). Surfaces show a caller without a read-all scope only
+	// what it owns.
+	Owner string `json:"owner"`
+	// Channel is meta.ui_channel (a string) of the latest event that set
+	// one; "" when none did. UIs group threads by it.
+	Channel string `json:"channel,omitempty"`
+	// FirstSeq and LastSeq are the seqs of the first and the last event.
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+	// Created and Updated are the Times of the first and the last event.
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Events counts the events.
+	Events int `json:"events"`
+	// Tasks counts the tasks: task.request events of task ids not seen
+	// before in the store.
+	Tasks int `json:"tasks"`
+	// Ended counts the tasks whose latest attempt has ended (see
+	// [protocol.EndsTask]): a task.error that announces a retry does not
+	// end one, and a partial retry (a lifecycle event of a later attempt
+	// after the task ended) opens it again. 0 ≤ Ended ≤ Tasks.
+	Ended int `json:"ended"`
+	// Status is one of the Status constants.
+	Status string `json:"status"`
+}
+
+// The values of Summary.Status.
+//
+// A run or thread is StatusRunning while some of its tasks have not ended
+// (Tasks > Ended). Otherwise its status comes from its most recent
+// terminal event: StatusCompleted (task.result), StatusFailed (a
+// task.error that ends its task), StatusCancelled (task.cancel) or
+// StatusTimedOut (task.timeout). One with neither tasks nor terminal
+// events (a chat thread) is StatusActive.
+const (
+	StatusActive    = "active"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusTimedOut  = "timed_out"
+)
+
+// ListQuery selects summaries for [Store.Runs] and [Store.Threads]. The
+// zero ListQuery selects all of them.
+type ListQuery struct {
+	// Before, when not 0, selects the summaries with LastSeq < Before: pass
+	// the LastSeq of the last summary of a page to get the next page.
+	Before uint64
+	// Limit is the most summaries returned; 0 means no limit.
+	Limit int
+}
+
+// Validate reports whether q is well formed: ErrInvalidQuery for a
+// negative Limit.
+func (q ListQuery) Validate() error {
+	if q.Limit < 0 {
+		return &QueryError{Field: "Limit", Detail: "must not be negative"}
+	}
+	return nil
+}
