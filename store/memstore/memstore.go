@@ -50,7 +50,6 @@ type Store struct {
 	byIdem    map[idemKey]uint64           // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]index // by driver.Index
 	artifacts map[[sha256.Size]byte]store.Artifact
-	sums      summaries
 }
 
 // Events are kept in fixed-size chunks rather than one growing slice, so
@@ -141,7 +140,7 @@ func New(opts *Options) (*Store, error) {
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}
 	for i := range s.indexes {
-		s.indexes[i] = index{short: make(map[idKey][]uint64), long: make(map[string][]uint64)}
+		s.indexes[i] = index{short: make(map[idKey]indexed), long: make(map[string]indexed)}
 	}
 	return s, nil
 }
@@ -206,11 +205,36 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	slab, off := s.keep(e.Raw)
 	*s.at(seq) = record{sec: now.Unix(), nsec: int32(now.Nanosecond()), typ: s.typeNum(e.Type),
 		slab: slab, off: off, n: uint32(len(e.Raw))}
-	s.index(driver.RunIndex, e.RunID, seq)
-	s.index(driver.ThreadIndex, e.ThreadID, seq)
-	s.index(driver.TaskIndex, e.TaskID, seq)
-	s.index(driver.AgentIndex, e.AgentID, seq)
-	s.summarize(e, seq, now)
+	// The task first: its state gives the change to the summaries of the
+	// run and the thread (summary.go).
+	var d driver.Delta
+	if e.TaskID != "" {
+		x := &s.indexes[driver.TaskIndex]
+		v := x.get(e.TaskID)
+		v.seqs = appendSeq(v.seqs, seq)
+		if driver.NeedsTask(e) {
+			d = v.step(e)
+		}
+		x.put(e.TaskID, v)
+	}
+	for _, f := range [...]struct {
+		ix    driver.Index
+		value string
+	}{{driver.RunIndex, e.RunID}, {driver.ThreadIndex, e.ThreadID}} {
+		if f.value != "" {
+			x := &s.indexes[f.ix]
+			v := x.get(f.value)
+			v.fold(e, seq, d)
+			v.seqs = appendSeq(v.seqs, seq)
+			x.put(f.value, v)
+		}
+	}
+	if e.AgentID != "" {
+		x := &s.indexes[driver.AgentIndex]
+		v := x.get(e.AgentID)
+		v.seqs = appendSeq(v.seqs, seq)
+		x.put(e.AgentID, v)
+	}
 	return store.AppendResult{Seq: seq}
 }
 
@@ -247,34 +271,32 @@ func (s *Store) typeNum(t protocol.Type) uint32 {
 }
 
 // index maps each value of a field (a run id, an agent id, ...) to the
-// seqs of the events that have it, ascending. Values are keyed like ids:
-// by value when short, so that the large maps hold no pointer to follow
-// but their lists.
+// seqs of the events that have it, ascending, and what summaries count
+// of it (see indexed). Values are keyed like ids: by value when short, so
+// that the large maps hold no pointer to follow but their lists.
 type index struct {
-	short map[idKey][]uint64 // values up to 31 bytes
-	long  map[string][]uint64
+	short map[idKey]indexed // values up to 31 bytes
+	long  map[string]indexed
 }
 
-// list returns the seqs of value.
-func (x *index) list(value string) []uint64 {
+// get returns what is indexed of value, the zero indexed when nothing is.
+func (x *index) get(value string) indexed {
 	if k, ok := shortID(value); ok {
 		return x.short[k]
 	}
 	return x.long[value]
 }
 
-// index adds seq to the list of value in index ix; mu is held.
-func (s *Store) index(ix driver.Index, value string, seq uint64) {
-	if value == "" {
-		return
-	}
-	x := &s.indexes[ix]
+func (x *index) put(value string, v indexed) {
 	if k, ok := shortID(value); ok {
-		x.short[k] = appendSeq(x.short[k], seq)
+		x.short[k] = v
 	} else {
-		x.long[value] = appendSeq(x.long[value], seq)
+		x.long[value] = v
 	}
 }
+
+// list returns the seqs of value.
+func (x *index) list(value string) []uint64 { return x.get(value).seqs }
 
 func appendSeq(list []uint64, seq uint64) []uint64 {
 	if list == nil {
@@ -472,7 +494,6 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]index{}, nil
-	s.sums = summaries{}
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
