@@ -148,7 +148,8 @@ func New(opts *Options) (*Store, error) {
 // Append implements store.Store. The store keeps its own copy of each
 // message's bytes.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
-	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
+	var buf [4]driver.Entry // the usual batch, on the stack
+	entries, err := driver.Prepare(buf[:0], msgs, s.opts.MaxEventSize)
 	if err != nil {
 		return nil, err
 	}
