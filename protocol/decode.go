@@ -31,6 +31,33 @@ func (d Decoder) limits() (maxBytes, maxDepth int) {
 	return
 }
 
+// DecodeValue decodes data, one JSON value of any kind, into the Go values
+// Decode gives meta values: map[string]any, []any, string, json.Number
+// (numbers keep every digit), bool and nil. It is as strict as Decode:
+// duplicate object names, invalid UTF-8, lone surrogate escapes and
+// anything but white space after the value are errors (an *Error, code
+// INVALID_JSON, INVALID_UTF8 or DUPLICATE_KEY), and so are input over
+// MaxBytes (TOO_LARGE) and nesting deeper than MaxDepth (TOO_DEEP). Strings share
+// one copy of data; data itself is not retained.
+func (d Decoder) DecodeValue(data []byte) (any, error) {
+	maxBytes, maxDepth := d.limits()
+	if len(data) > maxBytes {
+		return nil, newError(CodeTooLarge, "", maxBytes, "value is %d bytes, limit %d", len(data), maxBytes)
+	}
+	sc := scanner{data: data, s: string(data), maxDepth: maxDepth}
+	if sc.peek(); sc.pos >= len(data) {
+		return nil, sc.err(CodeInvalidJSON, "empty input")
+	}
+	v, err := sc.anyValue(0)
+	if err != nil {
+		return nil, err
+	}
+	if sc.peek() != 0 || sc.pos < len(data) {
+		return nil, sc.err(CodeInvalidJSON, "data after the JSON value")
+	}
+	return v, nil
+}
+
 // Decode decodes one envelope strictly with the default limits. See
 // [Decoder.Decode].
 func Decode(data []byte) (*Message, error) { return Decoder{}.Decode(data) }

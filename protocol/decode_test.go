@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // base is a minimal complete envelope; cases splice fields into it.
@@ -389,5 +391,38 @@ func TestSetPayloadMarshaler(t *testing.T) {
 	}
 	if err := m.SetPayload(marshalsBadly{}); !errors.Is(err, CodeWrongType) {
 		t.Fatalf("a marshaler's duplicate key was accepted: %v", err)
+	}
+}
+
+func TestDecodeValue(t *testing.T) {
+	v, err := Decoder{}.DecodeValue([]byte(` {"s":"a\u00e9","n":[1,-2.5e3,12345678901234567890],"b":true,"z":null,"o":{}} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"s": "aé", "n": []any{json.Number("1"), json.Number("-2.5e3"), json.Number("12345678901234567890")},
+		"b": true, "z": nil, "o": map[string]any{}}
+	if diff := cmp.Diff(want, v); diff != "" {
+		t.Errorf("DecodeValue (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		in   string
+		d    Decoder
+		code Code
+	}{
+		{``, Decoder{}, CodeInvalidJSON},
+		{`  `, Decoder{}, CodeInvalidJSON},
+		{`{} {}`, Decoder{}, CodeInvalidJSON},
+		{`{"a":1,"a":2}`, Decoder{}, CodeDuplicateKey},
+		{`"\ud800"`, Decoder{}, CodeInvalidUTF8},
+		{"\"\xff\"", Decoder{}, CodeInvalidUTF8},
+		{`[[[1]]]`, Decoder{MaxDepth: 2}, CodeTooDeep},
+		{`[1]`, Decoder{MaxBytes: 2}, CodeTooLarge},
+	} {
+		if _, err := c.d.DecodeValue([]byte(c.in)); CodeOf(err) != c.code {
+			t.Errorf("DecodeValue(%q) = %v, want code %s", c.in, err, c.code)
+		}
+	}
+	if v, err := (Decoder{MaxDepth: 3}).DecodeValue([]byte(`[[[1]]]`)); err != nil || v == nil {
+		t.Errorf("at the depth limit: %v, %v", v, err)
 	}
 }

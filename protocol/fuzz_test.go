@@ -3,6 +3,7 @@ package protocol
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -126,6 +127,43 @@ func FuzzValidTimestamp(f *testing.F) {
 		_, err := time.Parse(time.RFC3339Nano, s)
 		if got, want := validTimestamp(s), err == nil; got != want {
 			t.Fatalf("validTimestamp(%q) = %v, time.Parse says %v (%v)", s, got, want, err)
+		}
+	})
+}
+
+// DecodeValue accepts exactly what strict jsontext accepts (within its
+// depth limit), and what it gives encodes back to the same value.
+func FuzzDecodeValue(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,-2.5e3,true,null,{"b":"\u00e9"}]}`, `"x"`, `12345678901234567890.5`, `[]`, ` {} `,
+		`{"a":1,"a":2}`, `"\ud800"`, "\"\xff\"", `{} x`, "\xef\xbb\xbf{}", `[1,]`, ``, ` `,
+	} {
+		f.Add([]byte(s))
+	}
+	d := Decoder{MaxDepth: 100}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := d.DecodeValue(data)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			if CodeOf(err) != CodeTooDeep && jsontext.Value(data).IsValid() {
+				t.Fatalf("DecodeValue refused input that strict jsontext accepts: %q: %v", data, err)
+			}
+			return
+		}
+		if !jsontext.Value(data).IsValid() {
+			t.Fatalf("DecodeValue accepted input that strict jsontext rejects: %q", data)
+		}
+		w := writer{}
+		w.anyValue(v, 0)
+		if w.err != nil {
+			t.Fatalf("encoding %#v: %v", v, w.err)
+		}
+		b := w.b
+		v2, err := d.DecodeValue(b)
+		if err != nil || !reflect.DeepEqual(v, v2) {
+			t.Fatalf("decode of re-encoded %q: %#v, %v; want %#v", b, v2, err, v)
 		}
 	})
 }

@@ -43,9 +43,8 @@
 // Every payload is validated by github.com/xeipuuv/gojsonschema v1.2.0,
 // the one JSON Schema engine of the package, against a schema compiled
 // once, when it is registered. A payload is read as JSON once (by the
-// strict decoder of github.com/go-json-experiment/json/jsontext, numbers
-// kept exactly), and that value is what
-// gojsonschema validates and what a workflow step's expects.required
+// envelope's strict reader, protocol.Decoder.DecodeValue, numbers kept
+// exactly), and that value is what gojsonschema validates and what a workflow step's expects.required
 // members are looked up in. The registry is a copy-on-write map behind an
 // atomic pointer: validation never locks, and registering does not block
 // it. No call does I/O or waits, so none takes a context.

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/xeipuuv/gojsonschema"
 
@@ -187,79 +184,16 @@ func decodePayload(payload []byte, maxBytes int) (any, error) {
 // decodeJSON decodes exactly one JSON value into the values gojsonschema
 // expects (map[string]any, []any, string, bool, nil, and json.Number for
 // numbers, so that they stay exact), and refuses data after it. The
-// strict jsontext decoder reads it: duplicate object names and invalid
-// UTF-8 are refused. It reads payloads and schema documents alike.
+// envelope's strict scanner reads it (protocol.Decoder.DecodeValue):
+// duplicate object names, invalid UTF-8 and lone surrogates are refused.
+// It reads payloads and schema documents alike.
 func decodeJSON(data []byte) (any, error) {
-	d := decoders.Get().(*decoder)
-	defer func() {
-		d.r.Reset(nil) // the pool keeps no payload alive
-		d.dec.Reset(&d.r)
-		decoders.Put(d)
-	}()
-	d.r.Reset(data)
-	d.dec.Reset(&d.r)
-	v, err := d.value()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.dec.ReadToken(); err != io.EOF {
-		return nil, fmt.Errorf("data after the JSON value at offset %d", d.dec.InputOffset())
-	}
-	return v, nil
+	return valueDecoder.DecodeValue(data)
 }
 
-// decoder is a reusable jsontext decoder and the reader it reads from.
-type decoder struct {
-	r   bytes.Reader
-	dec jsontext.Decoder
-}
-
-var decoders = sync.Pool{New: func() any { return new(decoder) }}
-
-// value reads the next JSON value.
-func (d *decoder) value() (any, error) {
-	tok, err := d.dec.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	switch tok.Kind() {
-	case '{':
-		obj := make(map[string]any)
-		for d.dec.PeekKind() != '}' {
-			tok, err := d.dec.ReadToken()
-			if err != nil {
-				return nil, err
-			}
-			name := tok.String() // before the next read voids tok
-			v, err := d.value()
-			if err != nil {
-				return nil, err
-			}
-			obj[name] = v
-		}
-		_, err := d.dec.ReadToken()
-		return obj, err
-	case '[':
-		arr := []any{}
-		for d.dec.PeekKind() != ']' {
-			v, err := d.value()
-			if err != nil {
-				return nil, err
-			}
-			arr = append(arr, v)
-		}
-		_, err := d.dec.ReadToken()
-		return arr, err
-	case '"':
-		return tok.String(), nil
-	case '0':
-		return json.Number(tok.String()), nil
-	case 't', 'f':
-		return tok.Bool(), nil
-	default: // 'n'
-		return nil, nil
-	}
-}
+// valueDecoder sets no size limit of its own (callers check theirs first)
+// and allows the nesting depth JSON readers commonly do.
+var valueDecoder = protocol.Decoder{MaxBytes: math.MaxInt, MaxDepth: 10000}
 
 // Limits on number literals. gojsonschema turns every number of a payload
 // into a big.Rat, whatever the schema says; 1e999999 alone costs about a

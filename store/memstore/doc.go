@@ -36,7 +36,8 @@
 //
 // Errors are those of the store contract (store.ErrClosed,
 // store.ErrNotFound, store.ErrTooLarge, ...). New returns an error
-// matching [ErrInvalidOptions] for a negative size limit.
+// matching [ErrInvalidOptions] for a negative size limit or a
+// MaxEventSize over 2^32-1.
 //
 // # Caveats
 //

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"iter"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +24,8 @@ type Options struct {
 	// for reproducible events. Append calls it with the store locked, so
 	// it must not call the store.
 	Clock func() time.Time
-	// MaxEventSize is the largest encoded message accepted, in bytes;
-	// store.DefaultMaxEventSize when 0.
+	// MaxEventSize is the largest encoded message accepted, in bytes, at
+	// most 2^32-1; store.DefaultMaxEventSize when 0.
 	MaxEventSize int
 	// MaxArtifactSize is the largest artifact accepted, in bytes;
 	// store.DefaultMaxArtifactSize when 0.
@@ -37,19 +39,22 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	events    []*[chunkSize]record                       // the event with seq n is at(n)
-	n         uint64                                     // events stored
-	slab      []byte                                     // where keep copies event bytes
-	byID      map[idKey]uint64                           // id → seq, for ids up to 31 bytes
-	byLongID  map[string]uint64                          // id → seq, for longer ids
-	byIdem    map[idemKey]uint64                         // (run_id, idempotency_key) → seq
-	indexes   [driver.AgentIndex + 1]map[string][]uint64 // index → value → seqs, ascending
+	events    []*[chunkSize]record         // the event with seq n is at(n)
+	n         uint64                       // events stored
+	slabs     [][]byte                     // the events' bytes (see keep)
+	slab      int                          // the slab small events are copied into
+	types     []protocol.Type              // the event types seen, by number
+	typeNums  map[protocol.Type]uint32     // and their numbers
+	byID      map[idKey]uint64             // id → seq, for ids up to 31 bytes
+	byLongID  map[string]uint64            // id → seq, for longer ids
+	byIdem    map[idemKey]uint64           // (run_id, idempotency_key) → seq
+	indexes   [driver.AgentIndex + 1]index // by driver.Index
 	artifacts map[[sha256.Size]byte]store.Artifact
-	sums      summaries
 }
 
 // Events are kept in fixed-size chunks rather than one growing slice, so
-// that an append never copies the events stored before it.
+// that an append never copies the events stored before it. A chunk is a
+// small allocation (32 KiB), cheap to make with the store locked.
 const chunkSize = 1024
 
 // at returns the record of seq (1 ≤ seq ≤ s.n); mu is held.
@@ -57,17 +62,28 @@ func (s *Store) at(seq uint64) *record {
 	return &s.events[(seq-1)/chunkSize][(seq-1)%chunkSize]
 }
 
-// record is a stored event and the fields queries filter on.
+// record is a stored event: its time, its type's number in Store.types,
+// and where its bytes are, slabs[slab][off:off+n]. Its run, thread, task
+// and agent are known from the index lists its seq is in (see page). It
+// holds no pointer, so the garbage collector never scans the events.
 type record struct {
-	event                            store.Event
-	runID, threadID, taskID, agentID string
-	typ                              protocol.Type
+	sec          int64 // time: Unix seconds
+	nsec         int32 // and nanoseconds
+	typ          uint32
+	slab, off, n uint32
+}
+
+// event returns the stored event of seq; mu is held.
+func (s *Store) event(seq uint64) store.Event {
+	r := s.at(seq)
+	end := r.off + r.n
+	return store.Event{Seq: seq, Time: time.Unix(r.sec, int64(r.nsec)).UTC(), Raw: s.slabs[r.slab][r.off:end:end]}
 }
 
 // idKey holds an id of up to 31 bytes (its length, then its bytes): the
 // ids this SDK makes are 30 bytes. Keys without pointers keep the largest
-// map of the store out of the garbage collector's way, and let the
-// message's id string go once its event is stored.
+// maps of the store out of the garbage collector's way, and let the
+// message's strings go once its event is stored.
 type idKey [32]byte
 
 func shortID(id string) (k idKey, ok bool) {
@@ -93,15 +109,15 @@ type idemKey struct{ runID, key string }
 
 var _ store.Store = (*Store)(nil)
 
-// New returns an empty store. opts may be nil; a negative size limit gives
-// an error matching ErrInvalidOptions.
+// New returns an empty store. opts may be nil; a negative size limit, or a
+// MaxEventSize over 2^32-1, gives an error matching ErrInvalidOptions.
 func New(opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	if o.MaxEventSize < 0 {
-		return nil, coded.Wrap(ErrInvalidOptions, "MaxEventSize must not be negative", nil)
+	if o.MaxEventSize < 0 || uint64(o.MaxEventSize) > math.MaxUint32 {
+		return nil, coded.Wrap(ErrInvalidOptions, "MaxEventSize must be between 0 and 2^32-1 bytes", nil)
 	}
 	if o.MaxArtifactSize < 0 {
 		return nil, coded.Wrap(ErrInvalidOptions, "MaxArtifactSize must not be negative", nil)
@@ -115,26 +131,32 @@ func New(opts *Options) (*Store, error) {
 	if o.MaxArtifactSize == 0 {
 		o.MaxArtifactSize = store.DefaultMaxArtifactSize
 	}
-	return &Store{
+	s := &Store{
 		opts:      o,
 		byID:      make(map[idKey]uint64),
 		byLongID:  make(map[string]uint64),
 		byIdem:    make(map[idemKey]uint64),
-		indexes:   [...]map[string][]uint64{driver.TaskIndex: {}, driver.ThreadIndex: {}, driver.RunIndex: {}, driver.AgentIndex: {}},
+		typeNums:  make(map[protocol.Type]uint32),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
-	}, nil
+	}
+	for i := range s.indexes {
+		s.indexes[i] = index{short: make(map[idKey]indexed), long: make(map[string]indexed)}
+	}
+	return s, nil
 }
 
 // Append implements store.Store. The store keeps its own copy of each
 // message's bytes.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
-	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
+	var buf [4]driver.Entry // the usual batch, on the stack
+	entries, err := driver.Prepare(buf[:0], msgs, s.opts.MaxEventSize)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	res := make([]store.AppendResult, len(entries))
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -146,7 +168,6 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	}
 	// The clock is read under the lock, so that times follow seqs.
 	now := s.opts.Clock().UTC()
-	res := make([]store.AppendResult, len(entries))
 	// Nothing can fail from here on, so the batch is all or nothing even
 	// though it is applied one message at a time, and a message finds a
 	// duplicate earlier in the same batch.
@@ -170,15 +191,6 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 		}
 	}
 	seq := s.n + 1
-	if s.n%chunkSize == 0 {
-		s.events = append(s.events, new([chunkSize]record))
-	}
-	s.n = seq
-	*s.at(seq) = record{
-		event: store.Event{Seq: seq, Time: now, Raw: s.keep(e.Raw)},
-		runID: e.RunID, threadID: e.ThreadID, taskID: e.TaskID, agentID: e.AgentID,
-		typ: e.Type,
-	}
 	if k, ok := shortID(e.ID); ok {
 		s.byID[k] = seq
 	} else {
@@ -187,42 +199,111 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	if e.IdempotencyKey != "" {
 		s.byIdem[key] = seq
 	}
-	s.index(driver.RunIndex, e.RunID, seq)
-	s.index(driver.ThreadIndex, e.ThreadID, seq)
-	s.index(driver.TaskIndex, e.TaskID, seq)
-	s.index(driver.AgentIndex, e.AgentID, seq)
-	s.summarize(e, seq, now)
+	if s.n%chunkSize == 0 {
+		s.events = append(s.events, new([chunkSize]record))
+	}
+	s.n = seq
+	slab, off := s.keep(e.Raw)
+	*s.at(seq) = record{sec: now.Unix(), nsec: int32(now.Nanosecond()), typ: s.typeNum(e.Type),
+		slab: slab, off: off, n: uint32(len(e.Raw))}
+	// The task first: its state gives the change to the summaries of the
+	// run and the thread (summary.go).
+	var d driver.Delta
+	if e.TaskID != "" {
+		x := &s.indexes[driver.TaskIndex]
+		v := x.get(e.TaskID)
+		v.seqs = appendSeq(v.seqs, seq)
+		if driver.NeedsTask(e) {
+			d = v.step(e)
+		}
+		x.put(e.TaskID, v)
+	}
+	for _, f := range [...]struct {
+		ix    driver.Index
+		value string
+	}{{driver.RunIndex, e.RunID}, {driver.ThreadIndex, e.ThreadID}} {
+		if f.value != "" {
+			x := &s.indexes[f.ix]
+			v := x.get(f.value)
+			v.fold(e, seq, d)
+			v.seqs = appendSeq(v.seqs, seq)
+			x.put(f.value, v)
+		}
+	}
+	if e.AgentID != "" {
+		x := &s.indexes[driver.AgentIndex]
+		v := x.get(e.AgentID)
+		v.seqs = appendSeq(v.seqs, seq)
+		x.put(e.AgentID, v)
+	}
 	return store.AppendResult{Seq: seq}
 }
 
-// keep returns the store's own copy of an event's bytes, with no room past
-// its end, so that a reader's append to Raw cannot write into memory other
-// readers see. Copies are packed into slabs of slabSize bytes (larger
-// events get their own), so that stored events are not one object each
-// for the garbage collector to track; mu is held.
-func (s *Store) keep(b []byte) []byte {
-	if len(b) > slabSize/16 {
-		return slices.Clip(bytes.Clone(b))
+// keep copies an event's bytes into the store's slabs and returns where
+// they are. Small events are packed into slabs of slabSize bytes, a small
+// allocation each; a larger one gets a slab of its own. mu is held.
+func (s *Store) keep(b []byte) (slab, off uint32) {
+	if len(b) > slabSize/4 {
+		s.slabs = append(s.slabs, bytes.Clone(b))
+		return uint32(len(s.slabs) - 1), 0
 	}
-	if len(s.slab)+len(b) > cap(s.slab) {
-		s.slab = make([]byte, 0, slabSize)
+	if s.slabs == nil || len(s.slabs[s.slab])+len(b) > slabSize {
+		s.slabs = append(s.slabs, make([]byte, 0, slabSize))
+		s.slab = len(s.slabs) - 1
 	}
-	start := len(s.slab)
-	s.slab = append(s.slab, b...)
-	return s.slab[start:len(s.slab):len(s.slab)]
+	cur := s.slabs[s.slab]
+	s.slabs[s.slab] = append(cur, b...)
+	return uint32(s.slab), uint32(len(cur))
 }
 
-const slabSize = 1 << 20
+const slabSize = 32 << 10
 
-// index adds seq to the list of value in index ix; mu is held.
-func (s *Store) index(ix driver.Index, value string, seq uint64) {
-	if value != "" {
-		list := s.indexes[ix][value]
-		if list == nil {
-			list = make([]uint64, 0, 8) // room for a task's usual events
-		}
-		s.indexes[ix][value] = append(list, seq)
+// typeNum returns the number of an event type, numbering it when it is
+// new; mu is held.
+func (s *Store) typeNum(t protocol.Type) uint32 {
+	n, ok := s.typeNums[t]
+	if !ok {
+		n = uint32(len(s.types))
+		t = protocol.Type(strings.Clone(string(t))) // not a part of a larger string
+		s.types = append(s.types, t)
+		s.typeNums[t] = n
 	}
+	return n
+}
+
+// index maps each value of a field (a run id, an agent id, ...) to the
+// seqs of the events that have it, ascending, and what summaries count
+// of it (see indexed). Values are keyed like ids: by value when short, so
+// that the large maps hold no pointer to follow but their lists.
+type index struct {
+	short map[idKey]indexed // values up to 31 bytes
+	long  map[string]indexed
+}
+
+// get returns what is indexed of value, the zero indexed when nothing is.
+func (x *index) get(value string) indexed {
+	if k, ok := shortID(value); ok {
+		return x.short[k]
+	}
+	return x.long[value]
+}
+
+func (x *index) put(value string, v indexed) {
+	if k, ok := shortID(value); ok {
+		x.short[k] = v
+	} else {
+		x.long[value] = v
+	}
+}
+
+// list returns the seqs of value.
+func (x *index) list(value string) []uint64 { return x.get(value).seqs }
+
+func appendSeq(list []uint64, seq uint64) []uint64 {
+	if list == nil {
+		list = make([]uint64, 0, 4) // room for a task's usual events
+	}
+	return append(list, seq)
 }
 
 // Get implements store.Store.
@@ -239,7 +320,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	if !ok {
 		return store.Event{}, store.ErrNotFound
 	}
-	return s.at(seq).event, nil
+	return s.event(seq), nil
 }
 
 // LastSeq implements store.Store.
@@ -278,13 +359,18 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 		return nil, 0, store.ErrClosed
 	}
 	upTo = min(upTo, s.n)
+	// The index lists of the fields q sets, the first the one that serves
+	// it: an event has those fields when its seq is in each list.
+	lists, ok := s.lists(q)
+	if !ok {
+		return nil, max(after, upTo), nil // a value no event has
+	}
 	var evs []store.Event
-	for seq := range s.candidates(q, after, upTo) {
-		r := s.at(seq)
-		if !q.Match(r.runID, r.threadID, r.taskID, r.agentID, r.typ) {
+	for seq := range candidates(lists, after, upTo) {
+		if !strings.HasPrefix(string(s.types[s.at(seq).typ]), q.TypePrefix) || !inAll(lists, seq) {
 			continue
 		}
-		evs = append(evs, r.event)
+		evs = append(evs, s.event(seq))
 		if len(evs) == limit {
 			return evs, seq, nil
 		}
@@ -292,13 +378,37 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	return evs, max(after, upTo), nil
 }
 
-// candidates yields in order the seqs in (after, upTo] of the index list
-// that serves q, or every seq there when q sets no indexed field; mu is
-// held.
-func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
+// lists returns the index lists of the indexed fields q sets, the list
+// that serves q (driver.IndexOf) first; ok is false when a field has a
+// value no event has. mu is held.
+func (s *Store) lists(q store.Query) (lists [][]uint64, ok bool) {
+	first, _ := driver.IndexOf(q)
+	fields := [...]struct {
+		ix    driver.Index
+		value string
+	}{{driver.TaskIndex, q.TaskID}, {driver.ThreadIndex, q.ThreadID}, {driver.RunIndex, q.RunID}, {driver.AgentIndex, q.AgentID}}
+	for _, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		list := s.indexes[f.ix].list(f.value)
+		if list == nil {
+			return nil, false
+		}
+		if f.ix == first {
+			lists = append([][]uint64{list}, lists...)
+		} else {
+			lists = append(lists, list)
+		}
+	}
+	return lists, true
+}
+
+// candidates yields in order the seqs in (after, upTo] of the first list,
+// or every seq there when there is none.
+func candidates(lists [][]uint64, after, upTo uint64) iter.Seq[uint64] {
 	return func(yield func(uint64) bool) {
-		ix, value := driver.IndexOf(q)
-		if ix == driver.NoIndex {
+		if len(lists) == 0 {
 			for seq := after + 1; seq <= upTo; seq++ {
 				if !yield(seq) {
 					return
@@ -306,7 +416,7 @@ func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
 			}
 			return
 		}
-		list := s.indexes[ix][value]
+		list := lists[0]
 		i, _ := slices.BinarySearch(list, after+1)
 		for _, seq := range list[i:] {
 			if seq > upTo || !yield(seq) {
@@ -314,6 +424,17 @@ func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
 			}
 		}
 	}
+}
+
+// inAll reports whether seq is in each list but the first, which it comes
+// from.
+func inAll(lists [][]uint64, seq uint64) bool {
+	for _, list := range lists[min(1, len(lists)):] {
+		if _, found := slices.BinarySearch(list, seq); !found {
+			return false
+		}
+	}
+	return true
 }
 
 // PutArtifact implements store.Store. The store keeps its own copy of
@@ -373,8 +494,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, [len(s.indexes)]map[string][]uint64{}, nil
-	s.sums = summaries{}
+	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]index{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +55,12 @@ func TestConformanceSmallLimits(t *testing.T) {
 }
 
 func TestInvalidOptions(t *testing.T) {
-	for _, o := range []memstore.Options{{MaxEventSize: -1}, {MaxArtifactSize: -1}} {
+	opts := []memstore.Options{{MaxEventSize: -1}, {MaxArtifactSize: -1}}
+	if strconv.IntSize == 64 {
+		over := uint64(1) << 32
+		opts = append(opts, memstore.Options{MaxEventSize: int(over)})
+	}
+	for _, o := range opts {
 		_, err := memstore.New(&o)
 		assert.ErrorIs(t, err, memstore.ErrInvalidOptions, "New(%+v)", o)
 		assert.ErrorIs(t, err, protocol.CodeInvalidField, "New(%+v)", o)

@@ -5,65 +5,76 @@ import (
 	"context"
 	"iter"
 	"slices"
-	"time"
 
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/internal/driver"
 )
 
-// summaries holds the run and thread summaries and the task states they
-// are counted from (see driver.Fold); guarded by Store.mu.
-type summaries struct {
-	runs, threads map[string]*store.Summary
-	tasks         map[string]driver.TaskState
+// indexed is what the store keeps of one value of an index: the seqs of
+// its events and, for a run or a thread, the counts of its summary that
+// its events do not give directly; for a task, the state its run and
+// thread count it by (driver.TaskStep). The rest of a summary is read
+// from its events when it is listed: FirstSeq and LastSeq are the first
+// and the last seq, Events their number, Created and Updated their times,
+// RunID and Owner those of the first event, Channel that of the event at
+// channel. No pointer but the list's.
+type indexed struct {
+	seqs []uint64
+	// A run or a thread (driver.Fold).
+	tasks, ended int32
+	status       uint8  // index in statuses
+	channel      uint64 // seq of the latest event that set meta.ui_channel, 0 for none
+	// A task (driver.TaskState).
+	known, taskEnded bool // its request is stored; its latest attempt ended
+	attempt          int32
 }
 
-// summarize folds the event e, stored with seq at t, into the summaries
-// of its run and thread; mu is held.
-func (s *Store) summarize(e *driver.Entry, seq uint64, t time.Time) {
-	m := &s.sums
-	if m.runs == nil {
-		m.runs = map[string]*store.Summary{}
-		m.threads = map[string]*store.Summary{}
-		m.tasks = map[string]driver.TaskState{}
+// statuses numbers the values of store.Summary.Status; 0 is none yet.
+var statuses = [...]string{"", store.StatusActive, store.StatusRunning, store.StatusCompleted,
+	store.StatusFailed, store.StatusCancelled, store.StatusTimedOut}
+
+// step applies e, an event of the task, to its state and returns the
+// change to the counts of its run and thread.
+func (v *indexed) step(e *driver.Entry) driver.Delta {
+	next, changed, d := driver.TaskStep(e, driver.TaskState{Ended: v.taskEnded, Attempt: int(v.attempt)}, v.known)
+	if changed {
+		v.known, v.taskEnded, v.attempt = true, next.Ended, int32(next.Attempt)
 	}
-	var d driver.Delta
-	if driver.NeedsTask(e) {
-		prev, known := m.tasks[e.TaskID]
-		var next driver.TaskState
-		var changed bool
-		if next, changed, d = driver.TaskStep(e, prev, known); changed {
-			m.tasks[e.TaskID] = next
-		}
+	return d
+}
+
+// fold adds e, stored with seq, to the summary counts of a run or thread,
+// before seq is added to v.seqs; d is the change TaskStep gave.
+func (v *indexed) fold(e *driver.Entry, seq uint64, d driver.Delta) {
+	sum := store.Summary{Events: len(v.seqs), Tasks: int(v.tasks), Ended: int(v.ended), Status: statuses[v.status]}
+	driver.Fold(&sum, "", e, seq, sum.Created, d)
+	v.tasks, v.ended = int32(sum.Tasks), int32(sum.Ended)
+	v.status = uint8(slices.Index(statuses[:], sum.Status))
+	if e.Channel != "" {
+		v.channel = seq
 	}
-	fold := func(all map[string]*store.Summary, id string) {
-		if id == "" {
-			return
-		}
-		sum := all[id]
-		if sum == nil {
-			sum = new(store.Summary)
-			all[id] = sum
-		}
-		driver.Fold(sum, id, e, seq, t, d)
-	}
-	fold(m.runs, e.RunID)
-	fold(m.threads, e.ThreadID)
 }
 
 // Runs implements store.Store.
 func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
-	return s.list(ctx, q, func() map[string]*store.Summary { return s.sums.runs })
+	return s.list(ctx, q, driver.RunIndex)
 }
 
 // Threads implements store.Store.
 func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
-	return s.list(ctx, q, func() map[string]*store.Summary { return s.sums.threads })
+	return s.list(ctx, q, driver.ThreadIndex)
 }
 
-// list copies the selected summaries out under the read lock, newest
-// first, and yields them with no lock held.
-func (s *Store) list(ctx context.Context, q store.ListQuery, all func() map[string]*store.Summary) iter.Seq2[store.Summary, error] {
+// listed is a summary being listed and the events it is completed from.
+type listed struct {
+	sum            store.Summary
+	first, channel []byte // the bytes of the first event and of the channel's
+}
+
+// list selects the summaries of index ix under the read lock, newest
+// first, and completes and yields them with no lock held.
+func (s *Store) list(ctx context.Context, q store.ListQuery, ix driver.Index) iter.Seq2[store.Summary, error] {
 	return func(yield func(store.Summary, error) bool) {
 		if err := q.Validate(); err != nil {
 			yield(store.Summary{}, err)
@@ -79,21 +90,62 @@ func (s *Store) list(ctx context.Context, q store.ListQuery, all func() map[stri
 			yield(store.Summary{}, store.ErrClosed)
 			return
 		}
-		var out []store.Summary
-		for _, sum := range all() {
-			if q.Before == 0 || sum.LastSeq < q.Before {
-				out = append(out, *sum)
-			}
-		}
+		out := s.summaries(&s.indexes[ix], q)
 		s.mu.RUnlock()
-		slices.SortFunc(out, func(a, b store.Summary) int { return cmp.Compare(b.LastSeq, a.LastSeq) })
-		if q.Limit > 0 && len(out) > q.Limit {
-			out = out[:q.Limit]
-		}
-		for _, sum := range out {
-			if !yield(sum, nil) {
+		for i := range out {
+			if !yield(out[i].complete(), nil) {
 				return
 			}
 		}
 	}
+}
+
+// summaries returns the summaries q selects from x, newest first, with
+// what is kept of them; mu is held.
+func (s *Store) summaries(x *index, q store.ListQuery) []listed {
+	var out []listed
+	add := func(id string, v indexed) {
+		first, last := v.seqs[0], v.seqs[len(v.seqs)-1]
+		if q.Before != 0 && last >= q.Before {
+			return
+		}
+		l := listed{sum: store.Summary{ID: id, FirstSeq: first, LastSeq: last, Events: len(v.seqs),
+			Tasks: int(v.tasks), Ended: int(v.ended), Status: statuses[v.status]}}
+		out = append(out, l)
+	}
+	for k, v := range x.short {
+		add(string(k[1:1+k[0]]), v)
+	}
+	for id, v := range x.long {
+		add(id, v)
+	}
+	slices.SortFunc(out, func(a, b listed) int { return cmp.Compare(b.sum.LastSeq, a.sum.LastSeq) })
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	for i := range out {
+		l := &out[i]
+		first := s.event(l.sum.FirstSeq)
+		l.first, l.sum.Created, l.sum.Updated = first.Raw, first.Time, s.event(l.sum.LastSeq).Time
+		v := x.get(l.sum.ID)
+		if v.channel != 0 {
+			l.channel = s.event(v.channel).Raw
+		}
+	}
+	return out
+}
+
+// complete reads the run, owner and channel of a listed summary from its
+// events' bytes (which never change).
+func (l *listed) complete() store.Summary {
+	sum := l.sum
+	if m, err := protocol.Decode(l.first); err == nil {
+		sum.RunID, sum.Owner = m.RunID, m.From.AgentID
+	}
+	if l.channel != nil {
+		if m, err := protocol.Decode(l.channel); err == nil {
+			sum.Channel, _ = m.Meta["ui_channel"].(string)
+		}
+	}
+	return sum
 }
