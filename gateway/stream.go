@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -61,7 +62,7 @@ type stream struct {
 // thread or task it may see (404 otherwise), or, without one of those
 // filters, only the events of the runs it may see.
 func (g *Gateway) openStream(ctx context.Context, c *auth.Caller, q streamQuery) (*stream, error) {
-	if !mayRead(c) {
+	if !c.MayRead() {
 		return nil, auth.ErrForbidden
 	}
 	s := &stream{g: g, q: store.Query{
@@ -196,7 +197,7 @@ func (s *stream) feed(ctx context.Context) {
 		case s.buf <- ev:
 			timer.Stop()
 		case <-timer.C:
-			s.err = coded.Wrap(ErrSlowConsumer, "slow consumer: the client took no event for "+s.g.opts.SlowTimeout.String()+" with "+itoa(uint64(cap(s.buf)))+" waiting; resume after the last seq received", nil)
+			s.err = coded.Wrap(ErrSlowConsumer, "slow consumer: the client took no event for "+s.g.opts.SlowTimeout.String()+" with "+strconv.Itoa(cap(s.buf))+" waiting; resume after the last seq received", nil)
 			if testHookCut != nil {
 				testHookCut()
 			}
@@ -300,7 +301,7 @@ func (s *sseSink) flush() error {
 func (s *sseSink) events(evs []store.Event) error {
 	for _, ev := range evs {
 		s.buf = append(s.buf, "id: "...)
-		s.buf = append(s.buf, itoa(ev.Seq)...)
+		s.buf = strconv.AppendUint(s.buf, ev.Seq, 10)
 		if t := scanEnvelope(ev.Raw).typ; t != "" && validEventName(t) {
 			s.buf = append(s.buf, "\nevent: "...)
 			s.buf = append(s.buf, t...)

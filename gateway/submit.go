@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -89,7 +90,7 @@ func DecodeSubmission(body []byte) (*Submission, error) {
 		{"idempotency_key", s.IdempotencyKey}, {"domain", s.Domain}, {"payload_type", s.PayloadType},
 	} {
 		if len(f.v) > protocol.MaxIDLength {
-			return nil, coded.Wrap(ErrBadRequest, f.name+" is longer than "+itoa(protocol.MaxIDLength)+" bytes", nil)
+			return nil, coded.Wrap(ErrBadRequest, f.name+" is longer than "+strconv.Itoa(protocol.MaxIDLength)+" bytes", nil)
 		}
 	}
 	for _, f := range []struct {

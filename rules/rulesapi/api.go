@@ -181,12 +181,9 @@ func caller(r *http.Request) *auth.Caller {
 	return c
 }
 
-// mayRead: reading documents needs submit or read:all.
-func mayRead(c *auth.Caller) bool { return c.Has(auth.ScopeSubmit) || c.Has(auth.ScopeReadAll) }
-
 func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
 	c := caller(r)
-	if !mayRead(c) {
+	if !c.MayRead() {
 		h.error(w, r, auth.ErrForbidden)
 		return
 	}
@@ -228,7 +225,7 @@ func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) document(w http.ResponseWriter, r *http.Request) {
 	c := caller(r)
-	if !mayRead(c) {
+	if !c.MayRead() {
 		h.error(w, r, auth.ErrForbidden)
 		return
 	}
@@ -256,7 +253,7 @@ func (h *handler) document(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) drafts(w http.ResponseWriter, r *http.Request) {
 	c := caller(r)
-	if !mayRead(c) {
+	if !c.MayRead() {
 		h.error(w, r, auth.ErrForbidden)
 		return
 	}
