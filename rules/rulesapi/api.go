@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"testing/fstest"
 	"unicode/utf8"
@@ -181,28 +182,55 @@ func caller(r *http.Request) *auth.Caller {
 	return c
 }
 
-func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
+// reader answers r itself and returns false unless the caller may read
+// documents, query (nil: [noQuery]) accepts the query parameters and the
+// library is up to date with the store.
+func (h *handler) reader(w http.ResponseWriter, r *http.Request, query func(url.Values) error) (*auth.Caller, bool) {
 	c := caller(r)
 	if !c.MayRead() {
 		h.error(w, r, auth.ErrForbidden)
-		return
+		return nil, false
 	}
-	q := r.URL.Query()
-	withText := false
-	for k, v := range q {
-		if k != "text" || len(v) != 1 {
-			h.error(w, r, coded.Wrap(ErrBadRequest, "unknown or repeated query parameter "+k, nil))
-			return
-		}
-		b, err := strconv.ParseBool(v[0])
-		if err != nil {
-			h.error(w, r, coded.Wrap(ErrBadRequest, "text= takes true or false", nil))
-			return
-		}
-		withText = b
+	var err error
+	if query != nil {
+		err = query(r.URL.Query())
+	} else {
+		err = noQuery(r)
 	}
-	if err := h.lib.Sync(r.Context()); err != nil {
+	if err == nil {
+		err = h.lib.Sync(r.Context())
+	}
+	if err != nil {
 		h.error(w, r, err)
+		return nil, false
+	}
+	return c, true
+}
+
+// noQuery refuses a request with query parameters.
+func noQuery(r *http.Request) error {
+	if len(r.URL.Query()) > 0 {
+		return coded.Wrap(ErrBadRequest, r.URL.Path+" takes no query parameters", nil)
+	}
+	return nil
+}
+
+func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
+	withText := false
+	_, ok := h.reader(w, r, func(q url.Values) error {
+		for k, v := range q {
+			if k != "text" || len(v) != 1 {
+				return coded.Wrap(ErrBadRequest, "unknown or repeated query parameter "+k, nil)
+			}
+			b, err := strconv.ParseBool(v[0])
+			if err != nil {
+				return coded.Wrap(ErrBadRequest, "text= takes true or false", nil)
+			}
+			withText = b
+		}
+		return nil
+	})
+	if !ok {
 		return
 	}
 	seq := h.lib.Seq()
@@ -224,17 +252,7 @@ func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) document(w http.ResponseWriter, r *http.Request) {
-	c := caller(r)
-	if !c.MayRead() {
-		h.error(w, r, auth.ErrForbidden)
-		return
-	}
-	if len(r.URL.Query()) > 0 {
-		h.error(w, r, coded.Wrap(ErrBadRequest, "GET /documents/{id} takes no query parameters", nil))
-		return
-	}
-	if err := h.lib.Sync(r.Context()); err != nil {
-		h.error(w, r, err)
+	if _, ok := h.reader(w, r, nil); !ok {
 		return
 	}
 	id := r.PathValue("id")
@@ -252,20 +270,11 @@ func (h *handler) document(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) drafts(w http.ResponseWriter, r *http.Request) {
-	c := caller(r)
-	if !c.MayRead() {
-		h.error(w, r, auth.ErrForbidden)
-		return
-	}
-	if len(r.URL.Query()) > 0 {
-		h.error(w, r, coded.Wrap(ErrBadRequest, "GET /drafts takes no query parameters", nil))
+	c, ok := h.reader(w, r, nil)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	if err := h.lib.Sync(ctx); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	byPath := map[string]string{}
 	for _, d := range h.lib.Documents() {
 		byPath[d.Path] = d.ID
@@ -319,8 +328,8 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		h.error(w, r, auth.ErrForbidden)
 		return nil, false
 	}
-	if len(r.URL.Query()) > 0 {
-		h.error(w, r, coded.Wrap(ErrBadRequest, r.URL.Path+" takes no query parameters", nil))
+	if err := noQuery(r); err != nil {
+		h.error(w, r, err)
 		return nil, false
 	}
 	body, err := io.ReadAll(r.Body)
