@@ -57,6 +57,16 @@ type stream struct {
 	scratch []store.Event
 }
 
+// streamOf parses the stream query of r (lastEventID: the SSE header, ""
+// for a WebSocket) and opens that stream for r's caller.
+func (g *Gateway) streamOf(r *http.Request, lastEventID string) (*stream, error) {
+	q, err := parseStreamQuery(r.URL.Query(), lastEventID)
+	if err != nil {
+		return nil, err
+	}
+	return g.openStream(r.Context(), caller(r.Context()), q)
+}
+
 // openStream checks the caller's right to the stream q asks for and
 // returns it, not yet started. A caller without read:all streams a run,
 // thread or task it may see (404 otherwise), or, without one of those
@@ -357,12 +367,7 @@ func (s *sseSink) closed(err error) {
 // serveSSE serves GET /v1/stream.
 func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q, err := parseStreamQuery(r.URL.Query(), r.Header.Get("Last-Event-ID"))
-	if err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	st, err := g.openStream(ctx, caller(ctx), q)
+	st, err := g.streamOf(r, r.Header.Get("Last-Event-ID"))
 	if err != nil {
 		g.writeError(w, r, err)
 		return
