@@ -45,7 +45,7 @@ type Store struct {
 	byIdem    map[idemKey]uint64                         // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]map[string][]uint64 // index → value → seqs, ascending
 	artifacts map[[sha256.Size]byte]store.Artifact
-	sums      summaries
+	sums      driver.Summaries
 }
 
 // Events are kept in fixed-size chunks rather than one growing slice, so
@@ -374,7 +374,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.events, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, [len(s.indexes)]map[string][]uint64{}, nil
-	s.sums = summaries{}
+	s.sums = driver.Summaries{}
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

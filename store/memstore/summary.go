@@ -11,54 +11,20 @@ import (
 	"github.com/clutchprotocol/clutch/store/internal/driver"
 )
 
-// summaries holds the run and thread summaries and the task states they
-// are counted from (see driver.Fold); guarded by Store.mu.
-type summaries struct {
-	runs, threads map[string]*store.Summary
-	tasks         map[string]driver.TaskState
-}
-
 // summarize folds the event e, stored with seq at t, into the summaries
 // of its run and thread; mu is held.
 func (s *Store) summarize(e *driver.Entry, seq uint64, t time.Time) {
-	m := &s.sums
-	if m.runs == nil {
-		m.runs = map[string]*store.Summary{}
-		m.threads = map[string]*store.Summary{}
-		m.tasks = map[string]driver.TaskState{}
-	}
-	var d driver.Delta
-	if driver.NeedsTask(e) {
-		prev, known := m.tasks[e.TaskID]
-		var next driver.TaskState
-		var changed bool
-		if next, changed, d = driver.TaskStep(e, prev, known); changed {
-			m.tasks[e.TaskID] = next
-		}
-	}
-	fold := func(all map[string]*store.Summary, id string) {
-		if id == "" {
-			return
-		}
-		sum := all[id]
-		if sum == nil {
-			sum = new(store.Summary)
-			all[id] = sum
-		}
-		driver.Fold(sum, id, e, seq, t, d)
-	}
-	fold(m.runs, e.RunID)
-	fold(m.threads, e.ThreadID)
+	s.sums.Add(e, seq, t)
 }
 
 // Runs implements store.Store.
 func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
-	return s.list(ctx, q, func() map[string]*store.Summary { return s.sums.runs })
+	return s.list(ctx, q, func() map[string]*store.Summary { return s.sums.Runs })
 }
 
 // Threads implements store.Store.
 func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
-	return s.list(ctx, q, func() map[string]*store.Summary { return s.sums.threads })
+	return s.list(ctx, q, func() map[string]*store.Summary { return s.sums.Threads })
 }
 
 // list copies the selected summaries out under the read lock, newest

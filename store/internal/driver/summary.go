@@ -17,6 +17,8 @@ import (
 //		if changed { save(e.TaskID, next) } }
 //	Fold(&runSummary, e.RunID, e, seq, t, d)   // when e.RunID != ""
 //	Fold(&threadSummary, e.ThreadID, e, seq, t, d) // when e.ThreadID != ""
+//
+// Summaries does exactly that over maps.
 
 // TaskState is what summaries remember of a task.
 type TaskState struct {
@@ -91,4 +93,51 @@ func Fold(s *store.Summary, id string, e *Entry, seq uint64, t time.Time, d Delt
 	case e.Ends:
 		s.Status = store.EndStatus(e.Type)
 	}
+}
+
+// Summaries is the whole fold kept in memory: the summaries by run and by
+// thread id and the task states they are counted from, for a backend that
+// holds them in maps (memstore, or a cache in front of tables).
+type Summaries struct {
+	Runs, Threads map[string]*store.Summary
+	Tasks         map[string]TaskState
+}
+
+// Add folds e, stored with seq at t, into m (making its maps when nil) and
+// reports whether it changed m.Tasks[e.TaskID], which a backend that
+// persists task states must then save.
+func (m *Summaries) Add(e *Entry, seq uint64, t time.Time) (taskChanged bool) {
+	if m.Runs == nil {
+		m.Runs = map[string]*store.Summary{}
+	}
+	if m.Threads == nil {
+		m.Threads = map[string]*store.Summary{}
+	}
+	if m.Tasks == nil {
+		m.Tasks = map[string]TaskState{}
+	}
+	var d Delta
+	if NeedsTask(e) {
+		prev, known := m.Tasks[e.TaskID]
+		var next TaskState
+		if next, taskChanged, d = TaskStep(e, prev, known); taskChanged {
+			m.Tasks[e.TaskID] = next
+		}
+	}
+	foldInto(m.Runs, e.RunID, e, seq, t, d)
+	foldInto(m.Threads, e.ThreadID, e, seq, t, d)
+	return taskChanged
+}
+
+// foldInto folds e into all[id], made when missing; an empty id is none.
+func foldInto(all map[string]*store.Summary, id string, e *Entry, seq uint64, t time.Time, d Delta) {
+	if id == "" {
+		return
+	}
+	s := all[id]
+	if s == nil {
+		s = new(store.Summary)
+		all[id] = s
+	}
+	Fold(s, id, e, seq, t, d)
 }
