@@ -132,28 +132,16 @@ func (g *Gateway) serveAgents(w http.ResponseWriter, r *http.Request) {
 
 // ---- GET /v1/runs, /v1/threads
 
-// wireSummary is a store.Summary with the API's time format.
+// wireSummary is a store.Summary with the API's time format: its Created
+// and Updated hide the embedded ones.
 type wireSummary struct {
-	ID       string `json:"id"`
-	RunID    string `json:"run_id"`
-	Owner    string `json:"owner"`
-	Channel  string `json:"channel,omitempty"`
-	FirstSeq uint64 `json:"first_seq"`
-	LastSeq  uint64 `json:"last_seq"`
-	Created  string `json:"created"`
-	Updated  string `json:"updated"`
-	Events   int    `json:"events"`
-	Tasks    int    `json:"tasks"`
-	Ended    int    `json:"ended"`
-	Status   string `json:"status"`
+	store.Summary
+	Created string `json:"created"`
+	Updated string `json:"updated"`
 }
 
 func wireSummaryOf(s store.Summary) wireSummary {
-	return wireSummary{
-		ID: s.ID, RunID: s.RunID, Owner: s.Owner, Channel: s.Channel, FirstSeq: s.FirstSeq, LastSeq: s.LastSeq,
-		Created: formatTime(s.Created), Updated: formatTime(s.Updated),
-		Events: s.Events, Tasks: s.Tasks, Ended: s.Ended, Status: s.Status,
-	}
+	return wireSummary{Summary: s, Created: formatTime(s.Created), Updated: formatTime(s.Updated)}
 }
 
 // formatTime is RFC 3339 in UTC with milliseconds, the API's one time

@@ -322,7 +322,8 @@ func (h *handler) conflicts(d rules.Draft, byPath map[string]string) bool {
 	return false
 }
 
-// admin checks the admin scope and decodes a body with dec.
+// admin answers r itself and returns false unless the caller holds
+// auth.ScopeAdmin and r has no query parameters; it returns the body.
 func (h *handler) admin(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if !caller(r).Has(auth.ScopeAdmin) {
 		h.error(w, r, auth.ErrForbidden)
@@ -340,14 +341,23 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return body, true
 }
 
-func (h *handler) approve(w http.ResponseWriter, r *http.Request) {
+// review is admin with the body decoded as a Review.
+func (h *handler) review(w http.ResponseWriter, r *http.Request) (Review, bool) {
 	body, ok := h.admin(w, r)
 	if !ok {
-		return
+		return Review{}, false
 	}
 	rv, err := DecodeReview(body)
 	if err != nil {
 		h.error(w, r, err)
+		return Review{}, false
+	}
+	return rv, true
+}
+
+func (h *handler) approve(w http.ResponseWriter, r *http.Request) {
+	rv, ok := h.review(w, r)
+	if !ok {
 		return
 	}
 	if rv.Reason != "" {
@@ -374,13 +384,8 @@ func (h *handler) approve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) reject(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.admin(w, r)
+	rv, ok := h.review(w, r)
 	if !ok {
-		return
-	}
-	rv, err := DecodeReview(body)
-	if err != nil {
-		h.error(w, r, err)
 		return
 	}
 	if err := h.lib.RejectDraft(r.Context(), caller(r).AgentID, rv.Author, rv.ID, rv.Reason); err != nil {
