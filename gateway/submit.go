@@ -28,8 +28,9 @@ const SurfaceName = "gateway"
 // task's terminal event before it answers without it.
 const cancelWait = 10 * time.Second
 
-// Submission is the body of POST /v1/messages. There is no "from": the
-// sender is always the authenticated caller.
+// Submission is the body of POST /v1/messages. Its members are envelope
+// fields of the same JSON names and meaning (docs/protocol.md §1.2).
+// There is no "from": the sender is always the authenticated caller.
 type Submission struct {
 	Type           protocol.Type          `json:"type"`
 	RunID          string                 `json:"run_id,omitzero"`
