@@ -436,7 +436,7 @@ func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 	p := protocol.ErrorPayload{Code: code, Message: err.Error(), Retryable: code.Retryable()}
 	switch {
 	case status == http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="clutch"`)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+auth.DefaultRealm+`"`)
 		p = protocol.ErrorPayload{Code: protocol.CodeUnauthorized, Message: "authentication required"}
 	case status == http.StatusForbidden && errors.Is(err, auth.ErrForbidden):
 		p.Message = "the caller's scopes do not allow this"
