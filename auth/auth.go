@@ -53,6 +53,11 @@ func (c *Caller) Owns(agentID string) bool {
 	return c != nil && (c.AgentID == agentID || c.Has(ScopeReadAll))
 }
 
+// MayRead reports whether the caller may read anything at all: its own
+// tasks and runs with ScopeSubmit, everybody's with ScopeReadAll. A nil
+// Caller may not.
+func (c *Caller) MayRead() bool { return c.Has(ScopeSubmit) || c.Has(ScopeReadAll) }
+
 func (c *Caller) validate() error {
 	if c == nil || !strings.HasPrefix(c.AgentID, protocol.PrefixAgent) || len(c.AgentID) == len(protocol.PrefixAgent) || len(c.AgentID) > protocol.MaxIDLength {
 		id := ""

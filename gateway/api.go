@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,10 +47,6 @@ func (s scope) query(id string) store.Query {
 	}
 	return store.Query{}
 }
-
-// mayRead reports whether the caller may read anything: its own runs
-// need auth.ScopeSubmit, everybody's auth.ScopeReadAll.
-func mayRead(c *auth.Caller) bool { return c.Has(auth.ScopeSubmit) || c.Has(auth.ScopeReadAll) }
 
 // first returns the first event matching q, decoded, or nil.
 func (g *Gateway) first(ctx context.Context, q store.Query) (*protocol.Message, error) {
@@ -98,7 +95,7 @@ func (g *Gateway) visible(ctx context.Context, c *auth.Caller, sc scope, id stri
 
 // checkVisible is visible as an error: ErrNotFound, or a store error.
 func (g *Gateway) checkVisible(ctx context.Context, c *auth.Caller, sc scope, id string) error {
-	if !mayRead(c) {
+	if !c.MayRead() {
 		return auth.ErrForbidden
 	}
 	ok, err := g.visible(ctx, c, sc, id)
@@ -135,28 +132,16 @@ func (g *Gateway) serveAgents(w http.ResponseWriter, r *http.Request) {
 
 // ---- GET /v1/runs, /v1/threads
 
-// wireSummary is a store.Summary with the API's time format.
+// wireSummary is a store.Summary with the API's time format: its Created
+// and Updated hide the embedded ones.
 type wireSummary struct {
-	ID       string `json:"id"`
-	RunID    string `json:"run_id"`
-	Owner    string `json:"owner"`
-	Channel  string `json:"channel,omitempty"`
-	FirstSeq uint64 `json:"first_seq"`
-	LastSeq  uint64 `json:"last_seq"`
-	Created  string `json:"created"`
-	Updated  string `json:"updated"`
-	Events   int    `json:"events"`
-	Tasks    int    `json:"tasks"`
-	Ended    int    `json:"ended"`
-	Status   string `json:"status"`
+	store.Summary
+	Created string `json:"created"`
+	Updated string `json:"updated"`
 }
 
 func wireSummaryOf(s store.Summary) wireSummary {
-	return wireSummary{
-		ID: s.ID, RunID: s.RunID, Owner: s.Owner, Channel: s.Channel, FirstSeq: s.FirstSeq, LastSeq: s.LastSeq,
-		Created: formatTime(s.Created), Updated: formatTime(s.Updated),
-		Events: s.Events, Tasks: s.Tasks, Ended: s.Ended, Status: s.Status,
-	}
+	return wireSummary{Summary: s, Created: formatTime(s.Created), Updated: formatTime(s.Updated)}
 }
 
 // formatTime is RFC 3339 in UTC with milliseconds, the API's one time
@@ -171,7 +156,7 @@ const listScan = 10000
 func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := caller(r.Context())
-		if !mayRead(c) {
+		if !c.MayRead() {
 			g.writeError(w, r, auth.ErrForbidden)
 			return
 		}
@@ -268,7 +253,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc scope, prefi
 		next = last
 	}
 	buf = append(buf, `],"next_after":`...)
-	buf = append(buf, itoa(next)...)
+	buf = strconv.AppendUint(buf, next, 10)
 	buf = append(buf, "}\n"...)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -281,7 +266,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc scope, prefi
 // the message being the stored bytes as they are.
 func appendEvent(b []byte, ev store.Event) []byte {
 	b = append(b, `{"seq":`...)
-	b = append(b, itoa(ev.Seq)...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, `,"time":"`...)
 	b = ev.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
 	b = append(b, `","message":`...)
@@ -314,34 +299,18 @@ func wireTaskOf(n *router.TaskNode) wireTask {
 	if n.Request != nil {
 		t.PayloadType, t.Started = n.Request.PayloadType, n.Request.TS
 	}
-	switch {
-	case n.Outcome != nil:
-		t.Status = taskStatus(n.Outcome.Type)
-		t.Error = n.Outcome.Err
+	var end protocol.Type
+	if n.Outcome != nil {
+		end, t.Error = n.Outcome.Type, n.Outcome.Err
 		if n.Outcome.Message != nil {
 			t.Ended = n.Outcome.Message.TS
 		}
-	case n.State == protocol.TypeTaskRequest || n.State == protocol.TypeRoutingDecision || n.State == protocol.TypeRoutingFailure:
-		t.Status = "pending"
-	default:
-		t.Status = store.StatusRunning
 	}
+	t.Status = store.TaskStatus(n.State, end)
 	for _, ch := range n.Children {
 		t.Children = append(t.Children, wireTaskOf(ch))
 	}
 	return t
-}
-
-func taskStatus(t protocol.Type) string {
-	switch t {
-	case protocol.TypeTaskResult:
-		return store.StatusCompleted
-	case protocol.TypeTaskCancel:
-		return store.StatusCancelled
-	case protocol.TypeTaskTimeout:
-		return store.StatusTimedOut
-	}
-	return store.StatusFailed
 }
 
 func (g *Gateway) serveTree(sc scope) http.HandlerFunc {
@@ -386,7 +355,7 @@ func (g *Gateway) serveTree(sc scope) http.HandlerFunc {
 // capability: whoever may read anything and knows the ref (from an event
 // it can see) gets the bytes.
 func (g *Gateway) serveArtifact(w http.ResponseWriter, r *http.Request) {
-	if !mayRead(caller(r.Context())) {
+	if !caller(r.Context()).MayRead() {
 		g.writeError(w, r, auth.ErrForbidden)
 		return
 	}
@@ -406,7 +375,7 @@ func (g *Gateway) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	// Never run as a page of the gateway's origin, whatever it holds.
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	h.Set("Cache-Control", "private, max-age=31536000, immutable")
-	h.Set("Content-Length", itoa(uint64(len(a.Data))))
+	h.Set("Content-Length", strconv.Itoa(len(a.Data)))
 	_, _ = w.Write(a.Data)
 }
 

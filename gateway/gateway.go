@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -316,7 +317,7 @@ type wireError struct {
 func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		err = coded.Wrap(ErrTooLarge, "the body is over the limit of "+itoa(uint64(tooBig.Limit))+" bytes", nil)
+		err = coded.Wrap(ErrTooLarge, "the body is over the limit of "+strconv.FormatInt(tooBig.Limit, 10)+" bytes", nil)
 	}
 	g.guard.SetHeaders(w, err)
 	status := auth.Status(err)
@@ -371,17 +372,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func caller(ctx context.Context) *auth.Caller {
 	c, _ := auth.FromContext(ctx)
 	return c
-}
-
-func itoa(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -308,3 +309,5 @@ func (p eventsPage) types(t testing.TB) []string {
 	}
 	return out
 }
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

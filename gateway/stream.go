@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -56,12 +57,22 @@ type stream struct {
 	scratch []store.Event
 }
 
+// streamOf parses the stream query of r (lastEventID: the SSE header, ""
+// for a WebSocket) and opens that stream for r's caller.
+func (g *Gateway) streamOf(r *http.Request, lastEventID string) (*stream, error) {
+	q, err := parseStreamQuery(r.URL.Query(), lastEventID)
+	if err != nil {
+		return nil, err
+	}
+	return g.openStream(r.Context(), caller(r.Context()), q)
+}
+
 // openStream checks the caller's right to the stream q asks for and
 // returns it, not yet started. A caller without read:all streams a run,
 // thread or task it may see (404 otherwise), or, without one of those
 // filters, only the events of the runs it may see.
 func (g *Gateway) openStream(ctx context.Context, c *auth.Caller, q streamQuery) (*stream, error) {
-	if !mayRead(c) {
+	if !c.MayRead() {
 		return nil, auth.ErrForbidden
 	}
 	s := &stream{g: g, q: store.Query{
@@ -196,7 +207,7 @@ func (s *stream) feed(ctx context.Context) {
 		case s.buf <- ev:
 			timer.Stop()
 		case <-timer.C:
-			s.err = coded.Wrap(ErrSlowConsumer, "slow consumer: the client took no event for "+s.g.opts.SlowTimeout.String()+" with "+itoa(uint64(cap(s.buf)))+" waiting; resume after the last seq received", nil)
+			s.err = coded.Wrap(ErrSlowConsumer, "slow consumer: the client took no event for "+s.g.opts.SlowTimeout.String()+" with "+strconv.Itoa(cap(s.buf))+" waiting; resume after the last seq received", nil)
 			if testHookCut != nil {
 				testHookCut()
 			}
@@ -300,7 +311,7 @@ func (s *sseSink) flush() error {
 func (s *sseSink) events(evs []store.Event) error {
 	for _, ev := range evs {
 		s.buf = append(s.buf, "id: "...)
-		s.buf = append(s.buf, itoa(ev.Seq)...)
+		s.buf = strconv.AppendUint(s.buf, ev.Seq, 10)
 		if t := scanEnvelope(ev.Raw).typ; t != "" && validEventName(t) {
 			s.buf = append(s.buf, "\nevent: "...)
 			s.buf = append(s.buf, t...)
@@ -356,12 +367,7 @@ func (s *sseSink) closed(err error) {
 // serveSSE serves GET /v1/stream.
 func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q, err := parseStreamQuery(r.URL.Query(), r.Header.Get("Last-Event-ID"))
-	if err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	st, err := g.openStream(ctx, caller(ctx), q)
+	st, err := g.streamOf(r, r.Header.Get("Last-Event-ID"))
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -27,8 +28,9 @@ const SurfaceName = "gateway"
 // task's terminal event before it answers without it.
 const cancelWait = 10 * time.Second
 
-// Submission is the body of POST /v1/messages. There is no "from": the
-// sender is always the authenticated caller.
+// Submission is the body of POST /v1/messages. Its members are envelope
+// fields of the same JSON names and meaning (docs/protocol.md §1.2).
+// There is no "from": the sender is always the authenticated caller.
 type Submission struct {
 	Type           protocol.Type          `json:"type"`
 	RunID          string                 `json:"run_id,omitzero"`
@@ -89,7 +91,7 @@ func DecodeSubmission(body []byte) (*Submission, error) {
 		{"idempotency_key", s.IdempotencyKey}, {"domain", s.Domain}, {"payload_type", s.PayloadType},
 	} {
 		if len(f.v) > protocol.MaxIDLength {
-			return nil, coded.Wrap(ErrBadRequest, f.name+" is longer than "+itoa(protocol.MaxIDLength)+" bytes", nil)
+			return nil, coded.Wrap(ErrBadRequest, f.name+" is longer than "+strconv.Itoa(protocol.MaxIDLength)+" bytes", nil)
 		}
 	}
 	for _, f := range []struct {

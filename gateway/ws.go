@@ -59,12 +59,7 @@ func (s *wsSink) closed(err error) {
 // The query is the same; there is no Last-Event-ID, resume with after=.
 func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q, err := parseStreamQuery(r.URL.Query(), "")
-	if err != nil {
-		g.writeError(w, r, err)
-		return
-	}
-	st, err := g.openStream(ctx, caller(ctx), q)
+	st, err := g.streamOf(r, "")
 	if err != nil {
 		g.writeError(w, r, err)
 		return

@@ -1,6 +1,10 @@
 package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+)
 
 // Summary describes one run or one thread: what a UI lists before it
 // reads any event. Backends maintain summaries as they append, in the same
@@ -55,6 +59,41 @@ const (
 	StatusCancelled = "cancelled"
 	StatusTimedOut  = "timed_out"
 )
+
+// StatusPending is the status of one task (see [TaskStatus]) that no agent
+// has accepted yet. A Summary never has it.
+const StatusPending = "pending"
+
+// EndStatus is the status a terminal event of type t gives its task, run
+// or thread: StatusCompleted for task.result, StatusCancelled for
+// task.cancel, StatusTimedOut for task.timeout and StatusFailed for
+// anything else (a task.error that ends its task).
+func EndStatus(t protocol.Type) string {
+	switch t {
+	case protocol.TypeTaskResult:
+		return StatusCompleted
+	case protocol.TypeTaskCancel:
+		return StatusCancelled
+	case protocol.TypeTaskTimeout:
+		return StatusTimedOut
+	}
+	return StatusFailed
+}
+
+// TaskStatus is the status of one task whose latest lifecycle event has
+// type state: EndStatus(end) when the task has ended, end being the type
+// of the event that ended it ("" while it is open); StatusPending while
+// state is task.request, routing.decision or routing.failure; StatusRunning
+// otherwise.
+func TaskStatus(state, end protocol.Type) string {
+	switch {
+	case end != "":
+		return EndStatus(end)
+	case state == protocol.TypeTaskRequest || state == protocol.TypeRoutingDecision || state == protocol.TypeRoutingFailure:
+		return StatusPending
+	}
+	return StatusRunning
+}
 
 // ListQuery selects summaries for [Store.Runs] and [Store.Threads]. The
 // zero ListQuery selects all of them.

@@ -122,8 +122,8 @@
 // finishes its tasks, the file is closed.
 //
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, serve observes the router with
-// package telemetry (spans per task attempt and tool call, metrics, the
-// store measured, the gateway's stream subscribers counted) and exports
+// package telemetry (spans per task attempt and tool call, metrics of the
+// router and the store, the gateway's stream subscribers counted) and exports
 // over OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_*
 // variables; what is left is flushed when it stops. Without it nothing is
 // exported. Either way a request with a W3C traceparent header carries

@@ -128,36 +128,20 @@ func nodeOf(n *router.TaskNode) *client.TreeNode {
 			out.Started = &ts
 		}
 	}
-	switch {
-	case n.Outcome != nil:
-		out.Status, out.Error = outcomeStatus(n.Outcome.Type), n.Outcome.Err
+	var end protocol.Type
+	if n.Outcome != nil {
+		end, out.Error = n.Outcome.Type, n.Outcome.Err
 		if n.Outcome.Message != nil {
 			if ts, err := n.Outcome.Message.Time(); err == nil {
 				out.Ended = &ts
 			}
 		}
-	case n.State == protocol.TypeTaskRequest || n.State == protocol.TypeRoutingDecision || n.State == protocol.TypeRoutingFailure:
-		out.Status = "pending"
-	default:
-		out.Status = store.StatusRunning
 	}
+	out.Status = store.TaskStatus(n.State, end)
 	for _, c := range n.Children {
 		out.Children = append(out.Children, nodeOf(c))
 	}
 	return out
-}
-
-// outcomeStatus names how a task ended, as run summaries do.
-func outcomeStatus(t protocol.Type) string {
-	switch t {
-	case protocol.TypeTaskResult:
-		return store.StatusCompleted
-	case protocol.TypeTaskCancel:
-		return store.StatusCancelled
-	case protocol.TypeTaskTimeout:
-		return store.StatusTimedOut
-	}
-	return store.StatusFailed
 }
 
 func printTree(w io.Writer, t *client.Tree) {

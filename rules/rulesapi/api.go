@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"testing/fstest"
 	"unicode/utf8"
@@ -181,31 +182,55 @@ func caller(r *http.Request) *auth.Caller {
 	return c
 }
 
-// mayRead: reading documents needs submit or read:all.
-func mayRead(c *auth.Caller) bool { return c.Has(auth.ScopeSubmit) || c.Has(auth.ScopeReadAll) }
+// reader answers r itself and returns false unless the caller may read
+// documents, query (nil: [noQuery]) accepts the query parameters and the
+// library is up to date with the store.
+func (h *handler) reader(w http.ResponseWriter, r *http.Request, query func(url.Values) error) (*auth.Caller, bool) {
+	c := caller(r)
+	if !c.MayRead() {
+		h.error(w, r, auth.ErrForbidden)
+		return nil, false
+	}
+	var err error
+	if query != nil {
+		err = query(r.URL.Query())
+	} else {
+		err = noQuery(r)
+	}
+	if err == nil {
+		err = h.lib.Sync(r.Context())
+	}
+	if err != nil {
+		h.error(w, r, err)
+		return nil, false
+	}
+	return c, true
+}
+
+// noQuery refuses a request with query parameters.
+func noQuery(r *http.Request) error {
+	if len(r.URL.Query()) > 0 {
+		return coded.Wrap(ErrBadRequest, r.URL.Path+" takes no query parameters", nil)
+	}
+	return nil
+}
 
 func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
-	c := caller(r)
-	if !mayRead(c) {
-		h.error(w, r, auth.ErrForbidden)
-		return
-	}
-	q := r.URL.Query()
 	withText := false
-	for k, v := range q {
-		if k != "text" || len(v) != 1 {
-			h.error(w, r, coded.Wrap(ErrBadRequest, "unknown or repeated query parameter "+k, nil))
-			return
+	_, ok := h.reader(w, r, func(q url.Values) error {
+		for k, v := range q {
+			if k != "text" || len(v) != 1 {
+				return coded.Wrap(ErrBadRequest, "unknown or repeated query parameter "+k, nil)
+			}
+			b, err := strconv.ParseBool(v[0])
+			if err != nil {
+				return coded.Wrap(ErrBadRequest, "text= takes true or false", nil)
+			}
+			withText = b
 		}
-		b, err := strconv.ParseBool(v[0])
-		if err != nil {
-			h.error(w, r, coded.Wrap(ErrBadRequest, "text= takes true or false", nil))
-			return
-		}
-		withText = b
-	}
-	if err := h.lib.Sync(r.Context()); err != nil {
-		h.error(w, r, err)
+		return nil
+	})
+	if !ok {
 		return
 	}
 	seq := h.lib.Seq()
@@ -227,17 +252,7 @@ func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) document(w http.ResponseWriter, r *http.Request) {
-	c := caller(r)
-	if !mayRead(c) {
-		h.error(w, r, auth.ErrForbidden)
-		return
-	}
-	if len(r.URL.Query()) > 0 {
-		h.error(w, r, coded.Wrap(ErrBadRequest, "GET /documents/{id} takes no query parameters", nil))
-		return
-	}
-	if err := h.lib.Sync(r.Context()); err != nil {
-		h.error(w, r, err)
+	if _, ok := h.reader(w, r, nil); !ok {
 		return
 	}
 	id := r.PathValue("id")
@@ -255,20 +270,11 @@ func (h *handler) document(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) drafts(w http.ResponseWriter, r *http.Request) {
-	c := caller(r)
-	if !mayRead(c) {
-		h.error(w, r, auth.ErrForbidden)
-		return
-	}
-	if len(r.URL.Query()) > 0 {
-		h.error(w, r, coded.Wrap(ErrBadRequest, "GET /drafts takes no query parameters", nil))
+	c, ok := h.reader(w, r, nil)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	if err := h.lib.Sync(ctx); err != nil {
-		h.error(w, r, err)
-		return
-	}
 	byPath := map[string]string{}
 	for _, d := range h.lib.Documents() {
 		byPath[d.Path] = d.ID
@@ -316,14 +322,15 @@ func (h *handler) conflicts(d rules.Draft, byPath map[string]string) bool {
 	return false
 }
 
-// admin checks the admin scope and decodes a body with dec.
+// admin answers r itself and returns false unless the caller holds
+// auth.ScopeAdmin and r has no query parameters; it returns the body.
 func (h *handler) admin(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if !caller(r).Has(auth.ScopeAdmin) {
 		h.error(w, r, auth.ErrForbidden)
 		return nil, false
 	}
-	if len(r.URL.Query()) > 0 {
-		h.error(w, r, coded.Wrap(ErrBadRequest, r.URL.Path+" takes no query parameters", nil))
+	if err := noQuery(r); err != nil {
+		h.error(w, r, err)
 		return nil, false
 	}
 	body, err := io.ReadAll(r.Body)
@@ -334,14 +341,23 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return body, true
 }
 
-func (h *handler) approve(w http.ResponseWriter, r *http.Request) {
+// review is admin with the body decoded as a Review.
+func (h *handler) review(w http.ResponseWriter, r *http.Request) (Review, bool) {
 	body, ok := h.admin(w, r)
 	if !ok {
-		return
+		return Review{}, false
 	}
 	rv, err := DecodeReview(body)
 	if err != nil {
 		h.error(w, r, err)
+		return Review{}, false
+	}
+	return rv, true
+}
+
+func (h *handler) approve(w http.ResponseWriter, r *http.Request) {
+	rv, ok := h.review(w, r)
+	if !ok {
 		return
 	}
 	if rv.Reason != "" {
@@ -368,13 +384,8 @@ func (h *handler) approve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) reject(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.admin(w, r)
+	rv, ok := h.review(w, r)
 	if !ok {
-		return
-	}
-	rv, err := DecodeReview(body)
-	if err != nil {
-		h.error(w, r, err)
 		return
 	}
 	if err := h.lib.RejectDraft(r.Context(), caller(r).AgentID, rv.Author, rv.ID, rv.Reason); err != nil {
@@ -425,7 +436,7 @@ func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 	p := protocol.ErrorPayload{Code: code, Message: err.Error(), Retryable: code.Retryable()}
 	switch {
 	case status == http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="clutch"`)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+auth.DefaultRealm+`"`)
 		p = protocol.ErrorPayload{Code: protocol.CodeUnauthorized, Message: "authentication required"}
 	case status == http.StatusForbidden && errors.Is(err, auth.ErrForbidden):
 		p.Message = "the caller's scopes do not allow this"

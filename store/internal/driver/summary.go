@@ -89,19 +89,6 @@ func Fold(s *store.Summary, id string, e *Entry, seq uint64, t time.Time, d Delt
 	case s.Tasks > s.Ended:
 		s.Status = store.StatusRunning
 	case e.Ends:
-		s.Status = EndStatus(e.Type)
+		s.Status = store.EndStatus(e.Type)
 	}
-}
-
-// EndStatus is the Summary.Status a terminal event of type t gives.
-func EndStatus(t protocol.Type) string {
-	switch t {
-	case protocol.TypeTaskResult:
-		return store.StatusCompleted
-	case protocol.TypeTaskCancel:
-		return store.StatusCancelled
-	case protocol.TypeTaskTimeout:
-		return store.StatusTimedOut
-	}
-	return store.StatusFailed
 }
