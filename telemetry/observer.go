@@ -22,6 +22,8 @@ import (
 type attempt struct {
 	span  trace.Span
 	start time.Time
+	req   *protocol.Message
+	n     int // the attempt's number
 	// parent is the parent of the task's attempts: the first attempt's
 	// parent, or the first attempt itself when that one started a trace
 	// (retries of a task stay in its trace).
@@ -41,7 +43,7 @@ type attempt struct {
 }
 
 type toolCall struct {
-	id           string // the tool.call's
+	id           string // the tool.call's; "" for a tool.error without a call
 	span         trace.Span
 	trace        protocol.Trace // the tool.call's, carried by its result too
 	start        time.Time
@@ -93,25 +95,17 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 			parent = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}
-	var startOpts []trace.SpanStartOption
-	passed := t.tracing.Load()
-	if passed {
-		startOpts = []trace.SpanStartOption{trace.WithAttributes(attemptAttrs(req, n)...)}
-	}
-	ctx, span := t.tracer.Start(parent, OpInvokeAgent, startOpts...) // kind internal, the default
-	if rec := span.IsRecording(); rec != passed {
-		t.tracing.Store(rec) // a provider was installed, or sampling said no
-		if rec {
-			span.SetAttributes(attemptAttrs(req, n)...)
-		}
-	}
+	// Kind internal, the default. The span's attributes are set once,
+	// when it ends (see spanAttrs): given at its start, the SDK would
+	// copy them twice more.
+	ctx, span := t.tracer.Start(parent, OpInvokeAgent)
 	if !span.IsRecording() && !t.duration.Enabled(ctx) {
 		// Neither a tracer nor a meter records (no SDK installed): the
 		// span only propagates its parent, if any, and the steps are
 		// logged without the state kept below.
 		return ctx, nil
 	}
-	a := &attempt{span: span, start: time.Now(), parent: trace.SpanContextFromContext(parent)}
+	a := &attempt{span: span, start: startTime(span), req: req, n: n, parent: trace.SpanContextFromContext(parent)}
 	if !a.parent.IsValid() {
 		a.parent = span.SpanContext()
 	}
@@ -136,19 +130,25 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 	return ctx, &a.tr
 }
 
-// attemptAttrs are the attributes of an attempt's span known at its
-// start.
-func attemptAttrs(req *protocol.Message, n int) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 7)
-	kv = append(kv, KeyOperation.String(OpInvokeAgent),
-		KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(n))
-	if req.ParentTaskID != "" {
-		kv = append(kv, KeyParentTask.String(req.ParentTaskID))
+// startTime is when span started: the time the SDK read, else now.
+func startTime(span trace.Span) time.Time {
+	if s, ok := span.(interface{ StartTime() time.Time }); ok {
+		if st := s.StartTime(); !st.IsZero() {
+			return st
+		}
 	}
-	if req.PayloadType != "" {
-		kv = append(kv, KeyPayloadType.String(req.PayloadType))
+	return time.Now()
+}
+
+// since is how long span lasted, from start: up to the end time the SDK
+// read when the span ended, else up to now.
+func since(span trace.Span, start time.Time) time.Duration {
+	if s, ok := span.(interface{ EndTime() time.Time }); ok {
+		if et := s.EndTime(); !et.IsZero() {
+			return et.Sub(start)
+		}
 	}
-	return kv
+	return time.Since(start)
 }
 
 // requestParent reads the request's trace ids as a remote span context.
@@ -335,13 +335,25 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 	k.tally = tallyFinished
 	t.set(k).n.Add(1)
 	if a != nil {
-		t.duration.Record(ctx, time.Since(a.start).Seconds(), end.rec...)
 		for _, tc := range open {
-			tc.span.SetStatus(codes.Error, "the task ended during the call")
+			if tc.span.IsRecording() {
+				tc.span.SetAttributes(toolAttrs(tc, "")...)
+				tc.span.SetStatus(codes.Error, "the task ended during the call")
+			}
 			tc.span.End()
 		}
 		if a.span.IsRecording() {
-			attrs := make([]attribute.KeyValue, 0, 5)
+			// All the span's attributes in one call (see StartAttempt).
+			req := a.req
+			attrs := make([]attribute.KeyValue, 0, 12)
+			attrs = append(attrs, KeyOperation.String(OpInvokeAgent),
+				KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(a.n))
+			if req.ParentTaskID != "" {
+				attrs = append(attrs, KeyParentTask.String(req.ParentTaskID))
+			}
+			if req.PayloadType != "" {
+				attrs = append(attrs, KeyPayloadType.String(req.PayloadType))
+			}
 			attrs = append(attrs, KeyOutcome.String(outcome))
 			if agent != "" {
 				attrs = append(attrs, KeyAgentID.String(agent))
@@ -361,6 +373,7 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 			}
 		}
 		a.span.End()
+		t.duration.Record(ctx, since(a.span, a.start).Seconds(), end.rec...)
 	}
 	t.logEnd(ctx, a, s, outcome, agent, c)
 }
@@ -433,20 +446,28 @@ func (t *Telemetry) logAttempt(ctx context.Context, a *attempt, level slog.Level
 	t.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// startTool starts the execute_tool span of a call (callID "" for a
-// tool.error without a call).
-func (t *Telemetry) startTool(ctx context.Context, f toolFields, callID string) trace.Span {
-	if !t.tracing.Load() {
-		_, span := t.tracer.Start(ctx, OpExecuteTool+" "+f.name)
-		return span
+// startTool starts the execute_tool span of a call (id "" for a
+// tool.error without a call); its attributes are set when it ends
+// (toolAttrs).
+func (t *Telemetry) startTool(ctx context.Context, f toolFields, id string) *toolCall {
+	tc := &toolCall{id: id, server: f.tool, name: f.name}
+	_, tc.span = t.tracer.Start(ctx, t.set(setKey{kind: kindTool, a: f.tool, b: f.name}).spanName(f.name))
+	tc.start = startTime(tc.span)
+	return tc
+}
+
+// toolAttrs are the attributes of a call's span, with error.type and
+// outcome error when code is not "".
+func toolAttrs(tc *toolCall, code string) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 6)
+	kv = append(kv, KeyOperation.String(OpExecuteTool), KeyToolName.String(tc.name), KeyToolServer.String(tc.server))
+	if tc.id != "" {
+		kv = append(kv, KeyToolCallID.String(tc.id))
 	}
-	kv := make([]attribute.KeyValue, 0, 4)
-	kv = append(kv, KeyOperation.String(OpExecuteTool), KeyToolName.String(f.name), KeyToolServer.String(f.tool))
-	if callID != "" {
-		kv = append(kv, KeyToolCallID.String(callID))
+	if code != "" {
+		kv = append(kv, KeyErrorType.String(code), KeyOutcome.String(OutcomeError))
 	}
-	_, span := t.tracer.Start(ctx, OpExecuteTool+" "+f.name, trace.WithAttributes(kv...))
-	return span
+	return kv
 }
 
 // toolEvent starts an execute_tool span at a tool.call, whose id the
@@ -461,8 +482,7 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 	}
 	switch m.Type {
 	case protocol.TypeToolCall:
-		tc := &toolCall{id: m.ID, start: time.Now(), server: f.tool, name: f.name}
-		tc.span = t.startTool(ctx, f, m.ID)
+		tc := t.startTool(ctx, f, m.ID)
 		if sc := tc.span.SpanContext(); sc.IsValid() {
 			tc.trace.TraceID, tc.trace.ParentSpanID = a.tr.TraceID, a.tr.SpanID
 			tc.trace.SpanID = sc.SpanID().String()
@@ -486,22 +506,25 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 		tc := a.take(f.callID)
 		a.mu.Unlock()
 		if tc == nil {
-			tc = &toolCall{start: time.Now(), server: f.tool, name: f.name}
-			tc.span = t.startTool(ctx, f, "")
+			tc = t.startTool(ctx, f, "")
 		}
 		if tc.trace.SpanID != "" {
 			m.Trace = &tc.trace
 		}
-		errType := ""
-		if m.Type == protocol.TypeToolError {
+		errType, failed := "", m.Type == protocol.TypeToolError
+		if failed {
 			errType = code(protocol.Code(f.code))
-			if tc.span.IsRecording() {
-				tc.span.SetAttributes(KeyErrorType.String(f.code), KeyOutcome.String(OutcomeError))
+		}
+		if tc.span.IsRecording() {
+			if failed {
+				tc.span.SetAttributes(toolAttrs(tc, f.code)...)
 				tc.span.SetStatus(codes.Error, f.message)
+			} else {
+				tc.span.SetAttributes(toolAttrs(tc, "")...)
 			}
 		}
 		tc.span.End()
-		t.toolDur.Record(ctx, time.Since(tc.start).Seconds(), t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType}).rec...)
+		t.toolDur.Record(ctx, since(tc.span, tc.start).Seconds(), t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType}).rec...)
 		if m.Type == protocol.TypeToolError && t.log.Enabled(ctx, slog.LevelWarn) {
 			attrs := []slog.Attr{slog.String("task", m.TaskID), slog.String("run", m.RunID), slog.String("agent", m.From.AgentID),
 				slog.Int("attempt", m.Attempt), slog.String("code", f.code), slog.String("tool", tc.server), slog.String("name", tc.name)}
