@@ -45,6 +45,7 @@ type attempt struct {
 type toolCall struct {
 	id           string // the tool.call's; "" for a tool.error without a call
 	span         trace.Span
+	set          *attrs         // the metric set of the call's success
 	trace        protocol.Trace // the tool.call's, carried by its result too
 	start        time.Time
 	server, name string
@@ -222,7 +223,7 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 		t.dequeue(ctx, a, s.QueueWait)
 		a.mu.Unlock()
 		if a.span.IsRecording() {
-			a.span.SetName(OpInvokeAgent + " " + name)
+			a.span.SetName(t.agentSets(agent).spanName(name))
 			if d := s.Decision; d != nil {
 				a.span.AddEvent("clutch.routing.decision", trace.WithAttributes(
 					KeyRoutingSelected.String(d.Selected), KeyRoutingEligible.Int(d.Eligible),
@@ -242,8 +243,20 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 	}
 }
 
-// agentTallies are the tallies of one agent.
-type agentTallies struct{ routed, started, active *attrs }
+// agentTallies are the tallies of one agent, and the invoke_agent span
+// name of the agent named by its id.
+type agentTallies struct {
+	routed, started, active *attrs
+	id, name                string
+}
+
+// spanName returns the invoke_agent span name of an agent called name.
+func (as *agentTallies) spanName(name string) string {
+	if name == as.id {
+		return as.name
+	}
+	return OpInvokeAgent + " " + name
+}
 
 // agentSets returns the tallies of an agent, found with one lookup.
 func (t *Telemetry) agentSets(agent string) *agentTallies {
@@ -254,6 +267,7 @@ func (t *Telemetry) agentSets(agent string) *agentTallies {
 		routed:  t.set(setKey{tally: tallyRouting, kind: kindRouted, a: agent}),
 		started: t.set(setKey{tally: tallyStarted, kind: kindAgent, a: agent}),
 		active:  t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}),
+		id:      agent, name: OpInvokeAgent + " " + agent,
 	}
 	if t.nsets.Load() >= maxSets {
 		return as // bounded: set() has mapped the agent to _OTHER; not cached under its id
@@ -450,8 +464,8 @@ func (t *Telemetry) logAttempt(ctx context.Context, a *attempt, level slog.Level
 // tool.error without a call); its attributes are set when it ends
 // (toolAttrs).
 func (t *Telemetry) startTool(ctx context.Context, f toolFields, id string) *toolCall {
-	tc := &toolCall{id: id, server: f.tool, name: f.name}
-	_, tc.span = t.tracer.Start(ctx, t.set(setKey{kind: kindTool, a: f.tool, b: f.name}).spanName(f.name))
+	tc := &toolCall{id: id, server: f.tool, name: f.name, set: t.set(setKey{kind: kindTool, a: f.tool, b: f.name})}
+	_, tc.span = t.tracer.Start(ctx, tc.set.spanName(f.name))
 	tc.start = startTime(tc.span)
 	return tc
 }
@@ -524,7 +538,11 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 			}
 		}
 		tc.span.End()
-		t.toolDur.Record(ctx, since(tc.span, tc.start).Seconds(), t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType}).rec...)
+		set := tc.set
+		if failed {
+			set = t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType})
+		}
+		t.toolDur.Record(ctx, since(tc.span, tc.start).Seconds(), set.rec...)
 		if m.Type == protocol.TypeToolError && t.log.Enabled(ctx, slog.LevelWarn) {
 			attrs := []slog.Attr{slog.String("task", m.TaskID), slog.String("run", m.RunID), slog.String("agent", m.From.AgentID),
 				slog.Int("attempt", m.Attempt), slog.String("code", f.code), slog.String("tool", tc.server), slog.String("name", tc.name)}
