@@ -115,7 +115,7 @@
 // The envelope has no trace flags: a trace id that arrives in a request is
 // taken as sampled. Spans of tool calls are bounded by the events: a call
 // whose tool.result is never emitted ends with the task's attempt. A
-// span's attributes are set when it ends (the SDK would otherwise copy
-// them again): a sampler sees the span's name and parent, not its
-// attributes.
+// sampler sees a span's name, its parent and gen_ai.operation.name: the
+// other attributes are set when the span ends (given at its start, the
+// SDK would copy them again).
 package telemetry

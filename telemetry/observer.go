@@ -96,10 +96,11 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 			parent = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}
-	// Kind internal, the default. The span's attributes are set once,
-	// when it ends (see spanAttrs): given at its start, the SDK would
-	// copy them twice more.
-	ctx, span := t.tracer.Start(parent, OpInvokeAgent)
+	// Kind internal, the default. gen_ai.operation.name is given at the
+	// start, for samplers (the GenAI conventions ask for it there); the
+	// other attributes are set once, when the span ends (see ended): given
+	// at its start, the SDK would copy them twice more.
+	ctx, span := t.tracer.Start(parent, OpInvokeAgent, startInvoke...)
 	if !span.IsRecording() && !t.duration.Enabled(ctx) {
 		// Neither a tracer nor a meter records (no SDK installed): the
 		// span only propagates its parent, if any, and the steps are
@@ -359,9 +360,8 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		if a.span.IsRecording() {
 			// All the span's attributes in one call (see StartAttempt).
 			req := a.req
-			attrs := make([]attribute.KeyValue, 0, 12)
-			attrs = append(attrs, KeyOperation.String(OpInvokeAgent),
-				KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(a.n))
+			attrs := make([]attribute.KeyValue, 0, 11)
+			attrs = append(attrs, KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(a.n))
 			if req.ParentTaskID != "" {
 				attrs = append(attrs, KeyParentTask.String(req.ParentTaskID))
 			}
@@ -461,20 +461,26 @@ func (t *Telemetry) logAttempt(ctx context.Context, a *attempt, level slog.Level
 }
 
 // startTool starts the execute_tool span of a call (id "" for a
-// tool.error without a call); its attributes are set when it ends
-// (toolAttrs).
+// tool.error without a call) with gen_ai.operation.name; its other
+// attributes are set when it ends (toolAttrs).
 func (t *Telemetry) startTool(ctx context.Context, f toolFields, id string) *toolCall {
 	tc := &toolCall{id: id, server: f.tool, name: f.name, set: t.set(setKey{kind: kindTool, a: f.tool, b: f.name})}
-	_, tc.span = t.tracer.Start(ctx, tc.set.spanName(f.name))
+	_, tc.span = t.tracer.Start(ctx, tc.set.spanName(f.name), startTool...)
 	tc.start = startTime(tc.span)
 	return tc
 }
 
-// toolAttrs are the attributes of a call's span, with error.type and
-// outcome error when code is not "".
+// The options that start spans: gen_ai.operation.name, made once.
+var (
+	startInvoke = []trace.SpanStartOption{trace.WithAttributes(KeyOperation.String(OpInvokeAgent))}
+	startTool   = []trace.SpanStartOption{trace.WithAttributes(KeyOperation.String(OpExecuteTool))}
+)
+
+// toolAttrs are the attributes of a call's span set when it ends (see
+// startTool), with error.type and outcome error when code is not "".
 func toolAttrs(tc *toolCall, code string) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 6)
-	kv = append(kv, KeyOperation.String(OpExecuteTool), KeyToolName.String(tc.name), KeyToolServer.String(tc.server))
+	kv := make([]attribute.KeyValue, 0, 5)
+	kv = append(kv, KeyToolName.String(tc.name), KeyToolServer.String(tc.server))
 	if tc.id != "" {
 		kv = append(kv, KeyToolCallID.String(tc.id))
 	}
