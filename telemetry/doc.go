@@ -93,7 +93,11 @@
 // a task that fails routing is finished without having started. The
 // number of tool calls is the count of clutch.tool.duration. The store
 // metrics need the store wrapped by WrapStore; stream subscribers are
-// counted by the surfaces that stream (Subscribed).
+// counted by the surfaces that stream (Subscribed). The durations of
+// attempts and tool calls and the queue wait are recorded in the
+// attempt's context, so that an SDK keeping exemplars links them to its
+// trace; the store metrics are recorded without it (an append measures
+// the store, not the task that made it).
 //
 // # Logs
 //
