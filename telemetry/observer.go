@@ -32,11 +32,12 @@ type attempt struct {
 	tr protocol.Trace // what the attempt's events carry
 
 	mu        sync.Mutex
-	agent     string // the selected agent's id, once routed
-	agentName string // its display name, when it has one
-	accepted  bool   // counted in clutch.task.active
-	queued    bool   // counted in clutch.task.queued
-	waitSeen  bool   // the queue wait was recorded
+	agent     string        // the selected agent's id, once routed
+	tallies   *agentTallies // its tallies
+	agentName string        // its display name, when it has one
+	accepted  bool          // counted in clutch.task.active
+	queued    bool          // counted in clutch.task.queued
+	waitSeen  bool          // the queue wait was recorded
 	ended     bool
 	tool      *toolCall            // the open tool call, when there is one
 	tools     map[string]*toolCall // more open tool calls, by the id of their tool.call
@@ -210,6 +211,7 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 		if s.Agent != nil && s.Agent.Display != nil && s.Agent.Display.Name != "" {
 			name = s.Agent.Display.Name
 		}
+		as := t.agentSets(agent)
 		a.mu.Lock()
 		if a.ended {
 			// A cancel or timeout ended the task between its task.accept
@@ -217,14 +219,14 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 			a.mu.Unlock()
 			return
 		}
-		a.agent, a.accepted = agent, true
+		a.agent, a.tallies, a.accepted = agent, as, true
 		if name != agent {
 			a.agentName = name // set with the outcome, in one call
 		}
 		t.dequeue(ctx, a, s.QueueWait)
 		a.mu.Unlock()
 		if a.span.IsRecording() {
-			a.span.SetName(t.agentSets(agent).spanName(name))
+			a.span.SetName(as.spanName(name))
 			if d := s.Decision; d != nil {
 				a.span.AddEvent("clutch.routing.decision", trace.WithAttributes(
 					KeyRoutingSelected.String(d.Selected), KeyRoutingEligible.Int(d.Eligible),
@@ -232,9 +234,6 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 					KeyQueueWait.Int64(s.QueueWait.Milliseconds())))
 			}
 		}
-	}
-	if a != nil {
-		as := t.agentSets(agent)
 		as.routed.n.Add(1)
 		as.started.n.Add(1)
 		as.active.n.Add(1)
@@ -324,7 +323,7 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		agent, agentName = a.agent, a.agentName
 		t.dequeue(ctx, a, s.QueueWait)
 		if a.accepted {
-			t.agentSets(agent).active.n.Add(-1)
+			a.tallies.active.n.Add(-1)
 		}
 		if a.tool != nil {
 			open = append(open, a.tool)
@@ -347,8 +346,7 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		k.c = code(c)
 	}
 	end := t.set(k)
-	k.tally = tallyFinished
-	t.set(k).n.Add(1)
+	end.finished.n.Add(1)
 	if a != nil {
 		for _, tc := range open {
 			if tc.span.IsRecording() {

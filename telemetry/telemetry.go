@@ -290,6 +290,8 @@ type attrs struct {
 	// The execute_tool span name of a tool set, and the tool it names
 	// (not the tool of the set once the sets are bounded).
 	tool, name string
+	// finished is the clutch.task.finished tally of an attempt's end set.
+	finished *attrs
 }
 
 // spanName returns the execute_tool span name of tool, made once per set.
@@ -351,8 +353,11 @@ func (t *Telemetry) set(k setKey) *attrs {
 	}
 	opt := metric.WithAttributeSet(attribute.NewSet(kv...))
 	a := &attrs{rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}
-	if k.kind == kindTool {
+	switch {
+	case k.kind == kindTool:
 		a.tool, a.name = k.b, OpExecuteTool+" "+k.b
+	case k.kind == kindEnd && k.tally == tallyNone:
+		a.finished = t.set(setKey{tally: tallyFinished, kind: kindEnd, a: k.a, b: k.b, c: k.c})
 	}
 	got, loaded := t.sets.LoadOrStore(k, a)
 	if !loaded {
