@@ -8,6 +8,7 @@ import (
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -77,3 +78,48 @@ func BenchmarkObserver(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSDKSpans measures the SDK alone doing what a task's spans
+// need, without Telemetry: an invoke_agent span with a routing event and
+// eleven attributes, an execute_tool child with four, batched to an
+// exporter that drops them — the floor of the traces' cost per task
+// (bare: the two spans without attributes or event).
+func BenchmarkSDKSpans(b *testing.B) {
+	for _, bare := range []bool{true, false} {
+		name := "attributes"
+		if bare {
+			name = "bare"
+		}
+		b.Run(name, func(b *testing.B) {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			tr := tp.Tracer("bench")
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu := processCPU()
+			for b.Loop() {
+				if bare {
+					c, s := tr.Start(ctx, "invoke_agent")
+					_, s2 := tr.Start(c, "execute_tool")
+					s2.End()
+					s.End()
+					continue
+				}
+				c, s := tr.Start(ctx, "invoke_agent", startOp...)
+				s.SetName("invoke_agent agent:research-0")
+				s.AddEvent("clutch.routing.decision", trace.WithAttributes(telemetry.KeyRoutingSelected.String("agent:research-0"),
+					telemetry.KeyRoutingEligible.Int(2), telemetry.KeyRoutingConsidered.Int(2), telemetry.KeyRoutingReason.String("best"), telemetry.KeyQueueWait.Int64(0)))
+				_, s2 := tr.Start(c, "execute_tool search", startOp...)
+				s2.SetAttributes(telemetry.KeyToolName.String("search"), telemetry.KeyToolServer.String("mcp:search"), telemetry.KeyToolCallID.String("c1"))
+				s2.End()
+				s.SetAttributes(telemetry.KeyTask.String("t1"), telemetry.KeyRun.String("r1"), telemetry.KeyConversationID.String("th1"),
+					telemetry.KeyAttempt.Int(1), telemetry.KeyPayloadType.String("research.query"), telemetry.KeyOutcome.String("result"),
+					telemetry.KeyAgentID.String("agent:research-0"), telemetry.KeyResultPayloadType.String("research.summary"))
+				s.End()
+			}
+			b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/task")
+		})
+	}
+}
+
+var startOp = []trace.SpanStartOption{trace.WithAttributes(telemetry.KeyOperation.String("op"))}
