@@ -95,7 +95,11 @@
 // a task that fails routing is finished without having started. The
 // number of tool calls is the count of clutch.tool.duration. The store
 // metrics need the store wrapped by WrapStore; stream subscribers are
-// counted by the surfaces that stream (Subscribed).
+// counted by the surfaces that stream (Subscribed). The durations of
+// attempts and tool calls and the queue wait are recorded in the
+// attempt's context, so that an SDK keeping exemplars links them to its
+// trace; the store metrics are recorded without it (an append measures
+// the store, not the task that made it).
 //
 // # Logs
 //
@@ -116,5 +120,8 @@
 //
 // The envelope has no trace flags: a trace id that arrives in a request is
 // taken as sampled. Spans of tool calls are bounded by the events: a call
-// whose tool.result is never emitted ends with the task's attempt.
+// whose tool.result is never emitted ends with the task's attempt. A
+// sampler sees a span's name, its parent and gen_ai.operation.name: the
+// other attributes are set when the span ends (given at its start, the
+// SDK would copy them again).
 package telemetry

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"encoding/hex"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -265,4 +266,41 @@ func TestGaugesBalance(t *testing.T) {
 		finished += v
 	}
 	assert.Equal(t, int64(n), finished, "every task ended as cancelled, once")
+}
+
+// The task and tool durations carry exemplars of the attempt's trace (the
+// SDK's default filter keeps those of sampled spans); the store metrics,
+// which measure the store, none.
+func TestExemplars(t *testing.T) {
+	e := newEnv(t, nil)
+	e.agent("agent:a", []string{"skill:x"}, nil, func(ctx context.Context, task *router.Task) (*router.Result, error) {
+		if err := emitTool(ctx, task, "mcp:s", "find", ""); err != nil {
+			return nil, err
+		}
+		return &router.Result{Payload: map[string]any{"ok": true}}, nil
+	})
+	_, err := e.run(e.request("skill:x"))
+	require.NoError(t, err)
+	var traceID string
+	for _, s := range e.spans.GetSpans() {
+		if strings.HasPrefix(s.Name, telemetry.OpInvokeAgent) {
+			traceID = s.SpanContext.TraceID().String()
+		}
+	}
+	require.NotEmpty(t, traceID)
+	ms := e.metrics()
+	exemplars := func(name string) (ids []string) {
+		for _, dp := range ms[name].Data.(metricdata.Histogram[float64]).DataPoints {
+			for _, ex := range dp.Exemplars {
+				ids = append(ids, hex.EncodeToString(ex.TraceID))
+			}
+		}
+		return ids
+	}
+	assert.Equal(t, []string{traceID}, exemplars(telemetry.MetricTaskDuration))
+	assert.Equal(t, []string{traceID}, exemplars(telemetry.MetricToolDuration))
+	assert.Empty(t, exemplars(telemetry.MetricStoreAppendDur))
+	for _, dp := range ms[telemetry.MetricStoreBatchSize].Data.(metricdata.Histogram[int64]).DataPoints {
+		assert.Empty(t, dp.Exemplars)
+	}
 }

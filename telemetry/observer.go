@@ -22,6 +22,8 @@ import (
 type attempt struct {
 	span  trace.Span
 	start time.Time
+	req   *protocol.Message
+	n     int // the attempt's number
 	// parent is the parent of the task's attempts: the first attempt's
 	// parent, or the first attempt itself when that one started a trace
 	// (retries of a task stay in its trace).
@@ -30,19 +32,21 @@ type attempt struct {
 	tr protocol.Trace // what the attempt's events carry
 
 	mu        sync.Mutex
-	agent     string // the selected agent's id, once routed
-	agentName string // its display name, when it has one
-	accepted  bool   // counted in clutch.task.active
-	queued    bool   // counted in clutch.task.queued
-	waitSeen  bool   // the queue wait was recorded
+	agent     string        // the selected agent's id, once routed
+	tallies   *agentTallies // its tallies
+	agentName string        // its display name, when it has one
+	accepted  bool          // counted in clutch.task.active
+	queued    bool          // counted in clutch.task.queued
+	waitSeen  bool          // the queue wait was recorded
 	ended     bool
 	tool      *toolCall            // the open tool call, when there is one
 	tools     map[string]*toolCall // more open tool calls, by the id of their tool.call
 }
 
 type toolCall struct {
-	id           string // the tool.call's
+	id           string // the tool.call's; "" for a tool.error without a call
 	span         trace.Span
+	set          *attrs         // the metric set of the call's success
 	trace        protocol.Trace // the tool.call's, carried by its result too
 	start        time.Time
 	server, name string
@@ -93,25 +97,18 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 			parent = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}
-	var startOpts []trace.SpanStartOption
-	passed := t.tracing.Load()
-	if passed {
-		startOpts = []trace.SpanStartOption{trace.WithAttributes(attemptAttrs(req, n)...)}
-	}
-	ctx, span := t.tracer.Start(parent, OpInvokeAgent, startOpts...) // kind internal, the default
-	if rec := span.IsRecording(); rec != passed {
-		t.tracing.Store(rec) // a provider was installed, or sampling said no
-		if rec {
-			span.SetAttributes(attemptAttrs(req, n)...)
-		}
-	}
+	// Kind internal, the default. gen_ai.operation.name is given at the
+	// start, for samplers (the GenAI conventions ask for it there); the
+	// other attributes are set once, when the span ends (see ended): given
+	// at its start, the SDK would copy them twice more.
+	ctx, span := t.tracer.Start(parent, OpInvokeAgent, startInvoke...)
 	if !span.IsRecording() && !t.duration.Enabled(ctx) {
 		// Neither a tracer nor a meter records (no SDK installed): the
 		// span only propagates its parent, if any, and the steps are
 		// logged without the state kept below.
 		return ctx, nil
 	}
-	a := &attempt{span: span, start: time.Now(), parent: trace.SpanContextFromContext(parent)}
+	a := &attempt{span: span, start: startTime(span), req: req, n: n, parent: trace.SpanContextFromContext(parent)}
 	if !a.parent.IsValid() {
 		a.parent = span.SpanContext()
 	}
@@ -136,19 +133,25 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 	return ctx, &a.tr
 }
 
-// attemptAttrs are the attributes of an attempt's span known at its
-// start.
-func attemptAttrs(req *protocol.Message, n int) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 7)
-	kv = append(kv, KeyOperation.String(OpInvokeAgent),
-		KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(n))
-	if req.ParentTaskID != "" {
-		kv = append(kv, KeyParentTask.String(req.ParentTaskID))
+// startTime is when span started: the time the SDK read, else now.
+func startTime(span trace.Span) time.Time {
+	if s, ok := span.(interface{ StartTime() time.Time }); ok {
+		if st := s.StartTime(); !st.IsZero() {
+			return st
+		}
 	}
-	if req.PayloadType != "" {
-		kv = append(kv, KeyPayloadType.String(req.PayloadType))
+	return time.Now()
+}
+
+// since is how long span lasted, from start: up to the end time the SDK
+// read when the span ended, else up to now.
+func since(span trace.Span, start time.Time) time.Duration {
+	if s, ok := span.(interface{ EndTime() time.Time }); ok {
+		if et := s.EndTime(); !et.IsZero() {
+			return et.Sub(start)
+		}
 	}
-	return kv
+	return time.Since(start)
 }
 
 // requestParent reads the request's trace ids as a remote span context.
@@ -208,6 +211,7 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 		if s.Agent != nil && s.Agent.Display != nil && s.Agent.Display.Name != "" {
 			name = s.Agent.Display.Name
 		}
+		as := t.agentSets(agent)
 		a.mu.Lock()
 		if a.ended {
 			// A cancel or timeout ended the task between its task.accept
@@ -215,14 +219,14 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 			a.mu.Unlock()
 			return
 		}
-		a.agent, a.accepted = agent, true
+		a.agent, a.tallies, a.accepted = agent, as, true
 		if name != agent {
 			a.agentName = name // set with the outcome, in one call
 		}
 		t.dequeue(ctx, a, s.QueueWait)
 		a.mu.Unlock()
 		if a.span.IsRecording() {
-			a.span.SetName(OpInvokeAgent + " " + name)
+			a.span.SetName(as.spanName(name))
 			if d := s.Decision; d != nil {
 				a.span.AddEvent("clutch.routing.decision", trace.WithAttributes(
 					KeyRoutingSelected.String(d.Selected), KeyRoutingEligible.Int(d.Eligible),
@@ -230,9 +234,6 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 					KeyQueueWait.Int64(s.QueueWait.Milliseconds())))
 			}
 		}
-	}
-	if a != nil {
-		as := t.agentSets(agent)
 		as.routed.n.Add(1)
 		as.started.n.Add(1)
 		as.active.n.Add(1)
@@ -242,8 +243,20 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 	}
 }
 
-// agentTallies are the tallies of one agent.
-type agentTallies struct{ routed, started, active *attrs }
+// agentTallies are the tallies of one agent, and the invoke_agent span
+// name of the agent named by its id.
+type agentTallies struct {
+	routed, started, active *attrs
+	id, name                string
+}
+
+// spanName returns the invoke_agent span name of an agent called name.
+func (as *agentTallies) spanName(name string) string {
+	if name == as.id {
+		return as.name
+	}
+	return OpInvokeAgent + " " + name
+}
 
 // agentSets returns the tallies of an agent, found with one lookup.
 func (t *Telemetry) agentSets(agent string) *agentTallies {
@@ -254,6 +267,7 @@ func (t *Telemetry) agentSets(agent string) *agentTallies {
 		routed:  t.set(setKey{tally: tallyRouting, kind: kindRouted, a: agent}),
 		started: t.set(setKey{tally: tallyStarted, kind: kindAgent, a: agent}),
 		active:  t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}),
+		id:      agent, name: OpInvokeAgent + " " + agent,
 	}
 	if t.nsets.Load() >= maxSets {
 		return as // bounded: set() has mapped the agent to _OTHER; not cached under its id
@@ -309,7 +323,7 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		agent, agentName = a.agent, a.agentName
 		t.dequeue(ctx, a, s.QueueWait)
 		if a.accepted {
-			t.agentSets(agent).active.n.Add(-1)
+			a.tallies.active.n.Add(-1)
 		}
 		if a.tool != nil {
 			open = append(open, a.tool)
@@ -332,16 +346,26 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		k.c = code(c)
 	}
 	end := t.set(k)
-	k.tally = tallyFinished
-	t.set(k).n.Add(1)
+	end.finished.n.Add(1)
 	if a != nil {
-		t.duration.Record(ctx, time.Since(a.start).Seconds(), end.rec...)
 		for _, tc := range open {
-			tc.span.SetStatus(codes.Error, "the task ended during the call")
+			if tc.span.IsRecording() {
+				tc.span.SetAttributes(toolAttrs(tc, "")...)
+				tc.span.SetStatus(codes.Error, "the task ended during the call")
+			}
 			tc.span.End()
 		}
 		if a.span.IsRecording() {
-			attrs := make([]attribute.KeyValue, 0, 5)
+			// All the span's attributes in one call (see StartAttempt).
+			req := a.req
+			attrs := make([]attribute.KeyValue, 0, 11)
+			attrs = append(attrs, KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(a.n))
+			if req.ParentTaskID != "" {
+				attrs = append(attrs, KeyParentTask.String(req.ParentTaskID))
+			}
+			if req.PayloadType != "" {
+				attrs = append(attrs, KeyPayloadType.String(req.PayloadType))
+			}
 			attrs = append(attrs, KeyOutcome.String(outcome))
 			if agent != "" {
 				attrs = append(attrs, KeyAgentID.String(agent))
@@ -361,6 +385,7 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 			}
 		}
 		a.span.End()
+		t.duration.Record(ctx, since(a.span, a.start).Seconds(), end.rec...)
 	}
 	t.logEnd(ctx, a, s, outcome, agent, c)
 }
@@ -433,20 +458,34 @@ func (t *Telemetry) logAttempt(ctx context.Context, a *attempt, level slog.Level
 	t.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// startTool starts the execute_tool span of a call (callID "" for a
-// tool.error without a call).
-func (t *Telemetry) startTool(ctx context.Context, f toolFields, callID string) trace.Span {
-	if !t.tracing.Load() {
-		_, span := t.tracer.Start(ctx, OpExecuteTool+" "+f.name)
-		return span
+// startTool starts the execute_tool span of a call (id "" for a
+// tool.error without a call) with gen_ai.operation.name; its other
+// attributes are set when it ends (toolAttrs).
+func (t *Telemetry) startTool(ctx context.Context, f toolFields, id string) *toolCall {
+	tc := &toolCall{id: id, server: f.tool, name: f.name, set: t.set(setKey{kind: kindTool, a: f.tool, b: f.name})}
+	_, tc.span = t.tracer.Start(ctx, tc.set.spanName(f.name), startTool...)
+	tc.start = startTime(tc.span)
+	return tc
+}
+
+// The options that start spans: gen_ai.operation.name, made once.
+var (
+	startInvoke = []trace.SpanStartOption{trace.WithAttributes(KeyOperation.String(OpInvokeAgent))}
+	startTool   = []trace.SpanStartOption{trace.WithAttributes(KeyOperation.String(OpExecuteTool))}
+)
+
+// toolAttrs are the attributes of a call's span set when it ends (see
+// startTool), with error.type and outcome error when code is not "".
+func toolAttrs(tc *toolCall, code string) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 5)
+	kv = append(kv, KeyToolName.String(tc.name), KeyToolServer.String(tc.server))
+	if tc.id != "" {
+		kv = append(kv, KeyToolCallID.String(tc.id))
 	}
-	kv := make([]attribute.KeyValue, 0, 4)
-	kv = append(kv, KeyOperation.String(OpExecuteTool), KeyToolName.String(f.name), KeyToolServer.String(f.tool))
-	if callID != "" {
-		kv = append(kv, KeyToolCallID.String(callID))
+	if code != "" {
+		kv = append(kv, KeyErrorType.String(code), KeyOutcome.String(OutcomeError))
 	}
-	_, span := t.tracer.Start(ctx, OpExecuteTool+" "+f.name, trace.WithAttributes(kv...))
-	return span
+	return kv
 }
 
 // toolEvent starts an execute_tool span at a tool.call, whose id the
@@ -461,8 +500,7 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 	}
 	switch m.Type {
 	case protocol.TypeToolCall:
-		tc := &toolCall{id: m.ID, start: time.Now(), server: f.tool, name: f.name}
-		tc.span = t.startTool(ctx, f, m.ID)
+		tc := t.startTool(ctx, f, m.ID)
 		if sc := tc.span.SpanContext(); sc.IsValid() {
 			tc.trace.TraceID, tc.trace.ParentSpanID = a.tr.TraceID, a.tr.SpanID
 			tc.trace.SpanID = sc.SpanID().String()
@@ -486,22 +524,29 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 		tc := a.take(f.callID)
 		a.mu.Unlock()
 		if tc == nil {
-			tc = &toolCall{start: time.Now(), server: f.tool, name: f.name}
-			tc.span = t.startTool(ctx, f, "")
+			tc = t.startTool(ctx, f, "")
 		}
 		if tc.trace.SpanID != "" {
 			m.Trace = &tc.trace
 		}
-		errType := ""
-		if m.Type == protocol.TypeToolError {
+		errType, failed := "", m.Type == protocol.TypeToolError
+		if failed {
 			errType = code(protocol.Code(f.code))
-			if tc.span.IsRecording() {
-				tc.span.SetAttributes(KeyErrorType.String(f.code), KeyOutcome.String(OutcomeError))
+		}
+		if tc.span.IsRecording() {
+			if failed {
+				tc.span.SetAttributes(toolAttrs(tc, f.code)...)
 				tc.span.SetStatus(codes.Error, f.message)
+			} else {
+				tc.span.SetAttributes(toolAttrs(tc, "")...)
 			}
 		}
 		tc.span.End()
-		t.toolDur.Record(ctx, time.Since(tc.start).Seconds(), t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType}).rec...)
+		set := tc.set
+		if failed {
+			set = t.set(setKey{kind: kindTool, a: tc.server, b: tc.name, c: errType})
+		}
+		t.toolDur.Record(ctx, since(tc.span, tc.start).Seconds(), set.rec...)
 		if m.Type == protocol.TypeToolError && t.log.Enabled(ctx, slog.LevelWarn) {
 			attrs := []slog.Attr{slog.String("task", m.TaskID), slog.String("run", m.RunID), slog.String("agent", m.From.AgentID),
 				slog.Int("attempt", m.Attempt), slog.String("code", f.code), slog.String("tool", tc.server), slog.String("name", tc.name)}

@@ -39,9 +39,6 @@ type Options struct {
 type Telemetry struct {
 	tracer trace.Tracer
 	log    *slog.Logger
-	// tracing is whether the last span started was recording: span
-	// attributes are then passed to Start, and not built otherwise.
-	tracing atomic.Bool
 
 	duration    metric.Float64Histogram
 	queueWait   metric.Float64Histogram
@@ -290,6 +287,19 @@ type attrs struct {
 	rec []metric.RecordOption
 	obs []metric.ObserveOption
 	n   atomic.Int64
+	// The execute_tool span name of a tool set, and the tool it names
+	// (not the tool of the set once the sets are bounded).
+	tool, name string
+	// finished is the clutch.task.finished tally of an attempt's end set.
+	finished *attrs
+}
+
+// spanName returns the execute_tool span name of tool, made once per set.
+func (a *attrs) spanName(tool string) string {
+	if a.tool == tool && a.name != "" {
+		return a.name
+	}
+	return OpExecuteTool + " " + tool
 }
 
 // set returns the attribute set of k, made once. Past maxSets distinct
@@ -343,6 +353,12 @@ func (t *Telemetry) set(k setKey) *attrs {
 	}
 	opt := metric.WithAttributeSet(attribute.NewSet(kv...))
 	a := &attrs{rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}
+	switch {
+	case k.kind == kindTool:
+		a.tool, a.name = k.b, OpExecuteTool+" "+k.b
+	case k.kind == kindEnd && k.tally == tallyNone:
+		a.finished = t.set(setKey{tally: tallyFinished, kind: kindEnd, a: k.a, b: k.b, c: k.c})
+	}
 	got, loaded := t.sets.LoadOrStore(k, a)
 	if !loaded {
 		t.nsets.Add(1)

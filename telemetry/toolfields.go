@@ -33,6 +33,14 @@ var toolReaders = sync.Pool{New: func() any {
 // readToolFields reads the members of f from a payload; it reports false
 // when the payload is not a JSON object.
 func readToolFields(payload []byte, f *toolFields) bool {
+	if scanToolFields(payload, f) {
+		return true // the usual payload, read in one pass
+	}
+	return decodeToolFields(payload, f)
+}
+
+// decodeToolFields is readToolFields with the JSON decoder.
+func decodeToolFields(payload []byte, f *toolFields) bool {
 	tr := toolReaders.Get().(*toolReader)
 	defer func() {
 		tr.r.Reset(nil) // keep no reference to the payload

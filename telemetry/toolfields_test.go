@@ -18,6 +18,13 @@ func TestReadToolFields(t *testing.T) {
 		{`{"name":7,"details":null}`, toolFields{}, true},
 		{`[1,2]`, toolFields{}, false},
 		{`{"tool":`, toolFields{}, false},
+		{`{"tool":"a","tool":"b"}`, toolFields{}, false},
+		{`{"tool":"a","args":{"q":1,"q":2}}`, toolFields{}, false},
+		{`{"tool":"a","args":[1,2,]}`, toolFields{}, false},
+		{`{"tool":"a","n":01}`, toolFields{}, false},
+		{`{"tool":"a","n":tru}`, toolFields{}, false},
+		{` { "tool" : "a" , "n" : [ -1.5E-3 , {} , [] ] , "name" : "b" } `, toolFields{tool: "a", name: "b"}, true},
+		{`{"tool":"caf\u00e9","name":"é"}`, toolFields{tool: "café", name: "é"}, true},
 		{``, toolFields{}, false},
 	} {
 		var f toolFields
@@ -36,10 +43,23 @@ func FuzzReadToolFields(f *testing.F) {
 		`{"tool":"a","name":"b","call_id":"c","content":[1,2,{"x":null}]}`,
 		`{"code":"X","message":"m\u00e9","details":{"call_id":"c","tool":"t","name":"n"}}`,
 		`{"details":[]}`, `{}`, `[]`, `"x"`, `{"tool":1}`,
+		`{"tool":"a","args":{"q":[1,-0.5e+3,true,false,null,{"a":{}}]},"name":"b"}`,
+		`{"tool":"a","tool":"b"}`, `{"args":{"q":1,"q":2},"name":"n"}`, `{"n":01}`, `{"tool":"a"} x`,
+		`{ "tool" : "a" , "name" : "b" }`, `{"name":"caf\u00e9"}`, `{"name":"é"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The one-pass scanner reads what the decoder reads, or leaves
+		// the input to it.
+		var fast, slow toolFields
+		if scanToolFields(b, &fast) {
+			if !decodeToolFields(b, &slow) || fast != slow {
+				t.Fatalf("%q: the scanner read %+v, the decoder %+v", b, fast, slow)
+			}
+		} else if fast != (toolFields{}) {
+			t.Fatalf("%q: the scanner set %+v and left the input to the decoder", b, fast)
+		}
 		var got toolFields
 		ok := readToolFields(b, &got)
 		var std struct {
