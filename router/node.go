@@ -69,6 +69,11 @@ type Node struct {
 	running map[string]*remoteRun             // task id → the attempt run here
 	err     error                             // the first background failure
 	changed signal                            // broadcast after each registry change applied
+
+	id     string               // this node in owner events and node heartbeats (adopt.go)
+	joined time.Time            // when Join returned: nodes not heard from since count as alive from it
+	seen   map[string]time.Time // node id → when its last heartbeat arrived here
+	owned  map[string]*owned    // task id → the other node routing it, for the open tasks seen since Join
 }
 
 type remoteRun struct {
@@ -116,7 +121,8 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: join: %w", err)
 	}
-	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal()}
+	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal(),
+		id: o.Host + "/" + r.ids.New(""), joined: time.Now(), seen: map[string]time.Time{}, owned: map[string]*owned{}}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if !r.node.CompareAndSwap(nil, n) {
 		n.cancel()
@@ -132,6 +138,7 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	})
 	n.bg.Go(n.heartbeats)
 	n.bg.Go(func() { n.bus(start) })
+	n.bg.Go(n.watch) // adopt.go
 	return n, nil
 }
 
@@ -260,6 +267,9 @@ func (n *Node) heartbeats() {
 	t := time.NewTicker(n.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
+		if err := n.nodeHeartbeat(); err != nil && n.ctx.Err() == nil {
+			n.r.opts.Logger.Warn("router: node heartbeat", "node", n.id, "err", err)
+		}
 		for _, a := range n.r.reg.List() {
 			if a.Local() {
 				if err := n.r.reg.Heartbeat(n.ctx, a.ID()); err != nil && n.ctx.Err() == nil && !errors.Is(err, registry.ErrNotFound) {
@@ -303,6 +313,7 @@ func (n *Node) bus(start uint64) {
 }
 
 func (n *Node) handle(m *protocol.Message) {
+	n.track(m) // adopt.go
 	switch m.Type {
 	case TypeDispatch:
 		if len(m.To) == 1 && n.hosted(m.To[0].AgentID) {

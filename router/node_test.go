@@ -107,7 +107,7 @@ func TestNodeRunsTaskInHostingProcess(t *testing.T) {
 	if err != nil || got.Findings[0] != "found in b" {
 		t.Fatalf("result %+v, %v", got, err)
 	}
-	want := []string{"task.request", "routing.decision", "task.accept", string(TypeDispatch), string(TypeClaim), "task.progress", string(TypeDone), "task.result"}
+	want := []string{"task.request", string(TypeOwner), "routing.decision", "task.accept", string(TypeDispatch), string(TypeClaim), "task.progress", string(TypeDone), "task.result"}
 	if diff := a.types(h.TaskID()); !equalStrings(diff, want) {
 		t.Fatalf("events %v, want %v", diff, want)
 	}

@@ -160,6 +160,9 @@ func (r *Router) running(taskID string) bool {
 // With RecoverRedispatch it stops with ErrCapacity when the router holds
 // Options.MaxInFlight tasks; calling it again later goes on.
 func (r *Router) Recover(ctx context.Context) (int, error) {
+	if n := r.node.Load(); n != nil {
+		return n.recoverTeam(ctx) // in a team: only the tasks of dead nodes (adopt.go)
+	}
 	logs := map[string]*taskLog{}
 	var order []string
 	for ev, err := range r.st.Read(ctx, store.Query{TypePrefix: "task."}) {

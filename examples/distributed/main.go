@@ -39,13 +39,14 @@ const (
 	schemaEnv = "CLUTCH_SCHEMA"
 	ttlEnv    = "CLUTCH_TTL" // the heartbeat TTL, a Go duration
 	workEnv   = "CLUTCH_WORK"
+	tasksEnv  = "CLUTCH_TASKS" // how many tasks a submitter process submits
 )
 
 func main() {
-	if os.Getenv(roleEnv) == "worker" {
+	if role := os.Getenv(roleEnv); role != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
-		if err := worker(ctx, os.Stdin, os.Stdout); err != nil {
+		if err := child(ctx, role, os.Stdin, os.Stdout); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -241,6 +242,52 @@ func (w *workerProc) kill() error {
 		return err
 	}
 	w.cmd.Wait()
+	return nil
+}
+
+// child runs the body of a process this program started: a worker, or
+// a submitter (used by the tests to kill the process that routes tasks).
+func child(ctx context.Context, role string, stdin io.Reader, stdout io.Writer) error {
+	switch role {
+	case "worker":
+		return worker(ctx, stdin, stdout)
+	case "submitter":
+		return submitter(ctx, stdin, stdout)
+	}
+	return fmt.Errorf("%s=%q: want worker or submitter", roleEnv, role)
+}
+
+// submitter is the body of a submitting process: it waits for two
+// agents with skill:echo, submits CLUTCH_TASKS tasks, prints "submitted
+// <task id>" for each and "ready", then waits for stdin to close (it
+// does not wait for the tasks: the survivors end them if it dies).
+func submitter(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	ttl, err := time.ParseDuration(os.Getenv(ttlEnv))
+	if err != nil {
+		return fmt.Errorf("%s: %w", ttlEnv, err)
+	}
+	n, _ := strconv.Atoi(os.Getenv(tasksEnv))
+	tm, err := openTeam(ctx, teamConfig{DSN: os.Getenv(dsnEnv), Schema: os.Getenv(schemaEnv), TTL: ttl}, nil)
+	if err != nil {
+		return err
+	}
+	defer tm.close()
+	if err := tm.awaitAgents(ctx, 2); err != nil {
+		return err
+	}
+	for i := range n {
+		req, err := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: i})
+		if err != nil {
+			return err
+		}
+		req.Requires = []string{"skill:echo"}
+		if _, err := tm.r.Submit(ctx, req); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "submitted", req.TaskID)
+	}
+	fmt.Fprintln(stdout, "ready")
+	io.Copy(io.Discard, stdin)
 	return nil
 }
 
