@@ -102,6 +102,11 @@ func (n *Node) nodeHeartbeat() error {
 	return err
 }
 
+// clock is the node's time for liveness: real time (heartbeats are
+// timed where they arrive, so the processes' clocks need not agree),
+// moved on by skew in tests.
+func (n *Node) clock() time.Time { return time.Now().Add(time.Duration(n.skew.Load())) }
+
 // owned is an open task routed by another node, as the bus saw it.
 type owned struct {
 	node     string
@@ -115,7 +120,7 @@ func (n *Node) track(m *protocol.Message) {
 	case m.Type == TypeNodeHeartbeat:
 		if p, ok := decodeOwner(m.Payload); ok && p.Node != n.id {
 			n.mu.Lock()
-			n.seen[p.Node] = time.Now()
+			n.seen[p.Node] = n.clock()
 			n.mu.Unlock()
 		}
 	case m.Type == TypeOwner:
@@ -158,7 +163,7 @@ func (n *Node) watch() {
 			return
 		case <-t.C:
 		}
-		now := time.Now()
+		now := n.clock()
 		var todo map[string]string
 		n.mu.Lock()
 		for task, o := range n.owned {
@@ -239,10 +244,11 @@ func (n *Node) readAttempts(ctx context.Context, task string) (*attemptLog, erro
 
 // adopt takes over task from the dead node from: it claims the task
 // (an owner event the store lets in once), then, by what the log holds,
-// stores the task's end from the outcome a worker stored, waits for the
-// attempt still running in another process, or applies the recovery
-// policy to an attempt that died with the node. It reports whether this
-// node won the claim.
+// stores the task's end from the outcome a worker stored, waits (on a
+// goroutine of its own) for the attempt still running in another
+// process, or applies the recovery policy to an attempt that died with
+// the node. It reports whether this node won the claim; once it returns
+// true, the task is claimed in this router.
 func (n *Node) adopt(task, from string) (bool, error) {
 	r, ctx := n.r, n.ctx
 	l, err := n.readAttempts(ctx, task)
@@ -271,14 +277,16 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	n.forget(task, from)
 	// The waiter goes in before the log is read again: a done stored in
 	// between is then either in the log or sent to it.
+	key := attemptKey(task, l.lastStart)
 	ch := make(chan *protocol.Message, 1)
 	n.mu.Lock()
-	n.waiting[attemptKey(task, l.lastStart)] = ch
+	n.waiting[key] = ch
 	n.mu.Unlock()
+	waiting := false
 	defer func() {
-		n.mu.Lock()
-		delete(n.waiting, attemptKey(task, l.lastStart))
-		n.mu.Unlock()
+		if !waiting {
+			n.unwait(key)
+		}
 	}()
 	if l, err = n.readAttempts(ctx, task); err != nil {
 		return true, err
@@ -312,11 +320,67 @@ func (n *Node) adopt(task, from string) (bool, error) {
 		n.interruptSub(ts)
 	case l.dispatch && !l.retrying && n.agentOnline(l.agent):
 		r.settle(ts, claimTask)
-		n.finish(ts, l.agent, l.lastStart, n.awaitDone(ts, l.agent, ch), false)
+		waiting = true
+		agent, attempt := l.agent, l.lastStart
+		n.runs.Go(func() {
+			defer n.unwait(key)
+			n.finish(ts, agent, attempt, n.awaitDone(ts, agent, ch), false)
+		})
 	default:
 		n.recoverAttempt(ts, attempt, l.retrying)
 	}
 	return true, nil
+}
+
+func (n *Node) unwait(key string) {
+	n.mu.Lock()
+	delete(n.waiting, key)
+	n.mu.Unlock()
+}
+
+// redelivered is recoverStored's question in a team, for a stored task
+// that is open and not running here: the node routing it, when alive,
+// ends it, and the returned handle follows the log for its end (ok);
+// when that node is dead, this one adopts the task and recoverStored
+// claims it again (the adopted task). ts, recoverStored's claim, is
+// dropped either way.
+func (n *Node) redelivered(ctx context.Context, ts *taskState) (h *Handle, ok bool, err error) {
+	r := n.r
+	r.unclaim(ts, claimDropped)
+	l, err := n.readAttempts(ctx, ts.req.TaskID)
+	if err != nil {
+		return nil, false, err
+	}
+	n.mu.Lock()
+	alive := l.owner == n.id || (l.owner != "" && n.aliveLocked(l.owner, n.clock()))
+	n.mu.Unlock()
+	if !alive {
+		if _, err := n.adopt(ts.req.TaskID, l.owner); err != nil {
+			return nil, false, err
+		}
+		n.mu.Lock()
+		o := n.owned[ts.req.TaskID]
+		n.mu.Unlock()
+		if o == nil || o.node == l.owner {
+			return nil, false, nil // adopted here, or ended: claim again
+		}
+		// Another survivor adopted it: follow its end.
+	}
+	w := r.newTask(context.Background(), ts.req, nil)
+	w.claim.Store(claimTask)
+	n.runs.Go(func() {
+		for ev, err := range r.st.Follow(n.ctx, store.Query{TaskID: w.req.TaskID}) {
+			if err != nil {
+				break
+			}
+			if m, err := ev.Message(); err == nil && protocol.EndsTask(m) {
+				w.resolve(outcomeOf(m))
+				return
+			}
+		}
+		w.resolve(&Outcome{TaskID: w.req.TaskID, Type: protocol.TypeTaskError, Err: n.leftError()})
+	})
+	return &w.handle, true, nil
 }
 
 func (n *Node) forget(task, from string) {
@@ -469,7 +533,7 @@ func (n *Node) recoverTeam(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	now := time.Now()
+	now := n.clock()
 	count := 0
 	for _, task := range order {
 		if !open[task] || r.running(task) {

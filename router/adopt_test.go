@@ -103,6 +103,9 @@ func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
 	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
 	h := a.submit(a.request("skill:x"))
 	<-started
+	// A redelivery of the request to another process, while a routes
+	// the task: a handle that follows the task's end in the log.
+	hc := c.submit(h.Request())
 	a.kill(sa)
 	close(release)
 	end := terminalOf(t, st, h.TaskID())
@@ -115,10 +118,49 @@ func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
 	if n := adoptions(t, st, h.TaskID()); n != 1 {
 		t.Fatalf("%d adoptions, want 1", n)
 	}
-	// The survivor's router holds the outcome for a redelivery of the
-	// request: its Wait sees the task end.
+	if out, err := c.wait(hc); err != nil || out.Message.ID != end.ID {
+		t.Fatalf("the redelivery's outcome %+v, %v; want the stored end", out, err)
+	}
+	// A redelivery after the end: the stored outcome.
+	d := newProc(t, st, ttl, nil)
+	if out, err := d.wait(d.submit(h.Request())); err != nil || out.Message.ID != end.ID {
+		t.Fatalf("a later redelivery: %+v, %v; want the stored end", out, err)
+	}
 	checkTerminals(t, st)
-	_ = c
+}
+
+// A redelivery to a survivor of a task whose routing process died makes
+// the survivor adopt it, and its handle gives the outcome.
+func TestRedeliveryAdoptsTaskOfDeadNode(t *testing.T) {
+	st, _ := memstore.New(nil)
+	ttl := 300 * time.Millisecond
+	a, sa := newMortal(t, st, ttl, nil)
+	// b's node checks for dead nodes once an hour: it does not adopt.
+	b := newProcWith(t, st, ttl, nil, &NodeOptions{CheckInterval: time.Hour})
+	started := make(chan struct{})
+	release := make(chan struct{})
+	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(started)
+		<-release
+		return summary("from b"), nil
+	})
+	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
+	h := a.submit(a.request("skill:x"))
+	<-started
+	a.kill(sa)
+	e := newProc(t, st, ttl, nil)
+	// For e, a TTL has passed: a, not heard from since, is dead.
+	e.node.skew.Store(int64(2 * ttl))
+	he := e.submit(h.Request())
+	close(release)
+	out, err := e.wait(he)
+	if err != nil || !out.OK() || out.Message.From.AgentID != "agent:b" {
+		t.Fatalf("outcome %+v, %v; want b's result", out, err)
+	}
+	if n := adoptions(t, st, h.TaskID()); n != 1 {
+		t.Fatalf("%d adoptions, want 1", n)
+	}
+	checkTerminals(t, st)
 }
 
 // The routing process dies with the attempt running on one of its own

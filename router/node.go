@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -74,6 +75,7 @@ type Node struct {
 	joined time.Time            // when Join returned: nodes not heard from since count as alive from it
 	seen   map[string]time.Time // node id → when its last heartbeat arrived here
 	owned  map[string]*owned    // task id → the other node routing it, for the open tasks seen since Join
+	skew   atomic.Int64         // added to the liveness clock, by tests
 }
 
 type remoteRun struct {

@@ -109,6 +109,14 @@ func (r *Router) recoverStored(ctx context.Context, req *protocol.Message) (h *H
 			r.unclaim(ts, claimTask)
 			return &ts.handle, false, nil
 		}
+		if n := r.node.Load(); n != nil {
+			// In a team: the node routing it ends it (adopt.go).
+			h, ok, err := n.redelivered(ctx, ts)
+			if err != nil || ok {
+				return h, false, err
+			}
+			continue
+		}
 		if r.opts.Recovery == RecoverRedispatch {
 			if err := r.roomFor(ts); err != nil {
 				r.unclaim(ts, claimDropped)
