@@ -86,6 +86,17 @@ func (r *Router) storeRequest(ctx context.Context, ts *taskState) ([]store.Appen
 	return r.st.Append(ctx, ts.req, o)
 }
 
+// ownRetry stores, in a node, the owner event of a task Retry runs
+// again here, so that the team knows which node routes it now.
+func (r *Router) ownRetry(ctx context.Context, ts *taskState) error {
+	n := r.node.Load()
+	if n == nil {
+		return nil
+	}
+	_, err := r.st.Append(ctx, n.ownerEvent(ts.req, ownerPayload{Node: n.id}))
+	return err
+}
+
 func (n *Node) ownerEvent(req *protocol.Message, p ownerPayload) *protocol.Message {
 	m := n.r.ids.Reply(req, TypeOwner, n.r.opts.AgentID)
 	m.To = []protocol.Participant{}

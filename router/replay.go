@@ -243,6 +243,10 @@ func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
 		}
 		return nil, wrap(ErrNotRetryable, taskID+" "+state, nil)
 	}
+	if err := r.ownRetry(ctx, ts); err != nil { // in a team: this node routes it now (adopt.go)
+		r.unclaim(ts, claimDropped)
+		return nil, err
+	}
 	return r.start(ts, max(l.attempt, l.req.Attempt)+1), nil
 }
 
