@@ -307,3 +307,25 @@ func TestEndKeyFencesTheAttempt(t *testing.T) {
 		t.Fatalf("events %v: the router's result was stored after the fenced end", got)
 	}
 }
+
+// FuzzDecodeOwner: owner and node heartbeat payloads are stored by other
+// processes; any bytes decode to a payload with a node or are refused,
+// never a panic.
+func FuzzDecodeOwner(f *testing.F) {
+	for _, s := range []string{
+		`{"node":"host:1/01J9","depth":2,"chain":["agent:a"],"sub":true}`,
+		`{"node":"host:2/01JA","from":"host:1/01J9"}`,
+		`{"node":""}`, `{"depth":-1,"node":"x"}`, `null`, `[]`, `{"node":5}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, ok := decodeOwner(b)
+		if ok && (p.Node == "" || p.Depth < 0) {
+			t.Fatalf("decodeOwner(%q) accepted %+v", b, p)
+		}
+		if !ok && (p.Node != "" || p.Chain != nil) {
+			t.Fatalf("decodeOwner(%q) refused but returned %+v", b, p)
+		}
+	})
+}

@@ -59,8 +59,16 @@ func startSubmitter(ctx context.Context, cfg teamConfig, n int) (*workerProc, []
 // heartbeats stop, exactly one of them adopts each task, and stores the
 // task's end from the outcome its worker stored (or waits for the
 // attempt still running). Every task ends once, with a result; no
-// attempt is claimed or completed twice; a follower saw no gap.
+// attempt is claimed or completed twice; a follower saw no gap. The
+// tasks work longer than the TTL ("running": most attempts still run
+// when they are adopted, and the adopter waits for them) or a tenth of
+// it ("done": the workers stored every outcome before the adoption).
 func TestKillSubmitter(t *testing.T) {
+	t.Run("running", func(t *testing.T) { testKillSubmitter(t, 3*time.Second/2) })
+	t.Run("done", func(t *testing.T) { testKillSubmitter(t, 100*time.Millisecond) })
+}
+
+func testKillSubmitter(t *testing.T, work time.Duration) {
 	cfg := testConfig(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -70,9 +78,6 @@ func TestKillSubmitter(t *testing.T) {
 	}
 	defer tm.close()
 	gaps := followGaps(tm.st)
-	// Each task works longer than the TTL: most attempts are still
-	// running when they are adopted.
-	work := cfg.TTL + cfg.TTL/2
 	for i := 1; i <= 2; i++ {
 		w, err := startWorker(ctx, os.Args[0], cfg, fmt.Sprintf("worker-%d", i), work, workerArgs...)
 		if err != nil {
