@@ -319,9 +319,6 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	case l.terminal != nil:
 		ts.resolve(outcomeOf(l.terminal))
 		r.unclaim(ts, claimTask)
-	case l.lastStart == 0:
-		// Never routed: route it now.
-		r.start(ts, attempt)
 	case l.done != nil:
 		n.finish(ts, l.agent, l.lastStart, decodeDoneMsg(l.done), p.Sub)
 	case p.Sub:
@@ -329,6 +326,9 @@ func (n *Node) adopt(task, from string) (bool, error) {
 		// delegated it died there): the subtask is cancelled, as it is
 		// when its parent's attempt ends in one process.
 		n.interruptSub(ts)
+	case l.lastStart == 0:
+		// Never routed: route it now.
+		r.start(ts, attempt)
 	case l.dispatch && !l.retrying && n.agentOnline(l.agent):
 		r.settle(ts, claimTask)
 		waiting = true
@@ -389,7 +389,11 @@ func (n *Node) redelivered(ctx context.Context, ts *taskState) (h *Handle, ok bo
 				return
 			}
 		}
-		w.resolve(&Outcome{TaskID: w.req.TaskID, Type: protocol.TypeTaskError, Err: n.leftError()})
+		// The node left before the task ended: an outcome that says so
+		// (not stored: the task goes on in its owner).
+		ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Retryable: true,
+			Message: "this process left the team before the task ended in the process routing it"}
+		w.resolve(&Outcome{TaskID: w.req.TaskID, Type: protocol.TypeTaskError, Message: r.errorEvent(w, r.opts.AgentID, ep), Err: ep})
 	})
 	return &w.handle, true, nil
 }

@@ -89,7 +89,7 @@ func adoptions(t *testing.T, st store.Store, task string) int {
 // survivors adopts the task and stores its task.result from it.
 func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
 	st, _ := memstore.New(nil)
-	ttl := 300 * time.Millisecond
+	ttl := adoptTTL
 	a, sa := newMortal(t, st, ttl, nil)
 	b := newProc(t, st, ttl, nil)
 	c := newProc(t, st, ttl, nil)
@@ -133,7 +133,7 @@ func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
 // the survivor adopt it, and its handle gives the outcome.
 func TestRedeliveryAdoptsTaskOfDeadNode(t *testing.T) {
 	st, _ := memstore.New(nil)
-	ttl := 300 * time.Millisecond
+	ttl := adoptTTL
 	a, sa := newMortal(t, st, ttl, nil)
 	// b's node checks for dead nodes once an hour: it does not adopt.
 	b := newProcWith(t, st, ttl, nil, &NodeOptions{CheckInterval: time.Hour})
@@ -171,7 +171,7 @@ func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
 	for _, policy := range []Recovery{RecoverRedispatch, RecoverFail} {
 		t.Run(map[Recovery]string{RecoverRedispatch: "redispatch", RecoverFail: "fail"}[policy], func(t *testing.T) {
 			st, _ := memstore.New(nil)
-			ttl := 300 * time.Millisecond
+			ttl := adoptTTL
 			a, sa := newMortal(t, st, ttl, nil)
 			started := make(chan struct{})
 			a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
@@ -208,7 +208,7 @@ func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
 // process, is retried there.
 func TestAdoptCancelsOrphanSubtask(t *testing.T) {
 	st, _ := memstore.New(nil)
-	ttl := 300 * time.Millisecond
+	ttl := adoptTTL
 	a := newProc(t, st, ttl, &Options{Recovery: RecoverFail})
 	b, sb := newMortal(t, st, ttl, nil)
 	c := newProc(t, st, ttl, nil)
@@ -244,7 +244,7 @@ func TestAdoptCancelsOrphanSubtask(t *testing.T) {
 // those of dead ones.
 func TestRecoverInTeam(t *testing.T) {
 	st, _ := memstore.New(nil)
-	ttl := 300 * time.Millisecond
+	ttl := adoptTTL
 	a, sa := newMortal(t, st, ttl, nil)
 	started := make(chan struct{})
 	a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
@@ -329,3 +329,39 @@ func FuzzDecodeOwner(f *testing.F) {
 		}
 	})
 }
+
+// A task the dead process had not routed yet (it waited for capacity)
+// is routed by its adopter, whatever the recovery policy.
+func TestAdoptRoutesQueuedTask(t *testing.T) {
+	st, _ := memstore.New(nil)
+	ttl := adoptTTL
+	a, sa := newMortal(t, st, ttl, nil)
+	c := newProc(t, st, ttl, &Options{Recovery: RecoverFail})
+	started := make(chan struct{}, 1)
+	x := card("agent:a", skill("skill:x"))
+	x.Limits = &protocol.Limits{MaxConcurrency: 1}
+	a.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	h1 := a.submit(a.request("skill:x"))
+	<-started
+	h2 := a.submit(a.request("skill:x")) // waits for agent:a's slot
+	a.kill(sa)
+	c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		return summary("c"), nil
+	})
+	if end := terminalOf(t, st, h1.TaskID()); !errors.Is(outcomeOf(end).Err, protocol.CodeInterrupted) {
+		t.Fatalf("the running task ended with %s, want INTERRUPTED (RecoverFail)", end.Type)
+	}
+	if end := terminalOf(t, st, h2.TaskID()); end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:c" || end.Attempt != 1 {
+		t.Fatalf("the queued task ended with %s from %s attempt %d, want c's result of attempt 1", end.Type, end.From.AgentID, end.Attempt)
+	}
+	checkTerminals(t, st)
+}
+
+// adoptTTL is the heartbeat TTL of the adoption tests: long enough that
+// a live process's agents stay online on a loaded machine (under -race),
+// short enough that a dead one is found soon.
+const adoptTTL = time.Second

@@ -308,7 +308,11 @@
 // process is enforced there (the handler's context ends and its error
 // comes back), but no task.timeout is stored for it; adoption is not
 // refused by the adopter's Options.MaxInFlight (it counts there while it
-// runs). Node.Leave
+// runs); a node sends its heartbeat after its agents', so that an agent
+// of a dead node is offline by the time the node is found dead, but with
+// clocks that disagree across machines an adopter may still route to it
+// once (that attempt then ends with INTERRUPTED, retried under
+// RecoverRedispatch). Node.Leave
 // answers the attempts running here with INTERRUPTED and stops the
 // heartbeats; call it before Close. A process that Closes its router
 // ends the tasks it routes (INTERRUPTED) rather than leaving them to be

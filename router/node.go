@@ -269,15 +269,17 @@ func (n *Node) heartbeats() {
 	t := time.NewTicker(n.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
-		if err := n.nodeHeartbeat(); err != nil && n.ctx.Err() == nil {
-			n.r.opts.Logger.Warn("router: node heartbeat", "node", n.id, "err", err)
-		}
 		for _, a := range n.r.reg.List() {
 			if a.Local() {
 				if err := n.r.reg.Heartbeat(n.ctx, a.ID()); err != nil && n.ctx.Err() == nil && !errors.Is(err, registry.ErrNotFound) {
 					n.r.opts.Logger.Warn("router: node heartbeat", "agent", a.ID(), "err", err)
 				}
 			}
+		}
+		// After the agents': when the others find the node dead, its
+		// agents' last heartbeats are at least as old (adopt.go).
+		if err := n.nodeHeartbeat(); err != nil && n.ctx.Err() == nil {
+			n.r.opts.Logger.Warn("router: node heartbeat", "node", n.id, "err", err)
 		}
 		select {
 		case <-n.ctx.Done():
