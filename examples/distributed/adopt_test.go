@@ -169,3 +169,83 @@ func adoptedTasks(t *testing.T, st store.Store) int {
 	}
 	return len(per)
 }
+
+// A worker that also routes — its handlers delegate subtasks, which it
+// routes — is killed with SIGKILL: the submitter retries the attempts
+// that ran there (RecoverRedispatch), and the survivors adopt the
+// subtasks it routed, cancelling them (their delegating handlers died
+// with it). Every task and subtask ends once; every task with a result;
+// no attempt is claimed or completed twice; no task is adopted twice.
+func TestKillRoutingWorker(t *testing.T) {
+	cfg := testConfig(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	tm, err := openTeam(ctx, cfg, &router.Options{Recovery: router.RecoverRedispatch, MaxAttempts: 5,
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.close()
+	gaps := followGaps(tm.st)
+	t.Setenv(recoveryEnv, "redispatch") // the workers retry their subtasks' interrupted attempts
+	w1, err := startWorker(ctx, os.Args[0], cfg, "worker-1", 200*time.Millisecond, workerArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w1.stop()
+	w2, err := startWorker(ctx, os.Args[0], cfg, "worker-2", 200*time.Millisecond, workerArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.awaitAgents(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	var hs []*router.Handle
+	for i := range n {
+		req, _ := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: delegateFrom + i})
+		req.Requires = []string{"skill:echo"}
+		h, err := tm.r.Submit(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	if err := awaitClaims(ctx, tm.st, "agent:worker-2", 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hs {
+		if _, err := h.Wait(ctx); err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+	// The subtasks end too: wait for every task of the log to end.
+	var all []string
+	seen := map[string]bool{}
+	for ev, err := range tm.st.Read(ctx, store.Query{TypePrefix: string(protocol.TypeTaskRequest)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := ev.Message()
+		if !seen[m.TaskID] {
+			seen[m.TaskID] = true
+			all = append(all, m.TaskID)
+		}
+	}
+	ends := awaitEnds(ctx, t, tm.st, all)
+	cancelled := 0
+	for _, m := range ends {
+		if m.Type == protocol.TypeTaskCancel {
+			cancelled++
+		}
+	}
+	if err := gaps.stop(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.AssertOneTerminal(t, tm.st)
+	checkAttempts(t, tm.st, -1, true)
+	t.Logf("%d tasks and subtasks, %d adopted, %d subtasks cancelled", len(all), adoptedTasks(t, tm.st), cancelled)
+}

@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ const (
 	ttlEnv    = "CLUTCH_TTL" // the heartbeat TTL, a Go duration
 	workEnv   = "CLUTCH_WORK"
 	tasksEnv  = "CLUTCH_TASKS" // how many tasks a submitter process submits
+	// recoveryEnv is "redispatch" for a worker whose router retries the
+	// attempts of its subtasks that a dead process held.
+	recoveryEnv = "CLUTCH_RECOVERY"
 )
 
 func main() {
@@ -120,6 +124,10 @@ func runWith(ctx context.Context, out io.Writer, cfg teamConfig, n int, workerAr
 	}
 	return nil
 }
+
+// delegateFrom: a task with N ≥ it delegates a subtask with N - it,
+// which an agent with skill:sub runs.
+const delegateFrom = 1000
 
 // echo is the payload of the demo tasks; ranIn the result.
 type echo struct {
@@ -300,7 +308,11 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("%s: %w", ttlEnv, err)
 	}
 	work, _ := time.ParseDuration(os.Getenv(workEnv))
-	tm, err := openTeam(ctx, teamConfig{DSN: os.Getenv(dsnEnv), Schema: os.Getenv(schemaEnv), TTL: ttl}, nil)
+	var ropts router.Options
+	if os.Getenv(recoveryEnv) == "redispatch" {
+		ropts.Recovery, ropts.MaxAttempts = router.RecoverRedispatch, 5
+	}
+	tm, err := openTeam(ctx, teamConfig{DSN: os.Getenv(dsnEnv), Schema: os.Getenv(schemaEnv), TTL: ttl}, &ropts)
 	if err != nil {
 		return err
 	}
@@ -313,10 +325,26 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:" + name,
 		Capabilities: []protocol.Capability{{ID: "skill:echo"}}}
-	err = tm.r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+	handler := func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		in, err := router.Input[echo](t)
 		if err != nil {
 			return nil, err
+		}
+		if in.N >= delegateFrom { // a task that delegates N-delegateFrom: this process routes it
+			sub, err := t.NewSubtask("demo.echo.v1", echo{N: in.N - delegateFrom})
+			if err != nil {
+				return nil, err
+			}
+			sub.Requires = []string{"skill:sub"}
+			o, err := t.Delegate(ctx, sub)
+			if err != nil {
+				return nil, err
+			}
+			var r ranIn
+			if err := json.Unmarshal(o.Message.Payload, &r); err != nil {
+				return nil, err
+			}
+			return &router.Result{PayloadType: "demo.ran.v1", Payload: ranIn{N: in.N, Worker: name + " via " + r.Worker, PID: os.Getpid()}}, nil
 		}
 		if in.N < 0 { // a task that runs until it is cancelled
 			say("started", t.ID())
@@ -332,8 +360,14 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 			}
 		}
 		return &router.Result{PayloadType: "demo.ran.v1", Payload: ranIn{N: in.N, Worker: name, PID: os.Getpid()}}, nil
-	})
-	if err != nil {
+	}
+	if err := tm.r.Register(ctx, card, handler); err != nil {
+		return err
+	}
+	// agent:<name>-sub runs the subtasks delegated with skill:sub.
+	sub := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:" + name + "-sub",
+		Capabilities: []protocol.Capability{{ID: "skill:sub"}}}
+	if err := tm.r.Register(ctx, sub, handler); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "ready", name)

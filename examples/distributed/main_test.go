@@ -248,7 +248,7 @@ func checkAttempts(t *testing.T, st store.Store, tasks int, wantRetries bool) {
 			t.Errorf("attempt %v completed %d times", k, c)
 		}
 	}
-	if len(ended) != tasks {
+	if tasks >= 0 && len(ended) != tasks {
 		t.Errorf("%d tasks have a task.result, want %d", len(ended), tasks)
 	}
 	for task, ks := range results {
