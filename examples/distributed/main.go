@@ -299,8 +299,9 @@ func submitter(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	return nil
 }
 
-// worker is the body of a worker process: it hosts one agent,
-// agent:<name>, with skill:echo, until stdin closes or ctx ends.
+// worker is the body of a worker process: it hosts agent:<name>, with
+// skill:echo, and agent:<name>-sub, with skill:sub (for delegated
+// subtasks), until stdin closes or ctx ends.
 func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	name := os.Getenv(nameEnv)
 	ttl, err := time.ParseDuration(os.Getenv(ttlEnv))
