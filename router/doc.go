@@ -312,7 +312,9 @@
 // of a dead node is offline by the time the node is found dead, but with
 // clocks that disagree across machines an adopter may still route to it
 // once (that attempt then ends with INTERRUPTED, retried under
-// RecoverRedispatch). Node.Leave
+// RecoverRedispatch); the node heartbeats are events of the log (run
+// NodesRunID, one per node every HeartbeatInterval), listed with the
+// other runs. Node.Leave
 // answers the attempts running here with INTERRUPTED and stops the
 // heartbeats; call it before Close. A process that Closes its router
 // ends the tasks it routes (INTERRUPTED) rather than leaving them to be
