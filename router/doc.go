@@ -261,12 +261,78 @@
 // another process dispatched to them ends with INTERRUPTED: retryable
 // under RecoverRedispatch, so the router routes it again to an agent that
 // is online (a survivor), final under RecoverFail. No attempt is lost and
-// the task still ends once. The attempts a dead process had routed itself
-// lose their router: a restarted process ends them with Recover, which
-// ends every open task of the log — call it when no other process of the
-// team is running tasks, or it ends theirs too. Node.Leave
+// the task still ends once.
+//
+// The tasks a dead process routed are adopted by the survivors. Each node
+// stores a TypeNodeHeartbeat every HeartbeatInterval (run_id NodesRunID);
+// a node none of whose heartbeats arrived for HeartbeatTTL is dead
+// (timed where they arrive: the processes' clocks need not agree). The
+// node a task is submitted to routes it, and says so with a TypeOwner
+// event stored together with the task.request (and again when Retry runs
+// the task in another process). Every CheckInterval each node looks at
+// the open tasks it saw routed by other nodes since it joined, and adopts
+// those of dead nodes: it stores a TypeOwner event with idempotency key
+// "clutch.adopt/<task id>/<dead node>", which the store lets in once, so
+// exactly one survivor adopts each task. The adopter then, by what the
+// log holds about the task's last attempt:
+//
+//   - the task ended meanwhile: nothing;
+//   - the worker stored the attempt's outcome (x.clutch.task.done): it
+//     stores the task's terminal event from it, validated as a local
+//     result, or, for a retryable error with attempts left, routes the
+//     next attempt;
+//   - the attempt still runs in another process whose agent is online:
+//     it waits for the outcome as the dead process would have (and
+//     applies the recovery policy if that agent goes offline too);
+//   - the attempt ran in the dead process, or its retry had not started:
+//     Options.Recovery of the adopter — RecoverRedispatch routes a new
+//     attempt, RecoverFail ends the task with a retryable INTERRUPTED
+//     task.error;
+//   - the task was never routed (it waited for capacity): it routes it;
+//   - a subtask delegated by a handler that ran in the dead process (its
+//     parent's attempt died there) ends with task.cancel, as a subtask
+//     does when its parent's attempt ends in one process; the parent's
+//     router retries or fails the parent as above.
+//
+// Fencing: every terminal event the router stores carries the
+// idempotency key "clutch.end/<task id>/<attempt>", so the store lets
+// exactly one end of an attempt in, whichever process stores it; a router
+// whose end was refused as a duplicate takes the stored end as the
+// task's outcome. A process presumed dead that was only paused past the
+// TTL therefore never ends an attempt a second time, but it may still
+// start a new attempt of a task it no longer owns (at-least-once, as
+// after any retry).
+//
+// The Handles of the dead process die with it. Another process gets the
+// outcome from the log (store Follow by task id for its terminal event),
+// or by submitting the same request again: in a team, a redelivered
+// request of an open task that does not run here gives a handle that
+// follows the task's end in the log while the node routing it is alive
+// (its Cancel does nothing: cancel in the owner's process), and makes
+// this node adopt the task when that node is dead.
+//
+// Live adoption covers the tasks a node saw routed since it joined. A
+// process that starts after others died calls Recover once, after Join:
+// in a team it waits one HeartbeatTTL (to hear the live nodes'
+// heartbeats), then scans the log and adopts, as above, each open task
+// whose owner is dead or unknown (routed by a router that was no node) —
+// never one a live node routes. Several processes may call it at once.
+//
+// Caveats: the max_runtime_sec of an adopted attempt that runs in another
+// process is enforced there (the handler's context ends and its error
+// comes back), but no task.timeout is stored for it; adoption is not
+// refused by the adopter's Options.MaxInFlight (it counts there while it
+// runs); a node sends its heartbeat after its agents', so that an agent
+// of a dead node is offline by the time the node is found dead, but with
+// clocks that disagree across machines an adopter may still route to it
+// once (that attempt then ends with INTERRUPTED, retried under
+// RecoverRedispatch); the node heartbeats are events of the log (run
+// NodesRunID, one per node every HeartbeatInterval), listed with the
+// other runs. Node.Leave
 // answers the attempts running here with INTERRUPTED and stops the
-// heartbeats; call it before Close.
+// heartbeats; call it before Close. A process that Closes its router
+// ends the tasks it routes (INTERRUPTED) rather than leaving them to be
+// adopted.
 //
 // # Clock
 //

@@ -39,15 +39,22 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 		return false
 	}
 	last := events[len(events)-1]
+	if last.IdempotencyKey == "" {
+		last.IdempotencyKey = endKey(ts.req.TaskID, last.Attempt) // fencing: one end per attempt (adopt.go)
+		last.Reset()                                              // bytes encoded without the key
+	}
 	// Terminal events are stored even when the task's context is done.
 	// They go through a buffer of the task, which only the caller that
 	// ended the task uses, so that events does not escape (the callers'
 	// arrays stay on their stacks).
 	evs := append(ts.endEvs[:0], events...)
-	_, err := r.st.Append(ts.detached(), evs...)
+	res, err := r.st.Append(ts.detached(), evs...)
 	clear(ts.endEvs[:])
-	if err != nil {
+	switch {
+	case err != nil:
 		last, out.Err = r.storeFallback(ts, last, err)
+	case res[len(res)-1].Duplicate:
+		last, out = r.endedElsewhere(ts, res[len(res)-1].Seq, last, out) // adopt.go
 	}
 	out.TaskID = ts.req.TaskID
 	out.Type = last.Type
@@ -99,7 +106,13 @@ func (r *Router) storeFallback(ts *taskState, last *protocol.Message, err error)
 		ep.Message = "storing the " + string(last.Type) + " event failed: " + msg
 	}
 	fb := r.errorEvent(ts, r.opts.AgentID, ep)
-	if _, err := r.st.Append(ts.detached(), fb); err != nil {
+	fb.IdempotencyKey = endKey(ts.req.TaskID, fb.Attempt)
+	if res, err := r.st.Append(ts.detached(), fb); err == nil && res[0].Duplicate {
+		// The first append was stored after all (a commit whose answer
+		// was lost), or another process ended the attempt.
+		m, o := r.endedElsewhere(ts, res[0].Seq, fb, Outcome{Err: ep})
+		return m, o.Err
+	} else if err != nil {
 		r.opts.Logger.Error("router: storing the fallback task.error failed; the log holds no terminal event for the task", "task", ts.req.TaskID, "err", err)
 		return fb, &protocol.ErrorPayload{Code: protocol.CodeInternal, Retryable: true,
 			Message: "no terminal event could be stored: " + ep.Message}

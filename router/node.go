@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -69,6 +70,12 @@ type Node struct {
 	running map[string]*remoteRun             // task id → the attempt run here
 	err     error                             // the first background failure
 	changed signal                            // broadcast after each registry change applied
+
+	id     string               // this node in owner events and node heartbeats (adopt.go)
+	joined time.Time            // when Join returned: nodes not heard from since count as alive from it
+	seen   map[string]time.Time // node id → when its last heartbeat arrived here
+	owned  map[string]*owned    // task id → the other node routing it, for the open tasks seen since Join
+	skew   atomic.Int64         // added to the liveness clock, by tests
 }
 
 type remoteRun struct {
@@ -116,7 +123,8 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: join: %w", err)
 	}
-	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal()}
+	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal(),
+		id: o.Host + "/" + r.ids.New(""), joined: time.Now(), seen: map[string]time.Time{}, owned: map[string]*owned{}}
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if !r.node.CompareAndSwap(nil, n) {
 		n.cancel()
@@ -132,6 +140,7 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	})
 	n.bg.Go(n.heartbeats)
 	n.bg.Go(func() { n.bus(start) })
+	n.bg.Go(n.watch) // adopt.go
 	return n, nil
 }
 
@@ -267,6 +276,11 @@ func (n *Node) heartbeats() {
 				}
 			}
 		}
+		// After the agents': when the others find the node dead, its
+		// agents' last heartbeats are at least as old (adopt.go).
+		if err := n.nodeHeartbeat(); err != nil && n.ctx.Err() == nil {
+			n.r.opts.Logger.Warn("router: node heartbeat", "node", n.id, "err", err)
+		}
 		select {
 		case <-n.ctx.Done():
 			return
@@ -303,6 +317,7 @@ func (n *Node) bus(start uint64) {
 }
 
 func (n *Node) handle(m *protocol.Message) {
+	n.track(m) // adopt.go
 	switch m.Type {
 	case TypeDispatch:
 		if len(m.To) == 1 && n.hosted(m.To[0].AgentID) {

@@ -28,6 +28,11 @@ type proc struct {
 
 func newProc(t *testing.T, st store.Store, ttl time.Duration, opts *Options) *proc {
 	t.Helper()
+	return newProcWith(t, st, ttl, opts, nil)
+}
+
+func newProcWith(t *testing.T, st store.Store, ttl time.Duration, opts *Options, nopts *NodeOptions) *proc {
+	t.Helper()
 	ctx := context.Background()
 	reg, err := registry.Open(ctx, st, &registry.Options{Shared: true, HeartbeatTTL: ttl})
 	if err != nil {
@@ -45,7 +50,7 @@ func newProc(t *testing.T, st store.Store, ttl time.Duration, opts *Options) *pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := r.Join(ctx, nil)
+	n, err := r.Join(ctx, nopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +112,7 @@ func TestNodeRunsTaskInHostingProcess(t *testing.T) {
 	if err != nil || got.Findings[0] != "found in b" {
 		t.Fatalf("result %+v, %v", got, err)
 	}
-	want := []string{"task.request", "routing.decision", "task.accept", string(TypeDispatch), string(TypeClaim), "task.progress", string(TypeDone), "task.result"}
+	want := []string{"task.request", string(TypeOwner), "routing.decision", "task.accept", string(TypeDispatch), string(TypeClaim), "task.progress", string(TypeDone), "task.result"}
 	if diff := a.types(h.TaskID()); !equalStrings(diff, want) {
 		t.Fatalf("events %v, want %v", diff, want)
 	}

@@ -109,6 +109,14 @@ func (r *Router) recoverStored(ctx context.Context, req *protocol.Message) (h *H
 			r.unclaim(ts, claimTask)
 			return &ts.handle, false, nil
 		}
+		if n := r.node.Load(); n != nil {
+			// In a team: the node routing it ends it (adopt.go).
+			h, ok, err := n.redelivered(ctx, ts)
+			if err != nil || ok {
+				return h, false, err
+			}
+			continue
+		}
 		if r.opts.Recovery == RecoverRedispatch {
 			if err := r.roomFor(ts); err != nil {
 				r.unclaim(ts, claimDropped)
@@ -160,6 +168,9 @@ func (r *Router) running(taskID string) bool {
 // With RecoverRedispatch it stops with ErrCapacity when the router holds
 // Options.MaxInFlight tasks; calling it again later goes on.
 func (r *Router) Recover(ctx context.Context) (int, error) {
+	if n := r.node.Load(); n != nil {
+		return n.recoverTeam(ctx) // in a team: only the tasks of dead nodes (adopt.go)
+	}
 	logs := map[string]*taskLog{}
 	var order []string
 	for ev, err := range r.st.Read(ctx, store.Query{TypePrefix: "task."}) {
@@ -231,6 +242,10 @@ func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
 			state = "ended with " + string(l.terminal.Type)
 		}
 		return nil, wrap(ErrNotRetryable, taskID+" "+state, nil)
+	}
+	if err := r.ownRetry(ctx, ts); err != nil { // in a team: this node routes it now (adopt.go)
+		r.unclaim(ts, claimDropped)
+		return nil, err
 	}
 	return r.start(ts, max(l.attempt, l.req.Attempt)+1), nil
 }

@@ -272,7 +272,7 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 			}
 			continue // the claim came to nothing: claim again
 		}
-		res, err := r.st.Append(ctx, req)
+		res, err := r.storeRequest(ctx, ts) // with its owner event in a team (adopt.go)
 		if err != nil {
 			r.unclaim(ts, claimDropped)
 			return nil, fmt.Errorf("router: storing the request: %w", err)

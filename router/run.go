@@ -383,6 +383,7 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 		res = &Result{}
 	}
 	m := r.event(ts, protocol.TypeTaskResult, from, nil)
+	m.IdempotencyKey = endKey(ts.req.TaskID, m.Attempt) // before it is encoded (end.go)
 	m.PayloadType = res.PayloadType
 	m.SchemaRef = protocol.SchemaRefFor(res.PayloadType)
 	m.Attachments = res.Attachments

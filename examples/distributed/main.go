@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -39,13 +40,17 @@ const (
 	schemaEnv = "CLUTCH_SCHEMA"
 	ttlEnv    = "CLUTCH_TTL" // the heartbeat TTL, a Go duration
 	workEnv   = "CLUTCH_WORK"
+	tasksEnv  = "CLUTCH_TASKS" // how many tasks a submitter process submits
+	// recoveryEnv is "redispatch" for a worker whose router retries the
+	// attempts of its subtasks that a dead process held.
+	recoveryEnv = "CLUTCH_RECOVERY"
 )
 
 func main() {
-	if os.Getenv(roleEnv) == "worker" {
+	if role := os.Getenv(roleEnv); role != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
-		if err := worker(ctx, os.Stdin, os.Stdout); err != nil {
+		if err := child(ctx, role, os.Stdin, os.Stdout); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -119,6 +124,10 @@ func runWith(ctx context.Context, out io.Writer, cfg teamConfig, n int, workerAr
 	}
 	return nil
 }
+
+// delegateFrom: a task with N ≥ it delegates a subtask with N - it,
+// which an agent with skill:sub runs.
+const delegateFrom = 1000
 
 // echo is the payload of the demo tasks; ranIn the result.
 type echo struct {
@@ -244,8 +253,55 @@ func (w *workerProc) kill() error {
 	return nil
 }
 
-// worker is the body of a worker process: it hosts one agent,
-// agent:<name>, with skill:echo, until stdin closes or ctx ends.
+// child runs the body of a process this program started: a worker, or
+// a submitter (used by the tests to kill the process that routes tasks).
+func child(ctx context.Context, role string, stdin io.Reader, stdout io.Writer) error {
+	switch role {
+	case "worker":
+		return worker(ctx, stdin, stdout)
+	case "submitter":
+		return submitter(ctx, stdin, stdout)
+	}
+	return fmt.Errorf("%s=%q: want worker or submitter", roleEnv, role)
+}
+
+// submitter is the body of a submitting process: it waits for two
+// agents with skill:echo, submits CLUTCH_TASKS tasks, prints "submitted
+// <task id>" for each and "ready", then waits for stdin to close (it
+// does not wait for the tasks: the survivors end them if it dies).
+func submitter(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	ttl, err := time.ParseDuration(os.Getenv(ttlEnv))
+	if err != nil {
+		return fmt.Errorf("%s: %w", ttlEnv, err)
+	}
+	n, _ := strconv.Atoi(os.Getenv(tasksEnv))
+	tm, err := openTeam(ctx, teamConfig{DSN: os.Getenv(dsnEnv), Schema: os.Getenv(schemaEnv), TTL: ttl}, nil)
+	if err != nil {
+		return err
+	}
+	defer tm.close()
+	if err := tm.awaitAgents(ctx, 2); err != nil {
+		return err
+	}
+	for i := range n {
+		req, err := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: i})
+		if err != nil {
+			return err
+		}
+		req.Requires = []string{"skill:echo"}
+		if _, err := tm.r.Submit(ctx, req); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "submitted", req.TaskID)
+	}
+	fmt.Fprintln(stdout, "ready")
+	io.Copy(io.Discard, stdin)
+	return nil
+}
+
+// worker is the body of a worker process: it hosts agent:<name>, with
+// skill:echo, and agent:<name>-sub, with skill:sub (for delegated
+// subtasks), until stdin closes or ctx ends.
 func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	name := os.Getenv(nameEnv)
 	ttl, err := time.ParseDuration(os.Getenv(ttlEnv))
@@ -253,7 +309,11 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("%s: %w", ttlEnv, err)
 	}
 	work, _ := time.ParseDuration(os.Getenv(workEnv))
-	tm, err := openTeam(ctx, teamConfig{DSN: os.Getenv(dsnEnv), Schema: os.Getenv(schemaEnv), TTL: ttl}, nil)
+	var ropts router.Options
+	if os.Getenv(recoveryEnv) == "redispatch" {
+		ropts.Recovery, ropts.MaxAttempts = router.RecoverRedispatch, 5
+	}
+	tm, err := openTeam(ctx, teamConfig{DSN: os.Getenv(dsnEnv), Schema: os.Getenv(schemaEnv), TTL: ttl}, &ropts)
 	if err != nil {
 		return err
 	}
@@ -266,10 +326,26 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	}
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:" + name,
 		Capabilities: []protocol.Capability{{ID: "skill:echo"}}}
-	err = tm.r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+	handler := func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		in, err := router.Input[echo](t)
 		if err != nil {
 			return nil, err
+		}
+		if in.N >= delegateFrom { // a task that delegates N-delegateFrom: this process routes it
+			sub, err := t.NewSubtask("demo.echo.v1", echo{N: in.N - delegateFrom})
+			if err != nil {
+				return nil, err
+			}
+			sub.Requires = []string{"skill:sub"}
+			o, err := t.Delegate(ctx, sub)
+			if err != nil {
+				return nil, err
+			}
+			var r ranIn
+			if err := json.Unmarshal(o.Message.Payload, &r); err != nil {
+				return nil, err
+			}
+			return &router.Result{PayloadType: "demo.ran.v1", Payload: ranIn{N: in.N, Worker: name + " via " + r.Worker, PID: os.Getpid()}}, nil
 		}
 		if in.N < 0 { // a task that runs until it is cancelled
 			say("started", t.ID())
@@ -285,8 +361,14 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 			}
 		}
 		return &router.Result{PayloadType: "demo.ran.v1", Payload: ranIn{N: in.N, Worker: name, PID: os.Getpid()}}, nil
-	})
-	if err != nil {
+	}
+	if err := tm.r.Register(ctx, card, handler); err != nil {
+		return err
+	}
+	// agent:<name>-sub runs the subtasks delegated with skill:sub.
+	sub := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:" + name + "-sub",
+		Capabilities: []protocol.Capability{{ID: "skill:sub"}}}
+	if err := tm.r.Register(ctx, sub, handler); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "ready", name)

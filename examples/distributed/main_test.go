@@ -25,9 +25,9 @@ import (
 var cluster pgpeer.Shared
 
 func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == "worker" {
-		if err := worker(context.Background(), os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "worker:", err)
+	if role := os.Getenv(roleEnv); role != "" {
+		if err := child(context.Background(), role, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, role+":", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -180,7 +180,7 @@ func TestKillWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.AssertOneTerminal(t, tm.st)
-	checkAttempts(t, tm.st, n)
+	checkAttempts(t, tm.st, n, true)
 }
 
 // awaitClaims waits until agent has k claims in the log.
@@ -202,7 +202,7 @@ func awaitClaims(ctx context.Context, st store.Store, agent string, k int) error
 // once and completes (x.clutch.task.done) at most once; a task has at
 // most one completed attempt with a result, and it is the one the
 // task.result was made from; the interrupted attempts were retried.
-func checkAttempts(t *testing.T, st store.Store, tasks int) {
+func checkAttempts(t *testing.T, st store.Store, tasks int, wantRetries bool) {
 	t.Helper()
 	type key struct {
 		task    string
@@ -248,7 +248,7 @@ func checkAttempts(t *testing.T, st store.Store, tasks int) {
 			t.Errorf("attempt %v completed %d times", k, c)
 		}
 	}
-	if len(ended) != tasks {
+	if tasks >= 0 && len(ended) != tasks {
 		t.Errorf("%d tasks have a task.result, want %d", len(ended), tasks)
 	}
 	for task, ks := range results {
@@ -259,7 +259,7 @@ func checkAttempts(t *testing.T, st store.Store, tasks int) {
 			t.Errorf("task %s: ended with attempt %d, but attempt %d ran to a result", task, ended[task], ks[0].attempt)
 		}
 	}
-	if retried == 0 {
+	if wantRetries && retried == 0 {
 		t.Errorf("no attempt was interrupted: worker-2 was killed before it held any")
 	}
 	t.Logf("%d attempts claimed, %d interrupted and routed again", len(claims), retried)

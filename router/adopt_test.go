@@ -1,0 +1,367 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/memstore"
+)
+
+// mortal is the store as one process sees it: once killed, nothing the
+// process writes reaches the store and its reads fail, as when the
+// process died with kill -9 (its goroutines may still run here, but they
+// can no longer change the log).
+type mortal struct {
+	store.Store
+	dead atomic.Bool
+}
+
+var errDead = errors.New("the process is dead")
+
+func (s *mortal) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	if s.dead.Load() {
+		return nil, errDead
+	}
+	return s.Store.Append(ctx, msgs...)
+}
+
+func (s *mortal) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	if s.dead.Load() {
+		return func(yield func(store.Event, error) bool) { yield(store.Event{}, errDead) }
+	}
+	return s.Store.Read(ctx, q)
+}
+
+// kill makes p dead: its writes are lost and its node stops.
+func (p *proc) kill(s *mortal) {
+	s.dead.Store(true)
+	p.node.cancel()
+}
+
+// newMortal returns a process over a store it can be killed on.
+func newMortal(t *testing.T, st store.Store, ttl time.Duration, opts *Options) (*proc, *mortal) {
+	m := &mortal{Store: st}
+	return newProc(t, m, ttl, opts), m
+}
+
+// terminalOf waits until task has a terminal event in st and returns it.
+func terminalOf(t *testing.T, st store.Store, task string) *protocol.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ev, err := range st.Follow(ctx, store.Query{TaskID: task}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := ev.Message()
+		if protocol.EndsTask(m) {
+			return m
+		}
+	}
+	t.Fatalf("task %s did not end within 10s", task)
+	return nil
+}
+
+// adoptions counts the adoption claims of task that got into the log.
+func adoptions(t *testing.T, st store.Store, task string) int {
+	t.Helper()
+	n := 0
+	for ev, err := range st.Read(context.Background(), store.Query{TaskID: task, TypePrefix: string(TypeOwner)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := ev.Message()
+		if p, ok := decodeOwner(m.Payload); ok && p.From != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// The process that routed a task dies while a worker process runs it:
+// the worker finishes and stores its outcome, and exactly one of the two
+// survivors adopts the task and stores its task.result from it.
+func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
+	st, _ := memstore.New(nil)
+	ttl := adoptTTL
+	a, sa := newMortal(t, st, ttl, nil)
+	b := newProc(t, st, ttl, nil)
+	c := newProc(t, st, ttl, nil)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(started)
+		<-release
+		return summary("from b"), nil
+	})
+	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
+	h := a.submit(a.request("skill:x"))
+	<-started
+	// A redelivery of the request to another process, while a routes
+	// the task: a handle that follows the task's end in the log.
+	hc := c.submit(h.Request())
+	a.kill(sa)
+	close(release)
+	end := terminalOf(t, st, h.TaskID())
+	if end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:b" || end.Attempt != 1 {
+		t.Fatalf("terminal %s from %s attempt %d; want b's task.result of attempt 1", end.Type, end.From.AgentID, end.Attempt)
+	}
+	if end.IdempotencyKey != endKey(h.TaskID(), 1) {
+		t.Fatalf("terminal key %q; events %v", end.IdempotencyKey, b.types(h.TaskID()))
+	}
+	if n := adoptions(t, st, h.TaskID()); n != 1 {
+		t.Fatalf("%d adoptions, want 1", n)
+	}
+	if out, err := c.wait(hc); err != nil || out.Message.ID != end.ID {
+		t.Fatalf("the redelivery's outcome %+v, %v; want the stored end", out, err)
+	}
+	// A redelivery after the end: the stored outcome.
+	d := newProc(t, st, ttl, nil)
+	if out, err := d.wait(d.submit(h.Request())); err != nil || out.Message.ID != end.ID {
+		t.Fatalf("a later redelivery: %+v, %v; want the stored end", out, err)
+	}
+	checkTerminals(t, st)
+}
+
+// A redelivery to a survivor of a task whose routing process died makes
+// the survivor adopt it, and its handle gives the outcome.
+func TestRedeliveryAdoptsTaskOfDeadNode(t *testing.T) {
+	st, _ := memstore.New(nil)
+	ttl := adoptTTL
+	a, sa := newMortal(t, st, ttl, nil)
+	// b's node checks for dead nodes once an hour: it does not adopt.
+	b := newProcWith(t, st, ttl, nil, &NodeOptions{CheckInterval: time.Hour})
+	started := make(chan struct{})
+	release := make(chan struct{})
+	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(started)
+		<-release
+		return summary("from b"), nil
+	})
+	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
+	h := a.submit(a.request("skill:x"))
+	<-started
+	a.kill(sa)
+	e := newProc(t, st, ttl, nil)
+	// For e, a TTL has passed: a, not heard from since, is dead.
+	e.node.skew.Store(int64(2 * ttl))
+	he := e.submit(h.Request())
+	close(release)
+	out, err := e.wait(he)
+	if err != nil || !out.OK() || out.Message.From.AgentID != "agent:b" {
+		t.Fatalf("outcome %+v, %v; want b's result", out, err)
+	}
+	if n := adoptions(t, st, h.TaskID()); n != 1 {
+		t.Fatalf("%d adoptions, want 1", n)
+	}
+	checkTerminals(t, st)
+}
+
+// The routing process dies with the attempt running on one of its own
+// agents: the survivor applies its recovery policy, routing the task
+// again to an agent of its own (RecoverRedispatch) or ending it with
+// INTERRUPTED (RecoverFail).
+func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
+	for _, policy := range []Recovery{RecoverRedispatch, RecoverFail} {
+		t.Run(map[Recovery]string{RecoverRedispatch: "redispatch", RecoverFail: "fail"}[policy], func(t *testing.T) {
+			st, _ := memstore.New(nil)
+			ttl := adoptTTL
+			a, sa := newMortal(t, st, ttl, nil)
+			started := make(chan struct{})
+			a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+				close(started)
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+			c := newProc(t, st, ttl, &Options{Recovery: policy})
+			h := a.submit(a.request("skill:x"))
+			<-started
+			a.kill(sa)
+			c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+				return summary("from c"), nil
+			})
+			end := terminalOf(t, st, h.TaskID())
+			switch policy {
+			case RecoverRedispatch:
+				if end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:c" || end.Attempt != 2 {
+					t.Fatalf("terminal %s from %s attempt %d; want c's result of attempt 2", end.Type, end.From.AgentID, end.Attempt)
+				}
+			case RecoverFail:
+				out := outcomeOf(end)
+				if !errors.Is(out.Err, protocol.CodeInterrupted) || end.Attempt != 1 {
+					t.Fatalf("terminal %s %v attempt %d; want INTERRUPTED of attempt 1", end.Type, out.Err, end.Attempt)
+				}
+			}
+			checkTerminals(t, st)
+		})
+	}
+}
+
+// A delegated subtask whose parent's handler died with its process is
+// cancelled by the survivor that adopts it; the parent, routed by a live
+// process, is retried there.
+func TestAdoptCancelsOrphanSubtask(t *testing.T) {
+	st, _ := memstore.New(nil)
+	ttl := adoptTTL
+	a := newProc(t, st, ttl, &Options{Recovery: RecoverFail})
+	b, sb := newMortal(t, st, ttl, nil)
+	c := newProc(t, st, ttl, nil)
+	subID := make(chan string, 1)
+	b.register(card("agent:x", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		sub, _ := tk.NewSubtask("research.query.v1", map[string]any{"query": "sub"})
+		sub.Requires = []string{"skill:y"}
+		subID <- sub.TaskID
+		_, err := tk.Delegate(ctx, sub)
+		return nil, err
+	})
+	yStarted := make(chan struct{})
+	c.register(card("agent:y", skill("skill:y")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(yStarted)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	waitFor(t, "the agents", func() bool { return a.r.handler("agent:x") != nil && b.r.handler("agent:y") != nil }, a, b)
+	h := a.submit(a.request("skill:x"))
+	sub := <-subID
+	<-yStarted
+	b.kill(sb)
+	if end := terminalOf(t, st, sub); end.Type != protocol.TypeTaskCancel {
+		t.Fatalf("orphan subtask ended with %s, want task.cancel", end.Type)
+	}
+	if _, err := a.wait(h); !errors.Is(err, protocol.CodeInterrupted) {
+		t.Fatalf("parent: %v, want INTERRUPTED", err)
+	}
+	checkTerminals(t, st)
+}
+
+// Recover in a team leaves alone the tasks live nodes route, and adopts
+// those of dead ones.
+func TestRecoverInTeam(t *testing.T) {
+	st, _ := memstore.New(nil)
+	ttl := adoptTTL
+	a, sa := newMortal(t, st, ttl, nil)
+	started := make(chan struct{})
+	a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	h := a.submit(a.request("skill:x"))
+	<-started
+	// d and e join after the task was submitted: only Recover finds it.
+	d := newProc(t, st, ttl, nil)
+	n, err := d.r.Recover(context.Background())
+	if err != nil || n != 0 {
+		t.Fatalf("Recover with the owner alive: %d, %v; want 0", n, err)
+	}
+	a.kill(sa)
+	e := newProc(t, st, ttl, nil)
+	n, err = e.r.Recover(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("Recover with the owner dead: %d, %v; want 1", n, err)
+	}
+	end := terminalOf(t, st, h.TaskID())
+	if out := outcomeOf(end); !errors.Is(out.Err, protocol.CodeInterrupted) {
+		t.Fatalf("terminal %s %v, want INTERRUPTED (RecoverFail)", end.Type, out.Err)
+	}
+	if n, err := d.r.Recover(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Recover again: %d, %v; want 0", n, err)
+	}
+	checkTerminals(t, st)
+}
+
+// Every terminal event carries the attempt's end key, and an end the
+// store already holds (stored by an adopter) wins: the router's own end
+// of that attempt is not stored and its outcome is the stored one.
+func TestEndKeyFencesTheAttempt(t *testing.T) {
+	e := newEnv(t, nil)
+	e.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		if tk.Request().Meta["fence"] == nil {
+			return summary("x"), nil
+		}
+		m := e.r.ids.Reply(tk.Request(), protocol.TypeTaskError, "agent:orchestrator")
+		m.IdempotencyKey = endKey(tk.ID(), tk.Attempt())
+		m.SetPayload(protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "adopted elsewhere"})
+		if _, err := e.st.Append(ctx, m); err != nil {
+			return nil, err
+		}
+		return summary("too late"), nil
+	})
+	out, err := e.wait(e.submit(e.request("skill:x")))
+	if err != nil || out.Message.IdempotencyKey != endKey(out.TaskID, 1) {
+		t.Fatalf("outcome %+v, %v; want a result keyed %s", out, err, endKey(out.TaskID, 1))
+	}
+	req := e.request("skill:x")
+	req.Meta = map[string]any{"fence": true}
+	out, err = e.wait(e.submit(req))
+	if !errors.Is(err, protocol.CodeInterrupted) || out.Type != protocol.TypeTaskError {
+		t.Fatalf("outcome %+v, %v; want the stored INTERRUPTED", out, err)
+	}
+	if got := e.types(req.TaskID); got[len(got)-1] != string(protocol.TypeTaskError) {
+		t.Fatalf("events %v: the router's result was stored after the fenced end", got)
+	}
+}
+
+// FuzzDecodeOwner: owner and node heartbeat payloads are stored by other
+// processes; any bytes decode to a payload with a node or are refused,
+// never a panic.
+func FuzzDecodeOwner(f *testing.F) {
+	for _, s := range []string{
+		`{"node":"host:1/01J9","depth":2,"chain":["agent:a"],"sub":true}`,
+		`{"node":"host:2/01JA","from":"host:1/01J9"}`,
+		`{"node":""}`, `{"depth":-1,"node":"x"}`, `null`, `[]`, `{"node":5}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, ok := decodeOwner(b)
+		if ok && (p.Node == "" || p.Depth < 0) {
+			t.Fatalf("decodeOwner(%q) accepted %+v", b, p)
+		}
+		if !ok && (p.Node != "" || p.Chain != nil) {
+			t.Fatalf("decodeOwner(%q) refused but returned %+v", b, p)
+		}
+	})
+}
+
+// A task the dead process had not routed yet (it waited for capacity)
+// is routed by its adopter, whatever the recovery policy.
+func TestAdoptRoutesQueuedTask(t *testing.T) {
+	st, _ := memstore.New(nil)
+	ttl := adoptTTL
+	a, sa := newMortal(t, st, ttl, nil)
+	c := newProc(t, st, ttl, &Options{Recovery: RecoverFail})
+	started := make(chan struct{}, 1)
+	x := card("agent:a", skill("skill:x"))
+	x.Limits = &protocol.Limits{MaxConcurrency: 1}
+	a.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	h1 := a.submit(a.request("skill:x"))
+	<-started
+	h2 := a.submit(a.request("skill:x")) // waits for agent:a's slot
+	a.kill(sa)
+	c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		return summary("c"), nil
+	})
+	if end := terminalOf(t, st, h1.TaskID()); !errors.Is(outcomeOf(end).Err, protocol.CodeInterrupted) {
+		t.Fatalf("the running task ended with %s, want INTERRUPTED (RecoverFail)", end.Type)
+	}
+	if end := terminalOf(t, st, h2.TaskID()); end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:c" || end.Attempt != 1 {
+		t.Fatalf("the queued task ended with %s from %s attempt %d, want c's result of attempt 1", end.Type, end.From.AgentID, end.Attempt)
+	}
+	checkTerminals(t, st)
+}
+
+// adoptTTL is the heartbeat TTL of the adoption tests: long enough that
+// a live process's agents stay online on a loaded machine (under -race),
+// short enough that a dead one is found soon.
+const adoptTTL = time.Second
