@@ -158,7 +158,7 @@
           return el("a", { href: threadHash(t.id), class: "thread-link st-" + t.status + (active ? " active" : ""),
             title: t.id + " · " + t.status + " · updated " + t.updated, "data-thread": t.id },
           el("span", { class: "dot" }), el("span", { class: "name" }, shortId(t.id)),
-          el("span", { class: "count" }, String(t.events)));
+          el("span", { class: "count", title: t.events + " events" }, fmtShort(t.updated)));
         })));
     }
     if (!S.threads.length) nav.appendChild(el("div", { class: "channel" }, el("h2", null, "No threads yet")));
@@ -219,6 +219,8 @@
   }
   function agentName(id) { return String(id || "").replace(/^agent:/, ""); }
   const timeFmt = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  const shortFmt = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
+  function fmtShort(ts) { const d = new Date(ts); return isNaN(d) ? "" : shortFmt.format(d); }
   function fmtTime(ts) {
     const d = new Date(ts);
     return isNaN(d) ? String(ts || "") : timeFmt.format(d);
@@ -556,7 +558,8 @@
       el("a", { href: taskHash(n.task_id), title: n.task_id + " · " + st },
         el("span", { class: "dot st-" + statusClass(st) }), el("span", null, n.payload_type || "task"),
         el("span", { class: "tid" }, shortId(n.task_id))),
-      el("div", { class: "tinfo" }, [agentName(n.agent_id) || "unrouted", st, n.attempts > 1 ? n.attempts + " attempts" : ""].filter(Boolean).join(" · ")),
+      el("div", { class: "tinfo" }, [agentName(n.agent_id) || "unrouted", st, n.attempts > 1 ? n.attempts + " attempts" : "",
+        n.error && n.error.code ? String(n.error.code) : ""].filter(Boolean).join(" · ")),
       Array.isArray(n.children) && n.children.length ? el("ul", null, n.children.map(treeNode)) : null);
   }
   function statusClass(st) {
