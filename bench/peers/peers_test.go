@@ -29,6 +29,7 @@ import (
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/memstore"
+	"github.com/clutchprotocol/clutch/store/storetest"
 )
 
 // callers is how many goroutines call each system at once.
@@ -36,52 +37,17 @@ const callers = 64
 
 // ---- the messages, built per operation on every side ----
 
-var eventPayload = json.RawMessage(`{"title":"Market analysis complete for the Nordic payments segment","findings":["Three incumbents hold 70% of volume","Real-time rails adoption doubled in 2026","Margins compress at the low end"],"citations":["https://example.com/reports/nordic-payments-2026","https://example.com/data/rails"]}`)
-
 var eventTypes = [...]protocol.Type{protocol.TypeTaskRequest, protocol.TypeTaskAccept, protocol.TypeTaskProgress, protocol.TypeTaskResult}
 
-// traffic builds one caller's events: its own runs (a new one every 256
+// newTraffic makes one caller's events: its own runs (a new one every 256
 // events) and tasks (a new one every 4 events), about 1.1 KiB each.
-type traffic struct {
-	ids                *protocol.IDs
-	run, thread, agent string
-	task               string
-	i                  int
-}
-
 func newTraffic(ids *protocol.IDs, a int) *traffic {
-	return &traffic{ids: ids, agent: fmt.Sprintf("agent:worker-%02d", a%16)}
+	return &traffic{storetest.NewTraffic(ids, a, eventTypes[:], 256)}
 }
 
-func (w *traffic) next() *protocol.Message {
-	if w.i%256 == 0 {
-		w.run, w.thread = w.ids.RunID(), w.ids.ThreadID()
-	}
-	if w.i%len(eventTypes) == 0 {
-		w.task = w.ids.TaskID()
-	}
-	typ := eventTypes[w.i%len(eventTypes)]
-	w.i++
-	return &protocol.Message{
-		V: protocol.Version, ID: w.ids.MessageID(), TS: protocol.Timestamp(w.ids.Now()),
-		ThreadID: w.thread, RunID: w.run, TaskID: w.task,
-		Trace:          &protocol.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7"},
-		From:           protocol.Participant{AgentID: w.agent, Role: "worker"},
-		To:             []protocol.Participant{{AgentID: "agent:orchestrator"}},
-		Type:           typ,
-		Domain:         "research",
-		PayloadType:    "research.summary.v1",
-		SchemaRef:      "schema://clutch/research/summary@1",
-		Payload:        eventPayload,
-		Requires:       []string{"skill:research"},
-		Prefers:        []string{"tool:browser", "domain:fintech"},
-		Security:       &protocol.Security{Policy: &protocol.Policy{Sandbox: true, ToolAllowlist: []string{"mcp:browser", "mcp:files"}}},
-		Attachments:    []protocol.Attachment{{Kind: "artifact_ref", Ref: "artifact:sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
-		IdempotencyKey: w.ids.New("idem_"),
-		Attempt:        1,
-		Meta:           map[string]any{"framework": "langgraph", "ui_channel": "chat:research"},
-	}
-}
+type traffic struct{ *storetest.Traffic }
+
+func (w *traffic) next() *protocol.Message { return w.Next() }
 
 // encoded is next, encoded: the bytes a peer stores or sends.
 func (w *traffic) encoded(tb testing.TB) []byte {

@@ -21,6 +21,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
+	"github.com/clutchprotocol/clutch/store/storetest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -88,52 +89,12 @@ func humanCount(n int) string {
 	return strconv.Itoa(n)
 }
 
-// traffic builds the messages of one appender: its own runs (a new one
-// every 256 events) and tasks (a new one every 4 events), each message
-// built when it is asked for.
-type traffic struct {
-	ids                *protocol.IDs
-	run, thread, agent string
-	task               string
-	i                  int
-}
+// durableTypes are one task's events: an appender makes a new task every
+// 4 events and a new run every 256.
+var durableTypes = []protocol.Type{protocol.TypeTaskRequest, protocol.TypeTaskAccept, protocol.TypeTaskProgress, protocol.TypeTaskResult}
 
-func newTraffic(ids *protocol.IDs, a int) *traffic {
-	return &traffic{ids: ids, agent: fmt.Sprintf("agent:worker-%02d", a%16)}
-}
-
-var durablePayload = json.RawMessage(`{"title":"Market analysis complete for the Nordic payments segment","findings":["Three incumbents hold 70% of volume","Real-time rails adoption doubled in 2026","Margins compress at the low end"],"citations":["https://example.com/reports/nordic-payments-2026","https://example.com/data/rails"]}`)
-
-var durableTypes = [...]protocol.Type{protocol.TypeTaskRequest, protocol.TypeTaskAccept, protocol.TypeTaskProgress, protocol.TypeTaskResult}
-
-func (w *traffic) next() *protocol.Message {
-	if w.i%256 == 0 {
-		w.run, w.thread = w.ids.RunID(), w.ids.ThreadID()
-	}
-	if w.i%len(durableTypes) == 0 {
-		w.task = w.ids.TaskID()
-	}
-	typ := durableTypes[w.i%len(durableTypes)]
-	w.i++
-	return &protocol.Message{
-		V: protocol.Version, ID: w.ids.MessageID(), TS: protocol.Timestamp(w.ids.Now()),
-		ThreadID: w.thread, RunID: w.run, TaskID: w.task,
-		Trace:          &protocol.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7"},
-		From:           protocol.Participant{AgentID: w.agent, Role: "worker"},
-		To:             []protocol.Participant{{AgentID: "agent:orchestrator"}},
-		Type:           typ,
-		Domain:         "research",
-		PayloadType:    "research.summary.v1",
-		SchemaRef:      "schema://clutch/research/summary@1",
-		Payload:        durablePayload,
-		Requires:       []string{"skill:research"},
-		Prefers:        []string{"tool:browser", "domain:fintech"},
-		Security:       &protocol.Security{Policy: &protocol.Policy{Sandbox: true, ToolAllowlist: []string{"mcp:browser", "mcp:files"}}},
-		Attachments:    []protocol.Attachment{{Kind: "artifact_ref", Ref: "artifact:sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
-		IdempotencyKey: w.ids.New("idem_"),
-		Attempt:        1,
-		Meta:           map[string]any{"framework": "langgraph", "ui_channel": "chat:research"},
-	}
+func newTraffic(ids *protocol.IDs, a int) *storetest.Traffic {
+	return storetest.NewTraffic(ids, a, durableTypes, 256)
 }
 
 type prefilled struct {
@@ -168,26 +129,26 @@ func prefill(b *testing.B, path string, n int) prefilled {
 		b.Fatal(err)
 	}
 	ids := protocol.NewIDs(&protocol.IDOptions{Entropy: rand.NewChaCha8([32]byte{7})})
-	workers := make([]*traffic, 64)
+	workers := make([]*storetest.Traffic, 64)
 	for a := range workers {
 		workers[a] = newTraffic(ids, a)
 	}
-	spread := &traffic{ids: ids, agent: "agent:spread"}
+	spread := storetest.NewTraffic(ids, 0, durableTypes, 0)
 	p := prefilled{}
 	every := max(n/spreadRun, 1)
 	rng := rand.New(rand.NewPCG(1, 2))
 	batch := make([]*protocol.Message, 0, 1000)
 	for i := range n {
 		var m *protocol.Message
-		if i%every == 0 && spread.i < spreadRun {
-			m = spread.next()
-			m.RunID, m.ThreadID = spread.ids.New("run_spread"), "thr_spread"
+		if i%every == 0 && spread.Sent() < spreadRun {
+			m = spread.Next()
+			m.RunID, m.ThreadID = ids.New("run_spread"), "thr_spread"
 			if p.Run == "" {
 				p.Run = m.RunID
 			}
 			m.RunID = p.Run
 		} else {
-			m = workers[i%len(workers)].next()
+			m = workers[i%len(workers)].Next()
 		}
 		if rng.IntN(max(n/1000, 1)) == 0 {
 			p.Sample = append(p.Sample, m.ID)
@@ -260,7 +221,7 @@ func benchDurableAppend(b *testing.B, path string) {
 		wg.Go(func() {
 			ctx := context.Background()
 			for left.Add(-1) >= 0 {
-				if _, err := s.Append(ctx, w.next()); err != nil {
+				if _, err := s.Append(ctx, w.Next()); err != nil {
 					b.Error(err)
 					return
 				}
@@ -384,7 +345,7 @@ func reopenChild() bool {
 			// Stopping leaves at most 63 appends in flight: the tail stays
 			// under IndexBatch, unflushed.
 			for !stop.Load() {
-				if _, err := s.Append(context.Background(), w.next()); err != nil {
+				if _, err := s.Append(context.Background(), w.Next()); err != nil {
 					fmt.Fprintln(os.Stderr, "append:", err)
 					os.Exit(3)
 				}

@@ -63,13 +63,10 @@ func BenchMessages(tb testing.TB, n, appenders int) [][]*protocol.Message {
 	return buildRound(tb, newBenchWorkers(ids, appenders), n)
 }
 
-func newBenchWorkers(ids *protocol.IDs, appenders int) []benchWorker {
-	workers := make([]benchWorker, appenders)
+func newBenchWorkers(ids *protocol.IDs, appenders int) []*Traffic {
+	workers := make([]*Traffic, appenders)
 	for a := range workers {
-		workers[a] = benchWorker{
-			ids: ids, run: ids.RunID(), thread: ids.ThreadID(),
-			agent: fmt.Sprintf("agent:worker-%02d", a%16),
-		}
+		workers[a] = NewTraffic(ids, a, benchTypes, 0)
 	}
 	return workers
 }
@@ -77,14 +74,14 @@ func newBenchWorkers(ids *protocol.IDs, appenders int) []benchWorker {
 // buildRound makes the next n messages of workers, round robin, so that
 // ids are made in about the order they are appended, as when each message
 // is created just before it is sent.
-func buildRound(tb testing.TB, workers []benchWorker, n int) [][]*protocol.Message {
+func buildRound(tb testing.TB, workers []*Traffic, n int) [][]*protocol.Message {
 	out := make([][]*protocol.Message, len(workers))
 	for a := range out {
 		out[a] = make([]*protocol.Message, 0, n/len(workers)+1)
 	}
 	for i := range n {
 		a := i % len(workers)
-		m := workers[a].next()
+		m := workers[a].Next()
 		if _, err := protocol.Encode(m); err != nil {
 			tb.Fatal(err)
 		}
@@ -100,18 +97,38 @@ var benchTypes = []protocol.Type{
 	protocol.TypeTaskProgress, protocol.TypeToolCall, protocol.TypeToolResult, protocol.TypeTaskResult,
 }
 
-type benchWorker struct {
+// Traffic makes benchmark messages one at a time, as an appender that
+// builds each message just before it sends it: the ~1 KiB envelopes of
+// BenchMessages, sent by one agent, with a new task id every len(types)
+// events and a new run and thread every runEvery events (0: one run and
+// thread for all of them). Messages are not encoded.
+type Traffic struct {
 	ids                *protocol.IDs
+	types              []protocol.Type
+	runEvery           int
 	run, thread, agent string
 	task               string
 	i                  int
 }
 
-func (w *benchWorker) next() *protocol.Message {
-	if w.i%len(benchTypes) == 0 {
+// NewTraffic returns the Traffic of appender a (one of 16 agents, by a's
+// remainder), sending types in turn.
+func NewTraffic(ids *protocol.IDs, a int, types []protocol.Type, runEvery int) *Traffic {
+	return &Traffic{ids: ids, types: types, runEvery: runEvery, agent: fmt.Sprintf("agent:worker-%02d", a%16)}
+}
+
+// Sent is how many messages Next has made.
+func (w *Traffic) Sent() int { return w.i }
+
+// Next makes the next message.
+func (w *Traffic) Next() *protocol.Message {
+	if w.run == "" || (w.runEvery > 0 && w.i%w.runEvery == 0) {
+		w.run, w.thread = w.ids.RunID(), w.ids.ThreadID()
+	}
+	if w.i%len(w.types) == 0 {
 		w.task = w.ids.TaskID()
 	}
-	typ := benchTypes[w.i%len(benchTypes)]
+	typ := w.types[w.i%len(w.types)]
 	w.i++
 	return &protocol.Message{
 		V: protocol.Version, ID: w.ids.MessageID(), TS: protocol.Timestamp(w.ids.Now()),
