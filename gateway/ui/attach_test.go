@@ -207,4 +207,12 @@ func TestBrowserThreadPaging(t *testing.T) {
 	h.do(chromedp.Click(`#channels a[data-thread="` + oldest + `"]`))
 	h.waitJS(`document.getElementById("events").dataset.loaded === "true" && document.getElementById("events").dataset.view === "thread:` + oldest + `"`)
 	h.waitJS(`Array.from(document.querySelectorAll("#events .ev")).some(e => e.textContent.includes("thread 0"))`)
+
+	// Signing out forgets the list: another key may see other threads.
+	h.do(chromedp.Click("#signout"), chromedp.WaitVisible("#key"))
+	if v := eval[string](h, `document.querySelectorAll("#channels a[data-thread]").length + "|" + window.__clutch.state.threadMap.size`); v != "0|0" {
+		t.Fatalf("after signing out the sidebar still lists threads (shown|kept = %s)", v)
+	}
+	h.signIn("")
+	h.waitJS(`document.getElementById("channels").dataset.threads === "200" && !document.getElementById("threads-more").hidden`)
 }

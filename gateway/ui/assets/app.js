@@ -57,10 +57,12 @@
     threadsBefore: null, // before= of the next older page: null before the first load, 0 at the end
     olderPages: false,   // whether an older page has been loaded (the refresh keeps its cursor then)
     threadsLoading: false,
+    threadsGen: 0,       // bumps when the list is dropped (sign-out); stale pages are ignored
     blobURLs: [],        // object URLs of fetched artifacts, revoked when the view changes
     treeTimer: 0,
     unseen: 0,           // live events that arrived below a reader scrolled up
   };
+  let timers = [];       // the sidebar's refresh intervals
   // For tests and debugging: the state, and what the page's CSP refused.
   window.__clutch = { state: S, csp: [], reloadThreads: () => loadThreads() };
   document.addEventListener("securitypolicyviolation", (e) => window.__clutch.csp.push(e.violatedDirective + " " + e.blockedURI));
@@ -103,6 +105,10 @@
     S.key = "";
     sessionStorage.removeItem(KEY_STORE);
     stopStream();
+    timers.forEach(clearInterval);
+    timers = [];
+    resetThreads();
+    renderChannels();
     showSignIn(msg);
   }
   $("signin-form").addEventListener("submit", async (e) => {
@@ -152,23 +158,34 @@
     for (const t of list) if (t && typeof t.id === "string") S.threadMap.set(t.id, t);
     S.threads = Array.from(S.threadMap.values()).sort((a, b) => (Number(b.last_seq) || 0) - (Number(a.last_seq) || 0));
   }
+  // resetThreads forgets every listed thread: another key may see others.
+  function resetThreads() {
+    S.threadsGen++;
+    S.threadMap = new Map(); S.threads = []; S.threadsBefore = null; S.olderPages = false; S.threadsLoading = false;
+  }
   async function loadThreads() {
+    const gen = S.threadsGen;
     let body;
     try { body = await api("/threads?" + qs({ limit: THREAD_PAGE })); } catch (_) { return; }
+    if (gen !== S.threadsGen) return;
     mergeThreads((body && body.threads) || []);
     if (S.threadsBefore === null || !S.olderPages) S.threadsBefore = (body && Number(body.next_before)) || 0;
     renderChannels();
   }
   async function loadOlderThreads() {
     if (S.threadsLoading || !S.threadsBefore) return;
+    const gen = S.threadsGen;
     S.threadsLoading = true;
     renderMore();
     try {
       const body = await api("/threads?" + qs({ before: S.threadsBefore, limit: THREAD_PAGE }));
+      if (gen !== S.threadsGen) return;
       mergeThreads((body && body.threads) || []);
       S.threadsBefore = (body && Number(body.next_before)) || 0;
       S.olderPages = true;
-    } catch (_) { /* the button stays; the reader may try again */ }
+    } catch (_) {
+      if (gen !== S.threadsGen) return; // the button stays; the reader may try again
+    }
     S.threadsLoading = false;
     renderChannels();
   }
@@ -856,9 +873,9 @@
   }
   window.addEventListener("hashchange", () => { if (S.key) route(); });
 
-  let timers = [];
   function start() {
     timers.forEach(clearInterval);
+    resetThreads();
     loadThreads();
     loadAgents();
     timers = [setInterval(loadThreads, 10000), setInterval(loadAgents, 10000)];
