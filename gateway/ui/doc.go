@@ -24,7 +24,10 @@
 //
 //   - A sidebar of channels (threads grouped by meta.ui_channel, newest
 //     first, with their status) and of agents (online, tasks in flight,
-//     success rate).
+//     success rate). Threads are listed a page at a time (GET v1/threads);
+//     scrolling the list to its end, or its "older threads" button, reads
+//     the page before (before=next_before), and a refresh of the newest
+//     page keeps the older pages read.
 //   - A message pane for one thread or one task: chat messages with author
 //     and time; task requests and results as cards with their payload laid
 //     out as a readable tree; progress inline; tool calls collapsible, with
@@ -32,6 +35,14 @@
 //     code, retryability and retry plan; routing decisions with the selected
 //     agent, the candidates with their scores, the rejected agents and the
 //     reason.
+//   - The attachments of any event. An artifact_ref attachment
+//     ("artifact:sha256:<hex>") is a button that fetches GET
+//     v1/artifacts/{ref} with the API key in the Authorization header,
+//     makes the bytes a Blob of the artifact's media type and offers it
+//     as a file through an object URL (revoked when the view changes); a
+//     text or JSON artifact of up to 64 KiB is also shown inline, as text.
+//     A failed fetch (a ref the store does not hold: 404) is shown next to
+//     the button.
 //   - A task-tree panel of the runs in the view.
 //   - A compose box that posts a chat.message or a task.request (POST
 //     v1/messages) into the thread.

@@ -8,6 +8,8 @@
   const PAGE = 5000;        // history page size (the API's maximum)
   const WINDOW = 200;       // events shown when a view opens; most events in one chunk
   const STEP = 100;         // earlier events added at a time as the reader scrolls up
+  const THREAD_PAGE = 200;  // threads listed per page of the sidebar
+  const PREVIEW_MAX = 64 << 10; // text artifacts up to this size are shown inline
   const $ = (id) => document.getElementById(id);
 
   // ---- DOM building: text only ------------------------------------------
@@ -50,12 +52,19 @@
     results: new Map(),  // tool call id -> its tool.result / tool.error event
     callEls: new Map(),  // tool call id -> the element showing it
     stream: null,        // AbortController of the live stream
-    threads: [],
+    threads: [],         // the listed threads, newest (highest last_seq) first
+    threadMap: new Map(),// thread id -> its summary, every page loaded so far
+    threadsBefore: null, // before= of the next older page: null before the first load, 0 at the end
+    olderPages: false,   // whether an older page has been loaded (the refresh keeps its cursor then)
+    threadsLoading: false,
+    threadsGen: 0,       // bumps when the list is dropped (sign-out); stale pages are ignored
+    blobURLs: [],        // object URLs of fetched artifacts, revoked when the view changes
     treeTimer: 0,
     unseen: 0,           // live events that arrived below a reader scrolled up
   };
+  let timers = [];       // the sidebar's refresh intervals
   // For tests and debugging: the state, and what the page's CSP refused.
-  window.__clutch = { state: S, csp: [] };
+  window.__clutch = { state: S, csp: [], reloadThreads: () => loadThreads() };
   document.addEventListener("securitypolicyviolation", (e) => window.__clutch.csp.push(e.violatedDirective + " " + e.blockedURI));
 
   // ---- API ---------------------------------------------------------------
@@ -96,6 +105,10 @@
     S.key = "";
     sessionStorage.removeItem(KEY_STORE);
     stopStream();
+    timers.forEach(clearInterval);
+    timers = [];
+    resetThreads();
+    renderChannels();
     showSignIn(msg);
   }
   $("signin-form").addEventListener("submit", async (e) => {
@@ -136,12 +149,57 @@
     const u = s.indexOf("_");
     return u > 0 && s.length > u + 10 ? s.slice(0, u + 1) + "…" + s.slice(-6) : s;
   }
+  // The sidebar lists threads newest first, a page (THREAD_PAGE) at a time:
+  // loadThreads (re)reads the newest page, loadOlderThreads the page before
+  // the oldest one listed (before=next_before), when the list is scrolled to
+  // its end or its "older threads" button is pressed. Every page read is
+  // kept, so a refresh never drops a thread the reader has paged to.
+  function mergeThreads(list) {
+    for (const t of list) if (t && typeof t.id === "string") S.threadMap.set(t.id, t);
+    S.threads = Array.from(S.threadMap.values()).sort((a, b) => (Number(b.last_seq) || 0) - (Number(a.last_seq) || 0));
+  }
+  // resetThreads forgets every listed thread: another key may see others.
+  function resetThreads() {
+    S.threadsGen++;
+    S.threadMap = new Map(); S.threads = []; S.threadsBefore = null; S.olderPages = false; S.threadsLoading = false;
+  }
   async function loadThreads() {
+    const gen = S.threadsGen;
     let body;
-    try { body = await api("/threads?" + qs({ limit: 200 })); } catch (_) { return; }
-    S.threads = (body && body.threads) || [];
+    try { body = await api("/threads?" + qs({ limit: THREAD_PAGE })); } catch (_) { return; }
+    if (gen !== S.threadsGen) return;
+    mergeThreads((body && body.threads) || []);
+    if (S.threadsBefore === null || !S.olderPages) S.threadsBefore = (body && Number(body.next_before)) || 0;
     renderChannels();
   }
+  async function loadOlderThreads() {
+    if (S.threadsLoading || !S.threadsBefore) return;
+    const gen = S.threadsGen;
+    S.threadsLoading = true;
+    renderMore();
+    try {
+      const body = await api("/threads?" + qs({ before: S.threadsBefore, limit: THREAD_PAGE }));
+      if (gen !== S.threadsGen) return;
+      mergeThreads((body && body.threads) || []);
+      S.threadsBefore = (body && Number(body.next_before)) || 0;
+      S.olderPages = true;
+    } catch (_) {
+      if (gen !== S.threadsGen) return; // the button stays; the reader may try again
+    }
+    S.threadsLoading = false;
+    renderChannels();
+  }
+  function renderMore() {
+    const b = $("threads-more");
+    if (!b) return;
+    b.hidden = !S.threadsBefore;
+    b.disabled = S.threadsLoading;
+    b.textContent = S.threadsLoading ? "loading older threads…" : "older threads…";
+  }
+  $("channels").addEventListener("scroll", () => {
+    const n = $("channels");
+    if (n.scrollHeight - n.scrollTop - n.clientHeight < 40) loadOlderThreads();
+  }, { passive: true });
   function renderChannels() {
     const groups = new Map();
     for (const t of S.threads) {
@@ -162,6 +220,11 @@
         })));
     }
     if (!S.threads.length) nav.appendChild(el("div", { class: "channel" }, el("h2", null, "No threads yet")));
+    const more = el("button", { id: "threads-more", class: "link-btn threads-more", type: "button" });
+    more.addEventListener("click", loadOlderThreads);
+    nav.appendChild(more);
+    nav.dataset.threads = String(S.threads.length);
+    renderMore();
   }
   async function loadAgents() {
     const ul = $("agents");
@@ -342,9 +405,7 @@
       case "task.result":
         add(body, el("div", { class: "card result" },
           el("div", { class: "card-title" }, "Result", m.payload_type ? el("span", { class: "tag" }, m.payload_type) : null),
-          payloadNode(p),
-          Array.isArray(m.attachments) && m.attachments.length ? el("div", { class: "meta" }, "attachments: " +
-            m.attachments.map((a) => (a.name || a.ref) + (a.media_type ? " (" + a.media_type + ")" : "")).join(", ")) : null));
+          payloadNode(p)));
         break;
       case "task.accept":
         add(body, el("div", { class: "line" }, "accepted the task" + (m.attempt > 1 ? " (attempt " + m.attempt + ")" : "")));
@@ -386,7 +447,87 @@
       default:
         add(body, el("details", null, el("summary", { class: "meta" }, "payload"), payloadNode(p)));
     }
+    if (Array.isArray(m.attachments) && m.attachments.length) add(body, attachmentsNode(m.attachments));
     return root;
+  }
+
+  // ---- attachments ----------------------------------------------------------
+  // An artifact_ref attachment is a button: it fetches GET v1/artifacts/{ref}
+  // with the key in the Authorization header (never in a URL), makes the
+  // bytes a Blob of the artifact's media type and offers it through an
+  // object URL; a small text or JSON artifact is also shown inline, as text.
+  const ARTIFACT_RE = /^artifact:sha256:[0-9a-f]{64}$/;
+  function fmtSize(n) {
+    n = Number(n);
+    if (!(n >= 0)) return "";
+    return n < 1024 ? n + " B" : n < 1 << 20 ? (n / 1024).toFixed(1) + " KiB" : (n / (1 << 20)).toFixed(1) + " MiB";
+  }
+  function isText(mt) {
+    mt = String(mt || "").toLowerCase().split(";")[0].trim();
+    return mt.startsWith("text/") || mt === "application/json" || mt.endsWith("+json") ||
+      mt === "application/x-ndjson" || mt === "application/xml" || mt.endsWith("+xml") || mt === "application/yaml";
+  }
+  function fileName(a) {
+    const n = String(a.name || "").replace(/[\/\\\u0000-\u001f]/g, "_").trim();
+    return n || String(a.ref || "artifact").replace(/^artifact:sha256:/, "").slice(0, 16);
+  }
+  function attachmentsNode(list) {
+    return el("div", { class: "attachments" }, list.slice(0, 50).map((a) => {
+      a = a && typeof a === "object" ? a : {};
+      const ref = String(a.ref || "");
+      const info = [a.media_type ? String(a.media_type) : "", a.size ? fmtSize(a.size) : ""].filter(Boolean).join(" · ");
+      if (!ARTIFACT_RE.test(ref)) {
+        return el("div", { class: "attachment", title: ref }, el("span", { class: "att-name" }, "📎 " + String(a.name || ref || "attachment")),
+          info ? el("span", { class: "meta" }, info) : null, a.kind && a.kind !== "artifact_ref" ? el("span", { class: "tag" }, String(a.kind)) : null);
+      }
+      const box = el("div", { class: "attachment", "data-ref": ref, "data-state": "idle" });
+      const btn = el("button", { type: "button", class: "att-btn", title: "Download " + ref }, "📎 " + fileName(a));
+      btn.addEventListener("click", () => openArtifact(box, a));
+      add(box, [btn, info ? el("span", { class: "meta" }, info) : null, el("span", { class: "att-status meta", role: "status" })]);
+      return box;
+    }));
+  }
+  async function openArtifact(box, a) {
+    if (box.dataset.state === "loading") return;
+    if (box.dataset.state === "ready" && box.querySelector("a.att-save")) { box.querySelector("a.att-save").click(); return; }
+    const status = box.querySelector(".att-status");
+    box.dataset.state = "loading";
+    status.className = "att-status meta";
+    status.textContent = "fetching…";
+    const gen = S.gen;
+    let blob, type;
+    try {
+      const res = await fetch(API + "/artifacts/" + encodeURIComponent(a.ref), {
+        headers: { "Authorization": "Bearer " + S.key }, cache: "no-store" });
+      if (res.status === 401) { signOut("Your API key was not accepted."); return; }
+      if (!res.ok) {
+        let body = null;
+        try { body = await res.json(); } catch (_) { body = null; }
+        throw new APIError(res.status, body);
+      }
+      type = res.headers.get("Content-Type") || a.media_type || "application/octet-stream";
+      blob = new Blob([await res.blob()], { type });
+    } catch (err) {
+      box.dataset.state = "error";
+      status.className = "att-status error-text";
+      status.textContent = "could not fetch: " + (err.code ? err.code + ": " : "") + (err.message || String(err)) + (err.status ? " (HTTP " + err.status + ")" : "");
+      return;
+    }
+    if (gen !== S.gen) return; // the reader moved on; the object URL would outlive its view
+    const url = URL.createObjectURL(blob);
+    S.blobURLs.push(url);
+    const save = el("a", { class: "att-save", href: url, download: fileName(a), type }, "save");
+    status.textContent = "";
+    add(status, [fmtSize(blob.size) + " · ", save]);
+    box.dataset.state = "ready";
+    box.dataset.size = String(blob.size);
+    if (isText(type) && blob.size <= PREVIEW_MAX) {
+      let text = await blob.text();
+      if (/json/i.test(type)) { try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (_) { /* shown as sent */ } }
+      const old = box.querySelector(".att-preview");
+      if (old) old.remove();
+      box.appendChild(el("pre", { class: "att-preview json" }, text));
+    } else save.click();
   }
 
   // ---- the message pane ----------------------------------------------------
@@ -476,6 +617,8 @@
     S.view = view;
     S.events = []; S.lastSeq = 0; S.from = 0; S.runs = new Map(); S.threadRun = ""; S.channel = "";
     S.results = new Map(); S.callEls = new Map(); S.unseen = 0; showUnseen();
+    for (const u of S.blobURLs) URL.revokeObjectURL(u);
+    S.blobURLs = [];
     const evs = $("events");
     evs.textContent = "";
     evs.dataset.count = "0"; evs.dataset.last = "0"; evs.dataset.loaded = "false";
@@ -730,9 +873,9 @@
   }
   window.addEventListener("hashchange", () => { if (S.key) route(); });
 
-  let timers = [];
   function start() {
     timers.forEach(clearInterval);
+    resetThreads();
     loadThreads();
     loadAgents();
     timers = [setInterval(loadThreads, 10000), setInterval(loadAgents, 10000)];
