@@ -117,7 +117,7 @@ type SetupEvent struct {
 	SessionID   string `json:"session_id"`
 	WorkspaceID string `json:"workspace_id"`
 	MPFHash     string `json:"mpf_hash"`
-	MPFChanged  bool   `json:"mpf_changed"`
+	MPFChanged  bool   `json:"mpf_changed"` // the caller's known hash differed
 }
 
 // DiscoverEvent is the payload of TypeDiscover.
@@ -140,8 +140,8 @@ type LoadRecord struct {
 	ID       string `json:"id"`
 	Path     string `json:"path"`
 	Hash     string `json:"hash"`
-	Changed  bool   `json:"changed"`
-	HasDraft bool   `json:"has_draft"`
+	Changed  bool   `json:"changed"`   // the caller's known hash differed: the content was sent
+	HasDraft bool   `json:"has_draft"` // the caller has a draft of it
 }
 
 // ReferEvent is the payload of TypeRefer.
@@ -155,7 +155,7 @@ type ReferRecord struct {
 	RuleID       string `json:"rule_id"`
 	Path         string `json:"path"`
 	ConstraintID string `json:"constraint_id"`
-	TextHash     string `json:"text_hash"`
+	TextHash     string `json:"text_hash"`           // hash of the constraint's text
 	Hash         string `json:"hash"`                // the rule's current hash
 	RuleHash     string `json:"rule_hash,omitempty"` // the hash the agent gave
 	Reason       string `json:"reason,omitempty"`

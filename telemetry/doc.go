@@ -31,8 +31,9 @@
 // clutch.task.id, clutch.run.id, clutch.task.parent_id,
 // clutch.task.attempt, clutch.request.payload_type,
 // clutch.result.payload_type, clutch.outcome (result, error, retry,
-// timeout, cancel) and error.type (the protocol code). The routing decision is a span event clutch.routing.decision
-// (selected agent, candidates, considered, reason, queue wait); no match is
+// timeout, cancel) and error.type (the protocol code). The routing
+// decision is a span event clutch.routing.decision (selected agent,
+// candidates, considered, reason, queue wait); no match is
 // clutch.routing.failure. A failed or timed-out attempt has status Error; a
 // cancelled one does not.
 //

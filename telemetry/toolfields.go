@@ -48,63 +48,35 @@ func decodeToolFields(payload []byte, f *toolFields) bool {
 	}()
 	tr.r.Reset(payload)
 	tr.d.Reset(&tr.r)
-	d := tr.d
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+	if tok, err := tr.d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}
+	return readMembers(tr.d, f, true)
+}
+
+// readMembers reads the members of the object whose '{' d has just read,
+// through its '}'. At the top level it keeps tool, name, call_id, code and
+// message and reads details; in details it keeps call_id, and tool and
+// name where the top level has not set them.
+func readMembers(d *jsontext.Decoder, f *toolFields, top bool) bool {
 	for d.PeekKind() == '"' {
 		name, err := d.ReadValue()
 		if err != nil {
 			return false
 		}
-		switch string(name) {
-		case `"tool"`:
-			f.tool = readString(d, f.tool)
-		case `"name"`:
-			f.name = readString(d, f.name)
-		case `"call_id"`:
+		switch n := string(name); {
+		case n == `"call_id"`:
 			f.callID = readString(d, f.callID)
-		case `"code"`:
+		case n == `"tool"` && (top || f.tool == ""):
+			f.tool = readString(d, f.tool)
+		case n == `"name"` && (top || f.name == ""):
+			f.name = readString(d, f.name)
+		case n == `"code"` && top:
 			f.code = readString(d, f.code)
-		case `"message"`:
+		case n == `"message"` && top:
 			f.message = readString(d, f.message)
-		case `"details"`:
-			if d.PeekKind() != '{' {
-				if d.SkipValue() != nil {
-					return false
-				}
-				continue
-			}
-			if _, err := d.ReadToken(); err != nil {
-				return false
-			}
-			for d.PeekKind() == '"' {
-				name, err := d.ReadValue()
-				if err != nil {
-					return false
-				}
-				switch string(name) {
-				case `"call_id"`:
-					f.callID = readString(d, f.callID)
-				case `"tool"`:
-					if f.tool == "" {
-						f.tool = readString(d, "")
-					} else if d.SkipValue() != nil {
-						return false
-					}
-				case `"name"`:
-					if f.name == "" {
-						f.name = readString(d, "")
-					} else if d.SkipValue() != nil {
-						return false
-					}
-				default:
-					if d.SkipValue() != nil {
-						return false
-					}
-				}
-			}
-			if _, err := d.ReadToken(); err != nil { // }
+		case n == `"details"` && top && d.PeekKind() == '{':
+			if _, err := d.ReadToken(); err != nil || !readMembers(d, f, false) {
 				return false
 			}
 		default:

@@ -56,23 +56,35 @@ func scanToolFields(p []byte, f *toolFields) bool {
 		} else if i, ok = skipValue(p, i, 0); !ok {
 			return false // a member of another type keeps f's value, as in the decoder
 		}
-		i = skipSpace(p, i)
-		if i >= len(p) {
+		var more bool
+		if i, more, ok = next(p, i, '}'); !ok {
 			return false
 		}
-		switch p[i] {
-		case ',':
-			i = skipSpace(p, i+1)
-		case '}':
-			if skipSpace(p, i+1) != len(p) {
+		if !more {
+			if skipSpace(p, i) != len(p) {
 				return false
 			}
 			*f = g
 			return true
-		default:
-			return false
 		}
 	}
+}
+
+// next reads what follows a member or an element ending before p[i]: after
+// ',' it returns the index of the next one and more; after end (the
+// closing '}' or ']') the index after it.
+func next(p []byte, i int, end byte) (j int, more, ok bool) {
+	i = skipSpace(p, i)
+	if i >= len(p) {
+		return 0, false, false
+	}
+	switch p[i] {
+	case ',':
+		return skipSpace(p, i+1), true, true
+	case end:
+		return i + 1, false, true
+	}
+	return 0, false, false
 }
 
 // maxScanNames bounds the members of an object scanToolFields reads, and
@@ -146,17 +158,9 @@ func skipValue(p []byte, i, depth int) (int, bool) {
 			if i, ok = skipValue(p, skipSpace(p, i+1), depth+1); !ok {
 				return 0, false
 			}
-			i = skipSpace(p, i)
-			if i >= len(p) {
-				return 0, false
-			}
-			switch p[i] {
-			case ',':
-				i = skipSpace(p, i+1)
-			case '}':
-				return i + 1, true
-			default:
-				return 0, false
+			var more bool
+			if i, more, ok = next(p, i, '}'); !ok || !more {
+				return i, ok
 			}
 		}
 	case c == '[':
@@ -165,21 +169,12 @@ func skipValue(p []byte, i, depth int) (int, bool) {
 			return i + 1, true
 		}
 		for {
-			var ok bool
+			var ok, more bool
 			if i, ok = skipValue(p, i, depth+1); !ok {
 				return 0, false
 			}
-			i = skipSpace(p, i)
-			if i >= len(p) {
-				return 0, false
-			}
-			switch p[i] {
-			case ',':
-				i = skipSpace(p, i+1)
-			case ']':
-				return i + 1, true
-			default:
-				return 0, false
+			if i, more, ok = next(p, i, ']'); !ok || !more {
+				return i, ok
 			}
 		}
 	case c == 't':

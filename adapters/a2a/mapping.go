@@ -393,18 +393,3 @@ func eventTime(m *protocol.Message) *time.Time {
 	t = t.UTC()
 	return &t
 }
-
-// validID reports whether a client's id (messageId, contextId, taskId,
-// sessionId) is at most protocol.MaxIDLength bytes of valid UTF-8 without
-// control characters; "" is valid (absent).
-func validID(s string) bool {
-	if len(s) > protocol.MaxIDLength || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return false
-		}
-	}
-	return true
-}

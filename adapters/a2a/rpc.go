@@ -9,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -45,7 +46,7 @@ func (h *rpc) view(ctx context.Context, id a2a.TaskID) (*taskView, uint64, error
 	if err != nil {
 		return nil, 0, err
 	}
-	if !validID(string(id)) {
+	if !adapters.ValidForeignID(string(id)) {
 		return nil, 0, invalidParams("task id must be at most " + strconv.Itoa(protocol.MaxIDLength) + " bytes without control characters")
 	}
 	v, last, ok, err := h.s.view(ctx, c, string(id), h.agent)
@@ -221,7 +222,7 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 		}
 		after = n
 	}
-	if !validID(req.ContextID) {
+	if !adapters.ValidForeignID(req.ContextID) {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "contextId must be at most "+strconv.Itoa(protocol.MaxIDLength)+" bytes without control characters")
 	}
 	q := store.Query{ThreadID: req.ContextID, TypePrefix: string(protocol.TypeTaskRequest), AfterSeq: after}
@@ -314,7 +315,7 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	if req.Config != nil && req.Config.PushConfig != nil {
 		return nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not supported")
 	}
-	if !validID(msg.ContextID) || !validID(msg.ID) || !validID(string(msg.TaskID)) {
+	if !adapters.ValidForeignID(msg.ContextID) || !adapters.ValidForeignID(msg.ID) || !adapters.ValidForeignID(string(msg.TaskID)) {
 		return nil, invalidParams("messageId, contextId and taskId are at most " + strconv.Itoa(protocol.MaxIDLength) + " bytes, without control characters")
 	}
 	if h.s.full() {

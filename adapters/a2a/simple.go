@@ -15,6 +15,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
@@ -173,7 +174,7 @@ func checkRun(prompt *string, session string, maxPrompt int) (RunRequest, int, *
 		return RunRequest{}, http.StatusBadRequest, &httpError{Error: errNameGuardrail, Message: fmt.Sprintf("prompt is %d characters, over the input limit of %d", n, maxPrompt),
 			Details: map[string]any{"field": "prompt", "limit": maxPrompt, "length": n}}
 	}
-	if !validID(session) {
+	if !adapters.ValidForeignID(session) {
 		return RunRequest{}, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: fmt.Sprintf("sessionId must be at most %d bytes without control characters", protocol.MaxIDLength)}
 	}
 	return RunRequest{Prompt: *prompt, SessionID: session}, 0, nil
@@ -238,7 +239,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 		return nil, false
 	}
 	key := r.Header.Values(HeaderIdempotencyKey)
-	if len(key) > 1 || len(key) == 1 && (key[0] == "" || !validID(key[0])) {
+	if len(key) > 1 || len(key) == 1 && (key[0] == "" || !adapters.ValidForeignID(key[0])) {
 		writeError(w, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: fmt.Sprintf("%s must be one non-empty value of at most %d bytes without control characters", HeaderIdempotencyKey, protocol.MaxIDLength)})
 		return nil, false
 	}

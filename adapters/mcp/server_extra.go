@@ -21,6 +21,8 @@ import (
 // github.com/clutchprotocol/clutch/rules/rulesmcp provides the tools of
 // docs/protocol.md §15.4 this way.
 type ServerTool struct {
+	// Name is the tool's name in tools/list and tools/call; Title and
+	// Description are what clients show of it.
 	Name, Title, Description string
 	// InputSchema is the JSON Schema of the arguments, an object schema;
 	// nil accepts any object.
@@ -52,12 +54,12 @@ type ServerToolCall struct {
 // retryAction}, details when set, and the members of Extra at the top
 // level next to them.
 type ServerToolError struct {
-	Message     string
-	Code        string // a §5.4 code, or a tool's own code
-	Retryable   bool
-	RetryAction string
-	Details     map[string]any
-	Extra       map[string]any
+	Message     string         // sent as error
+	Code        string         // a §5.4 code, or a tool's own code
+	Retryable   bool           // whether the same call may succeed later
+	RetryAction string         // what the caller should do next (an Action* value or its own)
+	Details     map[string]any // sent as details when not empty
+	Extra       map[string]any // members added at the top level
 }
 
 // Error returns the message.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -223,7 +224,7 @@ func submitMessage(status int, err error) string {
 func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	q := r.URL.Query()
 	run := q.Get("run")
-	if run == "" || !validID(run) || len(q["run"]) > 1 {
+	if run == "" || !adapters.ValidForeignID(run) || len(q["run"]) > 1 {
 		writeError(w, http.StatusBadRequest, protocol.CodeInvalidField, "run must be one run id of at most 256 bytes")
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -108,11 +107,11 @@ func DecodeInput(body []byte) (*Input, error) {
 		if id == "" {
 			return nil, coded.Wrap(ErrInvalidInput, name+" is required", protocol.CodeMissingField)
 		}
-		if !validID(id) {
+		if !adapters.ValidForeignID(id) {
 			return nil, coded.Wrap(ErrInvalidInput, name+" must be at most 256 bytes without control characters", protocol.CodeInvalidField)
 		}
 	}
-	if in.ParentRunID != "" && !validID(in.ParentRunID) {
+	if in.ParentRunID != "" && !adapters.ValidForeignID(in.ParentRunID) {
 		return nil, coded.Wrap(ErrInvalidInput, "parentRunId must be at most 256 bytes without control characters", protocol.CodeInvalidField)
 	}
 	for i := range in.Messages {
@@ -124,20 +123,6 @@ func DecodeInput(body []byte) (*Input, error) {
 		return nil, coded.Wrap(ErrInvalidInput, "messages must hold a user message with text", protocol.CodeMissingField)
 	}
 	return in, nil
-}
-
-// validID reports whether a client's id is at most protocol.MaxIDLength
-// bytes of valid UTF-8 without control characters.
-func validID(s string) bool {
-	if len(s) > protocol.MaxIDLength || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return false
-		}
-	}
-	return true
 }
 
 // PayloadInput is the payload_type of the task.request DefaultRequest

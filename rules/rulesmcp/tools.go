@@ -52,13 +52,13 @@ func Tools(lib *rules.Library, opts *Options) []mcp.ServerTool {
 				"kind":  {Type: "string", Enum: []any{"rule", "workflow", "context"}, Description: "only this kind"},
 				"group": str("only this group (the path's first segment)"),
 				"query": str("words that must all appear in the id, path, name or description"),
-			}), Call: ts.discover},
+			}), Call: withSession(ts, ts.discover)},
 		{Name: ToolLoad, Title: "Load documents",
 			Description: "Returns the content and constraints of the given ids. knownHashes must hold every requested id (\"\" when unknown); content is null when the hash is unchanged, constraints are always returned.",
 			InputSchema: object(map[string]*jsonschema.Schema{
 				"ids":         {Type: "array", Items: str(""), MinItems: ptr(1), Description: "rule, workflow or context ids"},
 				"knownHashes": hashes("{id: hash} for every requested id; \"\" when unknown"),
-			}, "ids", "knownHashes"), Call: ts.load},
+			}, "ids", "knownHashes"), Call: withSession(ts, ts.load)},
 		{Name: ToolRefer, Title: "Declare applied constraints",
 			Description: "Declares which constraints of loaded rules or workflows shaped the work. Copy constraintId exactly from memload's constraints[].id.",
 			InputSchema: object(map[string]*jsonschema.Schema{
@@ -68,15 +68,15 @@ func Tools(lib *rules.Library, opts *Options) []mcp.ServerTool {
 					"ruleHash":     str("the rule's hash, when known"),
 					"reason":       str("why the constraint mattered"),
 				}, "ruleId", "constraintId")},
-			}, "refs"), Call: ts.refer},
+			}, "refs"), Call: withSession(ts, ts.refer)},
 		{Name: ToolReport, Title: "Report the turn",
 			Description: "Closes a successful turn with a short summary of the work.",
 			InputSchema: object(map[string]*jsonschema.Schema{"summary": str("short summary of the completed work")}, "summary"),
-			Call:        ts.report},
+			Call:        withSession(ts, ts.report)},
 		{Name: ToolRejected, Title: "Reject the turn",
 			Description: "Closes a turn whose output did not follow the loaded constraints.",
 			InputSchema: object(map[string]*jsonschema.Schema{"reason": str("why")}),
-			Call:        ts.rejected},
+			Call:        withSession(ts, ts.rejected)},
 		{Name: ToolArtifact, Title: "Stage a change",
 			Description: "Stages a local draft of a rule, context document or the META_PROMPT (resource rule, context or mpf): op holds exactly one of create {path, body, description?}, update {id, body, description?}, rename {id, new_path, description?}, delete {id, description?}, discard {id}.",
 			InputSchema: artifactSchema(), Call: ts.artifact},
@@ -148,15 +148,23 @@ func (ts *toolset) setup(ctx context.Context, call *mcp.ServerToolCall) (any, er
 	return res, nil
 }
 
-func (ts *toolset) discover(ctx context.Context, call *mcp.ServerToolCall) (any, error) {
-	in, err := decode[rules.Filter](call)
-	if err != nil {
-		return nil, err
+// withSession returns a tool's Call: it decodes the arguments into T, finds the
+// caller's session and runs do.
+func withSession[T any](ts *toolset, do func(context.Context, *rules.Session, T) (any, error)) func(context.Context, *mcp.ServerToolCall) (any, error) {
+	return func(ctx context.Context, c *mcp.ServerToolCall) (any, error) {
+		in, err := decode[T](c)
+		if err != nil {
+			return nil, err
+		}
+		s, err := ts.session(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return do(ctx, s, in)
 	}
-	s, err := ts.session(ctx, call)
-	if err != nil {
-		return nil, err
-	}
+}
+
+func (ts *toolset) discover(ctx context.Context, s *rules.Session, in rules.Filter) (any, error) {
 	items, err := s.Discover(ctx, in)
 	if err != nil {
 		return nil, err
@@ -164,18 +172,10 @@ func (ts *toolset) discover(ctx context.Context, call *mcp.ServerToolCall) (any,
 	return map[string]any{"items": items}, nil
 }
 
-func (ts *toolset) load(ctx context.Context, call *mcp.ServerToolCall) (any, error) {
-	in, err := decode[struct {
-		IDs         []string          `json:"ids"`
-		KnownHashes map[string]string `json:"knownHashes"`
-	}](call)
-	if err != nil {
-		return nil, err
-	}
-	s, err := ts.session(ctx, call)
-	if err != nil {
-		return nil, err
-	}
+func (ts *toolset) load(ctx context.Context, s *rules.Session, in struct {
+	IDs         []string          `json:"ids"`
+	KnownHashes map[string]string `json:"knownHashes"`
+}) (any, error) {
 	items, err := s.Load(ctx, in.IDs, in.KnownHashes)
 	if err != nil {
 		return nil, err
@@ -183,17 +183,9 @@ func (ts *toolset) load(ctx context.Context, call *mcp.ServerToolCall) (any, err
 	return map[string]any{"workspaceId": ts.lib.WorkspaceID(), "items": items}, nil
 }
 
-func (ts *toolset) refer(ctx context.Context, call *mcp.ServerToolCall) (any, error) {
-	in, err := decode[struct {
-		Refs []rules.Ref `json:"refs"`
-	}](call)
-	if err != nil {
-		return nil, err
-	}
-	s, err := ts.session(ctx, call)
-	if err != nil {
-		return nil, err
-	}
+func (ts *toolset) refer(ctx context.Context, s *rules.Session, in struct {
+	Refs []rules.Ref `json:"refs"`
+}) (any, error) {
 	n, err := s.Refer(ctx, in.Refs)
 	var re *rules.ReferError
 	if errors.As(err, &re) {
@@ -213,35 +205,21 @@ func (ts *toolset) refer(ctx context.Context, call *mcp.ServerToolCall) (any, er
 	return map[string]any{"ok": true, "count": n}, nil
 }
 
-func (ts *toolset) report(ctx context.Context, call *mcp.ServerToolCall) (any, error) {
-	in, err := decode[struct {
-		Summary string `json:"summary"`
-	}](call)
-	if err != nil {
-		return nil, err
-	}
-	s, err := ts.session(ctx, call)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Report(ctx, in.Summary); err != nil {
-		return nil, err
-	}
-	return map[string]any{"ok": true}, nil
+func (ts *toolset) report(ctx context.Context, s *rules.Session, in struct {
+	Summary string `json:"summary"`
+}) (any, error) {
+	return done(s.Report(ctx, in.Summary))
 }
 
-func (ts *toolset) rejected(ctx context.Context, call *mcp.ServerToolCall) (any, error) {
-	in, err := decode[struct {
-		Reason string `json:"reason"`
-	}](call)
+func (ts *toolset) rejected(ctx context.Context, s *rules.Session, in struct {
+	Reason string `json:"reason"`
+}) (any, error) {
+	return done(s.Reject(ctx, in.Reason))
+}
+
+// done is the result of a tool that closes the turn: {"ok": true} or err.
+func done(err error) (any, error) {
 	if err != nil {
-		return nil, err
-	}
-	s, err := ts.session(ctx, call)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Reject(ctx, in.Reason); err != nil {
 		return nil, err
 	}
 	return map[string]any{"ok": true}, nil
