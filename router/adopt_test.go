@@ -102,6 +102,18 @@ func submitHeld(t *testing.T, a, b *proc) (h *Handle, release chan struct{}) {
 	return h, release
 }
 
+// registerUntilCancelled registers agent:a (skill:x) in p with a handler
+// that runs until its context ends; the channel closes when it starts.
+func registerUntilCancelled(p *proc) <-chan struct{} {
+	started := make(chan struct{})
+	p.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return started
+}
+
 // The process that routed a task dies while a worker process runs it:
 // the worker finishes and stores its outcome, and exactly one of the two
 // survivors adopts the task and stores its task.result from it.
@@ -173,12 +185,7 @@ func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
 			st, _ := memstore.New(nil)
 			ttl := adoptTTL
 			a, sa := newMortal(t, st, ttl, nil)
-			started := make(chan struct{})
-			a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-				close(started)
-				<-ctx.Done()
-				return nil, ctx.Err()
-			})
+			started := registerUntilCancelled(a)
 			c := newProc(t, st, ttl, &Options{Recovery: policy})
 			h := a.submit(a.request("skill:x"))
 			<-started
@@ -246,12 +253,7 @@ func TestRecoverInTeam(t *testing.T) {
 	st, _ := memstore.New(nil)
 	ttl := adoptTTL
 	a, sa := newMortal(t, st, ttl, nil)
-	started := make(chan struct{})
-	a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	started := registerUntilCancelled(a)
 	h := a.submit(a.request("skill:x"))
 	<-started
 	// d and e join after the task was submitted: only Recover finds it.
