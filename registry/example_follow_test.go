@@ -20,6 +20,7 @@ func ExampleRegistry_Follow() {
 	submitter, _ := registry.Open(ctx, st, opts)
 
 	followCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	changed := make(chan string, 8)
 	done := make(chan error)
 	go func() {
