@@ -22,7 +22,7 @@ func ExampleRegistry_Follow() {
 	followCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	changed := make(chan string, 8)
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() {
 		done <- submitter.Follow(followCtx, func(agentID string) { changed <- agentID })
 	}()
