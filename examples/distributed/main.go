@@ -32,9 +32,9 @@ import (
 	"github.com/clutchprotocol/clutch/store/pgstore"
 )
 
-// The environment of a worker process.
+// The environment of a process this program starts.
 const (
-	roleEnv   = "CLUTCH_ROLE"   // "worker"
+	roleEnv   = "CLUTCH_ROLE"   // "worker" or "submitter"
 	nameEnv   = "CLUTCH_WORKER" // its name: worker-1, worker-2
 	dsnEnv    = "CLUTCH_DSN"
 	schemaEnv = "CLUTCH_SCHEMA"
