@@ -84,6 +84,36 @@ func adoptions(t *testing.T, st store.Store, task string) int {
 	return n
 }
 
+// submitHeld registers agent:b (skill:x) in b, with a handler that
+// returns summary "from b" once release is closed, has a submit a task
+// for it, and returns when b's handler runs.
+func submitHeld(t *testing.T, a, b *proc) (h *Handle, release chan struct{}) {
+	t.Helper()
+	started := make(chan struct{})
+	release = make(chan struct{})
+	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(started)
+		<-release
+		return summary("from b"), nil
+	})
+	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
+	h = a.submit(a.request("skill:x"))
+	<-started
+	return h, release
+}
+
+// registerUntilCancelled registers agent:a (skill:x) in p with a handler
+// that runs until its context ends; the channel closes when it starts.
+func registerUntilCancelled(p *proc) <-chan struct{} {
+	started := make(chan struct{})
+	p.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return started
+}
+
 // The process that routed a task dies while a worker process runs it:
 // the worker finishes and stores its outcome, and exactly one of the two
 // survivors adopts the task and stores its task.result from it.
@@ -93,16 +123,7 @@ func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
 	a, sa := newMortal(t, st, ttl, nil)
 	b := newProc(t, st, ttl, nil)
 	c := newProc(t, st, ttl, nil)
-	started := make(chan struct{})
-	release := make(chan struct{})
-	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-		close(started)
-		<-release
-		return summary("from b"), nil
-	})
-	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
-	h := a.submit(a.request("skill:x"))
-	<-started
+	h, release := submitHeld(t, a, b)
 	// A redelivery of the request to another process, while a routes
 	// the task: a handle that follows the task's end in the log.
 	hc := c.submit(h.Request())
@@ -137,16 +158,7 @@ func TestRedeliveryAdoptsTaskOfDeadNode(t *testing.T) {
 	a, sa := newMortal(t, st, ttl, nil)
 	// b's node checks for dead nodes once an hour: it does not adopt.
 	b := newProcWith(t, st, ttl, nil, &NodeOptions{CheckInterval: time.Hour})
-	started := make(chan struct{})
-	release := make(chan struct{})
-	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-		close(started)
-		<-release
-		return summary("from b"), nil
-	})
-	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
-	h := a.submit(a.request("skill:x"))
-	<-started
+	h, release := submitHeld(t, a, b)
 	a.kill(sa)
 	e := newProc(t, st, ttl, nil)
 	// For e, a TTL has passed: a, not heard from since, is dead.
@@ -173,12 +185,7 @@ func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
 			st, _ := memstore.New(nil)
 			ttl := adoptTTL
 			a, sa := newMortal(t, st, ttl, nil)
-			started := make(chan struct{})
-			a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-				close(started)
-				<-ctx.Done()
-				return nil, ctx.Err()
-			})
+			started := registerUntilCancelled(a)
 			c := newProc(t, st, ttl, &Options{Recovery: policy})
 			h := a.submit(a.request("skill:x"))
 			<-started
@@ -246,12 +253,7 @@ func TestRecoverInTeam(t *testing.T) {
 	st, _ := memstore.New(nil)
 	ttl := adoptTTL
 	a, sa := newMortal(t, st, ttl, nil)
-	started := make(chan struct{})
-	a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	started := registerUntilCancelled(a)
 	h := a.submit(a.request("skill:x"))
 	<-started
 	// d and e join after the task was submitted: only Recover finds it.

@@ -235,9 +235,10 @@
 // A task is routed by the process it is submitted in, as above, over all
 // the team's agents: an agent hosted elsewhere has a handler here that
 // dispatches the attempt (an x.clutch.task.dispatch event, stored
-// together with the attempt's routing.decision and task.accept). The process hosting the agent claims
-// the attempt with an x.clutch.task.claim event whose idempotency key is
-// the task id and attempt: the store's (run_id, idempotency_key)
+// together with the attempt's routing.decision and task.accept). The
+// process hosting the agent claims the attempt with an
+// x.clutch.task.claim event whose idempotency key is the task id and
+// attempt: the store's (run_id, idempotency_key)
 // deduplication lets exactly one claim in, so exactly one process runs
 // each attempt even when several host the same agent id. It runs the
 // handler with a Task like any other (Progress, Emit, PutArtifact,

@@ -25,11 +25,10 @@ type Observer interface {
 	// the values of the context the task was submitted with — for a
 	// subtask, of the attempt that delegated it — or, for a later
 	// attempt, is the context the previous attempt's StartAttempt
-	// returned. It returns the
-	// attempt's context, which must be ctx or derived from it: the
-	// handler's context and the contexts of its subtasks inherit its
-	// values, and it is the context Observe is called with for the
-	// attempt. It also returns the trace context stamped on every event
+	// returned. It returns the attempt's context, which must be ctx or
+	// derived from it: the handler's context and the contexts of its
+	// subtasks inherit its values, and it is the context Observe is
+	// called with for the attempt. It also returns the trace context stamped on every event
 	// the router stores for the attempt (routing events, task.accept,
 	// task.progress, tool events, the terminal event, delegated
 	// requests), or nil to leave them the request's.

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,22 +19,11 @@ import (
 // startSubmitter starts this test binary as a submitter process that
 // submits n tasks, and returns it with the ids of its tasks.
 func startSubmitter(ctx context.Context, cfg teamConfig, n int) (*workerProc, []string, error) {
-	cmd := exec.CommandContext(ctx, os.Args[0], workerArgs...)
-	cmd.Env = append(os.Environ(), roleEnv+"=submitter", dsnEnv+"="+cfg.DSN, schemaEnv+"="+cfg.Schema,
+	p, err := startChild(ctx, os.Args[0], workerArgs, roleEnv+"=submitter", dsnEnv+"="+cfg.DSN, schemaEnv+"="+cfg.Schema,
 		ttlEnv+"="+cfg.TTL.String(), tasksEnv+"="+strconv.Itoa(n))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	p := &workerProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
 	var ids []string
 	for {
 		line, err := p.out.ReadString('\n')
@@ -177,40 +164,10 @@ func adoptedTasks(t *testing.T, st store.Store) int {
 // with it). Every task and subtask ends once; every task with a result;
 // no attempt is claimed or completed twice; no task is adopted twice.
 func TestKillRoutingWorker(t *testing.T) {
-	cfg := testConfig(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	tm, err := openTeam(ctx, cfg, &router.Options{Recovery: router.RecoverRedispatch, MaxAttempts: 5,
-		Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tm.close()
-	gaps := followGaps(tm.st)
 	t.Setenv(recoveryEnv, "redispatch") // the workers retry their subtasks' interrupted attempts
-	w1, err := startWorker(ctx, os.Args[0], cfg, "worker-1", 200*time.Millisecond, workerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w1.stop()
-	w2, err := startWorker(ctx, os.Args[0], cfg, "worker-2", 200*time.Millisecond, workerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tm.awaitAgents(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	ctx, tm, gaps, w2 := killTeam(t)
 	const n = 30
-	var hs []*router.Handle
-	for i := range n {
-		req, _ := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: delegateFrom + i})
-		req.Requires = []string{"skill:echo"}
-		h, err := tm.r.Submit(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
+	hs := submitAll(ctx, t, tm, delegateFrom, n)
 	if err := awaitClaims(ctx, tm.st, "agent:worker-2", 6); err != nil {
 		t.Fatal(err)
 	}

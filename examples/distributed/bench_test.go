@@ -35,12 +35,7 @@ func BenchmarkTasksAcrossProcesses(b *testing.B) {
 		b.Fatal(err)
 	}
 	one := func() error {
-		req, err := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: 1})
-		if err != nil {
-			return err
-		}
-		req.Requires = []string{"skill:echo"}
-		h, err := tm.r.Submit(ctx, req)
+		h, err := tm.submitEcho(ctx, 1)
 		if err != nil {
 			return err
 		}

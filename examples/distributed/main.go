@@ -32,9 +32,9 @@ import (
 	"github.com/clutchprotocol/clutch/store/pgstore"
 )
 
-// The environment of a worker process.
+// The environment of a process this program starts.
 const (
-	roleEnv   = "CLUTCH_ROLE"   // "worker"
+	roleEnv   = "CLUTCH_ROLE"   // "worker" or "submitter"
 	nameEnv   = "CLUTCH_WORKER" // its name: worker-1, worker-2
 	dsnEnv    = "CLUTCH_DSN"
 	schemaEnv = "CLUTCH_SCHEMA"
@@ -100,12 +100,7 @@ func runWith(ctx context.Context, out io.Writer, cfg teamConfig, n int, workerAr
 	fmt.Fprintf(out, "submitter (pid %d) and %d workers share schema %s\n", os.Getpid(), len(workers), cfg.Schema)
 	var hs []*router.Handle
 	for i := range n {
-		req, err := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: i})
-		if err != nil {
-			return err
-		}
-		req.Requires = []string{"skill:echo"}
-		h, err := tm.r.Submit(ctx, req)
+		h, err := tm.submitEcho(ctx, i)
 		if err != nil {
 			return err
 		}
@@ -197,6 +192,17 @@ func (tm *team) close() {
 	tm.st.Close()
 }
 
+// submitEcho submits a demo.echo.v1 task for n to an agent with
+// skill:echo.
+func (tm *team) submitEcho(ctx context.Context, n int) (*router.Handle, error) {
+	req, err := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: n})
+	if err != nil {
+		return nil, err
+	}
+	req.Requires = []string{"skill:echo"}
+	return tm.r.Submit(ctx, req)
+}
+
 // awaitAgents waits until n agents with skill:echo are online here.
 func (tm *team) awaitAgents(ctx context.Context, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -214,9 +220,23 @@ type workerProc struct {
 // startWorker starts bin as a worker named name and waits until its
 // agent is registered. work is how long its handler works on a task.
 func startWorker(ctx context.Context, bin string, cfg teamConfig, name string, work time.Duration, args ...string) (*workerProc, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), roleEnv+"=worker", nameEnv+"="+name, dsnEnv+"="+cfg.DSN,
+	w, err := startChild(ctx, bin, args, roleEnv+"=worker", nameEnv+"="+name, dsnEnv+"="+cfg.DSN,
 		schemaEnv+"="+cfg.Schema, ttlEnv+"="+cfg.TTL.String(), workEnv+"="+work.String())
+	if err != nil {
+		return nil, err
+	}
+	if line, err := w.out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready") {
+		w.stop()
+		return nil, fmt.Errorf("%s did not start: %q %v", name, line, err)
+	}
+	return w, nil
+}
+
+// startChild starts bin with args and env added to this process's
+// environment, its stdin and stdout piped to the returned workerProc.
+func startChild(ctx context.Context, bin string, args []string, env ...string) (*workerProc, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -229,12 +249,7 @@ func startWorker(ctx context.Context, bin string, cfg teamConfig, name string, w
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	w := &workerProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	if line, err := w.out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready") {
-		w.stop()
-		return nil, fmt.Errorf("%s did not start: %q %v", name, line, err)
-	}
-	return w, nil
+	return &workerProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}, nil
 }
 
 // stop asks the worker to leave (closing its stdin) and waits for it.
@@ -284,15 +299,11 @@ func submitter(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	for i := range n {
-		req, err := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: i})
+		h, err := tm.submitEcho(ctx, i)
 		if err != nil {
 			return err
 		}
-		req.Requires = []string{"skill:echo"}
-		if _, err := tm.r.Submit(ctx, req); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "submitted", req.TaskID)
+		fmt.Fprintln(stdout, "submitted", h.TaskID())
 	}
 	fmt.Fprintln(stdout, "ready")
 	io.Copy(io.Discard, stdin)

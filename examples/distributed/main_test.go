@@ -121,39 +121,9 @@ func (f *gapFollower) stop() error {
 // with a result of the dead worker's after it was taken over; a follower
 // in the submitting process saw every event once, in order, no gap.
 func TestKillWorker(t *testing.T) {
-	cfg := testConfig(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	tm, err := openTeam(ctx, cfg, &router.Options{Recovery: router.RecoverRedispatch, MaxAttempts: 5,
-		Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tm.close()
-	gaps := followGaps(tm.st)
-	w1, err := startWorker(ctx, os.Args[0], cfg, "worker-1", 200*time.Millisecond, workerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w1.stop()
-	w2, err := startWorker(ctx, os.Args[0], cfg, "worker-2", 200*time.Millisecond, workerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tm.awaitAgents(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	ctx, tm, gaps, w2 := killTeam(t)
 	const n = 60
-	var hs []*router.Handle
-	for i := range n {
-		req, _ := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: i})
-		req.Requires = []string{"skill:echo"}
-		h, err := tm.r.Submit(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
+	hs := submitAll(ctx, t, tm, 0, n)
 	// Kill worker-2 once it holds attempts: once a few of its claims are
 	// in the log.
 	if err := awaitClaims(ctx, tm.st, "agent:worker-2", 4); err != nil {
@@ -181,6 +151,52 @@ func TestKillWorker(t *testing.T) {
 	}
 	storetest.AssertOneTerminal(t, tm.st)
 	checkAttempts(t, tm.st, n, true)
+}
+
+// killTeam opens the submitting team with RecoverRedispatch (five
+// attempts, 10ms backoff), follows its log for gaps, and starts worker-1
+// and worker-2 (200ms a task; worker-1 stops when the test ends), and
+// waits for both agents. It returns worker-2, for the test to kill, and
+// a context that ends after two minutes.
+func killTeam(t *testing.T) (context.Context, *team, *gapFollower, *workerProc) {
+	t.Helper()
+	cfg := testConfig(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	tm, err := openTeam(ctx, cfg, &router.Options{Recovery: router.RecoverRedispatch, MaxAttempts: 5,
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tm.close)
+	gaps := followGaps(tm.st)
+	w1, err := startWorker(ctx, os.Args[0], cfg, "worker-1", 200*time.Millisecond, workerArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w1.stop() })
+	w2, err := startWorker(ctx, os.Args[0], cfg, "worker-2", 200*time.Millisecond, workerArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.awaitAgents(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, tm, gaps, w2
+}
+
+// submitAll submits n echo tasks, for first..first+n-1.
+func submitAll(ctx context.Context, t *testing.T, tm *team, first, n int) []*router.Handle {
+	t.Helper()
+	var hs []*router.Handle
+	for i := range n {
+		h, err := tm.submitEcho(ctx, first+i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	return hs
 }
 
 // awaitClaims waits until agent has k claims in the log.
@@ -284,9 +300,7 @@ func TestCancelAcrossProcesses(t *testing.T) {
 	if err := tm.awaitAgents(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := tm.r.NewRequest("agent:submitter", "demo.echo.v1", echo{N: -1})
-	req.Requires = []string{"skill:echo"}
-	h, err := tm.r.Submit(ctx, req)
+	h, err := tm.submitEcho(ctx, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,16 +113,15 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// An append that waits past StatementTimeout for the append lock fails
-// with ErrTimeout, stores nothing, and the store works afterwards.
-func TestStatementTimeout(t *testing.T) {
-	c := cluster.Need(t)
-	s := openStore(t, &pgstore.Options{StatementTimeout: 300 * time.Millisecond})
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+// holdAppendLock takes the append lock of s in a transaction of its own
+// connection to dsn, which is closed when the test ends.
+func holdAppendLock(t *testing.T, dsn string, s *pgstore.Store) pgx.Tx {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	t.Cleanup(func() { conn.Close(context.Background()) })
 	tx, err := conn.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +129,16 @@ func TestStatementTimeout(t *testing.T) {
 	if _, err := tx.Exec(t.Context(), "SELECT seq FROM "+s.Schema()+".head FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Append(t.Context(), msgs(3)...)
+	return tx
+}
+
+// An append that waits past StatementTimeout for the append lock fails
+// with ErrTimeout, stores nothing, and the store works afterwards.
+func TestStatementTimeout(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, &pgstore.Options{StatementTimeout: 300 * time.Millisecond})
+	tx := holdAppendLock(t, c.DSN(""), s)
+	_, err := s.Append(t.Context(), msgs(3)...)
 	if !errors.Is(err, pgstore.ErrTimeout) || !protocol.CodeOf(err).Retryable() {
 		t.Fatalf("Append behind a held lock: %v, want a retryable ErrTimeout", err)
 	}
@@ -148,15 +156,7 @@ func TestStatementTimeout(t *testing.T) {
 func TestAppendCancelWhileWaiting(t *testing.T) {
 	c := cluster.Need(t)
 	s := openStore(t, nil)
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	tx, _ := conn.Begin(t.Context())
-	if _, err := tx.Exec(t.Context(), "SELECT seq FROM "+s.Schema()+".head FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdAppendLock(t, c.DSN(""), s)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := s.Append(ctx, msgs(1)...); !errors.Is(err, context.DeadlineExceeded) {
@@ -324,18 +324,7 @@ func TestMigrationBackfillsSummaries(t *testing.T) {
 func TestConnectionKilledMidAppend(t *testing.T) {
 	c := cluster.Need(t)
 	s := openStore(t, nil)
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	tx, err := conn.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(t.Context(), "SELECT seq FROM "+s.Schema()+".head FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdAppendLock(t, c.DSN(""), s)
 	batch := msgs(4)
 	errc := make(chan error, 1)
 	go func() {

@@ -280,6 +280,9 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, max
 	if upTo > 1<<63-1 {
 		upTo = 1<<63 - 1
 	}
+	if after >= 1<<63-1 {
+		return nil, after, nil // seqs are bigint: none comes after it
+	}
 	sql, args := pageSQL(q, after, upTo, max)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {

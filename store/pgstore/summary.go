@@ -201,8 +201,8 @@ func (s *Store) list(ctx context.Context, q store.ListQuery, kind string) iter.S
 			return
 		}
 		before, left := int64(q.Before), q.Limit
-		if before == 0 {
-			before = 1<<63 - 1
+		if q.Before == 0 || q.Before > 1<<63-1 {
+			before = 1<<63 - 1 // seqs are bigint: every summary is before it
 		}
 		for {
 			n := driver.PageSize

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
@@ -269,7 +270,7 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 		now, seqs, nids, nruns, nthreads, ntasks, nagts, ntypes, nkeys, raws)
 	sums.queueWrites(b, touched)
 	b.Queue("UPDATE head SET seq = $1, ts = $2", int64(seq), now)
-	b.Queue("SELECT pg_notify($1, $2)", s.channel, itoa(seq))
+	b.Queue("SELECT pg_notify($1, $2)", s.channel, strconv.FormatUint(seq, 10))
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return err
@@ -291,18 +292,5 @@ func rollback(conn *pgxpool.Conn) {
 	}
 	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
 		conn.Conn().Close(ctx)
-	}
-}
-
-func itoa(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
 	}
 }
