@@ -112,6 +112,7 @@ var cases = []struct {
 	{"SummaryStatus", testSummaryStatus},
 	{"SummariesAfterReopen", testSummariesAfterReopen},
 	{"SummariesClosed", testSummariesClosed},
+	{"SeqBounds", testSeqBounds},
 }
 
 // ---- helpers ----
