@@ -401,9 +401,14 @@ func TestNodeTimeoutAcrossProcesses(t *testing.T) {
 	x := card("agent:x", skill("skill:x"))
 	x.Limits = &protocol.Limits{MaxRuntimeSec: 1}
 	ended := make(chan error, 1)
+	var runs atomic.Int32
 	b.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+		runs.Add(1)
 		<-ctx.Done()
-		ended <- ctx.Err()
+		select {
+		case ended <- ctx.Err():
+		default: // a second run is reported below, not left blocked
+		}
 		return nil, ctx.Err()
 	})
 	waitFor(t, "a sees agent:x", func() bool { return a.r.handler("agent:x") != nil }, a)
@@ -419,6 +424,9 @@ func TestNodeTimeoutAcrossProcesses(t *testing.T) {
 	out, err := a.wait(h)
 	if !errors.Is(err, protocol.CodeTimeout) || out.Type != protocol.TypeTaskTimeout {
 		t.Fatalf("outcome %+v, %v; want task.timeout", out, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once", n)
 	}
 }
 

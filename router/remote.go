@@ -80,6 +80,10 @@ func (n *Node) request(ctx context.Context, task string) (*protocol.Message, err
 	return nil, wrap(ErrUnknownTask, task, nil)
 }
 
+// remoteTimeoutGrace is how long past max_runtime_sec a hosting process lets
+// a handler run before its own deadline ends it (see execute).
+const remoteTimeoutGrace = 2 * time.Second
+
 // execute runs one attempt here: the handler gets a Task like any other
 // (Progress, Emit, Delegate, PutArtifact), whose subtasks are routed by
 // this router, with the depth and delegation chain of the dispatch. The
@@ -118,10 +122,13 @@ func (n *Node) execute(req *protocol.Message, a *registry.Agent, h Handler, atte
 	}
 	ctx := ts.ctx
 	if card := a.Card(); card.Limits != nil && card.Limits.MaxRuntimeSec > 0 {
-		// The routing process stores the timeout; here the handler's
-		// context ends with it.
+		// The routing process stores the timeout, and its cancel ends the
+		// handler here. This deadline is only the backstop for a routing
+		// process that is gone: it ends remoteTimeoutGrace later, so that
+		// the handler's own deadline error does not race the routing
+		// process's task.timeout and end the attempt as a task.error.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(card.Limits.MaxRuntimeSec)*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(card.Limits.MaxRuntimeSec)*time.Second+remoteTimeoutGrace)
 		defer cancel()
 	}
 	ts.runCtx.Store(&ctx)
