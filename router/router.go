@@ -63,6 +63,7 @@ type Router struct {
 	tasks    map[string]*taskState // claimed and running tasks, by task id (see claim)
 	stale    map[*taskState]bool   // ended tasks replaced in tasks whose goroutine still runs
 	runs     map[string]*runState  // runs with running tasks
+	counted  map[string]teamCount  // what was read of runs' requests, when teamTasks (budget.go)
 	closed   bool
 	inFlight int           // claims and tasks whose goroutine runs (Options.MaxInFlight)
 	live     int           // goroutines of the router: task goroutines and goOnCancel's
@@ -74,6 +75,8 @@ type Router struct {
 	pool *workers[*taskState] // the goroutines tasks run on
 
 	node atomic.Pointer[Node] // set while the router is a node of a team (node.go)
+
+	teamTasks bool // Budget.MaxTasks is counted over the store, for the whole team (budget.go)
 
 	matches sync.Pool     // *match, see newMatch
 	rr      atomic.Uint64 // round-robin counter
@@ -106,6 +109,12 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 		runs:   map[string]*runState{},
 		slots:  newSignal(),
 		claims: newSignal(),
+		// A shared registry means routers in other processes share the
+		// store: the run's tasks are counted there (budget.go).
+		teamTasks: o.Budget.MaxTasks > 0 && reg.Shared(),
+	}
+	if r.teamTasks {
+		r.counted = map[string]teamCount{}
 	}
 	if len(o.Signers) > 0 {
 		r.st = &signingStore{Store: st, signers: o.Signers} // verify.go
@@ -283,6 +292,7 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 			r.unclaim(ts, claimDropped)
 			return r.redelivered(ctx, res[0].Seq)
 		}
+		ts.reqSeq = res[0].Seq
 		return r.start(ts, req.Attempt), nil
 	}
 }
@@ -327,18 +337,24 @@ func (r *Router) start(ts *taskState, attempt int) *Handle {
 	return &ts.handle
 }
 
-// checkBudget applies the run budget; r.mu is held.
+// checkBudget applies the run budget; r.mu is held. In a team,
+// Budget.MaxTasks is applied by the task's goroutine instead (teamBudget).
 func (r *Router) checkBudget(rs *runState, ts *taskState) *protocol.ErrorPayload {
 	b := r.opts.Budget
 	if b.MaxDepth > 0 && ts.depth > b.MaxDepth {
 		return &protocol.ErrorPayload{Code: protocol.CodeBudget, Message: fmt.Sprintf("delegation depth %d exceeds the run's budget of %d", ts.depth, b.MaxDepth),
 			Details: map[string]any{"max_depth": b.MaxDepth, "depth": ts.depth}}
 	}
-	if b.MaxTasks > 0 && rs.tasks >= b.MaxTasks {
-		return &protocol.ErrorPayload{Code: protocol.CodeBudget, Message: fmt.Sprintf("the run already has %d tasks, its budget", b.MaxTasks),
-			Details: map[string]any{"max_tasks": b.MaxTasks}}
+	if b.MaxTasks > 0 && !r.teamTasks && rs.tasks >= b.MaxTasks {
+		return tasksBudgetError(b.MaxTasks)
 	}
 	return nil
+}
+
+// tasksBudgetError is the error of a task past the run's Budget.MaxTasks.
+func tasksBudgetError(max int) *protocol.ErrorPayload {
+	return &protocol.ErrorPayload{Code: protocol.CodeBudget, Message: fmt.Sprintf("the run already has %d tasks, its budget", max),
+		Details: map[string]any{"max_tasks": max}}
 }
 
 // redelivered handles a request the store already holds, as the event at

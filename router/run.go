@@ -46,6 +46,7 @@ type taskState struct {
 	task      Task                   // the handler's view of the first attempt
 	ownRun    runState               // the run's state, when this task started the run
 	budgetErr *protocol.ErrorPayload // the run's budget refused the task
+	reqSeq    uint64                 // the seq of the stored request, when known (teamBudget)
 	evs       [2]*protocol.Message   // events being stored by the run goroutine
 	endEvs    [2]*protocol.Message   // terminal events being stored by end's caller
 }
@@ -99,6 +100,14 @@ func (r *Router) run(ts *taskState) {
 		defer stop()
 	}
 	r.startAttempt(ts)
+	if ts.budgetErr == nil && r.teamTasks {
+		ep, err := r.teamBudget(ts) // budget.go
+		if err != nil {
+			r.budgetUnread(ts, err)
+			return
+		}
+		ts.budgetErr = ep
+	}
 	if ep := ts.budgetErr; ep != nil {
 		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 		return

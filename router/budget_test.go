@@ -1,0 +1,247 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/memstore"
+)
+
+// The team's run budget: these tests run two routers over one memstore in
+// this process; budget_pg_test.go runs them in two processes over
+// PostgreSQL, with the same agents and checks.
+
+// budgetMax is the Budget.MaxTasks of the budget tests' routers.
+const budgetMax = 4
+
+// budgetAgents registers the agents of the budget tests in r, which
+// plays process host ("a" or "b"): agent:leaf-<host> (skill:leaf) in
+// both, agent:sub (skill:sub) in a, agent:fan (skill:fan) in b. fan
+// delegates as many skill:sub subtasks at once as its query says (so
+// they are routed by b and run in a) and answers when they have ended,
+// whatever their outcome. runs counts the leaf and sub handlers that ran.
+func budgetAgents(ctx context.Context, r *Router, host string, runs *atomic.Int32) error {
+	leaf := func(context.Context, *Task) (*Result, error) {
+		runs.Add(1)
+		return summary("leaf"), nil
+	}
+	caps := func(id string) []protocol.Capability { return []protocol.Capability{{ID: id}} }
+	if err := r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:leaf-" + host, Capabilities: caps("skill:leaf")}, leaf); err != nil {
+		return err
+	}
+	if host == "a" {
+		return r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:sub", Capabilities: caps("skill:sub")}, leaf)
+	}
+	fan := func(ctx context.Context, t *Task) (*Result, error) {
+		q, err := Input[schema.ResearchQuery](t)
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.Atoi(q.Query)
+		if err != nil {
+			return nil, err
+		}
+		var wg sync.WaitGroup
+		for range n {
+			sub, err := t.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "sub"})
+			if err != nil {
+				return nil, err
+			}
+			sub.Requires = []string{"skill:sub"}
+			wg.Go(func() { t.Delegate(ctx, sub) })
+		}
+		wg.Wait()
+		return summary("fanned out"), nil
+	}
+	return r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:fan", Capabilities: caps("skill:fan")}, fan)
+}
+
+// submitBudget submits n skill:leaf tasks of one run (run, thread) at
+// once and waits for them: how many ended with a result and how many
+// with BUDGET. Any other outcome is an error.
+func submitBudget(ctx context.Context, r *Router, run, thread string, n int) (ok, over int, err error) {
+	type res struct{ ok, over bool }
+	out := make(chan res, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			req, err := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "leaf"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			req.RunID, req.ThreadID = run, thread
+			req.Requires = []string{"skill:leaf"}
+			h, err := r.Submit(ctx, req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			o, err := h.Wait(ctx)
+			switch {
+			case o == nil:
+				errs <- fmt.Errorf("task %s: %w", h.TaskID(), err)
+			case err == nil:
+				out <- res{ok: true}
+			case errors.Is(err, protocol.CodeBudget):
+				out <- res{over: true}
+			default:
+				errs <- fmt.Errorf("task %s: %w", h.TaskID(), err)
+			}
+		}()
+	}
+	for range n {
+		select {
+		case r := <-out:
+			if r.ok {
+				ok++
+			} else {
+				over++
+			}
+		case e := <-errs:
+			err = errors.Join(err, e)
+		}
+	}
+	return ok, over, err
+}
+
+// checkRunBudget checks the log of a run against the team's budget: its
+// task.request events, in seq order, are its tasks; the first max ended
+// with a task.result, every later one with a task.error BUDGET (details
+// max_tasks) and no routing.decision. It returns how many tasks the run
+// has.
+func checkRunBudget(t *testing.T, st store.Store, run string, max int) int {
+	t.Helper()
+	var order []string
+	routed := map[string]bool{}
+	end := map[string]*protocol.Message{}
+	for ev, err := range st.Read(context.Background(), store.Query{RunID: run}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ev.Message()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m.Type == protocol.TypeTaskRequest:
+			order = append(order, m.TaskID)
+		case m.Type == protocol.TypeRoutingDecision:
+			routed[m.TaskID] = true
+		case protocol.EndsTask(m):
+			if end[m.TaskID] != nil {
+				t.Fatalf("task %s ended twice", m.TaskID)
+			}
+			end[m.TaskID] = m
+		}
+	}
+	for i, task := range order {
+		m := end[task]
+		if m == nil {
+			t.Fatalf("task %d of run %s (%s) did not end", i+1, run, task)
+		}
+		if i < max {
+			if m.Type != protocol.TypeTaskResult {
+				t.Fatalf("task %d of run %s, within the budget of %d: %s %s", i+1, run, max, m.Type, m.Payload)
+			}
+			continue
+		}
+		var ep protocol.ErrorPayload
+		err := json.Unmarshal(m.Payload, &ep)
+		if m.Type != protocol.TypeTaskError || err != nil || ep.Code != protocol.CodeBudget || fmt.Sprint(ep.Details["max_tasks"]) != strconv.Itoa(max) || routed[task] {
+			t.Fatalf("task %d of run %s, past the budget of %d: %s %s (routed: %v)", i+1, run, max, m.Type, m.Payload, routed[task])
+		}
+	}
+	return len(order)
+}
+
+// Two routers of a team submit tasks of one run at once: the run's
+// Budget.MaxTasks holds for the team, not for each router, and the tasks
+// that run are the first of the run in the log, whichever router routed
+// them.
+func TestNodeTaskBudgetAcrossProcesses(t *testing.T) {
+	st, _ := memstore.New(nil)
+	opts := func() *Options { return &Options{Budget: Budget{MaxTasks: budgetMax}} }
+	a := newProc(t, st, time.Minute, opts())
+	b := newProc(t, st, time.Minute, opts())
+	var runsA, runsB atomic.Int32
+	ctx := t.Context()
+	if err := budgetAgents(ctx, a.r, "a", &runsA); err != nil {
+		t.Fatal(err)
+	}
+	if err := budgetAgents(ctx, b.r, "b", &runsB); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agents", func() bool { return a.r.handler("agent:fan") != nil && b.r.handler("agent:sub") != nil }, a, b)
+
+	const each = 5
+	run, thread := protocol.NewID(protocol.PrefixRun), protocol.NewID(protocol.PrefixThread)
+	type count struct {
+		ok, over int
+		err      error
+	}
+	fromB := make(chan count, 1)
+	go func() {
+		ok, over, err := submitBudget(ctx, b.r, run, thread, each)
+		fromB <- count{ok, over, err}
+	}()
+	okA, overA, err := submitBudget(ctx, a.r, run, thread, each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := <-fromB
+	if cb.err != nil {
+		t.Fatal(cb.err)
+	}
+	if okA+cb.ok != budgetMax || overA+cb.over != 2*each-budgetMax || int(runsA.Load()+runsB.Load()) != budgetMax {
+		t.Fatalf("a: %d ran, %d over budget; b: %d ran, %d over; handlers ran %d+%d; want %d ran in all",
+			okA, overA, cb.ok, cb.over, runsA.Load(), runsB.Load(), budgetMax)
+	}
+	if n := checkRunBudget(t, st, run, budgetMax); n != 2*each {
+		t.Fatalf("the run has %d tasks, want %d", n, 2*each)
+	}
+	t.Logf("a: %d ran, %d over budget; b: %d ran, %d over", okA, overA, cb.ok, cb.over)
+}
+
+// A task routed by one router delegates subtasks in another: the
+// subtasks count toward the same run total as the task routed elsewhere.
+func TestNodeTaskBudgetDelegationAcrossProcesses(t *testing.T) {
+	st, _ := memstore.New(nil)
+	opts := func() *Options { return &Options{Budget: Budget{MaxTasks: budgetMax}} }
+	a := newProc(t, st, time.Minute, opts())
+	b := newProc(t, st, time.Minute, opts())
+	var runsA, runsB atomic.Int32
+	ctx := t.Context()
+	if err := budgetAgents(ctx, a.r, "a", &runsA); err != nil {
+		t.Fatal(err)
+	}
+	if err := budgetAgents(ctx, b.r, "b", &runsB); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agents", func() bool { return a.r.handler("agent:fan") != nil && b.r.handler("agent:sub") != nil }, a, b)
+
+	const subs = 6
+	// The root, routed by a, runs agent:fan in b; b routes its subtasks
+	// to agent:sub in a. The root is the run's first task.
+	req, _ := a.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: strconv.Itoa(subs)})
+	req.Requires = []string{"skill:fan"}
+	if _, err := a.wait(a.submit(req)); err != nil {
+		t.Fatal(err)
+	}
+	if got := runsA.Load(); got != budgetMax-1 {
+		t.Fatalf("%d subtasks ran, want %d (the root and %d subtasks make the budget)", got, budgetMax-1, budgetMax-1)
+	}
+	if n := checkRunBudget(t, st, req.RunID, budgetMax); n != 1+subs {
+		t.Fatalf("the run has %d tasks, want %d", n, 1+subs)
+	}
+}
