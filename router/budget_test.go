@@ -185,7 +185,7 @@ func TestNodeTaskBudgetAcrossProcesses(t *testing.T) {
 	waitFor(t, "the agents", func() bool { return a.r.handler("agent:fan") != nil && b.r.handler("agent:sub") != nil }, a, b)
 
 	const each = 5
-	run, thread := protocol.NewID(protocol.PrefixRun), protocol.NewID(protocol.PrefixThread)
+	run, thread := a.r.ids.RunID(), a.r.ids.ThreadID()
 	type count struct {
 		ok, over int
 		err      error
@@ -243,5 +243,42 @@ func TestNodeTaskBudgetDelegationAcrossProcesses(t *testing.T) {
 	}
 	if n := checkRunBudget(t, st, req.RunID, budgetMax); n != 1+subs {
 		t.Fatalf("the run has %d tasks, want %d", n, 1+subs)
+	}
+}
+
+// In a team, a retry stores no new request and a redelivery is not
+// stored again: neither counts toward the run's Budget.MaxTasks.
+func TestNodeTaskBudgetCountsRequestsOnce(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 2}})
+	var calls atomic.Int32
+	a.register(card("agent:flaky", skill("skill:r")), func(ctx context.Context, tk *Task) (*Result, error) {
+		if calls.Add(1) == 1 {
+			return nil, &protocol.ErrorPayload{Code: protocol.CodeToolUnavailable, Message: "try again", Retryable: true}
+		}
+		return summary("x"), nil
+	})
+	first := a.request("skill:r")
+	first.IdempotencyKey = "first"
+	if _, err := a.wait(a.submit(first)); err != nil {
+		t.Fatal(err)
+	}
+	again := *first
+	again.ID = a.r.ids.MessageID() // a redelivery with a new id
+	if _, err := a.wait(a.submit(&again)); err != nil {
+		t.Fatal(err)
+	}
+	second := a.request("skill:r")
+	second.RunID, second.ThreadID = first.RunID, first.ThreadID
+	if _, err := a.wait(a.submit(second)); err != nil {
+		t.Fatalf("the run's second task: %v", err)
+	}
+	third := a.request("skill:r")
+	third.RunID, third.ThreadID = first.RunID, first.ThreadID
+	if _, err := a.wait(a.submit(third)); !errors.Is(err, protocol.CodeBudget) {
+		t.Fatalf("the run's third task: %v, want BUDGET", err)
+	}
+	if n := checkRunBudget(t, st, first.RunID, 2); n != 3 || calls.Load() != 3 {
+		t.Fatalf("the run has %d tasks and the handler ran %d times, want 3 and 3 (one retry)", n, calls.Load())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -16,7 +17,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(budgetRoleEnv) != "" {
+		os.Exit(budgetChild()) // a process of TestNodeTaskBudgetInTwoProcesses
+	}
+	goleak.VerifyTestMain(m)
+}
 
 type env struct {
 	t   *testing.T

@@ -1,0 +1,258 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/internal/pgpeer"
+	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store/pgstore"
+)
+
+// The team's run budget in real processes over PostgreSQL: the test
+// starts this test binary again with budgetRoleEnv set, and TestMain runs
+// budgetChild in it instead of the tests. The child is process "b" of
+// budgetAgents, the test process is "a".
+const (
+	budgetRoleEnv   = "ROUTER_TEST_BUDGET_CHILD"
+	budgetDSNEnv    = "ROUTER_TEST_BUDGET_DSN"
+	budgetSchemaEnv = "ROUTER_TEST_BUDGET_SCHEMA"
+)
+
+// pgTeam is one process's part of a team over pgstore.
+type pgTeam struct {
+	st   *pgstore.Store
+	r    *Router
+	node *Node
+}
+
+func openPgTeam(ctx context.Context, dsn, schemaName string, opts *Options) (*pgTeam, error) {
+	st, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: schemaName})
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.Open(ctx, st, &registry.Options{Shared: true})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	sch, err := schema.New(nil)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	o := *opts
+	o.Logger = slog.New(slog.DiscardHandler)
+	r, err := New(st, reg, sch, &o)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	node, err := r.Join(ctx, nil)
+	if err != nil {
+		r.Close()
+		st.Close()
+		return nil, err
+	}
+	return &pgTeam{st: st, r: r, node: node}, nil
+}
+
+func (tm *pgTeam) close() {
+	tm.node.Leave()
+	tm.r.Close()
+	tm.st.Close()
+}
+
+// budgetChild is process b: it hosts b's budget agents, says "ready"
+// once a's are online, then for each line "submit <run> <thread> <n>"
+// of stdin submits n skill:leaf tasks of that run and answers "done <ran>
+// <over budget>"; when stdin closes it answers "runs <handlers run>" and
+// leaves.
+func budgetChild() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := func() error {
+		tm, err := openPgTeam(ctx, os.Getenv(budgetDSNEnv), os.Getenv(budgetSchemaEnv), &Options{Budget: Budget{MaxTasks: budgetMax}})
+		if err != nil {
+			return err
+		}
+		defer tm.close()
+		var runs atomic.Int32
+		if err := budgetAgents(ctx, tm.r, "b", &runs); err != nil {
+			return err
+		}
+		if err := tm.node.AwaitAgents(ctx, []string{"skill:sub"}, 1); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			var run, thread string
+			var n int
+			if _, err := fmt.Sscanf(in.Text(), "submit %s %s %d", &run, &thread, &n); err != nil {
+				return fmt.Errorf("command %q: %w", in.Text(), err)
+			}
+			ok, over, err := submitBudget(ctx, tm.r, run, thread, n)
+			if err != nil {
+				return err
+			}
+			fmt.Println("done", ok, over)
+		}
+		fmt.Println("runs", runs.Load())
+		return in.Err()
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "budget child:", err)
+		return 1
+	}
+	return 0
+}
+
+// budgetProc is the child process, seen from the test.
+type budgetProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startBudgetChild(t *testing.T, ctx context.Context, dsn, schemaName string) *budgetProc {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), budgetRoleEnv+"=b", budgetDSNEnv+"="+dsn, budgetSchemaEnv+"="+schemaName)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &budgetProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	t.Cleanup(func() {
+		stdin.Close()
+		io.Copy(io.Discard, p.out)
+		cmd.Wait()
+	})
+	if line := p.line(t); line != "ready" {
+		t.Fatalf("the child process did not start: %q", line)
+	}
+	return p
+}
+
+// line reads the child's next line, without its newline.
+func (p *budgetProc) line(t *testing.T) string {
+	t.Helper()
+	s, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the child process: %q, %v", s, err)
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+// Two processes over one PostgreSQL database, each a router joined to the
+// team with Budget.MaxTasks 4: ten tasks of one run submitted at once,
+// five in each process, run four in all, the first four of the run in
+// the log, and the others end with BUDGET whichever process submitted
+// them; then a task routed by the test process runs in the child and
+// delegates six subtasks there, which run in the test process: the root
+// and three subtasks make the run's four.
+func TestNodeTaskBudgetInTwoProcesses(t *testing.T) {
+	c := pgpeer.StartT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	schemaName := fmt.Sprintf("budget%d", os.Getpid())
+	tm, err := openPgTeam(ctx, c.DSN(""), schemaName, &Options{Budget: Budget{MaxTasks: budgetMax}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.close()
+	var runs atomic.Int32
+	if err := budgetAgents(ctx, tm.r, "a", &runs); err != nil {
+		t.Fatal(err)
+	}
+	b := startBudgetChild(t, ctx, c.DSN(""), schemaName)
+	if err := tm.node.AwaitAgents(ctx, []string{"skill:fan"}, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// Tasks of one run submitted in both processes at once.
+	const each = 5
+	run, thread := tm.r.ids.RunID(), tm.r.ids.ThreadID()
+	fmt.Fprintf(b.stdin, "submit %s %s %d\n", run, thread, each)
+	okA, overA, err := submitBudget(ctx, tm.r, run, thread, each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var okB, overB int
+	if line := b.line(t); !scan(line, "done %d %d", &okB, &overB) {
+		t.Fatalf("child: %q", line)
+	}
+	ranA := int(runs.Load())
+	t.Logf("a: %d ran, %d over budget; b: %d ran, %d over", okA, overA, okB, overB)
+	if okA+okB != budgetMax || overA+overB != 2*each-budgetMax {
+		t.Fatalf("%d+%d tasks ran, %d+%d over budget: want %d ran in all", okA, okB, overA, overB, budgetMax)
+	}
+	if n := checkRunBudget(t, tm.st, run, budgetMax); n != 2*each {
+		t.Fatalf("the run has %d tasks, want %d", n, 2*each)
+	}
+
+	// A root routed here, run in b, whose subtasks b routes to here.
+	const subs = 6
+	req, err := tm.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: strconv.Itoa(subs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Requires = []string{"skill:fan"}
+	h, err := tm.r.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := h.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := o.Message.From.AgentID; by != "agent:fan" {
+		t.Fatalf("the root ended from %s", by)
+	}
+	if got := int(runs.Load()) - ranA; got != budgetMax-1 {
+		t.Fatalf("%d subtasks ran, want %d (the root and %d subtasks make the budget)", got, budgetMax-1, budgetMax-1)
+	}
+	if n := checkRunBudget(t, tm.st, req.RunID, budgetMax); n != 1+subs {
+		t.Fatalf("the run has %d tasks, want %d", n, 1+subs)
+	}
+
+	// The handlers that ran in each process.
+	b.stdin.Close()
+	var ranB int
+	if line := b.line(t); !scan(line, "runs %d", &ranB) {
+		t.Fatalf("child: %q", line)
+	}
+	if ranA+ranB != budgetMax {
+		t.Fatalf("leaf handlers ran %d times here and %d in the child, want %d in all", ranA, ranB, budgetMax)
+	}
+	if err := b.cmd.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("child process: %v", err)
+	}
+}
+
+// scan is fmt.Sscanf that reports whether every value was read.
+func scan(s, format string, vals ...any) bool {
+	n, err := fmt.Sscanf(s, format, vals...)
+	return err == nil && n == len(vals)
+}
