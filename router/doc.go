@@ -254,8 +254,20 @@
 // process (one waits there up to QueueTimeout, then fails with CAPACITY,
 // retryable); the load tie-breaker sees the attempts this process
 // dispatched. Budget.MaxDepth holds across processes (the dispatch carries
-// the depth); Budget.MaxTasks counts the tasks of a run each process
-// routes, not the whole team's.
+// the depth). Budget.MaxTasks holds for the whole team: a run's tasks are
+// its task.request events in the shared store — the root and every
+// subtask, whichever process routed it — and a task's place in its run is
+// the number of them up to its own request, in the store's seq order,
+// which is the same for every process. A task whose place is past
+// MaxTasks ends with BUDGET, as in one process, wherever it is routed;
+// it counts all the same (its request is stored). A retry stores no new
+// request and a redelivery is not stored, so neither counts. In a team
+// the count covers the run's whole log, not only the tasks running now
+// (see Caveats). Each process applies its own MaxTasks to the tasks it
+// routes, so the processes of a team set the same. Before routing a task
+// of a run, a process reads the run's requests it has not read yet, at
+// most MaxTasks of them; a failed read ends the task with the store's
+// error (retryable when the store is unavailable).
 //
 // A process that dies (kill -9) stops heartbeating; after the registry's
 // HeartbeatTTL its agents are offline for everyone, and each attempt
@@ -371,9 +383,11 @@
 // it abandoned. A task's context ends when its handler returns, so a
 // handler must wait for the subtasks it delegates (Delegate does). A
 // handler that ignores its context after a timeout or cancel keeps its
-// concurrency slot and its MaxInFlight slot until it returns. Budgets count the tasks a run has
-// while some of them are running in this router. Recover scans the task
-// events of the whole log.
+// concurrency slot and its MaxInFlight slot until it returns. In one
+// process (a registry that is not Shared), Budget.MaxTasks counts the
+// tasks a run has while some of them are running in this router; in a
+// team it counts every task of the run in the log (see "Many processes").
+// Recover scans the task events of the whole log.
 //
 // For unit tests of agents, package routertest wraps all of this over an
 // in-memory store with deterministic ids and a test clock.
