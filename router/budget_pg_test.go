@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store/pgstore"
@@ -255,4 +256,94 @@ func TestNodeTaskBudgetInTwoProcesses(t *testing.T) {
 func scan(s, format string, vals ...any) bool {
 	n, err := fmt.Sscanf(s, format, vals...)
 	return err == nil && n == len(vals)
+}
+
+// BenchmarkTeamBudgetPgstore: a task submitted and awaited in a team of
+// one process over PostgreSQL, without Budget.MaxTasks (off) and with it,
+// each task in a run of its own (new-runs: the count reads the task's
+// own request) or all in one run (one-run: it reads the one request it
+// has not read yet).
+func BenchmarkTeamBudgetPgstore(b *testing.B) {
+	c := pgpeer.StartT(b)
+	for i, bc := range []struct {
+		name   string
+		max    int
+		oneRun bool
+	}{{"off", 0, false}, {"new-runs", 1 << 20, false}, {"one-run", 1 << 20, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := b.Context()
+			tm, err := openPgTeam(ctx, c.DSN(""), fmt.Sprintf("bbudget%d_%d_%d", os.Getpid(), i, b.N), &Options{Budget: Budget{MaxTasks: bc.max}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tm.close()
+			var runs atomic.Int32
+			if err := budgetAgents(ctx, tm.r, "a", &runs); err != nil {
+				b.Fatal(err)
+			}
+			run, thread := tm.r.ids.RunID(), tm.r.ids.ThreadID()
+			for b.Loop() {
+				req, _ := tm.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "leaf"})
+				if bc.oneRun {
+					req.RunID, req.ThreadID = run, thread
+				}
+				req.Requires = []string{"skill:leaf"}
+				h, err := tm.r.Submit(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.Wait(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTeamBudgetCount: the count of a task's place in its run over
+// PostgreSQL with nothing read before (a process that has not seen the
+// run yet), in a run of 256 tasks (a task.request and four other events
+// each), for the task that is the run's first, 16th and 256th, with
+// Budget.MaxTasks that place: the count reads that many requests, the
+// most it reads for that budget.
+func BenchmarkTeamBudgetCount(b *testing.B) {
+	c := pgpeer.StartT(b)
+	ctx := b.Context()
+	tm, err := openPgTeam(ctx, c.DSN(""), fmt.Sprintf("bbudgetcount%d", os.Getpid()), &Options{Budget: Budget{MaxTasks: 256}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tm.close()
+	run, thread := tm.r.ids.RunID(), tm.r.ids.ThreadID()
+	var reqs []*protocol.Message
+	var seqs []uint64
+	for range 256 {
+		req, _ := tm.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "leaf"})
+		req.RunID, req.ThreadID = run, thread
+		batch := []*protocol.Message{req}
+		for range 4 {
+			p := tm.r.ids.Reply(req, protocol.TypeTaskProgress, "agent:leaf-a")
+			p.Payload = []byte(`{"step":1}`)
+			batch = append(batch, p)
+		}
+		res, err := tm.st.Append(ctx, batch...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs, seqs = append(reqs, req), append(seqs, res[0].Seq)
+	}
+	for _, place := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("place=%d", place), func(b *testing.B) {
+			ts := &taskState{req: reqs[place-1], reqSeq: seqs[place-1], ctx: ctx}
+			tm.r.opts.Budget.MaxTasks = place
+			for b.Loop() {
+				tm.r.mu.Lock()
+				clear(tm.r.counted)
+				tm.r.mu.Unlock()
+				if ep, err := tm.r.teamBudget(ts); ep != nil || err != nil {
+					b.Fatal(ep, err)
+				}
+			}
+		})
+	}
 }
