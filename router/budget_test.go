@@ -118,7 +118,7 @@ func submitBudget(ctx context.Context, r *Router, run, thread string, n int) (ok
 // checkRunBudget checks the log of a run against the team's budget: its
 // task.request events, in seq order, are its tasks; the first max ended
 // with a task.result, every later one with a task.error BUDGET (details
-// max_tasks) and no routing.decision. It returns how many tasks the run
+// max_tasks) and no routing.decision (the end of its last attempt). It returns how many tasks the run
 // has.
 func checkRunBudget(t *testing.T, st store.Store, run string, max int) int {
 	t.Helper()
@@ -139,10 +139,10 @@ func checkRunBudget(t *testing.T, st store.Store, run string, max int) int {
 		case m.Type == protocol.TypeRoutingDecision:
 			routed[m.TaskID] = true
 		case protocol.EndsTask(m):
-			if end[m.TaskID] != nil {
-				t.Fatalf("task %s ended twice", m.TaskID)
+			if e := end[m.TaskID]; e != nil && e.Attempt == m.Attempt {
+				t.Fatalf("task %s: attempt %d ended twice", m.TaskID, m.Attempt)
 			}
-			end[m.TaskID] = m
+			end[m.TaskID] = m // the last attempt's end is the task's
 		}
 	}
 	for i, task := range order {
@@ -247,7 +247,8 @@ func TestNodeTaskBudgetDelegationAcrossProcesses(t *testing.T) {
 }
 
 // In a team, a retry stores no new request and a redelivery is not
-// stored again: neither counts toward the run's Budget.MaxTasks.
+// stored again: neither counts toward the run's Budget.MaxTasks, and a
+// task past the budget stays past it when Retry runs it again.
 func TestNodeTaskBudgetCountsRequestsOnce(t *testing.T) {
 	st, _ := memstore.New(nil)
 	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 2}})
@@ -277,6 +278,15 @@ func TestNodeTaskBudgetCountsRequestsOnce(t *testing.T) {
 	third.RunID, third.ThreadID = first.RunID, first.ThreadID
 	if _, err := a.wait(a.submit(third)); !errors.Is(err, protocol.CodeBudget) {
 		t.Fatalf("the run's third task: %v, want BUDGET", err)
+	}
+	// Retry runs the third task again from its stored request: its place
+	// in the run has not changed.
+	h, err := a.r.Retry(t.Context(), third.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.wait(h); !errors.Is(err, protocol.CodeBudget) {
+		t.Fatalf("the third task retried: %v, want BUDGET", err)
 	}
 	if n := checkRunBudget(t, st, first.RunID, 2); n != 3 || calls.Load() != 3 {
 		t.Fatalf("the run has %d tasks and the handler ran %d times, want 3 and 3 (one retry)", n, calls.Load())

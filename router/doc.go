@@ -261,7 +261,9 @@
 // which is the same for every process. A task whose place is past
 // MaxTasks ends with BUDGET, as in one process, wherever it is routed;
 // it counts all the same (its request is stored). A retry stores no new
-// request and a redelivery is not stored, so neither counts. In a team
+// request and a redelivery is not stored, so neither counts; a task's
+// place never changes, so Retry of a task refused for the budget refuses
+// it again. In a team
 // the count covers the run's whole log, not only the tasks running now
 // (see Caveats). Each process applies its own MaxTasks to the tasks it
 // routes, so the processes of a team set the same. Before routing a task
