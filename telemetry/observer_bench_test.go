@@ -108,7 +108,7 @@ func BenchmarkSDKSpans(b *testing.B) {
 				c, s := tr.Start(ctx, "invoke_agent", startOp...)
 				s.SetName("invoke_agent agent:research-0")
 				s.AddEvent("clutch.routing.decision", trace.WithAttributes(telemetry.KeyRoutingSelected.String("agent:research-0"),
-					telemetry.KeyRoutingEligible.Int(2), telemetry.KeyRoutingConsidered.Int(2), telemetry.KeyRoutingReason.String("best"), telemetry.KeyQueueWait.Int64(0)))
+					telemetry.KeyRoutingEligible.Int(2), telemetry.KeyRoutingReason.String("best")))
 				_, s2 := tr.Start(c, "execute_tool search", startOp...)
 				s2.SetAttributes(telemetry.KeyToolName.String("search"), telemetry.KeyToolServer.String("mcp:search"), telemetry.KeyToolCallID.String("c1"))
 				s2.End()

@@ -101,7 +101,6 @@ const (
 	KeyRoutingReason     = attribute.Key("clutch.routing.reason")
 	KeyRoutingSelected   = attribute.Key("clutch.routing.selected")
 	KeyRoutingEligible   = attribute.Key("clutch.routing.candidates")
-	KeyRoutingConsidered = attribute.Key("clutch.routing.considered")
 	KeyQueueWait         = attribute.Key("clutch.queue.wait_ms")
 	KeyToolServer        = attribute.Key("clutch.tool.server")
 	KeyEventType         = attribute.Key("clutch.event.type")
