@@ -126,5 +126,7 @@
 // whose tool.result is never emitted ends with the task's attempt. A
 // sampler sees a span's name, its parent and gen_ai.operation.name: the
 // other attributes are set when the span ends (given at its start, the
-// SDK would copy them again).
+// SDK would copy them again). The attribute slices given to a span's
+// SetAttributes and AddEvent are reused once the call returns: a
+// TracerProvider must copy what it keeps, as the SDK does.
 package telemetry

@@ -350,8 +350,13 @@ func (t *Telemetry) set(k setKey) *attrs {
 			kv = append(kv, KeyOutcome.String(OutcomeResult))
 		}
 	}
-	opt := metric.WithAttributeSet(attribute.NewSet(kv...))
-	a := &attrs{rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}
+	a := &attrs{}
+	if len(kv) > 0 {
+		// A set without attributes is no option at all: the SDK's
+		// measurements are cheaper without one.
+		opt := metric.WithAttributeSet(attribute.NewSet(kv...))
+		a.rec, a.obs = []metric.RecordOption{opt}, []metric.ObserveOption{opt}
+	}
 	switch {
 	case k.kind == kindTool:
 		a.tool, a.name = k.b, OpExecuteTool+" "+k.b
