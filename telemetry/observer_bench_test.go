@@ -80,10 +80,11 @@ func BenchmarkObserver(b *testing.B) {
 }
 
 // BenchmarkSDKSpans measures the SDK alone doing what a task's spans
-// need, without Telemetry: an invoke_agent span with a routing event and
-// eleven attributes, an execute_tool child with four, batched to an
-// exporter that drops them — the floor of the traces' cost per task
-// (bare: the two spans without attributes or event).
+// need, without Telemetry: an invoke_agent span with a routing event
+// (three attributes) and nine attributes, an execute_tool child with
+// four, batched to an exporter that drops them — the floor of the
+// traces' cost per task (bare: the two spans without attributes or
+// event).
 func BenchmarkSDKSpans(b *testing.B) {
 	for _, bare := range []bool{true, false} {
 		name := "attributes"
