@@ -13,6 +13,7 @@ import (
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -42,7 +43,12 @@ func (discardExporter) Shutdown(context.Context) error                          
 //   - sdk: Telemetry on the SDK — every span sampled and batched to an
 //     exporter that drops it, every metric aggregated by a reader;
 //   - sdk-traces, sdk-metrics: the SDK for one signal, a no-op for the other;
-//   - sdk-sampled10pct: the SDK with a parent-based 10 % trace sampler.
+//   - sdk-sampled10pct: the SDK with a parent-based 10 % trace sampler;
+//   - sdk-floor: no Telemetry, but an Observer that starts and ends the
+//     two spans of a task (the attempt and its tool call) on the same SDK
+//     setup, bare: no attributes, event, metrics or trace context on the
+//     events — what the SDK itself costs for the spans any tracing of
+//     such a task makes.
 //
 // Compare cpu-µs/task (CPU of the whole process per task) between the
 // sub-benchmarks of one run.
@@ -85,9 +91,44 @@ func benchVariants(b *testing.B, backend string) {
 	b.Run("sdk-sampled10pct", func(b *testing.B) {
 		benchEndToEnd(b, backend, sdk(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)), true, true))
 	})
+	b.Run("sdk-floor", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		benchEndToEndObs(b, backend, nil, bareSpans{tp.Tracer("bench")})
+	})
+}
+
+// bareSpans is an Observer that makes a task's spans and nothing else: an
+// attempt span from StartAttempt to StepEnd, and a span for each tool.call
+// event, ended at once.
+type bareSpans struct{ tr trace.Tracer }
+
+func (o bareSpans) StartAttempt(ctx context.Context, _ *protocol.Message, _ int) (context.Context, *protocol.Trace) {
+	ctx, _ = o.tr.Start(ctx, telemetry.OpInvokeAgent)
+	return ctx, nil
+}
+
+func (o bareSpans) Observe(ctx context.Context, s router.Step) {
+	switch {
+	case s.Kind == router.StepEvent && s.Event.Type == protocol.TypeToolCall:
+		_, span := o.tr.Start(ctx, telemetry.OpExecuteTool)
+		span.End()
+	case s.Kind == router.StepRetry || s.Kind == router.StepEnd:
+		trace.SpanFromContext(ctx).End()
+	}
 }
 
 func benchEndToEnd(b *testing.B, backend string, tel *telemetry.Telemetry) {
+	if tel == nil {
+		benchEndToEndObs(b, backend, nil, nil)
+		return
+	}
+	benchEndToEndObs(b, backend, tel, tel)
+}
+
+// benchEndToEndObs runs the tasks with tel measuring the store (when not
+// nil) and obs as the router's Observer (when not nil).
+func benchEndToEndObs(b *testing.B, backend string, tel *telemetry.Telemetry, obs router.Observer) {
 	ctx := context.Background()
 	var base store.Store
 	var err error
@@ -103,7 +144,9 @@ func benchEndToEnd(b *testing.B, backend string, tel *telemetry.Telemetry) {
 	opts := &router.Options{Logger: slog.New(slog.DiscardHandler)}
 	if tel != nil {
 		st = tel.WrapStore(base)
-		opts.Observer = tel
+	}
+	if obs != nil {
+		opts.Observer = obs
 	}
 	reg, err := registry.Open(ctx, st, nil)
 	if err != nil {

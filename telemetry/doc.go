@@ -32,8 +32,10 @@
 // clutch.task.attempt, clutch.request.payload_type,
 // clutch.result.payload_type, clutch.outcome (result, error, retry,
 // timeout, cancel) and error.type (the protocol code). The routing
-// decision is a span event clutch.routing.decision (selected agent,
-// candidates, considered, reason, queue wait); no match is
+// decision is a span event clutch.routing.decision
+// (clutch.routing.selected, clutch.routing.candidates,
+// clutch.routing.reason, and clutch.queue.wait_ms when the attempt
+// waited for capacity); no match is
 // clutch.routing.failure. A failed or timed-out attempt has status Error; a
 // cancelled one does not.
 //
@@ -124,5 +126,7 @@
 // whose tool.result is never emitted ends with the task's attempt. A
 // sampler sees a span's name, its parent and gen_ai.operation.name: the
 // other attributes are set when the span ends (given at its start, the
-// SDK would copy them again).
+// SDK would copy them again). The attribute slices given to a span's
+// SetAttributes and AddEvent are reused once the call returns: a
+// TracerProvider must copy what it keeps, as the SDK does.
 package telemetry

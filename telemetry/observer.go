@@ -15,11 +15,13 @@ import (
 	"github.com/clutchprotocol/clutch/router"
 )
 
-// attempt is what Telemetry keeps of one task attempt, in the attempt's
-// context. Steps of an attempt come from the task's goroutine and, for
-// its end, from whichever goroutine cancels or times it out: mu orders
-// them.
+// attempt is what Telemetry keeps of one task attempt. It is the
+// attempt's context too (the context its span was started in, with the
+// attempt as a value), so that keeping it costs one allocation. Steps of
+// an attempt come from the task's goroutine and, for its end, from
+// whichever goroutine cancels or times it out: mu orders them.
 type attempt struct {
+	context.Context
 	span  trace.Span
 	start time.Time
 	req   *protocol.Message
@@ -75,7 +77,21 @@ func hexIDs(tid trace.TraceID, sid trace.SpanID) (string, string) {
 
 type attemptKey struct{}
 
+// Value returns the attempt for attemptKey, else the value of its span's
+// context.
+func (a *attempt) Value(key any) any {
+	if _, ok := key.(attemptKey); ok {
+		return a
+	}
+	return a.Context.Value(key)
+}
+
+// attemptOf returns the attempt of ctx, or nil: ctx is the attempt the
+// router was given back (StartAttempt), or a context derived from it.
 func attemptOf(ctx context.Context) *attempt {
+	if a, ok := ctx.(*attempt); ok {
+		return a
+	}
 	a, _ := ctx.Value(attemptKey{}).(*attempt)
 	return a
 }
@@ -108,14 +124,13 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 		// logged without the state kept below.
 		return ctx, nil
 	}
-	a := &attempt{span: span, start: startTime(span), req: req, n: n, parent: trace.SpanContextFromContext(parent)}
+	a := &attempt{Context: ctx, span: span, start: startTime(span), req: req, n: n, parent: trace.SpanContextFromContext(parent)}
 	if !a.parent.IsValid() {
 		a.parent = span.SpanContext()
 	}
-	ctx = context.WithValue(ctx, attemptKey{}, a)
 	sc := span.SpanContext()
 	if !sc.IsValid() {
-		return ctx, nil // nothing to propagate: the events keep the request's trace
+		return a, nil // nothing to propagate: the events keep the request's trace
 	}
 	if p := trace.SpanContextFromContext(parent); p.IsValid() && p.SpanID() != sc.SpanID() {
 		// The parent's ids are in hex already when they came with the
@@ -130,7 +145,7 @@ func (t *Telemetry) StartAttempt(ctx context.Context, req *protocol.Message, n i
 	} else {
 		a.tr.TraceID, a.tr.SpanID = hexIDs(sc.TraceID(), sc.SpanID())
 	}
-	return ctx, &a.tr
+	return a, &a.tr
 }
 
 // startTime is when span started: the time the SDK read, else now.
@@ -228,10 +243,18 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 		if a.span.IsRecording() {
 			a.span.SetName(as.spanName(name))
 			if d := s.Decision; d != nil {
-				a.span.AddEvent("clutch.routing.decision", trace.WithAttributes(
-					KeyRoutingSelected.String(d.Selected), KeyRoutingEligible.Int(d.Eligible),
-					KeyRoutingConsidered.Int(d.Considered), KeyRoutingReason.String(d.Reason),
-					KeyQueueWait.Int64(s.QueueWait.Milliseconds())))
+				// The selected agent, the candidate count and the
+				// reason, and the queue wait when the attempt waited
+				// (the number of agents looked at is in the stored
+				// routing.decision).
+				b := getKVs()
+				b.kv = append(b.kv, KeyRoutingSelected.String(d.Selected), KeyRoutingEligible.Int(d.Eligible),
+					KeyRoutingReason.String(d.Reason))
+				if s.QueueWait > 0 {
+					b.kv = append(b.kv, KeyQueueWait.Int64(s.QueueWait.Milliseconds()))
+				}
+				a.span.AddEvent("clutch.routing.decision", trace.WithAttributes(b.kv...))
+				b.release()
 			}
 		}
 		as.routed.n.Add(1)
@@ -247,6 +270,7 @@ func (t *Telemetry) routed(ctx context.Context, a *attempt, s router.Step) {
 // name of the agent named by its id.
 type agentTallies struct {
 	routed, started, active *attrs
+	result                  *attrs // the end set of an attempt with outcome result
 	id, name                string
 }
 
@@ -267,6 +291,7 @@ func (t *Telemetry) agentSets(agent string) *agentTallies {
 		routed:  t.set(setKey{tally: tallyRouting, kind: kindRouted, a: agent}),
 		started: t.set(setKey{tally: tallyStarted, kind: kindAgent, a: agent}),
 		active:  t.set(setKey{tally: tallyActive, kind: kindAgent, a: agent}),
+		result:  t.set(setKey{kind: kindEnd, a: agent, b: OutcomeResult}),
 		id:      agent, name: OpInvokeAgent + " " + agent,
 	}
 	if t.nsets.Load() >= maxSets {
@@ -312,6 +337,7 @@ func (t *Telemetry) unrouted(ctx context.Context, a *attempt, s router.Step) {
 func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 	outcome, c := outcomeOf(s)
 	agent, agentName := "", ""
+	var tallies *agentTallies
 	var open []*toolCall
 	if a != nil {
 		a.mu.Lock()
@@ -320,7 +346,7 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 			return
 		}
 		a.ended = true
-		agent, agentName = a.agent, a.agentName
+		agent, agentName, tallies = a.agent, a.agentName, a.tallies
 		t.dequeue(ctx, a, s.QueueWait)
 		if a.accepted {
 			a.tallies.active.n.Add(-1)
@@ -341,16 +367,21 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		t.logEnd(ctx, a, s, outcome, agent, c)
 		return // nothing records (a task ended without an attempt is counted when something does)
 	}
-	k := setKey{kind: kindEnd, a: agent, b: outcome}
-	if c != "" {
-		k.c = code(c)
+	var end *attrs
+	if tallies != nil && outcome == OutcomeResult && c == "" {
+		end = tallies.result // the usual end, without a lookup
+	} else {
+		k := setKey{kind: kindEnd, a: agent, b: outcome}
+		if c != "" {
+			k.c = code(c)
+		}
+		end = t.set(k)
 	}
-	end := t.set(k)
 	end.finished.n.Add(1)
 	if a != nil {
 		for _, tc := range open {
 			if tc.span.IsRecording() {
-				tc.span.SetAttributes(toolAttrs(tc, "")...)
+				setToolAttrs(tc, "")
 				tc.span.SetStatus(codes.Error, "the task ended during the call")
 			}
 			tc.span.End()
@@ -358,7 +389,8 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 		if a.span.IsRecording() {
 			// All the span's attributes in one call (see StartAttempt).
 			req := a.req
-			attrs := make([]attribute.KeyValue, 0, 11)
+			b := getKVs()
+			attrs := b.kv
 			attrs = append(attrs, KeyTask.String(req.TaskID), KeyRun.String(req.RunID), KeyConversationID.String(req.ThreadID), KeyAttempt.Int(a.n))
 			if req.ParentTaskID != "" {
 				attrs = append(attrs, KeyParentTask.String(req.ParentTaskID))
@@ -380,6 +412,8 @@ func (t *Telemetry) ended(ctx context.Context, a *attempt, s router.Step) {
 				attrs = append(attrs, KeyResultPayloadType.String(s.Event.PayloadType))
 			}
 			a.span.SetAttributes(attrs...)
+			b.kv = attrs
+			b.release()
 			if outcome != OutcomeResult && outcome != OutcomeCancel && s.Err != nil {
 				a.span.SetStatus(codes.Error, s.Err.Message)
 			}
@@ -460,7 +494,7 @@ func (t *Telemetry) logAttempt(ctx context.Context, a *attempt, level slog.Level
 
 // startTool starts the execute_tool span of a call (id "" for a
 // tool.error without a call) with gen_ai.operation.name; its other
-// attributes are set when it ends (toolAttrs).
+// attributes are set when it ends (setToolAttrs).
 func (t *Telemetry) startTool(ctx context.Context, f toolFields, id string) *toolCall {
 	tc := &toolCall{id: id, server: f.tool, name: f.name, set: t.set(setKey{kind: kindTool, a: f.tool, b: f.name})}
 	_, tc.span = t.tracer.Start(ctx, tc.set.spanName(f.name), startTool...)
@@ -474,18 +508,33 @@ var (
 	startTool   = []trace.SpanStartOption{trace.WithAttributes(KeyOperation.String(OpExecuteTool))}
 )
 
-// toolAttrs are the attributes of a call's span set when it ends (see
+// setToolAttrs sets the attributes of a call's span set when it ends (see
 // startTool), with error.type and outcome error when code is not "".
-func toolAttrs(tc *toolCall, code string) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 5)
-	kv = append(kv, KeyToolName.String(tc.name), KeyToolServer.String(tc.server))
+func setToolAttrs(tc *toolCall, code string) {
+	b := getKVs()
+	b.kv = append(b.kv, KeyToolName.String(tc.name), KeyToolServer.String(tc.server))
 	if tc.id != "" {
-		kv = append(kv, KeyToolCallID.String(tc.id))
+		b.kv = append(b.kv, KeyToolCallID.String(tc.id))
 	}
 	if code != "" {
-		kv = append(kv, KeyErrorType.String(code), KeyOutcome.String(OutcomeError))
+		b.kv = append(b.kv, KeyErrorType.String(code), KeyOutcome.String(OutcomeError))
 	}
-	return kv
+	tc.span.SetAttributes(b.kv...)
+	b.release()
+}
+
+// kvs is a reusable attribute slice for one SetAttributes or AddEvent
+// call, back in kvPool after it: the SDK copies what it is given.
+type kvs struct{ kv []attribute.KeyValue }
+
+var kvPool = sync.Pool{New: func() any { return &kvs{kv: make([]attribute.KeyValue, 0, 12)} }}
+
+func getKVs() *kvs { return kvPool.Get().(*kvs) }
+
+func (b *kvs) release() {
+	clear(b.kv) // no strings kept alive by the pool
+	b.kv = b.kv[:0]
+	kvPool.Put(b)
 }
 
 // toolEvent starts an execute_tool span at a tool.call, whose id the
@@ -535,10 +584,10 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 		}
 		if tc.span.IsRecording() {
 			if failed {
-				tc.span.SetAttributes(toolAttrs(tc, f.code)...)
+				setToolAttrs(tc, f.code)
 				tc.span.SetStatus(codes.Error, f.message)
 			} else {
-				tc.span.SetAttributes(toolAttrs(tc, "")...)
+				setToolAttrs(tc, "")
 			}
 		}
 		tc.span.End()

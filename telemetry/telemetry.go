@@ -101,7 +101,6 @@ const (
 	KeyRoutingReason     = attribute.Key("clutch.routing.reason")
 	KeyRoutingSelected   = attribute.Key("clutch.routing.selected")
 	KeyRoutingEligible   = attribute.Key("clutch.routing.candidates")
-	KeyRoutingConsidered = attribute.Key("clutch.routing.considered")
 	KeyQueueWait         = attribute.Key("clutch.queue.wait_ms")
 	KeyToolServer        = attribute.Key("clutch.tool.server")
 	KeyEventType         = attribute.Key("clutch.event.type")
@@ -351,8 +350,13 @@ func (t *Telemetry) set(k setKey) *attrs {
 			kv = append(kv, KeyOutcome.String(OutcomeResult))
 		}
 	}
-	opt := metric.WithAttributeSet(attribute.NewSet(kv...))
-	a := &attrs{rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}
+	a := &attrs{}
+	if len(kv) > 0 {
+		// A set without attributes is no option at all: the SDK's
+		// measurements are cheaper without one.
+		opt := metric.WithAttributeSet(attribute.NewSet(kv...))
+		a.rec, a.obs = []metric.RecordOption{opt}, []metric.ObserveOption{opt}
+	}
 	switch {
 	case k.kind == kindTool:
 		a.tool, a.name = k.b, OpExecuteTool+" "+k.b
