@@ -21,8 +21,9 @@ import (
 // defaults.
 type Options struct {
 	// Clock gives event times; time.Now when nil. Tests pass a fixed clock
-	// for reproducible events. Append calls it with the store locked, so
-	// it must not call the store.
+	// for reproducible events. Append reads it before it locks the store;
+	// an event is given the latest time read by any Append up to its own,
+	// so times never decrease along seqs.
 	Clock func() time.Time
 	// MaxEventSize is the largest encoded message accepted, in bytes, at
 	// most 2^32-1; store.DefaultMaxEventSize when 0.
@@ -39,6 +40,7 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
+	last      time.Time                    // the time of the latest event
 	events    []*[chunkSize]record         // the event with seq n is at(n)
 	n         uint64                       // events stored
 	slabs     [][]byte                     // the events' bytes (see keep)
@@ -177,6 +179,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		return nil, err
 	}
 	res := make([]store.AppendResult, len(entries))
+	now := s.opts.Clock().UTC()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -186,8 +189,12 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		s.mu.Unlock()
 		return nil, nil
 	}
-	// The clock is read under the lock, so that times follow seqs.
-	now := s.opts.Clock().UTC()
+	// Times follow seqs even when Appends that read the clock in one order
+	// take the lock in the other.
+	if now.Before(s.last) {
+		now = s.last
+	}
+	s.last = now
 	// Nothing can fail from here on, so the batch is all or nothing even
 	// though it is applied one message at a time, and a message finds a
 	// duplicate earlier in the same batch.
