@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"iter"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -180,7 +181,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	}
 	res := make([]store.AppendResult, len(entries))
 	now := s.opts.Clock().UTC()
-	s.mu.Lock()
+	s.lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, store.ErrClosed
@@ -204,6 +205,21 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	s.mu.Unlock()
 	s.sig.Notify()
 	return res, nil
+}
+
+// lock locks the store for an Append. A goroutine that finds it locked
+// lets others run a few times before it waits for it: when many goroutines
+// append at once, those that wait queue on the mutex, which then hands the
+// lock to each in turn while it is not running yet, so that the lock sits
+// idle between Appends as they line up for the scheduler.
+func (s *Store) lock() {
+	for range 4 {
+		if s.mu.TryLock() {
+			return
+		}
+		runtime.Gosched()
+	}
+	s.mu.Lock()
 }
 
 // add appends e unless it duplicates a stored event; mu is held.
