@@ -254,7 +254,7 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	var d driver.Delta
 	if e.TaskID != "" {
 		v := s.entry(driver.TaskIndex, e.TaskID, true)
-		v.seqs = appendSeq(v.seqs, seq)
+		v.add(seq)
 		if driver.NeedsTask(e) {
 			d = v.step(e)
 		}
@@ -266,12 +266,12 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 		if f.value != "" {
 			v := s.entry(f.ix, f.value, true)
 			v.fold(e, seq, d)
-			v.seqs = appendSeq(v.seqs, seq)
+			v.add(seq)
 		}
 	}
 	if e.AgentID != "" {
 		v := s.entry(driver.AgentIndex, e.AgentID, true)
-		v.seqs = appendSeq(v.seqs, seq)
+		v.add(seq)
 	}
 	return store.AppendResult{Seq: seq}
 }
@@ -352,13 +352,6 @@ func (s *Store) seqs(ix driver.Index, value string) []uint64 {
 		return v.seqs
 	}
 	return nil
-}
-
-func appendSeq(list []uint64, seq uint64) []uint64 {
-	if list == nil {
-		list = make([]uint64, 0, 4) // room for a task's usual events
-	}
-	return append(list, seq)
 }
 
 // Get implements store.Store.

@@ -20,7 +20,10 @@ import (
 // RunID and Owner those of the first event, Channel that of the event at
 // channel.
 type indexed struct {
+	// The seqs, ascending: in own while they fit (a task's usual events),
+	// then in an array of their own.
 	seqs []uint64
+	own  [4]uint64
 	// A run or a thread (driver.Fold).
 	tasks, ended int32
 	status       string // one of store.Summary's constant statuses
@@ -28,6 +31,14 @@ type indexed struct {
 	// A task (driver.TaskState).
 	known, taskEnded bool // its request is stored; its latest attempt ended
 	attempt          int32
+}
+
+// add appends seq to the seqs.
+func (v *indexed) add(seq uint64) {
+	if v.seqs == nil {
+		v.seqs = v.own[:0] // entries never move (chunks)
+	}
+	v.seqs = append(v.seqs, seq)
 }
 
 // step applies e, an event of the task, to its state and returns the
