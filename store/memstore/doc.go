@@ -18,7 +18,8 @@
 //
 //   - Seqs start at 1 and grow by one per stored event; an Append is one
 //     atomic batch, and its events' times (from Options.Clock, in UTC)
-//     never decrease along seqs unless the clock goes back.
+//     never decrease along seqs: an event whose clock reading is earlier
+//     than the previous event's time is given that time.
 //   - Deduplication by id, then by (run_id, idempotency_key), also within
 //     a batch; a duplicate's result gives the seq of the event it
 //     duplicates and the rule that matched. The dedup window is the

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"iter"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -21,8 +22,9 @@ import (
 // defaults.
 type Options struct {
 	// Clock gives event times; time.Now when nil. Tests pass a fixed clock
-	// for reproducible events. Append calls it with the store locked, so
-	// it must not call the store.
+	// for reproducible events. Append reads it before it locks the store;
+	// an event is given the latest time read by any Append up to its own,
+	// so times never decrease along seqs.
 	Clock func() time.Time
 	// MaxEventSize is the largest encoded message accepted, in bytes, at
 	// most 2^32-1; store.DefaultMaxEventSize when 0.
@@ -39,6 +41,7 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
+	last      time.Time                    // the time of the latest event
 	events    []*[chunkSize]record         // the event with seq n is at(n)
 	n         uint64                       // events stored
 	slabs     [][]byte                     // the events' bytes (see keep)
@@ -49,6 +52,7 @@ type Store struct {
 	byLongID  map[string]uint64            // id → seq, for longer ids
 	byIdem    map[idemKey]uint64           // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]index // by driver.Index
+	entries   chunks[indexed]              // what the indexes hold, by entry number
 	artifacts map[[sha256.Size]byte]store.Artifact
 }
 
@@ -60,6 +64,25 @@ const chunkSize = 1024
 // at returns the record of seq (1 ≤ seq ≤ s.n); mu is held.
 func (s *Store) at(seq uint64) *record {
 	return &s.events[(seq-1)/chunkSize][(seq-1)%chunkSize]
+}
+
+// chunks is a list of T kept, like the events, in fixed-size chunks, so
+// that adding to it never copies what it holds.
+type chunks[T any] struct {
+	list []*[chunkSize]T
+	n    uint32
+}
+
+// at returns the i-th T (i < c.n).
+func (c *chunks[T]) at(i uint32) *T { return &c.list[i/chunkSize][i%chunkSize] }
+
+// add appends a zero T and returns its number.
+func (c *chunks[T]) add() uint32 {
+	if c.n%chunkSize == 0 {
+		c.list = append(c.list, new([chunkSize]T))
+	}
+	c.n++
+	return c.n - 1
 }
 
 // record is a stored event: its time, its type's number in Store.types,
@@ -140,7 +163,7 @@ func New(opts *Options) (*Store, error) {
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}
 	for i := range s.indexes {
-		s.indexes[i] = index{short: make(map[idKey]indexed), long: make(map[string]indexed)}
+		s.indexes[i] = index{short: make(map[idKey]uint32), long: make(map[string]uint32)}
 	}
 	return s, nil
 }
@@ -157,7 +180,8 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		return nil, err
 	}
 	res := make([]store.AppendResult, len(entries))
-	s.mu.Lock()
+	now := s.opts.Clock().UTC()
+	s.lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, store.ErrClosed
@@ -166,8 +190,12 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		s.mu.Unlock()
 		return nil, nil
 	}
-	// The clock is read under the lock, so that times follow seqs.
-	now := s.opts.Clock().UTC()
+	// Times follow seqs even when Appends that read the clock in one order
+	// take the lock in the other.
+	if now.Before(s.last) {
+		now = s.last
+	}
+	s.last = now
 	// Nothing can fail from here on, so the batch is all or nothing even
 	// though it is applied one message at a time, and a message finds a
 	// duplicate earlier in the same batch.
@@ -177,6 +205,21 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	s.mu.Unlock()
 	s.sig.Notify()
 	return res, nil
+}
+
+// lock locks the store for an Append. A goroutine that finds it locked
+// lets others run a few times before it waits for it: when many goroutines
+// append at once, those that wait queue on the mutex, which then hands the
+// lock to each in turn while it is not running yet, so that the lock sits
+// idle between Appends as they line up for the scheduler.
+func (s *Store) lock() {
+	for range 4 {
+		if s.mu.TryLock() {
+			return
+		}
+		runtime.Gosched()
+	}
+	s.mu.Lock()
 }
 
 // add appends e unless it duplicates a stored event; mu is held.
@@ -210,31 +253,25 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	// run and the thread (summary.go).
 	var d driver.Delta
 	if e.TaskID != "" {
-		x := &s.indexes[driver.TaskIndex]
-		v := x.get(e.TaskID)
-		v.seqs = appendSeq(v.seqs, seq)
+		v := s.entry(driver.TaskIndex, e.TaskID, true)
+		v.add(seq)
 		if driver.NeedsTask(e) {
 			d = v.step(e)
 		}
-		x.put(e.TaskID, v)
 	}
 	for _, f := range [...]struct {
 		ix    driver.Index
 		value string
 	}{{driver.RunIndex, e.RunID}, {driver.ThreadIndex, e.ThreadID}} {
 		if f.value != "" {
-			x := &s.indexes[f.ix]
-			v := x.get(f.value)
+			v := s.entry(f.ix, f.value, true)
 			v.fold(e, seq, d)
-			v.seqs = appendSeq(v.seqs, seq)
-			x.put(f.value, v)
+			v.add(seq)
 		}
 	}
 	if e.AgentID != "" {
-		x := &s.indexes[driver.AgentIndex]
-		v := x.get(e.AgentID)
-		v.seqs = appendSeq(v.seqs, seq)
-		x.put(e.AgentID, v)
+		v := s.entry(driver.AgentIndex, e.AgentID, true)
+		v.add(seq)
 	}
 	return store.AppendResult{Seq: seq}
 }
@@ -272,38 +309,49 @@ func (s *Store) typeNum(t protocol.Type) uint32 {
 }
 
 // index maps each value of a field (a run id, an agent id, ...) to the
-// seqs of the events that have it, ascending, and what summaries count
-// of it (see indexed). Values are keyed like ids: by value when short, so
-// that the large maps hold no pointer to follow but their lists.
+// number of its entry in Store.entries: the seqs of the events that have
+// it, ascending, and what summaries count of it (see indexed). Values are
+// keyed like ids: by value when short, so that the large maps hold no
+// pointer. One lookup finds a known value's entry, which is then changed
+// in place.
 type index struct {
-	short map[idKey]indexed // values up to 31 bytes
-	long  map[string]indexed
+	short map[idKey]uint32 // values up to 31 bytes
+	long  map[string]uint32
 }
 
-// get returns what is indexed of value, the zero indexed when nothing is.
-func (x *index) get(value string) indexed {
-	if k, ok := shortID(value); ok {
-		return x.short[k]
-	}
-	return x.long[value]
-}
-
-func (x *index) put(value string, v indexed) {
-	if k, ok := shortID(value); ok {
-		x.short[k] = v
+// entry returns the entry of value in index ix; when there is none, a new
+// empty one when add is set, else nil. mu is held, for writing when add is
+// set.
+func (s *Store) entry(ix driver.Index, value string, add bool) *indexed {
+	x := &s.indexes[ix]
+	k, short := shortID(value)
+	var n uint32
+	var ok bool
+	if short {
+		n, ok = x.short[k]
 	} else {
-		x.long[value] = v
+		n, ok = x.long[value]
 	}
+	if !ok {
+		if !add {
+			return nil
+		}
+		n = s.entries.add()
+		if short {
+			x.short[k] = n
+		} else {
+			x.long[strings.Clone(value)] = n // not a part of a larger string
+		}
+	}
+	return s.entries.at(n)
 }
 
-// list returns the seqs of value.
-func (x *index) list(value string) []uint64 { return x.get(value).seqs }
-
-func appendSeq(list []uint64, seq uint64) []uint64 {
-	if list == nil {
-		list = make([]uint64, 0, 4) // room for a task's usual events
+// seqs returns the seqs of value in index ix; mu is held.
+func (s *Store) seqs(ix driver.Index, value string) []uint64 {
+	if v := s.entry(ix, value, false); v != nil {
+		return v.seqs
 	}
-	return append(list, seq)
+	return nil
 }
 
 // Get implements store.Store.
@@ -391,7 +439,7 @@ func (s *Store) lists(q store.Query) (lists [][]uint64, ok bool) {
 		if f.value == "" {
 			continue
 		}
-		list := s.indexes[f.ix].list(f.value)
+		list := s.seqs(f.ix, f.value)
 		if list == nil {
 			return nil, false
 		}
@@ -494,7 +542,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]index{}, nil
+	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.entries, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]index{}, chunks[indexed]{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

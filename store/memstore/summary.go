@@ -18,21 +18,28 @@ import (
 // from its events when it is listed: FirstSeq and LastSeq are the first
 // and the last seq, Events their number, Created and Updated their times,
 // RunID and Owner those of the first event, Channel that of the event at
-// channel. No pointer but the list's.
+// channel.
 type indexed struct {
+	// The seqs, ascending: in own while they fit (a task's usual events),
+	// then in an array of their own.
 	seqs []uint64
+	own  [4]uint64
 	// A run or a thread (driver.Fold).
 	tasks, ended int32
-	status       uint8  // index in statuses
+	status       string // one of store.Summary's constant statuses
 	channel      uint64 // seq of the latest event that set meta.ui_channel, 0 for none
 	// A task (driver.TaskState).
 	known, taskEnded bool // its request is stored; its latest attempt ended
 	attempt          int32
 }
 
-// statuses numbers the values of store.Summary.Status; 0 is none yet.
-var statuses = [...]string{"", store.StatusActive, store.StatusRunning, store.StatusCompleted,
-	store.StatusFailed, store.StatusCancelled, store.StatusTimedOut}
+// add appends seq to the seqs.
+func (v *indexed) add(seq uint64) {
+	if v.seqs == nil {
+		v.seqs = v.own[:0] // entries never move (chunks)
+	}
+	v.seqs = append(v.seqs, seq)
+}
 
 // step applies e, an event of the task, to its state and returns the
 // change to the counts of its run and thread.
@@ -47,10 +54,9 @@ func (v *indexed) step(e *driver.Entry) driver.Delta {
 // fold adds e, stored with seq, to the summary counts of a run or thread,
 // before seq is added to v.seqs; d is the change TaskStep gave.
 func (v *indexed) fold(e *driver.Entry, seq uint64, d driver.Delta) {
-	sum := store.Summary{Events: len(v.seqs), Tasks: int(v.tasks), Ended: int(v.ended), Status: statuses[v.status]}
+	sum := store.Summary{Events: len(v.seqs), Tasks: int(v.tasks), Ended: int(v.ended), Status: v.status}
 	driver.Fold(&sum, "", e, seq, sum.Created, d)
-	v.tasks, v.ended = int32(sum.Tasks), int32(sum.Ended)
-	v.status = uint8(slices.Index(statuses[:], sum.Status))
+	v.tasks, v.ended, v.status = int32(sum.Tasks), int32(sum.Ended), sum.Status
 	if e.Channel != "" {
 		v.channel = seq
 	}
@@ -68,8 +74,9 @@ func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.
 
 // listed is a summary being listed and the events it is completed from.
 type listed struct {
-	sum            store.Summary
-	first, channel []byte // the bytes of the first event and of the channel's
+	sum               store.Summary
+	channel           uint64 // the seq of the event that set the channel, 0 for none
+	first, channelRaw []byte // the bytes of the first event and of the channel's
 }
 
 // list selects the summaries of index ix under the read lock, newest
@@ -90,7 +97,7 @@ func (s *Store) list(ctx context.Context, q store.ListQuery, ix driver.Index) it
 			yield(store.Summary{}, store.ErrClosed)
 			return
 		}
-		out := s.summaries(&s.indexes[ix], q)
+		out := s.summaries(ix, q)
 		s.mu.RUnlock()
 		for i := range out {
 			if !yield(out[i].complete(), nil) {
@@ -100,24 +107,26 @@ func (s *Store) list(ctx context.Context, q store.ListQuery, ix driver.Index) it
 	}
 }
 
-// summaries returns the summaries q selects from x, newest first, with
-// what is kept of them; mu is held.
-func (s *Store) summaries(x *index, q store.ListQuery) []listed {
+// summaries returns the summaries q selects from index ix, newest first,
+// with what is kept of them; mu is held.
+func (s *Store) summaries(ix driver.Index, q store.ListQuery) []listed {
 	var out []listed
-	add := func(id string, v indexed) {
+	add := func(id string, n uint32) {
+		v := s.entries.at(n)
 		first, last := v.seqs[0], v.seqs[len(v.seqs)-1]
 		if q.Before != 0 && last >= q.Before {
 			return
 		}
 		l := listed{sum: store.Summary{ID: id, FirstSeq: first, LastSeq: last, Events: len(v.seqs),
-			Tasks: int(v.tasks), Ended: int(v.ended), Status: statuses[v.status]}}
+			Tasks: int(v.tasks), Ended: int(v.ended), Status: v.status}, channel: v.channel}
 		out = append(out, l)
 	}
-	for k, v := range x.short {
-		add(string(k[1:1+k[0]]), v)
+	x := &s.indexes[ix]
+	for k, n := range x.short {
+		add(string(k[1:1+k[0]]), n)
 	}
-	for id, v := range x.long {
-		add(id, v)
+	for id, n := range x.long {
+		add(id, n)
 	}
 	slices.SortFunc(out, func(a, b listed) int { return cmp.Compare(b.sum.LastSeq, a.sum.LastSeq) })
 	if q.Limit > 0 && len(out) > q.Limit {
@@ -127,9 +136,8 @@ func (s *Store) summaries(x *index, q store.ListQuery) []listed {
 		l := &out[i]
 		first := s.event(l.sum.FirstSeq)
 		l.first, l.sum.Created, l.sum.Updated = first.Raw, first.Time, s.event(l.sum.LastSeq).Time
-		v := x.get(l.sum.ID)
-		if v.channel != 0 {
-			l.channel = s.event(v.channel).Raw
+		if l.channel != 0 {
+			l.channelRaw = s.event(l.channel).Raw
 		}
 	}
 	return out
@@ -142,8 +150,8 @@ func (l *listed) complete() store.Summary {
 	if m, err := protocol.Decode(l.first); err == nil {
 		sum.RunID, sum.Owner = m.RunID, m.From.AgentID
 	}
-	if l.channel != nil {
-		if m, err := protocol.Decode(l.channel); err == nil {
+	if l.channelRaw != nil {
+		if m, err := protocol.Decode(l.channelRaw); err == nil {
 			sum.Channel, _ = m.Meta["ui_channel"].(string)
 		}
 	}
