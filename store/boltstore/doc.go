@@ -19,9 +19,10 @@
 // before, and the writer's commit is the deduplication, one put per event
 // into an append-only bucket, and the fsync: index entries and summaries
 // are written later, many events at a time (below). After a group of
-// several callers, the next one waits for the callers just acknowledged
-// for at most half the last commit's time (never after a lone append), so
-// that they share one fsync rather than alternate. [Store.Stats] counts
+// several callers, the next one waits for the callers just acknowledged,
+// besides those that queued during the commit, for at most half the last
+// commit's time (never after a lone append), so that they all share one
+// fsync rather than alternate. [Store.Stats] counts
 // commits, appended events and duplicates.
 //
 // An acknowledged append survives kill -9 and, with fsync on, power loss;
