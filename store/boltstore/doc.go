@@ -25,6 +25,13 @@
 // fsync rather than alternate. [Store.Stats] counts
 // commits, appended events and duplicates.
 //
+// With fsync on, a background goroutine keeps up to 16 MiB of zeros
+// written and synced past the pages bbolt uses (an eighth of the file for
+// a small one), so that each commit's fsync writes blocks the file
+// already has rather than allocating them: the file is longer than its
+// pages by that much. bbolt and Check ignore what lies past the pages in
+// use, and no commit's pages are ever overwritten with zeros.
+//
 // An acknowledged append survives kill -9 and, with fsync on, power loss;
 // reopening after a crash needs no repair step. A file another process
 // holds gives [ErrLocked] after Options.LockTimeout (1s by default), never
