@@ -101,7 +101,7 @@ func (s *Store) startReserve() {
 	if err != nil {
 		return
 	}
-	r, err := newReserve(s.path, int64(s.db.Info().PageSize), hwm, func() bool { return s.brokenErr() != nil })
+	r, err := newReserve(s.path, hwm, func() bool { return s.brokenErr() != nil })
 	if err == nil {
 		s.res = r
 	}
@@ -114,22 +114,22 @@ func (s *Store) hwm() (int64, error) {
 	return n, err
 }
 
-// updateIn runs f in a write transaction that puts about payload bytes
-// (see reserve.enter), keeping the commit's pages and the reserve's zeros
-// apart.
-func (s *Store) updateIn(payload int64, f func(tx *bolt.Tx) error) error {
-	var grow bool
-	defer func() {
-		if grow {
+// updateIn runs f in a write transaction, which the reserve's zeros keep
+// away from (reserve.go).
+func (s *Store) updateIn(f func(tx *bolt.Tx) error) error {
+	var entered bool
+	defer func() { // after the commit, the rollback or a panic
+		if entered {
 			hwm, err := s.hwm()
 			if err != nil {
 				hwm = -1 // closed or failing: no more zeros
 			}
-			s.res.leave(grow, hwm)
+			s.res.leave(hwm)
 		}
-	}() // after the commit, or a panic
+	}()
 	return s.db.Update(func(tx *bolt.Tx) error {
-		grow = s.res.enter(tx.Size(), payload)
+		s.res.enter()
+		entered = true
 		return f(tx)
 	})
 }
@@ -646,7 +646,7 @@ func (s *Store) PutArtifact(ctx context.Context, mediaType string, data []byte) 
 	}
 	sum := sha256.Sum256(data)
 	err = s.guard("put artifact", func() error {
-		return s.updateIn(int64(len(mt)+len(data)+64), func(tx *bolt.Tx) error {
+		return s.updateIn(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketArtifacts)
 			if b.Get(sum[:]) != nil {
 				return nil

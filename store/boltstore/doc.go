@@ -30,7 +30,8 @@
 // a small one), so that each commit's fsync writes blocks the file
 // already has rather than allocating them: the file is longer than its
 // pages by that much. bbolt and Check ignore what lies past the pages in
-// use, and no commit's pages are ever overwritten with zeros.
+// use, and the zeros are written only while no write transaction is open,
+// a MiB at a time.
 //
 // An acknowledged append survives kill -9 and, with fsync on, power loss;
 // reopening after a crash needs no repair step. A file another process

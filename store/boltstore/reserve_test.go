@@ -13,14 +13,13 @@ import (
 	"github.com/clutchprotocol/clutch/store/storetest"
 )
 
-// The reserve writes zeros past bbolt's pages while appends, index
-// flushes and artifacts commit: with tiny chunks it is busy all the time,
-// and commits take both of its paths (below the zeros, and past them while
-// it waits). Nothing they wrote may be lost to a zero: Check passes, and
-// every event and artifact reads back, before and after a reopen.
+// The reserve writes zeros past bbolt's pages between the commits of
+// appends, index flushes and artifacts: with tiny pieces it writes between
+// most of them. Nothing they wrote may be lost to a zero: Check passes,
+// and every event and artifact reads back, before and after a reopen.
 func TestReserveKeepsOffCommits(t *testing.T) {
-	defer func(c, a, m int64) { reserveChunk, reserveAhead, reserveMin = c, a, m }(reserveChunk, reserveAhead, reserveMin)
-	reserveChunk, reserveAhead, reserveMin = 64<<10, 256<<10, 256<<10
+	defer func(p, a, m int64) { reservePiece, reserveAhead, reserveMin = p, a, m }(reservePiece, reserveAhead, reserveMin)
+	reservePiece, reserveAhead, reserveMin = 16<<10, 256<<10, 256<<10
 
 	path := filepath.Join(t.TempDir(), "events.db")
 	s, err := Open(path, &Options{IndexBatch: 300, PageSize: 4096})

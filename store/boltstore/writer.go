@@ -299,16 +299,16 @@ func (q *queue) take(dst []*request, acked int, gather time.Duration, maxEvents 
 	return dst, true
 }
 
-// update runs f in a write transaction (payload: see reserve.enter); a panic (or memory fault) in bbolt
+// update runs f in a write transaction; a panic (or memory fault) in bbolt
 // on a damaged page becomes a CorruptError and stops further writes.
-func (w *writer) update(op string, payload int64, f func(tx *bolt.Tx) error) (err error) {
+func (w *writer) update(op string, f func(tx *bolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = corrupt("%s: %s: bbolt failed on a damaged page: %v", w.s.path, op, r)
 			w.s.setBroken(err)
 		}
 	}()
-	err = w.s.updateIn(payload, f)
+	err = w.s.updateIn(f)
 	if errors.Is(err, ErrCorrupt) {
 		w.s.setBroken(err)
 	}
@@ -347,11 +347,7 @@ func (w *writer) commit() {
 	w.added = w.added[:0]
 	now := s.opts.Clock().UnixNano()
 	seq := s.last
-	var payload int64
-	for _, r := range w.live {
-		payload += int64(len(r.buf) + 8*len(r.items))
-	}
-	err := w.update("append", payload, func(tx *bolt.Tx) error {
+	err := w.update("append", func(tx *bolt.Tx) error {
 		var err error
 		if seq, err = w.put(tx, now); err != nil {
 			return err
@@ -527,7 +523,7 @@ func (w *writer) flush() error {
 	}
 	last := t.base + uint64(len(t.entries))
 	var maxID, maxIdem []byte
-	err := w.update("index flush", -1, func(tx *bolt.Tx) error {
+	err := w.update("index flush", func(tx *bolt.Tx) error {
 		fillPages(tx)
 		ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
 		vals := make([]byte, 0, 8*len(t.entries)) // bbolt keeps values until the commit
