@@ -27,6 +27,7 @@ type Store struct {
 	sig  driver.Signal
 
 	q       queue         // Append's hand-off to the writer
+	res     *reserve      // zeros ahead of bbolt's pages; nil: none (reserve.go)
 	wdone   chan struct{} // closed when the writer has stopped
 	closeMx sync.Mutex
 	cdone   bool
@@ -85,8 +86,52 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 		return nil, err
 	}
+	if !o.NoSync {
+		s.startReserve()
+	}
 	go s.w.run()
 	return s, nil
+}
+
+// startReserve starts the reserve of zeros (reserve.go). Without one the
+// store works the same, its commits' fsyncs only take longer: an error
+// here is not Open's.
+func (s *Store) startReserve() {
+	hwm, err := s.hwm()
+	if err != nil {
+		return
+	}
+	r, err := newReserve(s.path, hwm, func() bool { return s.brokenErr() != nil })
+	if err == nil {
+		s.res = r
+	}
+}
+
+// hwm is bbolt's high-water mark: the bytes of the pages in use.
+func (s *Store) hwm() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n, err
+}
+
+// updateIn runs f in a write transaction, which the reserve's zeros keep
+// away from (reserve.go).
+func (s *Store) updateIn(f func(tx *bolt.Tx) error) error {
+	var entered bool
+	defer func() { // after the commit, the rollback or a panic
+		if entered {
+			hwm, err := s.hwm()
+			if err != nil {
+				hwm = -1 // closed or failing: no more zeros
+			}
+			s.res.leave(hwm)
+		}
+	}()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		s.res.enter()
+		entered = true
+		return f(tx)
+	})
 }
 
 // open checks the file (see inspect) and opens it with bbolt. The check
@@ -601,7 +646,7 @@ func (s *Store) PutArtifact(ctx context.Context, mediaType string, data []byte) 
 	}
 	sum := sha256.Sum256(data)
 	err = s.guard("put artifact", func() error {
-		return s.db.Update(func(tx *bolt.Tx) error {
+		return s.updateIn(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketArtifacts)
 			if b.Get(sum[:]) != nil {
 				return nil
@@ -693,6 +738,6 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.sig.Notify()
-	err := errors.Join(s.w.closeErr, s.db.Close())
+	err := errors.Join(s.w.closeErr, s.res.close(), s.db.Close())
 	return err
 }

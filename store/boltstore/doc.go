@@ -19,10 +19,19 @@
 // before, and the writer's commit is the deduplication, one put per event
 // into an append-only bucket, and the fsync: index entries and summaries
 // are written later, many events at a time (below). After a group of
-// several callers, the next one waits for the callers just acknowledged
-// for at most half the last commit's time (never after a lone append), so
-// that they share one fsync rather than alternate. [Store.Stats] counts
+// several callers, the next one waits for the callers just acknowledged,
+// besides those that queued during the commit, for at most half the last
+// commit's time (never after a lone append), so that they all share one
+// fsync rather than alternate. [Store.Stats] counts
 // commits, appended events and duplicates.
+//
+// With fsync on, a background goroutine keeps up to 16 MiB of zeros
+// written and synced past the pages bbolt uses (an eighth of the file for
+// a small one), so that each commit's fsync writes blocks the file
+// already has rather than allocating them: the file is longer than its
+// pages by that much. bbolt and Check ignore what lies past the pages in
+// use, and the zeros are written only while no write transaction is open,
+// a MiB at a time.
 //
 // An acknowledged append survives kill -9 and, with fsync on, power loss;
 // reopening after a crash needs no repair step. A file another process

@@ -175,7 +175,7 @@ func (w *writer) run() {
 }
 
 // gatherFor is how long the next group may wait for the callers the last
-// commit acknowledged (see queue.take): half the last commit's duration,
+// commit acknowledged to come back (see queue.take): half the last commit's duration,
 // at most maxGather, and nothing after a group of one, so that a lone
 // appender never waits. Without the wait, synchronous appenders settle
 // into two cohorts that alternate, each group holding half of them, and
@@ -241,11 +241,19 @@ func (q *queue) close() {
 }
 
 // take appends the next group to dst: it waits for a first request, then,
-// while fewer than group requests are queued, for at most gather, and
-// takes requests up to maxEvents events (at least one request: a call is
-// never split). It returns false when the queue is closed and empty.
-func (q *queue) take(dst []*request, group int, gather time.Duration, maxEvents int) ([]*request, bool) {
+// while fewer requests are queued than the acked callers (the last
+// group's size, acked) and those that were already queued when take was
+// called, for at most gather, and takes requests up to maxEvents events
+// (at least one request: a call is never split). It returns false when
+// the queue is closed and empty.
+//
+// Counting the callers already queued makes the group the whole set of
+// synchronous callers: waiting only for as many as the last group would
+// leave the ones that queued during its commit a cycle behind for good,
+// each group a fraction of the callers, and more commits per event.
+func (q *queue) take(dst []*request, acked int, gather time.Duration, maxEvents int) ([]*request, bool) {
 	q.mu.Lock()
+	group := acked + len(q.reqs)
 	for len(q.reqs) == 0 {
 		if q.closed {
 			q.mu.Unlock()
@@ -300,7 +308,7 @@ func (w *writer) update(op string, f func(tx *bolt.Tx) error) (err error) {
 			w.s.setBroken(err)
 		}
 	}()
-	err = w.s.db.Update(f)
+	err = w.s.updateIn(f)
 	if errors.Is(err, ErrCorrupt) {
 		w.s.setBroken(err)
 	}
@@ -483,6 +491,26 @@ type keyed struct {
 	val []byte
 }
 
+// fillPages sets the buckets a flush writes to fill their pages before
+// splitting them. Their keys mostly land at the end of their B+tree
+// (time-ordered ids, seqs, new runs and tasks), where bbolt's default
+// (split a full page in half) leaves every page behind half empty: twice
+// the pages to write, to sync and to keep. A key inserted in the middle
+// still splits its page, into a full one and the rest.
+func fillPages(tx *bolt.Tx) {
+	for _, name := range [][]byte{bucketIDs, bucketIdem} {
+		tx.Bucket(name).FillPercent = 1.0
+	}
+	for _, ix := range indexes {
+		tx.Bucket(indexBuckets[ix]).FillPercent = 1.0
+	}
+	for _, name := range sumBuckets {
+		if b := tx.Bucket(name); b != nil {
+			b.FillPercent = 1.0
+		}
+	}
+}
+
 // flush writes the index entries of the tail to the file and moves the
 // watermark past them, in one transaction, then starts an empty tail.
 func (w *writer) flush() error {
@@ -496,6 +524,7 @@ func (w *writer) flush() error {
 	last := t.base + uint64(len(t.entries))
 	var maxID, maxIdem []byte
 	err := w.update("index flush", func(tx *bolt.Tx) error {
+		fillPages(tx)
 		ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
 		vals := make([]byte, 0, 8*len(t.entries)) // bbolt keeps values until the commit
 		var groups [len(indexBuckets)]map[string][]uint64
