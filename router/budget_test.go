@@ -165,24 +165,33 @@ func checkRunBudget(t *testing.T, st store.Store, run string, max int) int {
 	return len(order)
 }
 
+// budgetTeam starts two routers of a team over one memstore, each with
+// Budget.MaxTasks budgetMax and the budget agents (runsA and runsB count
+// their handlers' runs), and waits until each sees the other's agents.
+func budgetTeam(t *testing.T) (st store.Store, a, b *proc, runsA, runsB *atomic.Int32) {
+	t.Helper()
+	st, _ = memstore.New(nil)
+	opts := func() *Options { return &Options{Budget: Budget{MaxTasks: budgetMax}} }
+	a = newProc(t, st, time.Minute, opts())
+	b = newProc(t, st, time.Minute, opts())
+	runsA, runsB = new(atomic.Int32), new(atomic.Int32)
+	if err := budgetAgents(t.Context(), a.r, "a", runsA); err != nil {
+		t.Fatal(err)
+	}
+	if err := budgetAgents(t.Context(), b.r, "b", runsB); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agents", func() bool { return a.r.handler("agent:fan") != nil && b.r.handler("agent:sub") != nil }, a, b)
+	return st, a, b, runsA, runsB
+}
+
 // Two routers of a team submit tasks of one run at once: the run's
 // Budget.MaxTasks holds for the team, not for each router, and the tasks
 // that run are the first of the run in the log, whichever router routed
 // them.
 func TestNodeTaskBudgetAcrossProcesses(t *testing.T) {
-	st, _ := memstore.New(nil)
-	opts := func() *Options { return &Options{Budget: Budget{MaxTasks: budgetMax}} }
-	a := newProc(t, st, time.Minute, opts())
-	b := newProc(t, st, time.Minute, opts())
-	var runsA, runsB atomic.Int32
+	st, a, b, runsA, runsB := budgetTeam(t)
 	ctx := t.Context()
-	if err := budgetAgents(ctx, a.r, "a", &runsA); err != nil {
-		t.Fatal(err)
-	}
-	if err := budgetAgents(ctx, b.r, "b", &runsB); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the agents", func() bool { return a.r.handler("agent:fan") != nil && b.r.handler("agent:sub") != nil }, a, b)
 
 	const each = 5
 	run, thread := a.r.ids.RunID(), a.r.ids.ThreadID()
@@ -216,19 +225,7 @@ func TestNodeTaskBudgetAcrossProcesses(t *testing.T) {
 // A task routed by one router delegates subtasks in another: the
 // subtasks count toward the same run total as the task routed elsewhere.
 func TestNodeTaskBudgetDelegationAcrossProcesses(t *testing.T) {
-	st, _ := memstore.New(nil)
-	opts := func() *Options { return &Options{Budget: Budget{MaxTasks: budgetMax}} }
-	a := newProc(t, st, time.Minute, opts())
-	b := newProc(t, st, time.Minute, opts())
-	var runsA, runsB atomic.Int32
-	ctx := t.Context()
-	if err := budgetAgents(ctx, a.r, "a", &runsA); err != nil {
-		t.Fatal(err)
-	}
-	if err := budgetAgents(ctx, b.r, "b", &runsB); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the agents", func() bool { return a.r.handler("agent:fan") != nil && b.r.handler("agent:sub") != nil }, a, b)
+	st, a, _, runsA, _ := budgetTeam(t)
 
 	const subs = 6
 	// The root, routed by a, runs agent:fan in b; b routes its subtasks
