@@ -282,3 +282,44 @@ func TestTimestampMatchesLayout(t *testing.T) {
 		}
 	}
 }
+
+// AppendReplies makes what Reply makes one call after the other at the
+// same clock reading: the same ids from the same seed, the same fields, one
+// ts, and messages that share no recipient or trace.
+func TestAppendReplies(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 7e6, time.UTC) }
+	seeded := func() *IDs { return NewIDs(&IDOptions{Clock: clock, Entropy: rand.NewChaCha8([32]byte{4})}) }
+	answers := []Answer{{TypeRoutingDecision, "agent:router"}, {TypeTaskAccept, "agent:ken"}, {TypeTaskProgress, "agent:ken"},
+		{TypeTaskProgress, "agent:ken"}, {TypeTaskResult, "agent:ken"}} // more than the few on the stack
+	for n := range len(answers) + 1 {
+		a, b := seeded(), seeded()
+		reqA, reqB := a.NewMessage(TypeTaskRequest, "agent:ui"), b.NewMessage(TypeTaskRequest, "agent:ui")
+		for _, req := range []*Message{reqA, reqB} {
+			req.Domain, req.ParentTaskID, req.Trace = "research", "task_parent", &Trace{TraceID: "t1"}
+		}
+		require.Equal(t, reqA.ID, reqB.ID)
+		before := []*Message{nil}
+		got := a.AppendReplies(before[:1], reqA, answers[:n]...)
+		require.Len(t, got, 1+n)
+		assert.Nil(t, got[0], "dst's own entries are kept")
+		for i, ans := range answers[:n] {
+			want := b.Reply(reqB, ans.Type, ans.From)
+			r := got[1+i]
+			wantJSON, err := Encode(want)
+			require.NoError(t, err)
+			gotJSON, err := Encode(r)
+			require.NoError(t, err)
+			assert.Equal(t, string(wantJSON), string(gotJSON), "reply %d", i)
+			r.To[0].AgentID = "agent:changed"
+			r.Trace.TraceID = "changed"
+			assert.Equal(t, "agent:ui", reqA.From.AgentID)
+			assert.Equal(t, "t1", reqA.Trace.TraceID, "a reply shares the request's trace")
+		}
+		for i := 1; i < len(got); i++ {
+			for j := i + 1; j < len(got); j++ {
+				assert.NotSame(t, &got[i].To[0], &got[j].To[0], "replies share a recipient array")
+				assert.NotSame(t, got[i].Trace, got[j].Trace, "replies share a trace")
+			}
+		}
+	}
+}
