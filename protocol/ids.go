@@ -228,7 +228,7 @@ func (g *IDs) NewMessage(t Type, from string) *Message {
 		TaskID:   s[ends[2]:ends[3]],
 		TS:       s[ends[3]:],
 		From:     Participant{AgentID: from},
-		To:       x.to[:0:1], // the first recipient appended goes into x.to
+		To:       []Participant{},
 		Type:     t,
 		Payload:  x.null(),
 		Attempt:  1,
@@ -238,7 +238,7 @@ func (g *IDs) NewMessage(t Type, from string) *Message {
 
 // messageWith is a new message allocated together with the backing arrays
 // of its first recipient and its "null" payload: one allocation, not three.
-// Appending a second recipient or to Payload moves them out.
+// Appending to To or Payload moves them out (their capacity is exact).
 type messageWith struct {
 	m       Message
 	to      [1]Participant
@@ -260,56 +260,6 @@ func NewMessage(t Type, from string) *Message { return defaultIDs.NewMessage(t, 
 func (g *IDs) Reply(m *Message, t Type, from string) *Message {
 	id, ts := g.stamp()
 	x := new(messageWith)
-	x.reply(m, t, from, id, ts)
-	return &x.m
-}
-
-// Answer names one reply of [IDs.AppendReplies]: its type and its sender.
-type Answer struct {
-	Type Type
-	From string // agent id
-}
-
-// AppendReplies appends to dst a reply to m for each answer, as
-// Reply(m, a.Type, a.From) would make them one after the other, for
-// answers made at the same instant (a routing.decision and the task.accept
-// it leads to): one clock reading is the ts of them all, and their ids,
-// in the order of answers, are made in one step of the source.
-func (g *IDs) AppendReplies(dst []*Message, m *Message, answers ...Answer) []*Message {
-	const few = 4
-	n := len(answers)
-	if n == 0 {
-		return dst
-	}
-	var small [few]ulid.ULID
-	ids := small[:]
-	if n > few {
-		ids = make([]ulid.ULID, n)
-	}
-	ids = ids[:n]
-	now := g.clock()
-	g.next(ids, now)
-	// The ids and the timestamp cut from one string, the messages
-	// allocated together: two allocations for all the replies.
-	var buf [few*(len(IDPrefixMessage)+ulid.EncodedSize) + 32]byte
-	b := buf[:0]
-	for i := range ids {
-		b = appendID(b, IDPrefixMessage, ids[i])
-	}
-	s := string(appendTimestamp(b, now))
-	const size = len(IDPrefixMessage) + ulid.EncodedSize // of every id
-	ts := s[n*size:]
-	xs := make([]messageWith, n)
-	for i, a := range answers {
-		xs[i].reply(m, a.Type, a.From, s[i*size:(i+1)*size], ts)
-		dst = append(dst, &xs[i].m)
-	}
-	return dst
-}
-
-// reply makes x.m a reply to m of type t from agent from, with id and ts
-// (see [IDs.Reply]).
-func (x *messageWith) reply(m *Message, t Type, from, id, ts string) {
 	x.to[0] = Participant{AgentID: m.From.AgentID}
 	x.m = Message{
 		V:            Version,
@@ -326,8 +276,10 @@ func (x *messageWith) reply(m *Message, t Type, from, id, ts string) {
 		Payload:      x.null(),
 		Attempt:      1,
 	}
+	r := &x.m
 	if m.Trace != nil {
 		tr := *m.Trace
-		x.m.Trace = &tr
+		r.Trace = &tr
 	}
+	return r
 }

@@ -210,7 +210,7 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 		return nil, err
 	}
 	m := r.ids.NewMessage(protocol.TypeTaskRequest, from)
-	m.To = append(m.To[:0], protocol.Participant{AgentID: r.opts.AgentID}) // into the message's own array
+	m.To = []protocol.Participant{{AgentID: r.opts.AgentID}}
 	m.PayloadType = payloadType
 	if pt := protocol.SchemaRefFor(payloadType); pt != "" {
 		m.SchemaRef = pt

@@ -231,16 +231,12 @@ func nonNilStrings(s []string) []string {
 func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	a := m.selected
 	ts.agent.Store(a)
-	// The decision and the accept are made at one instant: one clock
-	// reading and one step of the id source for both.
-	evs := r.ids.AppendReplies(ts.evs[:0], ts.req,
-		protocol.Answer{Type: protocol.TypeRoutingDecision, From: r.opts.AgentID},
-		protocol.Answer{Type: protocol.TypeTaskAccept, From: a.ID()})
-	decision, accept := evs[0], evs[1]
-	r.ofTask(ts, decision, []string{a.ID()})
-	r.ofTask(ts, accept, nil)
+	decision := r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
 	dp := m.decision()
 	r.setPayload(decision, dp)
+	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
+	ts.evs = [2]*protocol.Message{decision, accept}
+	evs := ts.evs[:]
 	if n := r.node.Load(); n != nil {
 		evs = n.withDispatch(ts, a.ID(), evs) // an agent of another process: its dispatch too (node.go)
 	}
@@ -430,14 +426,8 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 // parent, the current attempt, from "from", to the given agents or the
 // requester.
 func (r *Router) event(ts *taskState, t protocol.Type, from string, to []string) *protocol.Message {
-	m := r.ids.Reply(ts.req, t, from) // id and ts under one lock of the id source
-	r.ofTask(ts, m, to)
-	return m
-}
-
-// ofTask makes m, a reply to the task's request, an event of the current
-// attempt, to the given agents or the requester.
-func (r *Router) ofTask(ts *taskState, m *protocol.Message, to []string) {
+	req := ts.req
+	m := r.ids.Reply(req, t, from) // id and ts under one lock of the id source
 	m.Attempt = int(ts.attempt.Load())
 	ts.stamp(m)
 	switch {
@@ -449,6 +439,7 @@ func (r *Router) ofTask(ts *taskState, m *protocol.Message, to []string) {
 			m.To[i].AgentID = id
 		}
 	}
+	return m
 }
 
 func (r *Router) setPayload(m *protocol.Message, v any) {

@@ -96,7 +96,7 @@ func (t *Task) NewSubtask(payloadType string, payload any) (*protocol.Message, e
 		c := *tr
 		m.Trace = &c
 	}
-	m.To = append(m.To[:0], protocol.Participant{AgentID: t.r.opts.AgentID})
+	m.To = []protocol.Participant{{AgentID: t.r.opts.AgentID}}
 	m.PayloadType = payloadType
 	m.SchemaRef = protocol.SchemaRefFor(payloadType)
 	if err := m.SetPayload(payload); err != nil {
