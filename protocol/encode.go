@@ -431,6 +431,10 @@ func (w *writer) float(f float64, bits int) {
 		format = 'e'
 	}
 	w.b = strconv.AppendFloat(w.b, f, format, -1, bits)
+	if n := len(w.b); format == 'e' && n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+		w.b[n-2] = w.b[n-1] // "1e-07" → "1e-7", as JSON v2 writes it
+		w.b = w.b[:n-1]
+	}
 }
 
 func quote(s string) string { return strconv.Quote(s) }
@@ -449,6 +453,9 @@ func marshalPayload(v any) ([]byte, error) {
 			return nil, w.err
 		}
 		return w.b, nil
+	case *RoutingDecision:
+		// The router writes one per task: its own writer, not reflection.
+		return x.appendJSON(make([]byte, 0, 256))
 	case json.Marshaler:
 		// Call it directly and check its output with the strict scanner,
 		// which is what JSON v2 would do at several times the cost.

@@ -52,6 +52,10 @@ type IDs struct {
 	// id made.
 	entropy *ulid.MonotonicEntropy
 	last    uint64
+	// rnd receives the random part of each id: the entropy's reader is an
+	// interface, so a buffer handed to it escapes, and the callers' arrays
+	// of ids would each cost an allocation.
+	rnd [10]byte
 }
 
 // NewIDs returns an id source; opts may be nil.
@@ -108,14 +112,14 @@ func (g *IDs) next(ids []ulid.ULID, t time.Time) {
 	defer g.mu.Unlock()
 	ms = max(ms, g.last)
 	for i := range ids {
-		_ = ids[i].SetTime(ms)
-		for g.entropy.MonotonicRead(ms, ids[i][6:]) != nil {
+		for g.entropy.MonotonicRead(ms, g.rnd[:]) != nil {
 			// ErrMonotonicOverflow, the one error left (the reader
 			// does not fail): go on in the next millisecond, whose
 			// random part starts afresh.
 			ms++
-			_ = ids[i].SetTime(ms)
 		}
+		_ = ids[i].SetTime(ms)
+		copy(ids[i][6:], g.rnd[:])
 	}
 	g.last = ms
 }

@@ -1,5 +1,10 @@
 package protocol
 
+import (
+	"slices"
+	"strconv"
+)
+
 // RoutingDecision is the payload of a routing.decision message (docs/protocol.md
 // §4.3): which agent was selected, among which candidates, why, and with
 // which preference scores.
@@ -16,4 +21,66 @@ type RoutingDecision struct {
 	// only the first of them when there are many.
 	Eligible   int `json:"eligible,omitzero"`
 	Considered int `json:"considered,omitzero"`
+}
+
+// appendJSON appends d as JSON, byte for byte as JSON v2 encodes it with
+// deterministic map order (members in field order, map members sorted by
+// name, omitempty and omitzero fields left out, a nil Candidates as []).
+// The router writes one decision per task, so this skips reflection.
+func (d *RoutingDecision) appendJSON(b []byte) ([]byte, error) {
+	if d == nil {
+		return append(b, "null"...), nil
+	}
+	w := writer{b: b}
+	w.b = append(w.b, `{"selected":`...)
+	w.str(d.Selected)
+	w.b = append(w.b, `,"candidates":`...)
+	w.strArray(d.Candidates)
+	w.field("reason", d.Reason)
+	if len(d.Scores) > 0 {
+		w.b = append(w.b, `,"scores":{`...)
+		for i, k := range sortedKeys(d.Scores, make([]string, 0, 8)) {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.str(k)
+			w.b = append(w.b, ':')
+			w.float(d.Scores[k], 64)
+		}
+		w.b = append(w.b, '}')
+	}
+	if len(d.Rejected) > 0 {
+		w.b = append(w.b, `,"rejected":{`...)
+		for i, k := range sortedKeys(d.Rejected, make([]string, 0, 8)) {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.str(k)
+			w.b = append(w.b, ':')
+			w.str(d.Rejected[k])
+		}
+		w.b = append(w.b, '}')
+	}
+	if d.Eligible != 0 {
+		w.b = append(w.b, `,"eligible":`...)
+		w.b = strconv.AppendInt(w.b, int64(d.Eligible), 10)
+	}
+	if d.Considered != 0 {
+		w.b = append(w.b, `,"considered":`...)
+		w.b = strconv.AppendInt(w.b, int64(d.Considered), 10)
+	}
+	w.b = append(w.b, '}')
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.b, nil
+}
+
+// sortedKeys appends m's keys to buf, sorted.
+func sortedKeys[V any](m map[string]V, buf []string) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
 }

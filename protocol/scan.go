@@ -523,13 +523,16 @@ func (sc *scanner) anyValue(depth int) (any, *Error) {
 		if depth >= sc.maxDepth {
 			return nil, sc.err(CodeTooDeep, "nested deeper than %d", sc.maxDepth)
 		}
-		l := []any{}
+		// Elements gather on the stack; the list gets one allocation of
+		// its exact size (JSON arrays are mostly short).
+		var few [8]any
+		l := few[:0]
 		err := sc.array(func(i int) *Error {
 			v, err := sc.anyValue(depth + 1)
 			l = append(l, v)
 			return prefixIndex(err, i)
 		})
-		return l, err
+		return append(make([]any, 0, len(l)), l...), err
 	case c == '"':
 		return sc.str()
 	case c == 't' || c == 'f':

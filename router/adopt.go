@@ -79,7 +79,12 @@ func decodeOwner(b []byte) (p ownerPayload, ok bool) {
 func (r *Router) storeRequest(ctx context.Context, ts *taskState) ([]store.AppendResult, error) {
 	n := r.node.Load()
 	if n == nil {
-		return r.st.Append(ctx, ts.req)
+		// Through the task's buffer (its run goroutine has not started),
+		// so that the argument list is not an allocation of its own.
+		ts.evs[0] = ts.req
+		res, err := r.st.Append(ctx, ts.evs[:1]...)
+		ts.evs[0] = nil
+		return res, err
 	}
 	o := n.ownerEvent(ts.req, ownerPayload{Node: n.id, Depth: ts.depth, Chain: ts.ancestors(), Sub: ts.parent != nil})
 	o.IdempotencyKey = "clutch.owner/" + ts.req.TaskID
