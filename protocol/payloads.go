@@ -38,28 +38,10 @@ func (d *RoutingDecision) appendJSON(b []byte) ([]byte, error) {
 	w.strArray(d.Candidates)
 	w.field("reason", d.Reason)
 	if len(d.Scores) > 0 {
-		w.b = append(w.b, `,"scores":{`...)
-		for i, k := range sortedKeys(d.Scores, make([]string, 0, 8)) {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.str(k)
-			w.b = append(w.b, ':')
-			w.float(d.Scores[k], 64)
-		}
-		w.b = append(w.b, '}')
+		object(&w, "scores", d.Scores, func(f float64) { w.float(f, 64) })
 	}
 	if len(d.Rejected) > 0 {
-		w.b = append(w.b, `,"rejected":{`...)
-		for i, k := range sortedKeys(d.Rejected, make([]string, 0, 8)) {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.str(k)
-			w.b = append(w.b, ':')
-			w.str(d.Rejected[k])
-		}
-		w.b = append(w.b, '}')
+		object(&w, "rejected", d.Rejected, w.str)
 	}
 	if d.Eligible != 0 {
 		w.b = append(w.b, `,"eligible":`...)
@@ -74,6 +56,23 @@ func (d *RoutingDecision) appendJSON(b []byte) ([]byte, error) {
 		return nil, w.err
 	}
 	return w.b, nil
+}
+
+// object appends the member `,"name":{...}` holding m's members sorted by
+// name, each value written by val.
+func object[V any](w *writer, name string, m map[string]V, val func(V)) {
+	w.b = append(w.b, ',')
+	w.str(name)
+	w.b = append(w.b, ':', '{')
+	for i, k := range sortedKeys(m, make([]string, 0, 8)) {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.str(k)
+		w.b = append(w.b, ':')
+		val(m[k])
+	}
+	w.b = append(w.b, '}')
 }
 
 // sortedKeys appends m's keys to buf, sorted.
