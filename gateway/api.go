@@ -10,6 +10,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -127,7 +128,7 @@ func (g *Gateway) serveAgents(w http.ResponseWriter, r *http.Request) {
 	for _, a := range reg.List() {
 		out = append(out, wireAgent{Card: a.Card(), Online: reg.Online(a), InFlight: a.InFlight(), SuccessRate: a.SuccessRate()})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+	httpjson.Write(w, http.StatusOK, map[string]any{"agents": out})
 }
 
 // ---- GET /v1/runs, /v1/threads
@@ -195,7 +196,7 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 				break
 			}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{name: out, "next_before": next})
+		httpjson.Write(w, http.StatusOK, map[string]any{name: out, "next_before": next})
 	}
 }
 
@@ -345,7 +346,7 @@ func (g *Gateway) serveTree(sc scope) http.HandlerFunc {
 				out = append(out, wireTaskOf(n))
 			}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"run_id": runID, "tasks": out})
+		httpjson.Write(w, http.StatusOK, map[string]any{"run_id": runID, "tasks": out})
 	}
 }
 

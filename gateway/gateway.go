@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -337,7 +337,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		we = wireError{Code: protocol.CodeInternal, Message: "internal error", Retryable: true}
 		status = http.StatusInternalServerError
 	}
-	writeJSON(w, status, errorBody{Error: we})
+	httpjson.Write(w, status, errorBody{Error: we})
 }
 
 // publicMessage is the message of a coded error without the package
@@ -351,20 +351,6 @@ func publicMessage(err error) string {
 		return wr.Detail
 	}
 	return err.Error()
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error","retryable":true}}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }
 
 // caller returns the authenticated caller of a request that came through

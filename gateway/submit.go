@@ -15,6 +15,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -162,7 +163,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, acc)
+	httpjson.Write(w, http.StatusAccepted, acc)
 }
 
 // checkTargets refuses a submission into a run or thread that exists and

@@ -1,7 +1,6 @@
 package rulesapi
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/rules"
 )
@@ -248,7 +248,7 @@ func (h *handler) documents(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Documents = append(out.Documents, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Write(w, http.StatusOK, out)
 }
 
 func (h *handler) document(w http.ResponseWriter, r *http.Request) {
@@ -266,7 +266,7 @@ func (h *handler) document(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, DocumentView{Document: d, Text: &text, Constraints: cs})
+	httpjson.Write(w, http.StatusOK, DocumentView{Document: d, Text: &text, Constraints: cs})
 }
 
 func (h *handler) drafts(w http.ResponseWriter, r *http.Request) {
@@ -295,7 +295,7 @@ func (h *handler) drafts(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Drafts = append(out.Drafts, DraftView{Draft: d, Author: d.Author, BaseText: base, Text: text, Conflict: h.conflicts(d, byPath)})
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Write(w, http.StatusOK, out)
 }
 
 // conflicts reports whether approving d would fail with ErrConflict, as
@@ -380,7 +380,7 @@ func (h *handler) approve(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Approved{Document: doc, Removed: op == "delete"})
+	httpjson.Write(w, http.StatusOK, Approved{Document: doc, Removed: op == "delete"})
 }
 
 func (h *handler) reject(w http.ResponseWriter, r *http.Request) {
@@ -415,7 +415,7 @@ func (h *handler) importFiles(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Imported{Published: st.Published, Unchanged: st.Unchanged, Removed: st.Removed})
+	httpjson.Write(w, http.StatusOK, Imported{Published: st.Published, Unchanged: st.Unchanged, Removed: st.Removed})
 }
 
 // errorBody is the gateway's error body.
@@ -445,19 +445,5 @@ func (h *handler) error(w http.ResponseWriter, r *http.Request, err error) {
 		p = protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "internal error", Retryable: true}
 		status = http.StatusInternalServerError
 	}
-	writeJSON(w, status, errorBody{Error: p})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error","retryable":true}}`)
-	}
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	httpjson.Write(w, status, errorBody{Error: p})
 }

@@ -1,0 +1,29 @@
+// Package httpjson writes the JSON responses of Clutch's HTTP surfaces
+// (the gateway's /v1 API and the rules API) one way: the body with a
+// trailing newline, Content-Type application/json, no caching and no
+// content sniffing. A value that cannot be encoded becomes a 500 with
+// the protocol's INTERNAL error body, never a half-written response.
+package httpjson
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// internal is the body written when a value cannot be encoded.
+const internal = `{"error":{"code":"INTERNAL","message":"internal error","retryable":true}}`
+
+// Write writes v as the JSON body of a response with status.
+func Write(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(internal)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

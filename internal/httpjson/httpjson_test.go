@@ -1,0 +1,28 @@
+package httpjson
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestWrite(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Write(rec, http.StatusCreated, map[string]int{"n": 1})
+	if rec.Code != http.StatusCreated || rec.Body.String() != "{\"n\":1}\n" {
+		t.Fatalf("got %d %q", rec.Code, rec.Body.String())
+	}
+	for k, want := range map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"} {
+		if got := rec.Header().Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
+	}
+}
+
+func TestWriteUnencodable(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Write(rec, http.StatusOK, map[string]any{"f": func() {}})
+	if rec.Code != http.StatusInternalServerError || rec.Body.String() != internal+"\n" {
+		t.Fatalf("got %d %q", rec.Code, rec.Body.String())
+	}
+}
