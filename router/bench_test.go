@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/schema"
@@ -57,7 +58,7 @@ func benchEndToEnd(b *testing.B, st store.Store, submitters int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), benchcpu.Process()
 	var wg sync.WaitGroup
 	per := b.N / submitters
 	for w := range submitters {
@@ -93,7 +94,7 @@ func benchEndToEnd(b *testing.B, st store.Store, submitters int) {
 	// CPU per task, all goroutines and the collector included: unlike
 	// tasks/s, it barely moves when other processes share the machine, and
 	// 2 cores can run at most 2 s / (cpu-µs/task) tasks a second.
-	if used := processCPU() - cpu; used > 0 {
+	if used := benchcpu.Process() - cpu; used > 0 {
 		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/task")
 	}
 }

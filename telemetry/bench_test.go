@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -185,7 +186,7 @@ func benchEndToEndObs(b *testing.B, backend string, tel *telemetry.Telemetry, ob
 	runtime.GC() // what an earlier sub-benchmark left is not collected on this one's time
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), benchcpu.Process()
 	var wg sync.WaitGroup
 	per := b.N / submitters
 	for w := range submitters {
@@ -215,7 +216,7 @@ func benchEndToEndObs(b *testing.B, backend string, tel *telemetry.Telemetry, ob
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
-	if used := processCPU() - cpu; used > 0 {
+	if used := benchcpu.Process() - cpu; used > 0 {
 		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/task")
 	}
 }

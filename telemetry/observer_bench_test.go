@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -60,7 +61,7 @@ func BenchmarkObserver(b *testing.B) {
 			end := &protocol.Message{Type: protocol.TypeTaskResult, PayloadType: "research.summary"}
 			ctx := context.Background()
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchcpu.Process()
 			for b.Loop() {
 				actx, _ := tel.StartAttempt(ctx, req, 1)
 				_, _ = st.Append(actx, req)
@@ -74,7 +75,7 @@ func BenchmarkObserver(b *testing.B) {
 				tel.Observe(actx, router.Step{Kind: router.StepEnd, Request: req, Attempt: 1, Agent: card, Event: end})
 				_, _ = st.Append(actx, end)
 			}
-			b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/task")
+			b.ReportMetric(float64((benchcpu.Process()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/task")
 		})
 	}
 }
@@ -97,7 +98,7 @@ func BenchmarkSDKSpans(b *testing.B) {
 			tr := tp.Tracer("bench")
 			ctx := context.Background()
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchcpu.Process()
 			for b.Loop() {
 				if bare {
 					c, s := tr.Start(ctx, "invoke_agent")
@@ -118,7 +119,7 @@ func BenchmarkSDKSpans(b *testing.B) {
 					telemetry.KeyAgentID.String("agent:research-0"), telemetry.KeyResultPayloadType.String("research.summary"))
 				s.End()
 			}
-			b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/task")
+			b.ReportMetric(float64((benchcpu.Process()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/task")
 		})
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
@@ -187,14 +187,6 @@ func prefill(b *testing.B, path string, n int) prefilled {
 	return p
 }
 
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func openDurable(b *testing.B, path string) *boltstore.Store {
 	s, err := boltstore.Open(path, nil)
 	if err != nil {
@@ -214,7 +206,7 @@ func benchDurableAppend(b *testing.B, path string) {
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), benchcpu.Process()
 	var wg sync.WaitGroup
 	for a := range appenders {
 		w := newTraffic(ids, a)
@@ -229,7 +221,7 @@ func benchDurableAppend(b *testing.B, path string) {
 		})
 	}
 	wg.Wait()
-	elapsed, used := time.Since(start), processCPU()-cpu
+	elapsed, used := time.Since(start), benchcpu.Process()-cpu
 	b.StopTimer()
 	st := s.Stats()
 	if err := s.Close(); err != nil {

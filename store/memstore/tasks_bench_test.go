@@ -1,15 +1,12 @@
-//go:build unix
-
 package memstore_test
 
 import (
 	"context"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
@@ -51,7 +48,7 @@ func benchAppendTasks(b *testing.B, workers int) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu := benchcpu.Process()
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -67,14 +64,5 @@ func benchAppendTasks(b *testing.B, workers int) {
 		})
 	}
 	wg.Wait()
-	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/task")
-}
-
-// processCPU returns the CPU time (user + system) the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((benchcpu.Process()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/task")
 }

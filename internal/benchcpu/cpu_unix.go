@@ -1,14 +1,14 @@
 //go:build unix
 
-package router
+package benchcpu
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user + system) the process has used.
-func processCPU() time.Duration {
+// Process returns the CPU time (user + system) the process has used.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
