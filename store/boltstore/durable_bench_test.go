@@ -19,7 +19,6 @@ import (
 
 	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
 	bolt "go.etcd.io/bbolt"
@@ -235,28 +234,7 @@ func benchDurableAppend(b *testing.B, path string) {
 func benchReadSpread(b *testing.B, path, run string, decode bool) {
 	s := openDurable(b, path)
 	defer s.Close()
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	for b.Loop() {
-		n := 0
-		for ev, err := range s.Read(ctx, store.Query{RunID: run}) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			if decode {
-				if _, err := ev.Message(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			n++
-		}
-		if n != spreadRun {
-			b.Fatalf("read %d events of the run, want %d", n, spreadRun)
-		}
-	}
-	b.ReportMetric(float64(b.N*spreadRun)/time.Since(start).Seconds(), "events/s")
+	storetest.BenchRead(b, s, run, spreadRun, decode)
 }
 
 func benchGet(b *testing.B, path string, sample []string) {
