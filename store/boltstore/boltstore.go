@@ -134,6 +134,22 @@ func (s *Store) updateIn(f func(tx *bolt.Tx) error) error {
 	})
 }
 
+// commitIn commits tx, a write transaction opened with db.Begin, which
+// the reserve's zeros keep away from while it writes (reserve.go). Until
+// its commit a transaction changes nothing in the file: bbolt allocates
+// and writes pages only in Commit.
+func (s *Store) commitIn(tx *bolt.Tx) error {
+	s.res.enter()
+	defer func() { // after the commit or a panic
+		hwm, err := s.hwm()
+		if err != nil {
+			hwm = -1 // closed or failing: no more zeros
+		}
+		s.res.leave(hwm)
+	}()
+	return tx.Commit()
+}
+
 // open checks the file (see inspect) and opens it with bbolt. The check
 // runs while a read-only bbolt handle holds the file's shared lock, so
 // that a writer in another process is waited for (ErrLocked), not

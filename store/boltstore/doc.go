@@ -16,13 +16,14 @@
 // Options.MaxBatch events; one call is never split), and each caller
 // returns when its group is committed. Each caller prepares its own
 // records (encoding, checksums, keys) while the writer commits the group
-// before, and the writer's commit is the deduplication, one put per event
-// into an append-only bucket, and the fsync: index entries and summaries
-// are written later, many events at a time (below). After a group of
-// several callers, the next one waits for the callers just acknowledged,
-// besides those that queued during the commit, for at most half the last
-// commit's time (never after a lone append), so that they all share one
-// fsync rather than alternate. [Store.Stats] counts
+// before; the writer opens a group's transaction at its first request and
+// puts each request as it arrives (deduplication, one put per event into
+// an append-only bucket), then commits and fsyncs the group: index entries
+// and summaries are written later, many events at a time (below). After a
+// group of several callers, the next one waits for the callers just
+// acknowledged, besides those that queued during the commit, for at most
+// half the last group's time (never after a lone append), so that they
+// all share one fsync rather than alternate. [Store.Stats] counts
 // commits, appended events and duplicates.
 //
 // With fsync on, a background goroutine keeps up to 16 MiB of zeros
@@ -30,8 +31,8 @@
 // a small one), so that each commit's fsync writes blocks the file
 // already has rather than allocating them: the file is longer than its
 // pages by that much. bbolt and Check ignore what lies past the pages in
-// use, and the zeros are written only while no write transaction is open,
-// a MiB at a time.
+// use, and the zeros are written only while no write transaction is
+// committing (bbolt writes pages only then), a MiB at a time.
 //
 // An acknowledged append survives kill -9 and, with fsync on, power loss;
 // reopening after a crash needs no repair step. A file another process

@@ -23,9 +23,13 @@ import (
 //
 // Nothing bbolt writes is ever overwritten with zeros, whatever bbolt
 // does inside a commit: zeros are written only while no write
-// transaction is open (every one passes through enter and leave), past
-// the high-water mark the last one left, a piece at a time so that a
-// commit waits for at most one piece. A damaged file gets no more zeros.
+// transaction is committing, past the high-water mark the last one left,
+// a piece at a time so that a commit waits for at most one piece. bbolt
+// allocates and writes pages only in Commit, so a transaction may be open
+// meanwhile: the group commit's is (Store.commitIn) while it gathers and
+// puts its requests, and enters at its commit; the other write
+// transactions (Store.updateIn) enter when they open. A damaged file gets
+// no more zeros.
 type reserve struct {
 	f    *os.File
 	mu   sync.Mutex
@@ -33,7 +37,7 @@ type reserve struct {
 
 	hwm     int64 // bbolt's high-water mark after the last write transaction
 	zeroEnd int64 // zeros written from somewhere below it up to it
-	open    int   // write transactions between enter and leave
+	open    int   // write transactions committing (between enter and leave)
 	stopped bool  // Close, or an error: nothing more is written
 	kick    chan struct{}
 	done    chan struct{}
@@ -69,9 +73,9 @@ func (r *reserve) ahead() int64 {
 	return min(max(r.hwm/8, reserveMin), reserveAhead)
 }
 
-// enter is called inside every write transaction before it changes
-// anything; it waits while a piece of zeros is written (the reserve
-// goroutine holds r.mu then).
+// enter is called for every write transaction before it commits; it
+// waits while a piece of zeros is written (the reserve goroutine holds
+// r.mu then).
 func (r *reserve) enter() {
 	if r == nil {
 		return

@@ -94,34 +94,20 @@ func newSumBatch(tx *bolt.Tx) *sumBatch {
 	return &sumBatch{tx: tx}
 }
 
-// summarize is the writer's per-group work on summaries inside the
-// group's transaction tx: it reads from the file, once, the summaries and
-// task states the group's new events will change. They are changed by
+// read is the writer's work on summaries for a new event e of the open
+// group, inside its transaction: it reads from the file, once, the
+// summaries and task state e will change. They are changed by
 // foldSummaries once the group is committed.
-func (w *writer) summarize(tx *bolt.Tx) error {
-	if w.sums == nil {
-		w.sums = newSumBatch(nil)
+func (b *sumBatch) read(e *driver.Entry) error {
+	if driver.NeedsTask(e) {
+		if _, err := b.task(e.TaskID); err != nil {
+			return err
+		}
 	}
-	b := w.sums
-	b.tx = tx
-	defer func() { b.tx = nil }()
-	for _, r := range w.live {
-		for i := range r.res {
-			if r.res[i].Duplicate {
-				continue
-			}
-			e := &r.entries[i]
-			if driver.NeedsTask(e) {
-				if _, err := b.task(e.TaskID); err != nil {
-					return err
-				}
-			}
-			for kind, id := range [2]string{runs: e.RunID, threads: e.ThreadID} {
-				if id != "" {
-					if _, err := b.summary(kind, id); err != nil {
-						return err
-					}
-				}
+	for kind, id := range [2]string{runs: e.RunID, threads: e.ThreadID} {
+		if id != "" {
+			if _, err := b.summary(kind, id); err != nil {
+				return err
 			}
 		}
 	}

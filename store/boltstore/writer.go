@@ -107,17 +107,19 @@ func (r *request) finish(err error) {
 	r.done <- struct{}{}
 }
 
-// writer is the single goroutine that commits appends. It takes every
-// request waiting in the queue (up to Options.MaxBatch events) into one
-// bbolt transaction — one commit, one fsync — then acknowledges each;
-// requests that arrive meanwhile, while it commits, form the next group.
-// Unlike bbolt's DB.Batch it never waits: an idle writer commits a lone
-// append at once, and a busy one takes whatever queued during its last
-// commit.
+// writer is the single goroutine that commits appends, a group at a
+// time: one bbolt transaction, one commit and its fsync per group. It
+// opens the group's transaction as soon as a first request is queued and
+// puts each request as it arrives (deduplication, the event records, the
+// summaries' reads), while the callers of the last group are still
+// building their next messages; when the group is complete (see
+// queue.wait and gatherFor) it commits and acknowledges every request.
+// Unlike bbolt's DB.Batch it never waits for a lone append: an idle
+// writer commits one at once.
 type writer struct {
 	s        *Store
-	batch    []*request
-	live     []*request
+	batch    []*request        // the group's requests, as taken from the queue
+	live     []*request        // those put in the transaction (not given up)
 	pendIDs  map[string]uint64 // this group's new events
 	pendIdem map[string]uint64
 	added    []tailEntry
@@ -129,8 +131,14 @@ type writer struct {
 	maxIdem  []byte     // the same for the idem bucket
 	closeErr error      // the final flush's
 
+	// The open group: its transaction, buckets, time and last seq.
+	tx                *bolt.Tx
+	events, ids, idem *bolt.Bucket
+	now               int64
+	seq               uint64
+
 	lastGroup  int           // requests in the last group
-	lastCommit time.Duration // how long it took
+	lastCommit time.Duration // how long it took, from its first request to its acknowledgements
 
 	commits, appended, duplicates, flushes atomic.Uint64
 }
@@ -151,20 +159,10 @@ func (w *writer) init(s *Store) error {
 func (w *writer) run() {
 	defer close(w.s.wdone)
 	// The writer reads the mapping in every commit: a fault on a damaged
-	// page must become a panic that update recovers, not a fatal error.
+	// page must become a panic that guard recovers, not a fatal error.
 	// The setting is this goroutine's, for its whole life.
 	debug.SetPanicOnFault(true)
-	q := &w.s.q
-	for {
-		var ok bool
-		if w.batch, ok = q.take(w.batch[:0], w.lastGroup, w.gatherFor(), w.s.opts.MaxBatch); !ok {
-			break
-		}
-		w.lastGroup = len(w.batch)
-		t := time.Now()
-		w.commit()
-		w.lastCommit = time.Since(t)
-		clear(w.batch)
+	for w.group() {
 		if len(w.s.tail.entries) >= w.s.opts.IndexBatch {
 			// On failure the tail stays in memory and the next flush
 			// retries; the events themselves are committed.
@@ -174,14 +172,15 @@ func (w *writer) run() {
 	w.closeErr = w.flush()
 }
 
-// gatherFor is how long the next group may wait for the callers the last
-// commit acknowledged to come back (see queue.take): half the last commit's duration,
-// at most maxGather, and nothing after a group of one, so that a lone
-// appender never waits. Without the wait, synchronous appenders settle
-// into two cohorts that alternate, each group holding half of them, and
-// every event pays twice the share of a commit it would pay in one group;
-// the wait costs no processor time and never more than a fraction of the
-// commit it shares.
+// gatherFor is how long a group may wait, from its first request, for
+// the callers the last commit acknowledged to come back (see group):
+// half the last group's duration, at most maxGather, and nothing after a
+// group of one, so that a lone appender never waits. Without the wait,
+// synchronous appenders settle into two cohorts that alternate, each
+// group holding half of them, and every event pays twice the share of a
+// commit it would pay in one group; the wait costs no processor time (the
+// writer puts each request as it comes) and never more than a fraction of
+// the commit it shares.
 func (w *writer) gatherFor() time.Duration {
 	if w.lastGroup <= 1 {
 		return 0
@@ -193,11 +192,58 @@ func (w *writer) gatherFor() time.Duration {
 // machine, a slow disk) does not hold a group back long.
 const maxGather = time.Millisecond
 
+// gatherStep is how many requests the writer lets queue before it wakes
+// to put them while it gathers a group: one wake-up per request would
+// cost more than the puts it overlaps.
+const gatherStep = 16
+
+// group forms, puts and commits the next group, and acknowledges its
+// requests. It reports false when the queue is closed and empty.
+//
+// The group is the callers the last group acknowledged and those already
+// queued: waiting for only as many as the last group held would leave the
+// ones that queued during its commit a cycle behind for good, each group
+// a fraction of the callers, and more commits per event. It is complete
+// when that many requests are taken, when Options.MaxBatch events are, or
+// after gatherFor.
+func (w *writer) group() bool {
+	q := &w.s.q
+	want := w.lastGroup + q.len()
+	if !q.wait(1, nil) {
+		return false
+	}
+	start := time.Now()
+	gather := w.gatherFor()
+	maxEvents := w.s.opts.MaxBatch
+	var events int
+	w.batch, events = q.take(w.batch[:0], 0, maxEvents)
+	err := w.add(w.batch, w.begin())
+	if err == nil && gather > 0 && len(w.batch) < want && events < maxEvents {
+		timeout := q.timer(gather)
+		for err == nil && len(w.batch) < want && events < maxEvents {
+			timedOut := !q.wait(min(gatherStep, want-len(w.batch)), timeout)
+			n := len(w.batch)
+			w.batch, events = q.take(w.batch, events, maxEvents)
+			err = w.add(w.batch[n:], nil)
+			if timedOut || q.isClosed() {
+				break
+			}
+		}
+		q.stopTimer()
+	}
+	w.lastGroup = len(w.batch)
+	w.end(err)
+	w.live = w.live[:0]
+	w.lastCommit = time.Since(start)
+	clear(w.batch)
+	return true
+}
+
 // queue is the hand-off from Append to the writer: a slice under a
 // mutex, and a wake-up the writer asks for only when it waits, for the
-// first request or for the group it gathers to reach its size. A caller
-// pays a lock and an append; the writer wakes once per group, not once
-// per request.
+// first request or for the next few of the group it gathers. A caller
+// pays a lock and an append; the writer wakes a few times per group, not
+// once per request.
 type queue struct {
 	mu     sync.Mutex
 	reqs   []*request
@@ -205,7 +251,7 @@ type queue struct {
 	want   int  // wake the writer when len(reqs) reaches it; 0: it is not waiting
 	closed bool // Close was called: no more requests
 	wake   chan struct{}
-	timer  *time.Timer
+	t      *time.Timer
 }
 
 // push queues r for the writer, or returns false after close.
@@ -240,125 +286,165 @@ func (q *queue) close() {
 	q.mu.Unlock()
 }
 
-// take appends the next group to dst: it waits for a first request, then,
-// while fewer requests are queued than the acked callers (the last
-// group's size, acked) and those that were already queued when take was
-// called, for at most gather, and takes requests up to maxEvents events
-// (at least one request: a call is never split). It returns false when
-// the queue is closed and empty.
-//
-// Counting the callers already queued makes the group the whole set of
-// synchronous callers: waiting only for as many as the last group would
-// leave the ones that queued during its commit a cycle behind for good,
-// each group a fraction of the callers, and more commits per event.
-func (q *queue) take(dst []*request, acked int, gather time.Duration, maxEvents int) ([]*request, bool) {
+func (q *queue) len() int {
 	q.mu.Lock()
-	group := acked + len(q.reqs)
-	for len(q.reqs) == 0 {
-		if q.closed {
-			q.mu.Unlock()
-			return dst, false
-		}
-		q.want = 1
+	defer q.mu.Unlock()
+	return len(q.reqs)
+}
+
+func (q *queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// wait blocks until n requests are queued or the queue is closed, and
+// reports true then; it reports false when the queue is closed and
+// empty, or when timeout fires first (a nil timeout never does).
+func (q *queue) wait(n int, timeout <-chan time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.reqs) < n && !q.closed {
+		q.want = n
 		q.mu.Unlock()
-		<-q.wake
-		q.mu.Lock()
-	}
-	if gather > 0 && len(q.reqs) < group && q.n < maxEvents && !q.closed {
-		q.want = group
-		q.mu.Unlock()
-		if q.timer == nil {
-			q.timer = time.NewTimer(gather)
-		} else {
-			q.timer.Reset(gather)
-		}
 		select {
 		case <-q.wake:
-		case <-q.timer.C:
-		}
-		q.timer.Stop()
-		q.mu.Lock()
-		q.want = 0
-		// A wake-up sent after the timer fired is stale now.
-		select {
-		case <-q.wake:
-		default:
+			q.mu.Lock()
+		case <-timeout:
+			q.mu.Lock()
+			q.want = 0
+			// A wake-up sent meanwhile is stale now.
+			select {
+			case <-q.wake:
+			default:
+			}
+			return false
 		}
 	}
-	n, i := 0, 0
-	for i < len(q.reqs) && (i == 0 || n+len(q.reqs[i].entries) <= maxEvents) {
-		n += len(q.reqs[i].entries)
+	q.want = 0
+	return len(q.reqs) > 0 || !q.closed
+}
+
+// take appends queued requests to dst, which holds events events, while
+// they fit in maxEvents (the first request of a group is taken whatever
+// its size: a call is never split), and returns dst and its events.
+func (q *queue) take(dst []*request, events, maxEvents int) ([]*request, int) {
+	q.mu.Lock()
+	i := 0
+	for i < len(q.reqs) && (events == 0 || events+len(q.reqs[i].entries) <= maxEvents) {
+		events += len(q.reqs[i].entries)
+		q.n -= len(q.reqs[i].entries)
 		i++
 	}
 	dst = append(dst, q.reqs[:i]...)
 	rest := copy(q.reqs, q.reqs[i:])
 	clear(q.reqs[rest:])
 	q.reqs = q.reqs[:rest]
-	q.n -= n
 	q.mu.Unlock()
-	return dst, true
+	return dst, events
 }
 
-// update runs f in a write transaction; a panic (or memory fault) in bbolt
-// on a damaged page becomes a CorruptError and stops further writes.
-func (w *writer) update(op string, f func(tx *bolt.Tx) error) (err error) {
+// timer starts the writer's gathering timer; only the writer uses it.
+func (q *queue) timer(d time.Duration) <-chan time.Time {
+	if q.t == nil {
+		q.t = time.NewTimer(d)
+	} else {
+		q.t.Reset(d)
+	}
+	return q.t.C
+}
+
+func (q *queue) stopTimer() { q.t.Stop() }
+
+// guard runs f, which uses bbolt, turning a panic (or memory fault) in
+// bbolt on a damaged page into a CorruptError that stops further writes.
+func (w *writer) guard(op string, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = corrupt("%s: %s: bbolt failed on a damaged page: %v", w.s.path, op, r)
 			w.s.setBroken(err)
 		}
 	}()
-	err = w.s.updateIn(f)
+	err = f()
 	if errors.Is(err, ErrCorrupt) {
 		w.s.setBroken(err)
 	}
 	return err
 }
 
-// errNothingAdded rolls back a transaction that would commit no event: a
-// group of duplicates costs no write and no fsync.
-var errNothingAdded = errors.New("boltstore: nothing added")
+// update runs f in a write transaction under guard.
+func (w *writer) update(op string, f func(tx *bolt.Tx) error) error {
+	return w.guard(op, func() error { return w.s.updateIn(f) })
+}
 
-func (w *writer) commit() {
+// begin opens the group's write transaction. On a damaged file it opens
+// none and fails: a damaged file is not written to (see the package doc).
+func (w *writer) begin() error {
 	s := w.s
-	w.live = w.live[:0]
-	total := 0
-	for _, r := range w.batch {
-		if err := r.ctx.Err(); err != nil {
-			r.finish(err) // given up before its commit: not stored
-			continue
-		}
-		w.live = append(w.live, r)
-		total += len(r.entries)
-	}
-	if len(w.live) == 0 {
-		return
-	}
-	if err := s.brokenErr(); err != nil {
-		// A damaged file is not written to (see the package doc).
-		for _, r := range w.live {
-			r.finish(err)
-		}
-		clear(w.live)
-		return
-	}
 	clear(w.pendIDs)
 	clear(w.pendIdem)
 	w.added = w.added[:0]
-	now := s.opts.Clock().UnixNano()
-	seq := s.last
-	err := w.update("append", func(tx *bolt.Tx) error {
-		var err error
-		if seq, err = w.put(tx, now); err != nil {
+	if err := s.brokenErr(); err != nil {
+		return err
+	}
+	return w.guard("append", func() error {
+		tx, err := s.db.Begin(true)
+		if err != nil {
 			return err
 		}
-		if len(w.added) == 0 {
-			return errNothingAdded
+		w.tx = tx
+		w.events, w.ids, w.idem = tx.Bucket(bucketEvents), tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
+		w.events.FillPercent = 1.0 // append-only: full pages
+		w.now = s.opts.Clock().UnixNano()
+		w.seq = s.last
+		if w.sums == nil {
+			w.sums = newSumBatch(nil)
 		}
-		return w.batchDone(tx, now)
+		w.sums.tx = tx
+		return nil
 	})
-	if err == errNothingAdded {
-		err = nil
+}
+
+// add takes reqs into the group and puts them in its transaction, unless
+// err (the group's failure so far) is set: a request whose caller has
+// given up is answered at once and not stored; every other one is
+// answered by end, with the group's outcome.
+func (w *writer) add(reqs []*request, err error) error {
+	n := len(w.live)
+	for _, r := range reqs {
+		if cerr := r.ctx.Err(); cerr != nil {
+			r.finish(cerr) // given up before its commit: not stored
+			continue
+		}
+		w.live = append(w.live, r)
+	}
+	if err != nil {
+		return err
+	}
+	return w.guard("append", func() error {
+		for _, r := range w.live[n:] {
+			if err := w.put(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// end commits the group (err nil) or rolls it back, and answers its
+// requests: a group of duplicates only is rolled back, and costs no
+// write and no fsync.
+func (w *writer) end(err error) {
+	s := w.s
+	if w.tx != nil {
+		tx := w.tx
+		w.tx, w.events, w.ids, w.idem = nil, nil, nil, nil
+		w.sums.tx = nil
+		if err != nil || len(w.added) == 0 {
+			_ = w.guard("append", tx.Rollback)
+		} else {
+			err = w.guard("append", func() error { return s.commitIn(tx) })
+		}
 	}
 	if err != nil {
 		for _, r := range w.live {
@@ -367,81 +453,74 @@ func (w *writer) commit() {
 		clear(w.live)
 		return
 	}
+	total := 0
+	for _, r := range w.live {
+		total += len(r.entries)
+	}
 	if len(w.added) > 0 {
 		w.commits.Add(1)
 	}
 	w.appended.Add(uint64(len(w.added)))
 	w.duplicates.Add(uint64(total - len(w.added)))
-	s.mu.Lock()
-	for i, e := range w.added {
-		s.tail.add(e, s.last+1+uint64(i))
-	}
-	s.last = seq
 	if len(w.added) > 0 {
-		w.foldSummaries(now)
+		s.mu.Lock()
+		for i, e := range w.added {
+			s.tail.add(e, s.last+1+uint64(i))
+		}
+		s.last = w.seq
+		w.foldSummaries(w.now)
+		s.mu.Unlock()
+		s.sig.Notify()
 	}
-	s.mu.Unlock()
-	s.sig.Notify()
 	for _, r := range w.live {
 		r.finish(nil)
 	}
 	clear(w.live)
 }
 
-// put deduplicates the group's messages and puts the new events in the
-// events bucket, and returns the last seq. Each request's results are
-// set, and w.added lists the new events' tail entries.
-func (w *writer) put(tx *bolt.Tx, now int64) (uint64, error) {
-	seq := w.s.last
-	events := tx.Bucket(bucketEvents)
-	events.FillPercent = 1.0 // append-only: full pages
-	ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
-	for _, r := range w.live {
-		for i := range r.entries {
-			e := &r.entries[i]
-			// Dedup, docs/protocol.md §5.2: the id first, then (run_id,
-			// idempotency_key); this group, the tail, then the file.
-			if dup, ok, err := w.findID(ids, e.ID); err != nil {
-				return 0, err
+// put deduplicates r's messages, puts its new events in the events
+// bucket, and reads the summaries they will change. r's results are set,
+// and w.added lists the new events' tail entries.
+func (w *writer) put(r *request) error {
+	for i := range r.entries {
+		e := &r.entries[i]
+		// Dedup, docs/protocol.md §5.2: the id first, then (run_id,
+		// idempotency_key); this group, the tail, then the file.
+		if dup, ok, err := w.findID(w.ids, e.ID); err != nil {
+			return err
+		} else if ok {
+			r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
+			continue
+		}
+		it := &r.items[i]
+		if it.idemKey != "" {
+			if dup, ok, err := w.findIdem(w.idem, it.idemKey); err != nil {
+				return err
 			} else if ok {
-				r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
+				r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
 				continue
 			}
-			it := &r.items[i]
-			if it.idemKey != "" {
-				if dup, ok, err := w.findIdem(idem, it.idemKey); err != nil {
-					return 0, err
-				} else if ok {
-					r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
-					continue
-				}
-			}
-			seq++
-			sealRecord(it.rec, it.sum, now)
-			binary.BigEndian.PutUint64(w.key[:], seq)
-			if err := events.Put(w.key[:], it.rec); err != nil {
-				return 0, err
-			}
-			w.pendIDs[e.ID] = seq
-			if it.idemKey != "" {
-				w.pendIdem[it.idemKey] = seq
-			}
-			w.added = append(w.added, tailEntry{
-				id: e.ID, run: e.RunID, thread: e.ThreadID, task: e.TaskID,
-				agent: e.AgentID, idemKey: it.idemKey, typ: e.Type,
-			})
-			r.res[i] = store.AppendResult{Seq: seq}
+		}
+		w.seq++
+		sealRecord(it.rec, it.sum, w.now)
+		binary.BigEndian.PutUint64(w.key[:], w.seq)
+		if err := w.events.Put(w.key[:], it.rec); err != nil {
+			return err
+		}
+		w.pendIDs[e.ID] = w.seq
+		if it.idemKey != "" {
+			w.pendIdem[it.idemKey] = w.seq
+		}
+		w.added = append(w.added, tailEntry{
+			id: e.ID, run: e.RunID, thread: e.ThreadID, task: e.TaskID,
+			agent: e.AgentID, idemKey: it.idemKey, typ: e.Type,
+		})
+		r.res[i] = store.AppendResult{Seq: w.seq}
+		if err := w.sums.read(e); err != nil {
+			return err
 		}
 	}
-	return seq, nil
-}
-
-// batchDone is the per-group work inside the write transaction, after the
-// group's events are put (w.live holds its requests and their results,
-// w.added its new events) and before the commit. It runs only for a group
-// that adds events.
-func (w *writer) batchDone(tx *bolt.Tx, now int64) error {
-	return w.summarize(tx)
+	return nil
 }
 
 func appendSeq(b []byte, seq uint64) []byte {
