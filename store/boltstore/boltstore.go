@@ -206,6 +206,7 @@ func (e *lockedError) Unwrap() error { return ErrLocked }
 // the in-memory state: the last seq and the index tail.
 func (s *Store) load() error {
 	var fresh, upgrade bool
+	var ver uint32
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -227,8 +228,8 @@ func (s *Store) load() error {
 		if len(v) != 4 {
 			return &FormatError{Path: s.path, Supported: formatVersion, Detail: "no format version"}
 		}
-		switch ver := binary.BigEndian.Uint32(v); {
-		case ver == 1:
+		switch ver = binary.BigEndian.Uint32(v); {
+		case ver < formatVersion && ver >= 1:
 			upgrade = true
 		case ver != formatVersion:
 			return &FormatError{Path: s.path, Version: ver, Supported: formatVersion, Detail: "unknown format version"}
@@ -260,7 +261,7 @@ func (s *Store) load() error {
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets() {
-			if tx.Bucket(name) == nil {
+			if tx.Bucket(name) == nil && !(upgrade && bytes.Equal(name, bucketIDBlocks)) {
 				return corrupt("bucket %q is missing", name)
 			}
 		}
@@ -279,7 +280,7 @@ func (s *Store) load() error {
 		// The watermark is where the index entries in the file end: the
 		// event at it is in the ids index, the one after it is not. A
 		// damaged watermark would hide events from reads and dedup.
-		ids := tx.Bucket(bucketIDs)
+		ids, blocks := tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)
 		for _, seq := range [...]uint64{indexed, indexed + 1} {
 			if seq == 0 || seq > s.last {
 				continue
@@ -288,8 +289,12 @@ func (s *Store) load() error {
 			if err != nil {
 				return corrupt("event %d: %v", seq, err)
 			}
-			if got := ids.Get(r.id); (seq == indexed && !bytes.Equal(got, seqKey(seq))) || (seq > indexed && got != nil) {
-				return corrupt("index watermark %d does not match the ids index (event %d maps to %x)", indexed, seq, clip(got))
+			got, found, err := lookupID(ids, blocks, r.id)
+			if err != nil {
+				return err
+			}
+			if (seq == indexed && (!found || got != seq)) || (seq > indexed && found) {
+				return corrupt("index watermark %d does not match the ids index (event %d maps to %d)", indexed, seq, got)
 			}
 		}
 		s.tail = newTail(indexed, int(s.last-indexed))
@@ -315,17 +320,22 @@ func (s *Store) load() error {
 	if err != nil || !upgrade || s.opts.ReadOnly {
 		return err
 	}
-	// Format 1 records stay as they are (they are read as such); the new
-	// ones carry a checksum, which a format 1 reader would take for
-	// damage: it is told the file is newer instead. Only a file that
-	// passed the checks above is written to.
+	// Format 1 records stay as they are (they are read as such), and so do
+	// the ids of a format 1 or 2 file (one key each). The new records
+	// carry a checksum, which a format 1 reader would take for damage,
+	// and new ids go into blocks, which a format 2 reader would not find:
+	// either is told the file is newer instead. Only a file that passed
+	// the checks above is written to.
 	return s.db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(bucketIDBlocks); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion))
 	})
 }
 
 func allBuckets() [][]byte {
-	b := [][]byte{bucketMeta, bucketEvents, bucketIDs, bucketIdem, bucketArtifacts}
+	b := [][]byte{bucketMeta, bucketEvents, bucketIDs, bucketIDBlocks, bucketIdem, bucketArtifacts}
 	for _, ix := range indexes {
 		b = append(b, indexBuckets[ix])
 	}
@@ -406,13 +416,12 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	var ev store.Event
 	err := s.view("get", func(tx *bolt.Tx) error {
 		if !inTail {
-			v := tx.Bucket(bucketIDs).Get([]byte(id))
-			if v == nil {
-				return store.ErrNotFound
-			}
+			var found bool
 			var err error
-			if seq, err = parseSeqKey(v); err != nil {
+			if seq, found, err = lookupID(tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks), []byte(id)); err != nil {
 				return err
+			} else if !found {
+				return store.ErrNotFound
 			}
 		}
 		v := tx.Bucket(bucketEvents).Get(seqKey(seq))

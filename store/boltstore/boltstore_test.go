@@ -120,7 +120,7 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 3})
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 4})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,8 @@ func TestNewerFormatRefused(t *testing.T) {
 	before, _ := os.ReadFile(path)
 	_, err = boltstore.Open(path, nil)
 	var fe *boltstore.FormatError
-	if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != 3 || fe.Supported != 2 {
-		t.Fatalf("Open of a format 3 file: %v, want a FormatError for version 3", err)
+	if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != 4 || fe.Supported != 3 {
+		t.Fatalf("Open of a format 4 file: %v, want a FormatError for version 4", err)
 	}
 	if !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("error %q does not say the file is newer", err)
@@ -352,7 +352,7 @@ func TestCorruptArtifact(t *testing.T) {
 }
 
 // A file of format 1 (records without a checksum) reads back whole, is
-// marked format 2 by Open, and takes new events.
+// marked format 3 by Open, and takes new events.
 func TestFormat1File(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
 	s, err := boltstore.Open(path, nil)
@@ -409,8 +409,8 @@ func TestFormat1File(t *testing.T) {
 	}
 	defer db.Close()
 	db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, 2}) {
-			t.Errorf("format after Open: %x, want 2", v)
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, 3}) {
+			t.Errorf("format after Open: %x, want 3", v)
 		}
 		return nil
 	})

@@ -77,7 +77,7 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		return err
 	}
 	events := tx.Bucket(bucketEvents)
-	ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
+	ids, blocks, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks), tx.Bucket(bucketIdem)
 	var want, keyed uint64
 	c := events.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -101,8 +101,10 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		if seq > indexed {
 			continue
 		}
-		if got := ids.Get(r.id); !bytes.Equal(got, seqKey(seq)) {
-			return corrupt("event %d: id %q maps to %x", seq, r.id, clip(got))
+		if got, found, err := lookupID(ids, blocks, r.id); err != nil {
+			return err
+		} else if !found || got != seq {
+			return corrupt("event %d: id %q maps to %d (found: %v)", seq, r.id, got, found)
 		}
 		if len(r.idem) > 0 {
 			keyed++
@@ -114,7 +116,11 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 	if indexed > want {
 		return corrupt("index watermark %d is past the last event %d", indexed, want)
 	}
-	if n := uint64(ids.Stats().KeyN); n != indexed {
+	inBlocks, err := checkIDBlocks(ctx, blocks)
+	if err != nil {
+		return err
+	}
+	if n := uint64(ids.Stats().KeyN) + inBlocks; n != indexed {
 		return corrupt("the ids index holds %d entries for %d indexed events", n, indexed)
 	}
 	if n := uint64(idem.Stats().KeyN); n != keyed {
@@ -187,4 +193,33 @@ func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, att
 		return corrupt("%d events posted, %d indexed", n, indexed)
 	}
 	return nil
+}
+
+// checkIDBlocks checks that each block of the ids index decodes and
+// that their ranges increase without overlapping, and returns how many
+// ids they hold. blocks is nil in a format 2 file opened read-only.
+func checkIDBlocks(ctx context.Context, blocks *bolt.Bucket) (uint64, error) {
+	if blocks == nil {
+		return 0, nil
+	}
+	var n uint64
+	var end []byte // the last id of the block before
+	c := blocks.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if end != nil && bytes.Compare(k, end) <= 0 {
+			return 0, corrupt("ids block %q starts before the end of the one before, %q", clip(k), clip(end))
+		}
+		err := eachInBlock(k, v, func(id []byte, _ uint64) bool {
+			end = append(end[:0], id...)
+			n++
+			return true
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

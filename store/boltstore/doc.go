@@ -38,14 +38,18 @@
 // reopening after a crash needs no repair step. A file another process
 // holds gives [ErrLocked] after Options.LockTimeout (1s by default), never
 // a hang. The file carries a format version: a file from a newer version
-// of this package is refused with [ErrFormat] and left untouched. A file
-// of format 1 (records without checksums) is read as it is, and Open marks
-// it format 2, so that an older version refuses it rather than take the
-// checksums of new records for damage.
+// of this package is refused with [ErrFormat] and left untouched. Files
+// of formats 1 (records without checksums) and 2 (one index key per id)
+// are read as they are, and Open for writing marks them format 3, so that
+// an older version refuses them rather than take the checksums of new
+// records for damage or miss the ids written in blocks.
 //
 // Reads are served by on-file indexes (id, idempotency key, run, thread,
 // task, agent), so a read by run, thread, task or agent costs the events
-// it returns, not the size of the log. The index entries of the most
+// it returns, not the size of the log. The id index holds the ids that
+// follow every id before them (time-ordered ids, as protocol.NewIDs
+// makes) in blocks of 64, one key per block, and any other id under a key
+// of its own; a lookup reads one key or one block. The index entries of the most
 // recent events (at most Options.IndexBatch of them) are held in memory
 // and written to the file together; reads and deduplication see them
 // either way, and Close writes them out. [Store.Check] verifies a whole
@@ -114,7 +118,7 @@
 // file. Read, Follow, Get, GetArtifact, LastSeq, Check and Close work;
 // Append and PutArtifact fail with [ErrReadOnly]. Nothing is ever written:
 // a missing file gives store.ErrNotFound, an empty one [ErrFormat], a
-// format 1 file is read as it is, and the index tail after a crash is
+// format 1 or 2 file is read as it is, and the index tail after a crash is
 // rebuilt in memory only. Follow yields the backlog and then waits, since
 // no append can happen while the file is held: to watch a live store, ask
 // the process that writes it (its gateway).

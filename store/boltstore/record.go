@@ -9,12 +9,14 @@ import (
 	"github.com/clutchprotocol/clutch/store/internal/driver"
 )
 
-// The file layout (format 2; format 1 differs only in its records, which
-// have no checksum, and is read too). Every bucket is at the top level.
+// The file layout (format 3; format 2 has no ids.blocks, all its ids are
+// in ids, and format 1 differs from 2 only in its records, which have no
+// checksum; both are read too). Every bucket is at the top level.
 //
 //	meta       "format" → uint32 BE; "indexed" → uint64 BE (see tail.go)
 //	events     seq (uint64 BE) → record
 //	ids        id → seq (uint64 BE)
+//	ids.blocks first id → up to idBlockLen ids and seqs (see idblocks.go)
 //	idem       uvarint(len(key)) ‖ key ‖ run_id → seq (uint64 BE)
 //	run, thread, task, agent
 //	           uvarint(len(attr)) ‖ attr ‖ first seq (uint64 BE) → posting
@@ -43,11 +45,11 @@ var (
 	keyIndexed = []byte("indexed")
 )
 
-// formatVersion is the layout this package writes; it reads it and format
-// 1, and moves a format 1 file to 2 when it opens it (its old records stay
-// as they are). A file with a higher version is refused (ErrFormat), never
-// misread.
-const formatVersion = 2
+// formatVersion is the layout this package writes; it reads it and
+// formats 1 and 2, and moves such a file to 3 when it opens it for writing
+// (its old records and ids stay as they are). A file with a higher version
+// is refused (ErrFormat), never misread.
+const formatVersion = 3
 
 // recordVersion tags each record, so a later layout can be told apart;
 // version 1 records (format 1 files) are read too.

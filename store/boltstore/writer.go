@@ -7,6 +7,7 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,15 +128,15 @@ type writer struct {
 	key      [8]byte   // bbolt copies keys: one buffer serves every Put
 	kbuf     []byte
 	keyed    [2][]keyed // flush's ids and idem keys, to sort
-	maxID    []byte     // the last key of the ids bucket: larger ids are not in it
+	maxID    []byte     // the largest id in the file's ids index: larger ids are not in it
 	maxIdem  []byte     // the same for the idem bucket
 	closeErr error      // the final flush's
 
 	// The open group: its transaction, buckets, time and last seq.
-	tx                *bolt.Tx
-	events, ids, idem *bolt.Bucket
-	now               int64
-	seq               uint64
+	tx                        *bolt.Tx
+	events, ids, blocks, idem *bolt.Bucket
+	now                       int64
+	seq                       uint64
 
 	lastGroup  int           // requests in the last group
 	lastCommit time.Duration // how long it took, from its first request to its acknowledgements
@@ -148,9 +149,11 @@ func (w *writer) init(s *Store) error {
 	w.pendIDs = make(map[string]uint64)
 	w.pendIdem = make(map[string]uint64)
 	return s.db.View(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bucketIDs).Cursor().Last()
-		w.maxID = bytes.Clone(k)
-		k, _ = tx.Bucket(bucketIdem).Cursor().Last()
+		var err error
+		if w.maxID, err = lastID(tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)); err != nil {
+			return err
+		}
+		k, _ := tx.Bucket(bucketIdem).Cursor().Last()
 		w.maxIdem = bytes.Clone(k)
 		return nil
 	})
@@ -393,7 +396,7 @@ func (w *writer) begin() error {
 			return err
 		}
 		w.tx = tx
-		w.events, w.ids, w.idem = tx.Bucket(bucketEvents), tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
+		w.events, w.ids, w.blocks, w.idem = tx.Bucket(bucketEvents), tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks), tx.Bucket(bucketIdem)
 		w.events.FillPercent = 1.0 // append-only: full pages
 		w.now = s.opts.Clock().UnixNano()
 		w.seq = s.last
@@ -438,7 +441,7 @@ func (w *writer) end(err error) {
 	s := w.s
 	if w.tx != nil {
 		tx := w.tx
-		w.tx, w.events, w.ids, w.idem = nil, nil, nil, nil
+		w.tx, w.events, w.ids, w.blocks, w.idem = nil, nil, nil, nil, nil
 		w.sums.tx = nil
 		if err != nil || len(w.added) == 0 {
 			_ = w.guard("append", tx.Rollback)
@@ -486,7 +489,7 @@ func (w *writer) put(r *request) error {
 		e := &r.entries[i]
 		// Dedup, docs/protocol.md §5.2: the id first, then (run_id,
 		// idempotency_key); this group, the tail, then the file.
-		if dup, ok, err := w.findID(w.ids, e.ID); err != nil {
+		if dup, ok, err := w.findID(e.ID); err != nil {
 			return err
 		} else if ok {
 			r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
@@ -529,7 +532,7 @@ func appendSeq(b []byte, seq uint64) []byte {
 
 // findID looks an id up in this group, the tail and the file. The writer
 // reads the tail's maps without the lock: it is their only writer.
-func (w *writer) findID(ids *bolt.Bucket, id string) (uint64, bool, error) {
+func (w *writer) findID(id string) (uint64, bool, error) {
 	if seq, ok := w.pendIDs[id]; ok {
 		return seq, true, nil
 	}
@@ -537,14 +540,9 @@ func (w *writer) findID(ids *bolt.Bucket, id string) (uint64, bool, error) {
 		return seq, true, nil
 	}
 	if w.maxID == nil || id > string(w.maxID) {
-		return 0, false, nil // past the last key: time-ordered ids never cost a lookup
+		return 0, false, nil // past the last id: time-ordered ids never cost a lookup
 	}
-	v := ids.Get([]byte(id))
-	if v == nil {
-		return 0, false, nil
-	}
-	seq, err := parseSeqKey(v)
-	return seq, err == nil, err
+	return lookupID(w.ids, w.blocks, []byte(id))
 }
 
 func (w *writer) findIdem(idem *bolt.Bucket, key string) (uint64, bool, error) {
@@ -577,7 +575,7 @@ type keyed struct {
 // the pages to write, to sync and to keep. A key inserted in the middle
 // still splits its page, into a full one and the rest.
 func fillPages(tx *bolt.Tx) {
-	for _, name := range [][]byte{bucketIDs, bucketIdem} {
+	for _, name := range [][]byte{bucketIDs, bucketIDBlocks, bucketIdem} {
 		tx.Bucket(name).FillPercent = 1.0
 	}
 	for _, ix := range indexes {
@@ -588,6 +586,17 @@ func fillPages(tx *bolt.Tx) {
 			b.FillPercent = 1.0
 		}
 	}
+}
+
+// putEach puts kv, in order, in b.
+func (w *writer) putEach(b *bolt.Bucket, kv []keyed) error {
+	for _, e := range kv {
+		w.kbuf = append(w.kbuf[:0], e.key...) // bbolt copies keys
+		if err := b.Put(w.kbuf, e.val); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush writes the index entries of the tail to the file and moves the
@@ -628,20 +637,36 @@ func (w *writer) flush() error {
 		// In key order, time-ordered keys each land just after the one
 		// before, at the end of their B+tree: no search back and forth,
 		// no inserting in the middle of a node.
-		for i, kv := range [...][]keyed{byID, byIdem} {
-			b := ids
-			if i == 1 {
-				b = idem
-			}
+		for _, kv := range [...][]keyed{byID, byIdem} {
 			slices.SortFunc(kv, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-			for _, e := range kv {
-				w.kbuf = append(w.kbuf[:0], e.key...) // bbolt copies keys
-				if err := b.Put(w.kbuf, e.val); err != nil {
-					return err
-				}
-			}
-			clear(kv)
 		}
+		// The ids past every id in the file go into blocks (idblocks.go),
+		// the others into ids, one key each.
+		past := sort.Search(len(byID), func(i int) bool { return w.maxID == nil || byID[i].key > string(w.maxID) })
+		if err := w.putEach(ids, byID[:past]); err != nil {
+			return err
+		}
+		blocks := tx.Bucket(bucketIDBlocks)
+		var bvals []byte // bbolt keeps values until the commit
+		for rest := byID[past:]; len(rest) > 0; {
+			n := min(len(rest), idBlockLen)
+			start := len(bvals)
+			bvals = appendIDBlock(bvals, rest[:n])
+			w.kbuf = append(w.kbuf[:0], rest[0].key...) // bbolt copies keys
+			if err := blocks.Put(w.kbuf, bvals[start:len(bvals):len(bvals)]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		if err := w.putEach(idem, byIdem); err != nil {
+			return err
+		}
+		maxID = w.maxID
+		if n := len(byID); n > 0 && byID[n-1].key > string(maxID) {
+			maxID = []byte(byID[n-1].key)
+		}
+		clear(byID)
+		clear(byIdem)
 		w.keyed = [2][]keyed{byID[:0], byIdem[:0]}
 		for _, ix := range indexes {
 			b := tx.Bucket(indexBuckets[ix])
@@ -674,9 +699,7 @@ func (w *writer) flush() error {
 				return err
 			}
 		}
-		k, _ := ids.Cursor().Last()
-		maxID = bytes.Clone(k)
-		k, _ = idem.Cursor().Last()
+		k, _ := idem.Cursor().Last()
 		maxIdem = bytes.Clone(k)
 		return nil
 	})

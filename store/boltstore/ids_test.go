@@ -1,0 +1,225 @@
+package boltstore_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// checkIDs asserts that every message is found by Get at seq i+1 and is
+// a duplicate by id when appended again.
+func checkIDs(t *testing.T, s *boltstore.Store, msgs []*protocol.Message) {
+	t.Helper()
+	for i, m := range msgs {
+		ev, err := s.Get(t.Context(), m.ID)
+		if err != nil || ev.Seq != uint64(i+1) {
+			t.Fatalf("Get(%s) = %d, %v; want seq %d", m.ID, ev.Seq, err, i+1)
+		}
+	}
+	res, err := s.Append(t.Context(), msgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if !r.Duplicate || r.Seq != uint64(i+1) || r.DuplicateBy != store.DedupByID {
+			t.Fatalf("append again of %s: %+v; want a duplicate of %d", msgs[i].ID, r, i+1)
+		}
+	}
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ids that are not time-ordered (clients choose their ids) are found and
+// deduplicated like time-ordered ones, across many index flushes, before
+// and after reopening.
+func TestIDsOutOfOrder(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 2))
+	msgs := messages(t, 600)
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	// Runs of ascending ids, shuffled runs, and in the second half runs
+	// that go back in time, as several clients give.
+	for i := 0; i < len(ids); i += 50 {
+		if rng.IntN(2) == 0 {
+			w := ids[i:min(i+50, len(ids))]
+			rng.Shuffle(len(w), func(a, b int) { w[a], w[b] = w[b], w[a] })
+		}
+	}
+	half := ids[len(ids)/2:]
+	slices.Reverse(half)
+	for i, m := range msgs {
+		m.ID = ids[i]
+		m.Reset()
+	}
+	path := filepath.Join(t.TempDir(), "events.db")
+	opts := &boltstore.Options{IndexBatch: 16, NoSync: true}
+	s := openT(t, path, opts)
+	for i := 0; i < len(msgs); i += 7 {
+		if _, err := s.Append(t.Context(), msgs[i:min(i+7, len(msgs))]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkIDs(t, s, msgs)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, path, opts)
+	checkIDs(t, s, msgs)
+	s.Close()
+	// Both kinds of entries were written: blocks and single keys.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		singles, blocks := tx.Bucket([]byte("ids")).Stats().KeyN, tx.Bucket([]byte("ids.blocks")).Stats().KeyN
+		if singles < 100 || blocks < 5 {
+			t.Errorf("%d single ids and %d blocks: the test does not mix them", singles, blocks)
+		}
+		return nil
+	})
+}
+
+// A file of format 2 (every id under its own key, no ids.blocks bucket)
+// is read as it is, read-only too, and Open for writing marks it format 3
+// and adds new ids in blocks.
+func TestFormat2File(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	opts := &boltstore.Options{IndexBatch: 40, NoSync: true}
+	s := openT(t, path, opts)
+	msgs := messages(t, 300)
+	if _, err := s.Append(t.Context(), msgs[:200]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Make it what format 2 wrote: the blocks' ids as keys of ids.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		ids := tx.Bucket([]byte("ids"))
+		blocks := tx.Bucket([]byte("ids.blocks"))
+		n := 0
+		err := blocks.ForEach(func(k, v []byte) error {
+			seq, w := binary.Uvarint(v)
+			v = v[w:]
+			id := bytes.Clone(k)
+			for {
+				if err := ids.Put(bytes.Clone(id), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+					return err
+				}
+				n++
+				if len(v) == 0 {
+					return nil
+				}
+				shared, a := binary.Uvarint(v)
+				l, b := binary.Uvarint(v[a:])
+				id = append(id[:shared], v[a+b:a+b+int(l)]...)
+				v = v[a+b+int(l):]
+				seq, w = binary.Uvarint(v)
+				v = v[w:]
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if n < 150 {
+			t.Errorf("the blocks held %d ids, want most of 200", n)
+		}
+		if err := tx.DeleteBucket([]byte("ids.blocks")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 2})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	ro, err := boltstore.Open(path, &boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range msgs[:200] {
+		if ev, err := ro.Get(t.Context(), m.ID); err != nil || ev.Seq != uint64(i+1) {
+			t.Fatalf("read-only Get(%s) of a format 2 file = %d, %v", m.ID, ev.Seq, err)
+		}
+	}
+	if err := ro.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ro.Close()
+
+	s = openT(t, path, opts)
+	if _, err := s.Append(t.Context(), msgs[200:]...); err != nil {
+		t.Fatal(err)
+	}
+	checkIDs(t, s, msgs)
+	s.Close()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, 3}) {
+			t.Errorf("format after Open: %x, want 3", v)
+		}
+		if b := tx.Bucket([]byte("ids.blocks")); b == nil || b.Stats().KeyN == 0 {
+			t.Error("no ids in blocks after appending to an upgraded file")
+		}
+		return nil
+	})
+}
+
+// A damaged block of the ids index is found by Check, and a Get that
+// reaches it fails with ErrCorrupt rather than miss the event.
+func TestDamagedIDBlock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s := openT(t, path, &boltstore.Options{IndexBatch: 100, NoSync: true})
+	msgs := messages(t, 100)
+	if _, err := s.Append(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("ids.blocks"))
+		k, v := b.Cursor().First()
+		if k == nil {
+			t.Fatal("no block")
+		}
+		return b.Put(bytes.Clone(k), bytes.Clone(v[:len(v)/2]))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s = openT(t, path, nil)
+	if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Check: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Get(t.Context(), msgs[40].ID); !errors.Is(err, boltstore.ErrCorrupt) {
+		t.Fatalf("Get of an id in the damaged block: %v, want ErrCorrupt", err)
+	}
+}
