@@ -261,7 +261,7 @@ func (s *Store) load() error {
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets() {
-			if tx.Bucket(name) == nil && !(upgrade && bytes.Equal(name, bucketIDBlocks)) {
+			if tx.Bucket(name) == nil && !(upgrade && (bytes.Equal(name, bucketIDBlocks) || bytes.Equal(name, bucketIdemBlocks))) {
 				return corrupt("bucket %q is missing", name)
 			}
 		}
@@ -289,7 +289,7 @@ func (s *Store) load() error {
 			if err != nil {
 				return corrupt("event %d: %v", seq, err)
 			}
-			got, found, err := lookupID(ids, blocks, r.id)
+			got, found, err := lookupKey(ids, blocks, r.id)
 			if err != nil {
 				return err
 			}
@@ -327,15 +327,17 @@ func (s *Store) load() error {
 	// either is told the file is newer instead. Only a file that passed
 	// the checks above is written to.
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(bucketIDBlocks); err != nil {
-			return err
+		for _, name := range [][]byte{bucketIDBlocks, bucketIdemBlocks} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
 		}
 		return tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion))
 	})
 }
 
 func allBuckets() [][]byte {
-	b := [][]byte{bucketMeta, bucketEvents, bucketIDs, bucketIDBlocks, bucketIdem, bucketArtifacts}
+	b := [][]byte{bucketMeta, bucketEvents, bucketIDs, bucketIDBlocks, bucketIdem, bucketIdemBlocks, bucketArtifacts}
 	for _, ix := range indexes {
 		b = append(b, indexBuckets[ix])
 	}
@@ -418,7 +420,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 		if !inTail {
 			var found bool
 			var err error
-			if seq, found, err = lookupID(tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks), []byte(id)); err != nil {
+			if seq, found, err = lookupKey(tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks), []byte(id)); err != nil {
 				return err
 			} else if !found {
 				return store.ErrNotFound

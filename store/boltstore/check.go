@@ -77,7 +77,8 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		return err
 	}
 	events := tx.Bucket(bucketEvents)
-	ids, blocks, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks), tx.Bucket(bucketIdem)
+	ids, blocks := tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)
+	idem, idemBlocks := tx.Bucket(bucketIdem), tx.Bucket(bucketIdemBlocks)
 	var want, keyed uint64
 	c := events.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -101,15 +102,17 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		if seq > indexed {
 			continue
 		}
-		if got, found, err := lookupID(ids, blocks, r.id); err != nil {
+		if got, found, err := lookupKey(ids, blocks, r.id); err != nil {
 			return err
 		} else if !found || got != seq {
 			return corrupt("event %d: id %q maps to %d (found: %v)", seq, r.id, got, found)
 		}
 		if len(r.idem) > 0 {
 			keyed++
-			if got := idem.Get(idemKey(string(r.run), string(r.idem))); !bytes.Equal(got, seqKey(seq)) {
-				return corrupt("event %d: idempotency key %q maps to %x", seq, r.idem, clip(got))
+			if got, found, err := lookupKey(idem, idemBlocks, idemKey(string(r.run), string(r.idem))); err != nil {
+				return err
+			} else if !found || got != seq {
+				return corrupt("event %d: idempotency key %q maps to %d (found: %v)", seq, r.idem, got, found)
 			}
 		}
 	}
@@ -123,7 +126,10 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 	if n := uint64(ids.Stats().KeyN) + inBlocks; n != indexed {
 		return corrupt("the ids index holds %d entries for %d indexed events", n, indexed)
 	}
-	if n := uint64(idem.Stats().KeyN); n != keyed {
+	if inBlocks, err = checkIDBlocks(ctx, idemBlocks); err != nil {
+		return err
+	}
+	if n := uint64(idem.Stats().KeyN) + inBlocks; n != keyed {
 		return corrupt("the idempotency index holds %d entries for %d keyed events", n, keyed)
 	}
 	for _, ix := range indexes {
@@ -195,9 +201,10 @@ func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, att
 	return nil
 }
 
-// checkIDBlocks checks that each block of the ids index decodes and
-// that their ranges increase without overlapping, and returns how many
-// ids they hold. blocks is nil in a format 2 file opened read-only.
+// checkIDBlocks checks that each block of an index by key (ids,
+// idempotency keys) decodes and that their ranges increase without
+// overlapping, and returns how many keys they hold. blocks is nil in a
+// format 2 file opened read-only.
 func checkIDBlocks(ctx context.Context, blocks *bolt.Bucket) (uint64, error) {
 	if blocks == nil {
 		return 0, nil

@@ -46,10 +46,11 @@
 //
 // Reads are served by on-file indexes (id, idempotency key, run, thread,
 // task, agent), so a read by run, thread, task or agent costs the events
-// it returns, not the size of the log. The id index holds the ids that
-// follow every id before them (time-ordered ids, as protocol.NewIDs
-// makes) in blocks of 64, one key per block, and any other id under a key
-// of its own; a lookup reads one key or one block. The index entries of the most
+// it returns, not the size of the log. The indexes by id and by
+// idempotency key hold the keys that follow every key before them
+// (time-ordered ones, as protocol.NewIDs makes) in blocks of 64, one
+// bbolt key per block, and any other under a bbolt key of its own; a
+// lookup reads one key or one block. The index entries of the most
 // recent events (at most Options.IndexBatch of them) are held in memory
 // and written to the file together; reads and deduplication see them
 // either way, and Close writes them out. [Store.Check] verifies a whole

@@ -7,27 +7,31 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The ids index in two buckets (format 3):
+// The two indexes by key — ids, and idempotency keys (their idem bucket
+// keys) — each in two buckets (format 3):
 //
-//	ids         id → seq (uint64 BE): one key per id
-//	ids.blocks  first id → block: up to idBlockLen ids in one value
+//	ids, idem                   key → seq (uint64 BE): one key each
+//	ids.blocks, idem.blocks     first key → block: up to idBlockLen keys
 //
-// An index flush writes the ids that sort after every id in the file —
-// all of them when ids are time-ordered, as protocol.NewIDs makes them —
-// as blocks of idBlockLen consecutive ids, one put per block instead of
-// one per id, and the others (an id that sorts before the file's last)
-// one key each in ids. The blocks' ranges never overlap: each holds ids
-// past all those of the blocks before it. An id is found by a lookup in
-// ids, then in the one block whose range could hold it: the last block
-// whose first id is not after it.
+// An index flush writes the keys that sort after every key of their index
+// in the file — all of them when they are time-ordered, as the ids and
+// keys of protocol.NewIDs are — as blocks of idBlockLen consecutive keys,
+// one put per block instead of one per key, and the others (a key that
+// sorts before the index's last) one key each. The blocks' ranges never
+// overlap: each holds keys past all those of the blocks before it. A key
+// is found by a lookup among the single keys, then in the one block whose
+// range could hold it: the last block whose first key is not after it.
 //
-// A block's value is the seq of its first id (its key), then for each
-// next id, in increasing order, uvarint(bytes shared with the id before)
-// ‖ uvarint(len(rest)) ‖ rest ‖ uvarint(seq).
-var bucketIDBlocks = []byte("ids.blocks")
+// A block's value is the seq of its first key (the block's key), then for
+// each next key, in increasing order, uvarint(bytes shared with the key
+// before) ‖ uvarint(len(rest)) ‖ rest ‖ uvarint(seq).
+var (
+	bucketIDBlocks   = []byte("ids.blocks")
+	bucketIdemBlocks = []byte("idem.blocks")
+)
 
-// idBlockLen is the most ids a block holds: a lookup decodes at most
-// this many, a flush writes 1/idBlockLen puts per id.
+// idBlockLen is the most keys a block holds: a lookup decodes at most
+// this many, a flush writes 1/idBlockLen puts per key.
 const idBlockLen = 64
 
 // appendIDBlock appends the value of the block of ids (sorted, distinct;
@@ -95,11 +99,11 @@ func eachInBlock(first, v []byte, f func(id []byte, seq uint64) bool) error {
 	return nil
 }
 
-// lookupID returns the seq the file's ids index gives id: ids, then the
-// block that could hold it. blocks is nil in a file of format 2 opened
-// read-only (no blocks yet).
-func lookupID(ids, blocks *bolt.Bucket, id []byte) (uint64, bool, error) {
-	if v := ids.Get(id); v != nil {
+// lookupKey returns the seq an index by key (single keys and blocks)
+// gives id: the single keys, then the block that could hold it. blocks is
+// nil in a file of format 2 opened read-only (no blocks yet).
+func lookupKey(single, blocks *bolt.Bucket, id []byte) (uint64, bool, error) {
+	if v := single.Get(id); v != nil {
 		seq, err := parseSeqKey(v)
 		return seq, err == nil, err
 	}
@@ -131,9 +135,10 @@ func lookupID(ids, blocks *bolt.Bucket, id []byte) (uint64, bool, error) {
 	return seq, found && err == nil, err
 }
 
-// lastID returns the largest id in the ids index (nil when it is empty).
-func lastID(ids, blocks *bolt.Bucket) ([]byte, error) {
-	last, _ := ids.Cursor().Last()
+// lastKey returns the largest key of an index by key (nil when it is
+// empty).
+func lastKey(single, blocks *bolt.Bucket) ([]byte, error) {
+	last, _ := single.Cursor().Last()
 	if blocks == nil {
 		return bytes.Clone(last), nil
 	}

@@ -102,21 +102,21 @@ func TestLookupID(t *testing.T) {
 	db.View(func(tx *bolt.Tx) error {
 		ids, blocks := tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)
 		for i, e := range kv {
-			if seq, ok, err := lookupID(ids, blocks, []byte(e.key)); err != nil || !ok || seq != uint64(i+1) {
-				t.Errorf("lookupID(%s) = %d, %v, %v; want %d", e.key, seq, ok, err, i+1)
+			if seq, ok, err := lookupKey(ids, blocks, []byte(e.key)); err != nil || !ok || seq != uint64(i+1) {
+				t.Errorf("lookupKey(%s) = %d, %v, %v; want %d", e.key, seq, ok, err, i+1)
 			}
 		}
 		for id, want := range singles {
-			if seq, ok, err := lookupID(ids, blocks, []byte(id)); err != nil || !ok || seq != want {
-				t.Errorf("lookupID(%s) = %d, %v, %v; want %d", id, seq, ok, err, want)
+			if seq, ok, err := lookupKey(ids, blocks, []byte(id)); err != nil || !ok || seq != want {
+				t.Errorf("lookupKey(%s) = %d, %v, %v; want %d", id, seq, ok, err, want)
 			}
 		}
 		for _, id := range []string{"a", "msg_", "msg_0009", "msg_0013", "msg_0139", "msg_0140x", "msg_0609", "msg_9999", "z"} {
-			if seq, ok, err := lookupID(ids, blocks, []byte(id)); err != nil || ok {
-				t.Errorf("lookupID(%s) = %d, %v, %v; want not found", id, seq, ok, err)
+			if seq, ok, err := lookupKey(ids, blocks, []byte(id)); err != nil || ok {
+				t.Errorf("lookupKey(%s) = %d, %v, %v; want not found", id, seq, ok, err)
 			}
 		}
-		last, err := lastID(ids, blocks)
+		last, err := lastKey(ids, blocks)
 		if err != nil || string(last) != "zzz" {
 			t.Errorf("lastID = %q, %v; want zzz", last, err)
 		}

@@ -16,8 +16,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// checkIDs asserts that every message is found by Get at seq i+1 and is
-// a duplicate by id when appended again.
+// checkIDs asserts that every message is found by Get at seq i+1, is a
+// duplicate by id when appended again, and a copy of it under a new id a
+// duplicate by idempotency key.
 func checkIDs(t *testing.T, s *boltstore.Store, msgs []*protocol.Message) {
 	t.Helper()
 	for i, m := range msgs {
@@ -35,35 +36,51 @@ func checkIDs(t *testing.T, s *boltstore.Store, msgs []*protocol.Message) {
 			t.Fatalf("append again of %s: %+v; want a duplicate of %d", msgs[i].ID, r, i+1)
 		}
 	}
+	copies := make([]*protocol.Message, len(msgs))
+	for i, m := range msgs {
+		c := m.Clone()
+		c.ID += "-copy"
+		c.Reset()
+		copies[i] = c
+	}
+	if res, err = s.Append(t.Context(), copies...); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if !r.Duplicate || r.Seq != uint64(i+1) || r.DuplicateBy != store.DedupByIdempotencyKey {
+			t.Fatalf("a copy of %s under a new id: %+v; want a duplicate of %d by key", msgs[i].ID, r, i+1)
+		}
+	}
 	if err := s.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Ids that are not time-ordered (clients choose their ids) are found and
-// deduplicated like time-ordered ones, across many index flushes, before
-// and after reopening.
+// Ids and idempotency keys that are not time-ordered (clients choose
+// them) are found and deduplicated like time-ordered ones, across many
+// index flushes, before and after reopening.
 func TestIDsOutOfOrder(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 2))
 	msgs := messages(t, 600)
-	ids := make([]string, len(msgs))
+	ids, keys := make([]string, len(msgs)), make([]string, len(msgs))
 	for i, m := range msgs {
-		ids[i] = m.ID
+		ids[i], keys[i] = m.ID, m.IdempotencyKey
 	}
 	// Runs of ascending ids, shuffled runs, and in the second half runs
 	// that go back in time, as several clients give.
-	for i := 0; i < len(ids); i += 50 {
-		if rng.IntN(2) == 0 {
-			w := ids[i:min(i+50, len(ids))]
-			rng.Shuffle(len(w), func(a, b int) { w[a], w[b] = w[b], w[a] })
+	for _, list := range [][]string{ids, keys} {
+		for i := 0; i < len(list); i += 50 {
+			if rng.IntN(2) == 0 {
+				w := list[i:min(i+50, len(list))]
+				rng.Shuffle(len(w), func(a, b int) { w[a], w[b] = w[b], w[a] })
+			}
 		}
+		slices.Reverse(list[len(list)/2:])
 	}
-	half := ids[len(ids)/2:]
-	slices.Reverse(half)
 	for i, m := range msgs {
-		m.ID = ids[i]
+		m.ID, m.IdempotencyKey = ids[i], keys[i]
 		m.Reset()
 	}
 	path := filepath.Join(t.TempDir(), "events.db")
@@ -88,9 +105,11 @@ func TestIDsOutOfOrder(t *testing.T) {
 	}
 	defer db.Close()
 	db.View(func(tx *bolt.Tx) error {
-		singles, blocks := tx.Bucket([]byte("ids")).Stats().KeyN, tx.Bucket([]byte("ids.blocks")).Stats().KeyN
-		if singles < 100 || blocks < 5 {
-			t.Errorf("%d single ids and %d blocks: the test does not mix them", singles, blocks)
+		for _, names := range [][2]string{{"ids", "ids.blocks"}, {"idem", "idem.blocks"}} {
+			singles, blocks := tx.Bucket([]byte(names[0])).Stats().KeyN, tx.Bucket([]byte(names[1])).Stats().KeyN
+			if singles < 100 || blocks < 5 {
+				t.Errorf("%d single keys in %s and %d blocks: the test does not mix them", singles, names[0], blocks)
+			}
 		}
 		return nil
 	})
@@ -116,37 +135,15 @@ func TestFormat2File(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		ids := tx.Bucket([]byte("ids"))
-		blocks := tx.Bucket([]byte("ids.blocks"))
-		n := 0
-		err := blocks.ForEach(func(k, v []byte) error {
-			seq, w := binary.Uvarint(v)
-			v = v[w:]
-			id := bytes.Clone(k)
-			for {
-				if err := ids.Put(bytes.Clone(id), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
-					return err
-				}
-				n++
-				if len(v) == 0 {
-					return nil
-				}
-				shared, a := binary.Uvarint(v)
-				l, b := binary.Uvarint(v[a:])
-				id = append(id[:shared], v[a+b:a+b+int(l)]...)
-				v = v[a+b+int(l):]
-				seq, w = binary.Uvarint(v)
-				v = v[w:]
+		for _, names := range [][2]string{{"ids", "ids.blocks"}, {"idem", "idem.blocks"}} {
+			if n, err := unblock(tx.Bucket([]byte(names[0])), tx.Bucket([]byte(names[1]))); err != nil {
+				return err
+			} else if n < 150 {
+				t.Errorf("%s held %d keys, want most of 200", names[1], n)
 			}
-		})
-		if err != nil {
-			return err
-		}
-		if n < 150 {
-			t.Errorf("the blocks held %d ids, want most of 200", n)
-		}
-		if err := tx.DeleteBucket([]byte("ids.blocks")); err != nil {
-			return err
+			if err := tx.DeleteBucket([]byte(names[1])); err != nil {
+				return err
+			}
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 2})
 	}); err != nil {
@@ -183,11 +180,41 @@ func TestFormat2File(t *testing.T) {
 		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, 3}) {
 			t.Errorf("format after Open: %x, want 3", v)
 		}
-		if b := tx.Bucket([]byte("ids.blocks")); b == nil || b.Stats().KeyN == 0 {
-			t.Error("no ids in blocks after appending to an upgraded file")
+		for _, name := range []string{"ids.blocks", "idem.blocks"} {
+			if b := tx.Bucket([]byte(name)); b == nil || b.Stats().KeyN == 0 {
+				t.Errorf("nothing in %s after appending to an upgraded file", name)
+			}
 		}
 		return nil
 	})
+}
+
+// unblock puts the keys of blocks under keys of their own in single, as
+// format 2 had them, and returns how many there were. It decodes the
+// format of idblocks.go on its own.
+func unblock(single, blocks *bolt.Bucket) (int, error) {
+	n := 0
+	err := blocks.ForEach(func(k, v []byte) error {
+		seq, w := binary.Uvarint(v)
+		v = v[w:]
+		key := bytes.Clone(k)
+		for {
+			if err := single.Put(bytes.Clone(key), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+				return err
+			}
+			n++
+			if len(v) == 0 {
+				return nil
+			}
+			shared, a := binary.Uvarint(v)
+			l, b := binary.Uvarint(v[a:])
+			key = append(key[:shared], v[a+b:a+b+int(l)]...)
+			v = v[a+b+int(l):]
+			seq, w = binary.Uvarint(v)
+			v = v[w:]
+		}
+	})
+	return n, err
 }
 
 // A damaged block of the ids index is found by Check, and a Get that

@@ -9,8 +9,8 @@ import (
 	"github.com/clutchprotocol/clutch/store/internal/driver"
 )
 
-// The file layout (format 3; format 2 has no ids.blocks, all its ids are
-// in ids, and format 1 differs from 2 only in its records, which have no
+// The file layout (format 3; format 2 has no blocks, all its ids and
+// idempotency keys are under keys of their own, and format 1 differs from 2 only in its records, which have no
 // checksum; both are read too). Every bucket is at the top level.
 //
 //	meta       "format" → uint32 BE; "indexed" → uint64 BE (see tail.go)
@@ -18,6 +18,7 @@ import (
 //	ids        id → seq (uint64 BE)
 //	ids.blocks first id → up to idBlockLen ids and seqs (see idblocks.go)
 //	idem       uvarint(len(key)) ‖ key ‖ run_id → seq (uint64 BE)
+//	idem.blocks  the same keys in blocks, as ids.blocks
 //	run, thread, task, agent
 //	           uvarint(len(attr)) ‖ attr ‖ first seq (uint64 BE) → posting
 //	artifacts  sha256 (32 bytes) → artifact record

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -129,14 +128,16 @@ type writer struct {
 	kbuf     []byte
 	keyed    [2][]keyed // flush's ids and idem keys, to sort
 	maxID    []byte     // the largest id in the file's ids index: larger ids are not in it
-	maxIdem  []byte     // the same for the idem bucket
+	maxIdem  []byte     // the same for the idempotency index
 	closeErr error      // the final flush's
 
 	// The open group: its transaction, buckets, time and last seq.
-	tx                        *bolt.Tx
-	events, ids, blocks, idem *bolt.Bucket
-	now                       int64
-	seq                       uint64
+	tx               *bolt.Tx
+	events           *bolt.Bucket
+	ids, idBlocks    *bolt.Bucket
+	idem, idemBlocks *bolt.Bucket
+	now              int64
+	seq              uint64
 
 	lastGroup  int           // requests in the last group
 	lastCommit time.Duration // how long it took, from its first request to its acknowledgements
@@ -150,12 +151,11 @@ func (w *writer) init(s *Store) error {
 	w.pendIdem = make(map[string]uint64)
 	return s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		if w.maxID, err = lastID(tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)); err != nil {
+		if w.maxID, err = lastKey(tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)); err != nil {
 			return err
 		}
-		k, _ := tx.Bucket(bucketIdem).Cursor().Last()
-		w.maxIdem = bytes.Clone(k)
-		return nil
+		w.maxIdem, err = lastKey(tx.Bucket(bucketIdem), tx.Bucket(bucketIdemBlocks))
+		return err
 	})
 }
 
@@ -396,7 +396,9 @@ func (w *writer) begin() error {
 			return err
 		}
 		w.tx = tx
-		w.events, w.ids, w.blocks, w.idem = tx.Bucket(bucketEvents), tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks), tx.Bucket(bucketIdem)
+		w.events = tx.Bucket(bucketEvents)
+		w.ids, w.idBlocks = tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)
+		w.idem, w.idemBlocks = tx.Bucket(bucketIdem), tx.Bucket(bucketIdemBlocks)
 		w.events.FillPercent = 1.0 // append-only: full pages
 		w.now = s.opts.Clock().UnixNano()
 		w.seq = s.last
@@ -441,7 +443,7 @@ func (w *writer) end(err error) {
 	s := w.s
 	if w.tx != nil {
 		tx := w.tx
-		w.tx, w.events, w.ids, w.blocks, w.idem = nil, nil, nil, nil, nil
+		w.tx, w.events, w.ids, w.idBlocks, w.idem, w.idemBlocks = nil, nil, nil, nil, nil, nil
 		w.sums.tx = nil
 		if err != nil || len(w.added) == 0 {
 			_ = w.guard("append", tx.Rollback)
@@ -497,7 +499,7 @@ func (w *writer) put(r *request) error {
 		}
 		it := &r.items[i]
 		if it.idemKey != "" {
-			if dup, ok, err := w.findIdem(w.idem, it.idemKey); err != nil {
+			if dup, ok, err := w.findIdem(it.idemKey); err != nil {
 				return err
 			} else if ok {
 				r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
@@ -542,10 +544,10 @@ func (w *writer) findID(id string) (uint64, bool, error) {
 	if w.maxID == nil || id > string(w.maxID) {
 		return 0, false, nil // past the last id: time-ordered ids never cost a lookup
 	}
-	return lookupID(w.ids, w.blocks, []byte(id))
+	return lookupKey(w.ids, w.idBlocks, []byte(id))
 }
 
-func (w *writer) findIdem(idem *bolt.Bucket, key string) (uint64, bool, error) {
+func (w *writer) findIdem(key string) (uint64, bool, error) {
 	if seq, ok := w.pendIdem[key]; ok {
 		return seq, true, nil
 	}
@@ -555,12 +557,7 @@ func (w *writer) findIdem(idem *bolt.Bucket, key string) (uint64, bool, error) {
 	if w.maxIdem == nil || key > string(w.maxIdem) {
 		return 0, false, nil
 	}
-	v := idem.Get([]byte(key))
-	if v == nil {
-		return 0, false, nil
-	}
-	seq, err := parseSeqKey(v)
-	return seq, err == nil, err
+	return lookupKey(w.idem, w.idemBlocks, []byte(key))
 }
 
 type keyed struct {
@@ -575,7 +572,7 @@ type keyed struct {
 // the pages to write, to sync and to keep. A key inserted in the middle
 // still splits its page, into a full one and the rest.
 func fillPages(tx *bolt.Tx) {
-	for _, name := range [][]byte{bucketIDs, bucketIDBlocks, bucketIdem} {
+	for _, name := range [][]byte{bucketIDs, bucketIDBlocks, bucketIdem, bucketIdemBlocks} {
 		tx.Bucket(name).FillPercent = 1.0
 	}
 	for _, ix := range indexes {
@@ -588,15 +585,32 @@ func fillPages(tx *bolt.Tx) {
 	}
 }
 
-// putEach puts kv, in order, in b.
-func (w *writer) putEach(b *bolt.Bucket, kv []keyed) error {
-	for _, e := range kv {
+// putKeyed puts kv, sorted by key, in an index by key whose largest key
+// is max: the keys past max in blocks, the others one key each in single.
+// It returns the index's new largest key.
+func (w *writer) putKeyed(single, blocks *bolt.Bucket, kv []keyed, max []byte) ([]byte, error) {
+	past := sort.Search(len(kv), func(i int) bool { return max == nil || kv[i].key > string(max) })
+	for _, e := range kv[:past] {
 		w.kbuf = append(w.kbuf[:0], e.key...) // bbolt copies keys
-		if err := b.Put(w.kbuf, e.val); err != nil {
-			return err
+		if err := single.Put(w.kbuf, e.val); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	var vals []byte // bbolt keeps values until the commit
+	for rest := kv[past:]; len(rest) > 0; {
+		n := min(len(rest), idBlockLen)
+		start := len(vals)
+		vals = appendIDBlock(vals, rest[:n])
+		w.kbuf = append(w.kbuf[:0], rest[0].key...)
+		if err := blocks.Put(w.kbuf, vals[start:len(vals):len(vals)]); err != nil {
+			return nil, err
+		}
+		rest = rest[n:]
+	}
+	if past < len(kv) {
+		return []byte(kv[len(kv)-1].key), nil
+	}
+	return max, nil
 }
 
 // flush writes the index entries of the tail to the file and moves the
@@ -640,30 +654,14 @@ func (w *writer) flush() error {
 		for _, kv := range [...][]keyed{byID, byIdem} {
 			slices.SortFunc(kv, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
 		}
-		// The ids past every id in the file go into blocks (idblocks.go),
-		// the others into ids, one key each.
-		past := sort.Search(len(byID), func(i int) bool { return w.maxID == nil || byID[i].key > string(w.maxID) })
-		if err := w.putEach(ids, byID[:past]); err != nil {
+		// The keys past every key of their index go into blocks
+		// (idblocks.go), the others one key each.
+		var err error
+		if maxID, err = w.putKeyed(ids, tx.Bucket(bucketIDBlocks), byID, w.maxID); err != nil {
 			return err
 		}
-		blocks := tx.Bucket(bucketIDBlocks)
-		var bvals []byte // bbolt keeps values until the commit
-		for rest := byID[past:]; len(rest) > 0; {
-			n := min(len(rest), idBlockLen)
-			start := len(bvals)
-			bvals = appendIDBlock(bvals, rest[:n])
-			w.kbuf = append(w.kbuf[:0], rest[0].key...) // bbolt copies keys
-			if err := blocks.Put(w.kbuf, bvals[start:len(bvals):len(bvals)]); err != nil {
-				return err
-			}
-			rest = rest[n:]
-		}
-		if err := w.putEach(idem, byIdem); err != nil {
+		if maxIdem, err = w.putKeyed(idem, tx.Bucket(bucketIdemBlocks), byIdem, w.maxIdem); err != nil {
 			return err
-		}
-		maxID = w.maxID
-		if n := len(byID); n > 0 && byID[n-1].key > string(maxID) {
-			maxID = []byte(byID[n-1].key)
 		}
 		clear(byID)
 		clear(byIdem)
@@ -699,8 +697,6 @@ func (w *writer) flush() error {
 				return err
 			}
 		}
-		k, _ := idem.Cursor().Last()
-		maxIdem = bytes.Clone(k)
 		return nil
 	})
 	if err != nil {
