@@ -81,6 +81,20 @@ func openT(t *testing.T, path string, opts *boltstore.Options) *boltstore.Store 
 	return s
 }
 
+// editFile changes the closed store file at path with bbolt directly, in
+// one transaction, as another program or damage would.
+func editFile(t *testing.T, path string, f func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func messages(t testing.TB, n int) []*protocol.Message {
 	return storetest.BenchMessages(t, n, 1)[0]
 }
@@ -115,16 +129,9 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	editFile(t, path, func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 4})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	})
 	before, _ := os.ReadFile(path)
 	_, err = boltstore.Open(path, nil)
 	var fe *boltstore.FormatError
@@ -364,11 +371,7 @@ func TestFormat1File(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	editFile(t, path, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("events"))
 		var keys, vals [][]byte
 		b.ForEach(func(k, v []byte) error {
@@ -382,10 +385,7 @@ func TestFormat1File(t *testing.T) {
 			}
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 1})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	})
 	s = openT(t, path, nil)
 	for i, m := range msgs {
 		ev, err := s.Get(t.Context(), m.ID)
@@ -403,17 +403,29 @@ func TestFormat1File(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	checkFormat(t, path, 3)
+}
+
+// checkFormat asserts the format version the closed store file at path
+// carries.
+func checkFormat(t *testing.T, path string, want byte) {
+	t.Helper()
+	viewFile(t, path, func(tx *bolt.Tx) {
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, want}) {
+			t.Errorf("format after Open: %x, want %d", v, want)
+		}
+	})
+}
+
+// viewFile reads the closed store file at path with bbolt directly.
+func viewFile(t *testing.T, path string, f func(tx *bolt.Tx)) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, 3}) {
-			t.Errorf("format after Open: %x, want 3", v)
-		}
-		return nil
-	})
+	db.View(func(tx *bolt.Tx) error { f(tx); return nil })
 }
 
 func drain(seq func(func(store.Event, error) bool)) (n int, err error) {

@@ -197,8 +197,30 @@ func openDurable(b *testing.B, path string) *boltstore.Store {
 // benchDurableAppend appends b.N messages from 64 goroutines, each
 // message built just before its Append, fsync on.
 func benchDurableAppend(b *testing.B, path string) {
-	const appenders = 64
 	s := openDurable(b, path)
+	runAppenders(b, func() func(*protocol.Message) error {
+		ctx := context.Background()
+		return func(m *protocol.Message) error {
+			_, err := s.Append(ctx, m)
+			return err
+		}
+	})
+	st := s.Stats()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(st.Appended)/float64(max(st.Commits, 1)), "events/commit")
+}
+
+// durableAppenders is how many goroutines append at once in the durable
+// benchmarks.
+const durableAppenders = 64
+
+// runAppenders sends b.N messages of the appenders' traffic from
+// durableAppenders goroutines, each building its message just before it
+// sends it with its own send (made by newSend), and reports events/s and
+// cpu-µs/event (the whole process over the timed part).
+func runAppenders(b *testing.B, newSend func() func(*protocol.Message) error) {
 	ids := protocol.NewIDs(nil)
 	var left atomic.Int64
 	left.Store(int64(b.N))
@@ -207,12 +229,11 @@ func benchDurableAppend(b *testing.B, path string) {
 	b.ResetTimer()
 	start, cpu := time.Now(), benchcpu.Process()
 	var wg sync.WaitGroup
-	for a := range appenders {
-		w := newTraffic(ids, a)
+	for a := range durableAppenders {
+		w, send := newTraffic(ids, a), newSend()
 		wg.Go(func() {
-			ctx := context.Background()
 			for left.Add(-1) >= 0 {
-				if _, err := s.Append(ctx, w.Next()); err != nil {
+				if err := send(w.Next()); err != nil {
 					b.Error(err)
 					return
 				}
@@ -222,13 +243,8 @@ func benchDurableAppend(b *testing.B, path string) {
 	wg.Wait()
 	elapsed, used := time.Since(start), benchcpu.Process()-cpu
 	b.StopTimer()
-	st := s.Stats()
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
-	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/event")
-	b.ReportMetric(float64(st.Appended)/float64(max(st.Commits, 1)), "events/commit")
 }
 
 func benchReadSpread(b *testing.B, path, run string, decode bool) {

@@ -3,13 +3,11 @@ package boltstore_test
 import (
 	"encoding/binary"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	bolt "go.etcd.io/bbolt"
 )
@@ -24,7 +22,6 @@ import (
 // records. Store.Append can only be slower; the gap between the two is
 // what the store itself costs.
 func BenchmarkDurableFloor(b *testing.B) {
-	const appenders = 64
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "floor.db"), 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, PageSize: 16 << 10})
 	if err != nil {
 		b.Fatal(err)
@@ -62,8 +59,8 @@ func BenchmarkDurableFloor(b *testing.B) {
 			// Gather: every caller, or what came within a millisecond.
 			timer := time.NewTimer(time.Millisecond)
 			mu.Lock()
-			for len(queued) < appenders {
-				want = appenders
+			for len(queued) < durableAppenders {
+				want = durableAppenders
 				mu.Unlock()
 				select {
 				case <-wake:
@@ -104,47 +101,27 @@ func BenchmarkDurableFloor(b *testing.B) {
 		}
 	}()
 
-	ids := protocol.NewIDs(nil)
-	var left atomic.Int64
-	left.Store(int64(b.N))
-	runtime.GC()
-	b.ReportAllocs()
-	b.ResetTimer()
-	start, cpu := time.Now(), benchcpu.Process()
-	var wg sync.WaitGroup
-	for a := range appenders {
-		w := newTraffic(ids, a)
-		wg.Go(func() {
-			c := &call{done: make(chan error, 1)}
-			for left.Add(-1) >= 0 {
-				raw, err := protocol.Encode(w.Next())
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				c.raw = raw
-				mu.Lock()
-				queued = append(queued, c)
-				if len(queued) == 1 || len(queued) >= want && want > 0 {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				}
-				mu.Unlock()
-				if err := <-c.done; err != nil {
-					b.Error(err)
-					return
+	runAppenders(b, func() func(*protocol.Message) error {
+		c := &call{done: make(chan error, 1)}
+		return func(m *protocol.Message) error {
+			raw, err := protocol.Encode(m)
+			if err != nil {
+				return err
+			}
+			c.raw = raw
+			mu.Lock()
+			queued = append(queued, c)
+			if len(queued) == 1 || len(queued) >= want && want > 0 {
+				select {
+				case wake <- struct{}{}:
+				default:
 				}
 			}
-		})
-	}
-	wg.Wait()
-	elapsed, used := time.Since(start), benchcpu.Process()-cpu
-	b.StopTimer()
+			mu.Unlock()
+			return <-c.done
+		}
+	})
 	close(stop)
 	<-stopped
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
-	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/event")
 	b.ReportMetric(float64(b.N)/float64(max(commits.Load(), 1)), "events/commit")
 }

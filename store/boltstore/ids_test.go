@@ -99,19 +99,13 @@ func TestIDsOutOfOrder(t *testing.T) {
 	checkIDs(t, s, msgs)
 	s.Close()
 	// Both kinds of entries were written: blocks and single keys.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.View(func(tx *bolt.Tx) error {
+	viewFile(t, path, func(tx *bolt.Tx) {
 		for _, names := range [][2]string{{"ids", "ids.blocks"}, {"idem", "idem.blocks"}} {
 			singles, blocks := tx.Bucket([]byte(names[0])).Stats().KeyN, tx.Bucket([]byte(names[1])).Stats().KeyN
 			if singles < 100 || blocks < 5 {
 				t.Errorf("%d single keys in %s and %d blocks: the test does not mix them", singles, names[0], blocks)
 			}
 		}
-		return nil
 	})
 }
 
@@ -130,11 +124,7 @@ func TestFormat2File(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it what format 2 wrote: the blocks' ids as keys of ids.
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	editFile(t, path, func(tx *bolt.Tx) error {
 		for _, names := range [][2]string{{"ids", "ids.blocks"}, {"idem", "idem.blocks"}} {
 			if n, err := unblock(tx.Bucket([]byte(names[0])), tx.Bucket([]byte(names[1]))); err != nil {
 				return err
@@ -146,10 +136,7 @@ func TestFormat2File(t *testing.T) {
 			}
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 2})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	})
 
 	ro, err := boltstore.Open(path, &boltstore.Options{ReadOnly: true})
 	if err != nil {
@@ -171,21 +158,13 @@ func TestFormat2File(t *testing.T) {
 	}
 	checkIDs(t, s, msgs)
 	s.Close()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, 3}) {
-			t.Errorf("format after Open: %x, want 3", v)
-		}
+	checkFormat(t, path, 3)
+	viewFile(t, path, func(tx *bolt.Tx) {
 		for _, name := range []string{"ids.blocks", "idem.blocks"} {
 			if b := tx.Bucket([]byte(name)); b == nil || b.Stats().KeyN == 0 {
 				t.Errorf("nothing in %s after appending to an upgraded file", name)
 			}
 		}
-		return nil
 	})
 }
 
@@ -227,21 +206,14 @@ func TestDamagedIDBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	editFile(t, path, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("ids.blocks"))
 		k, v := b.Cursor().First()
 		if k == nil {
 			t.Fatal("no block")
 		}
 		return b.Put(bytes.Clone(k), bytes.Clone(v[:len(v)/2]))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	})
 	s = openT(t, path, nil)
 	if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
 		t.Fatalf("Check: %v, want ErrCorrupt", err)
