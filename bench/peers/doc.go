@@ -12,7 +12,8 @@
 //   - the durable task round trip (the router on boltstore: request,
 //     routing decision, accept and result all stored and fsynced) against
 //     a JetStream round trip (request and result both stored, a worker
-//     consuming the requests).
+//     consuming the requests), and against Watermill's in-memory
+//     request/reply above (when both ran).
 //
 // Every side builds its messages per operation, the same way (a protocol
 // message of about 1 KiB, encoded once), from 64 concurrent callers. It is

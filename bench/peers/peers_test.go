@@ -458,6 +458,13 @@ func BenchmarkDurableTask(b *testing.B) {
 		b.Run(name, func(b *testing.B) { benchJetStreamTask(b, sync) })
 	}
 	ratios(b, "clutch-boltstore-fsync", "jetstream-sync-always", "jetstream-default-sync")
+	// The durable round trip against the in-memory request/reply of
+	// BenchmarkRoundTrip, when that ran too: what storing and fsyncing
+	// every step costs against a peer that stores nothing.
+	ratiosMu.Lock()
+	ratioSet = append(ratioSet, ratio{"durable task round trip against in-memory request/reply",
+		b.Name() + "/clutch-boltstore-fsync", "BenchmarkRoundTrip/watermill-requestreply"})
+	ratiosMu.Unlock()
 }
 
 const taskHeader = "Clutch-Task"
