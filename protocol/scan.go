@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode/utf16"
@@ -126,6 +127,13 @@ func (sc *scanner) strRange() (a, b int, esc bool, e *Error) {
 	a = sc.pos
 	d := sc.data
 	for i := sc.pos; i < len(d); {
+		// Skip 8 plain bytes at a time, as writer.str does.
+		for i+8 <= len(d) && plainBits(binary.LittleEndian.Uint64(d[i:])) {
+			i += 8
+		}
+		if i >= len(d) {
+			break
+		}
 		c := d[i]
 		if plainASCII[c] {
 			i++
