@@ -320,3 +320,25 @@ func TestValidCapabilityRefMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestValidSegmentsMatchesReference compares the one-pass check with the
+// reference on every string of up to 6 bytes over the bytes that matter,
+// for both separators.
+func TestValidSegmentsMatchesReference(t *testing.T) {
+	alphabet := []byte{'a', 'Z', '0', '_', '-', '.', '/', '@', ' ', 0xc3}
+	var rec func(b []byte)
+	rec = func(b []byte) {
+		for _, sep := range []byte{'.', '/'} {
+			if got, want := validSegments(string(b), sep), refValidSegments(string(b), sep); got != want {
+				t.Fatalf("validSegments(%q, %q) = %v, reference %v", b, sep, got, want)
+			}
+		}
+		if len(b) == 6 {
+			return
+		}
+		for _, c := range alphabet {
+			rec(append(b, c))
+		}
+	}
+	rec(nil)
+}

@@ -193,18 +193,21 @@ func ValidPayloadType(s string) bool {
 }
 
 // validSegments reports whether s is non-empty segments of name characters
-// separated by sep.
+// separated by sep (which is not a name character), in one pass.
 func validSegments(s string, sep byte) bool {
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == sep {
-			if i == start || !isNameSeg(s[start:i]) {
+	prev := sep // the start counts as a separator: no empty first segment
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == sep {
+			if prev == sep {
 				return false
 			}
-			start = i + 1
+		} else if !isNameChar(c) {
+			return false
 		}
+		prev = c
 	}
-	return true
+	return prev != sep // covers "" and an empty last segment
 }
 
 // validVersionSegment accepts "v" and a number without leading zeros, so
@@ -226,14 +229,8 @@ func validVersionNumber(n string) bool {
 	return true
 }
 
-func isNameSeg(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // ValidSchemaRef reports whether s has the form of a schema reference

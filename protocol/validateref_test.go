@@ -131,3 +131,28 @@ func refValidCapabilityRef(s string) bool {
 	}
 	return true
 }
+
+// refValidSegments reports whether s is non-empty segments of name characters
+// separated by sep.
+func refValidSegments(s string, sep byte) bool {
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == sep {
+			if i == start || !refIsNameSeg(s[start:i]) {
+				return false
+			}
+			start = i + 1
+		}
+	}
+	return true
+}
+
+func refIsNameSeg(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
