@@ -250,20 +250,42 @@ const hexDigits = "0123456789abcdef"
 
 // str appends s as a JSON string. Invalid UTF-8 is an error, never replaced.
 func (w *writer) str(b []byte, s string) []byte {
+	// Most strings (ids, timestamps, names) are plain ASCII: test them 8
+	// bytes at a time (SWAR), the tail with one word that overlaps the
+	// last one, and copy them whole.
+	i, n := 0, len(s)
+	for ; i+8 <= n; i += 8 {
+		if !plainBits(load8(s[i:])) {
+			return w.strEscape(b, s, i)
+		}
+	}
+	if i < n {
+		if n >= 8 {
+			if !plainBits(load8(s[n-8:])) {
+				return w.strEscape(b, s, i)
+			}
+		} else {
+			for ; i < n; i++ {
+				if !plainASCII[s[i]] {
+					return w.strEscape(b, s, i)
+				}
+			}
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// strEscape is str for a string whose bytes before i are plain.
+func (w *writer) strEscape(b []byte, s string, i int) []byte {
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
-		// Skip 8 plain ASCII bytes at a time (SWAR): ids, timestamps and
-		// most text.
+	for i < len(s) {
 		for i+8 <= len(s) && plainBits(load8(s[i:])) {
 			i += 8
 		}
 		if i >= len(s) {
-			break
-		}
-		// Fewer than 8 bytes left: when the last 8 bytes are plain, so
-		// are they.
-		if i > len(s)-8 && len(s) >= 8 && plainBits(load8(s[len(s)-8:])) {
 			break
 		}
 		c := s[i]
