@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -282,9 +283,7 @@ func (w *writer) strEscape(b []byte, s string, i int) []byte {
 	b = append(b, '"')
 	start := 0
 	for i < len(s) {
-		for i+8 <= len(s) && plainBits(load8(s[i:])) {
-			i += 8
-		}
+		i = skipPlain(s, i)
 		if i >= len(s) {
 			break
 		}
@@ -325,6 +324,19 @@ func (w *writer) strEscape(b []byte, s string, i int) []byte {
 	return append(b, '"')
 }
 
+// skipPlain returns the index of the first byte at or after i that is not
+// plain, testing 8 bytes at a time while 8 are left, or an index of the
+// last 7 bytes (which the caller tests one by one), or len(s).
+func skipPlain(s string, i int) int {
+	for i+8 <= len(s) {
+		if m := notPlain(load8(s[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
+}
+
 // ones and highs are the byte masks of str's word-at-a-time test.
 const ones, highs = 0x0101010101010101, 0x8080808080808080
 
@@ -337,11 +349,17 @@ func load8(s string) uint64 {
 }
 
 // plainBits reports whether the 8 bytes of x are all plain ASCII
-// (plainASCII: printable, not '"' or '\\'). A byte is bad when ≥ 0x80,
-// < 0x20 (given < 0x80), '"' or '\\'; each test sets its high bit.
-func plainBits(x uint64) bool {
+// (plainASCII: printable, not '"' or '\\').
+func plainBits(x uint64) bool { return notPlain(x) == 0 }
+
+// notPlain returns the high bits of the bytes of x that are not plain: a
+// byte is not plain when ≥ 0x80, < 0x20 (given < 0x80), '"' or '\\'; each
+// test sets its high bit. A borrow may also mark a plain byte above a bad
+// one, never below: the lowest bit set is the first byte that is not plain
+// (bits.TrailingZeros64 / 8, the bytes being little endian).
+func notPlain(x uint64) uint64 {
 	q, bs := x^(ones*'"'), x^(ones*'\\')
-	return (x|(x-ones*0x20)|(q-ones)&^q|(bs-ones)&^bs)&highs == 0
+	return (x | (x - ones*0x20) | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 // anyValue appends a Meta value. Common types are written directly, others

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -127,8 +128,13 @@ func (sc *scanner) strRange() (a, b int, esc bool, e *Error) {
 	a = sc.pos
 	d := sc.data
 	for i := sc.pos; i < len(d); {
-		// Skip 8 plain bytes at a time, as writer.str does.
-		for i+8 <= len(d) && plainBits(binary.LittleEndian.Uint64(d[i:])) {
+		// Skip plain bytes 8 at a time, as writer.str does, up to the
+		// first byte that is not plain.
+		for i+8 <= len(d) {
+			if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		if i >= len(d) {

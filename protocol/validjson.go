@@ -8,13 +8,9 @@ package protocol
 // the scanner, which decides and builds the error. FuzzValidJSON checks
 // that it never accepts what the scanner refuses.
 func validJSON(b []byte) bool {
-	// Each open container is its kind and, for an object, where its keys
-	// start in keys.
-	type open struct {
-		object bool
-		keys   int
-	}
-	var stack [DefaultMaxDepth]open
+	// Each open container is -1 for an array and, for an object, where
+	// its keys start in keys.
+	var stack [DefaultMaxDepth]int32
 	var keys [64][2]int32 // key ranges of the open objects
 	if len(b) > 1<<31-1 {
 		return false
@@ -22,7 +18,7 @@ func validJSON(b []byte) bool {
 	depth, nkeys := 0, 0
 	sc := scanner{data: b}
 	i := 0
-	var top *open
+	var top int32
 value:
 	i = skipWS(b, i)
 	if i >= len(b) {
@@ -33,7 +29,10 @@ value:
 		if depth >= len(stack) {
 			return false
 		}
-		stack[depth] = open{object: c == '{', keys: nkeys}
+		stack[depth] = -1
+		if c == '{' {
+			stack[depth] = int32(nkeys)
+		}
 		depth++
 		i = skipWS(b, i+1)
 		if i >= len(b) {
@@ -91,21 +90,21 @@ next: // after a value: the end, or the next member or element
 	if i >= len(b) {
 		return false
 	}
-	top = &stack[depth-1]
+	top = stack[depth-1]
 	switch b[i] {
 	case ',':
 		i = skipWS(b, i+1)
-		if top.object {
+		if top >= 0 {
 			goto key
 		}
 		goto value
 	case '}':
-		if !top.object {
+		if top < 0 {
 			return false
 		}
-		nkeys = top.keys
+		nkeys = int(top)
 	case ']':
-		if top.object {
+		if top >= 0 {
 			return false
 		}
 	default:
@@ -125,7 +124,7 @@ key: // i is at the key of an object's member
 			return false // an escaped key is compared unescaped: the scanner does it
 		}
 		k := b[ka:kb]
-		for _, r := range keys[stack[depth-1].keys:nkeys] {
+		for _, r := range keys[stack[depth-1]:nkeys] {
 			if string(b[r[0]:r[1]]) == string(k) {
 				return false // a duplicate: the scanner reports it
 			}
