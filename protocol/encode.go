@@ -39,8 +39,9 @@ func Encode(m *Message) ([]byte, error) {
 	}
 	// The bytes live as long as the event does (a memstore holds them):
 	// give them an exact-size allocation and reuse the scratch buffer.
-	m.raw = make([]byte, len(b))
-	copy(m.raw, b) // make and copy: the new slice is not zeroed first
+	raw := make([]byte, len(b))
+	copy(raw, b) // make then copy into a local: the new slice is not zeroed first
+	m.raw = raw
 	m.valid = true // validated just above, against the fields now encoded
 	if cap(b) <= 64<<10 {
 		*buf = b
