@@ -200,3 +200,39 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	})
 }
+
+// newBenchMessage is benchMessage as a caller builds it who sets the payload
+// bytes directly (as the stores' benchmark traffic does): Validate must
+// check the payload, which SetPayload would have checked already.
+func newBenchMessage(tb testing.TB) *Message {
+	m := benchMessage(tb)
+	m.Payload = append(json.RawMessage(nil), m.Payload...)
+	m.checked = nil
+	return m
+}
+
+// BenchmarkEncodeNew encodes a message that was never encoded: validation,
+// the payload check and the writer, as each new event costs an Append.
+func BenchmarkEncodeNew(b *testing.B) {
+	m := newBenchMessage(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Reset()
+		if _, err := Encode(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkValidate checks a message that was never encoded, payload
+// included.
+func BenchmarkValidate(b *testing.B) {
+	m := newBenchMessage(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Reset()
+		if err := m.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,7 +39,9 @@ func Encode(m *Message) ([]byte, error) {
 	}
 	// The bytes live as long as the event does (a memstore holds them):
 	// give them an exact-size allocation and reuse the scratch buffer.
-	m.raw = append(make([]byte, 0, len(b)), b...)
+	raw := make([]byte, len(b))
+	copy(raw, b) // make then copy into a local: the new slice is not zeroed first
+	m.raw = raw
 	m.valid = true // validated just above, against the fields now encoded
 	if cap(b) <= 64<<10 {
 		*buf = b
@@ -50,128 +53,133 @@ func Encode(m *Message) ([]byte, error) {
 var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // appendMessage encodes m without validating it.
+//
+// The writer's methods take the buffer and return it, as strconv's Append
+// functions do: the buffer stays in registers instead of being loaded from
+// and stored back to the writer at every append.
 func appendMessage(b []byte, m *Message) ([]byte, error) {
-	w := writer{b: b}
-	w.b = append(w.b, `{"v":`...)
-	w.str(m.V)
-	w.field("id", m.ID)
-	w.field("ts", m.TS)
-	w.field("thread_id", m.ThreadID)
-	w.field("run_id", m.RunID)
-	w.field("task_id", m.TaskID)
-	w.optField("parent_task_id", m.ParentTaskID)
+	var w writer
+	b = w.str(append(b, `{"v":`...), m.V)
+	b = w.str(append(b, `,"id":`...), m.ID)
+	b = w.str(append(b, `,"ts":`...), m.TS)
+	b = w.str(append(b, `,"thread_id":`...), m.ThreadID)
+	b = w.str(append(b, `,"run_id":`...), m.RunID)
+	b = w.str(append(b, `,"task_id":`...), m.TaskID)
+	b = w.optField(b, `,"parent_task_id":`, m.ParentTaskID)
 	if t := m.Trace; t != nil {
-		w.b = append(w.b, `,"trace":{`...)
-		w.members(func() {
-			w.optMember("trace_id", t.TraceID)
-			w.optMember("span_id", t.SpanID)
-			w.optMember("parent_span_id", t.ParentSpanID)
-		})
+		b = append(b, `,"trace":{`...)
+		n := len(b)
+		b = w.optMember(b, n, `"trace_id":`, t.TraceID)
+		b = w.optMember(b, n, `"span_id":`, t.SpanID)
+		b = w.optMember(b, n, `"parent_span_id":`, t.ParentSpanID)
+		b = append(b, '}')
 	}
-	w.b = append(w.b, `,"from":`...)
-	w.participant(&m.From)
-	w.b = append(w.b, `,"to":[`...)
+	b = w.participant(append(b, `,"from":`...), &m.From)
+	b = append(b, `,"to":[`...)
 	for i := range m.To {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			b = append(b, ',')
 		}
-		w.participant(&m.To[i])
+		b = w.participant(b, &m.To[i])
 	}
-	w.b = append(w.b, ']')
-	w.field("type", string(m.Type))
-	w.optField("domain", m.Domain)
-	w.optField("payload_type", m.PayloadType)
-	w.optField("schema_ref", m.SchemaRef)
-	w.b = append(w.b, `,"payload":`...)
+	b = append(b, ']')
+	b = w.str(append(b, `,"type":`...), string(m.Type))
+	b = w.optField(b, `,"domain":`, m.Domain)
+	b = w.optField(b, `,"payload_type":`, m.PayloadType)
+	b = w.optField(b, `,"schema_ref":`, m.SchemaRef)
+	b = append(b, `,"payload":`...)
 	if len(m.Payload) == 0 {
 		w.fail(&Error{Code: CodeMissingField, Path: "/payload", Offset: -1, Detail: "payload is empty"})
 	}
-	w.b = append(w.b, m.Payload...)
-	w.strings("requires", m.Requires)
-	w.strings("prefers", m.Prefers)
+	b = append(b, m.Payload...)
+	if m.Requires != nil {
+		b = w.strArray(append(b, `,"requires":`...), m.Requires)
+	}
+	if m.Prefers != nil {
+		b = w.strArray(append(b, `,"prefers":`...), m.Prefers)
+	}
 	if s := m.Security; s != nil {
-		w.b = append(w.b, `,"security":{`...)
-		w.members(func() {
-			if a := s.Auth; a != nil {
-				w.key("auth")
-				w.b = append(w.b, `{"scheme":`...)
-				w.str(a.Scheme)
-				w.optField("kid", a.Kid)
-				w.optField("sig", a.Sig)
-				w.b = append(w.b, '}')
+		b = append(b, `,"security":{`...)
+		n := len(b)
+		if a := s.Auth; a != nil {
+			b = w.str(append(b, `"auth":{"scheme":`...), a.Scheme)
+			b = w.optField(b, `,"kid":`, a.Kid)
+			b = w.optField(b, `,"sig":`, a.Sig)
+			b = append(b, '}')
+		}
+		if p := s.Policy; p != nil {
+			b = comma(b, n)
+			b = append(b, `"policy":{`...)
+			np := len(b)
+			if p.Sandbox {
+				b = append(b, `"sandbox":true`...)
 			}
-			if p := s.Policy; p != nil {
-				w.key("policy")
-				w.b = append(w.b, '{')
-				w.members(func() {
-					if p.Sandbox {
-						w.key("sandbox")
-						w.b = append(w.b, "true"...)
-					}
-					if p.ToolAllowlist != nil {
-						w.key("tool_allowlist")
-						w.strArray(p.ToolAllowlist)
-					}
-				})
+			if p.ToolAllowlist != nil {
+				b = comma(b, np)
+				b = w.strArray(append(b, `"tool_allowlist":`...), p.ToolAllowlist)
 			}
-		})
+			b = append(b, '}')
+		}
+		b = append(b, '}')
 	}
 	if m.Attachments != nil {
-		w.b = append(w.b, `,"attachments":[`...)
+		b = append(b, `,"attachments":[`...)
 		for i := range m.Attachments {
 			a := &m.Attachments[i]
 			if i > 0 {
-				w.b = append(w.b, ',')
+				b = append(b, ',')
 			}
-			w.b = append(w.b, `{"kind":`...)
-			w.str(a.Kind)
-			w.field("ref", a.Ref)
-			w.optField("media_type", a.MediaType)
-			w.optField("name", a.Name)
+			b = w.str(append(b, `{"kind":`...), a.Kind)
+			b = w.str(append(b, `,"ref":`...), a.Ref)
+			b = w.optField(b, `,"media_type":`, a.MediaType)
+			b = w.optField(b, `,"name":`, a.Name)
 			if a.Size != 0 {
-				w.b = append(w.b, `,"size":`...)
-				w.b = strconv.AppendInt(w.b, a.Size, 10)
+				b = strconv.AppendInt(append(b, `,"size":`...), a.Size, 10)
 			}
-			w.optField("sha256", a.SHA256)
-			w.b = append(w.b, '}')
+			b = w.optField(b, `,"sha256":`, a.SHA256)
+			b = append(b, '}')
 		}
-		w.b = append(w.b, ']')
+		b = append(b, ']')
 	}
-	w.optField("idempotency_key", m.IdempotencyKey)
-	w.b = append(w.b, `,"attempt":`...)
-	w.b = strconv.AppendInt(w.b, int64(m.Attempt), 10)
+	b = w.optField(b, `,"idempotency_key":`, m.IdempotencyKey)
+	b = strconv.AppendInt(append(b, `,"attempt":`...), int64(m.Attempt), 10)
 	if m.Meta != nil {
-		w.b = append(w.b, `,"meta":`...)
-		w.anyValue(m.Meta, 0)
-		if w.err != nil {
+		failed := w.err != nil
+		b = w.object(append(b, `,"meta":`...), m.Meta, 0)
+		if !failed && w.err != nil {
 			w.err.Path = "/meta" + w.err.Path
 		}
 	}
 	if len(m.Extensions) > 0 {
-		keys := make([]string, 0, len(m.Extensions))
-		for k := range m.Extensions {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if isDefinedField(k) {
-				w.fail(&Error{Code: CodeInvalidField, Path: "/" + escapePointer(k), Offset: -1, Detail: "an extension may not use the name of a defined field"})
-			}
-			v := m.Extensions[k]
-			if err := checkJSON(v, "/"+escapePointer(k)); err != nil {
-				w.fail(err.(*Error))
-			}
-			w.b = append(w.b, ',')
-			w.str(k)
-			w.b = append(w.b, ':')
-			w.b = append(w.b, v...)
-		}
+		b = w.extensions(b, m.Extensions)
 	}
-	w.b = append(w.b, '}')
+	b = append(b, '}')
 	if w.err != nil {
 		return nil, w.err
 	}
-	return w.b, nil
+	return b, nil
+}
+
+// extensions appends the extension members, sorted by name.
+func (w *writer) extensions(b []byte, ext map[string]json.RawMessage) []byte {
+	keys := make([]string, 0, len(ext))
+	for k := range ext {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if isDefinedField(k) {
+			w.fail(&Error{Code: CodeInvalidField, Path: "/" + escapePointer(k), Offset: -1, Detail: "an extension may not use the name of a defined field"})
+		}
+		v := ext[k]
+		if err := checkJSON(v, "/"+escapePointer(k)); err != nil {
+			w.fail(err.(*Error))
+		}
+		b = w.str(append(b, ','), k)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return b
 }
 
 func isDefinedField(k string) bool {
@@ -184,11 +192,10 @@ func isDefinedField(k string) bool {
 	return false
 }
 
-// writer appends JSON; the first error sticks.
+// writer appends JSON to the buffer its methods are given and return; the
+// first error sticks.
 type writer struct {
-	b     []byte
-	err   *Error
-	first bool // inside members(): no member written yet
+	err *Error
 }
 
 func (w *writer) fail(e *Error) {
@@ -197,85 +204,87 @@ func (w *writer) fail(e *Error) {
 	}
 }
 
-func (w *writer) field(k, v string) {
-	w.b = append(w.b, ',', '"')
-	w.b = append(w.b, k...)
-	w.b = append(w.b, '"', ':')
-	w.str(v)
-}
-
-func (w *writer) optField(k, v string) {
-	if v != "" {
-		w.field(k, v)
+// optField appends key (`,"name":`, written as is) and the string v, unless
+// v is empty.
+func (w *writer) optField(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
 	}
+	return w.str(append(b, key...), v)
 }
 
-// members writes the members emitted by f and closes the object, handling
-// the commas between optional members.
-func (w *writer) members(f func()) {
-	saved := w.first
-	w.first = true
-	f()
-	w.first = saved
-	w.b = append(w.b, '}')
-}
-
-func (w *writer) key(k string) {
-	if !w.first {
-		w.b = append(w.b, ',')
+// optMember appends key (`"name":`) and v unless v is empty, after a comma
+// when the object, whose members start at b[n], has one already.
+func (w *writer) optMember(b []byte, n int, key, v string) []byte {
+	if v == "" {
+		return b
 	}
-	w.first = false
-	w.str(k)
-	w.b = append(w.b, ':')
+	return w.str(append(comma(b, n), key...), v)
 }
 
-func (w *writer) optMember(k, v string) {
-	if v != "" {
-		w.key(k)
-		w.str(v)
+// comma appends the comma before an object's next member when the object,
+// whose members start at b[n], has one already.
+func comma(b []byte, n int) []byte {
+	if len(b) > n {
+		b = append(b, ',')
 	}
+	return b
 }
 
-func (w *writer) participant(p *Participant) {
-	w.b = append(w.b, `{"agent_id":`...)
-	w.str(p.AgentID)
-	w.optField("role", p.Role)
-	w.b = append(w.b, '}')
+func (w *writer) participant(b []byte, p *Participant) []byte {
+	b = w.str(append(b, `{"agent_id":`...), p.AgentID)
+	b = w.optField(b, `,"role":`, p.Role)
+	return append(b, '}')
 }
 
-func (w *writer) strings(k string, v []string) {
-	if v == nil {
-		return
-	}
-	w.b = append(w.b, ',', '"')
-	w.b = append(w.b, k...)
-	w.b = append(w.b, '"', ':')
-	w.strArray(v)
-}
-
-func (w *writer) strArray(v []string) {
-	w.b = append(w.b, '[')
+func (w *writer) strArray(b []byte, v []string) []byte {
+	b = append(b, '[')
 	for i, s := range v {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			b = append(b, ',')
 		}
-		w.str(s)
+		b = w.str(b, s)
 	}
-	w.b = append(w.b, ']')
+	return append(b, ']')
 }
 
 const hexDigits = "0123456789abcdef"
 
 // str appends s as a JSON string. Invalid UTF-8 is an error, never replaced.
-func (w *writer) str(s string) {
-	w.b = append(w.b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		// Skip 8 plain ASCII bytes at a time (SWAR): ids, timestamps and
-		// most text.
-		for i+8 <= len(s) && plainBits(load8(s[i:])) {
-			i += 8
+func (w *writer) str(b []byte, s string) []byte {
+	// Most strings (ids, timestamps, names) are plain ASCII: test them 8
+	// bytes at a time (SWAR), the tail with one word that overlaps the
+	// last one, and copy them whole.
+	i, n := 0, len(s)
+	for ; i+8 <= n; i += 8 {
+		if !plainBits(load8(s[i:])) {
+			return w.strEscape(b, s, i)
 		}
+	}
+	if i < n {
+		if n >= 8 {
+			if !plainBits(load8(s[n-8:])) {
+				return w.strEscape(b, s, i)
+			}
+		} else {
+			for ; i < n; i++ {
+				if !plainASCII[s[i]] {
+					return w.strEscape(b, s, i)
+				}
+			}
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// strEscape is str for a string whose bytes before i are plain.
+func (w *writer) strEscape(b []byte, s string, i int) []byte {
+	b = append(b, '"')
+	start := 0
+	for i < len(s) {
+		i = skipPlain(s, i)
 		if i >= len(s) {
 			break
 		}
@@ -292,28 +301,41 @@ func (w *writer) str(s string) {
 			i += size
 			continue
 		}
-		w.b = append(w.b, s[start:i]...)
+		b = append(b, s[start:i]...)
 		switch c {
 		case '"', '\\':
-			w.b = append(w.b, '\\', c)
+			b = append(b, '\\', c)
 		case '\n':
-			w.b = append(w.b, '\\', 'n')
+			b = append(b, '\\', 'n')
 		case '\r':
-			w.b = append(w.b, '\\', 'r')
+			b = append(b, '\\', 'r')
 		case '\t':
-			w.b = append(w.b, '\\', 't')
+			b = append(b, '\\', 't')
 		case '\b':
-			w.b = append(w.b, '\\', 'b')
+			b = append(b, '\\', 'b')
 		case '\f':
-			w.b = append(w.b, '\\', 'f')
+			b = append(b, '\\', 'f')
 		default:
-			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
 		i++
 		start = i
 	}
-	w.b = append(w.b, s[start:]...)
-	w.b = append(w.b, '"')
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// skipPlain returns the index of the first byte at or after i that is not
+// plain, testing 8 bytes at a time while 8 are left, or an index of the
+// last 7 bytes (which the caller tests one by one), or len(s).
+func skipPlain(s string, i int) int {
+	for i+8 <= len(s) {
+		if m := notPlain(load8(s[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
 }
 
 // ones and highs are the byte masks of str's word-at-a-time test.
@@ -328,101 +350,124 @@ func load8(s string) uint64 {
 }
 
 // plainBits reports whether the 8 bytes of x are all plain ASCII
-// (plainASCII: printable, not '"' or '\\'). A byte is bad when ≥ 0x80,
-// < 0x20 (given < 0x80), '"' or '\\'; each test sets its high bit.
-func plainBits(x uint64) bool {
+// (plainASCII: printable, not '"' or '\\').
+func plainBits(x uint64) bool { return notPlain(x) == 0 }
+
+// notPlain returns the high bits of the bytes of x that are not plain: a
+// byte is not plain when ≥ 0x80, < 0x20 (given < 0x80), '"' or '\\'; each
+// test sets its high bit. A borrow may also mark a plain byte above a bad
+// one, never below: the lowest bit set is the first byte that is not plain
+// (bits.TrailingZeros64 / 8, the bytes being little endian).
+func notPlain(x uint64) uint64 {
 	q, bs := x^(ones*'"'), x^(ones*'\\')
-	return (x|(x-ones*0x20)|(q-ones)&^q|(bs-ones)&^bs)&highs == 0
+	return (x | (x - ones*0x20) | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 // anyValue appends a Meta value. Common types are written directly, others
 // through the JSON v2 marshaler with deterministic map order. An error's
 // path is relative to v; it is built only on failure.
-func (w *writer) anyValue(v any, depth int) {
+func (w *writer) anyValue(b []byte, v any, depth int) []byte {
 	if depth > DefaultMaxDepth {
 		w.fail(&Error{Code: CodeTooDeep, Offset: -1, Detail: "value nested too deeply"})
-		return
+		return b
 	}
 	switch x := v.(type) {
 	case nil:
-		w.b = append(w.b, "null"...)
+		return append(b, "null"...)
 	case string:
-		w.str(x)
+		return w.str(b, x)
 	case bool:
-		w.b = strconv.AppendBool(w.b, x)
+		return strconv.AppendBool(b, x)
 	case json.Number:
 		if x == "" || checkJSON([]byte(x), "") != nil || x[0] == '"' || x[0] == '[' || x[0] == '{' || x[0] == 't' || x[0] == 'f' || x[0] == 'n' {
 			w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "json.Number " + strconv.Quote(string(x)) + " is not a JSON number"})
-			return
+			return b
 		}
-		w.b = append(w.b, x...)
+		return append(b, x...)
 	case float64:
-		w.float(x, 64)
+		return w.float(b, x, 64)
 	case float32:
-		w.float(float64(x), 32)
+		return w.float(b, float64(x), 32)
 	case int:
-		w.b = strconv.AppendInt(w.b, int64(x), 10)
+		return strconv.AppendInt(b, int64(x), 10)
 	case int64:
-		w.b = strconv.AppendInt(w.b, x, 10)
+		return strconv.AppendInt(b, x, 10)
 	case int32:
-		w.b = strconv.AppendInt(w.b, int64(x), 10)
+		return strconv.AppendInt(b, int64(x), 10)
 	case uint64:
-		w.b = strconv.AppendUint(w.b, x, 10)
+		return strconv.AppendUint(b, x, 10)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		w.b = append(w.b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.str(k)
-			w.b = append(w.b, ':')
-			failed := w.err != nil
-			w.anyValue(x[k], depth+1)
-			if !failed && w.err != nil {
-				w.err.Path = "/" + escapePointer(k) + w.err.Path
-			}
-		}
-		w.b = append(w.b, '}')
+		return w.object(b, x, depth)
 	case []any:
-		w.b = append(w.b, '[')
+		b = append(b, '[')
 		for i, e := range x {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				b = append(b, ',')
 			}
 			failed := w.err != nil
-			w.anyValue(e, depth+1)
+			b = w.anyValue(b, e, depth+1)
 			if !failed && w.err != nil {
 				w.err.Path = "/" + strconv.Itoa(i) + w.err.Path
 			}
 		}
-		w.b = append(w.b, ']')
+		return append(b, ']')
 	case []string:
-		w.strArray(x)
+		return w.strArray(b, x)
 	case json.RawMessage:
 		if err := checkJSON(x, ""); err != nil {
 			w.fail(err.(*Error))
-			return
+			return b
 		}
-		w.b = append(w.b, x...)
+		return append(b, x...)
 	default:
-		b, err := marshalValue(v)
+		out, err := marshalValue(v)
 		if err != nil {
 			w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "value cannot be encoded as JSON", Err: err})
-			return
+			return b
 		}
-		w.b = append(w.b, b...)
+		return append(b, out...)
 	}
 }
 
-func (w *writer) float(f float64, bits int) {
+// metaMember is a member of a map object writes.
+type metaMember struct {
+	k string
+	v any
+}
+
+// object appends x at depth with its members sorted by name. A small map's
+// members are gathered on the stack with their values, so that writing
+// them needs neither a slice of keys on the heap nor a lookup per key.
+func (w *writer) object(b []byte, x map[string]any, depth int) []byte {
+	var few [8]metaMember
+	ms := few[:0]
+	if len(x) > len(few) {
+		ms = make([]metaMember, 0, len(x))
+	}
+	for k, v := range x {
+		ms = append(ms, metaMember{k, v})
+	}
+	slices.SortFunc(ms, func(a, b metaMember) int { return strings.Compare(a.k, b.k) })
+	b = append(b, '{')
+	for i := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = w.str(b, ms[i].k)
+		b = append(b, ':')
+		failed := w.err != nil
+		b = w.anyValue(b, ms[i].v, depth+1)
+		if !failed && w.err != nil {
+			w.err.Path = "/" + escapePointer(ms[i].k) + w.err.Path
+		}
+	}
+	return append(b, '}')
+}
+
+func (w *writer) float(b []byte, f float64, bits int) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "NaN and infinities are not JSON numbers"})
-		return
+		return b
 	}
 	// Shortest form, exponent for very large or small values (ES6 style).
 	abs := math.Abs(f)
@@ -430,11 +475,12 @@ func (w *writer) float(f float64, bits int) {
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
-	w.b = strconv.AppendFloat(w.b, f, format, -1, bits)
-	if n := len(w.b); format == 'e' && n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
-		w.b[n-2] = w.b[n-1] // "1e-07" → "1e-7", as JSON v2 writes it
-		w.b = w.b[:n-1]
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // "1e-07" → "1e-7", as JSON v2 writes it
+		b = b[:n-1]
 	}
+	return b
 }
 
 func quote(s string) string { return strconv.Quote(s) }
@@ -447,12 +493,12 @@ func marshalPayload(v any) ([]byte, error) {
 	case nil:
 		return []byte("null"), nil
 	case string, bool, map[string]any, []any, []string:
-		w := writer{b: make([]byte, 0, 64)}
-		w.anyValue(x, 0)
+		var w writer
+		b := w.anyValue(make([]byte, 0, 64), x, 0)
 		if w.err != nil {
 			return nil, w.err
 		}
-		return w.b, nil
+		return b, nil
 	case *RoutingDecision:
 		// The router writes one per task: its own writer, not reflection.
 		return x.appendJSON(make([]byte, 0, 256))

@@ -45,10 +45,10 @@ func TestStrMatchesByteAtATime(t *testing.T) {
 	}
 	check := func(s string) {
 		var w writer
-		w.str(s)
+		b := w.str(nil, s)
 		want, ok := ref(s)
-		if ok != (w.err == nil) || ok && string(w.b) != want {
-			t.Fatalf("str(%q) = %s (err %v), want %s (valid %v)", s, w.b, w.err, want, ok)
+		if ok != (w.err == nil) || ok && string(b) != want {
+			t.Fatalf("str(%q) = %s (err %v), want %s (valid %v)", s, b, w.err, want, ok)
 		}
 	}
 	for _, n := range []int{3, 8, 11, 16, 19} {

@@ -155,12 +155,11 @@ func FuzzDecodeValue(f *testing.F) {
 		if !jsontext.Value(data).IsValid() {
 			t.Fatalf("DecodeValue accepted input that strict jsontext rejects: %q", data)
 		}
-		w := writer{}
-		w.anyValue(v, 0)
+		var w writer
+		b := w.anyValue(nil, v, 0)
 		if w.err != nil {
 			t.Fatalf("encoding %#v: %v", v, w.err)
 		}
-		b := w.b
 		v2, err := d.DecodeValue(b)
 		if err != nil || !reflect.DeepEqual(v, v2) {
 			t.Fatalf("decode of re-encoded %q: %#v, %v; want %#v", b, v2, err, v)

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -102,6 +103,32 @@ func TestEndsTask(t *testing.T) {
 	} {
 		if got := EndsTask(c.m); got != c.want {
 			t.Errorf("EndsTask(%s %s) = %v", c.m.Type, c.m.Payload, got)
+		}
+	}
+}
+
+// TestEndsTaskErrorPayloads: for task.error, EndsTask (which decodes the
+// payload only when it may name will_retry) answers as decoding every
+// payload would, on payloads that spell the name plainly, escaped, nested
+// elsewhere, or not at all, valid or not.
+func TestEndsTaskErrorPayloads(t *testing.T) {
+	for _, p := range []string{
+		`{"code":"TIMEOUT","message":"slow","retryable":true}`,
+		`{"code":"TIMEOUT","message":"slow","retryable":true,"details":{"will_retry":true}}`,
+		`{"code":"TIMEOUT","message":"slow","retryable":true,"details":{"will_retry":false}}`,
+		`{"code":"TIMEOUT","message":"slow","retryable":true,"details":{"will_retry":"yes"}}`,
+		`{"code":"TIMEOUT","message":"slow","retryable":true,"details":{"will\u005fretry":true}}`,
+		`{"code":"TIMEOUT","message":"will_retry","retryable":true,"details":{"x":{"will_retry":true}}}`,
+		`{"code":"TIMEOUT","message":"slow","retryable":true,"details":{"will_retry":true},"extra":1}`,
+		`{"code":"TIMEOUT","message":"say \"hi\"","retryable":true,"details":{"attempt":2}}`,
+		`{"code":"TIMEOUT","message":"slow","details":{"Will_Retry":true}}`,
+		`{"code":"TIMEOUT"`, `null`, `[]`, `"will_retry"`,
+	} {
+		m := &Message{Type: TypeTaskError, Payload: json.RawMessage(p)}
+		ep, err := DecodePayload[ErrorPayload](m)
+		want := err != nil || ep.Details["will_retry"] != true
+		if got := EndsTask(m); got != want {
+			t.Errorf("EndsTask(task.error %s) = %v, decoding says %v", p, got, want)
 		}
 	}
 }

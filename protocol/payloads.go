@@ -31,48 +31,43 @@ func (d *RoutingDecision) appendJSON(b []byte) ([]byte, error) {
 	if d == nil {
 		return append(b, "null"...), nil
 	}
-	w := writer{b: b}
-	w.b = append(w.b, `{"selected":`...)
-	w.str(d.Selected)
-	w.b = append(w.b, `,"candidates":`...)
-	w.strArray(d.Candidates)
-	w.field("reason", d.Reason)
+	var w writer
+	b = w.str(append(b, `{"selected":`...), d.Selected)
+	b = w.strArray(append(b, `,"candidates":`...), d.Candidates)
+	b = w.str(append(b, `,"reason":`...), d.Reason)
 	if len(d.Scores) > 0 {
-		object(&w, "scores", d.Scores, func(f float64) { w.float(f, 64) })
+		b = object(&w, b, "scores", d.Scores, func(b []byte, f float64) []byte { return w.float(b, f, 64) })
 	}
 	if len(d.Rejected) > 0 {
-		object(&w, "rejected", d.Rejected, w.str)
+		b = object(&w, b, "rejected", d.Rejected, w.str)
 	}
 	if d.Eligible != 0 {
-		w.b = append(w.b, `,"eligible":`...)
-		w.b = strconv.AppendInt(w.b, int64(d.Eligible), 10)
+		b = strconv.AppendInt(append(b, `,"eligible":`...), int64(d.Eligible), 10)
 	}
 	if d.Considered != 0 {
-		w.b = append(w.b, `,"considered":`...)
-		w.b = strconv.AppendInt(w.b, int64(d.Considered), 10)
+		b = strconv.AppendInt(append(b, `,"considered":`...), int64(d.Considered), 10)
 	}
-	w.b = append(w.b, '}')
+	b = append(b, '}')
 	if w.err != nil {
 		return nil, w.err
 	}
-	return w.b, nil
+	return b, nil
 }
 
 // object appends the member `,"name":{...}` holding m's members sorted by
 // name, each value written by val.
-func object[V any](w *writer, name string, m map[string]V, val func(V)) {
-	w.b = append(w.b, ',')
-	w.str(name)
-	w.b = append(w.b, ':', '{')
+func object[V any](w *writer, b []byte, name string, m map[string]V, val func([]byte, V) []byte) []byte {
+	b = w.str(append(b, ','), name)
+	b = append(b, ':', '{')
 	for i, k := range sortedKeys(m, make([]string, 0, 8)) {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			b = append(b, ',')
 		}
-		w.str(k)
-		w.b = append(w.b, ':')
-		val(m[k])
+		b = w.str(b, k)
+		b = append(b, ':')
+		b = val(b, m[k])
 	}
-	w.b = append(w.b, '}')
+	return append(b, '}')
 }
 
 // sortedKeys appends m's keys to buf, sorted.

@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -126,6 +128,18 @@ func (sc *scanner) strRange() (a, b int, esc bool, e *Error) {
 	a = sc.pos
 	d := sc.data
 	for i := sc.pos; i < len(d); {
+		// Skip plain bytes 8 at a time, as writer.str does, up to the
+		// first byte that is not plain.
+		for i+8 <= len(d) {
+			if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(d) {
+			break
+		}
 		c := d[i]
 		if plainASCII[c] {
 			i++
@@ -590,8 +604,12 @@ func checkJSON(b []byte, path string) error {
 	if len(b) == 0 {
 		return &Error{Code: CodeInvalidJSON, Path: path, Offset: 0, Detail: "empty JSON"}
 	}
-	// skip reads only data, and the keys it compares for duplicates need
-	// not outlive it: no string copy is needed here.
+	if validJSON(b) {
+		return nil
+	}
+	// The scanner decides what validJSON was not sure of, and builds the
+	// error. skip reads only data, and the keys it compares for duplicates
+	// need not outlive it: no string copy is needed here.
 	sc := scanner{data: b, maxDepth: DefaultMaxDepth, borrow: true}
 	if _, _, err := sc.skip(0); err != nil {
 		err.Path = path + err.Path

@@ -1,6 +1,9 @@
 package protocol
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // Version is the only protocol version this package speaks (docs/protocol.md §1.2).
 const Version = "clutch/0.1"
@@ -145,11 +148,19 @@ func EndsTask(m *Message) bool {
 	case TypeTaskResult, TypeTaskCancel, TypeTaskTimeout:
 		return true
 	case TypeTaskError:
+		// Without the name will_retry in its bytes (and no escape that
+		// could spell it) the payload cannot announce a retry, and the
+		// answer is true whether it decodes or not: no decoding needed.
+		if !bytes.Contains(m.Payload, willRetry) && bytes.IndexByte(m.Payload, '\\') < 0 {
+			return true
+		}
 		ep, err := DecodePayload[ErrorPayload](m)
 		return err != nil || ep.Details["will_retry"] != true
 	}
 	return false
 }
+
+var willRetry = []byte("will_retry")
 
 // The reserved prefixes of docs/protocol.md Appendix B.
 const (

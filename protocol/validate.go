@@ -130,16 +130,16 @@ func (m *Message) validate() error {
 			}
 		}
 	}
-	for i, a := range m.Attachments {
-		p := "/attachments/" + strconv.Itoa(i)
+	for i := range m.Attachments {
+		a := &m.Attachments[i]
 		if a.Kind == "" {
-			return invalid(CodeMissingField, p+"/kind", "attachment needs a kind")
+			return invalid(CodeMissingField, "/attachments/"+strconv.Itoa(i)+"/kind", "attachment needs a kind")
 		}
 		if a.Ref == "" {
-			return invalid(CodeMissingField, p+"/ref", "attachment needs a ref")
+			return invalid(CodeMissingField, "/attachments/"+strconv.Itoa(i)+"/ref", "attachment needs a ref")
 		}
 		if a.Size < 0 {
-			return invalid(CodeInvalidField, p+"/size", "size must not be negative")
+			return invalid(CodeInvalidField, "/attachments/"+strconv.Itoa(i)+"/size", "size must not be negative")
 		}
 	}
 	for k := range m.Extensions {
@@ -193,18 +193,21 @@ func ValidPayloadType(s string) bool {
 }
 
 // validSegments reports whether s is non-empty segments of name characters
-// separated by sep.
+// separated by sep (which is not a name character), in one pass.
 func validSegments(s string, sep byte) bool {
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == sep {
-			if i == start || !isNameSeg(s[start:i]) {
+	prev := sep // the start counts as a separator: no empty first segment
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == sep {
+			if prev == sep {
 				return false
 			}
-			start = i + 1
+		} else if !isNameChar(c) {
+			return false
 		}
+		prev = c
 	}
-	return true
+	return prev != sep // covers "" and an empty last segment
 }
 
 // validVersionSegment accepts "v" and a number without leading zeros, so
@@ -226,14 +229,8 @@ func validVersionNumber(n string) bool {
 	return true
 }
 
-func isNameSeg(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // ValidSchemaRef reports whether s has the form of a schema reference
@@ -288,17 +285,18 @@ func validCapabilityRef(s string) bool {
 	if len(s) > MaxIDLength {
 		return false
 	}
-	kind, name, ok := strings.Cut(s, ":")
-	if !ok || kind == "" || name == "" {
-		return false
-	}
-	for i := 0; i < len(kind); i++ {
-		if c := kind[i]; !(isLowerAlnum(c) || c == '_' || c == '-') {
+	// The kind runs to the first ':' (which it cannot hold).
+	i := 0
+	for ; i < len(s) && s[i] != ':'; i++ {
+		if c := s[i]; !(isLowerAlnum(c) || c == '_' || c == '-') {
 			return false
 		}
 	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c <= ' ' || c == 0x7f {
+	if i == 0 || i >= len(s)-1 { // no kind, no ':' or no name
+		return false
+	}
+	for i++; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
 			return false
 		}
 	}

@@ -51,22 +51,29 @@ func Prepare(dst []Entry, msgs []*protocol.Message, maxSize int) ([]Entry, error
 		if len(raw) > maxSize {
 			return nil, &store.TooLargeError{What: "message", Index: i, Size: len(raw), Limit: maxSize}
 		}
-		out[i] = EntryOf(m, raw)
+		entryOf(&out[i], m, raw)
 	}
 	return out, nil
 }
 
 // EntryOf returns the entry of m, whose bytes are raw.
 func EntryOf(m *protocol.Message, raw []byte) Entry {
-	e := Entry{
-		Raw: raw, ID: m.ID, RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID,
-		AgentID: m.From.AgentID, Type: m.Type, IdempotencyKey: m.IdempotencyKey,
-		Attempt: m.Attempt, Ends: protocol.EndsTask(m),
-	}
-	if ch, ok := m.Meta["ui_channel"].(string); ok {
-		e.Channel = ch
-	}
+	var e Entry
+	entryOf(&e, m, raw)
 	return e
+}
+
+// entryOf fills e, which is zero, in place: Prepare's entries are not
+// built on the stack and then copied.
+func entryOf(e *Entry, m *protocol.Message, raw []byte) {
+	e.Raw, e.ID, e.RunID, e.ThreadID, e.TaskID = raw, m.ID, m.RunID, m.ThreadID, m.TaskID
+	e.AgentID, e.Type, e.IdempotencyKey = m.From.AgentID, m.Type, m.IdempotencyKey
+	e.Attempt, e.Ends = m.Attempt, protocol.EndsTask(m)
+	if len(m.Meta) > 0 {
+		if ch, ok := m.Meta["ui_channel"].(string); ok {
+			e.Channel = ch
+		}
+	}
 }
 
 // Index names the index that serves a query.
