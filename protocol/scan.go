@@ -121,6 +121,20 @@ func (sc *scanner) sub(a, b int) string {
 	return string(sc.data[a:b])
 }
 
+// skipPlainWords returns the index of the first byte of d from i on that
+// is not plain (see plainASCII), reading 8 bytes at a time, as writer.str
+// does; it stops earlier, at the first index fewer than 8 bytes before the
+// end, when the bytes up to there are all plain.
+func skipPlainWords(d []byte, i int) int {
+	for i+8 <= len(d) {
+		if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
+}
+
 // strRange consumes a string starting at the opening quote and returns the
 // range of its content and whether it holds escapes.
 func (sc *scanner) strRange() (a, b int, esc bool, e *Error) {
@@ -128,15 +142,7 @@ func (sc *scanner) strRange() (a, b int, esc bool, e *Error) {
 	a = sc.pos
 	d := sc.data
 	for i := sc.pos; i < len(d); {
-		// Skip plain bytes 8 at a time, as writer.str does, up to the
-		// first byte that is not plain.
-		for i+8 <= len(d) {
-			if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
+		i = skipPlainWords(d, i)
 		if i >= len(d) {
 			break
 		}
