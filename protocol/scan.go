@@ -610,12 +610,8 @@ func checkJSON(b []byte, path string) error {
 	if len(b) == 0 {
 		return &Error{Code: CodeInvalidJSON, Path: path, Offset: 0, Detail: "empty JSON"}
 	}
-	if validJSON(b) {
-		return nil
-	}
-	// The scanner decides what validJSON was not sure of, and builds the
-	// error. skip reads only data, and the keys it compares for duplicates
-	// need not outlive it: no string copy is needed here.
+	// skip reads only data, and the keys it compares for duplicates need
+	// not outlive it: no string copy is needed here.
 	sc := scanner{data: b, maxDepth: DefaultMaxDepth, borrow: true}
 	if _, _, err := sc.skip(0); err != nil {
 		err.Path = path + err.Path
