@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"hash/maphash"
 	"iter"
 	"math"
@@ -51,7 +52,7 @@ type Store struct {
 	types     []protocol.Type              // the event types seen, by number
 	typeNums  map[protocol.Type]uint32     // and their numbers
 	byID      table                        // id → seq
-	byIdem    map[idemKey]uint64           // (run_id, idempotency_key) → seq
+	byIdem    table                        // (run_id, idempotency_key) → seq
 	indexes   [driver.AgentIndex + 1]table // value → entry number, by driver.Index
 	entries   chunks[indexed]              // what the indexes hold, by entry number
 	artifacts map[[sha256.Size]byte]store.Artifact
@@ -88,9 +89,11 @@ func (c *chunks[T]) add() uint32 {
 
 // record is a stored event: its time, its type's number in Store.types,
 // and where its bytes are, slabs[slab][off:off+n], followed there by its
-// id's idn bytes (for byID, see hasID). Its run, thread, task and agent
-// are known from the index lists its seq is in (see page). It holds no
-// pointer, so the garbage collector never scans the events.
+// id's idn bytes (for byID, see hasID) and, when it has an
+// idempotency_key, by its run_id and key (for byIdem, see hasIdem). Its
+// run, thread, task and agent are known from the index lists its seq is
+// in (see page). It holds no pointer, so the garbage collector never
+// scans the events.
 type record struct {
 	sec               int64 // time: Unix seconds
 	nsec              int32 // and nanoseconds
@@ -117,16 +120,34 @@ func (s *Store) hasID(seq uint64, id string) bool {
 	return string(s.slabs[r.slab][start:start+r.idn]) == id
 }
 
-// hashes are the hashes of an entry's id and of the values it is indexed
+// hasIdem reports whether the event of seq, which has an
+// idempotency_key, has the given run_id and key; mu is held.
+func (s *Store) hasIdem(seq uint64, runID, key string) bool {
+	r := s.at(seq)
+	run, rest := cutLen(s.slabs[r.slab][r.off+r.n+r.idn:])
+	k, _ := cutLen(rest)
+	return string(run) == runID && string(k) == key
+}
+
+// hashes are the hashes of an entry's id, of its run_id and
+// idempotency_key (0 when it has no key) and of the values it is indexed
 // under (0 for none), by driver.Index: Append computes them before it
 // locks the store.
 type hashes struct {
-	id uint64
-	ix [driver.AgentIndex + 1]uint64
+	id, idem uint64
+	ix       [driver.AgentIndex + 1]uint64
 }
 
 func (s *Store) hashesOf(e *driver.Entry) hashes {
 	h := hashes{id: hash(s.seed, e.ID)}
+	if e.IdempotencyKey != "" {
+		var mh maphash.Hash
+		mh.SetSeed(s.seed)
+		mh.WriteString(e.RunID)
+		mh.WriteByte(0)
+		mh.WriteString(e.IdempotencyKey)
+		h.idem = mh.Sum64() | 1 // never 0 (table)
+	}
 	for ix, v := range [...]string{driver.TaskIndex: e.TaskID, driver.ThreadIndex: e.ThreadID, driver.RunIndex: e.RunID, driver.AgentIndex: e.AgentID} {
 		if v != "" {
 			h.ix[ix] = hash(s.seed, v)
@@ -134,8 +155,6 @@ func (s *Store) hashesOf(e *driver.Entry) hashes {
 	}
 	return h
 }
-
-type idemKey struct{ runID, key string }
 
 var _ store.Store = (*Store)(nil)
 
@@ -164,7 +183,6 @@ func New(opts *Options) (*Store, error) {
 	s := &Store{
 		opts:      o,
 		seed:      maphash.MakeSeed(),
-		byIdem:    make(map[idemKey]uint64),
 		typeNums:  make(map[protocol.Type]uint32),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}
@@ -236,24 +254,23 @@ func (s *Store) add(e *driver.Entry, h *hashes, now time.Time) store.AppendResul
 	if seq, ok := s.lookupID(e.ID, h.id); ok {
 		return store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByID}
 	}
-	key := idemKey{e.RunID, e.IdempotencyKey}
 	if e.IdempotencyKey != "" {
-		if seq, ok := s.byIdem[key]; ok {
+		if seq, ok := s.byIdem.find(h.idem, func(seq uint64) bool { return s.hasIdem(seq, e.RunID, e.IdempotencyKey) }); ok {
 			return store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
 		}
 	}
 	seq := s.n + 1
-	if e.IdempotencyKey != "" {
-		s.byIdem[key] = seq
-	}
 	if s.n%chunkSize == 0 {
 		s.events = append(s.events, new([chunkSize]record))
 	}
 	s.n = seq
-	slab, off := s.keep(e.Raw, e.ID)
+	slab, off := s.keep(e.Raw, e.ID, e.RunID, e.IdempotencyKey)
 	*s.at(seq) = record{sec: now.Unix(), nsec: int32(now.Nanosecond()), typ: s.typeNum(e.Type),
 		slab: slab, off: off, n: uint32(len(e.Raw)), idn: uint32(len(e.ID))}
 	s.byID.put(h.id, seq)
+	if e.IdempotencyKey != "" {
+		s.byIdem.put(h.idem, seq)
+	}
 	// The task first: its state gives the change to the summaries of the
 	// run and the thread (summary.go).
 	var d driver.Delta
@@ -282,23 +299,40 @@ func (s *Store) add(e *driver.Entry, h *hashes, now time.Time) store.AppendResul
 }
 
 // keep copies b and then tail into the store's slabs and returns where
-// they start: an event's bytes and its id, or an index value (no b). Small
-// ones are packed into slabs of slabSize bytes, a small allocation each; a
+// they start: an event's bytes, its id and, when it has an
+// idempotency_key, its run_id and key, each with its length before it
+// (see cutLen); or an index value (no b, no run_id, no key). Small ones
+// are packed into slabs of slabSize bytes, a small allocation each; a
 // larger one gets a slab of its own. mu is held.
-func (s *Store) keep(b []byte, tail string) (slab, off uint32) {
+func (s *Store) keep(b []byte, tail, runID, idemKey string) (slab, off uint32) {
 	n := len(b) + len(tail)
+	if idemKey != "" {
+		n += 2*binary.MaxVarintLen64 + len(runID) + len(idemKey)
+	}
+	var dst []byte
 	if n > slabSize/4 {
-		own := append(append(make([]byte, 0, n), b...), tail...)
-		s.slabs = append(s.slabs, own)
-		return uint32(len(s.slabs) - 1), 0
+		s.slabs = append(s.slabs, make([]byte, 0, n))
+		slab, off = uint32(len(s.slabs)-1), 0
+	} else {
+		if s.slabs == nil || len(s.slabs[s.slab])+n > slabSize {
+			s.slabs = append(s.slabs, make([]byte, 0, slabSize))
+			s.slab = len(s.slabs) - 1
+		}
+		slab, off = uint32(s.slab), uint32(len(s.slabs[s.slab]))
 	}
-	if s.slabs == nil || len(s.slabs[s.slab])+n > slabSize {
-		s.slabs = append(s.slabs, make([]byte, 0, slabSize))
-		s.slab = len(s.slabs) - 1
+	dst = append(append(s.slabs[slab], b...), tail...)
+	if idemKey != "" {
+		dst = append(binary.AppendUvarint(dst, uint64(len(runID))), runID...)
+		dst = append(binary.AppendUvarint(dst, uint64(len(idemKey))), idemKey...)
 	}
-	cur := s.slabs[s.slab]
-	s.slabs[s.slab] = append(append(cur, b...), tail...)
-	return uint32(s.slab), uint32(len(cur))
+	s.slabs[slab] = dst
+	return slab, off
+}
+
+// cutLen cuts from b a string written by keep with its length before it.
+func cutLen(b []byte) (str, rest []byte) {
+	n, k := binary.Uvarint(b)
+	return b[k : k+int(n)], b[k+int(n):]
 }
 
 const slabSize = 32 << 10
@@ -336,7 +370,7 @@ func (s *Store) entry(ix driver.Index, value string, h uint64, add bool) *indexe
 	}
 	i := s.entries.add()
 	v := s.entries.at(i)
-	v.keySlab, v.keyOff = s.keep(nil, value)
+	v.keySlab, v.keyOff = s.keep(nil, value, "", "")
 	v.keyLen = uint32(len(value))
 	x.put(h, uint64(i))
 	return v
@@ -547,7 +581,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.slabs, s.byID, s.byIdem, s.indexes, s.entries, s.artifacts = nil, nil, table{}, nil, [len(s.indexes)]table{}, chunks[indexed]{}, nil
+	s.events, s.slabs, s.byID, s.byIdem, s.indexes, s.entries, s.artifacts = nil, nil, table{}, table{}, [len(s.indexes)]table{}, chunks[indexed]{}, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil
