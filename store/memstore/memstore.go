@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
@@ -44,17 +45,19 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	last      time.Time                    // the time of the latest event
-	events    []*[chunkSize]record         // the event with seq n is at(n)
-	n         uint64                       // events stored
-	slabs     [][]byte                     // the events' bytes (see keep)
-	slab      int                          // the slab small events are copied into
-	types     []protocol.Type              // the event types seen, by number
-	typeNums  map[protocol.Type]uint32     // and their numbers
-	byID      table                        // id → seq
-	byIdem    table                        // (run_id, idempotency_key) → seq
-	indexes   [driver.AgentIndex + 1]table // value → entry number, by driver.Index
-	entries   chunks[indexed]              // what the indexes hold, by entry number
+	last      time.Time                      // the time of the latest event
+	events    []*[chunkSize]record           // the event with seq n is at(n)
+	n         uint64                         // events stored
+	slabs     [][]byte                       // the events' bytes (see keep)
+	slab      int                            // the slab small events are copied into
+	spare     atomic.Pointer[[slabSize]byte] // the next slab, its memory touched (see prepareSlab)
+	preparing atomic.Bool                    // an Append is preparing the spare slab
+	types     []protocol.Type                // the event types seen, by number
+	typeNums  map[protocol.Type]uint32       // and their numbers
+	byID      table                          // id → seq
+	byIdem    table                          // (run_id, idempotency_key) → seq
+	indexes   [driver.AgentIndex + 1]table   // value → entry number, by driver.Index
+	entries   chunks[indexed]                // what the indexes hold, by entry number
 	artifacts map[[sha256.Size]byte]store.Artifact
 }
 
@@ -138,6 +141,21 @@ type hashes struct {
 	ix       [driver.AgentIndex + 1]uint64
 }
 
+// touch reads the slots of the tables where the lookups of h start (see
+// table.touch), before the store is locked.
+// (Atomic loads are never optimised away.)
+func (s *Store) touch(h *hashes) {
+	s.byID.touch(h.id)
+	if h.idem != 0 {
+		s.byIdem.touch(h.idem)
+	}
+	for ix := range h.ix {
+		if h.ix[ix] != 0 {
+			s.indexes[ix].touch(h.ix[ix])
+		}
+	}
+}
+
 func (s *Store) hashesOf(e *driver.Entry) hashes {
 	h := hashes{id: hash(s.seed, e.ID)}
 	if e.IdempotencyKey != "" {
@@ -206,6 +224,10 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	for i := range entries {
 		hs = append(hs, s.hashesOf(&entries[i]))
 	}
+	for i := range hs {
+		s.touch(&hs[i])
+	}
+	s.prepareSlab()
 	now := s.opts.Clock().UTC()
 	s.lock()
 	if s.closed {
@@ -315,7 +337,11 @@ func (s *Store) keep(b []byte, tail, runID, idemKey string) (slab, off uint32) {
 		slab, off = uint32(len(s.slabs)-1), 0
 	} else {
 		if s.slabs == nil || len(s.slabs[s.slab])+n > slabSize {
-			s.slabs = append(s.slabs, make([]byte, 0, slabSize))
+			next := s.spare.Swap(nil)
+			if next == nil {
+				next = new([slabSize]byte)
+			}
+			s.slabs = append(s.slabs, next[:0])
 			s.slab = len(s.slabs) - 1
 		}
 		slab, off = uint32(s.slab), uint32(len(s.slabs[s.slab]))
@@ -336,6 +362,23 @@ func cutLen(b []byte) (str, rest []byte) {
 }
 
 const slabSize = 32 << 10
+
+// prepareSlab makes the spare slab, unless there is one or another
+// Append is making it, and touches each page of it: the memory of a new
+// slab is usually new to the process, and the kernel's work of giving it
+// a page at its first write is then done here, with the store unlocked,
+// instead of by keep with the store locked.
+func (s *Store) prepareSlab() {
+	if s.spare.Load() != nil || !s.preparing.CompareAndSwap(false, true) {
+		return
+	}
+	b := new([slabSize]byte)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 0
+	}
+	s.spare.Store(b)
+	s.preparing.Store(false)
+}
 
 // typeNum returns the number of an event type, numbering it when it is
 // new; mu is held.
@@ -581,7 +624,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.slabs, s.byID, s.byIdem, s.indexes, s.entries, s.artifacts = nil, nil, table{}, table{}, [len(s.indexes)]table{}, chunks[indexed]{}, nil
+	s.events, s.slabs, s.entries, s.artifacts = nil, nil, chunks[indexed]{}, nil
+	s.byID.reset()
+	s.byIdem.reset()
+	for i := range s.indexes {
+		s.indexes[i].reset()
+	}
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

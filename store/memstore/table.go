@@ -1,6 +1,9 @@
 package memstore
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
 
 // table is a hash index from keys — event ids, the values of an index —
 // to numbers: seqs, entry numbers. It holds each key's hash and number
@@ -8,7 +11,10 @@ import "hash/maphash"
 // number leads (the event's bytes, the entry), and the caller says whether
 // a number's key is the one looked up (eq), which it is asked only for a
 // number whose full 64-bit hash matches. The caller hashes keys (hash)
-// before it locks the store, so the lock is held for the probe alone.
+// before it locks the store, and reads there the slot a lookup will start
+// from (touch): the lock is then held for a probe that finds its slots in
+// the cache, not for the wait for memory, and the reads of a batch's
+// slots wait for memory together.
 //
 // The table is split into parts by the top bits of the hash, each an
 // open-addressing table (linear probing) at most half full that doubles
@@ -20,14 +26,30 @@ type table struct {
 
 const tableParts = 256 // the top 8 bits of a hash choose the part
 
+// A part is read and changed under the store's lock, except by touch,
+// which reads slot hashes through view: slot hashes are therefore stored
+// atomically once the slots are in view.
 type part struct {
-	slots []slot // a power of two long, or nil
-	n     int    // slots in use
+	slots []slot                 // a power of two long, or nil
+	n     int                    // slots in use
+	view  atomic.Pointer[[]slot] // slots, for touch
 }
 
 // slot is an entry of a part: h is 0 when the slot is empty (hash never
 // returns 0).
 type slot struct{ h, v uint64 }
+
+// touch reads, without the store's lock, the hash in the slot where a
+// lookup of h starts, so that it is in the cache when the lookup runs.
+// The result means nothing.
+func (t *table) touch(h uint64) uint64 {
+	v := t.parts[h>>56].view.Load()
+	if v == nil {
+		return 0
+	}
+	s := *v
+	return atomic.LoadUint64(&s[h&uint64(len(s)-1)].h)
+}
 
 // hash is the hash of key under seed, never 0.
 func hash(seed maphash.Seed, key string) uint64 {
@@ -72,7 +94,8 @@ func (p *part) place(h, v uint64) {
 	mask := uint64(len(p.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		if s := &p.slots[i]; s.h == 0 {
-			*s = slot{h, v}
+			s.v = v
+			atomic.StoreUint64(&s.h, h) // touch may be reading it
 			return
 		}
 	}
@@ -86,6 +109,17 @@ func (p *part) grow() {
 		if s.h != 0 {
 			p.place(s.h, s.v)
 		}
+	}
+	view := p.slots
+	p.view.Store(&view)
+}
+
+// reset empties the table.
+func (t *table) reset() {
+	for i := range t.parts {
+		p := &t.parts[i]
+		p.view.Store(nil)
+		p.slots, p.n = nil, 0
 	}
 }
 

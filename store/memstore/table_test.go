@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -66,5 +68,37 @@ func TestTableCollisions(t *testing.T) {
 		if 2*p.n > len(p.slots) {
 			t.Fatalf("part %d: %d of %d slots used, more than half", i, p.n, len(p.slots))
 		}
+	}
+}
+
+// touch reads without the lock while puts and growths change the table
+// under it (run with -race).
+func TestTableTouchWhileGrowing(t *testing.T) {
+	var (
+		tb   table
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		stop atomic.Bool
+	)
+	seed := maphash.MakeSeed()
+	for range 2 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				tb.touch(hash(seed, strconv.Itoa(i%5000)))
+			}
+		})
+	}
+	for i := range 5000 {
+		mu.Lock()
+		tb.put(hash(seed, strconv.Itoa(i)), uint64(i))
+		mu.Unlock()
+	}
+	stop.Store(true)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	tb.reset()
+	if _, ok := tb.find(hash(seed, "1"), func(uint64) bool { return true }); ok {
+		t.Fatal("found a key after reset")
 	}
 }
