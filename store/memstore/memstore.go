@@ -219,6 +219,9 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		return nil, err
 	}
 	res := make([]store.AppendResult, len(entries))
+	// What needs no lock is done before the lock: hashing the keys,
+	// bringing the table slots they lead to into the cache, making the
+	// next slab.
 	var hbuf [len(buf)]hashes
 	hs := hbuf[:0]
 	for i := range entries {
@@ -625,6 +628,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.events, s.slabs, s.entries, s.artifacts = nil, nil, chunks[indexed]{}, nil
+	s.spare.Store(nil)
 	s.byID.reset()
 	s.byIdem.reset()
 	for i := range s.indexes {
