@@ -323,18 +323,17 @@ func (s *Store) add(e *driver.Entry, h *hashes, now time.Time) store.AppendResul
 	return store.AppendResult{Seq: seq}
 }
 
-// keep copies b and then tail into the store's slabs and returns where
-// they start: an event's bytes, its id and, when it has an
-// idempotency_key, its run_id and key, each with its length before it
-// (see cutLen); or an index value (no b, no run_id, no key). Small ones
-// are packed into slabs of slabSize bytes, a small allocation each; a
-// larger one gets a slab of its own. mu is held.
+// keep copies b and tail into the store's slabs, and then, when idemKey
+// is set, runID and idemKey, each after its length (see cutLen); it
+// returns where b starts. It keeps an event's bytes and id (whose length
+// is in its record), or an index value (tail alone). Small ones are
+// packed into slabs of slabSize bytes, a small allocation each; a larger
+// one gets a slab of its own. mu is held.
 func (s *Store) keep(b []byte, tail, runID, idemKey string) (slab, off uint32) {
 	n := len(b) + len(tail)
 	if idemKey != "" {
 		n += 2*binary.MaxVarintLen64 + len(runID) + len(idemKey)
 	}
-	var dst []byte
 	if n > slabSize/4 {
 		s.slabs = append(s.slabs, make([]byte, 0, n))
 		slab, off = uint32(len(s.slabs)-1), 0
@@ -349,7 +348,7 @@ func (s *Store) keep(b []byte, tail, runID, idemKey string) (slab, off uint32) {
 		}
 		slab, off = uint32(s.slab), uint32(len(s.slabs[s.slab]))
 	}
-	dst = append(append(s.slabs[slab], b...), tail...)
+	dst := append(append(s.slabs[slab], b...), tail...)
 	if idemKey != "" {
 		dst = append(binary.AppendUvarint(dst, uint64(len(runID))), runID...)
 		dst = append(binary.AppendUvarint(dst, uint64(len(idemKey))), idemKey...)
