@@ -71,8 +71,9 @@ func TestTableCollisions(t *testing.T) {
 	}
 }
 
-// touch reads without the lock while puts and growths change the table
-// under it (run with -race).
+// touch reads without the lock, and makes the slots of coming growths,
+// while puts and growths change the table under it (run with -race); every
+// key is found afterwards.
 func TestTableTouchWhileGrowing(t *testing.T) {
 	var (
 		tb   table
@@ -80,25 +81,44 @@ func TestTableTouchWhileGrowing(t *testing.T) {
 		wg   sync.WaitGroup
 		stop atomic.Bool
 	)
+	const n = 200000 // parts large enough for prepare
 	seed := maphash.MakeSeed()
-	for range 2 {
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = hash(seed, strconv.Itoa(i))
+	}
+	for g := range 2 {
 		wg.Go(func() {
-			for i := 0; !stop.Load(); i++ {
-				tb.touch(hash(seed, strconv.Itoa(i%5000)))
+			for i := g; !stop.Load(); i += 7 {
+				tb.touch(keys[i%n])
 			}
 		})
 	}
-	for i := range 5000 {
+	for i, h := range keys {
 		mu.Lock()
-		tb.put(hash(seed, strconv.Itoa(i)), uint64(i))
+		tb.put(h, uint64(i))
 		mu.Unlock()
 	}
 	stop.Store(true)
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	prepared := 0
+	for i := range tb.parts {
+		if len(tb.parts[i].slots) > prepareFrom {
+			prepared++
+		}
+	}
+	if prepared == 0 {
+		t.Fatalf("no part grew past %d slots: prepare was not exercised", prepareFrom)
+	}
+	for i, h := range keys {
+		if v, ok := tb.find(h, func(v uint64) bool { return v == uint64(i) }); !ok || v != uint64(i) {
+			t.Fatalf("key %d: find = %d, %v", i, v, ok)
+		}
+	}
 	tb.reset()
-	if _, ok := tb.find(hash(seed, "1"), func(uint64) bool { return true }); ok {
+	if _, ok := tb.find(keys[1], func(uint64) bool { return true }); ok {
 		t.Fatal("found a key after reset")
 	}
 }
