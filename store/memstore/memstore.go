@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
+	"hash/maphash"
 	"iter"
 	"math"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
@@ -38,21 +41,23 @@ type Options struct {
 type Store struct {
 	opts Options
 	sig  driver.Signal // notified after each append and on Close; followers wait on it
+	seed maphash.Seed  // of the tables' hashes
 
 	mu        sync.RWMutex
 	closed    bool
-	last      time.Time                    // the time of the latest event
-	events    []*[chunkSize]record         // the event with seq n is at(n)
-	n         uint64                       // events stored
-	slabs     [][]byte                     // the events' bytes (see keep)
-	slab      int                          // the slab small events are copied into
-	types     []protocol.Type              // the event types seen, by number
-	typeNums  map[protocol.Type]uint32     // and their numbers
-	byID      map[idKey]uint64             // id → seq, for ids up to 31 bytes
-	byLongID  map[string]uint64            // id → seq, for longer ids
-	byIdem    map[idemKey]uint64           // (run_id, idempotency_key) → seq
-	indexes   [driver.AgentIndex + 1]index // by driver.Index
-	entries   chunks[indexed]              // what the indexes hold, by entry number
+	last      time.Time                      // the time of the latest event
+	events    []*[chunkSize]record           // the event with seq n is at(n)
+	n         uint64                         // events stored
+	slabs     [][]byte                       // the events' bytes (see keep)
+	slab      int                            // the slab small events are copied into
+	spare     atomic.Pointer[[slabSize]byte] // the next slab, its memory touched (see prepareSlab)
+	preparing atomic.Bool                    // an Append is preparing the spare slab
+	types     []protocol.Type                // the event types seen, by number
+	typeNums  map[protocol.Type]uint32       // and their numbers
+	byID      table                          // id → seq
+	byIdem    table                          // (run_id, idempotency_key) → seq
+	indexes   [driver.AgentIndex + 1]table   // value → entry number, by driver.Index
+	entries   chunks[indexed]                // what the indexes hold, by entry number
 	artifacts map[[sha256.Size]byte]store.Artifact
 }
 
@@ -86,14 +91,17 @@ func (c *chunks[T]) add() uint32 {
 }
 
 // record is a stored event: its time, its type's number in Store.types,
-// and where its bytes are, slabs[slab][off:off+n]. Its run, thread, task
-// and agent are known from the index lists its seq is in (see page). It
-// holds no pointer, so the garbage collector never scans the events.
+// and where its bytes are, slabs[slab][off:off+n], followed there by its
+// id's idn bytes (for byID, see hasID) and, when it has an
+// idempotency_key, by its run_id and key (for byIdem, see hasIdem). Its
+// run, thread, task and agent are known from the index lists its seq is
+// in (see page). It holds no pointer, so the garbage collector never
+// scans the events.
 type record struct {
-	sec          int64 // time: Unix seconds
-	nsec         int32 // and nanoseconds
-	typ          uint32
-	slab, off, n uint32
+	sec               int64 // time: Unix seconds
+	nsec              int32 // and nanoseconds
+	typ               uint32
+	slab, off, n, idn uint32
 }
 
 // event returns the stored event of seq; mu is held.
@@ -103,32 +111,68 @@ func (s *Store) event(seq uint64) store.Event {
 	return store.Event{Seq: seq, Time: time.Unix(r.sec, int64(r.nsec)).UTC(), Raw: s.slabs[r.slab][r.off:end:end]}
 }
 
-// idKey holds an id of up to 31 bytes (its length, then its bytes): the
-// ids this SDK makes are 30 bytes. Keys without pointers keep the largest
-// maps of the store out of the garbage collector's way, and let the
-// message's strings go once its event is stored.
-type idKey [32]byte
-
-func shortID(id string) (k idKey, ok bool) {
-	if len(id) >= len(k) {
-		return k, false
-	}
-	k[0] = byte(len(id))
-	copy(k[1:], id)
-	return k, true
+// lookupID finds the seq of an event by id, whose hash is h; mu is held.
+func (s *Store) lookupID(id string, h uint64) (uint64, bool) {
+	return s.byID.find(h, func(seq uint64) bool { return s.hasID(seq, id) })
 }
 
-// lookupID finds the seq of an event by id; mu is held.
-func (s *Store) lookupID(id string) (uint64, bool) {
-	if k, ok := shortID(id); ok {
-		seq, found := s.byID[k]
-		return seq, found
-	}
-	seq, found := s.byLongID[id]
-	return seq, found
+// hasID reports whether the event of seq has the given id; mu is held.
+func (s *Store) hasID(seq uint64, id string) bool {
+	r := s.at(seq)
+	start := r.off + r.n
+	return string(s.slabs[r.slab][start:start+r.idn]) == id
 }
 
-type idemKey struct{ runID, key string }
+// hasIdem reports whether the event of seq, which has an
+// idempotency_key, has the given run_id and key; mu is held.
+func (s *Store) hasIdem(seq uint64, runID, key string) bool {
+	r := s.at(seq)
+	run, rest := cutLen(s.slabs[r.slab][r.off+r.n+r.idn:])
+	k, _ := cutLen(rest)
+	return string(run) == runID && string(k) == key
+}
+
+// hashes are the hashes of an entry's id, of its run_id and
+// idempotency_key (0 when it has no key) and of the values it is indexed
+// under (0 for none), by driver.Index: Append computes them before it
+// locks the store.
+type hashes struct {
+	id, idem uint64
+	ix       [driver.AgentIndex + 1]uint64
+}
+
+// touch reads the slots of the tables where the lookups of h start (see
+// table.touch), before the store is locked.
+// (Atomic loads are never optimised away.)
+func (s *Store) touch(h *hashes) {
+	s.byID.touch(h.id)
+	if h.idem != 0 {
+		s.byIdem.touch(h.idem)
+	}
+	for ix := range h.ix {
+		if h.ix[ix] != 0 {
+			s.indexes[ix].touch(h.ix[ix])
+		}
+	}
+}
+
+func (s *Store) hashesOf(e *driver.Entry) hashes {
+	h := hashes{id: hash(s.seed, e.ID)}
+	if e.IdempotencyKey != "" {
+		var mh maphash.Hash
+		mh.SetSeed(s.seed)
+		mh.WriteString(e.RunID)
+		mh.WriteByte(0)
+		mh.WriteString(e.IdempotencyKey)
+		h.idem = mh.Sum64() | 1 // never 0 (table)
+	}
+	for ix, v := range [...]string{driver.TaskIndex: e.TaskID, driver.ThreadIndex: e.ThreadID, driver.RunIndex: e.RunID, driver.AgentIndex: e.AgentID} {
+		if v != "" {
+			h.ix[ix] = hash(s.seed, v)
+		}
+	}
+	return h
+}
 
 var _ store.Store = (*Store)(nil)
 
@@ -156,14 +200,9 @@ func New(opts *Options) (*Store, error) {
 	}
 	s := &Store{
 		opts:      o,
-		byID:      make(map[idKey]uint64),
-		byLongID:  make(map[string]uint64),
-		byIdem:    make(map[idemKey]uint64),
+		seed:      maphash.MakeSeed(),
 		typeNums:  make(map[protocol.Type]uint32),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
-	}
-	for i := range s.indexes {
-		s.indexes[i] = index{short: make(map[idKey]uint32), long: make(map[string]uint32)}
 	}
 	return s, nil
 }
@@ -180,6 +219,18 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		return nil, err
 	}
 	res := make([]store.AppendResult, len(entries))
+	// What needs no lock is done before the lock: hashing the keys,
+	// bringing the table slots they lead to into the cache, making the
+	// next slab.
+	var hbuf [len(buf)]hashes
+	hs := hbuf[:0]
+	for i := range entries {
+		hs = append(hs, s.hashesOf(&entries[i]))
+	}
+	for i := range hs {
+		s.touch(&hs[i])
+	}
+	s.prepareSlab()
 	now := s.opts.Clock().UTC()
 	s.lock()
 	if s.closed {
@@ -200,7 +251,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	// though it is applied one message at a time, and a message finds a
 	// duplicate earlier in the same batch.
 	for i := range entries {
-		res[i] = s.add(&entries[i], now)
+		res[i] = s.add(&entries[i], &hs[i], now)
 	}
 	s.mu.Unlock()
 	s.sig.Notify()
@@ -222,38 +273,34 @@ func (s *Store) lock() {
 	s.mu.Lock()
 }
 
-// add appends e unless it duplicates a stored event; mu is held.
-func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
-	if seq, ok := s.lookupID(e.ID); ok {
+// add appends e, whose hashes are h, unless it duplicates a stored event;
+// mu is held.
+func (s *Store) add(e *driver.Entry, h *hashes, now time.Time) store.AppendResult {
+	if seq, ok := s.lookupID(e.ID, h.id); ok {
 		return store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByID}
 	}
-	key := idemKey{e.RunID, e.IdempotencyKey}
 	if e.IdempotencyKey != "" {
-		if seq, ok := s.byIdem[key]; ok {
+		if seq, ok := s.byIdem.find(h.idem, func(seq uint64) bool { return s.hasIdem(seq, e.RunID, e.IdempotencyKey) }); ok {
 			return store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
 		}
 	}
 	seq := s.n + 1
-	if k, ok := shortID(e.ID); ok {
-		s.byID[k] = seq
-	} else {
-		s.byLongID[e.ID] = seq
-	}
-	if e.IdempotencyKey != "" {
-		s.byIdem[key] = seq
-	}
 	if s.n%chunkSize == 0 {
 		s.events = append(s.events, new([chunkSize]record))
 	}
 	s.n = seq
-	slab, off := s.keep(e.Raw)
+	slab, off := s.keep(e.Raw, e.ID, e.RunID, e.IdempotencyKey)
 	*s.at(seq) = record{sec: now.Unix(), nsec: int32(now.Nanosecond()), typ: s.typeNum(e.Type),
-		slab: slab, off: off, n: uint32(len(e.Raw))}
+		slab: slab, off: off, n: uint32(len(e.Raw)), idn: uint32(len(e.ID))}
+	s.byID.put(h.id, seq)
+	if e.IdempotencyKey != "" {
+		s.byIdem.put(h.idem, seq)
+	}
 	// The task first: its state gives the change to the summaries of the
 	// run and the thread (summary.go).
 	var d driver.Delta
 	if e.TaskID != "" {
-		v := s.entry(driver.TaskIndex, e.TaskID, true)
+		v := s.entry(driver.TaskIndex, e.TaskID, h.ix[driver.TaskIndex], true)
 		v.add(seq)
 		if driver.NeedsTask(e) {
 			d = v.step(e)
@@ -264,36 +311,76 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 		value string
 	}{{driver.RunIndex, e.RunID}, {driver.ThreadIndex, e.ThreadID}} {
 		if f.value != "" {
-			v := s.entry(f.ix, f.value, true)
+			v := s.entry(f.ix, f.value, h.ix[f.ix], true)
 			v.fold(e, seq, d)
 			v.add(seq)
 		}
 	}
 	if e.AgentID != "" {
-		v := s.entry(driver.AgentIndex, e.AgentID, true)
+		v := s.entry(driver.AgentIndex, e.AgentID, h.ix[driver.AgentIndex], true)
 		v.add(seq)
 	}
 	return store.AppendResult{Seq: seq}
 }
 
-// keep copies an event's bytes into the store's slabs and returns where
-// they are. Small events are packed into slabs of slabSize bytes, a small
-// allocation each; a larger one gets a slab of its own. mu is held.
-func (s *Store) keep(b []byte) (slab, off uint32) {
-	if len(b) > slabSize/4 {
-		s.slabs = append(s.slabs, bytes.Clone(b))
-		return uint32(len(s.slabs) - 1), 0
+// keep copies b and tail into the store's slabs, and then, when idemKey
+// is set, runID and idemKey, each after its length (see cutLen); it
+// returns where b starts. It keeps an event's bytes and id (whose length
+// is in its record), or an index value (tail alone). Small ones are
+// packed into slabs of slabSize bytes, a small allocation each; a larger
+// one gets a slab of its own. mu is held.
+func (s *Store) keep(b []byte, tail, runID, idemKey string) (slab, off uint32) {
+	n := len(b) + len(tail)
+	if idemKey != "" {
+		n += 2*binary.MaxVarintLen64 + len(runID) + len(idemKey)
 	}
-	if s.slabs == nil || len(s.slabs[s.slab])+len(b) > slabSize {
-		s.slabs = append(s.slabs, make([]byte, 0, slabSize))
-		s.slab = len(s.slabs) - 1
+	if n > slabSize/4 {
+		s.slabs = append(s.slabs, make([]byte, 0, n))
+		slab, off = uint32(len(s.slabs)-1), 0
+	} else {
+		if s.slabs == nil || len(s.slabs[s.slab])+n > slabSize {
+			next := s.spare.Swap(nil)
+			if next == nil {
+				next = new([slabSize]byte)
+			}
+			s.slabs = append(s.slabs, next[:0])
+			s.slab = len(s.slabs) - 1
+		}
+		slab, off = uint32(s.slab), uint32(len(s.slabs[s.slab]))
 	}
-	cur := s.slabs[s.slab]
-	s.slabs[s.slab] = append(cur, b...)
-	return uint32(s.slab), uint32(len(cur))
+	dst := append(append(s.slabs[slab], b...), tail...)
+	if idemKey != "" {
+		dst = append(binary.AppendUvarint(dst, uint64(len(runID))), runID...)
+		dst = append(binary.AppendUvarint(dst, uint64(len(idemKey))), idemKey...)
+	}
+	s.slabs[slab] = dst
+	return slab, off
+}
+
+// cutLen cuts from b a string written by keep with its length before it.
+func cutLen(b []byte) (str, rest []byte) {
+	n, k := binary.Uvarint(b)
+	return b[k : k+int(n)], b[k+int(n):]
 }
 
 const slabSize = 32 << 10
+
+// prepareSlab makes the spare slab, unless there is one or another
+// Append is making it, and touches each page of it: the memory of a new
+// slab is usually new to the process, and the kernel's work of giving it
+// a page at its first write is then done here, with the store unlocked,
+// instead of by keep with the store locked.
+func (s *Store) prepareSlab() {
+	if s.spare.Load() != nil || !s.preparing.CompareAndSwap(false, true) {
+		return
+	}
+	b := new([slabSize]byte)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 0
+	}
+	s.spare.Store(b)
+	s.preparing.Store(false)
+}
 
 // typeNum returns the number of an event type, numbering it when it is
 // new; mu is held.
@@ -308,47 +395,44 @@ func (s *Store) typeNum(t protocol.Type) uint32 {
 	return n
 }
 
-// index maps each value of a field (a run id, an agent id, ...) to the
-// number of its entry in Store.entries: the seqs of the events that have
-// it, ascending, and what summaries count of it (see indexed). Values are
-// keyed like ids: by value when short, so that the large maps hold no
-// pointer. One lookup finds a known value's entry, which is then changed
-// in place.
-type index struct {
-	short map[idKey]uint32 // values up to 31 bytes
-	long  map[string]uint32
+// An index (Store.indexes) maps each value of a field (a run id, an
+// agent id, ...) to the number of its entry in Store.entries: the value
+// (kept in the slabs), the seqs of the events that have it, ascending,
+// and what summaries count of it (see indexed). One lookup finds a known
+// value's entry, which is then changed in place.
+
+// entry returns the entry of value, whose hash is h, in index ix; when
+// there is none, a new empty one when add is set, else nil. mu is held,
+// for writing when add is set.
+func (s *Store) entry(ix driver.Index, value string, h uint64, add bool) *indexed {
+	x := &s.indexes[ix]
+	n, ok := x.find(h, func(n uint64) bool { return s.isKey(s.entries.at(uint32(n)), value) })
+	if ok {
+		return s.entries.at(uint32(n))
+	}
+	if !add {
+		return nil
+	}
+	i := s.entries.add()
+	v := s.entries.at(i)
+	v.keySlab, v.keyOff = s.keep(nil, value, "", "")
+	v.keyLen = uint32(len(value))
+	x.put(h, uint64(i))
+	return v
 }
 
-// entry returns the entry of value in index ix; when there is none, a new
-// empty one when add is set, else nil. mu is held, for writing when add is
-// set.
-func (s *Store) entry(ix driver.Index, value string, add bool) *indexed {
-	x := &s.indexes[ix]
-	k, short := shortID(value)
-	var n uint32
-	var ok bool
-	if short {
-		n, ok = x.short[k]
-	} else {
-		n, ok = x.long[value]
-	}
-	if !ok {
-		if !add {
-			return nil
-		}
-		n = s.entries.add()
-		if short {
-			x.short[k] = n
-		} else {
-			x.long[strings.Clone(value)] = n // not a part of a larger string
-		}
-	}
-	return s.entries.at(n)
+// key returns the value of an index entry: the slab's bytes, to be
+// read only. mu is held.
+func (s *Store) key(v *indexed) []byte {
+	return s.slabs[v.keySlab][v.keyOff : v.keyOff+v.keyLen]
 }
+
+// isKey reports whether value is the value of entry v; mu is held.
+func (s *Store) isKey(v *indexed, value string) bool { return string(s.key(v)) == value }
 
 // seqs returns the seqs of value in index ix; mu is held.
 func (s *Store) seqs(ix driver.Index, value string) []uint64 {
-	if v := s.entry(ix, value, false); v != nil {
+	if v := s.entry(ix, value, hash(s.seed, value), false); v != nil {
 		return v.seqs
 	}
 	return nil
@@ -364,7 +448,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	if s.closed {
 		return store.Event{}, store.ErrClosed
 	}
-	seq, ok := s.lookupID(id)
+	seq, ok := s.lookupID(id, hash(s.seed, id))
 	if !ok {
 		return store.Event{}, store.ErrNotFound
 	}
@@ -542,7 +626,13 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.slabs, s.byID, s.byLongID, s.byIdem, s.indexes, s.entries, s.artifacts = nil, nil, nil, nil, nil, [len(s.indexes)]index{}, chunks[indexed]{}, nil
+	s.events, s.slabs, s.entries, s.artifacts = nil, nil, chunks[indexed]{}, nil
+	s.spare.Store(nil)
+	s.byID.reset()
+	s.byIdem.reset()
+	for i := range s.indexes {
+		s.indexes[i].reset()
+	}
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

@@ -266,3 +266,48 @@ func TestTimesFollowSeqs(t *testing.T) {
 	}
 	assert.Equal(t, 400, n)
 }
+
+// Ids and index values of any length, in events small enough to share a
+// slab and in events large enough to have their own, deduplicate and are
+// found by Get, Read and the summaries.
+func TestLongIDsAndValues(t *testing.T) {
+	s := openStore(t, &memstore.Options{MaxEventSize: 1 << 20})
+	ctx := context.Background()
+	ids := protocol.NewIDs(nil)
+	for i, n := range []int{1, 31, 32, 200, 240} {
+		for _, pad := range []int{0, 9000} {
+			m := ids.NewMessage(protocol.TypeChatMessage, "agent:a")
+			tag := fmt.Sprintf("%d-%d-", i, pad)
+			m.ID = "msg_" + tag + strings.Repeat("i", n)
+			m.RunID = "run_" + tag + strings.Repeat("r", n)
+			m.ThreadID = "thr_" + tag + strings.Repeat("t", n)
+			m.TaskID = "task_" + tag + strings.Repeat("k", n)
+			m.Meta = map[string]any{"pad": strings.Repeat("x", pad)}
+			what := fmt.Sprintf("id of %d bytes, %d bytes of padding", len(m.ID), pad)
+
+			res, err := s.Append(ctx, m)
+			require.NoError(t, err)
+			require.False(t, res[0].Duplicate, "first append, %s", what)
+			again := m.Clone()
+			again.Reset()
+			res2, err := s.Append(ctx, again)
+			require.NoError(t, err)
+			assert.Equal(t, store.AppendResult{Seq: res[0].Seq, Duplicate: true, DuplicateBy: store.DedupByID}, res2[0], "again, %s", what)
+			ev, err := s.Get(ctx, m.ID)
+			require.NoError(t, err)
+			assert.Equal(t, string(m.Raw()), string(ev.Raw), "Get, %s", what)
+			assert.Equal(t, len(ev.Raw), cap(ev.Raw), "Raw has no room past its end, %s", what)
+			_, err = s.Get(ctx, m.ID[:len(m.ID)-1])
+			assert.ErrorIs(t, err, store.ErrNotFound, "a prefix of the id, %s", what)
+			for _, q := range []store.Query{{RunID: m.RunID}, {ThreadID: m.ThreadID}, {TaskID: m.TaskID}} {
+				assert.Equal(t, []string{m.ID}, readIDs(t, s, q), "%+v, %s", q, what)
+			}
+			found := false
+			for sum, err := range s.Runs(ctx, store.ListQuery{}) {
+				require.NoError(t, err)
+				found = found || sum.ID == m.RunID
+			}
+			assert.True(t, found, "Runs lists the run, %s", what)
+		}
+	}
+}

@@ -31,6 +31,8 @@ type indexed struct {
 	// A task (driver.TaskState).
 	known, taskEnded bool // its request is stored; its latest attempt ended
 	attempt          int32
+	// Where its value is: slabs[keySlab][keyOff:keyOff+keyLen] (see key).
+	keySlab, keyOff, keyLen uint32
 }
 
 // add appends seq to the seqs.
@@ -121,13 +123,7 @@ func (s *Store) summaries(ix driver.Index, q store.ListQuery) []listed {
 			Tasks: int(v.tasks), Ended: int(v.ended), Status: v.status}, channel: v.channel}
 		out = append(out, l)
 	}
-	x := &s.indexes[ix]
-	for k, n := range x.short {
-		add(string(k[1:1+k[0]]), n)
-	}
-	for id, n := range x.long {
-		add(id, n)
-	}
+	s.indexes[ix].each(func(n uint64) { add(string(s.key(s.entries.at(uint32(n)))), uint32(n)) })
 	slices.SortFunc(out, func(a, b listed) int { return cmp.Compare(b.sum.LastSeq, a.sum.LastSeq) })
 	if q.Limit > 0 && len(out) > q.Limit {
 		out = out[:q.Limit]
