@@ -519,15 +519,20 @@
     const save = el("a", { class: "att-save", href: url, download: fileName(a), type }, "save");
     status.textContent = "";
     add(status, [fmtSize(blob.size) + " · ", save]);
-    box.dataset.state = "ready";
     box.dataset.size = String(blob.size);
+    // "ready" once the preview is in place: a reader (or a test) that
+    // waits for it finds the text there.
     if (isText(type) && blob.size <= PREVIEW_MAX) {
       let text = await blob.text();
       if (/json/i.test(type)) { try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (_) { /* shown as sent */ } }
       const old = box.querySelector(".att-preview");
       if (old) old.remove();
       box.appendChild(el("pre", { class: "att-preview json" }, text));
-    } else save.click();
+      box.dataset.state = "ready";
+    } else {
+      box.dataset.state = "ready";
+      save.click();
+    }
   }
 
   // ---- the message pane ----------------------------------------------------
