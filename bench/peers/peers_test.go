@@ -133,11 +133,17 @@ var (
 // ratios records, after the sub-benchmarks of b ran, each Clutch rate to
 // be set against each peer's at the end of the run (TestMain).
 func ratios(b *testing.B, clutch string, peers ...string) {
+	for _, p := range peers {
+		addRatio(ratio{b.Name(), b.Name() + "/" + clutch, b.Name() + "/" + p})
+	}
+}
+
+// addRatio records one ratio of two benchmarks, printed at the end of the
+// run (TestMain) when both ran.
+func addRatio(r ratio) {
 	ratiosMu.Lock()
 	defer ratiosMu.Unlock()
-	for _, p := range peers {
-		ratioSet = append(ratioSet, ratio{b.Name(), b.Name() + "/" + clutch, b.Name() + "/" + p})
-	}
+	ratioSet = append(ratioSet, r)
 }
 
 // TestMain prints the ratios of the benchmarks that ran, after them.
@@ -461,10 +467,8 @@ func BenchmarkDurableTask(b *testing.B) {
 	// The durable round trip against the in-memory request/reply of
 	// BenchmarkRoundTrip, when that ran too: what storing and fsyncing
 	// every step costs against a peer that stores nothing.
-	ratiosMu.Lock()
-	ratioSet = append(ratioSet, ratio{"durable task round trip against in-memory request/reply",
+	addRatio(ratio{"durable task round trip against in-memory request/reply",
 		b.Name() + "/clutch-boltstore-fsync", "BenchmarkRoundTrip/watermill-requestreply"})
-	ratiosMu.Unlock()
 }
 
 const taskHeader = "Clutch-Task"

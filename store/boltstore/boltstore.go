@@ -8,6 +8,7 @@ import (
 	"errors"
 	"iter"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,11 +121,7 @@ func (s *Store) updateIn(f func(tx *bolt.Tx) error) error {
 	var entered bool
 	defer func() { // after the commit, the rollback or a panic
 		if entered {
-			hwm, err := s.hwm()
-			if err != nil {
-				hwm = -1 // closed or failing: no more zeros
-			}
-			s.res.leave(hwm)
+			s.leaveReserve()
 		}
 	}()
 	return s.db.Update(func(tx *bolt.Tx) error {
@@ -140,14 +137,21 @@ func (s *Store) updateIn(f func(tx *bolt.Tx) error) error {
 // and writes pages only in Commit.
 func (s *Store) commitIn(tx *bolt.Tx) error {
 	s.res.enter()
-	defer func() { // after the commit or a panic
-		hwm, err := s.hwm()
-		if err != nil {
-			hwm = -1 // closed or failing: no more zeros
-		}
-		s.res.leave(hwm)
-	}()
+	defer s.leaveReserve() // after the commit or a panic
 	return tx.Commit()
+}
+
+// leaveReserve ends what s.res.enter began, once the write transaction
+// has committed or rolled back, with the high-water mark it left.
+func (s *Store) leaveReserve() {
+	if s.res == nil {
+		return
+	}
+	hwm, err := s.hwm()
+	if err != nil {
+		hwm = -1 // closed or failing: no more zeros
+	}
+	s.res.leave(hwm)
 }
 
 // open checks the file (see inspect) and opens it with bbolt. The check
@@ -261,7 +265,7 @@ func (s *Store) load() error {
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets() {
-			if tx.Bucket(name) == nil && !(upgrade && (bytes.Equal(name, bucketIDBlocks) || bytes.Equal(name, bucketIdemBlocks))) {
+			if tx.Bucket(name) == nil && !(upgrade && slices.ContainsFunc(blockBuckets[:], func(b []byte) bool { return bytes.Equal(b, name) })) {
 				return corrupt("bucket %q is missing", name)
 			}
 		}
@@ -327,7 +331,7 @@ func (s *Store) load() error {
 	// either is told the file is newer instead. Only a file that passed
 	// the checks above is written to.
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketIDBlocks, bucketIdemBlocks} {
+		for _, name := range blockBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

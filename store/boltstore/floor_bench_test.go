@@ -68,13 +68,10 @@ func BenchmarkDurableFloor(b *testing.B) {
 				}
 				mu.Lock()
 				if !timer.Stop() {
-					want = 0
-					break
+					break // the millisecond is over
 				}
 			}
 			want = 0
-			mu.Unlock()
-			mu.Lock()
 			group = append(group[:0], queued...)
 			clear(queued)
 			queued = queued[:0]

@@ -28,6 +28,7 @@ import (
 var (
 	bucketIDBlocks   = []byte("ids.blocks")
 	bucketIdemBlocks = []byte("idem.blocks")
+	blockBuckets     = [...][]byte{bucketIDBlocks, bucketIdemBlocks} // new in format 3
 )
 
 // idBlockLen is the most keys a block holds: a lookup decodes at most

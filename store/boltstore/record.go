@@ -10,8 +10,9 @@ import (
 )
 
 // The file layout (format 3; format 2 has no blocks, all its ids and
-// idempotency keys are under keys of their own, and format 1 differs from 2 only in its records, which have no
-// checksum; both are read too). Every bucket is at the top level.
+// idempotency keys are under keys of their own, and format 1 differs from
+// 2 only in its records, which have no checksum; both are read too).
+// Every bucket is at the top level.
 //
 //	meta       "format" → uint32 BE; "indexed" → uint64 BE (see tail.go)
 //	events     seq (uint64 BE) → record

@@ -139,8 +139,8 @@ type writer struct {
 	now              int64
 	seq              uint64
 
-	lastGroup  int           // requests in the last group
-	lastCommit time.Duration // how long it took, from its first request to its acknowledgements
+	lastGroup int           // requests in the last group
+	lastTook  time.Duration // how long it took, from its first request to its acknowledgements
 
 	commits, appended, duplicates, flushes atomic.Uint64
 }
@@ -182,13 +182,12 @@ func (w *writer) run() {
 // synchronous appenders settle into two cohorts that alternate, each
 // group holding half of them, and every event pays twice the share of a
 // commit it would pay in one group; the wait costs no processor time (the
-// writer puts each request as it comes) and never more than a fraction of
-// the commit it shares.
+// writer puts each request as it comes).
 func (w *writer) gatherFor() time.Duration {
 	if w.lastGroup <= 1 {
 		return 0
 	}
-	return min(w.lastCommit/2, maxGather)
+	return min(w.lastTook/2, maxGather)
 }
 
 // maxGather caps the gathering wait, so that a slow commit (a loaded
@@ -237,7 +236,7 @@ func (w *writer) group() bool {
 	w.lastGroup = len(w.batch)
 	w.end(err)
 	w.live = w.live[:0]
-	w.lastCommit = time.Since(start)
+	w.lastTook = time.Since(start)
 	clear(w.batch)
 	return true
 }
@@ -250,7 +249,6 @@ func (w *writer) group() bool {
 type queue struct {
 	mu     sync.Mutex
 	reqs   []*request
-	n      int  // events in reqs
 	want   int  // wake the writer when len(reqs) reaches it; 0: it is not waiting
 	closed bool // Close was called: no more requests
 	wake   chan struct{}
@@ -265,7 +263,6 @@ func (q *queue) push(r *request) bool {
 		return false
 	}
 	q.reqs = append(q.reqs, r)
-	q.n += len(r.entries)
 	if q.want > 0 && len(q.reqs) >= q.want {
 		q.want = 0
 		select {
@@ -336,7 +333,6 @@ func (q *queue) take(dst []*request, events, maxEvents int) ([]*request, int) {
 	i := 0
 	for i < len(q.reqs) && (events == 0 || events+len(q.reqs[i].entries) <= maxEvents) {
 		events += len(q.reqs[i].entries)
-		q.n -= len(q.reqs[i].entries)
 		i++
 	}
 	dst = append(dst, q.reqs[:i]...)
@@ -396,16 +392,16 @@ func (w *writer) begin() error {
 			return err
 		}
 		w.tx = tx
+		if w.sums == nil {
+			w.sums = newSumBatch(nil)
+		}
+		w.sums.tx = tx
 		w.events = tx.Bucket(bucketEvents)
 		w.ids, w.idBlocks = tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)
 		w.idem, w.idemBlocks = tx.Bucket(bucketIdem), tx.Bucket(bucketIdemBlocks)
 		w.events.FillPercent = 1.0 // append-only: full pages
 		w.now = s.opts.Clock().UnixNano()
 		w.seq = s.last
-		if w.sums == nil {
-			w.sums = newSumBatch(nil)
-		}
-		w.sums.tx = tx
 		return nil
 	})
 }
