@@ -328,3 +328,42 @@ func TestNodeTaskBudgetUnread(t *testing.T) {
 		t.Fatalf("the task.error: %+v", ep)
 	}
 }
+
+// In a team, what a router read of its runs' requests is bounded: with
+// maxCounted runs known, a new run takes the place of one of them, and a
+// run forgotten is read again, with the same outcome.
+func TestNodeTaskBudgetForgetsRuns(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 1}})
+	a.register(card("agent:x", skill("skill:x")), func(context.Context, *Task) (*Result, error) { return summary("x"), nil })
+	a.r.mu.Lock()
+	for i := range maxCounted {
+		a.r.counted[fmt.Sprint("run-", i)] = teamCount{n: 1, last: 1}
+	}
+	a.r.mu.Unlock()
+	first := a.request("skill:x")
+	if _, err := a.wait(a.submit(first)); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := st.Get(t.Context(), first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.r.mu.Lock()
+	n, known := len(a.r.counted), a.r.counted[first.RunID]
+	delete(a.r.counted, first.RunID) // forgotten: the next task reads again
+	a.r.mu.Unlock()
+	if n != maxCounted || known != (teamCount{n: 1, last: ev.Seq}) {
+		t.Fatalf("%d runs known, the new one as %+v; want %d, {1 %d}", n, known, maxCounted, ev.Seq)
+	}
+	for i := range 2 { // read again, then known
+		next := a.request("skill:x")
+		next.RunID, next.ThreadID = first.RunID, first.ThreadID
+		if _, err := a.wait(a.submit(next)); !errors.Is(err, protocol.CodeBudget) {
+			t.Fatalf("task %d past the budget: %v, want BUDGET", i+2, err)
+		}
+	}
+	if n := checkRunBudget(t, st, first.RunID, 1); n != 3 {
+		t.Fatalf("the run has %d tasks, want 3", n)
+	}
+}
