@@ -256,11 +256,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc scope, prefi
 	buf = append(buf, `],"next_after":`...)
 	buf = strconv.AppendUint(buf, next, 10)
 	buf = append(buf, "}\n"...)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(buf)
+	httpjson.WriteBody(w, http.StatusOK, buf)
 }
 
 // appendEvent appends the API's JSON of an event: {"seq","time","message"},

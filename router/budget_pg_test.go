@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store/pgstore"
 )
@@ -33,46 +31,24 @@ const (
 )
 
 // pgTeam is one process's part of a team over pgstore.
-type pgTeam struct {
-	st   *pgstore.Store
-	r    *Router
-	node *Node
-}
+type pgTeam struct{ *proc }
 
-func openPgTeam(ctx context.Context, dsn, schemaName string, opts *Options) (*pgTeam, error) {
+func openPgTeam(ctx context.Context, dsn, schemaName string, opts *Options) (pgTeam, error) {
 	st, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: schemaName})
 	if err != nil {
-		return nil, err
-	}
-	reg, err := registry.Open(ctx, st, &registry.Options{Shared: true})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	sch, err := schema.New(nil)
-	if err != nil {
-		st.Close()
-		return nil, err
+		return pgTeam{}, err
 	}
 	o := *opts
-	o.Logger = slog.New(slog.DiscardHandler)
-	r, err := New(st, reg, sch, &o)
+	p, err := joinTeam(ctx, st, 0, &o, nil)
 	if err != nil {
 		st.Close()
-		return nil, err
+		return pgTeam{}, err
 	}
-	node, err := r.Join(ctx, nil)
-	if err != nil {
-		r.Close()
-		st.Close()
-		return nil, err
-	}
-	return &pgTeam{st: st, r: r, node: node}, nil
+	return pgTeam{p}, nil
 }
 
-func (tm *pgTeam) close() {
-	tm.node.Leave()
-	tm.r.Close()
+func (tm pgTeam) close() {
+	tm.leave()
 	tm.st.Close()
 }
 

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
@@ -287,5 +290,80 @@ func TestNodeTaskBudgetCountsRequestsOnce(t *testing.T) {
 	}
 	if n := checkRunBudget(t, st, first.RunID, 2); n != 3 || calls.Load() != 3 {
 		t.Fatalf("the run has %d tasks and the handler ran %d times, want 3 and 3 (one retry)", n, calls.Load())
+	}
+}
+
+// failRunRequests is a store whose reads of a run's task.request events
+// (the count of Budget.MaxTasks in a team) fail with err.
+type failRunRequests struct {
+	store.Store
+	err error
+}
+
+func (s failRunRequests) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	if q.RunID != "" && q.TypePrefix == string(protocol.TypeTaskRequest) {
+		return func(yield func(store.Event, error) bool) { yield(store.Event{}, s.err) }
+	}
+	return s.Store.Read(ctx, q)
+}
+
+// In a team, a task whose place in its run cannot be read ends with a
+// task.error of the store's code, retryable as that code is, and its
+// handler does not run.
+func TestNodeTaskBudgetUnread(t *testing.T) {
+	mem, _ := memstore.New(nil)
+	st := failRunRequests{Store: mem, err: coded.New("store: the disk is gone", protocol.CodeInternal)}
+	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 2}})
+	var calls atomic.Int32
+	a.register(card("agent:x", skill("skill:x")), func(context.Context, *Task) (*Result, error) {
+		calls.Add(1)
+		return summary("x"), nil
+	})
+	req := a.request("skill:x")
+	out, err := a.wait(a.submit(req))
+	if !errors.Is(err, protocol.CodeInternal) || out.Type != protocol.TypeTaskError || calls.Load() != 0 {
+		t.Fatalf("outcome %+v, %v, the handler ran %d times; want a task.error INTERNAL and no run", out, err, calls.Load())
+	}
+	if ep := out.Err; ep.Code != protocol.CodeInternal || !ep.Retryable || !strings.HasPrefix(ep.Message, "counting the run's tasks for its budget: ") {
+		t.Fatalf("the task.error: %+v", ep)
+	}
+}
+
+// In a team, what a router read of its runs' requests is bounded: with
+// maxCounted runs known, a new run takes the place of one of them, and a
+// run forgotten is read again, with the same outcome.
+func TestNodeTaskBudgetForgetsRuns(t *testing.T) {
+	st, _ := memstore.New(nil)
+	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 1}})
+	a.register(card("agent:x", skill("skill:x")), func(context.Context, *Task) (*Result, error) { return summary("x"), nil })
+	a.r.mu.Lock()
+	for i := range maxCounted {
+		a.r.counted[fmt.Sprint("run-", i)] = teamCount{n: 1, last: 1}
+	}
+	a.r.mu.Unlock()
+	first := a.request("skill:x")
+	if _, err := a.wait(a.submit(first)); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := st.Get(t.Context(), first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.r.mu.Lock()
+	n, known := len(a.r.counted), a.r.counted[first.RunID]
+	delete(a.r.counted, first.RunID) // forgotten: the next task reads again
+	a.r.mu.Unlock()
+	if n != maxCounted || known != (teamCount{n: 1, last: ev.Seq}) {
+		t.Fatalf("%d runs known, the new one as %+v; want %d, {1 %d}", n, known, maxCounted, ev.Seq)
+	}
+	for i := range 2 { // read again, then known
+		next := a.request("skill:x")
+		next.RunID, next.ThreadID = first.RunID, first.ThreadID
+		if _, err := a.wait(a.submit(next)); !errors.Is(err, protocol.CodeBudget) {
+			t.Fatalf("task %d past the budget: %v, want BUDGET", i+2, err)
+		}
+	}
+	if n := checkRunBudget(t, st, first.RunID, 1); n != 3 {
+		t.Fatalf("the run has %d tasks, want 3", n)
 	}
 }

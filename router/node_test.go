@@ -33,33 +33,51 @@ func newProc(t *testing.T, st store.Store, ttl time.Duration, opts *Options) *pr
 
 func newProcWith(t *testing.T, st store.Store, ttl time.Duration, opts *Options, nopts *NodeOptions) *proc {
 	t.Helper()
-	ctx := context.Background()
-	reg, err := registry.Open(ctx, st, &registry.Options{Shared: true, HeartbeatTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sch, _ := schema.New(nil)
 	if opts == nil {
 		opts = &Options{}
 	}
-	opts.Logger = slog.New(slog.DiscardHandler)
 	if opts.Backoff == nil {
 		opts.Backoff = func(int) time.Duration { return time.Millisecond }
 	}
-	r, err := New(st, reg, sch, opts)
+	p, err := joinTeam(context.Background(), st, ttl, opts, nopts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	p.t = t
+	t.Cleanup(p.leave)
+	return p
+}
+
+// joinTeam opens a registry shared over st (HeartbeatTTL ttl) and a
+// router over it with opts (logging discarded), joined to the team: one
+// process's part of a team. Its env has no testing.T: newProcWith sets
+// one, a child process (budget_pg_test.go) uses the router alone.
+func joinTeam(ctx context.Context, st store.Store, ttl time.Duration, opts *Options, nopts *NodeOptions) (*proc, error) {
+	reg, err := registry.Open(ctx, st, &registry.Options{Shared: true, HeartbeatTTL: ttl})
+	if err != nil {
+		return nil, err
+	}
+	sch, err := schema.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	r, err := New(st, reg, sch, opts)
+	if err != nil {
+		return nil, err
 	}
 	n, err := r.Join(ctx, nopts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{env: &env{t: t, st: st, reg: reg, sch: sch, r: r}, node: n}
-	t.Cleanup(func() {
-		n.Leave()
 		r.Close()
-	})
-	return p
+		return nil, err
+	}
+	return &proc{env: &env{st: st, reg: reg, sch: sch, r: r}, node: n}, nil
+}
+
+// leave takes the process out of its team and closes its router.
+func (p *proc) leave() {
+	p.node.Leave()
+	p.r.Close()
 }
 
 // waitFor waits until cond holds, checking it after each registry change

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -158,6 +159,28 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, []string{" n=7"}, points(m["clutch.task.queue.wait"]), "every routed or unrouted attempt")
 	qw := m["clutch.task.queue.wait"].Data.(metricdata.Histogram[float64]).DataPoints[0]
 	assert.Greater(t, qw.Sum, 0.0, "the queued task waited")
+	// The routing event has the queue wait of the attempt that waited
+	// (either of the two), and none on the other.
+	waited := 0
+	for _, h := range []*router.Handle{h1, h2} {
+		var decision []string
+		for _, s := range e.spans.GetSpans() {
+			if !slices.Contains(attrList(s), "clutch.task.id="+h.TaskID()) {
+				continue
+			}
+			for _, ev := range s.Events {
+				if ev.Name == "clutch.routing.decision" {
+					decision = eventAttrs(ev.Attributes)
+				}
+			}
+		}
+		assert.Contains(t, decision, "clutch.routing.selected=agent:one", h.TaskID())
+		assert.True(t, slices.ContainsFunc(decision, func(a string) bool { return strings.HasPrefix(a, "clutch.routing.reason=") }), "routing event %v", decision)
+		if slices.ContainsFunc(decision, func(a string) bool { return strings.HasPrefix(a, "clutch.queue.wait_ms=") }) {
+			waited++
+		}
+	}
+	assert.Equal(t, 1, waited, "routing events with the queue wait")
 	assert.Equal(t, []string{
 		"clutch.routing.result=failed,error.type=NO_MATCH 1",
 		"clutch.routing.result=selected,gen_ai.agent.id=agent:flaky 2",

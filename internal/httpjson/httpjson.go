@@ -1,6 +1,7 @@
 // Package httpjson writes the JSON responses of Clutch's HTTP surfaces
 // (the gateway's /v1 API and the rules API) one way: the body with a
-// trailing newline, Content-Type application/json, no caching and no
+// trailing newline (Write encodes a value; WriteBody takes a body the
+// caller encoded), Content-Type application/json, no caching and no
 // content sniffing. A value that cannot be encoded becomes a 500 with
 // the protocol's INTERNAL error body, never a half-written response.
 package httpjson
@@ -20,10 +21,16 @@ func Write(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(internal)
 	}
+	WriteBody(w, status, append(b, '\n'))
+}
+
+// WriteBody writes body, a JSON text already encoded with its trailing
+// newline, as the body of a response with status.
+func WriteBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(body)
 }

@@ -12,6 +12,20 @@ func TestWrite(t *testing.T) {
 	if rec.Code != http.StatusCreated || rec.Body.String() != "{\"n\":1}\n" {
 		t.Fatalf("got %d %q", rec.Code, rec.Body.String())
 	}
+	checkHeaders(t, rec)
+}
+
+func TestWriteBody(t *testing.T) {
+	rec := httptest.NewRecorder()
+	WriteBody(rec, http.StatusOK, []byte("{\"events\":[]}\n"))
+	if rec.Code != http.StatusOK || rec.Body.String() != "{\"events\":[]}\n" {
+		t.Fatalf("got %d %q", rec.Code, rec.Body.String())
+	}
+	checkHeaders(t, rec)
+}
+
+func checkHeaders(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
 	for k, want := range map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"} {
 		if got := rec.Header().Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
