@@ -433,7 +433,7 @@ func (w *writer) anyValue(b []byte, v any, depth int) []byte {
 	}
 }
 
-// metaMember is a member of a map object writes.
+// metaMember is a member of a map that object writes.
 type metaMember struct {
 	k string
 	v any

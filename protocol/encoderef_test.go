@@ -7,7 +7,8 @@ package protocol
 // (sorted keys, error paths). Strings and scalar values are written by the
 // writer itself: TestStrMatchesByteAtATime checks its strings against a
 // byte-at-a-time encoder, the RoutingDecision tests its floats against
-// JSON v2.
+// JSON v2. Unlike the old encoder, it leaves an error raised before meta
+// out of /meta, as appendMessage does.
 
 import (
 	"slices"
