@@ -162,12 +162,7 @@ func appendMessage(b []byte, m *Message) ([]byte, error) {
 
 // extensions appends the extension members, sorted by name.
 func (w *writer) extensions(b []byte, ext map[string]json.RawMessage) []byte {
-	keys := make([]string, 0, len(ext))
-	for k := range ext {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(ext, make([]string, 0, len(ext))) {
 		if isDefinedField(k) {
 			w.fail(&Error{Code: CodeInvalidField, Path: "/" + escapePointer(k), Offset: -1, Detail: "an extension may not use the name of a defined field"})
 		}
@@ -180,6 +175,15 @@ func (w *writer) extensions(b []byte, ext map[string]json.RawMessage) []byte {
 		b = append(b, v...)
 	}
 	return b
+}
+
+// sortedKeys appends m's keys to buf, sorted.
+func sortedKeys[V any](m map[string]V, buf []string) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
 }
 
 func isDefinedField(k string) bool {
@@ -429,7 +433,7 @@ func (w *writer) anyValue(b []byte, v any, depth int) []byte {
 	}
 }
 
-// metaMember is a member of a map object writes.
+// metaMember is a member of a map that object writes.
 type metaMember struct {
 	k string
 	v any

@@ -2,14 +2,17 @@ package protocol
 
 // The encoder as it was when every method appended through w.b: the
 // reference TestEncodeMatchesReference compares appendMessage with, byte for
-// byte and error for error.
+// byte and error for error. It keeps the parts whose logic was rewritten:
+// the envelope's layout (commas between optional members), and objects
+// (sorted keys, error paths). Strings and scalar values are written by the
+// writer itself: TestStrMatchesByteAtATime checks its strings against a
+// byte-at-a-time encoder, the RoutingDecision tests its floats against
+// JSON v2. Unlike the old encoder, it leaves an error raised before meta
+// out of /meta, as appendMessage does.
 
 import (
-	"encoding/json"
-	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 )
 
 // refAppendMessage encodes m without validating it.
@@ -104,9 +107,10 @@ func refAppendMessage(b []byte, m *Message) ([]byte, error) {
 	w.b = append(w.b, `,"attempt":`...)
 	w.b = strconv.AppendInt(w.b, int64(m.Attempt), 10)
 	if m.Meta != nil {
+		failed := w.err != nil
 		w.b = append(w.b, `,"meta":`...)
 		w.anyValue(m.Meta, 0)
-		if w.err != nil {
+		if !failed && w.err != nil {
 			w.err.Path = "/meta" + w.err.Path
 		}
 	}
@@ -217,89 +221,23 @@ func (w *refWriter) strArray(v []string) {
 	w.b = append(w.b, ']')
 }
 
-// str appends s as a JSON string. Invalid UTF-8 is an error, never replaced.
+// str appends s as writer.str does.
 func (w *refWriter) str(s string) {
-	w.b = append(w.b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		// Skip 8 plain ASCII bytes at a time (SWAR): ids, timestamps and
-		// most text.
-		for i+8 <= len(s) && plainBits(load8(s[i:])) {
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if plainASCII[c] {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				w.fail(&Error{Code: CodeInvalidUTF8, Offset: -1, Detail: "string holds invalid UTF-8: " + strconv.Quote(s)})
-			}
-			i += size
-			continue
-		}
-		w.b = append(w.b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			w.b = append(w.b, '\\', c)
-		case '\n':
-			w.b = append(w.b, '\\', 'n')
-		case '\r':
-			w.b = append(w.b, '\\', 'r')
-		case '\t':
-			w.b = append(w.b, '\\', 't')
-		case '\b':
-			w.b = append(w.b, '\\', 'b')
-		case '\f':
-			w.b = append(w.b, '\\', 'f')
-		default:
-			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		i++
-		start = i
+	var sw writer
+	w.b = sw.str(w.b, s)
+	if sw.err != nil {
+		w.fail(sw.err)
 	}
-	w.b = append(w.b, s[start:]...)
-	w.b = append(w.b, '"')
 }
 
-// anyValue appends a Meta value. Common types are written directly, others
-// through the JSON v2 marshaler with deterministic map order. An error's
-// path is relative to v; it is built only on failure.
+// anyValue appends a Meta value: objects and arrays here, the other
+// values as writer.anyValue writes them. An error's path is relative to v.
 func (w *refWriter) anyValue(v any, depth int) {
 	if depth > DefaultMaxDepth {
 		w.fail(&Error{Code: CodeTooDeep, Offset: -1, Detail: "value nested too deeply"})
 		return
 	}
 	switch x := v.(type) {
-	case nil:
-		w.b = append(w.b, "null"...)
-	case string:
-		w.str(x)
-	case bool:
-		w.b = strconv.AppendBool(w.b, x)
-	case json.Number:
-		if x == "" || checkJSON([]byte(x), "") != nil || x[0] == '"' || x[0] == '[' || x[0] == '{' || x[0] == 't' || x[0] == 'f' || x[0] == 'n' {
-			w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "json.Number " + strconv.Quote(string(x)) + " is not a JSON number"})
-			return
-		}
-		w.b = append(w.b, x...)
-	case float64:
-		w.float(x, 64)
-	case float32:
-		w.float(float64(x), 32)
-	case int:
-		w.b = strconv.AppendInt(w.b, int64(x), 10)
-	case int64:
-		w.b = strconv.AppendInt(w.b, x, 10)
-	case int32:
-		w.b = strconv.AppendInt(w.b, int64(x), 10)
-	case uint64:
-		w.b = strconv.AppendUint(w.b, x, 10)
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -333,38 +271,11 @@ func (w *refWriter) anyValue(v any, depth int) {
 			}
 		}
 		w.b = append(w.b, ']')
-	case []string:
-		w.strArray(x)
-	case json.RawMessage:
-		if err := checkJSON(x, ""); err != nil {
-			w.fail(err.(*Error))
-			return
-		}
-		w.b = append(w.b, x...)
 	default:
-		b, err := marshalValue(v)
-		if err != nil {
-			w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "value cannot be encoded as JSON", Err: err})
-			return
+		var lw writer
+		w.b = lw.anyValue(w.b, v, depth)
+		if lw.err != nil {
+			w.fail(lw.err)
 		}
-		w.b = append(w.b, b...)
-	}
-}
-
-func (w *refWriter) float(f float64, bits int) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		w.fail(&Error{Code: CodeWrongType, Offset: -1, Detail: "NaN and infinities are not JSON numbers"})
-		return
-	}
-	// Shortest form, exponent for very large or small values (ES6 style).
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	w.b = strconv.AppendFloat(w.b, f, format, -1, bits)
-	if n := len(w.b); format == 'e' && n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
-		w.b[n-2] = w.b[n-1] // "1e-07" → "1e-7", as JSON v2 writes it
-		w.b = w.b[:n-1]
 	}
 }

@@ -1,9 +1,6 @@
 package protocol
 
-import (
-	"slices"
-	"strconv"
-)
+import "strconv"
 
 // RoutingDecision is the payload of a routing.decision message (docs/protocol.md
 // §4.3): which agent was selected, among which candidates, why, and with
@@ -68,13 +65,4 @@ func object[V any](w *writer, b []byte, name string, m map[string]V, val func([]
 		b = val(b, m[k])
 	}
 	return append(b, '}')
-}
-
-// sortedKeys appends m's keys to buf, sorted.
-func sortedKeys[V any](m map[string]V, buf []string) []string {
-	for k := range m {
-		buf = append(buf, k)
-	}
-	slices.Sort(buf)
-	return buf
 }

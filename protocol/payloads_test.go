@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -10,18 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// jsonV2Decision is what JSON v2 writes for d: the bytes a decision had
-// before it got its own encoder.
-func jsonV2Decision(t *testing.T, d *RoutingDecision) ([]byte, error) {
-	t.Helper()
-	return jsonv2.Marshal(d, jsonv2.Deterministic(true))
-}
-
 // checkDecision asserts that SetPayload writes d exactly as JSON v2 does,
 // or fails where JSON v2 fails, and that the payload decodes back to d.
 func checkDecision(t *testing.T, d *RoutingDecision) {
 	t.Helper()
-	want, werr := jsonV2Decision(t, d)
+	want, werr := jsonv2.Marshal(d, jsonv2.Deterministic(true)) // the bytes a decision had before it got its own writer
 	m := NewMessage(TypeRoutingDecision, "agent:router")
 	err := m.SetPayload(d)
 	if (err != nil) != (werr != nil) {
@@ -80,8 +72,7 @@ func TestRoutingDecisionPayloadIsJSONv2s(t *testing.T) {
 // decisions, many map members included (their order is the point).
 func TestRoutingDecisionPayloadRandom(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	rng := seededRand(t, seed, seed)
 	alphabet := []rune{'a', 'b', 'Z', '0', ':', '-', '"', '\\', '\n', '\x01', 'é', '€', '😀', '\u2028'}
 	str := func() string {
 		r := make([]rune, rng.IntN(12))

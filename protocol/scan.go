@@ -122,9 +122,11 @@ func (sc *scanner) sub(a, b int) string {
 }
 
 // skipPlainWords returns the index of the first byte of d from i on that
-// is not plain (see plainASCII), reading 8 bytes at a time, as writer.str
-// does; it stops earlier, at the first index fewer than 8 bytes before the
-// end, when the bytes up to there are all plain.
+// is not plain (see plainASCII), reading 8 bytes at a time; it stops
+// earlier, at the first index fewer than 8 bytes before the end, when the
+// bytes up to there are all plain. It is skipPlain's loop over bytes: one
+// function generic over string and []byte would not be inlined into
+// strRange.
 func skipPlainWords(d []byte, i int) int {
 	for i+8 <= len(d) {
 		if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
