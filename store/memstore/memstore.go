@@ -143,7 +143,6 @@ type hashes struct {
 
 // touch reads the slots of the tables where the lookups of h start (see
 // table.touch), before the store is locked.
-// (Atomic loads are never optimised away.)
 func (s *Store) touch(h *hashes) {
 	s.byID.touch(h.id)
 	if h.idem != 0 {
