@@ -28,12 +28,19 @@ const tableParts = 256 // the top 8 bits of a hash choose the part
 
 // A part is read and changed under the store's lock, except by touch,
 // which reads slot hashes through view (slot hashes are therefore stored
-// atomically once the slots are in view).
+// atomically once the slots are in view) and makes the slots of the
+// part's next growth (want, next).
 type part struct {
 	slots []slot                 // a power of two long, or nil
 	n     int                    // slots in use
 	view  atomic.Pointer[[]slot] // slots, for touch
+	want  atomic.Int64           // how many slots the next growth needs, once prepare should make them
+	next  atomic.Pointer[[]slot] // what prepare made
 }
+
+// prepareFrom is the fewest slots of a part whose next slots prepare
+// makes: smaller growths are cheap enough under the lock.
+const prepareFrom = 1024
 
 // slot is an entry of a part: h is 0 when the slot is empty (hash never
 // returns 0).
@@ -43,10 +50,30 @@ type slot struct{ h, v uint64 }
 // lookup of h starts, so that it is in the cache when the lookup runs.
 // (The compiler never drops an atomic load, even of a value not used.)
 func (t *table) touch(h uint64) {
-	if v := t.parts[h>>56].view.Load(); v != nil {
+	p := &t.parts[h>>56]
+	if p.want.Load() != 0 {
+		p.prepare()
+	}
+	if v := p.view.Load(); v != nil {
 		s := *v
 		atomic.LoadUint64(&s[h&uint64(len(s)-1)].h)
 	}
+}
+
+// prepare makes the slots of the part's next growth and writes to each
+// page of them, without the store's lock, so that grow, with the lock
+// held, writes to memory the kernel has already given the process. Of
+// the callers that find the part wanting them, one makes them.
+func (p *part) prepare() {
+	n := p.want.Swap(0)
+	if n == 0 {
+		return
+	}
+	s := make([]slot, n)
+	for i := 0; i < len(s); i += 4096 / 16 { // a slot is 16 bytes
+		s[i].h = 0
+	}
+	p.next.Store(&s)
 }
 
 // hash is the hash of key under seed, never 0.
@@ -85,6 +112,9 @@ func (t *table) put(h, v uint64) {
 	}
 	p.n++
 	p.place(h, v)
+	if 8*p.n == 3*len(p.slots) && len(p.slots) >= prepareFrom {
+		p.want.Store(int64(2 * len(p.slots))) // the next touch makes them
+	}
 }
 
 // place puts (h, v) in the first empty slot from h's; there is one.
@@ -102,7 +132,12 @@ func (p *part) place(h, v uint64) {
 // grow doubles the part's slots.
 func (p *part) grow() {
 	old := p.slots
-	p.slots = make([]slot, max(8, 2*len(old)))
+	n := max(8, 2*len(old))
+	if next := p.next.Swap(nil); next != nil && len(*next) == n {
+		p.slots = *next
+	} else {
+		p.slots = make([]slot, n)
+	}
 	for _, s := range old {
 		if s.h != 0 {
 			p.place(s.h, s.v)
@@ -117,6 +152,8 @@ func (t *table) reset() {
 	for i := range t.parts {
 		p := &t.parts[i]
 		p.view.Store(nil)
+		p.want.Store(0)
+		p.next.Store(nil)
 		p.slots, p.n = nil, 0
 	}
 }

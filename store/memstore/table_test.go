@@ -71,8 +71,9 @@ func TestTableCollisions(t *testing.T) {
 	}
 }
 
-// touch reads without the lock while puts and growths change the table
-// under it (run with -race); every key is found afterwards.
+// touch reads without the lock, and makes the slots of coming growths,
+// while puts and growths change the table under it (run with -race); every
+// key is found afterwards.
 func TestTableTouchWhileGrowing(t *testing.T) {
 	var (
 		tb   table
@@ -80,7 +81,7 @@ func TestTableTouchWhileGrowing(t *testing.T) {
 		wg   sync.WaitGroup
 		stop atomic.Bool
 	)
-	const n = 200000 // parts that grow many times
+	const n = 200000 // parts large enough for prepare
 	seed := maphash.MakeSeed()
 	keys := make([]uint64, n)
 	for i := range keys {
@@ -102,15 +103,14 @@ func TestTableTouchWhileGrowing(t *testing.T) {
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	const large = 1024
-	grown := 0
+	prepared := 0
 	for i := range tb.parts {
-		if len(tb.parts[i].slots) > large {
-			grown++
+		if len(tb.parts[i].slots) > prepareFrom {
+			prepared++
 		}
 	}
-	if grown == 0 {
-		t.Fatalf("no part grew past %d slots: large growths were not exercised", large)
+	if prepared == 0 {
+		t.Fatalf("no part grew past %d slots: prepare was not exercised", prepareFrom)
 	}
 	for i, h := range keys {
 		if v, ok := tb.find(h, func(v uint64) bool { return v == uint64(i) }); !ok || v != uint64(i) {
