@@ -25,9 +25,10 @@ import (
 // defaults.
 type Options struct {
 	// Clock gives event times; time.Now when nil. Tests pass a fixed clock
-	// for reproducible events. Append reads it before it locks the store;
-	// an event is given the latest time read by any Append up to its own,
-	// so times never decrease along seqs.
+	// for reproducible events. Concurrent Appends call it at the same time,
+	// without the store locked, so it must be safe for concurrent use. An
+	// event is given the latest time read by any Append up to its own, so
+	// times never decrease along seqs.
 	Clock func() time.Time
 	// MaxEventSize is the largest encoded message accepted, in bytes, at
 	// most 2^32-1; store.DefaultMaxEventSize when 0.
@@ -143,7 +144,6 @@ type hashes struct {
 
 // touch reads the slots of the tables where the lookups of h start (see
 // table.touch), before the store is locked.
-// (Atomic loads are never optimised away.)
 func (s *Store) touch(h *hashes) {
 	s.byID.touch(h.id)
 	if h.idem != 0 {

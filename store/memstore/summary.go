@@ -76,9 +76,9 @@ func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.
 
 // listed is a summary being listed and the events it is completed from.
 type listed struct {
-	sum               store.Summary
-	channel           uint64 // the seq of the event that set the channel, 0 for none
-	first, channelRaw []byte // the bytes of the first event and of the channel's
+	sum            store.Summary
+	entry          uint32 // its index entry (Store.entries)
+	first, channel []byte // the bytes of the first event and of the channel's
 }
 
 // list selects the summaries of index ix under the read lock, newest
@@ -113,27 +113,28 @@ func (s *Store) list(ctx context.Context, q store.ListQuery, ix driver.Index) it
 // with what is kept of them; mu is held.
 func (s *Store) summaries(ix driver.Index, q store.ListQuery) []listed {
 	var out []listed
-	add := func(id string, n uint32) {
-		v := s.entries.at(n)
+	s.indexes[ix].each(func(n uint64) {
+		v := s.entries.at(uint32(n))
 		first, last := v.seqs[0], v.seqs[len(v.seqs)-1]
 		if q.Before != 0 && last >= q.Before {
 			return
 		}
-		l := listed{sum: store.Summary{ID: id, FirstSeq: first, LastSeq: last, Events: len(v.seqs),
-			Tasks: int(v.tasks), Ended: int(v.ended), Status: v.status}, channel: v.channel}
-		out = append(out, l)
-	}
-	s.indexes[ix].each(func(n uint64) { add(string(s.key(s.entries.at(uint32(n)))), uint32(n)) })
+		out = append(out, listed{entry: uint32(n), sum: store.Summary{FirstSeq: first, LastSeq: last,
+			Events: len(v.seqs), Tasks: int(v.tasks), Ended: int(v.ended), Status: v.status}})
+	})
 	slices.SortFunc(out, func(a, b listed) int { return cmp.Compare(b.sum.LastSeq, a.sum.LastSeq) })
 	if q.Limit > 0 && len(out) > q.Limit {
 		out = out[:q.Limit]
 	}
+	// What needs more than the entry is read for the selected ones only.
 	for i := range out {
 		l := &out[i]
+		v := s.entries.at(l.entry)
+		l.sum.ID = string(s.key(v))
 		first := s.event(l.sum.FirstSeq)
 		l.first, l.sum.Created, l.sum.Updated = first.Raw, first.Time, s.event(l.sum.LastSeq).Time
-		if l.channel != 0 {
-			l.channelRaw = s.event(l.channel).Raw
+		if v.channel != 0 {
+			l.channel = s.event(v.channel).Raw
 		}
 	}
 	return out
@@ -146,8 +147,8 @@ func (l *listed) complete() store.Summary {
 	if m, err := protocol.Decode(l.first); err == nil {
 		sum.RunID, sum.Owner = m.RunID, m.From.AgentID
 	}
-	if l.channelRaw != nil {
-		if m, err := protocol.Decode(l.channelRaw); err == nil {
+	if l.channel != nil {
+		if m, err := protocol.Decode(l.channel); err == nil {
 			sum.Channel, _ = m.Meta["ui_channel"].(string)
 		}
 	}

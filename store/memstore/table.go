@@ -48,18 +48,16 @@ type slot struct{ h, v uint64 }
 
 // touch reads, without the store's lock, the hash in the slot where a
 // lookup of h starts, so that it is in the cache when the lookup runs.
-// The result means nothing.
-func (t *table) touch(h uint64) uint64 {
+// (The compiler never drops an atomic load, even of a value not used.)
+func (t *table) touch(h uint64) {
 	p := &t.parts[h>>56]
 	if p.want.Load() != 0 {
 		p.prepare()
 	}
-	v := p.view.Load()
-	if v == nil {
-		return 0
+	if v := p.view.Load(); v != nil {
+		s := *v
+		atomic.LoadUint64(&s[h&uint64(len(s)-1)].h)
 	}
-	s := *v
-	return atomic.LoadUint64(&s[h&uint64(len(s)-1)].h)
 }
 
 // prepare makes the slots of the part's next growth and writes to each
