@@ -90,7 +90,11 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.CloseNow()
 		<-readDone
 	}()
-	st.serve(ctx, &wsSink{ctx: ctx, c: c, timeout: g.opts.WriteTimeout})
+	// The sink writes under the request's context, not ctx: cancelling a
+	// Write's context closes the connection at once, and a data frame
+	// from the client must end the stream with 1008, not with a cut
+	// connection. Each write has its own WriteTimeout.
+	st.serve(ctx, &wsSink{ctx: r.Context(), c: c, timeout: g.opts.WriteTimeout})
 	switch {
 	case input.Load():
 		_ = c.Close(websocket.StatusPolicyViolation, "the stream takes no input")
