@@ -196,29 +196,62 @@ func unblock(single, blocks *bolt.Bucket) (int, error) {
 	return n, err
 }
 
-// A damaged block of the ids index is found by Check, and a Get that
-// reaches it fails with ErrCorrupt rather than miss the event.
+// entryEnd returns where entry n (0 the block's first, whose seq opens
+// the value) of an ids block value ends, decoding the format of
+// idblocks.go on its own.
+func entryEnd(v []byte, n int) int {
+	_, off := binary.Uvarint(v)
+	for range n {
+		_, a := binary.Uvarint(v[off:])
+		l, b := binary.Uvarint(v[off+a:])
+		_, c := binary.Uvarint(v[off+a+b+int(l):])
+		off += a + b + int(l) + c
+	}
+	return off
+}
+
+// A damaged block of the ids index is found by Check. A Get that reaches
+// a block cut inside an entry fails with ErrCorrupt; one cut between
+// entries reads as shorter (the package doc: index damage may read as
+// ErrNotFound, which Check reports), and never gives another event.
 func TestDamagedIDBlock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.db")
-	s := openT(t, path, &boltstore.Options{IndexBatch: 100, NoSync: true})
-	msgs := messages(t, 100)
-	if _, err := s.Append(t.Context(), msgs...); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	editFile(t, path, func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("ids.blocks"))
-		k, v := b.Cursor().First()
-		if k == nil {
-			t.Fatal("no block")
-		}
-		return b.Put(bytes.Clone(k), bytes.Clone(v[:len(v)/2]))
-	})
-	s = openT(t, path, nil)
-	if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
-		t.Fatalf("Check: %v, want ErrCorrupt", err)
-	}
-	if _, err := s.Get(t.Context(), msgs[40].ID); !errors.Is(err, boltstore.ErrCorrupt) {
-		t.Fatalf("Get of an id in the damaged block: %v, want ErrCorrupt", err)
+	for _, c := range []struct {
+		name string
+		cut  func(v []byte) []byte
+		get  []error // what Get of an id past the cut may give
+	}{
+		{"inside an entry", func(v []byte) []byte { return v[:entryEnd(v, 0)+1] }, []error{boltstore.ErrCorrupt}},
+		{"between entries", func(v []byte) []byte { return v[:entryEnd(v, 10)] }, []error{boltstore.ErrCorrupt, store.ErrNotFound}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.db")
+			s := openT(t, path, &boltstore.Options{IndexBatch: 100, NoSync: true})
+			msgs := messages(t, 100)
+			if _, err := s.Append(t.Context(), msgs...); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			id := []byte(msgs[40].ID)
+			editFile(t, path, func(tx *bolt.Tx) error {
+				b := tx.Bucket([]byte("ids.blocks"))
+				cur := b.Cursor()
+				k, v := cur.Seek(id)
+				if !bytes.Equal(k, id) {
+					k, v = cur.Prev()
+				}
+				if k == nil || bytes.Equal(k, id) {
+					t.Fatalf("the id is not inside a block (block %q)", k)
+				}
+				return b.Put(bytes.Clone(k), bytes.Clone(c.cut(v)))
+			})
+			s = openT(t, path, nil)
+			if err := s.Check(t.Context()); !errors.Is(err, boltstore.ErrCorrupt) {
+				t.Fatalf("Check: %v, want ErrCorrupt", err)
+			}
+			_, err := s.Get(t.Context(), msgs[40].ID)
+			if !slices.ContainsFunc(c.get, func(want error) bool { return errors.Is(err, want) }) {
+				t.Fatalf("Get of an id past the cut: %v, want one of %v", err, c.get)
+			}
+		})
 	}
 }
