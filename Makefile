@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: test deps deps-system fmt-check vet race test-min-go bench bench-peers fuzz
+.PHONY: test check deps deps-system fmt-check vet race test-min-go bench bench-peers fuzz
 
 # The oldest Go release the module supports: go.mod's go line.
 MIN_GO := $(shell sed -n 's/^go //p' go.mod)
@@ -12,6 +12,14 @@ MIN_GO := $(shell sed -n 's/^go //p' go.mod)
 ## test: install what the tests need, then gofmt check, go vet, go test -race,
 ## and the tests once more with the oldest Go release go.mod allows.
 test: deps fmt-check vet race test-min-go
+
+## check: the inner loop, well under 90 s on 2 cores: gofmt, go vet, and the
+## tests of the core packages without -race (no peers, no browser, no npm).
+## `make test` stays the full run.
+CORE ?= $(shell $(GO) list . ./protocol/... ./store/... ./registry/... ./schema/... ./router/... ./internal/... | grep -v -e /pgstore -e /pgpeer)
+check: fmt-check
+	$(GO) vet $(CORE)
+	$(GO) test -count=1 $(CORE)
 
 ## deps: download modules, install the system peers the tests run (PostgreSQL
 ## for store/pgstore, Chromium for the web UI; apt-get, as root, only when one
