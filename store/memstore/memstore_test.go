@@ -267,9 +267,8 @@ func TestTimesFollowSeqs(t *testing.T) {
 	assert.Equal(t, 400, n)
 }
 
-// Ids and index values of any length, in events small enough to share a
-// slab and in events large enough to have their own, deduplicate and are
-// found by Get, Read and the summaries.
+// Ids and index values of any length, in small events and in large ones,
+// deduplicate and are found by Get, Read and the summaries.
 func TestLongIDsAndValues(t *testing.T) {
 	s := openStore(t, &memstore.Options{MaxEventSize: 1 << 20})
 	ctx := context.Background()
