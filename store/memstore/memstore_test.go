@@ -267,9 +267,8 @@ func TestTimesFollowSeqs(t *testing.T) {
 	assert.Equal(t, 400, n)
 }
 
-// Ids and index values of any length, in events small enough to share a
-// slab and in events large enough to have their own, deduplicate and are
-// found by Get, Read and the summaries.
+// Ids and index values of any length, in small events and in large ones,
+// deduplicate and are found by Get, Read and the summaries.
 func TestLongIDsAndValues(t *testing.T) {
 	s := openStore(t, &memstore.Options{MaxEventSize: 1 << 20})
 	ctx := context.Background()
@@ -310,4 +309,66 @@ func TestLongIDsAndValues(t *testing.T) {
 			assert.True(t, found, "Runs lists the run, %s", what)
 		}
 	}
+}
+
+// Many runs, tasks, agents and idempotency keys: every id and key
+// deduplicates, every index value finds exactly its events, and Runs lists
+// every run once, with its counts.
+func TestManyKeys(t *testing.T) {
+	s := openStore(t, nil)
+	ctx := context.Background()
+	ids := protocol.NewIDs(nil)
+	const runs, agents = 500, 7
+	type run struct{ req, acc, res *protocol.Message }
+	var all []run
+	for i := range runs {
+		agent := fmt.Sprintf("agent:w%d", i%agents)
+		req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+		acc := ids.Reply(req, protocol.TypeTaskAccept, agent)
+		res := ids.Reply(req, protocol.TypeTaskResult, agent)
+		res.IdempotencyKey = "result" // the same key in every run
+		_, err := s.Append(ctx, req, acc, res)
+		require.NoError(t, err)
+		all = append(all, run{req, acc, res})
+	}
+	byAgent := map[string][]string{}
+	for i, r := range all {
+		for j, m := range []*protocol.Message{r.req, r.acc, r.res} {
+			seq := uint64(3*i + j + 1)
+			if j > 0 {
+				byAgent[m.From.AgentID] = append(byAgent[m.From.AgentID], m.ID)
+			}
+			ev, err := s.Get(ctx, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, seq, ev.Seq, "Get(%s)", m.ID)
+			again := m.Clone()
+			again.Reset()
+			res, err := s.Append(ctx, again)
+			require.NoError(t, err)
+			require.Equal(t, store.AppendResult{Seq: seq, Duplicate: true, DuplicateBy: store.DedupByID}, res[0], "%s again", m.ID)
+		}
+		key := ids.Reply(r.req, protocol.TypeTaskResult, "agent:ui")
+		key.IdempotencyKey = "result"
+		res, err := s.Append(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, store.AppendResult{Seq: uint64(3*i + 3), Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}, res[0], "run %d: the key again", i)
+		want := []string{r.req.ID, r.acc.ID, r.res.ID}
+		require.Equal(t, want, readIDs(t, s, store.Query{RunID: r.req.RunID}), "run %d", i)
+		require.Equal(t, want, readIDs(t, s, store.Query{TaskID: r.req.TaskID}), "task of run %d", i)
+	}
+	for agent, want := range byAgent {
+		assert.Equal(t, want, readIDs(t, s, store.Query{AgentID: agent}), agent)
+	}
+	last, err := s.LastSeq(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3*runs), last, "no duplicate was appended")
+	listed := map[string]bool{}
+	for sum, err := range s.Runs(ctx, store.ListQuery{}) {
+		require.NoError(t, err)
+		require.False(t, listed[sum.ID], "%s listed twice", sum.ID)
+		listed[sum.ID] = true
+		assert.Equal(t, []int{3, 1, 1}, []int{sum.Events, sum.Tasks, sum.Ended}, "%s: events, tasks, ended", sum.ID)
+		assert.Equal(t, store.StatusCompleted, sum.Status, sum.ID)
+	}
+	assert.Len(t, listed, runs)
 }
