@@ -227,14 +227,16 @@ func (s *Stream) Inbound(ctx context.Context, raw []byte) ([]*protocol.Message, 
 
 // splitJSON reads raw as one JSON value (an array is a list of records) or
 // as JSON lines, each checked as strictly as the event store reads
-// envelopes (adapters.DecodeJSON).
+// envelopes (rawjson.Values: the same refusal whatever the layout).
 func splitJSON(raw []byte) ([]jsontext.Value, error) {
-	var v jsontext.Value
-	err := adapters.DecodeJSON(Name, raw, &v)
-	if err == nil {
-		if v.Kind() == '[' {
+	vs, err := rawjson.Values(Name, raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 1 {
+		if vs[0].Kind() == '[' {
 			var items []jsontext.Value
-			if err := adapters.DecodeJSON(Name, v, &items); err != nil {
+			if err := adapters.DecodeJSON(Name, vs[0], &items); err != nil {
 				return nil, err
 			}
 			if len(items) == 0 {
@@ -242,36 +244,14 @@ func splitJSON(raw []byte) ([]jsontext.Value, error) {
 			}
 			return items, nil
 		}
-		return []jsontext.Value{v}, nil
+		return vs, nil
 	}
-	// JSON lines: several values, one a line.
-	lines := bytes.Split(raw, []byte{'\n'})
-	var out []jsontext.Value
-	for i, l := range lines {
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
+	for i, v := range vs {
+		if v.Kind() != '{' {
+			return nil, inErr(protocol.CodeWrongType, "/"+itoa(i), "JSON line value "+itoa(i+1)+" is not a JSON object", ErrNotLangGraph)
 		}
-		var lv jsontext.Value
-		if lerr := adapters.DecodeJSON(Name, l, &lv); lerr != nil {
-			if len(out) == 0 && i == len(lines)-1 {
-				return nil, err
-			}
-			var ae *adapters.Error
-			if errors.As(lerr, &ae) {
-				ae.Detail = "line " + itoa(i+1) + ": " + ae.Detail
-				return nil, ae
-			}
-			return nil, lerr
-		}
-		if lv.Kind() != '{' {
-			return nil, inErr(protocol.CodeWrongType, "", "line "+itoa(i+1)+" is not a JSON object", ErrNotLangGraph)
-		}
-		out = append(out, lv)
 	}
-	if len(out) < 2 {
-		return nil, err // one line that failed as a whole: the original error
-	}
-	return out, nil
+	return vs, nil
 }
 
 // jsonOf encodes a Go value built from toAny.
