@@ -111,17 +111,28 @@ func (t *Translator) Unknown() int64 { return t.unknown.Load() }
 // Name returns "langgraph".
 func (t *Translator) Name() string { return Name }
 
-// Detect recognises an Agent Server SSE stream (a first line "event:",
-// "id:" or ":") or JSON carrying a LangGraph frame or record.
+// Detect recognises what Inbound translates: an SSE stream (a first line
+// that is an SSE field, "event:", "data:", "id:", "retry:", or a ":"
+// comment), or JSON whose first record has the shape of a LangGraph
+// record (a frame of any mode, including error frames, a v2 stream part,
+// an astream_events record, a protocol-v2 event, a run, a thread or a
+// LangChain message). It reads the top-level members of the first record
+// only, and decodes no value.
 func (t *Translator) Detect(raw []byte) bool {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	switch {
-	case bytes.HasPrefix(raw, []byte("event:")), bytes.HasPrefix(raw, []byte("id:")), bytes.HasPrefix(raw, []byte(": ")):
+	case len(raw) == 0:
+		return false
+	case raw[0] == '{' || raw[0] == '[':
+		sh, ok := shapeOfJSON(raw)
+		return ok && sh.kind() != kindNone
+	case raw[0] == ':':
 		return true
-	case len(raw) > 0 && (raw[0] == '{' || raw[0] == '['):
-		head := raw[:min(len(raw), 512)]
-		return bytes.Contains(head, []byte(`"langgraph`)) || bytes.Contains(head, []byte(`"event":"metadata"`)) ||
-			bytes.Contains(head, []byte(`"event":"on_`)) || bytes.Contains(head, []byte(`"assistant_id"`))
+	}
+	for _, f := range []string{"event:", "data:", "id:", "retry:"} {
+		if bytes.HasPrefix(raw, []byte(f)) {
+			return true
+		}
 	}
 	return false
 }
