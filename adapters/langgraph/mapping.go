@@ -260,6 +260,9 @@ func (s *Stream) task1(p map[string]any, data any) {
 	}
 	if e := p["error"]; e != nil {
 		msg, _ := e.(string)
+		if eo, ok := e.(map[string]any); ok {
+			msg = str(eo, "message") // the JS server: {message, name}
+		}
 		if msg == "" {
 			msg = "LangGraph task " + str(p, "name") + " failed"
 		}
