@@ -164,9 +164,9 @@
 // with Translator. The LangGraph.js server 2.0.0 cannot stream values with
 // subgraphs (RemoteOptions.Subgraphs leaves values out and reads the state
 // instead) and reports an interrupted run as status "success"; the bridge
-// goes by the stream's interrupts and the thread's state. Tested against the LangGraph.js Agent
-// Server (langgraphjs dev) from npm; the hosted Python server is inferred
-// to speak the same API.
+// goes by the stream's interrupts and the thread's state. Tested against
+// the LangGraph.js Agent Server (langgraphjs dev) from npm; the hosted
+// Python server is inferred to speak the same API.
 //
 // # Input, state and errors
 //

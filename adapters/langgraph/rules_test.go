@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/adaptertest"
 	"github.com/clutchprotocol/clutch/adapters/langgraph"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -243,3 +244,23 @@ func TestLargeStateFitsTheStore(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// The real server's captures, every mode on (tasks and debug report each
+// node task twice): one start and one end per task.
+func TestRecordedStreamsOneEndPerTask(t *testing.T) {
+	for _, c := range adaptertest.Files(t, "testdata/recorded/*.sse", 6) {
+		msgs := inbound(t, string(c.Raw))
+		starts := map[string]int{}
+		for _, m := range msgs {
+			if m.Type == protocol.TypeTaskRequest {
+				starts[m.TaskID]++
+			}
+		}
+		for task, n := range starts {
+			assert.Equal(t, 1, n, "%s: task %s starts %d times", c.Name, task, n)
+		}
+		for task, ends := range terminals(msgs) {
+			assert.Len(t, ends, 1, "%s: task %s ends %v", c.Name, task, ends)
+		}
+	}
+}
