@@ -75,6 +75,10 @@ func FuzzSSE(f *testing.F) {
 	seeds(f, "testdata/fixtures/*.sse")
 	f.Add([]byte("event: error\ndata: \"Run not found\"\n\n: heartbeat\n"))
 	f.Add([]byte("event: end\ndata: null\nid: 9\n\n"))
+	f.Add([]byte("event: values\ndata: {\"__interrupt__\": []}\n\nevent: end\ndata: null\n\n"))
+	f.Add([]byte("event: updates|a:1|b:2\ndata: {\"__interrupt__\":[{\"value\":\"deep?\",\"id\":\"i\"}]}\n\nevent: end\ndata: null\n\n"))
+	f.Add([]byte("event: error\ndata: {\n  \"error\": \"Error\",\n  \"message\": \"branch bad failed\",\n  \"message\": \"dup\"\n}\n\n"))
+	f.Add([]byte("data: {\"a\":1}\n\n:heartbeat\n"))
 	tr := newTranslator(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if _, err := adaptertest.CheckInbound(context.Background(), tr, raw); err != nil {
