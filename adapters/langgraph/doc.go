@@ -58,7 +58,37 @@
 // An interrupt is reported as task.error INPUT_REQUIRED (not an extension
 // event): it is what the router and the A2A bridge already use for "the
 // agent needs input", a follow-up task.request on the same thread resumes
-// it, and the interrupt ids stay in meta and details.
+// it, and the interrupt ids stay in meta and details. Every form is one: a
+// dynamic interrupt (reported once, in the task of its namespace, however
+// many frames repeat it), a static breakpoint (an empty __interrupt__
+// list: details.interrupts [] and details.static), and one inside a
+// subgraph (the run's task asks too when the end frame comes). After an
+// interrupt the end frame is x.langgraph.end, never a task.result.
+//
+// Each task gets one task.request and one terminal event (task.result,
+// task.error, task.cancel, task.timeout) per Stream, whatever the stream
+// modes: the tasks and debug modes report the same node task, and a
+// repeat is kept as task.progress (langgraph.task.v1).
+//
+// # Sizes and credentials
+//
+// Every envelope fits the event store (protocol.DefaultMaxBytes encoded):
+// error text is kept once (the message; details never repeat it), and a
+// message or a string in error details over 16 KiB is cut, ending in
+// "… [truncated: <n> bytes in all]"; a payload that would still not fit
+// (state near the input limit, or repeated by the end frame's result) is
+// replaced by {"truncated": true, "bytes", "sha256"} of what it was (for
+// an error, its details are). A LangGraph id that would make an envelope
+// id too long is refused with INVALID_FIELD rather than shortened: a
+// checkpoint id whose idempotency key "lg-checkpoint:<id>" would pass 256
+// bytes, and run, thread or task ids over the limit.
+//
+// Credentials never reach the store, in payload, details or meta, in any
+// status or path (the bridge's x.langgraph.invalid_frame too): the values
+// of keys naming a credential (authorization, cookie, x-api-key,
+// proxy-authorization, set-cookie, any key holding api_key, api-key,
+// apikey, secret or password, or ending in token or cookie) and any
+// "Bearer …"/"Basic …" string become "[redacted]".
 //
 // # Mapping: Clutch → LangGraph (Outbound)
 //
@@ -74,7 +104,8 @@
 // reported; a non-text content list is reported whole each time). Streamed
 // tool_call_chunks stay in the chat.message payload. Request headers the
 // server echoes into metadata and config (authorization, cookie,
-// x-api-key, …) are replaced by "[redacted]" before anything is stored. The
+// x-api-key, …) are replaced by "[redacted]" before anything is stored
+// (see "Sizes and credentials"). The
 // timestamp is the record's own when it has one (debug timestamp, protocol
 // timestamp, run updated_at), else the translation time. A lone record that
 // names no run lands in the run "run:langgraph" with meta.lg_no_run; use a
@@ -101,12 +132,17 @@
 //     and node lifecycle, state, updates, checkpoints, handoffs) as
 //     task.progress with the langgraph.*.v1 payload types; a frame the
 //     translator refuses is kept as x.langgraph.invalid_frame;
-//   - ends: the final state (the last values frame, else GET
-//     /threads/{id}/state) gives task.result, mapped by RemoteOptions.Result
-//     and typed RemoteOptions.ResultType; an interrupt ends the attempt with
-//     INPUT_REQUIRED (message: the interrupt's value, details: the
-//     interrupts, the LangGraph thread and run ids); an error frame with
-//     TOOL_FAILED and the server's message; a cancelled task cancels the run
+//   - ends: an interrupt of any node task at any depth (a subgraph's
+//     too) or a static breakpoint (interruptBefore/After), or a thread
+//     whose state (GET /threads/{id}/state, read once at the end of every
+//     run) still names nodes to run (next), ends the attempt with
+//     INPUT_REQUIRED, never a result (message: the interrupt's value, or
+//     the nodes a breakpoint stopped before; details: the interrupts, each
+//     once, langgraph_next, the LangGraph thread and run ids); an error
+//     frame ends it with TOOL_FAILED and the server's message; otherwise
+//     the final state (the last values frame, else the thread state's
+//     values) gives task.result, mapped by RemoteOptions.Result and typed
+//     RemoteOptions.ResultType; a cancelled task cancels the run
 //     (POST /threads/{id}/runs/{run}/cancel).
 //
 // A stream that ends while the run is still pending or running (a dropped
@@ -128,18 +164,23 @@
 // with Translator. The LangGraph.js server 2.0.0 cannot stream values with
 // subgraphs (RemoteOptions.Subgraphs leaves values out and reads the state
 // instead) and reports an interrupted run as status "success"; the bridge
-// trusts the stream's interrupts. Tested against the LangGraph.js Agent
-// Server (langgraphjs dev) from npm; the hosted Python server is inferred
-// to speak the same API.
+// goes by the stream's interrupts and the thread's state. Tested against
+// the LangGraph.js Agent Server (langgraphjs dev) from npm; the hosted
+// Python server is inferred to speak the same API.
 //
 // # Input, state and errors
 //
 // Translator.Inbound takes an SSE stream, a JSON record, a JSON array of
-// records or JSON lines; the records of one input are one stream. Stream
+// records or JSON lines (one value or several is decided by where the
+// values end, not by the layout: a pretty-printed record is one record,
+// and its refusal has the code of its one-line form); the records of one
+// input are one stream. Translator.Detect recognises every shape Inbound
+// takes by the top-level members of the first record. Stream
 // translates a live run frame by frame, keeping the state LangGraph spreads
 // over frames. Bad input is an *adapters.Error (adapters.ErrInbound) with a
 // protocol code: INVALID_JSON, DUPLICATE_KEY, INVALID_UTF8, WRONG_TYPE,
 // TOO_LARGE, MISSING_FIELD (a frame without data), INVALID_FIELD (not a
 // LangGraph shape: ErrNotLangGraph, an SSE line that is no SSE field, an id
-// over the envelope's limit).
+// over the envelope's limit, a checkpoint id too long for its
+// idempotency key).
 package langgraph

@@ -111,17 +111,28 @@ func (t *Translator) Unknown() int64 { return t.unknown.Load() }
 // Name returns "langgraph".
 func (t *Translator) Name() string { return Name }
 
-// Detect recognises an Agent Server SSE stream (a first line "event:",
-// "id:" or ":") or JSON carrying a LangGraph frame or record.
+// Detect recognises what Inbound translates: an SSE stream (a first line
+// that is an SSE field, "event:", "data:", "id:", "retry:", or a ":"
+// comment), or JSON whose first record has the shape of a LangGraph
+// record (a frame of any mode, including error frames, a v2 stream part,
+// an astream_events record, a protocol-v2 event, a run, a thread or a
+// LangChain message). It reads the top-level members of the first record
+// only, and decodes no value.
 func (t *Translator) Detect(raw []byte) bool {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	switch {
-	case bytes.HasPrefix(raw, []byte("event:")), bytes.HasPrefix(raw, []byte("id:")), bytes.HasPrefix(raw, []byte(": ")):
+	case len(raw) == 0:
+		return false
+	case raw[0] == '{' || raw[0] == '[':
+		sh, ok := shapeOfJSON(raw)
+		return ok && sh.kind() != kindNone
+	case raw[0] == ':':
 		return true
-	case len(raw) > 0 && (raw[0] == '{' || raw[0] == '['):
-		head := raw[:min(len(raw), 512)]
-		return bytes.Contains(head, []byte(`"langgraph`)) || bytes.Contains(head, []byte(`"event":"metadata"`)) ||
-			bytes.Contains(head, []byte(`"event":"on_`)) || bytes.Contains(head, []byte(`"assistant_id"`))
+	}
+	for _, f := range []string{"event:", "data:", "id:", "retry:"} {
+		if bytes.HasPrefix(raw, []byte(f)) {
+			return true
+		}
 	}
 	return false
 }
@@ -227,14 +238,16 @@ func (s *Stream) Inbound(ctx context.Context, raw []byte) ([]*protocol.Message, 
 
 // splitJSON reads raw as one JSON value (an array is a list of records) or
 // as JSON lines, each checked as strictly as the event store reads
-// envelopes (adapters.DecodeJSON).
+// envelopes (rawjson.Values: the same refusal whatever the layout).
 func splitJSON(raw []byte) ([]jsontext.Value, error) {
-	var v jsontext.Value
-	err := adapters.DecodeJSON(Name, raw, &v)
-	if err == nil {
-		if v.Kind() == '[' {
+	vs, err := rawjson.Values(Name, raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 1 {
+		if vs[0].Kind() == '[' {
 			var items []jsontext.Value
-			if err := adapters.DecodeJSON(Name, v, &items); err != nil {
+			if err := adapters.DecodeJSON(Name, vs[0], &items); err != nil {
 				return nil, err
 			}
 			if len(items) == 0 {
@@ -242,36 +255,14 @@ func splitJSON(raw []byte) ([]jsontext.Value, error) {
 			}
 			return items, nil
 		}
-		return []jsontext.Value{v}, nil
+		return vs, nil
 	}
-	// JSON lines: several values, one a line.
-	lines := bytes.Split(raw, []byte{'\n'})
-	var out []jsontext.Value
-	for i, l := range lines {
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
+	for i, v := range vs {
+		if v.Kind() != '{' {
+			return nil, inErr(protocol.CodeWrongType, "/"+itoa(i), "JSON line value "+itoa(i+1)+" is not a JSON object", ErrNotLangGraph)
 		}
-		var lv jsontext.Value
-		if lerr := adapters.DecodeJSON(Name, l, &lv); lerr != nil {
-			if len(out) == 0 && i == len(lines)-1 {
-				return nil, err
-			}
-			var ae *adapters.Error
-			if errors.As(lerr, &ae) {
-				ae.Detail = "line " + itoa(i+1) + ": " + ae.Detail
-				return nil, ae
-			}
-			return nil, lerr
-		}
-		if lv.Kind() != '{' {
-			return nil, inErr(protocol.CodeWrongType, "", "line "+itoa(i+1)+" is not a JSON object", ErrNotLangGraph)
-		}
-		out = append(out, lv)
 	}
-	if len(out) < 2 {
-		return nil, err // one line that failed as a whole: the original error
-	}
-	return out, nil
+	return vs, nil
 }
 
 // jsonOf encodes a Go value built from toAny.

@@ -140,7 +140,11 @@ func (s *Stream) frame(_ context.Context, event string, data any) error {
 		}
 		s.emit(protocol.TypeTaskError, "", "", "", ep, nil)
 	case "end":
-		if len(s.interrupts) > 0 {
+		if s.waiting {
+			// An interrupt in a subgraph's task: the run waits as well.
+			if !s.ended[s.task] {
+				s.askRun()
+			}
 			s.emit(protocol.Type("x.langgraph.end"), "", "", "", data, nil)
 			s.t.unknown.Add(-1) // a known kind
 			return nil
@@ -163,6 +167,18 @@ func (s *Stream) interrupt(v any) {
 			return
 		}
 	}
+	if len(list) == 0 {
+		// A static interrupt (interruptBefore/After) names no interrupt:
+		// the run stops before or after a node and waits all the same.
+		if s.waiting {
+			return
+		}
+		s.waiting = true
+		s.emit(protocol.TypeTaskError, "", "", "", protocol.ErrorPayload{Code: protocol.CodeInputRequired,
+			Message: "LangGraph run paused at a breakpoint (static interrupt): answer to continue",
+			Details: map[string]any{"interrupts": []any{}, "static": true}}, nil)
+		return
+	}
 	var ids []any
 	fresh := false
 	for _, in := range list {
@@ -176,6 +192,7 @@ func (s *Stream) interrupt(v any) {
 		return // already reported (the server sends it in updates and values)
 	}
 	s.interrupts = list
+	s.waiting = true
 	msg := "LangGraph run interrupted for human input"
 	for _, in := range list {
 		if io, ok := in.(map[string]any); ok {
@@ -197,6 +214,33 @@ func (s *Stream) interrupt(v any) {
 	s.emit(protocol.TypeTaskError, "", "", "", ep, meta)
 }
 
+// askRun reports that the run (the root task) waits for input, after an
+// interrupt was reported in a subgraph's task.
+func (s *Stream) askRun() {
+	msg := "LangGraph run interrupted for human input"
+	var ids []any
+	for _, in := range s.interrupts {
+		if io, ok := in.(map[string]any); ok {
+			if q, ok := io["value"].(string); ok && q != "" {
+				msg = q
+			}
+			if id := str(io, "id"); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	var meta map[string]any
+	if len(ids) > 0 {
+		meta = map[string]any{MetaInterrupts: ids}
+	}
+	list := s.interrupts
+	if list == nil {
+		list = []any{}
+	}
+	s.emit(protocol.TypeTaskError, s.task, "", "", protocol.ErrorPayload{Code: protocol.CodeInputRequired, Message: msg,
+		Details: map[string]any{"interrupts": list}}, meta)
+}
+
 // task1 maps a tasks-mode payload (or a debug task / task_result payload):
 // a start (input, triggers) starts a child task; a result ends it.
 func (s *Stream) task1(p map[string]any, data any) {
@@ -216,6 +260,9 @@ func (s *Stream) task1(p map[string]any, data any) {
 	}
 	if e := p["error"]; e != nil {
 		msg, _ := e.(string)
+		if eo, ok := e.(map[string]any); ok {
+			msg = str(eo, "message") // the JS server: {message, name}
+		}
 		if msg == "" {
 			msg = "LangGraph task " + str(p, "name") + " failed"
 		}
@@ -243,9 +290,21 @@ func (s *Stream) checkpoint(p map[string]any, data any) {
 	if cp == "" {
 		cp = str(p, "id") // protocol v2 checkpoints event
 	}
+	key := ""
+	if cp != "" {
+		key = "lg-checkpoint:" + cp
+	}
+	if len(key) > protocol.MaxIDLength {
+		// Refused, not hashed: a hashed key would still dedup, but the
+		// checkpoint id the reader looks for would not be the key.
+		if s.err == nil {
+			s.err = inErr(protocol.CodeInvalidField, "/config/configurable/checkpoint_id", "the checkpoint id is over "+itoa(protocol.MaxIDLength-len("lg-checkpoint:"))+" bytes (the idempotency key's limit)", ErrNotLangGraph)
+		}
+		return
+	}
 	s.emit(protocol.TypeTaskProgress, "", "", PayloadCheckpoint, data, map[string]any{MetaCheckpoint: cp})
-	if cp != "" && len(s.out) > 0 {
-		s.out[len(s.out)-1].IdempotencyKey = "lg-checkpoint:" + cp
+	if key != "" && len(s.out) > 0 {
+		s.out[len(s.out)-1].IdempotencyKey = key
 	}
 }
 
@@ -263,6 +322,12 @@ func role(o map[string]any) string {
 	if t == "" {
 		t = str(o, "role")
 	}
+	return roleOf(t)
+}
+
+// roleOf maps a LangChain message type or a role to a chat role, "" when
+// it is neither.
+func roleOf(t string) string {
 	switch t {
 	case "human", "HumanMessage", "HumanMessageChunk", "user":
 		return "user"

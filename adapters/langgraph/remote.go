@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -290,7 +292,7 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 			rm.cancel(tid, runID)
 			return nil, ctx.Err()
 		}
-		if out.err != nil || len(out.interrupts) > 0 || runID == "" {
+		if out.err != nil || out.asked || runID == "" {
 			break
 		}
 		var run struct {
@@ -332,27 +334,54 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 	switch {
 	case out.err != nil:
 		return nil, out.err
-	case len(out.interrupts) > 0:
-		return nil, router.Fail(protocol.CodeInputRequired, out.question, false, map[string]any{
-			"interrupts": out.interrupts, "langgraph_thread_id": tid, "langgraph_run_id": runID})
 	case out.status == "error":
 		return nil, router.Fail(protocol.CodeToolFailed, "LangGraph run "+runID+" failed", false, map[string]any{"langgraph_run_id": runID})
 	case out.status == "timeout":
 		return nil, router.Fail(protocol.CodeTimeout, "LangGraph run "+runID+" timed out", true, map[string]any{"langgraph_run_id": runID})
-	case out.status == "interrupted":
+	case out.status == "interrupted" && !out.asked:
 		return nil, router.Fail(protocol.CodeCancelled, "LangGraph run "+runID+" was interrupted on the server", false, map[string]any{"langgraph_run_id": runID})
+	}
+	// The thread's state is the truth about the run's end: a thread that
+	// still has nodes to run (next) waits for a person, whatever the
+	// stream said (a static breakpoint, an interrupt deep in a subgraph).
+	var state threadState
+	if err := rm.call(ctx, http.MethodGet, "/threads/"+tid+"/state", nil, &state); err != nil {
+		return nil, err
+	}
+	if out.asked || len(state.Next) > 0 {
+		interrupts := out.interrupts
+		if len(interrupts) == 0 {
+			for _, st := range state.Tasks {
+				interrupts = append(interrupts, st.Interrupts...)
+			}
+		}
+		question := out.question
+		if question == "" || out.static {
+			question = "LangGraph run paused before " + strings.Join(state.Next, ", ") + ": answer to continue"
+			for _, in := range interrupts {
+				if io, ok := in.(map[string]any); ok {
+					if q, ok := io["value"].(string); ok && q != "" {
+						question = q
+						break
+					}
+				}
+			}
+		}
+		if interrupts == nil {
+			interrupts = []any{}
+		}
+		next := make([]any, len(state.Next))
+		for i, n := range state.Next {
+			next[i] = n
+		}
+		return nil, router.Fail(protocol.CodeInputRequired, question, false, map[string]any{
+			"interrupts": interrupts, "langgraph_next": next, "langgraph_thread_id": tid, "langgraph_run_id": runID})
 	}
 	values := s.LastValues()
 	var raw json.RawMessage
 	if values != nil {
 		raw = jsonOf(values)
 	} else {
-		var state struct {
-			Values json.RawMessage `json:"values"`
-		}
-		if err := rm.call(ctx, http.MethodGet, "/threads/"+tid+"/state", nil, &state); err != nil {
-			return nil, err
-		}
 		raw = state.Values
 	}
 	if len(raw) == 0 {
@@ -371,9 +400,21 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 // outcome is what the frames of a run said about its end.
 type outcome struct {
 	err        error // an error frame
-	interrupts []any // the interrupts of this run
+	asked      bool  // an interrupt, of any task, at any depth, or static
+	static     bool  // a static breakpoint (no interrupt value)
+	interrupts []any // the interrupts of this run, each once
+	ids        map[string]bool
 	question   string
 	status     string
+}
+
+// threadState is the part of GET /threads/{id}/state the Remote reads.
+type threadState struct {
+	Values json.RawMessage `json:"values"`
+	Next   []string        `json:"next"`
+	Tasks  []struct {
+		Interrupts []any `json:"interrupts"`
+	} `json:"tasks"`
 }
 
 // consume reads SSE frames until the stream ends, records every step under
@@ -395,8 +436,9 @@ func (rm *Remote) consume(ctx context.Context, t *router.Task, s *Stream, body i
 		}
 		msgs, terr := s.Frame(ctx, f)
 		if terr != nil {
-			// Kept, not dropped: the frame as the server sent it.
-			if _, err := t.Emit(ctx, protocol.Type("x.langgraph.invalid_frame"), "", map[string]any{"event": f.Event, "id": f.ID, "data": string(f.Data), "error": terr.Error()}); err != nil {
+			// Kept, not dropped: the frame as the server sent it, with
+			// credentials redacted and its data bounded.
+			if _, err := t.Emit(ctx, protocol.Type("x.langgraph.invalid_frame"), "", map[string]any{"event": cut(f.Event), "id": cut(f.ID), "data": invalidData(f.Data), "error": cut(terr.Error())}); err != nil {
 				return last, err
 			}
 			continue
@@ -413,21 +455,46 @@ func (rm *Remote) consume(ctx context.Context, t *router.Task, s *Stream, body i
 // or notes what ends the run.
 func (rm *Remote) record(ctx context.Context, t *router.Task, m *protocol.Message, out *outcome) error {
 	root := m.TaskID == t.ID()
-	switch {
-	case m.Type == protocol.TypeTaskError && root:
+	if m.Type == protocol.TypeTaskError {
 		ep, err := protocol.DecodePayload[protocol.ErrorPayload](m)
 		if err != nil {
 			return err
 		}
-		if ep.Code == protocol.CodeInputRequired {
-			if list, ok := ep.Details["interrupts"].([]any); ok {
-				out.interrupts = append(out.interrupts, list...)
+		switch {
+		case ep.Code == protocol.CodeInputRequired:
+			// An interrupt of any node task at any depth stops the run:
+			// the task asks, it has no result.
+			out.asked = true
+			list, _ := ep.Details["interrupts"].([]any)
+			if len(list) == 0 {
+				out.static = true
 			}
-			out.question = ep.Message
-		} else {
+			for _, in := range list {
+				io, _ := in.(map[string]any)
+				id, _ := io["id"].(string)
+				if id != "" && out.ids[id] {
+					continue
+				}
+				if out.ids == nil {
+					out.ids = map[string]bool{}
+				}
+				out.ids[id] = true
+				out.interrupts = append(out.interrupts, in)
+			}
+			if out.question == "" || !root {
+				out.question = ep.Message
+			}
+			if root {
+				return nil // the attempt ends with it
+			}
+			_, err := t.Emit(ctx, protocol.TypeTaskProgress, PayloadTask, m.Payload)
+			return err
+		case root:
 			out.err = router.Fail(ep.Code, "LangGraph: "+ep.Message, ep.Retryable, ep.Details)
+			return nil
 		}
-		return nil
+	}
+	switch {
 	case m.Type == protocol.TypeTaskResult && root:
 		return nil // the end frame: the result is made from the final state
 	case m.Type.Family() == "tool", m.Type == protocol.TypeChatMessage, m.Type.Extension():
@@ -448,6 +515,23 @@ func (rm *Remote) record(ctx context.Context, t *router.Task, m *protocol.Messag
 	}
 	_, err := t.Emit(ctx, protocol.TypeTaskProgress, pt, m.Payload)
 	return err
+}
+
+// invalidData is the data of a refused frame as kept: credentials
+// redacted when it is JSON, bounded by cut either way.
+func invalidData(data []byte) string {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if d.Decode(&v) == nil {
+		if b, err := rawjson.FromAny(scrub(v)); err == nil {
+			return cut(string(b))
+		}
+	}
+	if !utf8.Valid(data) {
+		return cut(strings.ToValidUTF8(string(data), "\uFFFD"))
+	}
+	return cut(string(data))
 }
 
 func (rm *Remote) input(req *protocol.Message) (any, error) {

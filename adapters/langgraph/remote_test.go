@@ -55,6 +55,7 @@ type fake struct {
 	block   chan struct{}     // when set, the run stream blocks after its first frame until closed
 	lastID  atomic.Value
 	cancels chan string // receives the path of each cancel request
+	state   string      // the thread state GET answers; a finished thread when ""
 }
 
 func newFake(t *testing.T, streams ...string) (*fake, *httptest.Server) {
@@ -129,6 +130,10 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, f.rest)
 	case r.Method == "GET" && len(parts) == 3 && parts[2] == "state":
+		if f.state != "" {
+			io.WriteString(w, f.state)
+			return
+		}
 		io.WriteString(w, `{"values":{"messages":[{"type":"ai","content":"from state"}]}}`)
 	case r.Method == "POST" && len(parts) == 5 && parts[4] == "cancel":
 		w.WriteHeader(http.StatusNoContent)
@@ -214,7 +219,8 @@ func TestRemoteReplayToolLoop(t *testing.T) {
 	// The request became a run on the thread of the Clutch thread.
 	reqs := f.requests()
 	tid := rm.ThreadID(out.Message.ThreadID)
-	assert.Equal(t, []string{"POST /threads", "POST /threads/" + tid + "/runs/stream", "GET /threads/" + tid + "/runs/run-1"}, reqs)
+	// The thread's state confirms the run ended (no node left to run).
+	assert.Equal(t, []string{"POST /threads", "POST /threads/" + tid + "/runs/stream", "GET /threads/" + tid + "/runs/run-1", "GET /threads/" + tid + "/state"}, reqs)
 	assert.Contains(t, f.bodies["POST /threads/"+tid+"/runs/stream"], `"input":{"messages":[{"content":"add please","role":"user"}]}`)
 	assert.Contains(t, f.bodies["POST /threads/"+tid+"/runs/stream"], `"stream_mode":["values","updates","messages-tuple","custom","tasks"]`)
 }

@@ -49,6 +49,9 @@ type Stream struct {
 	calls   map[string]bool           // tool call ids reported as tool.call
 	results map[string]bool           // tool call ids reported as tool.result/error
 	asked   map[string]bool           // interrupt ids reported as INPUT_REQUIRED
+	started map[string]bool           // tasks given their task.request
+	ended   map[string]bool           // tasks given their terminal event
+	waiting bool                      // an interrupt was reported: the run waits for input
 
 	// LastValues is the last state a values frame carried (nil before).
 	lastValues any
@@ -75,7 +78,8 @@ func (t *Translator) NewStream(scope Scope) *Stream {
 		scope.Attempt = 1
 	}
 	return &Stream{t: t, scope: scope, run: scope.RunID, thread: scope.ThreadID, task: scope.TaskID,
-		msgMeta: map[string]map[string]any{}, partial: map[string]int{}, calls: map[string]bool{}, results: map[string]bool{}, asked: map[string]bool{}}
+		msgMeta: map[string]map[string]any{}, partial: map[string]int{}, calls: map[string]bool{}, results: map[string]bool{}, asked: map[string]bool{},
+		started: map[string]bool{}, ended: map[string]bool{}}
 }
 
 // LastValues returns the state of the last values frame (or protocol
@@ -116,14 +120,13 @@ func (s *Stream) record(ctx context.Context, v jsontext.Value, base string) ([]*
 	if !ok {
 		return nil, inErr(protocol.CodeWrongType, base, "a LangGraph record is a JSON object, not "+kindOf(v), ErrNotLangGraph)
 	}
-	ev, hasEvent := obj["event"].(string)
-	_, hasData := obj["data"]
-	typ, _ := obj["type"].(string)
-	switch {
-	case hasEvent && strings.HasPrefix(ev, "on_"):
+	sh := shapeOfMap(obj)
+	ev := sh.event
+	switch sh.kind() {
+	case kindEvents:
 		s.begin("events", "", obj)
 		return s.finish(s.streamEvent(obj))
-	case hasEvent && hasData && len(obj) <= 3:
+	case kindFrame:
 		if ev == "" {
 			return nil, inErr(protocol.CodeInvalidField, base+"/event", "empty event name", ErrNotLangGraph)
 		}
@@ -136,32 +139,34 @@ func (s *Stream) record(ctx context.Context, v jsontext.Value, base string) ([]*
 		}
 		s.begin(ev, id, obj["data"])
 		return s.finish(s.frame(ctx, ev, obj["data"]))
-	case typ == "event" && obj["method"] != nil:
+	case kindProtocol:
 		s.begin("", "", obj)
 		return s.finish(s.frame(ctx, "", obj))
-	case typ != "" && hasData && obj["ns"] != nil && len(obj) <= 4:
+	case kindPart:
 		// v2 stream part {"type": mode, "ns": [...], "data": chunk, "interrupts"?}
 		ns, _ := obj["ns"].([]any)
-		event := typ
+		event := sh.typ
 		for _, e := range ns {
 			es, _ := e.(string)
 			event += "|" + es
 		}
-		s.begin(event, "", obj)
 		data := obj["data"]
 		if in, ok := obj["interrupts"].([]any); ok && len(in) > 0 {
 			if m, ok := data.(map[string]any); ok {
 				m["__interrupt__"] = in
 			}
 		}
+		// The part's identity is that of the frame it is: the same ids
+		// whichever form the stream was read in.
+		s.begin(event, "", data)
 		return s.finish(s.frame(ctx, event, data))
-	case str(obj, "run_id") != "" && str(obj, "assistant_id") != "" && str(obj, "status") != "":
+	case kindRun:
 		s.begin("run", "", obj)
 		return s.finish(s.runObject(obj))
-	case str(obj, "thread_id") != "" && str(obj, "created_at") != "" && obj["run_id"] == nil:
+	case kindThread:
 		s.begin("thread", "", obj)
 		return s.finish(s.threadObject(obj))
-	case isMessage(obj):
+	case kindMessage:
 		s.begin("message", "", obj)
 		return s.finish(s.message(obj, "", nil, false))
 	}
@@ -276,6 +281,24 @@ func (s *Stream) emit(typ protocol.Type, task, parent, payloadType string, paylo
 			return
 		}
 	}
+	// One task.request and one terminal event per task, whatever the stream
+	// modes (tasks and debug report the same node task): a repeat is kept
+	// as progress.
+	switch typ {
+	case protocol.TypeTaskRequest:
+		if s.started[task] {
+			typ = protocol.TypeTaskProgress
+		}
+		s.started[task] = true
+	case protocol.TypeTaskResult, protocol.TypeTaskError, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
+		if s.ended[task] {
+			typ = protocol.TypeTaskProgress
+			if payloadType == "" {
+				payloadType = PayloadTask
+			}
+		}
+		s.ended[task] = true
+	}
 	h := sha256.New()
 	h.Write(s.key[:])
 	h.Write([]byte{byte(s.n), byte(s.n >> 8), byte(s.n >> 16)})
@@ -292,9 +315,13 @@ func (s *Stream) emit(typ protocol.Type, task, parent, payloadType string, paylo
 		Type: typ, PayloadType: payloadType, Attempt: s.scope.Attempt,
 	}
 	var raw json.RawMessage
+	ep, isErr := payload.(protocol.ErrorPayload)
 	switch p := payload.(type) {
 	case json.RawMessage:
 		raw = p
+	case protocol.ErrorPayload:
+		ep = boundError(p)
+		raw = jsonOf(ep)
 	default:
 		raw = jsonOf(scrub(p))
 	}
@@ -330,6 +357,7 @@ func (s *Stream) emit(typ protocol.Type, task, parent, payloadType string, paylo
 		}
 	}
 	m.Meta = mm
+	s.fit(m, ep, isErr)
 	if typ.Extension() && typ != protocol.Type("x.langgraph.interrupt") {
 		s.t.unknown.Add(1)
 	}
@@ -409,26 +437,189 @@ func kindOf(v jsontext.Value) string {
 
 // secretKeys are keys whose values the Agent Server echoes from request
 // headers into metadata and config; they never reach the store.
-var secretKeys = map[string]bool{"authorization": true, "cookie": true, "x-api-key": true, "proxy-authorization": true, "set-cookie": true, "x-auth-token": true}
+var secretKeys = map[string]bool{"authorization": true, "cookie": true, "x-api-key": true, "proxy-authorization": true,
+	"set-cookie": true, "x-auth-token": true, "api-key": true, "apikey": true, "x-langsmith-api-key": true, "langsmith-api-key": true}
 
-// scrub replaces the values of secret keys (request headers the Agent
-// Server echoes) with "[redacted]", in place.
+// secretKey reports whether a key names a credential: a known header, or
+// a name holding api key, secret, password or ending in token.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	if secretKeys[k] {
+		return true
+	}
+	for _, w := range []string{"api_key", "api-key", "apikey", "secret", "password", "passwd"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(k, "token") || strings.HasSuffix(k, "cookie")
+}
+
+// secretValue reports whether a string is a credential whatever its key:
+// an HTTP authorization value.
+func secretValue(s string) bool {
+	for _, p := range []string{"Bearer ", "Basic ", "bearer ", "basic "} {
+		if strings.HasPrefix(s, p) && len(s) > len(p) {
+			return true
+		}
+	}
+	return false
+}
+
+const redacted = "[redacted]"
+
+// scrub replaces credentials (the values of secret keys, request headers
+// the Agent Server echoes, and authorization values anywhere) with
+// "[redacted]", in place; it returns v, or "[redacted]" for a credential
+// string.
 func scrub(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			if secretKeys[strings.ToLower(k)] {
-				t[k] = "[redacted]"
+			if secretKey(k) {
+				if e != nil {
+					t[k] = redacted
+				}
 				continue
 			}
-			scrub(e)
+			t[k] = scrub(e)
 		}
 	case []any:
-		for _, e := range t {
-			scrub(e)
+		for i, e := range t {
+			t[i] = scrub(e)
+		}
+	case string:
+		if secretValue(t) {
+			return redacted
 		}
 	}
 	return v
+}
+
+// maxText bounds one text of an error (message or a string in details):
+// error text the store keeps once, cut with a marker and its size.
+const maxText = 16 << 10
+
+// envelopeLimit is the largest envelope the store takes (its decoder's
+// default limit).
+const envelopeLimit = protocol.DefaultMaxBytes
+
+// cut bounds a text to maxText bytes, marking the cut and the whole size.
+func cut(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	n := maxText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "… [truncated: " + strconv.Itoa(len(s)) + " bytes in all]"
+}
+
+// boundError makes an error payload the store can hold: credentials
+// redacted, the message bounded, and the details a bounded copy in which
+// the message's text is not repeated.
+func boundError(ep protocol.ErrorPayload) protocol.ErrorPayload {
+	full := ep.Message
+	ep.Message = cut(full)
+	if secretValue(ep.Message) {
+		ep.Message = redacted
+	}
+	if ep.Details != nil {
+		d, _ := boundCopy(map[string]any(ep.Details), full).(map[string]any)
+		ep.Details = d
+	}
+	return ep
+}
+
+// boundCopy copies v with credentials redacted, every string bounded by
+// cut, and strings equal to the (long) text msg replaced by a marker: the
+// text is in the message already.
+func boundCopy(v any, msg string) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			if secretKey(k) && e != nil {
+				out[k] = redacted
+				continue
+			}
+			out[k] = boundCopy(e, msg)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = boundCopy(e, msg)
+		}
+		return out
+	case string:
+		switch {
+		case secretValue(t):
+			return redacted
+		case len(t) > 64 && t == msg:
+			return "[the message]"
+		}
+		return cut(t)
+	}
+	return v
+}
+
+// approxSize is a cheap lower bound of a meta value's encoded size.
+func approxSize(v any) int {
+	switch t := v.(type) {
+	case map[string]any:
+		n := 2
+		for k, e := range t {
+			n += len(k) + 4 + approxSize(e)
+		}
+		return n
+	case []any:
+		n := 2
+		for _, e := range t {
+			n += 1 + approxSize(e)
+		}
+		return n
+	case string:
+		return len(t) + 2
+	}
+	return 8
+}
+
+// fit keeps m within the store's envelope limit: state near the input
+// limit, or repeated from an earlier frame (the end frame's result), is
+// replaced by a marker {"truncated": true, "bytes", "sha256"} of what it
+// was (for an error, its details are); the big lg_metadata goes first.
+func (s *Stream) fit(m *protocol.Message, ep protocol.ErrorPayload, isErr bool) {
+	est := len(m.Payload) + 6*approxSize(m.Meta) + 1024
+	if est <= envelopeLimit {
+		return
+	}
+	size := func() int {
+		b, err := protocol.Encode(m)
+		m.Reset() // measured only: the message is still being built
+		if err != nil {
+			return envelopeLimit + 1
+		}
+		return len(b)
+	}
+	if size() <= envelopeLimit {
+		return
+	}
+	if md, ok := m.Meta["lg_metadata"]; ok {
+		m.Meta["lg_metadata"] = map[string]any{"truncated": true, "bytes": approxSize(md)}
+		if size() <= envelopeLimit {
+			return
+		}
+	}
+	sum := sha256.Sum256(m.Payload)
+	marker := map[string]any{"truncated": true, "bytes": len(m.Payload), "sha256": hex.EncodeToString(sum[:])}
+	if isErr {
+		ep.Details = marker
+		m.Payload = jsonOf(ep)
+		return
+	}
+	m.Payload = jsonOf(marker)
 }
 
 func sortStrings(s []string) { slices.Sort(s) }

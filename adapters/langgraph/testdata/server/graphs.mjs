@@ -1,7 +1,7 @@
 // Test graphs for the Clutch adapters/langgraph tests, served by
 // `langgraphjs dev`. Deterministic fake "models": no keys, no network.
 import { AIMessage, ToolMessage } from "@langchain/core/messages";
-import { Command, END, MessagesAnnotation, START, StateGraph, interrupt } from "@langchain/langgraph";
+import { Annotation, Command, END, MessagesAnnotation, START, Send, StateGraph, interrupt } from "@langchain/langgraph";
 
 const lastText = (state) => {
   const m = state.messages[state.messages.length - 1];
@@ -85,4 +85,57 @@ export const slow = new StateGraph(MessagesAnnotation)
     return { messages: [new AIMessage({ content: "done waiting" })] };
   })
   .addEdge(START, "wait")
+  .compile();
+
+// publish: a static breakpoint (interruptBefore) before "publish"; the
+// follow-up run continues from it.
+export const publish = new StateGraph(MessagesAnnotation)
+  .addNode("draft", () => ({ messages: [new AIMessage({ content: "draft ready" })] }))
+  .addNode("publish", () => ({ messages: [new AIMessage({ content: "published" })] }))
+  .addEdge(START, "draft")
+  .addEdge("draft", "publish")
+  .addEdge("publish", END)
+  .compile({ interruptBefore: ["publish"] });
+
+// nested: an interrupt two subgraphs deep (outer → middle → inner → ask).
+const inner = new StateGraph(MessagesAnnotation)
+  .addNode("ask", () => {
+    const answer = interrupt("Deep question: go on?");
+    return { messages: [new AIMessage({ content: "inner got: " + answer })] };
+  })
+  .addEdge(START, "ask")
+  .compile();
+const middle = new StateGraph(MessagesAnnotation)
+  .addNode("inner", inner)
+  .addEdge(START, "inner")
+  .compile();
+export const nested = new StateGraph(MessagesAnnotation)
+  .addNode("middle", middle)
+  .addEdge(START, "middle")
+  .compile();
+
+// fanout: a Send fan-out of three branches; the branch of "bad" throws.
+const FanState = Annotation.Root({
+  ...MessagesAnnotation.spec,
+  item: Annotation(),
+});
+export const fanout = new StateGraph(FanState)
+  .addNode("plan", () => ({ messages: [new AIMessage({ content: "fanning out" })] }))
+  .addNode("work", (s) => {
+    if (s.item === "bad") throw new Error("branch bad failed on purpose");
+    return { messages: [new AIMessage({ content: "worked on " + s.item })] };
+  })
+  .addEdge(START, "plan")
+  .addConditionalEdges("plan", () => ["a", "bad", "c"].map((item) => new Send("work", { item })))
+  .addEdge("work", END)
+  .compile();
+
+// twice: one node that interrupts twice; each resume meets the next.
+export const twice = new StateGraph(MessagesAnnotation)
+  .addNode("ask", () => {
+    const first = interrupt("First question?");
+    const second = interrupt("Second question?");
+    return { messages: [new AIMessage({ content: "answers: " + first + ", " + second })] };
+  })
+  .addEdge(START, "ask")
   .compile();
