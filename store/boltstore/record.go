@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"strings"
 
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 )
 
 // The file layout (format 3; format 2 has no blocks, all its ids and

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 )
 
 func sampleEntry() driver.Entry {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 	bolt "go.etcd.io/bbolt"
 )
 

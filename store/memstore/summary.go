@@ -8,7 +8,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 )
 
 // indexed is what the store keeps of one value of an index: the seqs of

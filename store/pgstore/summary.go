@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 	"github.com/jackc/pgx/v5"
 )
 
