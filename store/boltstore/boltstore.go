@@ -45,7 +45,10 @@ type Store struct {
 	broken atomic.Pointer[brokenError] // the first corruption found; appends refused since
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Lister = (*Store)(nil)
+)
 
 // Open opens the event store in the file at path, creating it if needed.
 // opts may be nil. A file another process holds gives ErrLocked after

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/internal/fold"
 )
 
 // Entry is a message prepared for appending: its bytes and the fields the
@@ -68,12 +69,7 @@ func EntryOf(m *protocol.Message, raw []byte) Entry {
 func entryOf(e *Entry, m *protocol.Message, raw []byte) {
 	e.Raw, e.ID, e.RunID, e.ThreadID, e.TaskID = raw, m.ID, m.RunID, m.ThreadID, m.TaskID
 	e.AgentID, e.Type, e.IdempotencyKey = m.From.AgentID, m.Type, m.IdempotencyKey
-	e.Attempt, e.Ends = m.Attempt, protocol.EndsTask(m)
-	if len(m.Meta) > 0 {
-		if ch, ok := m.Meta["ui_channel"].(string); ok {
-			e.Channel = ch
-		}
-	}
+	e.Attempt, e.Ends, e.Channel = m.Attempt, protocol.EndsTask(m), fold.Channel(m)
 }
 
 // Index names the index that serves a query.

@@ -64,12 +64,12 @@ func (v *indexed) fold(e *driver.Entry, seq uint64, d driver.Delta) {
 	}
 }
 
-// Runs implements store.Store.
+// Runs implements store.Lister.
 func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, driver.RunIndex)
 }
 
-// Threads implements store.Store.
+// Threads implements store.Lister.
 func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, driver.ThreadIndex)
 }

@@ -42,7 +42,10 @@ type Store struct {
 	commits, appended, duplicates atomic.Uint64
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Lister = (*Store)(nil)
+)
 
 // Open connects to the database named by dsn (a libpq connection string
 // or postgres:// URL, as pgx reads it), creates the store's schema or
