@@ -13,7 +13,8 @@ import (
 )
 
 // Entry is a message prepared for appending: its bytes and the fields the
-// store indexes and deduplicates on.
+// store indexes, deduplicates and summarizes on. Prepare fills it, and
+// EntryOf for a message read back (rebuilding indexes or summaries).
 type Entry struct {
 	Raw            []byte        // the message's bytes, shared with it
 	ID             string        // id
@@ -77,11 +78,11 @@ type Index uint8
 
 // The indexes of docs/protocol.md §8.1, most selective first.
 const (
-	NoIndex Index = iota
-	TaskIndex
-	ThreadIndex
-	RunIndex
-	AgentIndex
+	NoIndex     Index = iota // no index field is set: scan the log
+	TaskIndex                // task_id
+	ThreadIndex              // thread_id
+	RunIndex                 // run_id
+	AgentIndex               // from.agent_id
 )
 
 // IndexOf returns the index that drives q and the value it looks up: the
