@@ -38,11 +38,12 @@
 //			return nil, err
 //		}
 //		entries, err := driver.Prepare(nil, msgs, s.maxEventSize)
-//		if err != nil || len(entries) == 0 {
+//		if err != nil {
 //			return nil, err
 //		}
 //		s.mu.Lock()
-//		// dedup, assign seqs, store entries ...
+//		// ErrClosed when closed (even for no messages); then dedup,
+//		// assign seqs, store the entries ...
 //		s.mu.Unlock()
 //		s.sig.Notify() // after the events are visible to page
 //		return res, nil
