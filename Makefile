@@ -4,14 +4,15 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: test check deps deps-system fmt-check vet race test-min-go bench bench-peers fuzz
+.PHONY: test check deps deps-system fmt-check vet race test-min-go test-external bench bench-peers fuzz
 
 # The oldest Go release the module supports: go.mod's go line.
 MIN_GO := $(shell sed -n 's/^go //p' go.mod)
 
 ## test: install what the tests need, then gofmt check, go vet, go test -race,
-## and the tests once more with the oldest Go release go.mod allows.
-test: deps fmt-check vet race test-min-go
+## the tests once more with the oldest Go release go.mod allows, and the
+## store written outside the module.
+test: deps fmt-check vet race test-min-go test-external
 
 ## check: the inner loop, well under 90 s on 2 cores: gofmt, go vet, and the
 ## tests of the core packages without -race (no peers, no browser, no npm).
@@ -57,6 +58,12 @@ race:
 ## through the module proxy), so the go line stays true.
 test-min-go:
 	GOTOOLCHAIN=go$(MIN_GO) $(GO) test -count=1 $(PKGS)
+
+## test-external: a store built in a module of its own with only the exported
+## store/driver passes storetest (store/storetest/external; `go test ./...`
+## at the root does not descend into it).
+test-external:
+	cd store/storetest/external && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 ## bench: every benchmark, with allocations.
 bench:

@@ -166,9 +166,9 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 			g.writeError(w, r, err)
 			return
 		}
-		list, name := g.st.Runs, "runs"
+		list, name := store.Runs, "runs"
 		if threads {
-			list, name = g.st.Threads, "threads"
+			list, name = store.Threads, "threads"
 		}
 		all := c.Has(auth.ScopeReadAll)
 		sq := store.ListQuery{Before: q.Before}
@@ -178,7 +178,7 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 		out := []wireSummary{}
 		var next uint64
 		scanned := 0
-		for s, err := range list(r.Context(), sq) {
+		for s, err := range list(r.Context(), g.st, sq) {
 			if err != nil {
 				g.writeError(w, r, err)
 				return

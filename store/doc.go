@@ -2,7 +2,8 @@
 // the router, the UI, audit, replay and deduplication all read (docs/protocol.md
 // §1.6, §5, §8). It holds the contract — the [Store] interface, [Event],
 // [Query], [AppendResult], the artifact refs and the sentinel errors — and
-// no implementation. The backends are
+// no implementation; [github.com/clutchprotocol/clutch/store/driver]
+// holds what a backend needs to follow the rules. The backends are
 // [github.com/clutchprotocol/clutch/store/memstore] (in memory, for tests
 // and ephemeral runs) and [github.com/clutchprotocol/clutch/store/boltstore]
 // (embedded bbolt, durable, the default). Both pass
@@ -35,10 +36,23 @@
 //
 // Breaking out of any of these loops releases everything the read held.
 //
-// Runs and Threads list a [Summary] of each run and thread, newest first
-// (by the seq of its last event), paged with [ListQuery].Before: what a UI
-// shows before it reads any event. Backends keep summaries up to date in
-// the same transaction as the append; the status rules are on [Summary].
+// [Runs] and [Threads] list a [Summary] of each run and thread, newest
+// first (by the seq of its last event), paged with [ListQuery].Before:
+// what a UI shows before it reads any event. The status rules are on
+// [Summary].
+//
+//	for sum, err := range store.Runs(ctx, s, store.ListQuery{Limit: 50}) { ... }
+//
+// Summaries are not part of the Store contract but an optional upgrade,
+// [Lister]: a store that keeps them as it appends lists a page for the
+// price of a page, and Runs and Threads use that; for any other store they
+// fold the whole log on each call (correct, O(events)). The in-tree
+// backends implement Lister, so a UI over them stays fast, while a new
+// backend passes the conformance suite with the eight methods of the log
+// alone and can add Lister later; storetest then checks that its listings
+// equal the projection of its log. A store that wraps another (to measure
+// or filter it) and embeds it loses the inner Lister unless it has a
+// method Unwrap() Store, which Runs and Threads follow.
 //
 // Large payloads go to the artifact store (docs/protocol.md §8.2): PutArtifact
 // returns a content address "artifact:sha256:<hex>" ([ArtifactRef]) to put

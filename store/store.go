@@ -46,17 +46,6 @@ type Store interface {
 	// LastSeq returns the seq of the last event, 0 for an empty store.
 	LastSeq(ctx context.Context) (uint64, error)
 
-	// Runs returns the summary of every run (events with a run_id), newest
-	// first: by LastSeq, descending. Like Read it yields a page at a
-	// time and holds nothing between pages; a run that gets new events
-	// while the loop runs moves to the front and may be skipped by later
-	// pages (it is newer than the page's cursor). See [Summary] for the
-	// counts and the status.
-	Runs(ctx context.Context, q ListQuery) iter.Seq2[Summary, error]
-
-	// Threads is Runs for threads (events with a thread_id).
-	Threads(ctx context.Context, q ListQuery) iter.Seq2[Summary, error]
-
 	// PutArtifact stores data under its content address (docs/protocol.md §8.2)
 	// and returns the ref, "artifact:sha256:<hex>" (see [ArtifactRef]).
 	// Putting the same bytes again returns the same ref and keeps the

@@ -4,11 +4,13 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store/internal/fold"
 )
 
 // Summary describes one run or one thread: what a UI lists before it
-// reads any event. Backends maintain summaries as they append, in the same
-// transaction, so they always agree with the log.
+// reads any event ([Runs], [Threads]). It is a projection of the log: a
+// [Lister] keeps it as it appends, in the same transaction, and a store
+// without one has it computed from its events, by the same rules.
 type Summary struct {
 	// ID is the run id (Runs) or the thread id (Threads).
 	ID string `json:"id"`
@@ -68,17 +70,7 @@ const StatusPending = "pending"
 // or thread: StatusCompleted for task.result, StatusCancelled for
 // task.cancel, StatusTimedOut for task.timeout and StatusFailed for
 // anything else (a task.error that ends its task).
-func EndStatus(t protocol.Type) string {
-	switch t {
-	case protocol.TypeTaskResult:
-		return StatusCompleted
-	case protocol.TypeTaskCancel:
-		return StatusCancelled
-	case protocol.TypeTaskTimeout:
-		return StatusTimedOut
-	}
-	return StatusFailed
-}
+func EndStatus(t protocol.Type) string { return fold.EndStatus(t) }
 
 // TaskStatus is the status of one task whose latest lifecycle event has
 // type state: EndStatus(end) when the task has ended, end being the type
@@ -95,7 +87,7 @@ func TaskStatus(state, end protocol.Type) string {
 	return StatusRunning
 }
 
-// ListQuery selects summaries for [Store.Runs] and [Store.Threads]. The
+// ListQuery selects summaries for [Runs] and [Threads]. The
 // zero ListQuery selects all of them.
 type ListQuery struct {
 	// Before, when not 0, selects the summaries with LastSeq < Before: pass

@@ -8,14 +8,14 @@ import (
 	"errors"
 	"iter"
 	"os"
-	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -45,7 +45,10 @@ type Store struct {
 	broken atomic.Pointer[brokenError] // the first corruption found; appends refused since
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Lister = (*Store)(nil)
+)
 
 // Open opens the event store in the file at path, creating it if needed.
 // opts may be nil. A file another process holds gives ErrLocked after
@@ -209,8 +212,7 @@ func (e *lockedError) Unwrap() error { return ErrLocked }
 // load checks the format, creates the buckets of a new file and rebuilds
 // the in-memory state: the last seq and the index tail.
 func (s *Store) load() error {
-	var fresh, upgrade bool
-	var ver uint32
+	var fresh bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -232,11 +234,9 @@ func (s *Store) load() error {
 		if len(v) != 4 {
 			return &FormatError{Path: s.path, Supported: formatVersion, Detail: "no format version"}
 		}
-		switch ver = binary.BigEndian.Uint32(v); {
-		case ver < formatVersion && ver >= 1:
-			upgrade = true
-		case ver != formatVersion:
-			return &FormatError{Path: s.path, Version: ver, Supported: formatVersion, Detail: "unknown format version"}
+		if ver := binary.BigEndian.Uint32(v); ver != formatVersion {
+			return &FormatError{Path: s.path, Version: ver, Supported: formatVersion,
+				Detail: "format " + strconv.FormatUint(uint64(ver), 10) + " is not supported; this version reads format " + strconv.Itoa(formatVersion)}
 		}
 		return nil
 	})
@@ -265,7 +265,7 @@ func (s *Store) load() error {
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets() {
-			if tx.Bucket(name) == nil && !(upgrade && slices.ContainsFunc(blockBuckets[:], func(b []byte) bool { return bytes.Equal(b, name) })) {
+			if tx.Bucket(name) == nil {
 				return corrupt("bucket %q is missing", name)
 			}
 		}
@@ -321,23 +321,7 @@ func (s *Store) load() error {
 		}
 		return nil
 	})
-	if err != nil || !upgrade || s.opts.ReadOnly {
-		return err
-	}
-	// Format 1 records stay as they are (they are read as such), and so do
-	// the ids of a format 1 or 2 file (one key each). The new records
-	// carry a checksum, which a format 1 reader would take for damage,
-	// and new ids go into blocks, which a format 2 reader would not find:
-	// either is told the file is newer instead. Only a file that passed
-	// the checks above is written to.
-	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range blockBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketMeta).Put(keyFormat, binary.BigEndian.AppendUint32(nil, formatVersion))
-	})
+	return err
 }
 
 func allBuckets() [][]byte {

@@ -358,63 +358,39 @@ func TestCorruptArtifact(t *testing.T) {
 	}
 }
 
-// A file of format 1 (records without a checksum) reads back whole, is
-// marked format 3 by Open, and takes new events.
-func TestFormat1File(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.db")
-	s, err := boltstore.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := messages(t, 20)
-	if _, err := s.Append(t.Context(), msgs...); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	editFile(t, path, func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("events"))
-		var keys, vals [][]byte
-		b.ForEach(func(k, v []byte) error {
-			v1 := append([]byte{1}, v[1:9]...) // version 1: no checksum
-			keys, vals = append(keys, bytes.Clone(k)), append(vals, append(v1, v[13:]...))
-			return nil
+// A file of an older format (1 or 2; nothing was released before 3) is
+// refused, for writing and read-only, with a FormatError that names both
+// versions, and left as it is.
+func TestOlderFormatRefused(t *testing.T) {
+	for _, ver := range []byte{1, 2} {
+		path := filepath.Join(t.TempDir(), "events.db")
+		s, err := boltstore.Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(t.Context(), messages(t, 3)...); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		editFile(t, path, func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, ver})
 		})
-		for i := range keys {
-			if err := b.Put(keys[i], vals[i]); err != nil {
-				return err
+		before, _ := os.ReadFile(path)
+		for _, opts := range []*boltstore.Options{nil, {ReadOnly: true}} {
+			_, err = boltstore.Open(path, opts)
+			var fe *boltstore.FormatError
+			if !errors.Is(err, boltstore.ErrFormat) || !errors.As(err, &fe) || fe.Version != uint32(ver) || fe.Supported != 3 {
+				t.Fatalf("Open(%+v) of a format %d file: %v, want a FormatError for version %d", opts, ver, err, ver)
+			}
+			want := fmt.Sprintf("format %d is not supported; this version reads format 3", ver)
+			if fe.Detail != want || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Open of a format %d file: %q, want it to say %q", ver, err, want)
 			}
 		}
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte{0, 0, 0, 1})
-	})
-	s = openT(t, path, nil)
-	for i, m := range msgs {
-		ev, err := s.Get(t.Context(), m.ID)
-		if err != nil || ev.Seq != uint64(i+1) || !bytes.Equal(ev.Raw, m.Raw()) {
-			t.Fatalf("Get(%s) of a format 1 record: %d, %v", m.ID, ev.Seq, err)
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Fatalf("Open changed a format %d file it refused", ver)
 		}
 	}
-	if _, err := s.Append(t.Context(), messages(t, 3)...); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := drain(s.Read(t.Context(), store.Query{})); n != 23 || err != nil {
-		t.Fatalf("Read: %d events, %v", n, err)
-	}
-	if err := s.Check(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	checkFormat(t, path, 3)
-}
-
-// checkFormat asserts the format version the closed store file at path
-// carries.
-func checkFormat(t *testing.T, path string, want byte) {
-	t.Helper()
-	viewFile(t, path, func(tx *bolt.Tx) {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte{0, 0, 0, want}) {
-			t.Errorf("format after Open: %x, want %d", v, want)
-		}
-	})
 }
 
 // viewFile reads the closed store file at path with bbolt directly.

@@ -203,12 +203,8 @@ func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, att
 
 // checkIDBlocks checks that each block of an index by key (ids,
 // idempotency keys) decodes and that their ranges increase without
-// overlapping, and returns how many keys they hold. blocks is nil in a
-// format 2 file opened read-only.
+// overlapping, and returns how many keys they hold.
 func checkIDBlocks(ctx context.Context, blocks *bolt.Bucket) (uint64, error) {
-	if blocks == nil {
-		return 0, nil
-	}
 	var n uint64
 	var end []byte // the last id of the block before
 	c := blocks.Cursor()

@@ -22,13 +22,13 @@ import (
 func listAll(t *testing.T, s store.Store) [2][]store.Summary {
 	t.Helper()
 	var out [2][]store.Summary
-	for kind, list := range [2]func(context.Context, store.ListQuery) iter.Seq2[store.Summary, error]{
-		s.Runs, s.Threads,
+	for kind, list := range [2]func(context.Context, store.Store, store.ListQuery) iter.Seq2[store.Summary, error]{
+		store.Runs, store.Threads,
 	} {
 		q := store.ListQuery{Limit: 3}
 		for {
 			n := 0
-			for sum, err := range list(context.Background(), q) {
+			for sum, err := range list(context.Background(), s, q) {
 				if err != nil {
 					t.Fatal(err)
 				}

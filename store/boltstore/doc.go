@@ -37,12 +37,10 @@
 // An acknowledged append survives kill -9 and, with fsync on, power loss;
 // reopening after a crash needs no repair step. A file another process
 // holds gives [ErrLocked] after Options.LockTimeout (1s by default), never
-// a hang. The file carries a format version: a file from a newer version
-// of this package is refused with [ErrFormat] and left untouched. Files
-// of formats 1 (records without checksums) and 2 (one index key per id)
-// are read as they are, and Open for writing marks them format 3, so that
-// an older version refuses them rather than take the checksums of new
-// records for damage or miss the ids written in blocks.
+// a hang. The file carries a format version, and this package reads only
+// its own, format 3: a file of any other version is refused with a
+// [*FormatError] ([ErrFormat]) that names both versions, and is left
+// untouched.
 //
 // Reads are served by on-file indexes (id, idempotency key, run, thread,
 // task, agent), so a read by run, thread, task or agent costs the events
@@ -118,9 +116,8 @@
 // side's Open fails with [ErrLocked] after Options.LockTimeout, naming the
 // file. Read, Follow, Get, GetArtifact, LastSeq, Check and Close work;
 // Append and PutArtifact fail with [ErrReadOnly]. Nothing is ever written:
-// a missing file gives store.ErrNotFound, an empty one [ErrFormat], a
-// format 1 or 2 file is read as it is, and the index tail after a crash is
-// rebuilt in memory only. Follow yields the backlog and then waits, since
+// a missing file gives store.ErrNotFound, an empty one [ErrFormat], and
+// the index tail after a crash is rebuilt in memory only. Follow yields the backlog and then waits, since
 // no append can happen while the file is held: to watch a live store, ask
 // the process that writes it (its gateway).
 //

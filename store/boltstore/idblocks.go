@@ -8,7 +8,7 @@ import (
 )
 
 // The two indexes by key — ids, and idempotency keys (their idem bucket
-// keys) — each in two buckets (format 3):
+// keys) — each in two buckets:
 //
 //	ids, idem                   key → seq (uint64 BE): one key each
 //	ids.blocks, idem.blocks     first key → block: up to idBlockLen keys
@@ -28,7 +28,7 @@ import (
 var (
 	bucketIDBlocks   = []byte("ids.blocks")
 	bucketIdemBlocks = []byte("idem.blocks")
-	blockBuckets     = [...][]byte{bucketIDBlocks, bucketIdemBlocks} // new in format 3
+	blockBuckets     = [...][]byte{bucketIDBlocks, bucketIdemBlocks}
 )
 
 // idBlockLen is the most keys a block holds: a lookup decodes at most
@@ -101,15 +101,11 @@ func eachInBlock(first, v []byte, f func(id []byte, seq uint64) bool) error {
 }
 
 // lookupKey returns the seq an index by key (single keys and blocks)
-// gives id: the single keys, then the block that could hold it. blocks is
-// nil in a file of format 2 opened read-only (no blocks yet).
+// gives id: the single keys, then the block that could hold it.
 func lookupKey(single, blocks *bolt.Bucket, id []byte) (uint64, bool, error) {
 	if v := single.Get(id); v != nil {
 		seq, err := parseSeqKey(v)
 		return seq, err == nil, err
-	}
-	if blocks == nil {
-		return 0, false, nil
 	}
 	c := blocks.Cursor()
 	k, v := c.Seek(id)
@@ -140,9 +136,6 @@ func lookupKey(single, blocks *bolt.Bucket, id []byte) (uint64, bool, error) {
 // empty).
 func lastKey(single, blocks *bolt.Bucket) ([]byte, error) {
 	last, _ := single.Cursor().Last()
-	if blocks == nil {
-		return bytes.Clone(last), nil
-	}
 	k, v := blocks.Cursor().Last()
 	if k == nil {
 		return bytes.Clone(last), nil

@@ -16,8 +16,8 @@ import (
 // opens the file O_RDONLY and takes a shared flock, so readers share the
 // file and exclude a writer (whose lock is exclusive) for as long as they
 // hold it. No writer goroutine runs and nothing is written: not the buckets
-// of an empty file, not the format mark of an older file, not the index
-// tail at Close (it is rebuilt in memory, as after a crash).
+// of an empty file, not the index tail at Close (it is rebuilt in memory,
+// as after a crash).
 func openReadOnly(path string, o Options) (*Store, error) {
 	s := &Store{
 		path:  path,

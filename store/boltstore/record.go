@@ -6,13 +6,10 @@ import (
 	"hash/crc32"
 	"strings"
 
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 )
 
-// The file layout (format 3; format 2 has no blocks, all its ids and
-// idempotency keys are under keys of their own, and format 1 differs from
-// 2 only in its records, which have no checksum; both are read too).
-// Every bucket is at the top level.
+// The file layout (format 3). Every bucket is at the top level.
 //
 //	meta       "format" → uint32 BE; "indexed" → uint64 BE (see tail.go)
 //	events     seq (uint64 BE) → record
@@ -47,14 +44,12 @@ var (
 	keyIndexed = []byte("indexed")
 )
 
-// formatVersion is the layout this package writes; it reads it and
-// formats 1 and 2, and moves such a file to 3 when it opens it for writing
-// (its old records and ids stay as they are). A file with a higher version
-// is refused (ErrFormat), never misread.
+// formatVersion is the layout this package writes and the only one it
+// reads: a file of any other version is refused (ErrFormat), never
+// misread.
 const formatVersion = 3
 
-// recordVersion tags each record, so a later layout can be told apart;
-// version 1 records (format 1 files) are read too.
+// recordVersion tags each record, so a later layout can be told apart.
 const recordVersion = 2
 
 // A record is the value of an event:
@@ -70,8 +65,7 @@ const recordVersion = 2
 // in-memory tail and checking the file need no JSON decoding. The checksum
 // catches a damaged record (bbolt has no checksum on its pages): the
 // caller of Append sums the body, in parallel with other callers, and the
-// writer adds the time at commit. A version 1 record has no checksum
-// ([9:] is the body).
+// writer adds the time at commit.
 type record struct {
 	time                                    int64
 	id, run, thread, task, agent, typ, idem []byte
@@ -82,7 +76,6 @@ const (
 	recordTimeOffset = 1
 	recordSumOffset  = 9
 	recordHeader     = 13 // version, time, checksum
-	recordHeaderV1   = 9
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -131,8 +124,8 @@ func sealRecord(rec []byte, body uint32, unixNano int64) {
 	binary.BigEndian.PutUint32(rec[recordSumOffset:], crc32.Update(body, castagnoli, rec[recordTimeOffset:recordSumOffset]))
 }
 
-// parseRecord decodes v without copying: the fields alias v. A version 2
-// record whose checksum does not match is corrupt, and so is a record
+// parseRecord decodes v without copying: the fields alias v. A record
+// whose checksum does not match is corrupt, and so is a record
 // longer than the file (size, 0: no limit), which only a damaged page can
 // make bbolt return: nothing reads or copies it.
 func parseRecord(v []byte, size int64) (record, error) {
@@ -140,24 +133,16 @@ func parseRecord(v []byte, size int64) (record, error) {
 	if size > 0 && int64(len(v)) > size {
 		return r, corrupt("record of %d bytes in a file of %d", len(v), size)
 	}
-	if len(v) < recordHeaderV1 {
+	if len(v) < recordHeader {
 		return r, corrupt("record of %d bytes is shorter than its header", len(v))
 	}
-	var p []byte
-	switch v[0] {
-	case recordVersion:
-		if len(v) < recordHeader {
-			return r, corrupt("record of %d bytes is shorter than its header", len(v))
-		}
-		p = v[recordHeader:]
-		sum := crc32.Update(crc32.Checksum(p, castagnoli), castagnoli, v[recordTimeOffset:recordSumOffset])
-		if got := binary.BigEndian.Uint32(v[recordSumOffset:]); got != sum {
-			return r, corrupt("record checksum %08x, its bytes sum to %08x", got, sum)
-		}
-	case 1:
-		p = v[recordHeaderV1:]
-	default:
-		return r, corrupt("record version %d, this package reads 1 and %d", v[0], recordVersion)
+	if v[0] != recordVersion {
+		return r, corrupt("record version %d, this package reads %d", v[0], recordVersion)
+	}
+	p := v[recordHeader:]
+	sum := crc32.Update(crc32.Checksum(p, castagnoli), castagnoli, v[recordTimeOffset:recordSumOffset])
+	if got := binary.BigEndian.Uint32(v[recordSumOffset:]); got != sum {
+		return r, corrupt("record checksum %08x, its bytes sum to %08x", got, sum)
 	}
 	r.time = int64(binary.BigEndian.Uint64(v[1:9]))
 	for _, f := range [...]*[]byte{&r.id, &r.run, &r.thread, &r.task, &r.agent, &r.typ, &r.idem} {

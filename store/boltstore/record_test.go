@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 )
 
 func sampleEntry() driver.Entry {
@@ -55,7 +55,7 @@ func FuzzParseRecord(f *testing.F) {
 			}
 			return
 		}
-		n := recordHeaderV1 + len(r.raw)
+		n := recordHeader + len(r.raw)
 		for _, f := range [][]byte{r.id, r.run, r.thread, r.task, r.agent, r.typ, r.idem} {
 			n += len(f)
 		}
@@ -132,19 +132,23 @@ func FuzzParseArtifact(f *testing.F) {
 	})
 }
 
-// A version 1 record (format 1 files, no checksum) still decodes; a
-// version 2 record with any one bit flipped does not.
+// A sealed record decodes; with any one bit flipped it does not, and a
+// record of another version (the layout before checksums was 1) does not
+// either.
 func TestRecordChecksum(t *testing.T) {
 	e := sampleEntry()
 	rec := appendRecord(nil, &e)
 	sealRecord(rec, bodySum(rec), 1234567890)
+	r, err := parseRecord(rec, 0)
+	if err != nil || string(r.id) != e.ID || r.time != 1234567890 || !bytes.Equal(r.raw, e.Raw) {
+		t.Fatalf("sealed record: %+v, %v", r, err)
+	}
 	v1 := append([]byte{1}, rec[recordTimeOffset:recordSumOffset]...)
 	v1 = append(v1, rec[recordHeader:]...)
-	r, err := parseRecord(v1, 0)
-	if err != nil || string(r.id) != e.ID || r.time != 1234567890 || !bytes.Equal(r.raw, e.Raw) {
-		t.Fatalf("version 1 record: %+v, %v", r, err)
+	if _, err := parseRecord(v1, 0); err == nil {
+		t.Fatal("a version 1 record decodes")
 	}
-	for bit := 8; bit < 8*len(rec); bit++ { // the version byte aside
+	for bit := 0; bit < 8*len(rec); bit++ {
 		c := bytes.Clone(rec)
 		c[bit/8] ^= 1 << (bit % 8)
 		if _, err := parseRecord(c, 0); err == nil {

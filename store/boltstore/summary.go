@@ -11,7 +11,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -395,12 +395,12 @@ func entryOfRecord(r *record) driver.Entry {
 	}
 }
 
-// Runs implements store.Store.
+// Runs implements store.Lister.
 func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, runs)
 }
 
-// Threads implements store.Store.
+// Threads implements store.Lister.
 func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, threads)
 }

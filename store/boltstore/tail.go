@@ -2,7 +2,7 @@ package boltstore
 
 import (
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 )
 
 // The index tail. Appending writes only the event records (an append-only

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 	bolt "go.etcd.io/bbolt"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 )
 
 // The kinds of summary, the indexes of Store.sums.
@@ -43,12 +43,12 @@ func (s *Store) summarize(e *driver.Entry, seq uint64, t time.Time) {
 	}
 }
 
-// Runs implements store.Store.
+// Runs implements store.Lister.
 func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, runs)
 }
 
-// Threads implements store.Store.
+// Threads implements store.Lister.
 func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, threads)
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -180,12 +180,12 @@ func (m *summaries) queueWrites(b *pgx.Batch, touched map[string]bool) {
 	}
 }
 
-// Runs implements store.Store: newest first, a page per statement.
+// Runs implements store.Lister: newest first, a page per statement.
 func (s *Store) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, "r")
 }
 
-// Threads implements store.Store.
+// Threads implements store.Lister.
 func (s *Store) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
 	return s.list(ctx, q, "t")
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"iter"
 	"slices"
 	"testing"
 
@@ -80,17 +81,53 @@ func checkSummaries(t *testing.T, s store.Store) {
 	t.Helper()
 	for _, byThread := range []bool{false, true} {
 		want := summaryModel(t, s, byThread)
-		list := s.Runs
+		list := store.Runs
 		if byThread {
-			list = s.Threads
+			list = store.Threads
 		}
-		got := listAll(t, list(t.Context(), store.ListQuery{}))
+		got := listAll(t, list(t.Context(), s, store.ListQuery{}))
 		if diff := cmp.Diff(want, structural(got)); diff != "" {
 			t.Fatalf("summaries (threads: %v) (-want +got):\n%s", byThread, diff)
 		}
 		for _, sum := range got {
 			if sum.Ended < 0 || sum.Ended > sum.Tasks || sum.Status == "" {
 				t.Fatalf("summary %s: Tasks %d, Ended %d, Status %q", sum.ID, sum.Tasks, sum.Ended, sum.Status)
+			}
+		}
+	}
+	checkLister(t, s)
+}
+
+// projected hides every method of a store but those of store.Store, so
+// that store.Runs and store.Threads project its summaries from the log.
+type projected struct{ store.Store }
+
+// checkLister, for a store that implements store.Lister, compares its own
+// listings with the projection of its log (the counts and statuses
+// included), whole and in pages. Both must be the same summaries.
+func checkLister(t *testing.T, s store.Store) {
+	t.Helper()
+	l, ok := s.(store.Lister)
+	if !ok {
+		return
+	}
+	p := projected{s}
+	for _, byThread := range []bool{false, true} {
+		own, proj := l.Runs, func(q store.ListQuery) iter.Seq2[store.Summary, error] { return store.Runs(t.Context(), p, q) }
+		if byThread {
+			own, proj = l.Threads, func(q store.ListQuery) iter.Seq2[store.Summary, error] { return store.Threads(t.Context(), p, q) }
+		}
+		all := listAll(t, own(t.Context(), store.ListQuery{}))
+		queries := []store.ListQuery{{}, {Limit: 1}, {Limit: 7}}
+		if len(all) > 2 {
+			mid := all[len(all)/2].LastSeq
+			queries = append(queries, store.ListQuery{Before: mid}, store.ListQuery{Before: mid + 1, Limit: 3})
+		}
+		for _, q := range queries {
+			want := listAll(t, proj(q))
+			got := listAll(t, own(t.Context(), q))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("threads %v, %+v: the store's own summaries differ from the projection of its log (-projection +own):\n%s", byThread, q, diff)
 			}
 		}
 	}
@@ -121,14 +158,14 @@ func testSummariesNewestFirst(t *testing.T, su *suite) {
 	appendOK(t, s, dup)
 	checkSummaries(t, s)
 
-	threads := listAll(t, s.Threads(t.Context(), store.ListQuery{}))
+	threads := listAll(t, store.Threads(t.Context(), s, store.ListQuery{}))
 	if threads[0].ID != thr || threads[0].RunID != r1 || threads[0].Channel != "ops" || threads[0].Events != 4 || threads[0].Owner != "agent:starter" {
 		t.Fatalf("newest thread = %+v; want %s of run %s, owner agent:starter, channel ops, 4 events", threads[0], thr, r1)
 	}
 	if threads[0].Status != store.StatusActive || threads[0].Tasks != 0 {
 		t.Fatalf("a chat-only thread: status %q, %d tasks; want active, 0", threads[0].Status, threads[0].Tasks)
 	}
-	runs := listAll(t, s.Runs(t.Context(), store.ListQuery{}))
+	runs := listAll(t, store.Runs(t.Context(), s, store.ListQuery{}))
 	if runs[0].ID != r2 || runs[1].ID != r1 || runs[0].RunID != r2 || runs[0].Channel != "ops" || runs[1].Channel != "general" {
 		t.Fatalf("newest runs = %+v, %+v; want %s (ops) then %s (general)", runs[0], runs[1], r2, r1)
 	}
@@ -149,15 +186,16 @@ func testSummariesPaging(t *testing.T, su *suite) {
 	for i := 0; i < len(msgs); i += 50 {
 		appendOK(t, s, msgs[i:i+50]...)
 	}
-	all := listAll(t, s.Runs(t.Context(), store.ListQuery{}))
+	all := listAll(t, store.Runs(t.Context(), s, store.ListQuery{}))
 	if len(all) != 300 {
 		t.Fatalf("%d runs, want 300", len(all))
 	}
+	checkLister(t, s)
 	for _, limit := range []int{1, 7, 256, 299, 300, 1000} {
 		var got []store.Summary
 		var before uint64
 		for {
-			page := listAll(t, s.Runs(t.Context(), store.ListQuery{Before: before, Limit: limit}))
+			page := listAll(t, store.Runs(t.Context(), s, store.ListQuery{Before: before, Limit: limit}))
 			if len(page) > limit {
 				t.Fatalf("Limit %d: a page of %d", limit, len(page))
 			}
@@ -178,12 +216,12 @@ func testSummariesPaging(t *testing.T, su *suite) {
 	}
 	// Before between two LastSeqs: exactly the older ones.
 	mid := all[100].LastSeq + 1
-	if got := listAll(t, s.Runs(t.Context(), store.ListQuery{Before: mid})); len(got) != 200 || got[0].ID != all[100].ID {
+	if got := listAll(t, store.Runs(t.Context(), s, store.ListQuery{Before: mid})); len(got) != 200 || got[0].ID != all[100].ID {
 		t.Fatalf("Before %d: %d runs starting at %v; want 200 starting at %s", mid, len(got), got[0].ID, all[100].ID)
 	}
 	for _, seq := range []func(func(store.Summary, error) bool){
-		s.Runs(t.Context(), store.ListQuery{Limit: -1}),
-		s.Threads(t.Context(), store.ListQuery{Limit: -1}),
+		store.Runs(t.Context(), s, store.ListQuery{Limit: -1}),
+		store.Threads(t.Context(), s, store.ListQuery{Limit: -1}),
 	} {
 		n := 0
 		for _, err := range seq {
@@ -195,7 +233,7 @@ func testSummariesPaging(t *testing.T, su *suite) {
 		}
 	}
 	// Breaking out early is fine, and the store stays usable.
-	for range s.Runs(t.Context(), store.ListQuery{}) {
+	for range store.Runs(t.Context(), s, store.ListQuery{}) {
 		break
 	}
 	appendOK(t, s, g.simple(1)...)
@@ -307,8 +345,9 @@ func testSummaryStatus(t *testing.T, su *suite) {
 		l := newLife()
 		for i, st := range steps(l) {
 			appendOK(t, s, st.msgs...)
+			checkLister(t, s)
 			for _, list := range []func(func(store.Summary, error) bool){
-				s.Runs(t.Context(), store.ListQuery{}), s.Threads(t.Context(), store.ListQuery{}),
+				store.Runs(t.Context(), s, store.ListQuery{}), store.Threads(t.Context(), s, store.ListQuery{}),
 			} {
 				var got *store.Summary
 				for _, sum := range listAll(t, list) {
@@ -341,20 +380,20 @@ func testSummariesAfterReopen(t *testing.T, su *suite) {
 	l.run, l.thread = l.g.ids.RunID(), l.g.ids.ThreadID()
 	task := l.g.ids.TaskID()
 	appendOK(t, s, l.ev(task, protocol.TypeTaskRequest, 1, ""))
-	runs := listAll(t, s.Runs(t.Context(), store.ListQuery{}))
-	threads := listAll(t, s.Threads(t.Context(), store.ListQuery{}))
+	runs := listAll(t, store.Runs(t.Context(), s, store.ListQuery{}))
+	threads := listAll(t, store.Threads(t.Context(), s, store.ListQuery{}))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = su.reopen(t, s)
-	if diff := cmp.Diff(runs, listAll(t, s.Runs(t.Context(), store.ListQuery{}))); diff != "" {
+	if diff := cmp.Diff(runs, listAll(t, store.Runs(t.Context(), s, store.ListQuery{}))); diff != "" {
 		t.Fatalf("runs after reopen (-before +after):\n%s", diff)
 	}
-	if diff := cmp.Diff(threads, listAll(t, s.Threads(t.Context(), store.ListQuery{}))); diff != "" {
+	if diff := cmp.Diff(threads, listAll(t, store.Threads(t.Context(), s, store.ListQuery{}))); diff != "" {
 		t.Fatalf("threads after reopen (-before +after):\n%s", diff)
 	}
 	appendOK(t, s, l.ev(task, protocol.TypeTaskResult, 1, ""))
-	got := listAll(t, s.Runs(t.Context(), store.ListQuery{Limit: 1}))
+	got := listAll(t, store.Runs(t.Context(), s, store.ListQuery{Limit: 1}))
 	if len(got) != 1 || got[0].ID != l.run || got[0].Tasks != 1 || got[0].Ended != 1 || got[0].Status != store.StatusCompleted || got[0].Events != 2 {
 		t.Fatalf("run after reopen and its result: %+v", got)
 	}
@@ -368,12 +407,12 @@ func testSummariesClosed(t *testing.T, su *suite) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range s.Runs(t.Context(), store.ListQuery{}) {
+	for _, err := range store.Runs(t.Context(), s, store.ListQuery{}) {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Fatalf("Runs after Close: %v, want ErrClosed", err)
 		}
 	}
-	for _, err := range s.Threads(canceledContext(), store.ListQuery{}) {
+	for _, err := range store.Threads(canceledContext(), s, store.ListQuery{}) {
 		if err == nil {
 			t.Fatal("Threads with a done context yielded a summary")
 		}
@@ -394,13 +433,13 @@ func testSeqBounds(t *testing.T, su *suite) {
 			}
 		}
 	}
-	runs := listAll(t, s.Runs(t.Context(), store.ListQuery{}))
-	threads := listAll(t, s.Threads(t.Context(), store.ListQuery{}))
+	runs := listAll(t, store.Runs(t.Context(), s, store.ListQuery{}))
+	threads := listAll(t, store.Threads(t.Context(), s, store.ListQuery{}))
 	for _, before := range []uint64{1 << 63, 1<<64 - 1} {
-		if got := listAll(t, s.Runs(t.Context(), store.ListQuery{Before: before})); !cmp.Equal(got, runs) {
+		if got := listAll(t, store.Runs(t.Context(), s, store.ListQuery{Before: before})); !cmp.Equal(got, runs) {
 			t.Fatalf("Runs(Before %d): %d summaries, want all %d", before, len(got), len(runs))
 		}
-		if got := listAll(t, s.Threads(t.Context(), store.ListQuery{Before: before})); !cmp.Equal(got, threads) {
+		if got := listAll(t, store.Threads(t.Context(), s, store.ListQuery{Before: before})); !cmp.Equal(got, threads) {
 			t.Fatalf("Threads(Before %d): %d summaries, want all %d", before, len(got), len(threads))
 		}
 	}

@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite of the event store: one call
 // certifies any [store.Store] implementation, the in-tree ones and
-// third-party ones alike, so that the test double and the real store
-// cannot drift apart.
+// third-party ones alike (built with
+// [github.com/clutchprotocol/clutch/store/driver]), so that the test
+// double and the real store cannot drift apart.
 //
 // # Basics
 //
@@ -39,7 +40,12 @@
 // cancellation of every call; use after Close; messages of exactly the
 // size limit; early break out of iterators; and, when Options.Reopen is
 // set, that events, seqs, times, dedup state and artifacts survive a
-// reopen. Cases run in parallel (each on its own store) unless
+// reopen. The summary cases list runs and threads through [store.Runs]
+// and [store.Threads], so they hold for every store: newest first,
+// paging, the counting and status rules, ErrClosed. For a store that
+// implements [store.Lister] they also compare its own listings, whole and
+// paged, with the projection of its log after each step, so the two
+// cannot disagree. Cases run in parallel (each on its own store) unless
 // Options.Serial is set; -short shrinks the concurrency case.
 //
 // [Bench] runs the store's benchmarks (append from 1, 2, 8 and 64

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/store/internal/driver"
+	"github.com/clutchprotocol/clutch/store/driver"
 	"github.com/clutchprotocol/clutch/store/storetest"
 )
 

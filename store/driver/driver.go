@@ -9,10 +9,12 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/internal/fold"
 )
 
 // Entry is a message prepared for appending: its bytes and the fields the
-// store indexes and deduplicates on.
+// store indexes, deduplicates and summarizes on. Prepare fills it, and
+// EntryOf for a message read back (rebuilding indexes or summaries).
 type Entry struct {
 	Raw            []byte        // the message's bytes, shared with it
 	ID             string        // id
@@ -68,12 +70,7 @@ func EntryOf(m *protocol.Message, raw []byte) Entry {
 func entryOf(e *Entry, m *protocol.Message, raw []byte) {
 	e.Raw, e.ID, e.RunID, e.ThreadID, e.TaskID = raw, m.ID, m.RunID, m.ThreadID, m.TaskID
 	e.AgentID, e.Type, e.IdempotencyKey = m.From.AgentID, m.Type, m.IdempotencyKey
-	e.Attempt, e.Ends = m.Attempt, protocol.EndsTask(m)
-	if len(m.Meta) > 0 {
-		if ch, ok := m.Meta["ui_channel"].(string); ok {
-			e.Channel = ch
-		}
-	}
+	e.Attempt, e.Ends, e.Channel = m.Attempt, protocol.EndsTask(m), fold.Channel(m)
 }
 
 // Index names the index that serves a query.
@@ -81,11 +78,11 @@ type Index uint8
 
 // The indexes of docs/protocol.md §8.1, most selective first.
 const (
-	NoIndex Index = iota
-	TaskIndex
-	ThreadIndex
-	RunIndex
-	AgentIndex
+	NoIndex     Index = iota // no index field is set: scan the log
+	TaskIndex                // task_id
+	ThreadIndex              // thread_id
+	RunIndex                 // run_id
+	AgentIndex               // from.agent_id
 )
 
 // IndexOf returns the index that drives q and the value it looks up: the
