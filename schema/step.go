@@ -9,8 +9,9 @@ import (
 )
 
 // MetaStep is the meta key that names the workflow step a message answers
-// ("meta": {"step": "research"}); see [Workflow.StepFor].
-const MetaStep = "step"
+// ("meta": {"step": "research"}); see [Workflow.StepFor]. It is
+// [protocol.MetaStep].
+const MetaStep = protocol.MetaStep
 
 // StepFor returns the step of w that a message of a bound run answers. This
 // is the binding rule the router relies on (see [Binder]):
