@@ -441,7 +441,7 @@ func (r *Router) validateRequest(m *protocol.Message) error {
 					c := *m
 					c.Meta = maps.Clone(m.Meta)
 					delete(c.Meta, schema.MetaStep)
-					return r.opts.Workflows.Validate(&c)
+					return r.opts.Workflows.ValidateMessage(&c)
 				}
 			}
 		}
@@ -454,7 +454,7 @@ func (r *Router) validateRequest(m *protocol.Message) error {
 // schema registry.
 func (r *Router) validatePayload(m *protocol.Message) error {
 	if r.opts.Workflows != nil {
-		return r.opts.Workflows.Validate(m)
+		return r.opts.Workflows.ValidateMessage(m)
 	}
 	return r.schemas.ValidateMessage(m)
 }
