@@ -71,7 +71,7 @@ func TestSubmitValidatesAgainstTheRunsWorkflow(t *testing.T) {
 	sch, err := schema.New(nil)
 	require.NoError(t, err)
 	binder := schema.NewBinder(sch)
-	e := newEnv(t, &Options{Workflows: binder})
+	e := newEnv(t, &Options{Validator: binder})
 	wf, err := e.sch.LoadWorkflow([]byte(`
 workflow: strict-research
 steps:
