@@ -55,7 +55,7 @@ func newBenchGW(b *testing.B, st store.Store, h router.Handler) *benchGW {
 		b.Fatal(err)
 	}
 	schemas, _ := schema.New(&schema.Options{Permissive: true})
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

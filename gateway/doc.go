@@ -79,7 +79,8 @@
 //     payload type, stored and routed. With an idempotency_key and no
 //     run_id its run is auth.ScopedRunID(caller, "gateway", key), so posting
 //     it again answers with the first task (Accepted.Duplicate).
-//   - chat.message is validated (schema registry) and appended.
+//   - chat.message is validated (the router's Validator, when it has one)
+//     and appended.
 //   - task.cancel cancels the running task task_id and its subtree; the
 //     task.cancel event names the caller. A task that has ended gives 409.
 //

@@ -27,7 +27,7 @@ func newRouter() *router.Router {
 	st, _ := memstore.New(nil)
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(&schema.Options{Permissive: true})
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:echo", Capabilities: []protocol.Capability{{ID: "skill:echo"}}}
 	r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		return &router.Result{Payload: json.RawMessage(t.Request().Payload)}, nil

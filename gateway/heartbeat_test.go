@@ -44,7 +44,7 @@ func TestSSEHeartbeat(t *testing.T) {
 		st, _ := memstore.New(nil)
 		reg, _ := registry.Open(ctx, st, nil)
 		schemas, _ := schema.New(nil)
-		r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+		r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

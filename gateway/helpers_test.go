@@ -88,7 +88,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler), Observer: o.observer})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler), Observer: o.observer})
 	if err != nil {
 		t.Fatal(err)
 	}

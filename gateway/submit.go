@@ -265,8 +265,10 @@ func (g *Gateway) submitChat(ctx context.Context, c *auth.Caller, s *Submission)
 	if err := fill(m, s); err != nil {
 		return nil, err
 	}
-	if err := g.r.Schemas().ValidateMessage(m); err != nil {
-		return nil, coded.Wrap(router.ErrInvalidPayload, "", err)
+	if v := g.r.Validator(); v != nil {
+		if err := v.ValidateMessage(m); err != nil {
+			return nil, coded.Wrap(router.ErrInvalidPayload, "", err)
+		}
 	}
 	res, err := g.st.Append(ctx, m)
 	if err != nil {

@@ -53,6 +53,11 @@ type Message struct {
 	valid   bool   // Validate passed while raw was set
 }
 
+// MetaStep is the meta key that names the workflow step a message answers
+// ("meta": {"step": "research"}, docs/protocol.md §3.4). A router copies a
+// task.request's meta.step to the task's result.
+const MetaStep = "step"
+
 // Participant is a sender or recipient: {"agent_id": "agent:ken", "role": "worker"}.
 type Participant struct {
 	AgentID string `json:"agent_id"`

@@ -30,7 +30,7 @@ func benchRouter(b *testing.B, st store.Store) *Router {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := New(st, reg, sch, &Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := New(st, reg, &Options{Validator: sch, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,11 +4,12 @@
 //
 // # Basics
 //
-// A Router is built over a store, an agent registry and a schema registry.
-// In-process agents register an AgentCard and a Handler; callers Submit a
+// A Router is built over a store and an agent registry, with a Validator
+// (a *schema.Registry, or a *schema.Binder for workflows) in its Options
+// to check payloads. In-process agents register an AgentCard and a Handler; callers Submit a
 // task.request and Wait on the returned Handle:
 //
-//	r, _ := router.New(st, reg, schemas, nil)
+//	r, _ := router.New(st, reg, &router.Options{Validator: schemas})
 //	r.Register(ctx, kenCard, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 //		q, err := router.Input[schema.ResearchQuery](t)
 //		...
@@ -30,9 +31,11 @@
 // (fmt.Errorf("research: %w", err)) keeps the subtask's code, retryability
 // and details, and its message reads "research: " and the subtask's message.
 //
-// The store, registry, schema registry and id source a Router was built
-// with are returned by Store, Registry, Schemas and IDs: servers and
-// adapters in front of a router take the *Router alone.
+// The store, registry, validator and id source a Router was built with
+// are returned by Store, Registry, Validator and IDs: servers and adapters
+// in front of a router take the *Router alone. One that registers payload
+// types of its own does so in schema.RegistryOf(r.Validator()), the
+// schema registry behind the validator, when there is one.
 //
 // # Middleware
 //
@@ -61,20 +64,25 @@
 // # Validation
 //
 // Submit (and Delegate, for subtasks) validates a request before anything
-// is stored: the envelope (protocol.Validate), then its payload against the
-// schema of its payload_type in the schema registry, or, when
-// Options.Workflows binds the request's run, against its workflow
-// (docs/protocol.md §3). An unknown payload_type fails unless the schema
+// is stored, each part once: the envelope (protocol.Message.Validate, as
+// it is encoded), then its payload with Options.Validator (docs/protocol.md
+// §3): a *schema.Registry checks it against the schema of its
+// payload_type; a *schema.Binder against the workflow its run is bound to,
+// else its registry. An unknown payload_type fails unless the schema
 // registry is permissive; a request without payload_type and schema_ref is
-// untyped and passes. An invalid payload is refused with ErrInvalidPayload
-// (code VALIDATION), wrapping the schema package's error (a
+// untyped and passes. Without a Validator, payloads are not checked. An
+// invalid payload is refused with ErrInvalidPayload (code VALIDATION),
+// wrapping the validator's error (from package schema, a
 // *schema.ValidationError lists the violations): the request is not
-// stored, no event is written and no handler runs. NewRequest and
+// stored, no event is written and no handler runs. The router itself does
+// not depend on package schema or its JSON Schema engine. NewRequest and
 // NewSubtask refuse a malformed payload type at once (ErrInvalidRequest,
 // INVALID_FIELD).
 //
 // Results are validated the same way; an invalid result becomes a
-// task.error with code VALIDATION whose details keep the result for audit.
+// task.error with code VALIDATION whose details keep the result for audit,
+// and the violations when the validator's error lists them (see
+// Validator).
 //
 // # Routing (docs/protocol.md §4.2)
 //

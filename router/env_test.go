@@ -61,7 +61,10 @@ func newEnvOn(t *testing.T, st store.Store, opts *Options) *env {
 	if opts.Backoff == nil {
 		opts.Backoff = func(int) time.Duration { return time.Millisecond }
 	}
-	r, err := New(st, reg, sch, opts)
+	if opts.Validator == nil {
+		opts.Validator = sch
+	}
+	r, err := New(st, reg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,10 @@ var (
 	// task.request.
 	ErrInvalidRequest error = coded.New("router: invalid task request", protocol.CodeInvalidField)
 	// ErrInvalidPayload: Submit or Delegate was given a task.request whose
-	// payload does not meet its payload type's schema (or its run's
-	// workflow step); the error also wraps the schema package's error
-	// (a *schema.ValidationError for a payload that breaks its schema).
+	// payload Options.Validator refuses (it does not meet its payload
+	// type's schema, or its run's workflow step); the error also wraps the
+	// validator's error (from package schema, a *schema.ValidationError
+	// for a payload that breaks its schema).
 	// Nothing was stored and nothing ran.
 	ErrInvalidPayload error = coded.New("router: request payload rejected", protocol.CodeValidation)
 	// ErrInvalidOptions: Options or a registration hold an impossible value.

@@ -24,7 +24,7 @@ func ExampleRouter_Join() {
 	process := func() (*router.Router, *router.Node) {
 		reg, _ := registry.Open(ctx, st, &registry.Options{Shared: true})
 		sch, _ := schema.New(&schema.Options{Permissive: true})
-		r, _ := router.New(st, reg, sch, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+		r, _ := router.New(st, reg, &router.Options{Validator: sch, Logger: slog.New(slog.DiscardHandler)})
 		n, err := r.Join(ctx, nil)
 		if err != nil {
 			panic(err)

@@ -21,7 +21,7 @@ func newRouter() (*router.Router, store.Store) {
 	st, _ := memstore.New(nil)
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	return r, st
 }
 
@@ -158,7 +158,8 @@ func ExampleMiddleware() {
 	defer st.Close()
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{
+	r, _ := router.New(st, reg, &router.Options{
+		Validator:  schemas,
 		Logger:     slog.New(slog.DiscardHandler),
 		Middleware: []router.Middleware{logging},
 	})
@@ -221,7 +222,7 @@ func ExampleRouter_Submit_capacity() {
 	defer st.Close()
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{MaxInFlight: 1, Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, MaxInFlight: 1, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 
 	release := make(chan struct{})
@@ -259,7 +260,7 @@ func ExampleRouter_Admit() {
 		Keys: map[string][]protocol.CardKey{"agent:ui": {protocol.NewCardKey("key_ui_01", ui.Public().(ed25519.PublicKey))}},
 	})
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}
 	if err := r.Register(ctx, ken, researcher("ken")); err != nil {

@@ -93,7 +93,7 @@ func TestMiddlewareSeesTask(t *testing.T) {
 
 func TestMiddlewareNilRefused(t *testing.T) {
 	e := newEnv(t, nil)
-	_, err := New(e.st, e.reg, e.sch, &Options{Middleware: []Middleware{nil}})
+	_, err := New(e.st, e.reg, &Options{Validator: e.sch, Middleware: []Middleware{nil}})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	assert.True(t, strings.Contains(err.Error(), "middleware"), err.Error())
 }

@@ -62,7 +62,10 @@ func joinTeam(ctx context.Context, st store.Store, ttl time.Duration, opts *Opti
 		return nil, err
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	r, err := New(st, reg, sch, opts)
+	if opts.Validator == nil {
+		opts.Validator = sch
+	}
+	r, err := New(st, reg, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/schema"
 )
 
 // Weights weigh the parts of the preference score (docs/protocol.md §4.2 step 3).
@@ -114,14 +113,16 @@ type Options struct {
 	// Budget limits each run. MaxDepth is DefaultMaxDepth when 0; set it
 	// negative for no depth limit.
 	Budget Budget
-	// Workflows, when set, validates each result in the scope of its run
-	// (docs/protocol.md §3.4): a run bound to a workflow (Binder.Bind) has its
-	// results checked against the step they answer — the step named in the
-	// request's meta.step (copied to the result), else the step expecting
-	// the result's type and payload_type — and other results against the
-	// schema registry. Bind a run before submitting its first task and
-	// Unbind it when the run is over.
-	Workflows *schema.Binder
+	// Validator checks the payload of every request and result against
+	// its contract (docs/protocol.md §3): a *schema.Registry against the
+	// schema of its payload_type; a *schema.Binder in the scope of its run
+	// (docs/protocol.md §3.4), against the workflow step it answers when
+	// the run is bound (Binder.Bind, before the run's first task; Unbind
+	// when the run is over), else against the Binder's registry. The
+	// router copies a request's meta.step (protocol.MetaStep) to its
+	// result. Nil: payloads are not checked against any schema; the
+	// envelope is still validated (protocol.Message.Validate).
+	Validator Validator
 	// Recovery is what Recover does with interrupted tasks.
 	Recovery Recovery
 	// Middleware wraps every handler registered with the router; the

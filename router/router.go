@@ -12,7 +12,6 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
-	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -50,11 +49,10 @@ type Result struct {
 // Router matches task requests to agents, runs them and records every step
 // as an event (docs/protocol.md §2, §4, §5). It is safe for concurrent use.
 type Router struct {
-	st      store.Store
-	reg     *registry.Registry
-	schemas *schema.Registry
-	opts    Options
-	ids     *protocol.IDs
+	st   store.Store
+	reg  *registry.Registry
+	opts Options
+	ids  *protocol.IDs
 
 	hmu      sync.Mutex                         // serialises changes to handlers
 	handlers atomic.Pointer[map[string]Handler] // read-only, replaced on change: every routing reads it
@@ -89,11 +87,12 @@ type runState struct {
 	open  int // tasks of the run running now
 }
 
-// New returns a router over a store, an agent registry and a schema
-// registry. opts may be nil.
-func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts *Options) (*Router, error) {
-	if st == nil || reg == nil || schemas == nil {
-		return nil, wrap(ErrInvalidOptions, "store, registry and schema registry are required", nil)
+// New returns a router over a store and an agent registry. opts may be
+// nil; set Options.Validator to have payloads checked against their
+// schemas.
+func New(st store.Store, reg *registry.Registry, opts *Options) (*Router, error) {
+	if st == nil || reg == nil {
+		return nil, wrap(ErrInvalidOptions, "store and registry are required", nil)
 	}
 	var o Options
 	if opts != nil {
@@ -103,7 +102,7 @@ func New(st store.Store, reg *registry.Registry, schemas *schema.Registry, opts 
 		return nil, err
 	}
 	r := &Router{
-		st: st, reg: reg, schemas: schemas, opts: o, ids: o.IDs,
+		st: st, reg: reg, opts: o, ids: o.IDs,
 		tasks:  map[string]*taskState{},
 		stale:  map[*taskState]bool{},
 		runs:   map[string]*runState{},
@@ -135,8 +134,11 @@ func (r *Router) Store() store.Store {
 // Registry returns the agent registry the router routes with.
 func (r *Router) Registry() *registry.Registry { return r.reg }
 
-// Schemas returns the schema registry the router validates payloads with.
-func (r *Router) Schemas() *schema.Registry { return r.schemas }
+// Validator returns Options.Validator, which the router validates payloads
+// with; nil when payloads are not checked. schema.RegistryOf gives the
+// schema registry behind it, for packages that register their payload
+// types.
+func (r *Router) Validator() Validator { return r.opts.Validator }
 
 // IDs returns the router's id source, which is also its clock (see the
 // package doc, "Clock").
@@ -222,11 +224,11 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 }
 
 // Submit validates the task.request req, stores it and starts routing
-// it; it returns once the request is stored. A payload that does not meet
-// the schema of its payload_type (or, when Options.Workflows binds the
-// run, its workflow step) is refused with ErrInvalidPayload (VALIDATION,
-// wrapping the schema package's error): the request is not stored and
-// nothing runs. The returned handle waits for the task's
+// it; it returns once the request is stored. A payload that
+// Options.Validator refuses (one that does not meet the schema of its
+// payload_type, or its workflow step) is refused with ErrInvalidPayload
+// (VALIDATION, wrapping the validator's error): the request is not stored
+// and nothing runs. The returned handle waits for the task's
 // outcome or cancels it. ctx bounds only the submission: the task lives on
 // (cancel it through the handle).
 //
@@ -259,7 +261,7 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 	}
 	// The payload is checked before anything is stored: a refused request
 	// leaves no event and runs nothing.
-	if err := r.validateRequest(req); err != nil {
+	if err := r.validate(req); err != nil {
 		return nil, wrap(ErrInvalidPayload, req.PayloadType, err)
 	}
 	for {
@@ -426,35 +428,4 @@ func checkPayloadType(pt string) error {
 		return wrap(ErrInvalidRequest, "payload_type "+strconv.Quote(pt)+" is not of the form <domain>.<name>.v<N>", nil)
 	}
 	return nil
-}
-
-// validateRequest validates a request's payload like validatePayload,
-// except that a meta.step naming a step that expects a result (the step
-// the request's result answers, see Options.Workflows) does not apply to
-// the request itself: the request is then checked against the workflow's
-// task.request steps, if any, else the registry.
-func (r *Router) validateRequest(m *protocol.Message) error {
-	if r.opts.Workflows != nil {
-		if id, ok := m.Meta[schema.MetaStep].(string); ok {
-			if w, bound := r.opts.Workflows.Workflow(m.RunID); bound {
-				if s, found := w.Step(id); found && s.Expects.Type != m.Type {
-					c := *m
-					c.Meta = maps.Clone(m.Meta)
-					delete(c.Meta, schema.MetaStep)
-					return r.opts.Workflows.Validate(&c)
-				}
-			}
-		}
-	}
-	return r.validatePayload(m)
-}
-
-// validatePayload validates m's payload in the scope of its run: against
-// its workflow step when Options.Workflows binds the run, else against the
-// schema registry.
-func (r *Router) validatePayload(m *protocol.Message) error {
-	if r.opts.Workflows != nil {
-		return r.opts.Workflows.Validate(m)
-	}
-	return r.schemas.ValidateMessage(m)
 }

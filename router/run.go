@@ -13,7 +13,6 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
-	"github.com/clutchprotocol/clutch/schema"
 )
 
 // taskState is a task the router is running.
@@ -399,24 +398,17 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 	if err := m.SetPayload(res.Payload); err != nil {
 		return nil, &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "result payload is not JSON: " + err.Error()}
 	}
-	if step, ok := ts.req.Meta[schema.MetaStep]; ok {
+	if step, ok := ts.req.Meta[protocol.MetaStep]; ok {
 		// The request named its workflow step; the result answers it.
-		m.Meta = map[string]any{schema.MetaStep: step}
+		m.Meta = map[string]any{protocol.MetaStep: step}
 	}
 	_, err := protocol.Encode(m) // validated and encoded once, before the schema check
 	if err == nil {
-		err = r.validatePayload(m)
+		err = r.validate(m)
 	}
 	if err != nil {
 		details := map[string]any{"payload_type": res.PayloadType, "result": json.RawMessage(m.Payload)}
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			vs := make([]any, len(ve.Violations))
-			for i, v := range ve.Violations {
-				vs[i] = map[string]any{"path": v.Path, "keyword": v.Keyword, "message": v.Message}
-			}
-			details["violations"] = vs
-		}
+		addErrorDetails(details, err)
 		return nil, &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "result rejected: " + err.Error(), Details: details}
 	}
 	return m, nil

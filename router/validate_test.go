@@ -2,7 +2,11 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -10,8 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/memstore"
 )
 
 // eventCount is the number of events in the store.
@@ -71,7 +77,7 @@ func TestSubmitValidatesAgainstTheRunsWorkflow(t *testing.T) {
 	sch, err := schema.New(nil)
 	require.NoError(t, err)
 	binder := schema.NewBinder(sch)
-	e := newEnv(t, &Options{Workflows: binder})
+	e := newEnv(t, &Options{Validator: binder})
 	wf, err := e.sch.LoadWorkflow([]byte(`
 workflow: strict-research
 steps:
@@ -139,4 +145,162 @@ func TestNewRequestRefusesMalformedPayloadType(t *testing.T) {
 	_, err = e.wait(e.submit(e.request("skill:plan")))
 	require.NoError(t, err)
 	assert.ErrorIs(t, subErr, ErrInvalidRequest)
+}
+
+// countingValidator counts the calls per message id and checks that each
+// message's envelope was validated and encoded before its payload.
+type countingValidator struct {
+	next  Validator
+	mu    sync.Mutex
+	calls map[string]int
+	raw   bool // every message seen had its bytes
+}
+
+func (v *countingValidator) ValidateMessage(m *protocol.Message) error {
+	v.mu.Lock()
+	v.calls[m.ID]++
+	v.raw = v.raw && m.Raw() != nil
+	v.mu.Unlock()
+	return v.next.ValidateMessage(m)
+}
+
+// TestOneValidationPerMessage: the router validates each request and each
+// result once, after its envelope (which has bytes by then).
+func TestOneValidationPerMessage(t *testing.T) {
+	sch, err := schema.New(nil)
+	require.NoError(t, err)
+	v := &countingValidator{next: sch, calls: map[string]int{}, raw: true}
+	e := newEnv(t, &Options{Validator: v})
+	e.register(card("agent:lead", skill("skill:plan")), func(ctx context.Context, t *Task) (*Result, error) {
+		sub, err := t.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "sub"})
+		if err != nil {
+			return nil, err
+		}
+		sub.Requires = []string{"skill:research"}
+		if _, err := t.Delegate(ctx, sub); err != nil {
+			return nil, err
+		}
+		return summary("x"), nil
+	})
+	e.register(card("agent:ken", skill("skill:research")), ok("x"))
+	for range 3 {
+		_, err := e.wait(e.submit(e.request("skill:research")))
+		require.NoError(t, err)
+	}
+	_, err = e.wait(e.submit(e.request("skill:plan")))
+	require.NoError(t, err)
+
+	// Every stored request and result was validated once; nothing else was.
+	want := map[string]int{}
+	for ev, err := range e.st.Read(context.Background(), store.Query{}) {
+		require.NoError(t, err)
+		m, err := ev.Message()
+		require.NoError(t, err)
+		if m.Type == protocol.TypeTaskRequest || m.Type == protocol.TypeTaskResult {
+			want[m.ID] = 1
+		}
+	}
+	assert.Len(t, want, 10) // 3 + 2 (the lead's task and its subtask) requests, as many results
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	assert.Equal(t, want, v.calls)
+	assert.True(t, v.raw, "a payload was validated before its envelope was encoded")
+}
+
+// TestNilValidatorChecksEnvelopeOnly: without a Validator, payloads are
+// not checked against schemas, but the envelope still is.
+func TestNilValidatorChecksEnvelopeOnly(t *testing.T) {
+	st, err := memstore.New(nil)
+	require.NoError(t, err)
+	reg, err := registry.Open(context.Background(), st, nil)
+	require.NoError(t, err)
+	r, err := New(st, reg, &Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Nil(t, r.Validator())
+	require.NoError(t, r.Register(context.Background(), card("agent:ken", skill("skill:research")), func(ctx context.Context, t *Task) (*Result, error) {
+		return &Result{PayloadType: "research.summary.v1", Payload: map[string]any{"no": "findings"}}, nil
+	}))
+
+	// research.query.v1 wants a string query: not checked.
+	req, err := r.NewRequest("agent:ui", "research.query.v1", map[string]any{"query": 42})
+	require.NoError(t, err)
+	req.Requires = []string{"skill:research"}
+	h, err := r.Submit(context.Background(), req)
+	require.NoError(t, err)
+	out, err := h.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, protocol.TypeTaskResult, out.Type)
+
+	// An envelope whose schema_ref is malformed is refused all the same.
+	bad, err := r.NewRequest("agent:ui", "research.query.v1", map[string]any{"query": "q"})
+	require.NoError(t, err)
+	bad.SchemaRef = "not a schema ref"
+	_, err = r.Submit(context.Background(), bad)
+	assert.ErrorIs(t, err, ErrInvalidRequest)
+}
+
+// detailedError is a validation error of a Validator outside package
+// schema that carries wire details.
+type detailedError struct{}
+
+func (detailedError) Error() string { return "no good" }
+func (detailedError) ErrorDetails() map[string]any {
+	return map[string]any{"why": "the validator says so"}
+}
+
+// refuseResults refuses every task.result with a detailedError.
+type refuseResults struct{}
+
+func (refuseResults) ValidateMessage(m *protocol.Message) error {
+	if m.Type == protocol.TypeTaskResult {
+		return fmt.Errorf("checking: %w", detailedError{})
+	}
+	return nil
+}
+
+// TestValidatorErrorDetails: the details a validation error exposes reach
+// the task.error of the refused result, next to the result itself.
+func TestValidatorErrorDetails(t *testing.T) {
+	e := newEnv(t, &Options{Validator: refuseResults{}, MaxAttempts: 1})
+	e.register(card("agent:ken", skill("skill:research")), ok("x"))
+	out, err := e.wait(e.submit(e.request("skill:research")))
+	require.ErrorIs(t, err, protocol.CodeValidation)
+	assert.Equal(t, "the validator says so", out.Err.Details["why"])
+	assert.NotNil(t, out.Err.Details["result"])
+}
+
+// TestInvalidResultViolationsOnTheWire pins the wire form of a refused
+// result's violations in the stored task.error: one {path, keyword,
+// message} object per violation.
+func TestInvalidResultViolationsOnTheWire(t *testing.T) {
+	e := newEnv(t, &Options{MaxAttempts: 1})
+	e.register(card("agent:sloppy", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) {
+		return &Result{PayloadType: "research.summary.v1", Payload: map[string]any{"title": "no findings"}}, nil
+	})
+	h := e.submit(e.request("skill:r"))
+	_, err := e.wait(h)
+	require.ErrorIs(t, err, protocol.CodeValidation)
+	var stored *protocol.Message
+	for ev, err := range e.st.Read(context.Background(), store.Query{TaskID: h.TaskID()}) {
+		require.NoError(t, err)
+		if m, err := ev.Message(); err == nil && m.Type == protocol.TypeTaskError {
+			stored = m
+		}
+	}
+	require.NotNil(t, stored)
+	var wire struct {
+		Details struct {
+			Violations []map[string]string `json:"violations"`
+		} `json:"details"`
+	}
+	require.NoError(t, json.Unmarshal(stored.Payload, &wire))
+	require.NotEmpty(t, wire.Details.Violations)
+	for _, v := range wire.Details.Violations {
+		assert.Len(t, v, 3, "%v", v)
+		assert.NotEmpty(t, v["keyword"], "%v", v)
+		assert.NotEmpty(t, v["message"], "%v", v)
+	}
+	assert.Contains(t, wire.Details.Violations, map[string]string{
+		"path": "/payload/findings", "keyword": "required", "message": "findings is required"})
 }

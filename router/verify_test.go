@@ -43,7 +43,10 @@ func signedEnv(t *testing.T, opts *Options) (*env, ed25519.PrivateKey, ed25519.P
 		opts = &Options{}
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	r, err := New(st, reg, sch, opts)
+	if opts.Validator == nil {
+		opts.Validator = sch
+	}
+	r, err := New(st, reg, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	return &env{t: t, st: st, reg: reg, sch: sch, r: r}, ui, other

@@ -15,7 +15,7 @@ func TestWorkflowScopedValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	binder := schema.NewBinder(sch)
-	e := newEnv(t, &Options{Workflows: binder, MaxAttempts: 1})
+	e := newEnv(t, &Options{Validator: binder, MaxAttempts: 1})
 	// The §3.4 workflow, plus a step whose result must carry a title.
 	wf, err := e.sch.LoadWorkflow([]byte(`
 workflow: product-research
@@ -51,7 +51,7 @@ steps:
 	}
 	// Bound run, the request names the "headline" step: no title → VALIDATION.
 	req = e.request("skill:r")
-	req.Meta = map[string]any{schema.MetaStep: "headline"}
+	req.Meta = map[string]any{protocol.MetaStep: "headline"}
 	if err := binder.Bind(req.RunID, wf); err != nil {
 		t.Fatal(err)
 	}

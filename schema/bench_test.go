@@ -139,7 +139,7 @@ func BenchmarkValidateStep(b *testing.B) {
 	defer binder.Unbind(m.RunID)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := binder.Validate(m); err != nil {
+		if err := binder.ValidateMessage(m); err != nil {
 			b.Fatal(err)
 		}
 	}

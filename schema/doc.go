@@ -27,16 +27,25 @@
 //
 // Workflows (§3.4) say what each step of a run must produce. Load one from
 // YAML or JSON with [Registry.LoadWorkflow], and bind runs to workflows with
-// a [Binder], which the router calls for every message:
+// a [Binder]:
 //
 //	wf, err := reg.LoadWorkflow(yamlBytes)
 //	binder := schema.NewBinder(reg)
 //	err = binder.Bind(runID, wf)
-//	err = binder.Validate(msg) // the run's step rules, or the registry alone
+//	err = binder.ValidateMessage(msg) // the run's step rules, or the registry alone
 //
-// A message of a bound run answers the step named in its meta ("step"), or
-// else the step whose expects.type and expects.payload_type match it; see
-// [Workflow.StepFor] for the exact rule.
+// A message of a bound run answers the step named in its meta ("step",
+// [protocol.MetaStep]), or else the step whose expects.type and
+// expects.payload_type match it; see [Workflow.StepFor] for the exact rule
+// and [Binder] for the one exception, a task.request naming the step its
+// result answers.
+//
+// [Registry.ValidateMessage] and [Binder.ValidateMessage] have the
+// signature of a router's validator (router.Options.Validator), so either
+// is given to a router as it is: a Registry validates against payload
+// schemas alone, a Binder in the scope of each message's run.
+// [RegistryOf] returns the registry behind such a validator, for code that
+// registers payload types with a router's (router.Router.Validator).
 //
 // # Validation
 //
@@ -136,6 +145,6 @@
 // validate (nested anyOf, patternProperties compiled per call by
 // gojsonschema), and only payloads are treated as hostile.
 //
-// A [Binder] keeps a run's binding until [Binder.Unbind]: the router unbinds
-// when the run ends.
+// A [Binder] keeps a run's binding until [Binder.Unbind]: its owner unbinds
+// a run when the run is over; the router does not.
 package schema

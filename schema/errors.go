@@ -90,7 +90,7 @@ type Violation struct {
 	// Path is a JSON pointer (RFC 6901) into the validated document: the
 	// payload for [Registry.Validate] and [Schema.Validate]; the whole
 	// message for [Registry.ValidateMessage], [Workflow.ValidateStep] and
-	// [Binder.Validate], where payload violations start with "/payload".
+	// [Binder.ValidateMessage], where payload violations start with "/payload".
 	// For "required" and "additionalProperties" it points at the missing
 	// or extra member ("/findings"), not at the object holding it.
 	Path string
@@ -152,6 +152,18 @@ func (e *ValidationError) Error() string {
 
 // ClutchCode returns [protocol.CodeValidation], for [protocol.CodeOf].
 func (e *ValidationError) ClutchCode() protocol.Code { return protocol.CodeValidation }
+
+// ErrorDetails returns what the error adds to the details of a wire error
+// (docs/protocol.md §5.4): "violations", one {"path", "keyword",
+// "message"} object per violation. A router puts it in the details of the
+// task.error that refuses an invalid result.
+func (e *ValidationError) ErrorDetails() map[string]any {
+	vs := make([]any, len(e.Violations))
+	for i, v := range e.Violations {
+		vs[i] = map[string]any{"path": v.Path, "keyword": v.Keyword, "message": v.Message}
+	}
+	return map[string]any{"violations": vs}
+}
 
 // Is matches [ErrValidation] and [protocol.CodeValidation].
 func (e *ValidationError) Is(target error) bool {

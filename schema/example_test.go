@@ -162,10 +162,10 @@ steps:
 	m.RunID = "run_xyz"
 	m.PayloadType = schema.PayloadResearchSummary
 	m.Payload = []byte(`{"findings":["f"],"citations":["c"]}`) // valid for the schema, not for the step
-	fmt.Println(binder.Validate(m))
+	fmt.Println(binder.ValidateMessage(m))
 
 	m.RunID = "run_other" // an unbound run: the registry alone
-	fmt.Println(binder.Validate(m))
+	fmt.Println(binder.ValidateMessage(m))
 	// Output:
 	// schema: workflow "product-research": step "research": research.summary.v1: 1 violation: /payload/title: expects.required: step "research" requires title
 	// <nil>

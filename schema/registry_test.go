@@ -276,7 +276,12 @@ func TestValidateMessage(t *testing.T) {
 	}
 }
 
-func TestRefMatches(t *testing.T) {
+// TestSchemaRefAgreement: a schema_ref is refused exactly when it is not
+// protocol.SchemaRefFor of the payload_type, for registered payload types
+// and unknown ones, in strict and permissive registries.
+func TestSchemaRefAgreement(t *testing.T) {
+	strict := newRegistry(t, nil)
+	lax := newRegistry(t, &Options{Permissive: true})
 	types := append(Builtins(), "a.b.v1", "a.b.c.v10", "x-y.z_w.v0")
 	refs := []string{"", "schema://clutch/", "schema://clutch/research/summary@1", "schema://clutch/research/summary@10",
 		"schema://clutch/research.summary@1", "schema://acme/research/summary@1", "schema://clutch/a@1", "schema://clutch/a/b/c@10",
@@ -284,10 +289,15 @@ func TestRefMatches(t *testing.T) {
 	for _, pt := range types {
 		refs = append(refs, protocol.SchemaRefFor(pt))
 	}
-	for _, pt := range types {
-		for _, ref := range refs {
-			if got, want := refMatches(pt, ref), ref == protocol.SchemaRefFor(pt); got != want {
-				t.Errorf("refMatches(%q, %q) = %v, want %v", pt, ref, got, want)
+	for _, reg := range []*Registry{strict, lax} {
+		for _, pt := range types {
+			for _, ref := range refs {
+				m := message(pt, `{}`)
+				m.SchemaRef = ref
+				err := reg.ValidateMessage(m)
+				if got, want := errors.Is(err, ErrSchemaRefMismatch), ref != "" && ref != protocol.SchemaRefFor(pt); got != want {
+					t.Errorf("permissive %v, payload_type %q, schema_ref %q: %v", reg.Permissive(), pt, ref, err)
+				}
 			}
 		}
 	}

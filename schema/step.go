@@ -9,8 +9,9 @@ import (
 )
 
 // MetaStep is the meta key that names the workflow step a message answers
-// ("meta": {"step": "research"}); see [Workflow.StepFor].
-const MetaStep = "step"
+// ("meta": {"step": "research"}); see [Workflow.StepFor]. It is
+// [protocol.MetaStep].
+const MetaStep = protocol.MetaStep
 
 // StepFor returns the step of w that a message of a bound run answers. This
 // is the binding rule the router relies on (see [Binder]):
@@ -35,7 +36,12 @@ func (w *Workflow) StepFor(m *protocol.Message) (step Step, ok bool, err error) 
 	if m == nil {
 		return Step{}, false, errorf(ErrInvalidOptions, "nil message")
 	}
-	if v, has := m.Meta[MetaStep]; has {
+	return w.stepFor(m, true)
+}
+
+// stepFor is StepFor, with rule 1 left out when byMeta is false.
+func (w *Workflow) stepFor(m *protocol.Message, byMeta bool) (step Step, ok bool, err error) {
+	if v, has := m.Meta[MetaStep]; has && byMeta {
 		id, isStr := v.(string)
 		if !isStr {
 			return Step{}, false, errorf(ErrUnknownStep, "meta.%s must be a string, got %T", MetaStep, v)
@@ -101,6 +107,11 @@ func (w *Workflow) ValidateStep(stepID string, m *protocol.Message, reg *Registr
 	if m == nil || reg == nil {
 		return errorf(ErrInvalidOptions, "ValidateStep needs a message and a registry")
 	}
+	return w.validateStep(s, m, reg)
+}
+
+// validateStep is ValidateStep with the step found.
+func (w *Workflow) validateStep(s Step, m *protocol.Message, reg *Registry) error {
 	e := s.Expects
 	var vs []Violation
 	if m.Type != e.Type {

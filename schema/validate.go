@@ -56,6 +56,12 @@ func (r *Registry) unknown(payloadType string, payload []byte) error {
 	if !protocol.ValidPayloadType(payloadType) {
 		return errorf(ErrInvalidPayloadType, "payload type %q is not of the form <domain>.<name>.v<N>", payloadType)
 	}
+	return r.unregistered(payloadType, payload)
+}
+
+// unregistered is the outcome of a well-formed payload type the registry
+// does not hold.
+func (r *Registry) unregistered(payloadType string, payload []byte) error {
 	if !r.permissive {
 		return errorf(ErrUnknownPayloadType, "%s", payloadType)
 	}
@@ -86,6 +92,12 @@ func (r *Registry) ValidateMessage(m *protocol.Message) error {
 // schemaFor resolves the schema of a message. It returns a nil schema and
 // nil error when there is nothing to validate (no contract, or an unknown
 // type in a permissive registry whose payload is at least JSON).
+//
+// The form of payload_type and schema_ref is the envelope's, which
+// [protocol.Message.Validate] checks: a registered payload type is well
+// formed, so only a payload_type the registry does not hold is checked
+// again, to tell a malformed one from an unknown one. The schema_ref
+// agreement is compared with [protocol.SchemaRefFor], the one mapping.
 func (r *Registry) schemaFor(m *protocol.Message) (*Schema, error) {
 	if m == nil {
 		return nil, errorf(ErrInvalidOptions, "nil message")
@@ -95,7 +107,7 @@ func (r *Registry) schemaFor(m *protocol.Message) (*Schema, error) {
 		if m.SchemaRef == "" {
 			return nil, nil
 		}
-		pt = payloadTypeForRef(m.SchemaRef)
+		pt = payloadTypeForRef(m.SchemaRef) // whose reference is m.SchemaRef
 		if pt == "" {
 			if !r.permissive {
 				return nil, errorf(ErrUnknownPayloadType, "schema_ref %q names no payload type of this registry", m.SchemaRef)
@@ -103,41 +115,24 @@ func (r *Registry) schemaFor(m *protocol.Message) (*Schema, error) {
 			_, err := decodePayload(m.Payload, r.maxBytes)
 			return nil, err
 		}
-	} else if !protocol.ValidPayloadType(pt) {
+	}
+	if s, ok := (*r.snap.Load())[pt]; ok {
+		if m.SchemaRef != "" && m.SchemaRef != s.ref { // s.ref is protocol.SchemaRefFor(pt)
+			return nil, refMismatch(m.SchemaRef, pt, s.ref)
+		}
+		return s, nil
+	}
+	if !protocol.ValidPayloadType(pt) {
 		return nil, errorf(ErrInvalidPayloadType, "payload_type %q is not of the form <domain>.<name>.v<N>", pt)
 	}
-	if m.SchemaRef != "" && !refMatches(pt, m.SchemaRef) {
-		return nil, errorf(ErrSchemaRefMismatch, "schema_ref %q, payload_type %s wants %q", m.SchemaRef, pt, protocol.SchemaRefFor(pt))
+	if want := protocol.SchemaRefFor(pt); m.SchemaRef != "" && m.SchemaRef != want {
+		return nil, refMismatch(m.SchemaRef, pt, want)
 	}
-	s, ok := (*r.snap.Load())[pt]
-	if !ok {
-		return nil, r.unknown(pt, m.Payload)
-	}
-	return s, nil
+	return nil, r.unregistered(pt, m.Payload)
 }
 
-// refMatches reports whether ref == protocol.SchemaRefFor(pt) for a well
-// formed pt, without building the string (this is on every message's path).
-func refMatches(pt, ref string) bool {
-	const prefix = protocol.PrefixSchema + "clutch/"
-	i := strings.LastIndexByte(pt, '.')
-	if i < 0 || !strings.HasPrefix(ref, prefix) {
-		return false
-	}
-	name, version, r := pt[:i], pt[i+2:], ref[len(prefix):]
-	if len(r) != len(name)+1+len(version) {
-		return false
-	}
-	for j := 0; j < len(name); j++ {
-		c := name[j]
-		if c == '.' {
-			c = '/'
-		}
-		if r[j] != c {
-			return false
-		}
-	}
-	return r[len(name)] == '@' && r[len(name)+1:] == version
+func refMismatch(ref, pt, want string) error {
+	return errorf(ErrSchemaRefMismatch, "schema_ref %q, payload_type %s wants %q", ref, pt, want)
 }
 
 // payloadTypeForRef inverts [protocol.SchemaRefFor]:
@@ -153,7 +148,7 @@ func payloadTypeForRef(ref string) string {
 		return ""
 	}
 	pt := strings.ReplaceAll(rest[:at], "/", ".") + ".v" + rest[at+1:]
-	if !protocol.ValidPayloadType(pt) || protocol.SchemaRefFor(pt) != ref {
+	if protocol.SchemaRefFor(pt) != ref { // "" when pt is malformed
 		return ""
 	}
 	return pt

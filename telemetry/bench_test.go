@@ -157,7 +157,10 @@ func benchEndToEndObs(b *testing.B, backend string, tel *telemetry.Telemetry, ob
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := router.New(st, reg, sch, opts)
+	if opts.Validator == nil {
+		opts.Validator = sch
+	}
+	r, err := router.New(st, reg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

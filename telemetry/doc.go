@@ -14,7 +14,7 @@
 //
 //	tel, _ := telemetry.New(nil) // the global providers and slog.Default()
 //	st := tel.WrapStore(bolt)
-//	r, _ := router.New(st, reg, schemas, &router.Options{Observer: tel})
+//	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Observer: tel})
 //
 // It is a router.Observer rather than a router.Middleware because a
 // middleware sees only the handler, while a task's span must also cover

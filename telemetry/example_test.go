@@ -34,7 +34,7 @@ func Example() {
 	st := tel.WrapStore(mem)
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Observer: tel, Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Observer: tel, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Display: &protocol.Display{Name: "Ken"},
 		Capabilities: []protocol.Capability{{ID: "skill:research"}}}

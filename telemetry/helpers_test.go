@@ -90,7 +90,10 @@ func newRouter(t testing.TB, tel *telemetry.Telemetry, obs router.Observer, ro *
 	if o.Backoff == nil {
 		o.Backoff = func(int) time.Duration { return time.Millisecond }
 	}
-	r, err := router.New(st, reg, sch, &o)
+	if o.Validator == nil {
+		o.Validator = sch
+	}
+	r, err := router.New(st, reg, &o)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		r.Close()

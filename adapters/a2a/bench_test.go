@@ -38,7 +38,7 @@ func newBenchTeam(b *testing.B) *benchTeam {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := router.New(st, reg, sch, &router.Options{Logger: quiet, MaxAttempts: 1})
+	r, err := router.New(st, reg, &router.Options{Validator: sch, Logger: quiet, MaxAttempts: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

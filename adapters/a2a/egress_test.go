@@ -135,7 +135,7 @@ func TestRemoteEgressNetworkLevels(t *testing.T) {
 
 	// The same Remote's handler under cards of other levels.
 	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
-	require.NoError(t, registerContent(env.Router.Schemas()))
+	require.NoError(t, registerContent(env.Router))
 	for _, level := range []string{"", "none"} {
 		id := "agent:fwd-" + level
 		if level == "" {

@@ -36,7 +36,7 @@ func newTeam() *team {
 	st, _ := memstore.New(nil)
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	return &team{st: st, reg: reg, r: r}
 }
 

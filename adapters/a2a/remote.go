@@ -79,7 +79,7 @@ type RemoteOptions struct {
 	Capabilities []protocol.Capability
 	// Schemas decides which payload_type a remote data part may claim: a
 	// type it has registered. Nil trusts any well-formed payload_type (the
-	// router's schema registry still validates the result).
+	// router's validator still validates the result).
 	Schemas *schema.Registry
 	// PollInterval is the wait between GetTask calls when a task is
 	// followed by polling; DefaultPollInterval when 0.
@@ -168,14 +168,15 @@ type Remote struct {
 // Register resolves the A2A agent at url (its base URL, or its card's URL)
 // and registers it with r as an in-process agent whose handler forwards to
 // it: routable like any local agent, without heartbeats. It registers
-// [PayloadContent] in r's schema registry, if it is not there yet, so that
+// [PayloadContent] in the schema registry behind r's validator
+// (schema.RegistryOf), if it has one and the type is not there yet, so that
 // requests carrying a Content pass Submit's validation. Close the Remote
 // when done with it.
 func Register(ctx context.Context, r *router.Router, url string, opts *RemoteOptions) (*Remote, error) {
 	if r == nil {
 		return nil, optionsError("nil router")
 	}
-	if err := registerContent(r.Schemas()); err != nil {
+	if err := registerContent(r); err != nil {
 		return nil, err
 	}
 	rm, err := NewRemote(ctx, url, opts)

@@ -40,7 +40,7 @@ func startProcess(t *testing.T, path string, recovery router.Recovery) *process 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := router.New(st, reg, sch, &router.Options{Logger: quiet, Recovery: recovery})
+	r, err := router.New(st, reg, &router.Options{Validator: sch, Logger: quiet, Recovery: recovery})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,8 +168,9 @@ type Server struct {
 }
 
 // NewServer returns a Server over the router r (and the store and
-// registry r was built with). It registers [PayloadContent] in r's schema
-// registry, if it is not there yet. opts may be nil.
+// registry r was built with). It registers [PayloadContent] in the schema
+// registry behind r's validator (schema.RegistryOf), if it has one and the
+// type is not there yet. opts may be nil.
 func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 	if r == nil {
 		return nil, optionsError("a router is required")
@@ -185,7 +186,7 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := registerContent(r.Schemas()); err != nil {
+	if err := registerContent(r); err != nil {
 		return nil, err
 	}
 	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}}
@@ -519,7 +520,13 @@ func itoa(n int64) string {
 // registerContent registers [PayloadContent] in sch unless it is there:
 // the task.requests made from A2A messages carry a Content, and the
 // router validates a request against its payload type before it runs.
-func registerContent(sch *schema.Registry) error {
+// registerContent registers PayloadContent in the schema registry of r's
+// validator (schema.RegistryOf), when it has one.
+func registerContent(r *router.Router) error {
+	sch := schema.RegistryOf(r.Validator())
+	if sch == nil {
+		return nil
+	}
 	if err := schema.RegisterType[Content](sch, PayloadContent); err != nil && !errors.Is(err, schema.ErrAlreadyRegistered) {
 		return err
 	}

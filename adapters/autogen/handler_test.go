@@ -53,7 +53,7 @@ func newEndpointWith(t testing.TB, opts *autogen.HandlerOptions, regOpts *regist
 	require.NoError(t, err)
 	sch, err := schema.New(nil)
 	require.NoError(t, err)
-	r, err := router.New(st, reg, sch, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: sch, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	keys, err := auth.APIKeys(map[string]auth.Caller{
 		kenKey:    {AgentID: "agent:ken", Scopes: []string{auth.ScopeSubmit}},
@@ -257,7 +257,7 @@ func TestHandlerRunHeader(t *testing.T) {
 	defer st.Close()
 	reg, _ := registry.Open(context.Background(), st, nil)
 	sch, _ := schema.New(nil)
-	r, err := router.New(st, reg, sch, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: sch, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	defer r.Close()
 	h, err := autogen.NewHandler(r, &autogen.HandlerOptions{Auth: keys})

@@ -64,7 +64,7 @@ func ExampleRegister() {
 	st, _ := memstore.New(nil)
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 	loopback, _ := egress.New(&egress.Options{Allow: []string{"127.0.0.1"}}) // the stand-in is local
 	crew, err := crewai.Register(ctx, r, amp.URL, &crewai.CrewOptions{

@@ -44,7 +44,7 @@ func ExampleRegister() {
 	defer st.Close()
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 	// The server listens on 127.0.0.1, which the default egress policy
 	// refuses (docs/protocol.md §6).

@@ -156,6 +156,9 @@
 // x.clutch.mcp.call ([TypeHostCall], payload [HostCallPayload]) from the
 // caller's agent id, in a run of its own ([Server.HostRun]), so the audit
 // trail shows what the host did without entering the runs it reads.
+// list_payload_types lists the schema registry behind the router's
+// validator (schema.RegistryOf(r.Validator())): none when the router has no
+// *schema.Registry or *schema.Binder validator.
 // [Server.Handler] serves Streamable HTTP (stateless, so both protocol eras
 // work); [Server.Run] serves one session on a transport such as
 // &sdk.StdioTransport{}.

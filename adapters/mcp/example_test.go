@@ -51,7 +51,7 @@ func newRouter() *router.Router {
 	st, _ := memstore.New(nil)
 	reg, _ := registry.Open(ctx, st, nil)
 	sch, _ := schema.New(nil)
-	r, _ := router.New(st, reg, sch, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: sch, Logger: slog.New(slog.DiscardHandler)})
 	return r
 }
 

@@ -53,7 +53,7 @@ func serveStdio() error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	r, err := router.New(st, reg, sch, &router.Options{Logger: log})
+	r, err := router.New(st, reg, &router.Options{Validator: sch, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ type Server struct {
 	r       *router.Router
 	st      store.Store        // r's
 	reg     *registry.Registry // r's
-	schemas *schema.Registry   // r's
+	schemas *schema.Registry   // behind r's validator (schema.RegistryOf); nil without one
 	ids     *protocol.IDs      // r's
 	opts    ServerOptions
 	srv     *sdk.Server
@@ -177,7 +177,7 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 		o.Version = ClientVersion
 	}
 	ids := r.IDs()
-	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: r.Schemas(), ids: ids, opts: o, guard: guard,
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: schema.RegistryOf(r.Validator()), ids: ids, opts: o, guard: guard,
 		handles: map[string]*router.Handle{},
 		runID:   ids.RunID(), threadID: ids.ThreadID(), taskID: ids.TaskID()}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{

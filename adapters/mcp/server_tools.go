@@ -161,7 +161,11 @@ func (s *Server) listAgents(_ context.Context, _ *sdk.CallToolRequest, in listAg
 
 func (s *Server) listPayloadTypes(_ context.Context, _ *sdk.CallToolRequest, in listTypesIn, _ *callInfo) (any, *toolErr) {
 	out := []PayloadTypeView{}
-	for _, sc := range s.schemas.List() {
+	var list []*schema.Schema
+	if s.schemas != nil {
+		list = s.schemas.List()
+	}
+	for _, sc := range list {
 		if !strings.HasPrefix(sc.PayloadType(), in.Prefix) {
 			continue
 		}

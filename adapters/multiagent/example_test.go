@@ -42,7 +42,7 @@ func ExamplePolicy() {
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
 	_ = multiagent.RegisterSchemas(schemas)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 	for _, id := range []string{"agent:gpt5", "agent:claude", "agent:gemini"} {
 		card := &protocol.AgentCard{V: protocol.Version, AgentID: id, Capabilities: []protocol.Capability{}}

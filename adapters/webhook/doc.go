@@ -68,7 +68,8 @@
 //     that requested a task may cancel it.
 //   - chat.message, chat.system and x.<vendor>.<name> extension events are
 //     checked with router.Router.Verify and, when they carry a payload_type,
-//     against the schema registry, then appended to the router's store.
+//     with the router's Validator (when it has one), then appended to the
+//     router's store.
 //
 // Other types are refused by NewHandler: the rest of the task lifecycle
 // belongs to the router and its agents, and the package's own
@@ -94,7 +95,7 @@
 //
 // # Delivering: Deliverer
 //
-//	d, err := webhook.NewDeliverer(st, &webhook.DelivererOptions{Egress: policy, IDs: r.IDs(), Schemas: r.Schemas()})
+//	d, err := webhook.NewDeliverer(st, &webhook.DelivererOptions{Egress: policy, IDs: r.IDs(), Schemas: schema.RegistryOf(r.Validator())})
 //	err = d.Subscribe(ctx, webhook.Subscription{
 //		Name: "crm", URL: "https://crm.example.com/hooks/clutch",
 //		Secrets: []string{os.Getenv("CRM_WHSEC")}, Types: []string{"task.result", "task.error"},

@@ -36,7 +36,7 @@ func newRouter() *router.Router {
 	st, _ := memstore.New(nil)
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	return r
 }
 
@@ -107,7 +107,7 @@ func ExampleDeliverer() {
 	defer crm.Close()
 
 	policy, _ := egress.New(&egress.Options{Allow: []string{"127.0.0.1"}}) // the test server is on loopback
-	d, err := webhook.NewDeliverer(r.Store(), &webhook.DelivererOptions{Egress: policy, IDs: r.IDs(), Schemas: r.Schemas()})
+	d, err := webhook.NewDeliverer(r.Store(), &webhook.DelivererOptions{Egress: policy, IDs: r.IDs(), Schemas: schema.RegistryOf(r.Validator())})
 	if err != nil {
 		panic(err)
 	}

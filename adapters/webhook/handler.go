@@ -258,8 +258,8 @@ func (h *Handler) handOn(ctx context.Context, m *protocol.Message) (*Accepted, e
 	if err := h.r.Verify(m); err != nil {
 		return nil, err
 	}
-	if m.PayloadType != "" {
-		if err := h.r.Schemas().ValidateMessage(m); err != nil {
+	if v := h.r.Validator(); v != nil && m.PayloadType != "" {
+		if err := v.ValidateMessage(m); err != nil {
 			return nil, err
 		}
 	}

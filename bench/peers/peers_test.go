@@ -189,7 +189,7 @@ func newRouter(tb testing.TB, st store.Store) *router.Router {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r, err := router.New(st, reg, sch, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: sch, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}

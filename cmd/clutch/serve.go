@@ -223,7 +223,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	r, err := router.New(rst, reg, schemas, &router.Options{Logger: logger, Observer: observer})
+	r, err := router.New(rst, reg, &router.Options{Validator: schemas, Logger: logger, Observer: observer})
 	if err != nil {
 		return err
 	}

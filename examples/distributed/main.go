@@ -172,7 +172,10 @@ func openTeam(ctx context.Context, cfg teamConfig, ropts *router.Options) (*team
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r, err := router.New(st, reg, sch, &o)
+	if o.Validator == nil {
+		o.Validator = sch
+	}
+	r, err := router.New(st, reg, &o)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -37,7 +37,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	r, err := router.New(st, reg, schemas, nil)
+	r, err := router.New(st, reg, &router.Options{Validator: schemas})
 	if err != nil {
 		return err
 	}

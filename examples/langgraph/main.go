@@ -76,7 +76,7 @@ func run(ctx context.Context, w io.Writer, url string) error {
 	if err != nil {
 		return err
 	}
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: quiet})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: quiet})
 	if err != nil {
 		return err
 	}

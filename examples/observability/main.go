@@ -115,7 +115,7 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	r, err := router.New(st, agents, schemas, &router.Options{Observer: tel, Logger: logs})
+	r, err := router.New(st, agents, &router.Options{Validator: schemas, Observer: tel, Logger: logs})
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func run(ctx context.Context, out io.Writer, file string) error {
 	// agent referred to check 1 of the review rule.
 	policy := rules.Policy{Capabilities: map[string][]rules.Requirement{
 		"skill:review": {{Rule: "rules/REVIEW.md", Constraint: "Checks/1"}}}}
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler),
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler),
 		MaxAttempts: 1, Middleware: []router.Middleware{rules.Require(st, policy)}})
 	if err != nil {
 		return err

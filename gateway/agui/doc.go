@@ -41,8 +41,9 @@
 // DefaultRequest sends payload type PayloadInput ("agui.input.v1", an
 // InputPayload: the last user message's text and id, and the client's
 // state, context and forwardedProps) to Options.Agent, or when that is ""
-// routes it by Options.Requires. New registers PayloadInput in the router's
-// schema registry.
+// routes it by Options.Requires. New registers PayloadInput in the schema
+// registry behind the router's validator (schema.RegistryOf), when it has
+// one.
 //
 // The handler sets the rest, so a client cannot claim to be someone else or
 // write into another caller's run: from.agent_id is the caller; run_id is

@@ -27,7 +27,7 @@ func ExampleNew() {
 	defer st.Close()
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 	_ = r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:assistant", Capabilities: []protocol.Capability{{ID: "skill:chat"}}},
 		func(ctx context.Context, t *router.Task) (*router.Result, error) {

@@ -74,8 +74,10 @@ type Handler struct {
 }
 
 // New returns a Handler over r. opts may be nil. It registers PayloadInput
-// in r's schema registry (unless it is there), so that the requests
-// DefaultRequest makes pass the router's validation.
+// in the schema registry behind r's validator (schema.RegistryOf; unless it
+// is there, and not at all when r has no *schema.Registry or
+// *schema.Binder validator), so that the requests DefaultRequest makes pass
+// the router's validation.
 func New(r *router.Router, opts *Options) (*Handler, error) {
 	if r == nil {
 		return nil, coded.Wrap(ErrInvalidOptions, "a router is required", nil)
@@ -99,8 +101,10 @@ func New(r *router.Router, opts *Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if err := schema.RegisterType[InputPayload](r.Schemas(), PayloadInput); err != nil && !errors.Is(err, schema.ErrAlreadyRegistered) {
-		return nil, err
+	if sch := schema.RegistryOf(r.Validator()); sch != nil {
+		if err := schema.RegisterType[InputPayload](sch, PayloadInput); err != nil && !errors.Is(err, schema.ErrAlreadyRegistered) {
+			return nil, err
+		}
 	}
 	return &Handler{r: r, st: r.Store(), opts: o}, nil
 }

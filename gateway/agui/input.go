@@ -144,8 +144,9 @@ type InputPayload struct {
 // RunAgentInput. The handler sets everything else: the sender (the
 // authenticated caller), ids, idempotency key and meta.
 type Request struct {
-	// PayloadType names the payload's schema; it must be registered in the
-	// router's schema registry (or be "" for an untyped request).
+	// PayloadType names the payload's schema; it must pass the router's
+	// validator: be registered in its schema registry (or be "" for an
+	// untyped request).
 	PayloadType string
 	// Payload is encoded as JSON (a json.RawMessage is taken as it is).
 	Payload any

@@ -53,7 +53,7 @@ func TestStoreFails(t *testing.T) {
 			t.Fatal(err)
 		}
 		schemas, _ := schema.New(nil)
-		r, err := router.New(st, reg, schemas, &router.Options{Logger: quiet})
+		r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,7 +91,7 @@ func newHarnessAt(t testing.TB, prefix string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.r, err = router.New(st, reg, schemas, &router.Options{
+	h.r, err = router.New(st, reg, &router.Options{Validator: schemas,
 		Logger: slog.New(slog.DiscardHandler), Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 	if err != nil {
 		t.Fatal(err)

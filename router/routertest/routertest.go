@@ -21,7 +21,8 @@ import (
 // Options configures an Env. Nil means defaults.
 type Options struct {
 	// Router holds router options; its IDs and Logger are replaced by the
-	// Env's, and a zero Backoff becomes 1 ms so retries do not slow tests.
+	// Env's, a zero Backoff becomes 1 ms so retries do not slow tests, and
+	// a nil Validator becomes the Env's schema registry.
 	Router router.Options
 	// Registry holds registry options; its IDs is replaced by the Env's.
 	Registry registry.Options
@@ -119,7 +120,10 @@ func New(t testing.TB, opts *Options) *Env {
 	if ro.Backoff == nil {
 		ro.Backoff = func(int) time.Duration { return time.Millisecond }
 	}
-	r, err := router.New(st, reg, sch, &ro)
+	if ro.Validator == nil {
+		ro.Validator = sch
+	}
+	r, err := router.New(st, reg, &ro)
 	if err != nil {
 		t.Fatalf("routertest: %v", err)
 	}

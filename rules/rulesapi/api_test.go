@@ -63,7 +63,7 @@ func newEnvWith(t *testing.T, with func(*gateway.Options)) *env {
 	require.NoError(t, err)
 	schemas, err := schema.New(nil)
 	require.NoError(t, err)
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	lib, err := rules.Open(ctx, st, &rules.Options{Workspace: "team", Schemas: schemas})
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ func Example() {
 	defer st.Close()
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, nil)
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas})
 	defer r.Close()
 
 	lib, _ := rules.Open(ctx, st, &rules.Options{Workspace: "team", Schemas: schemas})

@@ -89,7 +89,7 @@ func newHost(ctx context.Context, st store.Store, log *slog.Logger) (*host, erro
 	if err != nil {
 		return nil, err
 	}
-	r, err := router.New(st, reg, sch, &router.Options{Logger: log})
+	r, err := router.New(st, reg, &router.Options{Validator: sch, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func newEnv(t *testing.T, opts *gateway.Options) *env {
 		t.Fatal(err)
 	}
 	schemas, _ := schema.New(nil)
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func Example() {
 	defer st.Close()
 	reg, _ := registry.Open(ctx, st, nil)
 	schemas, _ := schema.New(nil)
-	r, _ := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
 	keys, _ := auth.APIKeys(map[string]auth.Caller{"example-key-0123456789": {AgentID: "agent:ops", Scopes: []string{auth.ScopeAdmin}}})
 	gw, _ := gateway.New(r, &gateway.Options{Auth: keys, Logger: slog.New(slog.DiscardHandler)})

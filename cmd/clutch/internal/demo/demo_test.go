@@ -35,7 +35,7 @@ func TestRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

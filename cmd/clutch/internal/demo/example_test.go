@@ -27,7 +27,7 @@ func Example() {
 	team, _ := demo.New()
 	reg, _ := registry.Open(ctx, st, &registry.Options{Keys: team.Keys()})
 	schemas, _ := schema.New(nil)
-	r, err := router.New(st, reg, schemas, &router.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
