@@ -108,10 +108,11 @@
 //
 // Liveness counts from the event's ts, which the writing registry took
 // from Options.IDs, the same clock [Registry.Online] reads; the store's
-// own append time is not used. The clock is a func() time.Time given to
-// the IDs (protocol.IDOptions.Clock), the router's clock too when the
-// router is given the same IDs: a test controls liveness with a clock it
-// advances (routertest.Clock).
+// own append time is not used. There is one clock: by default the
+// registry's IDs read the store's clock ([store.ClockOf], the Clock
+// option of every in-tree store) and the router takes the registry's IDs
+// ([Registry.IDs]), so a test that sets the store's clock, and advances
+// it, controls event times, ids and liveness at once (routertest.Clock).
 //
 // # Errors
 //

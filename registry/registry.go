@@ -45,8 +45,11 @@ type Options struct {
 	// RunID is the run_id of registry events. DefaultRunID when "".
 	RunID string
 	// IDs makes event ids and timestamps and is the registry's clock, the
-	// one liveness is measured with; protocol.DefaultIDs() when nil. Give
-	// the router the same one. Tests pass one with a clock they move.
+	// one liveness is measured with. When nil, the registry makes its own
+	// IDs on the store's clock (store.ClockOf; every in-tree store has
+	// one, its Options.Clock), or uses protocol.DefaultIDs() for a store
+	// without a clock. A router takes the registry's IDs by default, so
+	// one clock, set on the store, serves store, registry and router.
 	IDs *protocol.IDs
 	// Keys are public signing keys the host vouches for, by agent id, in
 	// addition to those of the agents' cards (docs/protocol.md §6.1
@@ -63,7 +66,7 @@ type Options struct {
 	Shared bool
 }
 
-func (o *Options) setDefaults() error {
+func (o *Options) setDefaults(st store.Store) error {
 	if o.HeartbeatTTL < 0 {
 		return wrap(ErrInvalidOptions, "HeartbeatTTL must not be negative", nil)
 	}
@@ -83,7 +86,11 @@ func (o *Options) setDefaults() error {
 		o.RunID = DefaultRunID
 	}
 	if o.IDs == nil {
-		o.IDs = protocol.DefaultIDs()
+		if clock := store.ClockOf(st); clock != nil {
+			o.IDs = protocol.NewIDs(&protocol.IDOptions{Clock: clock})
+		} else {
+			o.IDs = protocol.DefaultIDs()
+		}
 	}
 	if o.Signatures == nil {
 		o.Signatures = &DefaultSignaturePolicy
@@ -244,7 +251,7 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 	if opts != nil {
 		o = *opts
 	}
-	if err := o.setDefaults(); err != nil {
+	if err := o.setDefaults(st); err != nil {
 		return nil, err
 	}
 	r := &Registry{
@@ -639,6 +646,10 @@ func (r *Registry) Release(a *Agent, success bool) {
 	}
 	a.st.mu.Unlock()
 }
+
+// IDs returns the registry's id source and clock (Options.IDs, or the
+// default Open chose); a router uses it when its own Options.IDs is nil.
+func (r *Registry) IDs() *protocol.IDs { return r.opts.IDs }
 
 // HeartbeatTTL returns the TTL in force.
 func (r *Registry) HeartbeatTTL() time.Duration { return r.opts.HeartbeatTTL }

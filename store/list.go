@@ -53,17 +53,25 @@ func Threads(ctx context.Context, s Store, q ListQuery) iter.Seq2[Summary, error
 
 // listerOf returns the Lister of s or of a store it wraps, or nil.
 func listerOf(s Store) Lister {
+	l, _ := upgrade[Lister](s)
+	return l
+}
+
+// upgrade returns s, or the first store down its chain of wrappers (each
+// with a method Unwrap() Store), that implements T.
+func upgrade[T any](s Store) (T, bool) {
 	for s != nil {
-		if l, ok := s.(Lister); ok {
-			return l
+		if t, ok := s.(T); ok {
+			return t, true
 		}
 		u, ok := s.(interface{ Unwrap() Store })
 		if !ok {
-			return nil
+			break
 		}
 		s = u.Unwrap()
 	}
-	return nil
+	var zero T
+	return zero, false
 }
 
 // projection lists the run summaries (threads false) or the thread

@@ -48,6 +48,7 @@ type Store struct {
 var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Lister = (*Store)(nil)
+	_ store.Clock  = (*Store)(nil)
 )
 
 // Open opens the event store in the file at path, creating it if needed.
@@ -434,6 +435,9 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 func eventOf(seq uint64, r *record) store.Event {
 	return store.Event{Seq: seq, Time: time.Unix(0, r.time).UTC(), Raw: bytes.Clone(r.raw)}
 }
+
+// Now implements store.Clock: a reading of Options.Clock, in UTC.
+func (s *Store) Now() time.Time { return s.opts.Clock().UTC() }
 
 // LastSeq implements store.Store.
 func (s *Store) LastSeq(ctx context.Context) (uint64, error) {

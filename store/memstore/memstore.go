@@ -67,7 +67,11 @@ type record struct {
 // idemKey is the key of the second dedup rule.
 type idemKey struct{ runID, key string }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Lister = (*Store)(nil)
+	_ store.Clock  = (*Store)(nil)
+)
 
 // New returns an empty store. opts may be nil; a negative size limit, or a
 // MaxEventSize over 2^32-1, gives an error matching ErrInvalidOptions.
@@ -205,6 +209,9 @@ func (s *Store) Get(ctx context.Context, id string) (store.Event, error) {
 	}
 	return s.event(seq), nil
 }
+
+// Now implements store.Clock: a reading of Options.Clock, in UTC.
+func (s *Store) Now() time.Time { return s.opts.Clock().UTC() }
 
 // LastSeq implements store.Store.
 func (s *Store) LastSeq(ctx context.Context) (uint64, error) {

@@ -45,6 +45,7 @@ type Store struct {
 var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Lister = (*Store)(nil)
+	_ store.Clock  = (*Store)(nil)
 )
 
 // Open connects to the database named by dsn (a libpq connection string
@@ -223,6 +224,9 @@ func (s *Store) check(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Now implements store.Clock: a reading of Options.Clock, in UTC.
+func (s *Store) Now() time.Time { return s.opts.Clock().UTC() }
 
 // LastSeq implements store.Store.
 func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
