@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -31,12 +31,6 @@ const (
 	// thread and task) of the node heartbeats.
 	NodesRunID = "run_clutch_nodes"
 )
-
-// endKey is the idempotency key of the event that ends attempt attempt
-// of task: the store lets one in, whichever process stores it.
-func endKey(task string, attempt int) string {
-	return "clutch.end/" + task + "/" + strconv.Itoa(attempt)
-}
 
 // endedElsewhere is end's answer when the store already holds an end of
 // the attempt (stored by another process that adopted the task, or by an
@@ -87,7 +81,7 @@ func (r *Router) storeRequest(ctx context.Context, ts *taskState) ([]store.Appen
 		return res, err
 	}
 	o := n.ownerEvent(ts.req, ownerPayload{Node: n.id, Depth: ts.depth, Chain: ts.ancestors(), Sub: ts.parent != nil})
-	o.IdempotencyKey = "clutch.owner/" + ts.req.TaskID
+	o.IdempotencyKey = idem.Owner(ts.req.TaskID)
 	return r.st.Append(ctx, ts.req, o)
 }
 
@@ -282,7 +276,7 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	p := l.op
 	p.Node, p.From = n.id, from
 	claim := n.ownerEvent(l.req, p)
-	claim.IdempotencyKey = "clutch.adopt/" + task + "/" + from
+	claim.IdempotencyKey = idem.Adopt(task, from)
 	res, err := r.st.Append(ctx, claim)
 	if err != nil {
 		return false, err
@@ -293,7 +287,7 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	n.forget(task, from)
 	// The waiter goes in before the log is read again: a done stored in
 	// between is then either in the log or sent to it.
-	key := attemptKey(task, l.lastStart)
+	key := idem.Attempt(task, l.lastStart)
 	ch := make(chan *protocol.Message, 1)
 	n.mu.Lock()
 	n.waiting[key] = ch

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
@@ -133,7 +134,7 @@ func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
 	if end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:b" || end.Attempt != 1 {
 		t.Fatalf("terminal %s from %s attempt %d; want b's task.result of attempt 1", end.Type, end.From.AgentID, end.Attempt)
 	}
-	if end.IdempotencyKey != endKey(h.TaskID(), 1) {
+	if end.IdempotencyKey != idem.End(h.TaskID(), 1) {
 		t.Fatalf("terminal key %q; events %v", end.IdempotencyKey, b.types(h.TaskID()))
 	}
 	if n := adoptions(t, st, h.TaskID()); n != 1 {
@@ -288,7 +289,7 @@ func TestEndKeyFencesTheAttempt(t *testing.T) {
 			return summary("x"), nil
 		}
 		m := e.r.ids.Reply(tk.Request(), protocol.TypeTaskError, "agent:orchestrator")
-		m.IdempotencyKey = endKey(tk.ID(), tk.Attempt())
+		m.IdempotencyKey = idem.End(tk.ID(), tk.Attempt())
 		m.SetPayload(protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "adopted elsewhere"})
 		if _, err := e.st.Append(ctx, m); err != nil {
 			return nil, err
@@ -296,8 +297,8 @@ func TestEndKeyFencesTheAttempt(t *testing.T) {
 		return summary("too late"), nil
 	})
 	out, err := e.wait(e.submit(e.request("skill:x")))
-	if err != nil || out.Message.IdempotencyKey != endKey(out.TaskID, 1) {
-		t.Fatalf("outcome %+v, %v; want a result keyed %s", out, err, endKey(out.TaskID, 1))
+	if err != nil || out.Message.IdempotencyKey != idem.End(out.TaskID, 1) {
+		t.Fatalf("outcome %+v, %v; want a result keyed %s", out, err, idem.End(out.TaskID, 1))
 	}
 	req := e.request("skill:x")
 	req.Meta = map[string]any{"fence": true}

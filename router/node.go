@@ -14,6 +14,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -329,7 +330,7 @@ func (n *Node) handle(m *protocol.Message) {
 		}
 	case TypeDone:
 		n.mu.Lock()
-		ch := n.waiting[attemptKey(m.TaskID, m.Attempt)]
+		ch := n.waiting[idem.Attempt(m.TaskID, m.Attempt)]
 		n.mu.Unlock()
 		if ch != nil {
 			select {
@@ -343,7 +344,7 @@ func (n *Node) handle(m *protocol.Message) {
 		n.stopRun(m.TaskID, m.Attempt)
 		// An attempt whose handler never ran (its accept was refused)
 		// leaves no waiter behind.
-		key := attemptKey(m.TaskID, m.Attempt)
+		key := idem.Attempt(m.TaskID, m.Attempt)
 		n.mu.Lock()
 		if n.sent[key] {
 			delete(n.sent, key)
@@ -362,10 +363,6 @@ func (n *Node) stopRun(task string, upTo int) {
 	if rr != nil && rr.attempt <= upTo {
 		rr.ts.cancel(&cancelCause{reason: "the task ended in the process that routed it"})
 	}
-}
-
-func attemptKey(task string, attempt int) string {
-	return task + "/" + strconv.Itoa(attempt)
 }
 
 type dispatchPayload struct {
@@ -392,7 +389,7 @@ type doneResult struct {
 func (n *Node) proxy(agentID string) Handler {
 	return func(ctx context.Context, t *Task) (*Result, error) {
 		r, ts := n.r, t.ts
-		key := attemptKey(t.ID(), t.attempt)
+		key := idem.Attempt(t.ID(), t.attempt)
 		n.mu.Lock()
 		ch := n.waiting[key] // the dispatch went with the task.accept
 		if ch == nil {
@@ -443,7 +440,7 @@ func (n *Node) withDispatch(ts *taskState, agentID string, evs []*protocol.Messa
 		return evs
 	}
 	attempt := int(ts.attempt.Load())
-	key := attemptKey(ts.req.TaskID, attempt)
+	key := idem.Attempt(ts.req.TaskID, attempt)
 	n.mu.Lock()
 	n.waiting[key] = make(chan *protocol.Message, 1)
 	n.sent[key] = true
@@ -466,7 +463,7 @@ func (n *Node) dispatch(ts *taskState, agentID string, attempt int) *protocol.Me
 	r := n.r
 	d := r.event(ts, TypeDispatch, r.opts.AgentID, []string{agentID})
 	d.Attempt = attempt
-	d.IdempotencyKey = "clutch.dispatch/" + attemptKey(ts.req.TaskID, attempt)
+	d.IdempotencyKey = idem.Dispatch(ts.req.TaskID, attempt)
 	r.setPayload(d, dispatchPayload{Depth: ts.depth, Chain: nonNilStrings(ts.ancestors())})
 	return d
 }

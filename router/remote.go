@@ -13,6 +13,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -24,7 +25,7 @@ func (n *Node) runRemote(m *protocol.Message) {
 	ctx := n.ctx
 	claim := r.ids.Reply(m, TypeClaim, agentID) // to the dispatcher
 	claim.Attempt = m.Attempt
-	claim.IdempotencyKey = "clutch.claim/" + attemptKey(m.TaskID, m.Attempt)
+	claim.IdempotencyKey = idem.Claim(m.TaskID, m.Attempt)
 	r.setPayload(claim, map[string]string{"host": n.opts.Host})
 	res, err := r.st.Append(ctx, claim)
 	if err != nil {
@@ -57,7 +58,7 @@ func (n *Node) runRemote(m *protocol.Message) {
 	}
 	done := r.ids.Reply(m, TypeDone, agentID)
 	done.Attempt = m.Attempt
-	done.IdempotencyKey = "clutch.done/" + attemptKey(m.TaskID, m.Attempt)
+	done.IdempotencyKey = idem.Done(m.TaskID, m.Attempt)
 	if err := done.SetPayload(out); err != nil {
 		ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "encoding the outcome: " + err.Error()}
 		r.setPayload(done, donePayload{Error: ep})

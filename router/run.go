@@ -13,6 +13,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/schema"
 )
 
@@ -392,7 +393,7 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 		res = &Result{}
 	}
 	m := r.event(ts, protocol.TypeTaskResult, from, nil)
-	m.IdempotencyKey = endKey(ts.req.TaskID, m.Attempt) // before it is encoded (end.go)
+	m.IdempotencyKey = idem.End(ts.req.TaskID, m.Attempt) // before it is encoded (end.go)
 	m.PayloadType = res.PayloadType
 	m.SchemaRef = protocol.SchemaRefFor(res.PayloadType)
 	m.Attachments = res.Attachments
