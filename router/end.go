@@ -41,7 +41,7 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	}
 	last := events[len(events)-1]
 	if last.IdempotencyKey == "" {
-		last.IdempotencyKey = idem.End(ts.req.TaskID, last.Attempt) // fencing: one end per attempt (adopt.go)
+		last.IdempotencyKey = idem.End(ts.req.TaskID, last.Attempt) // fencing: one end per attempt (team.go)
 		last.Reset()                                                // bytes encoded without the key
 	}
 	// Terminal events are stored even when the task's context is done.
@@ -55,7 +55,7 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	case err != nil:
 		last, out.Err = r.storeFallback(ts, last, err)
 	case res[len(res)-1].Duplicate:
-		last, out = r.endedElsewhere(ts, res[len(res)-1].Seq, last, out) // adopt.go
+		last, out = r.endedElsewhere(ts, res[len(res)-1].Seq, last, out) // team.go
 	}
 	out.TaskID = ts.req.TaskID
 	out.Type = last.Type

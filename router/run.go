@@ -23,7 +23,7 @@ type taskState struct {
 	parent   *taskState
 	children []*taskState // guarded by Router.mu
 	depth    int
-	chain    []string                       // agents above the root task in another process (node.go)
+	chain    []string                       // agents above the root task in another process (team.go)
 	attempt  atomic.Int32                   // current attempt; written by the run goroutine, read by cancels too
 	agent    atomic.Pointer[registry.Agent] // the agent of the current attempt
 
@@ -47,7 +47,8 @@ type taskState struct {
 	task      Task                   // the handler's view of the first attempt
 	ownRun    runState               // the run's state, when this task started the run
 	budgetErr *protocol.ErrorPayload // the run's budget refused the task
-	reqSeq    uint64                 // the seq of the stored request, when known (teamBudget)
+	reqSeq    uint64                 // the seq of the stored request, when known (TeamTask.Seq)
+	counter   Team                   // counts Budget.MaxTasks for the whole team, nil when the router does
 	evs       [2]*protocol.Message   // events being stored by the run goroutine
 	endEvs    [2]*protocol.Message   // terminal events being stored by end's caller
 }
@@ -70,7 +71,7 @@ func (ts *taskState) detached() context.Context {
 
 // ancestors returns the agents on the task's delegation chain: its
 // parents' agents here, then the chain of the root (a task run for
-// another process carries the chain above it there; see node.go).
+// another process carries the chain above it there; see team.go).
 func (ts *taskState) ancestors() []string {
 	var out []string
 	p := ts
@@ -101,10 +102,9 @@ func (r *Router) run(ts *taskState) {
 		defer stop()
 	}
 	r.startAttempt(ts)
-	if ts.budgetErr == nil && r.teamTasks {
-		ep, err := r.teamBudget(ts) // budget.go
-		if err != nil {
-			r.budgetUnread(ts, err)
+	if ts.budgetErr == nil && ts.counter != nil {
+		ep, ok := r.teamBudget(ts) // team.go
+		if !ok {
 			return
 		}
 		ts.budgetErr = ep
@@ -238,8 +238,11 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	ts.evs = [2]*protocol.Message{decision, accept}
 	evs := ts.evs[:]
-	if n := r.node.Load(); n != nil {
-		evs = n.withDispatch(ts, a.ID(), evs) // an agent of another process: its dispatch too (node.go)
+	if t := r.team.Load(); t != nil {
+		// An agent of another process: its dispatch too (team.go).
+		if d := t.team.Dispatch(ts.teamTask()); d != nil {
+			evs = append(evs[:len(evs):len(evs)], d)
+		}
 	}
 	err := r.appendLive(ts.ctx, ts, evs...)
 	ts.evs = [2]*protocol.Message{}
