@@ -120,9 +120,6 @@ func (m *Member) Leave() {
 	}
 }
 
-// Router returns the member's router.
-func (m *Member) Router() *Router { return m.r }
-
 // Store returns the store the router appends to: Router.Store, signing
 // the events of the agents of Options.Signers.
 func (m *Member) Store() store.Store { return m.r.st }
