@@ -185,7 +185,7 @@ func (n *Node) readAttempts(ctx context.Context, task string) (*attemptLog, erro
 		if err != nil {
 			continue
 		}
-		// The task's state, as the router reads it (replay.go): a new
+		// The task's state, as package router reads it (its replay.go): a new
 		// attempt reopens the task.
 		l.attempt = max(l.attempt, m.Attempt)
 		switch {
