@@ -159,9 +159,9 @@
 // Options.Shared and runs [Registry.Follow]: then registries over one store
 // (in several processes) apply each other's events as they are appended,
 // and an agent registered Local by one process is online for the others
-// while it heartbeats (router.Join does all of this). A Shared registry
-// remembers the seqs of its own writes until Follow passes them, so run
-// Follow whenever it is Shared.
+// while it heartbeats (team.Join, package router/team, does all of
+// this). A Shared registry remembers the seqs of its own writes until
+// Follow passes them, so run Follow whenever it is Shared.
 //
 // Writes are serialised, so that the order of the events in the store is
 // the order in which they were applied: on a durable store each write is

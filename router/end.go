@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -40,8 +41,8 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	}
 	last := events[len(events)-1]
 	if last.IdempotencyKey == "" {
-		last.IdempotencyKey = endKey(ts.req.TaskID, last.Attempt) // fencing: one end per attempt (adopt.go)
-		last.Reset()                                              // bytes encoded without the key
+		last.IdempotencyKey = idem.End(ts.req.TaskID, last.Attempt) // fencing: one end per attempt (team.go)
+		last.Reset()                                                // bytes encoded without the key
 	}
 	// Terminal events are stored even when the task's context is done.
 	// They go through a buffer of the task, which only the caller that
@@ -54,7 +55,7 @@ func (r *Router) end(ts *taskState, out Outcome, events ...*protocol.Message) bo
 	case err != nil:
 		last, out.Err = r.storeFallback(ts, last, err)
 	case res[len(res)-1].Duplicate:
-		last, out = r.endedElsewhere(ts, res[len(res)-1].Seq, last, out) // adopt.go
+		last, out = r.endedElsewhere(ts, res[len(res)-1].Seq, last, out) // team.go
 	}
 	out.TaskID = ts.req.TaskID
 	out.Type = last.Type
@@ -106,7 +107,7 @@ func (r *Router) storeFallback(ts *taskState, last *protocol.Message, err error)
 		ep.Message = "storing the " + string(last.Type) + " event failed: " + msg
 	}
 	fb := r.errorEvent(ts, r.opts.AgentID, ep)
-	fb.IdempotencyKey = endKey(ts.req.TaskID, fb.Attempt)
+	fb.IdempotencyKey = idem.End(ts.req.TaskID, fb.Attempt)
 	if res, err := r.st.Append(ts.detached(), fb); err == nil && res[0].Duplicate {
 		// The first append was stored after all (a commit whose answer
 		// was lost), or another process ended the attempt.

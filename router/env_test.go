@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -18,9 +17,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(budgetRoleEnv) != "" {
-		os.Exit(budgetChild()) // a process of TestNodeTaskBudgetInTwoProcesses
-	}
 	goleak.VerifyTestMain(m)
 }
 

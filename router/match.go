@@ -238,12 +238,13 @@ func networkRank(v string) int {
 
 // hardFilter applies the must-pass rules of §4.2 step 1 (and, for an
 // explicit recipient, step 2), cheapest first.
-// handlers is the router's handler map.
+// handlers is the router's handler map; in a team, the team's handlers
+// count too (team.go).
 func (r *Router) hardFilter(req *protocol.Message, a *registry.Agent, handlers map[string]Handler, requires, ancestors []string, explicit bool, now time.Time) (string, rejection) {
 	if !a.Local() && now.Sub(a.LastSeen()) > r.reg.HeartbeatTTL() {
 		return "offline: no heartbeat within " + r.reg.HeartbeatTTL().String(), rejOffline
 	}
-	if _, ok := handlers[a.ID()]; !ok {
+	if _, ok := handlers[a.ID()]; !ok && r.teamHandler(a.ID()) == nil {
 		return "no handler registered with this router", rejNoHandle
 	}
 	card := a.Card()

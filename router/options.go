@@ -34,10 +34,9 @@ var DefaultWeights = Weights{Tags: 1, Tools: 1, Domain: 1, Capabilities: 1}
 // Budget limits a run (CLowl E012). Zero fields mean no limit.
 type Budget struct {
 	// MaxTasks is the most tasks one run may have (the root and every
-	// delegated subtask; retries do not count). With a registry opened
-	// with registry.Options.Shared it holds for the whole team: the run's
-	// tasks are counted in the store (see "Many processes" in the package
-	// doc).
+	// delegated subtask; retries do not count). In a team (package
+	// router/team) it holds for the whole team: the run's tasks are
+	// counted in the store (see "Teams" in the package doc).
 	MaxTasks int
 	// MaxDepth is the deepest delegation allowed: a root task has depth 0,
 	// its subtasks depth 1, and so on.

@@ -109,9 +109,10 @@ func (r *Router) recoverStored(ctx context.Context, req *protocol.Message) (h *H
 			r.unclaim(ts, claimTask)
 			return &ts.handle, false, nil
 		}
-		if n := r.node.Load(); n != nil {
-			// In a team: the node routing it ends it (adopt.go).
-			h, ok, err := n.redelivered(ctx, ts)
+		if t := r.team.Load(); t != nil {
+			// In a team: the process routing it ends it (Team.Redelivered).
+			r.unclaim(ts, claimDropped)
+			h, ok, err := t.team.Redelivered(ctx, req)
 			if err != nil || ok {
 				return h, false, err
 			}
@@ -168,8 +169,8 @@ func (r *Router) running(taskID string) bool {
 // With RecoverRedispatch it stops with ErrCapacity when the router holds
 // Options.MaxInFlight tasks; calling it again later goes on.
 func (r *Router) Recover(ctx context.Context) (int, error) {
-	if n := r.node.Load(); n != nil {
-		return n.recoverTeam(ctx) // in a team: only the tasks of dead nodes (adopt.go)
+	if t := r.team.Load(); t != nil {
+		return t.team.Recover(ctx) // in a team: only the tasks of dead processes
 	}
 	logs := map[string]*taskLog{}
 	var order []string
@@ -243,7 +244,7 @@ func (r *Router) Retry(ctx context.Context, taskID string) (*Handle, error) {
 		}
 		return nil, wrap(ErrNotRetryable, taskID+" "+state, nil)
 	}
-	if err := r.ownRetry(ctx, ts); err != nil { // in a team: this node routes it now (adopt.go)
+	if err := r.ownRetry(ctx, ts); err != nil { // in a team: this process routes it now (team.go)
 		r.unclaim(ts, claimDropped)
 		return nil, err
 	}

@@ -61,7 +61,6 @@ type Router struct {
 	tasks    map[string]*taskState // claimed and running tasks, by task id (see claim)
 	stale    map[*taskState]bool   // ended tasks replaced in tasks whose goroutine still runs
 	runs     map[string]*runState  // runs with running tasks
-	counted  map[string]teamCount  // what was read of runs' requests, when teamTasks (budget.go)
 	closed   bool
 	inFlight int           // claims and tasks whose goroutine runs (Options.MaxInFlight)
 	live     int           // goroutines of the router: task goroutines and goOnCancel's
@@ -72,9 +71,7 @@ type Router struct {
 
 	pool *workers[*taskState] // the goroutines tasks run on
 
-	node atomic.Pointer[Node] // set while the router is a node of a team (node.go)
-
-	teamTasks bool // Budget.MaxTasks is counted over the store, for the whole team (budget.go)
+	team atomic.Pointer[teamHook] // the Team plugged in with SetTeam, nil for none (team.go)
 
 	matches sync.Pool     // *match, see newMatch
 	rr      atomic.Uint64 // round-robin counter
@@ -108,12 +105,6 @@ func New(st store.Store, reg *registry.Registry, opts *Options) (*Router, error)
 		runs:   map[string]*runState{},
 		slots:  newSignal(),
 		claims: newSignal(),
-		// A shared registry means routers in other processes share the
-		// store: the run's tasks are counted there (budget.go).
-		teamTasks: o.Budget.MaxTasks > 0 && reg.Shared(),
-	}
-	if r.teamTasks {
-		r.counted = map[string]teamCount{}
 	}
 	if len(o.Signers) > 0 {
 		r.st = &signingStore{Store: st, signers: o.Signers} // verify.go
@@ -199,7 +190,22 @@ func (r *Router) setHandler(id string, h Handler) {
 
 func (r *Router) handlerMap() map[string]Handler { return *r.handlers.Load() }
 
-func (r *Router) handler(id string) Handler { return r.handlerMap()[id] }
+// handler returns the handler of agent id: its own, else, in a team, the
+// team's for an agent of another process.
+func (r *Router) handler(id string) Handler {
+	if h := r.handlerMap()[id]; h != nil {
+		return h
+	}
+	return r.teamHandler(id)
+}
+
+// teamHandler is the team's handler of agent id, nil without a team.
+func (r *Router) teamHandler(id string) Handler {
+	if t := r.team.Load(); t != nil {
+		return t.team.Handler(id)
+	}
+	return nil
+}
 
 // NewRequest returns a task.request from "from" with a new run, thread and
 // task, ids and timestamp from the router's id source, addressed to the
@@ -283,7 +289,7 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 			}
 			continue // the claim came to nothing: claim again
 		}
-		res, err := r.storeRequest(ctx, ts) // with its owner event in a team (adopt.go)
+		res, err := r.storeRequest(ctx, ts) // with its owner event in a team (team.go)
 		if err != nil {
 			r.unclaim(ts, claimDropped)
 			return nil, fmt.Errorf("router: storing the request: %w", err)
@@ -324,6 +330,11 @@ func (r *Router) start(ts *taskState, attempt int) *Handle {
 		rs = &ts.ownRun
 		r.runs[ts.req.RunID] = rs
 	}
+	if r.opts.Budget.MaxTasks > 0 {
+		if t := r.team.Load(); t != nil {
+			ts.counter = t.team // counted by the team, on the task's goroutine (run)
+		}
+	}
 	ts.budgetErr = r.checkBudget(rs, ts)
 	rs.tasks++
 	rs.open++
@@ -347,7 +358,7 @@ func (r *Router) checkBudget(rs *runState, ts *taskState) *protocol.ErrorPayload
 		return &protocol.ErrorPayload{Code: protocol.CodeBudget, Message: fmt.Sprintf("delegation depth %d exceeds the run's budget of %d", ts.depth, b.MaxDepth),
 			Details: map[string]any{"max_depth": b.MaxDepth, "depth": ts.depth}}
 	}
-	if b.MaxTasks > 0 && !r.teamTasks && rs.tasks >= b.MaxTasks {
+	if b.MaxTasks > 0 && ts.counter == nil && rs.tasks >= b.MaxTasks {
 		return tasksBudgetError(b.MaxTasks)
 	}
 	return nil

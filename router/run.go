@@ -13,6 +13,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 )
 
 // taskState is a task the router is running.
@@ -21,7 +22,7 @@ type taskState struct {
 	parent   *taskState
 	children []*taskState // guarded by Router.mu
 	depth    int
-	chain    []string                       // agents above the root task in another process (node.go)
+	chain    []string                       // agents above the root task in another process (team.go)
 	attempt  atomic.Int32                   // current attempt; written by the run goroutine, read by cancels too
 	agent    atomic.Pointer[registry.Agent] // the agent of the current attempt
 
@@ -45,7 +46,8 @@ type taskState struct {
 	task      Task                   // the handler's view of the first attempt
 	ownRun    runState               // the run's state, when this task started the run
 	budgetErr *protocol.ErrorPayload // the run's budget refused the task
-	reqSeq    uint64                 // the seq of the stored request, when known (teamBudget)
+	reqSeq    uint64                 // the seq of the stored request, when known (TeamTask.Seq)
+	counter   Team                   // counts Budget.MaxTasks for the whole team, nil when the router does
 	evs       [2]*protocol.Message   // events being stored by the run goroutine
 	endEvs    [2]*protocol.Message   // terminal events being stored by end's caller
 }
@@ -68,7 +70,7 @@ func (ts *taskState) detached() context.Context {
 
 // ancestors returns the agents on the task's delegation chain: its
 // parents' agents here, then the chain of the root (a task run for
-// another process carries the chain above it there; see node.go).
+// another process carries the chain above it there; see team.go).
 func (ts *taskState) ancestors() []string {
 	var out []string
 	p := ts
@@ -99,10 +101,9 @@ func (r *Router) run(ts *taskState) {
 		defer stop()
 	}
 	r.startAttempt(ts)
-	if ts.budgetErr == nil && r.teamTasks {
-		ep, err := r.teamBudget(ts) // budget.go
-		if err != nil {
-			r.budgetUnread(ts, err)
+	if ts.budgetErr == nil && ts.counter != nil {
+		ep, ok := r.teamBudget(ts) // team.go
+		if !ok {
 			return
 		}
 		ts.budgetErr = ep
@@ -236,8 +237,11 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
 	ts.evs = [2]*protocol.Message{decision, accept}
 	evs := ts.evs[:]
-	if n := r.node.Load(); n != nil {
-		evs = n.withDispatch(ts, a.ID(), evs) // an agent of another process: its dispatch too (node.go)
+	if t := r.team.Load(); t != nil {
+		// An agent of another process: its dispatch too (team.go).
+		if d := t.team.Dispatch(ts.teamTask()); d != nil {
+			evs = append(evs[:len(evs):len(evs)], d)
+		}
 	}
 	err := r.appendLive(ts.ctx, ts, evs...)
 	ts.evs = [2]*protocol.Message{}
@@ -391,7 +395,7 @@ func (r *Router) resultEvent(ts *taskState, from string, res *Result) (*protocol
 		res = &Result{}
 	}
 	m := r.event(ts, protocol.TypeTaskResult, from, nil)
-	m.IdempotencyKey = endKey(ts.req.TaskID, m.Attempt) // before it is encoded (end.go)
+	m.IdempotencyKey = idem.End(ts.req.TaskID, m.Attempt) // before it is encoded (end.go)
 	m.PayloadType = res.PayloadType
 	m.SchemaRef = protocol.SchemaRefFor(res.PayloadType)
 	m.Attachments = res.Attachments

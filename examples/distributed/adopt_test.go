@@ -12,6 +12,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	routerteam "github.com/clutchprotocol/clutch/router/team"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/storetest"
 )
@@ -137,7 +138,7 @@ func awaitEnds(ctx context.Context, t *testing.T, st store.Store, tasks []string
 func adoptedTasks(t *testing.T, st store.Store) int {
 	t.Helper()
 	per := map[string]int{}
-	for ev, err := range st.Read(context.Background(), store.Query{TypePrefix: string(router.TypeOwner)}) {
+	for ev, err := range st.Read(context.Background(), store.Query{TypePrefix: string(routerteam.TypeOwner)}) {
 		if err != nil {
 			t.Fatal(err)
 		}

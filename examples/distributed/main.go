@@ -28,6 +28,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
+	routerteam "github.com/clutchprotocol/clutch/router/team"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store/pgstore"
 )
@@ -147,7 +148,7 @@ type team struct {
 	st   *pgstore.Store
 	reg  *registry.Registry
 	r    *router.Router
-	node *router.Node
+	node *routerteam.Node
 }
 
 func openTeam(ctx context.Context, cfg teamConfig, ropts *router.Options) (*team, error) {
@@ -180,7 +181,7 @@ func openTeam(ctx context.Context, cfg teamConfig, ropts *router.Options) (*team
 		st.Close()
 		return nil, err
 	}
-	node, err := r.Join(ctx, &router.NodeOptions{HeartbeatInterval: cfg.TTL / 4})
+	node, err := routerteam.Join(ctx, r, &routerteam.Options{HeartbeatInterval: cfg.TTL / 4})
 	if err != nil {
 		r.Close()
 		st.Close()

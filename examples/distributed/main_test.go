@@ -16,6 +16,7 @@ import (
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	routerteam "github.com/clutchprotocol/clutch/router/team"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/storetest"
 )
@@ -202,7 +203,7 @@ func submitAll(ctx context.Context, t *testing.T, tm *team, first, n int) []*rou
 // awaitClaims waits until agent has k claims in the log.
 func awaitClaims(ctx context.Context, st store.Store, agent string, k int) error {
 	got := 0
-	for ev, err := range st.Follow(ctx, store.Query{AgentID: agent, TypePrefix: string(router.TypeClaim)}) {
+	for ev, err := range st.Follow(ctx, store.Query{AgentID: agent, TypePrefix: string(routerteam.TypeClaim)}) {
 		if err != nil {
 			return err
 		}
@@ -235,9 +236,9 @@ func checkAttempts(t *testing.T, st store.Store, tasks int, wantRetries bool) {
 		m, _ := ev.Message()
 		k := key{m.TaskID, m.Attempt}
 		switch m.Type {
-		case router.TypeClaim:
+		case routerteam.TypeClaim:
 			claims[k]++
-		case router.TypeDone:
+		case routerteam.TypeDone:
 			dones[k]++
 			var p struct {
 				Result json.RawMessage `json:"result"`

@@ -1,4 +1,4 @@
-package router
+package team
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
@@ -26,15 +27,15 @@ type proc struct {
 	node *Node
 }
 
-func newProc(t *testing.T, st store.Store, ttl time.Duration, opts *Options) *proc {
+func newProc(t *testing.T, st store.Store, ttl time.Duration, opts *router.Options) *proc {
 	t.Helper()
 	return newProcWith(t, st, ttl, opts, nil)
 }
 
-func newProcWith(t *testing.T, st store.Store, ttl time.Duration, opts *Options, nopts *NodeOptions) *proc {
+func newProcWith(t *testing.T, st store.Store, ttl time.Duration, opts *router.Options, nopts *Options) *proc {
 	t.Helper()
 	if opts == nil {
-		opts = &Options{}
+		opts = &router.Options{}
 	}
 	if opts.Backoff == nil {
 		opts.Backoff = func(int) time.Duration { return time.Millisecond }
@@ -52,7 +53,7 @@ func newProcWith(t *testing.T, st store.Store, ttl time.Duration, opts *Options,
 // router over it with opts (logging discarded), joined to the team: one
 // process's part of a team. Its env has no testing.T: newProcWith sets
 // one, a child process (budget_pg_test.go) uses the router alone.
-func joinTeam(ctx context.Context, st store.Store, ttl time.Duration, opts *Options, nopts *NodeOptions) (*proc, error) {
+func joinTeam(ctx context.Context, st store.Store, ttl time.Duration, opts *router.Options, nopts *Options) (*proc, error) {
 	reg, err := registry.Open(ctx, st, &registry.Options{Shared: true, HeartbeatTTL: ttl})
 	if err != nil {
 		return nil, err
@@ -65,11 +66,11 @@ func joinTeam(ctx context.Context, st store.Store, ttl time.Duration, opts *Opti
 	if opts.Validator == nil {
 		opts.Validator = sch
 	}
-	r, err := New(st, reg, opts)
+	r, err := router.New(st, reg, opts)
 	if err != nil {
 		return nil, err
 	}
-	n, err := r.Join(ctx, nopts)
+	n, err := Join(ctx, r, nopts)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -113,7 +114,7 @@ func TestNodeRunsTaskInHostingProcess(t *testing.T) {
 	a := newProc(t, st, time.Minute, nil)
 	b := newProc(t, st, time.Minute, nil)
 	var ranIn atomic.Value
-	b.register(card("agent:ken", skill("skill:research")), func(ctx context.Context, tk *Task) (*Result, error) {
+	b.register(card("agent:ken", skill("skill:research")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		ranIn.Store("b")
 		if err := tk.Progress(ctx, map[string]any{"step": 1}); err != nil {
 			return nil, err
@@ -122,14 +123,14 @@ func TestNodeRunsTaskInHostingProcess(t *testing.T) {
 	})
 	waitFor(t, "a sees agent:ken", func() bool {
 		ag, ok := a.reg.Get("agent:ken")
-		return ok && a.reg.Online(ag) && a.r.handler("agent:ken") != nil
+		return ok && a.reg.Online(ag) && a.handles("agent:ken")
 	}, a)
 	h := a.submit(a.request("skill:research"))
 	out, err := a.wait(h)
 	if err != nil || !out.OK() || ranIn.Load() != "b" {
 		t.Fatalf("outcome %+v, %v; ran in %v", out, err, ranIn.Load())
 	}
-	got, err := ResultAs[schema.ResearchSummary](out)
+	got, err := router.ResultAs[schema.ResearchSummary](out)
 	if err != nil || got.Findings[0] != "found in b" {
 		t.Fatalf("result %+v, %v", got, err)
 	}
@@ -158,7 +159,7 @@ func TestNodeClaimOnce(t *testing.T) {
 	st, _ := memstore.New(nil)
 	a := newProc(t, st, time.Minute, nil)
 	var runs atomic.Int32
-	h := func(ctx context.Context, tk *Task) (*Result, error) {
+	h := func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		runs.Add(1)
 		return summary("x"), nil
 	}
@@ -166,7 +167,7 @@ func TestNodeClaimOnce(t *testing.T) {
 	c := newProc(t, st, time.Minute, nil)
 	b.register(card("agent:ken", skill("skill:research")), h)
 	c.register(card("agent:ken", skill("skill:research")), h)
-	waitFor(t, "a sees agent:ken", func() bool { return a.r.handler("agent:ken") != nil }, a)
+	waitFor(t, "a sees agent:ken", func() bool { return a.handles("agent:ken") }, a)
 	for range 20 {
 		out, err := a.wait(a.submit(a.request("skill:research")))
 		if err != nil || !out.OK() {
@@ -179,34 +180,34 @@ func TestNodeClaimOnce(t *testing.T) {
 }
 
 // A process whose agents stop heartbeating loses its attempts: with
-// RecoverRedispatch they run again on an agent of another process; with
-// RecoverFail they end with INTERRUPTED.
+// router.RecoverRedispatch they run again on an agent of another process; with
+// router.RecoverFail they end with INTERRUPTED.
 func TestNodeTakeOverFromDeadProcess(t *testing.T) {
-	for _, policy := range []Recovery{RecoverRedispatch, RecoverFail} {
-		t.Run(map[Recovery]string{RecoverRedispatch: "redispatch", RecoverFail: "fail"}[policy], func(t *testing.T) {
+	for _, policy := range []router.Recovery{router.RecoverRedispatch, router.RecoverFail} {
+		t.Run(map[router.Recovery]string{router.RecoverRedispatch: "redispatch", router.RecoverFail: "fail"}[policy], func(t *testing.T) {
 			st, _ := memstore.New(nil)
 			ttl := 300 * time.Millisecond
-			a := newProc(t, st, ttl, &Options{Recovery: policy})
+			a := newProc(t, st, ttl, &router.Options{Recovery: policy})
 			b := newProc(t, st, ttl, nil)
 			stuck := make(chan struct{})
 			release := make(chan struct{})
 			defer close(release)
-			b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+			b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 				close(stuck)
 				<-release // a process that froze: it never answers
 				return nil, ctx.Err()
 			})
-			waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
+			waitFor(t, "a sees agent:b", func() bool { return a.handles("agent:b") }, a)
 			h := a.submit(a.request("skill:x"))
 			<-stuck
 			// b "dies": its heartbeats stop.
 			b.node.cancel()
 			c := newProc(t, st, ttl, nil)
-			c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+			c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 				return summary("c"), nil
 			})
 			out, err := a.wait(h)
-			if policy == RecoverRedispatch {
+			if policy == router.RecoverRedispatch {
 				if err != nil || !out.OK() || out.Message.From.AgentID != "agent:c" {
 					t.Fatalf("outcome %+v, %v; want a result from agent:c", out, err)
 				}
@@ -231,8 +232,8 @@ func TestNodeDelegationAndCancelAcrossProcesses(t *testing.T) {
 	yStarted := make(chan struct{}, 1)
 	yCancelled := make(chan struct{}, 1)
 	cycleErr := make(chan error, 1)
-	b.register(card("agent:x", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-		q, _ := Input[schema.ResearchQuery](tk)
+	b.register(card("agent:x", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
+		q, _ := router.Input[schema.ResearchQuery](tk)
 		sub, err := tk.NewSubtask("research.query.v1", schema.ResearchQuery{Query: q.Query})
 		if err != nil {
 			return nil, err
@@ -241,8 +242,8 @@ func TestNodeDelegationAndCancelAcrossProcesses(t *testing.T) {
 		_, err = tk.Delegate(ctx, sub)
 		return nil, err
 	})
-	c.register(card("agent:y", skill("skill:y")), func(ctx context.Context, tk *Task) (*Result, error) {
-		if q, _ := Input[schema.ResearchQuery](tk); q.Query == "loop" {
+	c.register(card("agent:y", skill("skill:y")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
+		if q, _ := router.Input[schema.ResearchQuery](tk); q.Query == "loop" {
 			sub, _ := tk.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "back"})
 			sub.Requires = []string{"skill:x"}
 			_, err := tk.Delegate(ctx, sub)
@@ -255,7 +256,7 @@ func TestNodeDelegationAndCancelAcrossProcesses(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	waitFor(t, "a sees both agents", func() bool {
-		return a.r.handler("agent:x") != nil && b.r.handler("agent:y") != nil && c.r.handler("agent:x") != nil
+		return a.handles("agent:x") && b.handles("agent:y") && c.handles("agent:x")
 	}, a, b, c)
 	h := a.submit(a.request("skill:x"))
 	<-yStarted
@@ -317,7 +318,7 @@ func TestNodeCapacityAcrossProcesses(t *testing.T) {
 	var now, peak atomic.Int32
 	x := card("agent:x", skill("skill:x"))
 	x.Limits = &protocol.Limits{MaxConcurrency: 1}
-	b.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+	b.register(x, func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		n := now.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
@@ -325,8 +326,8 @@ func TestNodeCapacityAcrossProcesses(t *testing.T) {
 		now.Add(-1)
 		return summary("x"), nil
 	})
-	waitFor(t, "both see agent:x", func() bool { return a.r.handler("agent:x") != nil && c.r.handler("agent:x") != nil }, a, c)
-	var hs []*Handle
+	waitFor(t, "both see agent:x", func() bool { return a.handles("agent:x") && c.handles("agent:x") }, a, c)
+	var hs []*router.Handle
 	for range 4 {
 		hs = append(hs, a.submit(a.request("skill:x")), c.submit(c.request("skill:x")))
 	}
@@ -349,12 +350,12 @@ func TestNodeCapacityAcrossProcesses(t *testing.T) {
 func TestNodeDepthBudgetAcrossProcesses(t *testing.T) {
 	st, _ := memstore.New(nil)
 	a := newProc(t, st, time.Minute, nil)
-	b := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxDepth: 2}})
+	b := newProc(t, st, time.Minute, &router.Options{Budget: router.Budget{MaxDepth: 2}})
 	depthErr := make(chan error, 1)
 	// Each handler delegates to the next skill its query names
 	// ("y,z,w": to skill:y with "z,w"), or answers when there is none.
-	hop := func(ctx context.Context, tk *Task) (*Result, error) {
-		q, _ := Input[schema.ResearchQuery](tk)
+	hop := func(ctx context.Context, tk *router.Task) (*router.Result, error) {
+		q, _ := router.Input[schema.ResearchQuery](tk)
 		if q.Query == "." {
 			return summary("leaf"), nil
 		}
@@ -374,7 +375,7 @@ func TestNodeDepthBudgetAcrossProcesses(t *testing.T) {
 	a.register(card("agent:y", skill("skill:y")), hop)
 	b.register(card("agent:z", skill("skill:z")), hop)
 	a.register(card("agent:w", skill("skill:w")), hop)
-	waitFor(t, "the agents", func() bool { return a.r.handler("agent:x") != nil && b.r.handler("agent:w") != nil }, a, b)
+	waitFor(t, "the agents", func() bool { return a.handles("agent:x") && b.handles("agent:w") }, a, b)
 	// x (in b, depth 0) → y (routed by b: depth 1, runs in a) → z
 	// (routed by a: depth 2, runs in b) → w: routed by b at depth 3, over
 	// its MaxDepth of 2, though b saw only depths 0 and 2 itself.
@@ -395,7 +396,7 @@ func TestNodeDepthBudgetAcrossProcesses(t *testing.T) {
 }
 
 // FuzzDecodeDone: the outcome another process stored is outside input;
-// any bytes give a Result or an error, never a panic.
+// any bytes give a router.Result or an error, never a panic.
 func FuzzDecodeDone(f *testing.F) {
 	for _, s := range []string{
 		`{"result":{"payload_type":"research.summary.v1","payload":{"title":"x"},"attachments":[{"kind":"artifact_ref","ref":"artifact:sha256:00"}]}}`,
@@ -423,7 +424,7 @@ func TestNodeTimeoutAcrossProcesses(t *testing.T) {
 	x.Limits = &protocol.Limits{MaxRuntimeSec: 1}
 	ended := make(chan error, 1)
 	var runs atomic.Int32
-	b.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+	b.register(x, func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		runs.Add(1)
 		<-ctx.Done()
 		select {
@@ -432,7 +433,7 @@ func TestNodeTimeoutAcrossProcesses(t *testing.T) {
 		}
 		return nil, ctx.Err()
 	})
-	waitFor(t, "a sees agent:x", func() bool { return a.r.handler("agent:x") != nil }, a)
+	waitFor(t, "a sees agent:x", func() bool { return a.handles("agent:x") }, a)
 	h := a.submit(a.request("skill:x"))
 	select {
 	case err := <-ended:
@@ -454,11 +455,11 @@ func TestNodeTimeoutAcrossProcesses(t *testing.T) {
 func TestJoinTwiceRefused(t *testing.T) {
 	st, _ := memstore.New(nil)
 	a := newProc(t, st, time.Minute, nil)
-	if _, err := a.r.Join(context.Background(), nil); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := Join(context.Background(), a.r, nil); !errors.Is(err, router.ErrInvalidOptions) {
 		t.Fatalf("second Join: %v, want ErrInvalidOptions", err)
 	}
 	e := newEnv(t, nil) // a registry that is not Shared
-	if _, err := e.r.Join(context.Background(), nil); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := Join(context.Background(), e.r, nil); !errors.Is(err, router.ErrInvalidOptions) {
 		t.Fatalf("Join without a Shared registry: %v, want ErrInvalidOptions", err)
 	}
 }

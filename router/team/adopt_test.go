@@ -1,4 +1,4 @@
-package router
+package team
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
@@ -45,7 +47,7 @@ func (p *proc) kill(s *mortal) {
 }
 
 // newMortal returns a process over a store it can be killed on.
-func newMortal(t *testing.T, st store.Store, ttl time.Duration, opts *Options) (*proc, *mortal) {
+func newMortal(t *testing.T, st store.Store, ttl time.Duration, opts *router.Options) (*proc, *mortal) {
 	m := &mortal{Store: st}
 	return newProc(t, m, ttl, opts), m
 }
@@ -87,16 +89,16 @@ func adoptions(t *testing.T, st store.Store, task string) int {
 // submitHeld registers agent:b (skill:x) in b, with a handler that
 // returns summary "from b" once release is closed, has a submit a task
 // for it, and returns when b's handler runs.
-func submitHeld(t *testing.T, a, b *proc) (h *Handle, release chan struct{}) {
+func submitHeld(t *testing.T, a, b *proc) (h *router.Handle, release chan struct{}) {
 	t.Helper()
 	started := make(chan struct{})
 	release = make(chan struct{})
-	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+	b.register(card("agent:b", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		close(started)
 		<-release
 		return summary("from b"), nil
 	})
-	waitFor(t, "a sees agent:b", func() bool { return a.r.handler("agent:b") != nil }, a)
+	waitFor(t, "a sees agent:b", func() bool { return a.handles("agent:b") }, a)
 	h = a.submit(a.request("skill:x"))
 	<-started
 	return h, release
@@ -106,7 +108,7 @@ func submitHeld(t *testing.T, a, b *proc) (h *Handle, release chan struct{}) {
 // that runs until its context ends; the channel closes when it starts.
 func registerUntilCancelled(p *proc) <-chan struct{} {
 	started := make(chan struct{})
-	p.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+	p.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		close(started)
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -133,7 +135,7 @@ func TestAdoptStoresOutcomeOfRunningAttempt(t *testing.T) {
 	if end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:b" || end.Attempt != 1 {
 		t.Fatalf("terminal %s from %s attempt %d; want b's task.result of attempt 1", end.Type, end.From.AgentID, end.Attempt)
 	}
-	if end.IdempotencyKey != endKey(h.TaskID(), 1) {
+	if end.IdempotencyKey != idem.End(h.TaskID(), 1) {
 		t.Fatalf("terminal key %q; events %v", end.IdempotencyKey, b.types(h.TaskID()))
 	}
 	if n := adoptions(t, st, h.TaskID()); n != 1 {
@@ -157,7 +159,7 @@ func TestRedeliveryAdoptsTaskOfDeadNode(t *testing.T) {
 	ttl := adoptTTL
 	a, sa := newMortal(t, st, ttl, nil)
 	// b's node checks for dead nodes once an hour: it does not adopt.
-	b := newProcWith(t, st, ttl, nil, &NodeOptions{CheckInterval: time.Hour})
+	b := newProcWith(t, st, ttl, nil, &Options{CheckInterval: time.Hour})
 	h, release := submitHeld(t, a, b)
 	a.kill(sa)
 	e := newProc(t, st, ttl, nil)
@@ -177,29 +179,29 @@ func TestRedeliveryAdoptsTaskOfDeadNode(t *testing.T) {
 
 // The routing process dies with the attempt running on one of its own
 // agents: the survivor applies its recovery policy, routing the task
-// again to an agent of its own (RecoverRedispatch) or ending it with
-// INTERRUPTED (RecoverFail).
+// again to an agent of its own (router.RecoverRedispatch) or ending it with
+// INTERRUPTED (router.RecoverFail).
 func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
-	for _, policy := range []Recovery{RecoverRedispatch, RecoverFail} {
-		t.Run(map[Recovery]string{RecoverRedispatch: "redispatch", RecoverFail: "fail"}[policy], func(t *testing.T) {
+	for _, policy := range []router.Recovery{router.RecoverRedispatch, router.RecoverFail} {
+		t.Run(map[router.Recovery]string{router.RecoverRedispatch: "redispatch", router.RecoverFail: "fail"}[policy], func(t *testing.T) {
 			st, _ := memstore.New(nil)
 			ttl := adoptTTL
 			a, sa := newMortal(t, st, ttl, nil)
 			started := registerUntilCancelled(a)
-			c := newProc(t, st, ttl, &Options{Recovery: policy})
+			c := newProc(t, st, ttl, &router.Options{Recovery: policy})
 			h := a.submit(a.request("skill:x"))
 			<-started
 			a.kill(sa)
-			c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+			c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 				return summary("from c"), nil
 			})
 			end := terminalOf(t, st, h.TaskID())
 			switch policy {
-			case RecoverRedispatch:
+			case router.RecoverRedispatch:
 				if end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:c" || end.Attempt != 2 {
 					t.Fatalf("terminal %s from %s attempt %d; want c's result of attempt 2", end.Type, end.From.AgentID, end.Attempt)
 				}
-			case RecoverFail:
+			case router.RecoverFail:
 				out := outcomeOf(end)
 				if !errors.Is(out.Err, protocol.CodeInterrupted) || end.Attempt != 1 {
 					t.Fatalf("terminal %s %v attempt %d; want INTERRUPTED of attempt 1", end.Type, out.Err, end.Attempt)
@@ -216,11 +218,11 @@ func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
 func TestAdoptCancelsOrphanSubtask(t *testing.T) {
 	st, _ := memstore.New(nil)
 	ttl := adoptTTL
-	a := newProc(t, st, ttl, &Options{Recovery: RecoverFail})
+	a := newProc(t, st, ttl, &router.Options{Recovery: router.RecoverFail})
 	b, sb := newMortal(t, st, ttl, nil)
 	c := newProc(t, st, ttl, nil)
 	subID := make(chan string, 1)
-	b.register(card("agent:x", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+	b.register(card("agent:x", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		sub, _ := tk.NewSubtask("research.query.v1", map[string]any{"query": "sub"})
 		sub.Requires = []string{"skill:y"}
 		subID <- sub.TaskID
@@ -228,12 +230,12 @@ func TestAdoptCancelsOrphanSubtask(t *testing.T) {
 		return nil, err
 	})
 	yStarted := make(chan struct{})
-	c.register(card("agent:y", skill("skill:y")), func(ctx context.Context, tk *Task) (*Result, error) {
+	c.register(card("agent:y", skill("skill:y")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		close(yStarted)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	waitFor(t, "the agents", func() bool { return a.r.handler("agent:x") != nil && b.r.handler("agent:y") != nil }, a, b)
+	waitFor(t, "the agents", func() bool { return a.handles("agent:x") && b.handles("agent:y") }, a, b)
 	h := a.submit(a.request("skill:x"))
 	sub := <-subID
 	<-yStarted
@@ -270,44 +272,12 @@ func TestRecoverInTeam(t *testing.T) {
 	}
 	end := terminalOf(t, st, h.TaskID())
 	if out := outcomeOf(end); !errors.Is(out.Err, protocol.CodeInterrupted) {
-		t.Fatalf("terminal %s %v, want INTERRUPTED (RecoverFail)", end.Type, out.Err)
+		t.Fatalf("terminal %s %v, want INTERRUPTED (router.RecoverFail)", end.Type, out.Err)
 	}
 	if n, err := d.r.Recover(context.Background()); err != nil || n != 0 {
 		t.Fatalf("Recover again: %d, %v; want 0", n, err)
 	}
 	checkTerminals(t, st)
-}
-
-// Every terminal event carries the attempt's end key, and an end the
-// store already holds (stored by an adopter) wins: the router's own end
-// of that attempt is not stored and its outcome is the stored one.
-func TestEndKeyFencesTheAttempt(t *testing.T) {
-	e := newEnv(t, nil)
-	e.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
-		if tk.Request().Meta["fence"] == nil {
-			return summary("x"), nil
-		}
-		m := e.r.ids.Reply(tk.Request(), protocol.TypeTaskError, "agent:orchestrator")
-		m.IdempotencyKey = endKey(tk.ID(), tk.Attempt())
-		m.SetPayload(protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "adopted elsewhere"})
-		if _, err := e.st.Append(ctx, m); err != nil {
-			return nil, err
-		}
-		return summary("too late"), nil
-	})
-	out, err := e.wait(e.submit(e.request("skill:x")))
-	if err != nil || out.Message.IdempotencyKey != endKey(out.TaskID, 1) {
-		t.Fatalf("outcome %+v, %v; want a result keyed %s", out, err, endKey(out.TaskID, 1))
-	}
-	req := e.request("skill:x")
-	req.Meta = map[string]any{"fence": true}
-	out, err = e.wait(e.submit(req))
-	if !errors.Is(err, protocol.CodeInterrupted) || out.Type != protocol.TypeTaskError {
-		t.Fatalf("outcome %+v, %v; want the stored INTERRUPTED", out, err)
-	}
-	if got := e.types(req.TaskID); got[len(got)-1] != string(protocol.TypeTaskError) {
-		t.Fatalf("events %v: the router's result was stored after the fenced end", got)
-	}
 }
 
 // FuzzDecodeOwner: owner and node heartbeat payloads are stored by other
@@ -338,11 +308,11 @@ func TestAdoptRoutesQueuedTask(t *testing.T) {
 	st, _ := memstore.New(nil)
 	ttl := adoptTTL
 	a, sa := newMortal(t, st, ttl, nil)
-	c := newProc(t, st, ttl, &Options{Recovery: RecoverFail})
+	c := newProc(t, st, ttl, &router.Options{Recovery: router.RecoverFail})
 	started := make(chan struct{}, 1)
 	x := card("agent:a", skill("skill:x"))
 	x.Limits = &protocol.Limits{MaxConcurrency: 1}
-	a.register(x, func(ctx context.Context, tk *Task) (*Result, error) {
+	a.register(x, func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		started <- struct{}{}
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -351,11 +321,11 @@ func TestAdoptRoutesQueuedTask(t *testing.T) {
 	<-started
 	h2 := a.submit(a.request("skill:x")) // waits for agent:a's slot
 	a.kill(sa)
-	c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *Task) (*Result, error) {
+	c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		return summary("c"), nil
 	})
 	if end := terminalOf(t, st, h1.TaskID()); !errors.Is(outcomeOf(end).Err, protocol.CodeInterrupted) {
-		t.Fatalf("the running task ended with %s, want INTERRUPTED (RecoverFail)", end.Type)
+		t.Fatalf("the running task ended with %s, want INTERRUPTED (router.RecoverFail)", end.Type)
 	}
 	if end := terminalOf(t, st, h2.TaskID()); end.Type != protocol.TypeTaskResult || end.From.AgentID != "agent:c" || end.Attempt != 1 {
 		t.Fatalf("the queued task ended with %s from %s attempt %d, want c's result of attempt 1", end.Type, end.From.AgentID, end.Attempt)

@@ -1,10 +1,11 @@
-package router
+package team
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"strconv"
@@ -12,19 +13,22 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 )
 
 // The events routers in several processes exchange through their shared
-// store (extension types, docs/protocol.md §2.6). See "Many processes" in
-// the package doc.
+// store (extension types, docs/protocol.md §2.6). See the package doc.
 const (
 	// TypeDispatch asks the process hosting the agent in "to" to run an
 	// attempt of a task: sent by the router that routed it, stored with
 	// the attempt's routing.decision and task.accept; the task's ids and
-	// attempt, payload {"depth", "chain"}.
+	// attempt, payload {"depth", "chain"}, idempotency key
+	// "clutch.dispatch/<task id>/<attempt>".
 	TypeDispatch protocol.Type = "x.clutch.task.dispatch"
 	// TypeClaim records which process runs the attempt: sent as the agent,
 	// idempotency key "clutch.claim/<task id>/<attempt>", so that the
@@ -38,33 +42,40 @@ const (
 	TypeDone protocol.Type = "x.clutch.task.done"
 )
 
-// NodeOptions configures Join. Nil means defaults.
-type NodeOptions struct {
+// Options configures Join. Nil means defaults.
+type Options struct {
 	// Host names this process in its claims; "<hostname>:<pid>" when "".
 	Host string
 	// HeartbeatInterval is how often the node sends heartbeats for the
-	// agents registered in this router; a third of the registry's
-	// HeartbeatTTL when 0.
+	// agents registered in its router, and its own; a third of the
+	// registry's HeartbeatTTL when 0.
 	HeartbeatInterval time.Duration
 	// CheckInterval is how often a task dispatched to another process
-	// checks that its agent is still online; a quarter of the registry's
+	// checks that its agent is still online, and how often the node looks
+	// for dead nodes' tasks to adopt; a quarter of the registry's
 	// HeartbeatTTL when 0.
 	CheckInterval time.Duration
 }
 
 // Node is a router taking part in a team spread over processes that share
-// one store (see "Many processes" in the package doc). Join makes one;
-// Leave ends it.
+// one store (see the package doc). Join makes one; Leave ends it.
 type Node struct {
-	r      *Router
-	opts   NodeOptions
+	r      *router.Router
+	m      *router.Member
+	st     store.Store // the router's store, signing as the router does
+	reg    *registry.Registry
+	ids    *protocol.IDs
+	ro     router.Options
+	log    *slog.Logger
+	opts   Options
 	ctx    context.Context
 	cancel context.CancelFunc
-	bg     sync.WaitGroup // follow, bus, heartbeats
-	runs   sync.WaitGroup // attempts run for other processes
+	bg     sync.WaitGroup // follow, bus, heartbeats, watch
+	runs   sync.WaitGroup // attempts run for other processes, adoptions
+
+	proxies atomic.Pointer[map[string]router.Handler] // agents of other processes: their handlers (Node.handler)
 
 	mu      sync.Mutex
-	proxied map[string]bool                   // agents routed to other processes
 	waiting map[string]chan *protocol.Message // attempt key → its done event
 	sent    map[string]bool                   // attempts dispatched with their task.accept, until their proxy runs
 	running map[string]*remoteRun             // task id → the attempt run here
@@ -76,39 +87,49 @@ type Node struct {
 	seen   map[string]time.Time // node id → when its last heartbeat arrived here
 	owned  map[string]*owned    // task id → the other node routing it, for the open tasks seen since Join
 	skew   atomic.Int64         // added to the liveness clock, by tests
+
+	cmu     sync.Mutex
+	counted map[string]teamCount // what was read of runs' requests (budget.go)
 }
 
 type remoteRun struct {
 	attempt int
-	ts      *taskState
+	cancel  context.CancelCauseFunc
 }
 
 // errNodeLeft is the cancel cause of attempts stopped by Leave.
 var errNodeLeft = errors.New("the node left")
+
+// errRoutingEnded is the cancel cause of an attempt run here whose task
+// the routing process ended (or moved on to a later attempt); the
+// subtasks it delegated are cancelled with these words.
+var errRoutingEnded = errors.New("the task ended in the process that routed it")
 
 // Join makes r a node of the team whose processes share r's store: from
 // now on
 //
 //   - the registry follows the other processes' registry events (it must
 //     be opened with registry.Options.Shared), and every agent registered
-//     elsewhere gets a handler in r that dispatches its tasks to the
-//     process hosting it and waits for the outcome;
+//     elsewhere is routable in r: its attempts are dispatched to the
+//     process hosting it, and r waits for the outcome;
 //   - the agents registered in r send heartbeats, so that the other
-//     processes see them online;
+//     processes see them online, and so does the node;
 //   - r claims and runs the attempts other processes dispatch to its
-//     agents.
+//     agents, and adopts the tasks of dead nodes.
 //
-// Call it after New, before submitting; Leave ends it. ctx bounds Join
-// itself, not the node.
-func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
-	if !r.reg.Shared() {
-		return nil, wrap(ErrInvalidOptions, "Join needs a registry opened with registry.Options.Shared", nil)
+// Call it after router.New, before submitting; Leave ends it. ctx bounds
+// Join itself, not the node. It fails with router.ErrInvalidOptions for a
+// registry that is not Shared, and for a router in a team already.
+func Join(ctx context.Context, r *router.Router, opts *Options) (*Node, error) {
+	reg := r.Registry()
+	if !reg.Shared() {
+		return nil, coded.Wrap(router.ErrInvalidOptions, "Join needs a registry opened with registry.Options.Shared", nil)
 	}
-	var o NodeOptions
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	ttl := r.reg.HeartbeatTTL()
+	ttl := reg.HeartbeatTTL()
 	if o.Host == "" {
 		h, _ := os.Hostname()
 		o.Host = h + ":" + strconv.Itoa(os.Getpid())
@@ -119,22 +140,26 @@ func (r *Router) Join(ctx context.Context, opts *NodeOptions) (*Node, error) {
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = ttl / 4
 	}
-	start, err := r.st.LastSeq(ctx)
+	start, err := r.Store().LastSeq(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("router: join: %w", err)
+		return nil, fmt.Errorf("team: join: %w", err)
 	}
-	n := &Node{r: r, opts: o, proxied: map[string]bool{}, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal(),
-		id: o.Host + "/" + r.ids.New(""), joined: time.Now(), seen: map[string]time.Time{}, owned: map[string]*owned{}}
+	n := &Node{r: r, reg: reg, ids: r.IDs(), opts: o, waiting: map[string]chan *protocol.Message{}, sent: map[string]bool{}, running: map[string]*remoteRun{}, changed: newSignal(),
+		id: o.Host + "/" + r.IDs().New(""), joined: time.Now(), seen: map[string]time.Time{}, owned: map[string]*owned{}, counted: map[string]teamCount{}}
+	n.proxies.Store(&map[string]router.Handler{})
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if !r.node.CompareAndSwap(nil, n) {
+	m, err := r.SetTeam((*hook)(n))
+	if err != nil {
 		n.cancel()
-		return nil, wrap(ErrInvalidOptions, "the router is a node already: Leave before joining again", nil)
+		return nil, err
 	}
-	for _, a := range r.reg.List() {
+	n.m, n.st, n.ro = m, m.Store(), m.Options()
+	n.log = n.ro.Logger
+	for _, a := range reg.List() {
 		n.sync(a.ID())
 	}
 	n.bg.Go(func() {
-		if err := r.reg.Follow(n.ctx, n.sync); err != nil {
+		if err := reg.Follow(n.ctx, n.sync); err != nil {
 			n.fail(err)
 		}
 	})
@@ -153,8 +178,8 @@ func (n *Node) AwaitAgents(ctx context.Context, requires []string, count int) er
 	for {
 		wake := n.changed.C() // before looking: a change after the look wakes us
 		online := 0
-		for _, a := range n.r.reg.Candidates(requires) {
-			if n.r.reg.Online(a) && n.r.handler(a.ID()) != nil {
+		for _, a := range n.reg.Candidates(requires) {
+			if n.reg.Online(a) && (n.m.Handles(a.ID()) || n.handler(a.ID()) != nil) {
 				online++
 			}
 		}
@@ -164,7 +189,7 @@ func (n *Node) AwaitAgents(ctx context.Context, requires []string, count int) er
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return fmt.Errorf("router: %d of %d agents online: %w", online, count, ctx.Err())
+			return fmt.Errorf("team: %d of %d agents online: %w", online, count, ctx.Err())
 		}
 	}
 }
@@ -178,7 +203,7 @@ func (n *Node) Err() error {
 }
 
 func (n *Node) fail(err error) {
-	n.r.opts.Logger.Error("router: node", "err", err)
+	n.log.Error("team: node", "err", err)
 	n.mu.Lock()
 	if n.err == nil {
 		n.err = err
@@ -190,14 +215,14 @@ func (n *Node) fail(err error) {
 // process's agents go offline after the TTL), attempts running here for
 // other processes are cancelled and answered with a retryable
 // INTERRUPTED error, and tasks this router dispatched elsewhere end their
-// attempt with INTERRUPTED. It waits for all of that, then removes the
-// dispatching handlers. Call it before closing the router.
+// attempt with INTERRUPTED. It waits for all of that; the router then
+// routes among its own agents only. Call it before closing the router.
 func (n *Node) Leave() error {
-	n.r.node.CompareAndSwap(n, nil)
+	n.m.Leave()
 	n.cancel()
 	n.mu.Lock()
 	for _, rr := range n.running {
-		rr.ts.cancel(errNodeLeft)
+		rr.cancel(errNodeLeft)
 	}
 	n.mu.Unlock()
 	// The bus and the watcher start runs: they stop first, so no run
@@ -205,64 +230,44 @@ func (n *Node) Leave() error {
 	// during a Wait).
 	n.bg.Wait()
 	n.runs.Wait()
-	n.mu.Lock()
-	ids := slicesOf(n.proxied)
-	n.proxied = map[string]bool{}
-	n.mu.Unlock()
-	n.r.hmu.Lock()
-	next := maps.Clone(n.r.handlerMap())
-	for _, id := range ids {
-		delete(next, id)
-	}
-	n.r.handlers.Store(&next)
-	n.r.hmu.Unlock()
+	n.proxies.Store(&map[string]router.Handler{})
 	return nil
 }
 
-func slicesOf(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
+// handler is the dispatching handler of agent id when it is hosted by
+// another process, nil otherwise.
+func (n *Node) handler(id string) router.Handler { return (*n.proxies.Load())[id] }
 
 // hosted reports whether agent id runs in this process: registered here
-// (Local), or given a handler here that is not a dispatching one.
+// (Local), or given a handler of its own here.
 func (n *Node) hosted(id string) bool {
-	if a, ok := n.r.reg.Get(id); ok && a.Local() {
+	if a, ok := n.reg.Get(id); ok && a.Local() {
 		return true
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.r.handler(id) != nil && !n.proxied[id]
+	return n.m.Handles(id)
 }
 
 // sync gives agent id a dispatching handler when it is registered but
 // has no handler here, and takes it away when the agent is removed.
 func (n *Node) sync(id string) {
 	defer n.changed.Broadcast()
-	a, ok := n.r.reg.Get(id)
-	n.r.hmu.Lock()
-	defer n.r.hmu.Unlock()
+	a, ok := n.reg.Get(id)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.ctx.Err() != nil {
 		return
 	}
-	cur := n.r.handlerMap()
+	cur := *n.proxies.Load()
 	_, has := cur[id]
 	switch {
-	case ok && !a.Local() && !has:
+	case ok && !a.Local() && !has && !n.m.Handles(id):
 		next := maps.Clone(cur)
-		next[id] = n.proxy(id) // no middleware: the hosting process runs it
-		n.r.handlers.Store(&next)
-		n.proxied[id] = true
-	case !ok && n.proxied[id]:
+		next[id] = n.proxy(id)
+		n.proxies.Store(&next)
+	case !ok && has:
 		next := maps.Clone(cur)
 		delete(next, id)
-		n.r.handlers.Store(&next)
-		delete(n.proxied, id)
+		n.proxies.Store(&next)
 	}
 }
 
@@ -272,17 +277,17 @@ func (n *Node) heartbeats() {
 	t := time.NewTicker(n.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
-		for _, a := range n.r.reg.List() {
+		for _, a := range n.reg.List() {
 			if a.Local() {
-				if err := n.r.reg.Heartbeat(n.ctx, a.ID()); err != nil && n.ctx.Err() == nil && !errors.Is(err, registry.ErrNotFound) {
-					n.r.opts.Logger.Warn("router: node heartbeat", "agent", a.ID(), "err", err)
+				if err := n.reg.Heartbeat(n.ctx, a.ID()); err != nil && n.ctx.Err() == nil && !errors.Is(err, registry.ErrNotFound) {
+					n.log.Warn("team: node heartbeat", "agent", a.ID(), "err", err)
 				}
 			}
 		}
 		// After the agents': when the others find the node dead, its
 		// agents' last heartbeats are at least as old (adopt.go).
 		if err := n.nodeHeartbeat(); err != nil && n.ctx.Err() == nil {
-			n.r.opts.Logger.Warn("router: node heartbeat", "node", n.id, "err", err)
+			n.log.Warn("team: node heartbeat", "node", n.id, "err", err)
 		}
 		select {
 		case <-n.ctx.Done():
@@ -298,10 +303,10 @@ func (n *Node) heartbeats() {
 func (n *Node) bus(start uint64) {
 	after := start
 	for n.ctx.Err() == nil {
-		for ev, err := range n.r.st.Follow(n.ctx, store.Query{AfterSeq: after}) {
+		for ev, err := range n.st.Follow(n.ctx, store.Query{AfterSeq: after}) {
 			if err != nil {
 				if n.ctx.Err() == nil {
-					n.r.opts.Logger.Warn("router: node follow", "err", err)
+					n.log.Warn("team: node follow", "err", err)
 				}
 				break
 			}
@@ -329,7 +334,7 @@ func (n *Node) handle(m *protocol.Message) {
 		}
 	case TypeDone:
 		n.mu.Lock()
-		ch := n.waiting[attemptKey(m.TaskID, m.Attempt)]
+		ch := n.waiting[idem.Attempt(m.TaskID, m.Attempt)]
 		n.mu.Unlock()
 		if ch != nil {
 			select {
@@ -343,7 +348,7 @@ func (n *Node) handle(m *protocol.Message) {
 		n.stopRun(m.TaskID, m.Attempt)
 		// An attempt whose handler never ran (its accept was refused)
 		// leaves no waiter behind.
-		key := attemptKey(m.TaskID, m.Attempt)
+		key := idem.Attempt(m.TaskID, m.Attempt)
 		n.mu.Lock()
 		if n.sent[key] {
 			delete(n.sent, key)
@@ -360,12 +365,8 @@ func (n *Node) stopRun(task string, upTo int) {
 	rr := n.running[task]
 	n.mu.Unlock()
 	if rr != nil && rr.attempt <= upTo {
-		rr.ts.cancel(&cancelCause{reason: "the task ended in the process that routed it"})
+		rr.cancel(errRoutingEnded)
 	}
-}
-
-func attemptKey(task string, attempt int) string {
-	return task + "/" + strconv.Itoa(attempt)
 }
 
 type dispatchPayload struct {
@@ -384,46 +385,42 @@ type doneResult struct {
 	Attachments []protocol.Attachment `json:"attachments,omitempty"`
 }
 
-// proxy is the handler of an agent hosted by another process: it
-// dispatches the attempt, then waits for its outcome, for the attempt's
-// context to end, or for the agent to go offline (its process died: the
-// attempt ends with INTERRUPTED, retried when Options.Recovery is
-// RecoverRedispatch).
-func (n *Node) proxy(agentID string) Handler {
-	return func(ctx context.Context, t *Task) (*Result, error) {
-		r, ts := n.r, t.ts
-		key := attemptKey(t.ID(), t.attempt)
+// proxy is the handler of an agent hosted by another process: it waits
+// for the outcome of the attempt the router dispatched (hook.Dispatch),
+// for the attempt's context to end, or for the agent to go offline (its
+// process died: the attempt ends with INTERRUPTED, retried when
+// Options.Recovery is RecoverRedispatch).
+func (n *Node) proxy(agentID string) router.Handler {
+	return func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		key := idem.Attempt(t.ID(), t.Attempt())
 		n.mu.Lock()
 		ch := n.waiting[key] // the dispatch went with the task.accept
-		if ch == nil {
-			ch = make(chan *protocol.Message, 1)
-			n.waiting[key] = ch
-		}
+		dispatched := n.sent[key]
+		delete(n.sent, key)
 		n.mu.Unlock()
-		defer func() {
-			n.mu.Lock()
-			delete(n.waiting, key)
-			n.mu.Unlock()
-		}()
-		if !n.dispatched(key) {
-			// Called other than through the router's attempt (a
-			// middleware of its own, say): dispatch now.
-			if err := r.appendLive(ctx, ts, n.dispatch(ts, agentID, t.attempt)); err != nil {
-				return nil, err
-			}
+		defer n.unwait(key)
+		if !dispatched || ch == nil {
+			// Routed before the agent became another process's: the
+			// next attempt dispatches it.
+			return nil, &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Retryable: true,
+				Message: "agent " + agentID + " moved to another process before the attempt was sent there"}
 		}
 		tick := time.NewTicker(n.opts.CheckInterval)
 		defer tick.Stop()
 		for {
 			select {
 			case m := <-ch:
-				return decodeDone(m)
+				res, ep := decodeDone(m)
+				if ep != nil {
+					return nil, ep
+				}
+				return res, nil
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			case <-n.ctx.Done():
 				return nil, n.interrupted(agentID, "this process left the team")
 			case <-tick.C:
-				if a, ok := r.reg.Get(agentID); !ok || !r.reg.Online(a) {
+				if !n.agentOnline(agentID) {
 					return nil, n.interrupted(agentID, "its process stopped sending heartbeats")
 				}
 			}
@@ -431,56 +428,56 @@ func (n *Node) proxy(agentID string) Handler {
 	}
 }
 
-// withDispatch adds to the routing.decision and task.accept of an attempt
-// on an agent of another process the dispatch of the attempt, so that the
-// three are stored together, and registers the attempt for its outcome
-// before it can be stored.
-func (n *Node) withDispatch(ts *taskState, agentID string, evs []*protocol.Message) []*protocol.Message {
-	n.mu.Lock()
-	proxied := n.proxied[agentID]
-	n.mu.Unlock()
-	if !proxied {
-		return evs
+// dispatch returns the dispatch event of attempt t, and registers the
+// attempt for its outcome before it can be stored; nil when t's agent
+// runs here.
+func (n *Node) dispatch(t router.TeamTask) *protocol.Message {
+	if n.handler(t.Agent) == nil || n.m.Handles(t.Agent) {
+		return nil
 	}
-	attempt := int(ts.attempt.Load())
-	key := attemptKey(ts.req.TaskID, attempt)
+	key := idem.Attempt(t.Request.TaskID, t.Attempt)
 	n.mu.Lock()
 	n.waiting[key] = make(chan *protocol.Message, 1)
 	n.sent[key] = true
 	n.mu.Unlock()
-	return append(evs[:len(evs):len(evs)], n.dispatch(ts, agentID, attempt))
-}
-
-// dispatched reports whether withDispatch stored the dispatch of the
-// attempt key, and forgets it.
-func (n *Node) dispatched(key string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	ok := n.sent[key]
-	delete(n.sent, key)
-	return ok
-}
-
-// dispatch returns the dispatch event of an attempt.
-func (n *Node) dispatch(ts *taskState, agentID string, attempt int) *protocol.Message {
-	r := n.r
-	d := r.event(ts, TypeDispatch, r.opts.AgentID, []string{agentID})
-	d.Attempt = attempt
-	d.IdempotencyKey = "clutch.dispatch/" + attemptKey(ts.req.TaskID, attempt)
-	r.setPayload(d, dispatchPayload{Depth: ts.depth, Chain: nonNilStrings(ts.ancestors())})
+	d := n.ids.Reply(t.Request, TypeDispatch, n.ro.AgentID)
+	d.Attempt = t.Attempt
+	if t.Trace != t.Request.Trace {
+		d.Trace = t.Trace
+	}
+	d.To[0].AgentID = t.Agent // Reply's one recipient, readdressed
+	d.IdempotencyKey = idem.Dispatch(t.Request.TaskID, t.Attempt)
+	chain := t.Chain
+	if chain == nil {
+		chain = []string{}
+	}
+	setPayload(d, dispatchPayload{Depth: t.Depth, Chain: chain})
 	return d
 }
 
-func (n *Node) interrupted(agentID, why string) error {
+func (n *Node) interrupted(agentID, why string) *protocol.ErrorPayload {
 	return &protocol.ErrorPayload{
 		Code:      protocol.CodeInterrupted,
 		Message:   "agent " + agentID + " went away while running the task: " + why,
-		Retryable: n.r.opts.Recovery == RecoverRedispatch,
+		Retryable: n.ro.Recovery == router.RecoverRedispatch,
 		Details:   map[string]any{"agent": agentID},
 	}
 }
 
-func decodeDone(m *protocol.Message) (*Result, error) {
+func (n *Node) agentOnline(id string) bool {
+	a, ok := n.reg.Get(id)
+	return ok && n.reg.Online(a)
+}
+
+func (n *Node) unwait(key string) {
+	n.mu.Lock()
+	delete(n.waiting, key)
+	n.mu.Unlock()
+}
+
+// decodeDone reads the outcome a done event carries: a result, or a
+// wire error (one of its own when the event is unreadable).
+func decodeDone(m *protocol.Message) (*router.Result, *protocol.ErrorPayload) {
 	var p donePayload
 	if err := json.Unmarshal(m.Payload, &p); err != nil {
 		return nil, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "an unreadable outcome from the hosting process: " + err.Error(), Retryable: true}
@@ -489,11 +486,40 @@ func decodeDone(m *protocol.Message) (*Result, error) {
 	case p.Error != nil:
 		return nil, p.Error
 	case p.Result != nil:
-		res := &Result{PayloadType: p.Result.PayloadType, Attachments: p.Result.Attachments}
+		res := &router.Result{PayloadType: p.Result.PayloadType, Attachments: p.Result.Attachments}
 		if len(p.Result.Payload) > 0 {
 			res.Payload = p.Result.Payload
 		}
 		return res, nil
 	}
 	return nil, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "an empty outcome from the hosting process", Retryable: true}
+}
+
+// setPayload sets the payload of one of the team's own events, which
+// always encode.
+func setPayload(m *protocol.Message, v any) {
+	if err := m.SetPayload(v); err != nil {
+		panic(fmt.Sprintf("team: encoding %s payload: %v", m.Type, err))
+	}
+}
+
+// signal is a broadcast: wait on C(), Broadcast wakes every waiter.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newSignal() signal { return signal{ch: make(chan struct{})} }
+
+func (s *signal) C() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+func (s *signal) Broadcast() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
 }

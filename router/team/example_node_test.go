@@ -1,4 +1,4 @@
-package router_test
+package team_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/team"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
@@ -17,15 +18,15 @@ import (
 // worker runs the task submitted to the other. In production each router
 // is a process of its own and the store is a store/pgstore database
 // (examples/distributed); here both share a memstore.
-func ExampleRouter_Join() {
+func ExampleJoin() {
 	ctx := context.Background()
 	st, _ := memstore.New(nil)
 	defer st.Close()
-	process := func() (*router.Router, *router.Node) {
+	process := func() (*router.Router, *team.Node) {
 		reg, _ := registry.Open(ctx, st, &registry.Options{Shared: true})
 		sch, _ := schema.New(&schema.Options{Permissive: true})
 		r, _ := router.New(st, reg, &router.Options{Validator: sch, Logger: slog.New(slog.DiscardHandler)})
-		n, err := r.Join(ctx, nil)
+		n, err := team.Join(ctx, r, nil)
 		if err != nil {
 			panic(err)
 		}

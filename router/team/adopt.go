@@ -1,29 +1,32 @@
-package router
+package team
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/internal/idem"
 	"github.com/clutchprotocol/clutch/store"
 )
 
 // Adoption: the tasks a dead node routed are taken over by a survivor.
-// See "Many processes" in the package doc for the contract.
+// See "Adoption" in the package doc for the contract.
 
 const (
 	// TypeOwner records which node routes a task: stored with the
-	// task.request by the node the task was submitted to, and by a node
-	// that adopts the task from a dead one (idempotency key
+	// task.request by the node the task was submitted to (idempotency key
+	// "clutch.owner/<task id>"), by a node that runs it again with Retry,
+	// and by a node that adopts the task from a dead one (idempotency key
 	// "clutch.adopt/<task id>/<node>", so that exactly one survivor adopts
 	// it). The last one in the log names the owner. Payload {"node",
 	// "depth", "chain", "sub", "from"}.
 	TypeOwner protocol.Type = "x.clutch.task.owner"
 	// TypeNodeHeartbeat says that a node is alive: each node stores one
-	// every NodeOptions.HeartbeatInterval, run_id NodesRunID, payload
+	// every Options.HeartbeatInterval, run_id NodesRunID, payload
 	// {"node"}. A node none of whose heartbeats arrived for the
 	// registry's HeartbeatTTL is dead, and its tasks are adopted.
 	TypeNodeHeartbeat protocol.Type = "x.clutch.node.heartbeat"
@@ -31,30 +34,6 @@ const (
 	// thread and task) of the node heartbeats.
 	NodesRunID = "run_clutch_nodes"
 )
-
-// endKey is the idempotency key of the event that ends attempt attempt
-// of task: the store lets one in, whichever process stores it.
-func endKey(task string, attempt int) string {
-	return "clutch.end/" + task + "/" + strconv.Itoa(attempt)
-}
-
-// endedElsewhere is end's answer when the store already holds an end of
-// the attempt (stored by another process that adopted the task, or by an
-// earlier append whose answer was lost): the stored event is the outcome.
-func (r *Router) endedElsewhere(ts *taskState, seq uint64, last *protocol.Message, out Outcome) (*protocol.Message, Outcome) {
-	ev, err := r.eventAt(ts.detached(), seq)
-	if err != nil {
-		r.opts.Logger.Warn("router: reading the stored end of a task", "task", ts.req.TaskID, "err", err)
-		return last, out
-	}
-	m, err := ev.Message()
-	if err != nil {
-		return last, out
-	}
-	o := outcomeOf(m)
-	o.TaskID = ts.req.TaskID
-	return m, *o
-}
 
 // ownerPayload is the payload of TypeOwner and TypeNodeHeartbeat.
 type ownerPayload struct {
@@ -74,47 +53,19 @@ func decodeOwner(b []byte) (p ownerPayload, ok bool) {
 	return p, true
 }
 
-// storeRequest stores a task's request; in a node, with the owner event
-// that names this node as the one routing it.
-func (r *Router) storeRequest(ctx context.Context, ts *taskState) ([]store.AppendResult, error) {
-	n := r.node.Load()
-	if n == nil {
-		// Through the task's buffer (its run goroutine has not started),
-		// so that the argument list is not an allocation of its own.
-		ts.evs[0] = ts.req
-		res, err := r.st.Append(ctx, ts.evs[:1]...)
-		ts.evs[0] = nil
-		return res, err
-	}
-	o := n.ownerEvent(ts.req, ownerPayload{Node: n.id, Depth: ts.depth, Chain: ts.ancestors(), Sub: ts.parent != nil})
-	o.IdempotencyKey = "clutch.owner/" + ts.req.TaskID
-	return r.st.Append(ctx, ts.req, o)
-}
-
-// ownRetry stores, in a node, the owner event of a task Retry runs
-// again here, so that the team knows which node routes it now.
-func (r *Router) ownRetry(ctx context.Context, ts *taskState) error {
-	n := r.node.Load()
-	if n == nil {
-		return nil
-	}
-	_, err := r.st.Append(ctx, n.ownerEvent(ts.req, ownerPayload{Node: n.id}))
-	return err
-}
-
 func (n *Node) ownerEvent(req *protocol.Message, p ownerPayload) *protocol.Message {
-	m := n.r.ids.Reply(req, TypeOwner, n.r.opts.AgentID)
+	m := n.ids.Reply(req, TypeOwner, n.ro.AgentID)
 	m.To = []protocol.Participant{}
-	n.r.setPayload(m, p)
+	setPayload(m, p)
 	return m
 }
 
 // nodeHeartbeat stores the heartbeat of this node.
 func (n *Node) nodeHeartbeat() error {
-	m := n.r.ids.NewMessage(TypeNodeHeartbeat, n.r.opts.AgentID)
+	m := n.ids.NewMessage(TypeNodeHeartbeat, n.ro.AgentID)
 	m.RunID, m.ThreadID, m.TaskID = NodesRunID, "thr_clutch_nodes", "task_clutch_nodes"
-	n.r.setPayload(m, ownerPayload{Node: n.id})
-	_, err := n.r.st.Append(n.ctx, m)
+	setPayload(m, ownerPayload{Node: n.id})
+	_, err := n.st.Append(n.ctx, m)
 	return err
 }
 
@@ -158,14 +109,15 @@ func (n *Node) track(m *protocol.Message) {
 	}
 }
 
-// alive reports whether node sent a heartbeat within the TTL (counting
-// from this node's join for a node not heard from since); n.mu is held.
+// aliveLocked reports whether node sent a heartbeat within the TTL
+// (counting from this node's join for a node not heard from since); n.mu
+// is held.
 func (n *Node) aliveLocked(node string, now time.Time) bool {
 	last, ok := n.seen[node]
 	if !ok {
 		last = n.joined
 	}
-	return now.Sub(last) <= n.r.reg.HeartbeatTTL()
+	return now.Sub(last) <= n.reg.HeartbeatTTL()
 }
 
 // watch adopts, every CheckInterval, the open tasks of the nodes that
@@ -195,7 +147,7 @@ func (n *Node) watch() {
 		for task, node := range todo {
 			n.runs.Go(func() {
 				if _, err := n.adopt(task, node); err != nil && n.ctx.Err() == nil {
-					n.r.opts.Logger.Warn("router: node: adopting a task", "task", task, "from", node, "err", err)
+					n.log.Warn("team: node: adopting a task", "task", task, "from", node, "err", err)
 					n.mu.Lock()
 					if o := n.owned[task]; o != nil && o.node == node {
 						o.adopting = false // try again at the next check
@@ -209,7 +161,9 @@ func (n *Node) watch() {
 
 // attemptLog is what the log says about a task, for its adoption.
 type attemptLog struct {
-	taskLog
+	req       *protocol.Message // the task.request
+	terminal  *protocol.Message // the terminal event, nil while open
+	attempt   int               // highest attempt seen
 	owner     string
 	op        ownerPayload
 	agent     string // the agent that accepted the last attempt
@@ -219,9 +173,11 @@ type attemptLog struct {
 	lastStart int // the attempt of the last task.accept
 }
 
+func unknownTask(task string) error { return coded.Wrap(router.ErrUnknownTask, task, nil) }
+
 func (n *Node) readAttempts(ctx context.Context, task string) (*attemptLog, error) {
 	l := &attemptLog{}
-	for ev, err := range n.r.st.Read(ctx, store.Query{TaskID: task}) {
+	for ev, err := range n.st.Read(ctx, store.Query{TaskID: task}) {
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +185,19 @@ func (n *Node) readAttempts(ctx context.Context, task string) (*attemptLog, erro
 		if err != nil {
 			continue
 		}
-		l.add(m)
+		// The task's state, as package router reads it (its replay.go): a new
+		// attempt reopens the task.
+		l.attempt = max(l.attempt, m.Attempt)
+		switch {
+		case m.Type == protocol.TypeTaskRequest:
+			if l.req == nil {
+				l.req = m
+			}
+		case m.Type == protocol.TypeTaskAccept || m.Type == protocol.TypeRoutingDecision:
+			l.terminal = nil
+		case protocol.EndsTask(m):
+			l.terminal = m
+		}
 		switch m.Type {
 		case TypeOwner:
 			if p, ok := decodeOwner(m.Payload); ok {
@@ -253,7 +221,7 @@ func (n *Node) readAttempts(ctx context.Context, task string) (*attemptLog, erro
 		}
 	}
 	if l.req == nil {
-		return nil, wrap(ErrUnknownTask, task, nil)
+		return nil, unknownTask(task)
 	}
 	return l, nil
 }
@@ -266,10 +234,10 @@ func (n *Node) readAttempts(ctx context.Context, task string) (*attemptLog, erro
 // the node. It reports whether this node won the claim; once it returns
 // true, the task is claimed in this router.
 func (n *Node) adopt(task, from string) (bool, error) {
-	r, ctx := n.r, n.ctx
+	ctx := n.ctx
 	l, err := n.readAttempts(ctx, task)
 	if err != nil {
-		if errors.Is(err, ErrUnknownTask) {
+		if errors.Is(err, router.ErrUnknownTask) {
 			n.forget(task, from)
 			return false, nil
 		}
@@ -282,8 +250,8 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	p := l.op
 	p.Node, p.From = n.id, from
 	claim := n.ownerEvent(l.req, p)
-	claim.IdempotencyKey = "clutch.adopt/" + task + "/" + from
-	res, err := r.st.Append(ctx, claim)
+	claim.IdempotencyKey = idem.Adopt(task, from)
+	res, err := n.st.Append(ctx, claim)
 	if err != nil {
 		return false, err
 	}
@@ -293,7 +261,7 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	n.forget(task, from)
 	// The waiter goes in before the log is read again: a done stored in
 	// between is then either in the log or sent to it.
-	key := attemptKey(task, l.lastStart)
+	key := idem.Attempt(task, l.lastStart)
 	ch := make(chan *protocol.Message, 1)
 	n.mu.Lock()
 	n.waiting[key] = ch
@@ -307,63 +275,50 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	if l, err = n.readAttempts(ctx, task); err != nil {
 		return true, err
 	}
-	ts, old, err := r.claim(ctx, l.req, nil, claimStored)
+	attempt := max(l.attempt, l.req.Attempt, 1)
+	a, err := n.m.Adopt(ctx, l.req, p.Depth, p.Chain, attempt, l.agent)
 	if err != nil {
 		return true, err
 	}
-	if old != nil {
+	if a == nil {
 		return true, nil // it runs here already
-	}
-	ts.depth, ts.chain = p.Depth, p.Chain
-	attempt := max(l.attempt, l.req.Attempt, 1)
-	ts.attempt.Store(int32(attempt))
-	if a, ok := r.reg.Get(l.agent); ok {
-		ts.agent.Store(a)
 	}
 	switch {
 	case l.terminal != nil:
-		ts.resolve(outcomeOf(l.terminal))
-		r.unclaim(ts, claimTask)
+		a.Resolve(l.terminal)
 	case l.done != nil:
-		n.finish(ts, l.agent, l.lastStart, decodeDoneMsg(l.done), p.Sub)
+		res, ep := decodeDone(l.done)
+		a.Finish(l.agent, l.lastStart, res, ep, p.Sub)
 	case p.Sub:
 		// Its parent's attempt ran in the dead node (the handler that
 		// delegated it died there): the subtask is cancelled, as it is
 		// when its parent's attempt ends in one process.
-		n.interruptSub(ts)
+		a.Interrupt("the parent task's attempt ended: the process running it stopped")
 	case l.lastStart == 0:
 		// Never routed: route it now.
-		r.start(ts, attempt)
+		a.Route(attempt)
 	case l.dispatch && !l.retrying && n.agentOnline(l.agent):
-		r.settle(ts, claimTask)
+		tctx := a.Hold()
 		waiting = true
 		agent, attempt := l.agent, l.lastStart
 		n.runs.Go(func() {
 			defer n.unwait(key)
-			n.finish(ts, agent, attempt, n.awaitDone(ts, agent, ch), false)
+			res, ep := n.awaitDone(tctx, agent, ch)
+			a.Finish(agent, attempt, res, ep, false)
 		})
 	default:
-		n.recoverAttempt(ts, attempt, l.retrying)
+		a.Recover(attempt, l.retrying)
 	}
 	return true, nil
 }
 
-func (n *Node) unwait(key string) {
-	n.mu.Lock()
-	delete(n.waiting, key)
-	n.mu.Unlock()
-}
-
-// redelivered is recoverStored's question in a team, for a stored task
-// that is open and not running here: the node routing it, when alive,
-// ends it, and the returned handle follows the log for its end (ok);
-// when that node is dead, this one adopts the task and recoverStored
-// claims it again (the adopted task). ts, recoverStored's claim, is
-// dropped either way.
-func (n *Node) redelivered(ctx context.Context, ts *taskState) (h *Handle, ok bool, err error) {
-	r := n.r
-	r.unclaim(ts, claimDropped)
-	l, err := n.readAttempts(ctx, ts.req.TaskID)
+// redelivered is Team.Redelivered, for a stored task that is open and
+// not running here: the node routing it, when alive, ends it, and the
+// returned handle follows the log for its end (ok); when that node is
+// dead, this one adopts the task and the router claims it again (the
+// adopted task).
+func (n *Node) redelivered(ctx context.Context, req *protocol.Message) (h *router.Handle, ok bool, err error) {
+	l, err := n.readAttempts(ctx, req.TaskID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -371,36 +326,33 @@ func (n *Node) redelivered(ctx context.Context, ts *taskState) (h *Handle, ok bo
 	alive := l.owner == n.id || (l.owner != "" && n.aliveLocked(l.owner, n.clock()))
 	n.mu.Unlock()
 	if !alive {
-		if _, err := n.adopt(ts.req.TaskID, l.owner); err != nil {
+		if _, err := n.adopt(req.TaskID, l.owner); err != nil {
 			return nil, false, err
 		}
 		n.mu.Lock()
-		o := n.owned[ts.req.TaskID]
+		o := n.owned[req.TaskID]
 		n.mu.Unlock()
 		if o == nil || o.node == l.owner {
 			return nil, false, nil // adopted here, or ended: claim again
 		}
 		// Another survivor adopted it: follow its end.
 	}
-	w := r.newTask(context.Background(), ts.req, nil)
-	w.claim.Store(claimTask)
+	h, resolve := n.m.Follow(req)
 	n.runs.Go(func() {
-		for ev, err := range r.st.Follow(n.ctx, store.Query{TaskID: w.req.TaskID}) {
+		for ev, err := range n.st.Follow(n.ctx, store.Query{TaskID: req.TaskID}) {
 			if err != nil {
 				break
 			}
 			if m, err := ev.Message(); err == nil && protocol.EndsTask(m) {
-				w.resolve(outcomeOf(m))
+				resolve(m)
 				return
 			}
 		}
 		// The node left before the task ended: an outcome that says so
 		// (not stored: the task goes on in its owner).
-		ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Retryable: true,
-			Message: "this process left the team before the task ended in the process routing it"}
-		w.resolve(&Outcome{TaskID: w.req.TaskID, Type: protocol.TypeTaskError, Message: r.errorEvent(w, r.opts.AgentID, ep), Err: ep})
+		resolve(nil)
 	})
-	return &w.handle, true, nil
+	return h, true, nil
 }
 
 func (n *Node) forget(task, from string) {
@@ -411,109 +363,34 @@ func (n *Node) forget(task, from string) {
 	n.mu.Unlock()
 }
 
-func (n *Node) agentOnline(id string) bool {
-	a, ok := n.r.reg.Get(id)
-	return ok && n.r.reg.Online(a)
-}
-
-type doneOutcome struct {
-	res *Result
-	err error
-}
-
-func decodeDoneMsg(m *protocol.Message) doneOutcome {
-	res, err := decodeDone(m)
-	return doneOutcome{res, err}
-}
-
 // awaitDone waits for the outcome of the attempt running in another
 // process: its done event, the agent going offline (INTERRUPTED), or the
-// task's cancellation (a zero outcome; the caller ends the task).
-func (n *Node) awaitDone(ts *taskState, agentID string, ch chan *protocol.Message) doneOutcome {
+// end of the task's context ctx (neither result nor error: the caller
+// ends the task).
+func (n *Node) awaitDone(ctx context.Context, agentID string, ch chan *protocol.Message) (*router.Result, *protocol.ErrorPayload) {
 	tick := time.NewTicker(n.opts.CheckInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case m := <-ch:
-			return decodeDoneMsg(m)
-		case <-ts.ctx.Done():
-			return doneOutcome{}
+			return decodeDone(m)
+		case <-ctx.Done():
+			return nil, nil
 		case <-n.ctx.Done():
-			return doneOutcome{err: n.interrupted(agentID, "the process that adopted the task left the team")}
+			return nil, n.interrupted(agentID, "the process that adopted the task left the team")
 		case <-tick.C:
 			if !n.agentOnline(agentID) {
-				return doneOutcome{err: n.interrupted(agentID, "its process stopped sending heartbeats")}
+				return nil, n.interrupted(agentID, "its process stopped sending heartbeats")
 			}
 		}
 	}
-}
-
-// finish ends the adopted attempt with its outcome, as the routing
-// process would have: a result (validated), a final error, or a
-// retryable one that starts the next attempt.
-func (n *Node) finish(ts *taskState, agentID string, attempt int, o doneOutcome, sub bool) {
-	r := n.r
-	ts.attempt.Store(int32(attempt))
-	switch {
-	case ts.ctx.Err() != nil:
-		r.onCancel(ts)
-	case o.err != nil:
-		ep := wireError(o.err)
-		if ep.Retryable && attempt < r.opts.MaxAttempts && !sub {
-			retryEP := ep
-			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": attempt + 1})
-			if err := r.appendLive(ts.detached(), ts, r.errorEvent(ts, agentID, &retryEP)); err == nil {
-				r.start(ts, attempt+1)
-				return
-			}
-		}
-		r.end(ts, Outcome{Err: &ep}, r.errorEvent(ts, agentID, &ep))
-	case o.res != nil:
-		result, verr := r.resultEvent(ts, agentID, o.res)
-		if verr != nil {
-			r.end(ts, Outcome{Err: verr}, r.errorEvent(ts, agentID, verr))
-		} else {
-			r.end(ts, Outcome{}, result)
-		}
-	default:
-		r.onCancel(ts)
-	}
-	r.unclaim(ts, claimTask)
-}
-
-// interruptSub cancels an adopted subtask whose delegating handler died.
-func (n *Node) interruptSub(ts *taskState) {
-	r := n.r
-	ep := &protocol.ErrorPayload{Code: protocol.CodeCancelled, Message: "the parent task's attempt ended: the process running it stopped"}
-	m := r.event(ts, protocol.TypeTaskCancel, r.opts.AgentID, nil)
-	r.setPayload(m, ep)
-	r.end(ts, Outcome{Err: ep}, m)
-	r.unclaim(ts, claimTask)
-}
-
-// recoverAttempt applies Options.Recovery to an adopted task whose last
-// attempt died with its node (or whose retry the node had not started):
-// RecoverRedispatch routes it again, RecoverFail ends it with INTERRUPTED.
-func (n *Node) recoverAttempt(ts *taskState, attempt int, retrying bool) {
-	r := n.r
-	if r.opts.Recovery == RecoverRedispatch {
-		r.start(ts, attempt+1)
-		return
-	}
-	ep := &protocol.ErrorPayload{Code: protocol.CodeInterrupted, Message: "the process routing the task stopped before it ended", Retryable: true}
-	if retrying {
-		ep.Message = "the process routing the task stopped before its next attempt"
-	}
-	r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
-	r.unclaim(ts, claimTask)
 }
 
 // recoverTeam is Recover in a node: it adopts the open tasks of the log
 // whose owner is dead (or that no node owns), after waiting one
 // HeartbeatTTL from the join so that the live nodes' heartbeats are in.
 func (n *Node) recoverTeam(ctx context.Context) (int, error) {
-	r := n.r
-	if wait := time.Until(n.joined.Add(r.reg.HeartbeatTTL())); wait > 0 {
+	if wait := time.Until(n.joined.Add(n.reg.HeartbeatTTL())); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -525,7 +402,7 @@ func (n *Node) recoverTeam(ctx context.Context) (int, error) {
 	open := map[string]bool{}
 	owner := map[string]string{}
 	var order []string
-	for ev, err := range r.st.Read(ctx, store.Query{}) {
+	for ev, err := range n.st.Read(ctx, store.Query{}) {
 		if err != nil {
 			return 0, err
 		}
@@ -556,7 +433,7 @@ func (n *Node) recoverTeam(ctx context.Context) (int, error) {
 	now := n.clock()
 	count := 0
 	for _, task := range order {
-		if !open[task] || r.running(task) {
+		if !open[task] || n.m.Running(task) {
 			continue
 		}
 		o := owner[task]

@@ -1,4 +1,4 @@
-package router
+package team
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
@@ -24,7 +25,7 @@ import (
 // this process; budget_pg_test.go runs them in two processes over
 // PostgreSQL, with the same agents and checks.
 
-// budgetMax is the Budget.MaxTasks of the budget tests' routers.
+// budgetMax is the router.Budget.MaxTasks of the budget tests' routers.
 const budgetMax = 4
 
 // budgetAgents registers the agents of the budget tests in r, which
@@ -33,8 +34,8 @@ const budgetMax = 4
 // delegates as many skill:sub subtasks at once as its query says (so
 // they are routed by b and run in a) and answers when they have ended,
 // whatever their outcome. runs counts the leaf and sub handlers that ran.
-func budgetAgents(ctx context.Context, r *Router, host string, runs *atomic.Int32) error {
-	leaf := func(context.Context, *Task) (*Result, error) {
+func budgetAgents(ctx context.Context, r *router.Router, host string, runs *atomic.Int32) error {
+	leaf := func(context.Context, *router.Task) (*router.Result, error) {
 		runs.Add(1)
 		return summary("leaf"), nil
 	}
@@ -45,8 +46,8 @@ func budgetAgents(ctx context.Context, r *Router, host string, runs *atomic.Int3
 	if host == "a" {
 		return r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:sub", Capabilities: caps("skill:sub")}, leaf)
 	}
-	fan := func(ctx context.Context, t *Task) (*Result, error) {
-		q, err := Input[schema.ResearchQuery](t)
+	fan := func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		q, err := router.Input[schema.ResearchQuery](t)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +73,7 @@ func budgetAgents(ctx context.Context, r *Router, host string, runs *atomic.Int3
 // submitBudget submits n skill:leaf tasks of one run (run, thread) at
 // once and waits for them: how many ended with a result and how many
 // with BUDGET. Any other outcome is an error.
-func submitBudget(ctx context.Context, r *Router, run, thread string, n int) (ok, over int, err error) {
+func submitBudget(ctx context.Context, r *router.Router, run, thread string, n int) (ok, over int, err error) {
 	type res struct{ ok, over bool }
 	out := make(chan res, n)
 	errs := make(chan error, n)
@@ -169,12 +170,12 @@ func checkRunBudget(t *testing.T, st store.Store, run string, max int) int {
 }
 
 // budgetTeam starts two routers of a team over one memstore, each with
-// Budget.MaxTasks budgetMax and the budget agents (runsA and runsB count
+// router.Budget.MaxTasks budgetMax and the budget agents (runsA and runsB count
 // their handlers' runs), and waits until each sees the other's agents.
 func budgetTeam(t *testing.T) (st store.Store, a, b *proc, runsA, runsB *atomic.Int32) {
 	t.Helper()
 	st, _ = memstore.New(nil)
-	opts := func() *Options { return &Options{Budget: Budget{MaxTasks: budgetMax}} }
+	opts := func() *router.Options { return &router.Options{Budget: router.Budget{MaxTasks: budgetMax}} }
 	a = newProc(t, st, time.Minute, opts())
 	b = newProc(t, st, time.Minute, opts())
 	runsA, runsB = new(atomic.Int32), new(atomic.Int32)
@@ -184,12 +185,12 @@ func budgetTeam(t *testing.T) (st store.Store, a, b *proc, runsA, runsB *atomic.
 	if err := budgetAgents(t.Context(), b.r, "b", runsB); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the agents", func() bool { return a.r.handler("agent:fan") != nil && b.r.handler("agent:sub") != nil }, a, b)
+	waitFor(t, "the agents", func() bool { return a.handles("agent:fan") && b.handles("agent:sub") }, a, b)
 	return st, a, b, runsA, runsB
 }
 
 // Two routers of a team submit tasks of one run at once: the run's
-// Budget.MaxTasks holds for the team, not for each router, and the tasks
+// router.Budget.MaxTasks holds for the team, not for each router, and the tasks
 // that run are the first of the run in the log, whichever router routed
 // them.
 func TestNodeTaskBudgetAcrossProcesses(t *testing.T) {
@@ -197,7 +198,7 @@ func TestNodeTaskBudgetAcrossProcesses(t *testing.T) {
 	ctx := t.Context()
 
 	const each = 5
-	run, thread := a.r.ids.RunID(), a.r.ids.ThreadID()
+	run, thread := a.r.IDs().RunID(), a.r.IDs().ThreadID()
 	type count struct {
 		ok, over int
 		err      error
@@ -247,13 +248,13 @@ func TestNodeTaskBudgetDelegationAcrossProcesses(t *testing.T) {
 }
 
 // In a team, a retry stores no new request and a redelivery is not
-// stored again: neither counts toward the run's Budget.MaxTasks, and a
+// stored again: neither counts toward the run's router.Budget.MaxTasks, and a
 // task past the budget stays past it when Retry runs it again.
 func TestNodeTaskBudgetCountsRequestsOnce(t *testing.T) {
 	st, _ := memstore.New(nil)
-	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 2}})
+	a := newProc(t, st, time.Minute, &router.Options{Budget: router.Budget{MaxTasks: 2}})
 	var calls atomic.Int32
-	a.register(card("agent:flaky", skill("skill:r")), func(ctx context.Context, tk *Task) (*Result, error) {
+	a.register(card("agent:flaky", skill("skill:r")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		if calls.Add(1) == 1 {
 			return nil, &protocol.ErrorPayload{Code: protocol.CodeToolUnavailable, Message: "try again", Retryable: true}
 		}
@@ -265,7 +266,7 @@ func TestNodeTaskBudgetCountsRequestsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := *first
-	again.ID = a.r.ids.MessageID() // a redelivery with a new id
+	again.ID = a.r.IDs().MessageID() // a redelivery with a new id
 	if _, err := a.wait(a.submit(&again)); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestNodeTaskBudgetCountsRequestsOnce(t *testing.T) {
 }
 
 // failRunRequests is a store whose reads of a run's task.request events
-// (the count of Budget.MaxTasks in a team) fail with err.
+// (the count of router.Budget.MaxTasks in a team) fail with err.
 type failRunRequests struct {
 	store.Store
 	err error
@@ -313,9 +314,9 @@ func (s failRunRequests) Read(ctx context.Context, q store.Query) iter.Seq2[stor
 func TestNodeTaskBudgetUnread(t *testing.T) {
 	mem, _ := memstore.New(nil)
 	st := failRunRequests{Store: mem, err: coded.New("store: the disk is gone", protocol.CodeInternal)}
-	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 2}})
+	a := newProc(t, st, time.Minute, &router.Options{Budget: router.Budget{MaxTasks: 2}})
 	var calls atomic.Int32
-	a.register(card("agent:x", skill("skill:x")), func(context.Context, *Task) (*Result, error) {
+	a.register(card("agent:x", skill("skill:x")), func(context.Context, *router.Task) (*router.Result, error) {
 		calls.Add(1)
 		return summary("x"), nil
 	})
@@ -334,13 +335,13 @@ func TestNodeTaskBudgetUnread(t *testing.T) {
 // run forgotten is read again, with the same outcome.
 func TestNodeTaskBudgetForgetsRuns(t *testing.T) {
 	st, _ := memstore.New(nil)
-	a := newProc(t, st, time.Minute, &Options{Budget: Budget{MaxTasks: 1}})
-	a.register(card("agent:x", skill("skill:x")), func(context.Context, *Task) (*Result, error) { return summary("x"), nil })
-	a.r.mu.Lock()
+	a := newProc(t, st, time.Minute, &router.Options{Budget: router.Budget{MaxTasks: 1}})
+	a.register(card("agent:x", skill("skill:x")), func(context.Context, *router.Task) (*router.Result, error) { return summary("x"), nil })
+	a.node.cmu.Lock()
 	for i := range maxCounted {
-		a.r.counted[fmt.Sprint("run-", i)] = teamCount{n: 1, last: 1}
+		a.node.counted[fmt.Sprint("run-", i)] = teamCount{n: 1, last: 1}
 	}
-	a.r.mu.Unlock()
+	a.node.cmu.Unlock()
 	first := a.request("skill:x")
 	if _, err := a.wait(a.submit(first)); err != nil {
 		t.Fatal(err)
@@ -349,10 +350,10 @@ func TestNodeTaskBudgetForgetsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.r.mu.Lock()
-	n, known := len(a.r.counted), a.r.counted[first.RunID]
-	delete(a.r.counted, first.RunID) // forgotten: the next task reads again
-	a.r.mu.Unlock()
+	a.node.cmu.Lock()
+	n, known := len(a.node.counted), a.node.counted[first.RunID]
+	delete(a.node.counted, first.RunID) // forgotten: the next task reads again
+	a.node.cmu.Unlock()
 	if n != maxCounted || known != (teamCount{n: 1, last: ev.Seq}) {
 		t.Fatalf("%d runs known, the new one as %+v; want %d, {1 %d}", n, known, maxCounted, ev.Seq)
 	}

@@ -1,4 +1,4 @@
-package router
+package team
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store/pgstore"
 )
@@ -33,7 +34,7 @@ const (
 // pgTeam is one process's part of a team over pgstore.
 type pgTeam struct{ *proc }
 
-func openPgTeam(ctx context.Context, dsn, schemaName string, opts *Options) (pgTeam, error) {
+func openPgTeam(ctx context.Context, dsn, schemaName string, opts *router.Options) (pgTeam, error) {
 	st, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: schemaName})
 	if err != nil {
 		return pgTeam{}, err
@@ -61,7 +62,7 @@ func budgetChild() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	err := func() error {
-		tm, err := openPgTeam(ctx, os.Getenv(budgetDSNEnv), os.Getenv(budgetSchemaEnv), &Options{Budget: Budget{MaxTasks: budgetMax}})
+		tm, err := openPgTeam(ctx, os.Getenv(budgetDSNEnv), os.Getenv(budgetSchemaEnv), &router.Options{Budget: router.Budget{MaxTasks: budgetMax}})
 		if err != nil {
 			return err
 		}
@@ -143,7 +144,7 @@ func (p *budgetProc) line(t *testing.T) string {
 }
 
 // Two processes over one PostgreSQL database, each a router joined to the
-// team with Budget.MaxTasks 4: ten tasks of one run submitted at once,
+// team with router.Budget.MaxTasks 4: ten tasks of one run submitted at once,
 // five in each process, run four in all, the first four of the run in
 // the log, and the others end with BUDGET whichever process submitted
 // them; then a task routed by the test process runs in the child and
@@ -154,7 +155,7 @@ func TestNodeTaskBudgetInTwoProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	schemaName := fmt.Sprintf("budget%d", os.Getpid())
-	tm, err := openPgTeam(ctx, c.DSN(""), schemaName, &Options{Budget: Budget{MaxTasks: budgetMax}})
+	tm, err := openPgTeam(ctx, c.DSN(""), schemaName, &router.Options{Budget: router.Budget{MaxTasks: budgetMax}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestNodeTaskBudgetInTwoProcesses(t *testing.T) {
 
 	// Tasks of one run submitted in both processes at once.
 	const each = 5
-	run, thread := tm.r.ids.RunID(), tm.r.ids.ThreadID()
+	run, thread := tm.r.IDs().RunID(), tm.r.IDs().ThreadID()
 	fmt.Fprintf(b.stdin, "submit %s %s %d\n", run, thread, each)
 	okA, overA, err := submitBudget(ctx, tm.r, run, thread, each)
 	if err != nil {
@@ -235,7 +236,7 @@ func scan(s, format string, vals ...any) bool {
 }
 
 // BenchmarkTeamBudgetPgstore: a task submitted and awaited in a team of
-// one process over PostgreSQL, without Budget.MaxTasks (off) and with it,
+// one process over PostgreSQL, without router.Budget.MaxTasks (off) and with it,
 // each task in a run of its own (new-runs: the count reads the task's
 // own request) or all in one run (one-run: it reads the one request it
 // has not read yet).
@@ -248,7 +249,7 @@ func BenchmarkTeamBudgetPgstore(b *testing.B) {
 	}{{"off", 0, false}, {"new-runs", 1 << 20, false}, {"one-run", 1 << 20, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := b.Context()
-			tm, err := openPgTeam(ctx, c.DSN(""), fmt.Sprintf("bbudget%d_%d_%d", os.Getpid(), i, b.N), &Options{Budget: Budget{MaxTasks: bc.max}})
+			tm, err := openPgTeam(ctx, c.DSN(""), fmt.Sprintf("bbudget%d_%d_%d", os.Getpid(), i, b.N), &router.Options{Budget: router.Budget{MaxTasks: bc.max}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -257,7 +258,7 @@ func BenchmarkTeamBudgetPgstore(b *testing.B) {
 			if err := budgetAgents(ctx, tm.r, "a", &runs); err != nil {
 				b.Fatal(err)
 			}
-			run, thread := tm.r.ids.RunID(), tm.r.ids.ThreadID()
+			run, thread := tm.r.IDs().RunID(), tm.r.IDs().ThreadID()
 			for b.Loop() {
 				req, _ := tm.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "leaf"})
 				if bc.oneRun {
@@ -280,17 +281,17 @@ func BenchmarkTeamBudgetPgstore(b *testing.B) {
 // PostgreSQL with nothing read before (a process that has not seen the
 // run yet), in a run of 256 tasks (a task.request and four other events
 // each), for the task that is the run's first, 16th and 256th, with
-// Budget.MaxTasks that place: the count reads that many requests, the
+// router.Budget.MaxTasks that place: the count reads that many requests, the
 // most it reads for that budget.
 func BenchmarkTeamBudgetCount(b *testing.B) {
 	c := pgpeer.StartT(b)
 	ctx := b.Context()
-	tm, err := openPgTeam(ctx, c.DSN(""), fmt.Sprintf("bbudgetcount%d", os.Getpid()), &Options{Budget: Budget{MaxTasks: 256}})
+	tm, err := openPgTeam(ctx, c.DSN(""), fmt.Sprintf("bbudgetcount%d", os.Getpid()), &router.Options{Budget: router.Budget{MaxTasks: 256}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer tm.close()
-	run, thread := tm.r.ids.RunID(), tm.r.ids.ThreadID()
+	run, thread := tm.r.IDs().RunID(), tm.r.IDs().ThreadID()
 	var reqs []*protocol.Message
 	var seqs []uint64
 	for range 256 {
@@ -298,7 +299,7 @@ func BenchmarkTeamBudgetCount(b *testing.B) {
 		req.RunID, req.ThreadID = run, thread
 		batch := []*protocol.Message{req}
 		for range 4 {
-			p := tm.r.ids.Reply(req, protocol.TypeTaskProgress, "agent:leaf-a")
+			p := tm.r.IDs().Reply(req, protocol.TypeTaskProgress, "agent:leaf-a")
 			p.Payload = []byte(`{"step":1}`)
 			batch = append(batch, p)
 		}
@@ -310,14 +311,13 @@ func BenchmarkTeamBudgetCount(b *testing.B) {
 	}
 	for _, place := range []int{1, 16, 256} {
 		b.Run(fmt.Sprintf("place=%d", place), func(b *testing.B) {
-			ts := &taskState{req: reqs[place-1], reqSeq: seqs[place-1], ctx: ctx}
-			tm.r.opts.Budget.MaxTasks = place
+			t := router.TeamTask{Request: reqs[place-1], Seq: seqs[place-1]}
 			for b.Loop() {
-				tm.r.mu.Lock()
-				clear(tm.r.counted)
-				tm.r.mu.Unlock()
-				if ep, err := tm.r.teamBudget(ts); ep != nil || err != nil {
-					b.Fatal(ep, err)
+				tm.node.cmu.Lock()
+				clear(tm.node.counted)
+				tm.node.cmu.Unlock()
+				if past, err := tm.node.count(ctx, t, place); past || err != nil {
+					b.Fatal(past, err)
 				}
 			}
 		})
