@@ -3,49 +3,95 @@
 // application's binary. Clutch implements Clutch Protocol v0 ("clutch/0.1"):
 // one envelope for every message, an append-only event store, an agent
 // registry, a payload schema registry, a router with explainable capability
-// routing, and adapters that bring outside protocols into the envelope. The
+// routing, adapters that bring outside protocols into the envelope, and a
+// gateway with a live web UI and a CLI that let a person watch it all. The
 // protocol is specified in docs/protocol.md in the repository; code comments
 // cite its sections as "docs/protocol.md §N".
 //
 // This package holds no code; it is the map. Meet the packages in this
-// order:
+// order.
+//
+// # The core
 //
 //  1. [github.com/clutchprotocol/clutch/protocol] — the envelope (Message),
 //     AgentCard and Capability, the 17 message types, ids, strict
-//     Encode/Decode, Validate, the error code table, Ed25519 signing. Every
-//     other package speaks it.
+//     Encode/Decode, Validate, the error codes, Ed25519 signing. Every
+//     other package speaks it; it imports no other package of the module.
 //  2. [github.com/clutchprotocol/clutch/store] — the append-only event store
 //     contract: Append with dedup, ordered reads by run, thread, task and
-//     agent, live tail, artifacts. store/memstore is the in-memory double for
-//     unit tests; store/boltstore (embedded bbolt) is the default;
-//     store/storetest certifies any backend.
+//     agent, live tail, artifacts, and the run and thread summaries a UI
+//     lists. Its backends:
+//     [github.com/clutchprotocol/clutch/store/memstore], the plain in-memory
+//     double for unit tests;
+//     [github.com/clutchprotocol/clutch/store/boltstore], embedded bbolt,
+//     the default; [github.com/clutchprotocol/clutch/store/pgstore],
+//     PostgreSQL for a team spread over many processes. A store of your own
+//     is built with [github.com/clutchprotocol/clutch/store/driver] and
+//     certified by [github.com/clutchprotocol/clutch/store/storetest].
 //  3. [github.com/clutchprotocol/clutch/schema] — payload_type → JSON Schema
-//     registry, Go-type reflection, the built-in payload types of docs/protocol.md
-//     §3.3, and workflow-scoped validation (§3.4).
+//     registry, Go-type reflection, the built-in payload types of
+//     docs/protocol.md §3.3, and workflow-scoped validation (§3.4). A router
+//     uses it through its Validator option; a router without schemas links
+//     no JSON Schema library.
 //  4. [github.com/clutchprotocol/clutch/registry] — the agent registry:
 //     AgentCards, heartbeats and liveness, load and success tracking,
 //     event-sourced from the store.
-//  5. [github.com/clutchprotocol/clutch/router] — the heart: requests and
-//     results are validated against their payload types, tasks are routed
-//     by requires/prefers with a recorded routing.decision, run by
+//  5. [github.com/clutchprotocol/clutch/router] — the heart: tasks are
+//     routed by requires/prefers with a recorded routing.decision, run by
 //     in-process handlers, retried, timed out, cancelled, delegated; every
-//     lifecycle step is an event. router/routertest makes unit tests of
-//     agents a few lines long.
-//  6. [github.com/clutchprotocol/clutch/adapters] — the outside world.
-//     Translators implement the Adapter contract: adapters/clowl and
-//     adapters/multiagent turn CLowl v0.2 and multiagent-1.0 messages into
-//     envelopes and back. Bridges connect the router to live peers:
-//     adapters/mcp calls tools on MCP servers and lets MCP hosts join a
-//     team; adapters/a2a serves agents over A2A and calls remote A2A agents.
-//  7. [github.com/clutchprotocol/clutch/auth] and
+//     lifecycle step is an event.
+//     [github.com/clutchprotocol/clutch/router/routertest] makes unit tests
+//     of agents a few lines long, and
+//     [github.com/clutchprotocol/clutch/router/team] lets routers in several
+//     processes share one store as one team.
+//  6. [github.com/clutchprotocol/clutch/telemetry] — OpenTelemetry spans,
+//     metrics and logs for a router, as router middleware (the API only,
+//     never an exporter).
+//
+// # The outside world
+//
+//  7. [github.com/clutchprotocol/clutch/adapters] — the Adapter contract
+//     that translators implement, a registry of them and their shared
+//     parts; [github.com/clutchprotocol/clutch/adapters/adaptertest] checks
+//     any adapter. Translators of message languages and framework streams:
+//     [github.com/clutchprotocol/clutch/adapters/clowl] (CLowl v0.2),
+//     [github.com/clutchprotocol/clutch/adapters/multiagent]
+//     (multiagent-1.0), [github.com/clutchprotocol/clutch/adapters/langgraph],
+//     [github.com/clutchprotocol/clutch/adapters/autogen],
+//     [github.com/clutchprotocol/clutch/adapters/crewai] and
+//     [github.com/clutchprotocol/clutch/adapters/webhook] (Standard Webhooks
+//     in and out). Bridges connect the router to live peers:
+//     [github.com/clutchprotocol/clutch/adapters/mcp] calls tools on MCP
+//     servers and lets MCP hosts join a team;
+//     [github.com/clutchprotocol/clutch/adapters/a2a] serves agents over A2A
+//     and calls remote A2A agents; the LangGraph and crewAI packages run a
+//     graph or a crew deployed elsewhere as a Clutch agent.
+//  8. [github.com/clutchprotocol/clutch/rules] — a team's rules, workflows
+//     and context documents for agents, kept as events, with review and
+//     attestation; [github.com/clutchprotocol/clutch/rules/rulesmcp] serves
+//     them to MCP hosts and [github.com/clutchprotocol/clutch/rules/rulesapi]
+//     over HTTP for review.
+//  9. [github.com/clutchprotocol/clutch/auth] and
 //     [github.com/clutchprotocol/clutch/egress] — the edges: every inbound
 //     surface authenticates its callers, scopes what they see and limits
 //     them through auth; every outbound connection dials through one
-//     egress policy. Signatures on envelopes from outside are enforced by
-//     the registry's policy at the router's ingress (docs/protocol.md §6).
+//     egress policy.
+//
+// # Watching it
+//
+//  10. [github.com/clutchprotocol/clutch/gateway] — the HTTP/WebSocket
+//     gateway a host mounts in its own server: the /v1 JSON API, live
+//     streams, submissions stamped with the caller;
+//     [github.com/clutchprotocol/clutch/gateway/ui] is the web UI it serves
+//     and [github.com/clutchprotocol/clutch/gateway/agui] streams runs to
+//     AG-UI front ends.
+//  11. [github.com/clutchprotocol/clutch/cmd/clutch] — the clutch CLI:
+//     serve the gateway and the UI, and list, tail, inspect, replay, export
+//     and check a store, on a file or through the gateway.
 //
 // Dependencies point one way: protocol ← store ← registry, schema ← router
-// ← adapters ← examples; auth and egress depend on protocol only. The examples folder holds runnable tutorials;
+// ← telemetry, rules, adapters, gateway ← cmd, examples; auth and egress
+// depend on protocol only. The examples folder holds runnable tutorials;
 // start with
 //
 //	go run ./examples/quickstart
