@@ -3,12 +3,12 @@ package bound
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -30,12 +30,14 @@ const MaxRole = 256
 const MaxListed = 32
 
 // ErrTooLarge: the message cannot fit by cutting text. Code TOO_LARGE.
-var ErrTooLarge = errors.New("the envelope is over the event store's limit even with its text cut")
+var ErrTooLarge error = coded.New("the envelope is over the event store's limit even with its text cut", protocol.CodeTooLarge)
 
 // Fit cuts m's text so that its encoding is at most limit bytes (Limit
 // when limit ≤ 0), as the package doc says. It returns ErrTooLarge (with
-// m's strings cut as far as they go) when that is not enough, and the
-// error of protocol.Encode when m does not encode.
+// m's strings cut as far as they go) when that is not enough. m must be a
+// message built in Go and never encoded (protocol.Encode would return the
+// bytes it remembers); one that does not encode (it fails Validate) is
+// left for the caller's Validate.
 func Fit(m *protocol.Message, limit int) error {
 	if limit <= 0 {
 		limit = Limit
@@ -46,7 +48,7 @@ func Fit(m *protocol.Message, limit int) error {
 	}
 	size, err := encodedSize(m)
 	if err != nil || size <= limit {
-		return err
+		return nil // an invalid message is for the caller's Validate to refuse
 	}
 	payload, err := decode(m.Payload)
 	if err != nil {
@@ -118,7 +120,7 @@ func Fit(m *protocol.Message, limit int) error {
 		}
 		m.Meta = mm
 		if size, err = encodedSize(m); err != nil || size <= limit {
-			return err
+			return nil
 		}
 		if keep == 0 {
 			break
@@ -215,7 +217,11 @@ func decode(b []byte) (any, error) {
 	return v, err
 }
 
+// encodedSize is the length of m's encoding. It encodes a shallow copy:
+// protocol.Encode remembers the bytes in the message it encodes, and m is
+// still to change. m must not have been encoded before.
 func encodedSize(m *protocol.Message) (int, error) {
-	b, err := protocol.Encode(m)
+	c := *m
+	b, err := protocol.Encode(&c)
 	return len(b), err
 }
