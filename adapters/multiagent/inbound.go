@@ -13,6 +13,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -149,6 +151,14 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		out = append(out, proposed(m, i, act))
 	}
 	for i, x := range out {
+		// Credentials are not stored, and each envelope fits the event
+		// store (package doc, Caveats).
+		if err := redact.Message(x); err != nil {
+			return nil, inErr(protocol.CodeOf(err), "", "payload", err)
+		}
+		if err := bound.Fit(x, 0); err != nil {
+			return nil, inErr(protocol.CodeTooLarge, "", "translated message "+strconv.Itoa(i)+" does not fit in one envelope", err)
+		}
 		if err := x.Validate(); err != nil {
 			return nil, inErr(protocol.CodeOf(err), "", "translated message "+strconv.Itoa(i)+" is invalid", err)
 		}
