@@ -12,7 +12,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -228,7 +230,10 @@ func (a *Adapter) events(ctx context.Context, trace string, items []map[string]j
 		out = c.out
 	}
 	if batchMeta != nil && len(out) > 0 {
-		out[0].Meta["crewai_batch"] = batchMeta
+		out[0].Meta["crewai_batch"] = redact.Any(batchMeta)
+		if err := bound.Fit(out[0], 0); err != nil {
+			return nil, inErr(protocol.CodeTooLarge, base, "the batch's members do not fit in its first envelope", err)
+		}
 	}
 	for _, c := range order {
 		c.remember()
