@@ -120,6 +120,11 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		if m.Payload, err = w.handshakePayload(m.Type, m.From.AgentID, payload); err != nil {
 			return nil, err
 		}
+		if ag, ok := meta[MetaAgent].(map[string]any); ok && m.Type == protocol.TypeAgentRegister {
+			if s, _ := ag["name"].(string); len(s) > maxMetaName {
+				delete(ag, "name") // the card's display name holds it: big text once
+			}
+		}
 	case w.contentType == ContentError:
 		m.Type = protocol.TypeTaskError
 		if w.intent == ToolCall {
@@ -246,6 +251,10 @@ func errorPayload(w *wire, body []byte) []byte {
 // detailBody is the details member of a task.error that keeps the
 // envelope's body.
 const detailBody = "multiagent"
+
+// maxMetaName bounds the agent name meta.agent repeats from a handshake's
+// AgentCard.
+const maxMetaName = 1024
 
 // handshakePayload builds the AgentCard of a handshake (agent.register) or
 // the heartbeat payload {"status": "ok", "multiagent": body}.
