@@ -104,7 +104,9 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 	}
 	t.Run("huge", func(t *testing.T) {
 		for _, c := range o.Valid {
-			for label, raw := range HugeStrings(c.Raw, o.MaxBytes-64, o.MaxStrings) {
+			vs := HugeStrings(c.Raw, o.MaxBytes-64, o.MaxStrings)
+			for _, label := range sortedKeys(vs) {
+				raw := vs[label]
 				for i, m := range check(t, c.Name+" "+label, raw) {
 					b, _ := protocol.Encode(clone(m))
 					if n := bytes.Count(b, []byte(hugeStart)); n > 1 {
@@ -116,7 +118,9 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 	})
 	t.Run("longids", func(t *testing.T) {
 		for _, c := range o.Valid {
-			for label, raw := range LongIDs(c.Raw, 300, 5000) {
+			vs := LongIDs(c.Raw, 300, 5000)
+			for _, label := range sortedKeys(vs) {
+				raw := vs[label]
 				if msgs := check(t, c.Name+" "+label, raw); msgs == nil {
 					_, err := a.Inbound(ctx, raw)
 					if code := protocol.CodeOf(err); code != protocol.CodeInvalidField && code != protocol.CodeTooLarge {
@@ -139,7 +143,8 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 			for label, raw := range DuplicateKeys(c.Raw) {
 				variants[" "+label] = raw
 			}
-			for label, raw := range variants {
+			for _, label := range sortedKeys(variants) {
+				raw := variants[label]
 				var pretty bytes.Buffer
 				if json.Indent(&pretty, raw, "", "  ") != nil {
 					continue
@@ -161,7 +166,9 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 			}
 		}
 		for _, c := range o.Valid {
-			for label, raw := range PlantCredentials(c.Raw) {
+			vs := PlantCredentials(c.Raw)
+			for _, label := range sortedKeys(vs) {
+				raw := vs[label]
 				leaks(c.Name+" "+label, raw)
 			}
 		}
@@ -220,6 +227,17 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 			}
 		}
 	})
+}
+
+// sortedKeys returns the labels of variants in order, so that a run is
+// the same every time (adapters keep state between inputs).
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // CheckTerminal checks that msgs, the messages of one outside run in
