@@ -28,6 +28,33 @@
 //   - Inbound is safe for concurrent use (run the tests with -race), and
 //     Outbound of odd envelopes fails only with typed errors.
 //
+// # Rules beyond the shape of the input
+//
+// RunRules checks what every adapter must hold whatever its format, with
+// mutations of the valid payloads and whole streams:
+//
+//   - a string grown to just under the adapter's input limit gives
+//     envelopes the event store can hold, each holding the text once
+//     (CheckStorable);
+//   - an id-like member of 300 or 5000 bytes is refused with
+//     INVALID_FIELD or still gives valid envelopes;
+//   - indenting an input, or one with a duplicate key at any depth,
+//     changes nothing: accepted or refused with the same code;
+//   - Secret planted under credential names (authorization, x-api-key,
+//     cookie, token, …) in any object never reaches an envelope;
+//   - a Detector recognises everything Inbound accepts;
+//   - every task ends at most once over a whole stream (CheckTerminal).
+//
+// A translator runs it next to Run:
+//
+//	func TestRules(t *testing.T) {
+//		adaptertest.RunRules(t, myadapter.New(nil), &adaptertest.RulesOptions{
+//			Valid:    loadFixtures(t, "testdata/*.json"),
+//			Streams:  []adaptertest.Stream{{Name: "a run", Inputs: frames}},
+//			MaxBytes: myadapter.DefaultMaxBytes,
+//		})
+//	}
+//
 // # Fuzzing
 //
 // CheckInbound, CheckOutbound and CheckFixpoint are the per-input checks

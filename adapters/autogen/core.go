@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -79,6 +80,10 @@ func (t *translation) worker(ctx context.Context, ms []rawjson.Member, path stri
 }
 
 // ceString reads attributes.<name>.ce_string.
+// maxAttr bounds a CloudEvent attribute the adapter keeps (types, keys,
+// a schema name): names and ids, not text.
+const maxAttr = 256
+
 func ceString(attrs []rawjson.Member, name string) string {
 	v := member(attrs, name)
 	if v == nil {
@@ -116,6 +121,11 @@ func (t *translation) cloudEvent(ctx context.Context, v jsontext.Value, path str
 		}
 	}
 	schema := ceString(attrs, "dataschema")
+	for _, a := range []string{"dataschema", "agagentsendertype", "agagentsenderkey", "agmsgkind", "datacontenttype"} {
+		if len(ceString(attrs, a)) > maxAttr {
+			return inErr(protocol.CodeInvalidField, path+"/attributes/"+a, a+" is over "+strconv.Itoa(maxAttr)+" bytes", nil)
+		}
+	}
 	core := map[string]any{
 		"kind": "publish", "id": id, "topic_type": topicType, "topic_source": topicSource, "dataschema": schema,
 		"sender_type": ceString(attrs, "agagentsendertype"), "sender_key": ceString(attrs, "agagentsenderkey"),
@@ -218,7 +228,7 @@ func (t *translation) coreEnd(ctx context.Context, ev *item, errV jsontext.Value
 		ems, _ := rawjson.Members(errV)
 		et, _ := rawjson.Str(member(ems, "error_type"))
 		msg, _ := rawjson.Str(member(ems, "error_message"))
-		ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Message: msg, Retryable: true, Details: map[string]any{"error_type": et, "autogen": rawjson.ToAny(errV)}}
+		ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Message: msg, Retryable: true, Details: map[string]any{"error_type": et, "autogen": rawjson.ToAny(rawjson.Object(without(ems, "error_message")))}}
 		m.Type = protocol.TypeTaskError
 		var err error
 		if m.Payload, err = rawjson.FromAny(ep); err != nil {
@@ -244,7 +254,7 @@ func (t *translation) rpc(ctx context.Context, v jsontext.Value, path, kind stri
 	if err != nil {
 		return err
 	}
-	reqID, err := str(ms, "request_id", path, false, false)
+	reqID, err := str(ms, "request_id", path, false, true)
 	if err != nil {
 		return err
 	}
@@ -280,7 +290,9 @@ func (t *translation) rpc(ctx context.Context, v jsontext.Value, path, kind stri
 	if kind == kindRPCResponse {
 		if e, _ := str(ms, "error", path, false, false); e != "" {
 			m := t.base(it, protocol.TypeTaskError, 0, 1)
-			ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Message: e, Retryable: true, Details: map[string]any{"autogen": rawjson.ToAny(v)}}
+			// The text is the message; details.autogen is the rest of the
+			// response (Outbound puts error back).
+			ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Message: e, Retryable: true, Details: map[string]any{"autogen": rawjson.ToAny(rawjson.Object(without(ms, "error")))}}
 			if m.Payload, err = rawjson.FromAny(ep); err != nil {
 				return inErr(protocol.CodeInternal, path, "encoding the error", err)
 			}

@@ -12,7 +12,8 @@
 //
 //	AutoGen                          envelope                    payload
 //	TextMessage, MultiModalMessage,  task.request when it is the {"text": content} (MultiModal: text = the
-//	StructuredMessage[<M>]           run's first chat message,   strings joined by "\n", parts = content with
+//	StructuredMessage[<M>]           run's first chat message,   strings joined by "\n" when at most 64 KiB,
+//	                                                             parts = content with
 //	                                 else chat.message           each image {"attachment": i}; images are inline
 //	                                                             attachments with a data: URL and the sniffed
 //	                                                             media type); Structured: {"content": {...},
@@ -22,10 +23,12 @@
 //	                                 agent (to = [target])       meta.handoff_target
 //	StopMessage                      chat.system                 {"text"}
 //	ToolCallRequestEvent             tool.call per FunctionCall  {"name", "call_id", "arguments" (as sent),
-//	                                                             "args" (arguments parsed, when JSON)}
+//	                                                             "args" (arguments parsed, when JSON of at
+//	                                                             most 64 KiB)}
 //	ToolCallExecutionEvent           tool.result per result;     the FunctionExecutionResult as sent; an error:
 //	                                 tool.error when is_error    §5.4 {code TOOL_FAILED, message: content,
-//	                                                             details {autogen: the result, name, call_id}}
+//	                                                             details {autogen: the result but its content,
+//	                                                             name, call_id}}
 //	ModelClientStreamingChunkEvent   task.progress, meta.partial {"text", "full_message_id"?}
 //	ThoughtEvent                     task.progress, meta.thought {"text"}
 //	UserInputRequestedEvent          task.progress,              {"text", "request_id"}
@@ -76,6 +79,18 @@
 // its JSON) from the sender's name. Messages that came in a worker
 // message's CloudEvent, and other envelopes, have no AutoGen form
 // (UNSUPPORTED_TASK, ErrNotMappable).
+//
+// Text is in one place of an envelope: an error's text is its message
+// (details.autogen keeps the rest of what AutoGen sent: a tool result
+// without content, an RpcResponse without error, a termination error
+// without error_message; Outbound puts it back), and meta.stop_reason
+// repeats a stop reason of at most 256 bytes only. An envelope that would
+// still be over the event store's limit has its longest strings cut, each
+// ending in "… [truncated, <size> bytes]" and listed in meta.truncated;
+// the translator has no artifact store at hand. Credentials are never
+// stored: the value of a member named as one (authorization, cookie,
+// x-api-key, api_key, token, secret, password, …) and any "Bearer …" or
+// "Basic …" value becomes "[redacted]", in the payload and in meta.
 //
 // What is lost, and where it is kept:
 //   - Inbound loses nothing: members without a place in the envelope are
@@ -160,8 +175,10 @@
 // or content, a handoff without target, or input of no known shape
 // (ErrNotAutoGen); WRONG_TYPE for a member of the wrong JSON type (null id,
 // source or created_at included); INVALID_FIELD for a created_at that is not
-// RFC 3339, an image that is not base64, an empty call list, an id over
-// 128 bytes. Outbound of an envelope without an AutoGen form:
+// RFC 3339, an image that is not base64, an empty call list, an id
+// (request_id and full_message_id included) over 128 bytes, a CloudEvent
+// attribute over 256 bytes; TOO_LARGE for a message that cannot fit the
+// event store even with its text cut. Outbound of an envelope without an AutoGen form:
 // UNSUPPORTED_TASK (ErrNotMappable).
 //
 // # Caveats

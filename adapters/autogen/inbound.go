@@ -13,7 +13,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -491,9 +493,14 @@ func multiModal(it *item) ([]byte, []protocol.Attachment, error) {
 			return nil, nil, inErr(protocol.CodeWrongType, pp, "want a string or an image, got "+rawjson.KindName(p), nil)
 		}
 	}
-	text, _ := rawjson.FromAny(strings.Join(texts, "\n"))
 	partsRaw, _ := rawjson.FromAny(out)
-	ms := []rawjson.Member{rawjson.Field("text", text), rawjson.Field("parts", partsRaw)}
+	ms := []rawjson.Member{rawjson.Field("parts", partsRaw)}
+	if joined := strings.Join(texts, "\n"); len(joined) <= maxJoinedText {
+		// The text parts joined, for readers of text; bigger text is
+		// kept once, in parts.
+		text, _ := rawjson.FromAny(joined)
+		ms = append([]rawjson.Member{rawjson.Field("text", text)}, ms...)
+	}
 	return rawjson.Object(append(ms, it.rest...)), atts, nil
 }
 
@@ -502,6 +509,9 @@ func (t *translation) progress(ctx context.Context, it *item) error {
 	m.Payload = textPayload(it)
 	for _, r := range it.rest {
 		s, ok := rawjson.Str(r.Value)
+		if ok && (r.Name == "full_message_id" || r.Name == "request_id") && len(s) > protocol.MaxIDLength/2 {
+			return inErr(protocol.CodeInvalidField, it.path+"/"+r.Name, r.Name+" is over "+strconv.Itoa(protocol.MaxIDLength/2)+" bytes", nil)
+		}
 		switch {
 		case r.Name == "full_message_id" && ok:
 			m.Meta[MetaFullID] = s
@@ -571,6 +581,25 @@ func str(ms []rawjson.Member, name, path string, required, id bool) (string, err
 	return "", nil
 }
 
+// maxJoinedText bounds the joined text a multimodal message's payload
+// also carries.
+const maxJoinedText = 64 << 10
+
+// maxParsedArgs bounds the arguments a tool.call also carries parsed
+// (args): bigger ones are kept once, as sent.
+const maxParsedArgs = 64 << 10
+
+// without returns ms less the member name.
+func without(ms []rawjson.Member, name string) []rawjson.Member {
+	out := make([]rawjson.Member, 0, len(ms))
+	for _, mb := range ms {
+		if mb.Name != name {
+			out = append(out, mb)
+		}
+	}
+	return out
+}
+
 // toolCalls maps ToolCallRequestEvent: one tool.call per FunctionCall,
 // payload {name, call_id, arguments, args}, args being arguments parsed
 // when they are JSON.
@@ -599,7 +628,7 @@ func (t *translation) toolCalls(ctx context.Context, it *item) error {
 			}
 			ms = append(ms, mb)
 		}
-		if args != "" {
+		if args != "" && len(args) <= maxParsedArgs {
 			var parsed jsontext.Value
 			if adapters.DecodeJSON(Name, []byte(args), &parsed) == nil {
 				ms = append(ms, rawjson.Field("args", rawjson.Compact(parsed)))
@@ -652,7 +681,9 @@ func (t *translation) toolResults(ctx context.Context, it *item) error {
 		if isErr {
 			m.Type = protocol.TypeToolError
 			name, _ := str(r, "name", p, false, false)
-			ep := protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: content, Details: map[string]any{"autogen": rawjson.ToAny(obj), "call_id": id}}
+			// The text is the message; details.autogen is the rest of
+			// the result (Outbound puts content back).
+			ep := protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: content, Details: map[string]any{"autogen": rawjson.ToAny(rawjson.Object(without(r, "content"))), "call_id": id}}
 			if name != "" {
 				ep.Details["name"] = name
 			}
@@ -720,8 +751,15 @@ func extType(kind string) protocol.Type {
 	return protocol.Type(b.String())
 }
 
-// emit validates m, remembers where its AutoGen message landed and adds it.
+// emit redacts credentials in m, bounds its text to what the store
+// holds, validates it and adds it.
 func (t *translation) emit(ctx context.Context, it *item, m *protocol.Message) error {
+	if err := redact.Message(m); err != nil {
+		return inErr(protocol.CodeOf(err), it.path, "payload", err)
+	}
+	if err := bound.Fit(m, 0); err != nil {
+		return inErr(protocol.CodeTooLarge, it.path, "the message does not fit in one envelope", err)
+	}
 	if err := m.Validate(); err != nil {
 		return inErr(protocol.CodeOf(err), it.path, "translated message is invalid", err)
 	}

@@ -73,6 +73,7 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 			if v = detail(pm, "autogen"); v == nil {
 				return nil, outErr(protocol.CodeMissingField, "/payload/details/autogen", "no AutoGen response kept", nil)
 			}
+			v = withText(v, "error", pm)
 		}
 		name := "request"
 		if kind == kindRPCResponse {
@@ -83,6 +84,10 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 		stop := jsontext.Value("null")
 		if s, ok := m.Meta[MetaStopReason].(string); ok {
 			stop, _ = rawjson.FromAny(s)
+		} else if v := member(pm, "stop_reason"); v != nil {
+			stop = v // too long for meta
+		} else if v := member(pm, "message"); v != nil && m.Type != protocol.TypeTaskResult {
+			stop = v
 		}
 		out := []rawjson.Member{rawjson.Field("messages", jsontext.Value("[]")), rawjson.Field("stop_reason", stop)}
 		if x, ok := m.Meta[MetaExtra]; ok {
@@ -119,6 +124,7 @@ func (a *Adapter) outbound(m *protocol.Message) ([]byte, error) {
 			if res = detail(pm, "autogen"); res == nil {
 				return nil, outErr(protocol.CodeMissingField, "/payload/details/autogen", "no AutoGen result kept", nil)
 			}
+			res = withText(res, "content", pm)
 		}
 		body = []rawjson.Member{rawjson.Field("content", list(res))}
 		if body, err = withExtra(m, body); err != nil {
@@ -201,6 +207,18 @@ func list(v jsontext.Value) jsontext.Value {
 }
 
 // detail returns payload.details.<name> of an error payload.
+// withText returns the AutoGen object v with its member name set to the
+// error payload's message, when v lacks it: inbound keeps an error's text
+// once, as the message.
+func withText(v jsontext.Value, name string, pm []rawjson.Member) jsontext.Value {
+	vm, err := rawjson.Members(v)
+	msg := member(pm, "message")
+	if err != nil || msg == nil || member(vm, name) != nil {
+		return v
+	}
+	return rawjson.Object(append(vm, rawjson.Field(name, msg)))
+}
+
 func detail(pm []rawjson.Member, name string) jsontext.Value {
 	d := member(pm, "details")
 	if rawjson.Kind(d) != '{' {

@@ -59,13 +59,13 @@ func (t *translation) taskResult(ctx context.Context, ms []rawjson.Member, path 
 	m := t.base(it, protocol.TypeTaskResult, 0, 1)
 	delete(m.Meta, MetaID)
 	m.IdempotencyKey = "autogen:task_result"
-	if hasReason {
-		m.Meta[MetaStopReason] = reason
+	if hasReason && len(reason) <= maxMetaReason {
+		m.Meta[MetaStopReason] = reason // a longer one is in the payload only
 	}
 	if len(extra) > 0 {
 		m.Meta[MetaExtra] = rawjson.ToAny(rawjson.Object(extra))
 	}
-	ep := protocol.ErrorPayload{Message: reason, Details: map[string]any{"stop_reason": reason}}
+	ep := protocol.ErrorPayload{Message: reason} // the stop reason
 	switch {
 	case strings.HasPrefix(reason, stopHandoffPrefix):
 		m.Type, ep.Code = protocol.TypeTaskError, protocol.CodeInputRequired
@@ -86,6 +86,9 @@ func (t *translation) taskResult(ctx context.Context, ms []rawjson.Member, path 
 	}
 	return t.emit(ctx, it, m)
 }
+
+// maxMetaReason bounds the stop reason meta.stop_reason repeats.
+const maxMetaReason = 256
 
 func nullOr(v jsontext.Value) jsontext.Value {
 	if v == nil {

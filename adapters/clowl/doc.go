@@ -207,6 +207,16 @@
 //
 // # Caveats
 //
+// Credentials in a body are not stored: the value of a member of body.d
+// named as one (authorization, cookie, x-api-key, token, secret,
+// password, …) and any "Bearer …" or "Basic …" value becomes
+// "[redacted]", and so does the original of such an unknown member in
+// meta.coercions. A message whose envelope would be over the event
+// store's limit has its longest strings cut, each ending in "… [truncated,
+// <size> bytes]" and listed in meta.truncated. Each message is translated
+// on its own: replies that end one task in several ways (DONE, then ERR)
+// give one terminal envelope each.
+//
 // CLowl links messages by pid only, so the adapter keeps an
 // adapters.Index of where each translated mid landed (its Kind is the
 // body.t): without it a DLGT whose pid is a DONE, or an INF answering a

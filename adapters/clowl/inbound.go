@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -74,6 +76,9 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 		l := make([]any, len(cs))
 		for i, c := range cs {
 			l[i] = map[string]any{"field": c.Field, "original": metaValue(c.Original), "coerced": metaValue(c.Coerced), "reason": c.Reason}
+			if redact.Key(c.Field[strings.LastIndexByte(c.Field, '.')+1:]) {
+				l[i].(map[string]any)["original"] = redact.Redacted // an ignored credential is not stored
+			}
 		}
 		meta[MetaCoercions] = l
 	}
@@ -127,6 +132,14 @@ func (a *Adapter) toEnvelope(ctx context.Context, cm *Message, cs []Coercion) (*
 			auth.Sig = ""
 		}
 		m.Security = &protocol.Security{Auth: auth}
+	}
+	// Credentials in the body are not stored, and the envelope fits the
+	// event store (package doc, Caveats).
+	if err := redact.Message(m); err != nil {
+		return nil, inErr(protocol.CodeOf(err), "/body/d", "payload", err)
+	}
+	if err := bound.Fit(m, 0); err != nil {
+		return nil, inErr(protocol.CodeTooLarge, "", "the message does not fit in one envelope", err)
 	}
 	if err := m.Validate(); err != nil {
 		// Every field above is derived so that this cannot happen; a

@@ -21,6 +21,7 @@ const (
 	KindTraceStarted    = "trace_batch_started"  // POST /tracing/batches
 	KindTraceFinalized  = "trace_batch_finalized"
 	KindStreamChunk     = "stream_chunk" // a StreamChunk of Crew(stream=True)
+	KindError           = "amp_error"    // AMP's {error, message} answer about a kickoff
 )
 
 // CallerAgent is the sender of translated kickoff and resume requests:
@@ -92,6 +93,43 @@ func (a *Adapter) kickoffResponse(ctx context.Context, _ []byte, top map[string]
 	delete(top, "kickoff_id")
 	b := a.newBody(ctx, kid, KindKickoffAccepted, kid+"/accepted", top)
 	return b.emit(protocol.TypeTaskAccept, rootTask(kid), "", protocol.Participant{AgentID: crewAgent(""), Role: "crew"}, nil, nil)
+}
+
+// ampError reads AMP's error answer {error, message} to a call about a
+// kickoff (a status poll answered 404: "Execution not found"), with the
+// kickoff_id the host adds: the execution cannot go on, so it is the
+// task.error of the run's root task — NOT_FOUND when the text says "not
+// found", else as ErrorCode reads it.
+func (a *Adapter) ampError(ctx context.Context, raw []byte, top map[string]jsonValue) ([]*protocol.Message, error) {
+	kid, err := reqID(top, "kickoff_id", "")
+	if err != nil {
+		return nil, err
+	}
+	title, err := optStr(top, "error", "")
+	if err != nil {
+		return nil, err
+	}
+	text, err := optStr(top, "message", "")
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"kickoff_id", "error", "message"} {
+		delete(top, k)
+	}
+	msg := title
+	if text != "" {
+		msg = strings.TrimPrefix(title+": "+text, ": ")
+	}
+	if msg == "" {
+		msg = "AMP refused the call"
+	}
+	code := ErrorCode(msg, protocol.CodeToolFailed)
+	if strings.Contains(strings.ToLower(title+" "+text), "not found") && code == protocol.CodeToolFailed {
+		code = protocol.CodeNotFound
+	}
+	b := a.newBody(ctx, kid, KindError, derivedID("crewai-error-", raw), top)
+	crew := protocol.Participant{AgentID: crewAgent(""), Role: "crew"}
+	return b.emit(protocol.TypeTaskError, rootTask(kid), "", crew, nil, &protocol.ErrorPayload{Code: code, Message: msg, Retryable: code.Retryable(), Details: map[string]any{"kickoff_id": kid}})
 }
 
 // statusBody reads a status answer (running, completed, error, or a state

@@ -8,7 +8,9 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -31,7 +33,8 @@ type conv struct {
 	fcalls map[string]call
 	out    []*protocol.Message
 
-	hadOpen bool // the Index held an open state for the run
+	hadOpen bool            // the Index held an open state for the run
+	ended   map[string]bool // tasks that ended (true: in this batch, to remember)
 }
 
 type taskLink struct{ task, parent string }
@@ -62,7 +65,7 @@ type openState struct {
 
 func (a *Adapter) newConv(ctx context.Context, exec string) *conv {
 	c := &conv{a: a, ctx: ctx, exec: exec, run: runID(exec), thread: threadID(exec), root: rootTask(exec),
-		crew: crewAgent(""), tasks: map[string]taskLink{}, fresh: map[string]taskLink{}, fcalls: map[string]call{}}
+		crew: crewAgent(""), tasks: map[string]taskLink{}, fresh: map[string]taskLink{}, fcalls: map[string]call{}, ended: map[string]bool{}}
 	if l, ok := a.links.Lookup(ctx, keyOpen+exec); ok && l.Kind != "" {
 		var st openState
 		if json.Unmarshal([]byte(l.Kind), &st) == nil {
@@ -85,9 +88,28 @@ func (c *conv) remember() {
 	for id, l := range c.fresh {
 		c.a.links.Remember(c.ctx, &protocol.Message{ID: keyTask + id, RunID: c.run, ThreadID: c.thread, TaskID: l.task}, l.parent)
 	}
+	for task, fresh := range c.ended {
+		if fresh {
+			c.a.links.Remember(c.ctx, &protocol.Message{ID: keyEnd + task, RunID: c.run, ThreadID: c.thread, TaskID: task}, "ended")
+		}
+	}
 	for id, k := range c.fcalls {
 		c.a.links.Remember(c.ctx, &protocol.Message{ID: keyCall + id, RunID: c.run, ThreadID: c.thread, TaskID: k.Task}, k.Name)
 	}
+}
+
+// end records that task ends now; it reports false when the task has
+// ended already, in this batch or an earlier one of the run (the Index).
+func (c *conv) end(task string) bool {
+	if _, done := c.ended[task]; done {
+		return false
+	}
+	if l, ok := c.a.links.Lookup(c.ctx, keyEnd+task); ok && l.RunID == c.run {
+		c.ended[task] = false
+		return false
+	}
+	c.ended[task] = true
+	return true
 }
 
 // current is the task an event without a crewAI task id belongs to.
@@ -171,6 +193,20 @@ func (c *conv) emit(e *event, suffix string, typ protocol.Type, task, parent str
 	if err := setPayload(m, payload); err != nil {
 		return err
 	}
+	if typ.Terminal() && !c.end(task) {
+		// The task has ended already (a repeated end, or one that came in
+		// another order): one terminal event a task, this is progress.
+		m.Type = protocol.TypeTaskProgress
+		if err := setPayload(m, map[string]any{"event": e.typ, "ended": true, "data": json.RawMessage(m.Payload)}); err != nil {
+			return err
+		}
+	}
+	if err := redact.Message(m); err != nil {
+		return inErr(protocol.CodeOf(err), e.path, "payload", err)
+	}
+	if err := bound.Fit(m, 0); err != nil {
+		return inErr(protocol.CodeTooLarge, e.path, "the event does not fit in one envelope", err)
+	}
 	if err := m.Validate(); err != nil {
 		return inErr(protocol.CodeOf(err), e.path, "the translated envelope is not valid: "+err.Error(), err)
 	}
@@ -186,6 +222,9 @@ func setPayload(m *protocol.Message, payload any) error {
 		b = []byte("null")
 	case jsonValue:
 		b = rawjson.Compact(p)
+		if len(b) == 0 {
+			b = []byte("null") // an absent member
+		}
 	case map[string]jsonValue:
 		b, err = jsonv2.Marshal(p, jsonv2.Deterministic(true))
 	default:
@@ -269,9 +308,10 @@ func (c *conv) event(e *event) error {
 	typ := e.typ
 	switch {
 	case typ == "crew_kickoff_started" || typ == "flow_started":
-		payload := take(d, "inputs")
-		if typ == "flow_started" && !has(e.data, "inputs") {
-			payload = nil
+		var payload any // no inputs: null
+		if v, ok := d["inputs"]; ok {
+			payload = v
+			delete(d, "inputs")
 		}
 		return c.emit(e, "", protocol.TypeTaskRequest, c.root, "", crew, nil, payload, leftovers(d, e, meta))
 
@@ -307,6 +347,7 @@ func (c *conv) event(e *event) error {
 		}
 		if taskName != "" {
 			payload["name"] = jsontextString(taskName)
+			delete(meta, MetaTaskName) // once, in the payload
 		}
 		var to []protocol.Participant
 		if role != "" {
@@ -329,6 +370,10 @@ func (c *conv) event(e *event) error {
 			}
 		}
 		delete(d, "task_description")
+		if task == c.root {
+			// As task_failed: the crew ends with crew_kickoff_completed.
+			return c.emit(e, "", protocol.TypeTaskProgress, task, parent, agent, nil, map[string]any{"event": typ, "output": payload}, leftovers(d, e, meta))
+		}
 		return c.emit(e, "", protocol.TypeTaskResult, task, parent, agent, nil, payload, leftovers(d, e, meta))
 
 	case typ == "task_failed":
@@ -336,7 +381,13 @@ func (c *conv) event(e *event) error {
 		if task == c.cur {
 			c.cur = ""
 		}
-		return c.emit(e, "", protocol.TypeTaskError, task, parent, agent, nil, failure(d, e, protocol.CodeToolFailed), leftovers(d, e, meta))
+		ep := failure(d, e, protocol.CodeToolFailed)
+		if task == c.root {
+			// No crewAI task to end (old traces name none): the crew's own
+			// end is crew_kickoff_failed; this is its progress.
+			return c.emit(e, "", protocol.TypeTaskProgress, task, parent, agent, nil, map[string]any{"event": typ, "error": ep}, leftovers(d, e, meta))
+		}
+		return c.emit(e, "", protocol.TypeTaskError, task, parent, agent, nil, ep, leftovers(d, e, meta))
 
 	case typ == "agent_execution_started" || typ == "lite_agent_execution_started":
 		task, parent := c.taskOf(crewTask)
@@ -463,10 +514,26 @@ func ErrorCode(msg string, def protocol.Code) protocol.Code {
 		return protocol.CodeRateLimited
 	case strings.Contains(l, "api key") || strings.Contains(l, "authenticat") || strings.Contains(l, "unauthorized") || strings.Contains(l, "401"):
 		return protocol.CodeUnauthorized
-	case strings.Contains(l, "not found") && strings.Contains(l, "tool"):
+	case toolNotFound(l):
 		return protocol.CodeToolNotFound
 	}
 	return def
+}
+
+// toolNotFound reports whether a lower-case error text says that a tool
+// was not found: "not found" with "tool" shortly before it in the same
+// sentence, and no coworker or agent (a coworker not found is the
+// delegation tool failing on its argument, not a missing tool).
+func toolNotFound(l string) bool {
+	i := strings.Index(l, "not found")
+	if i < 0 {
+		return false
+	}
+	before := l[max(0, i-60):i]
+	if j := strings.LastIndexAny(before, ".\n"); j >= 0 {
+		before = before[j+1:]
+	}
+	return strings.Contains(before, "tool") && !strings.Contains(before, "coworker") && !strings.Contains(before, "agent")
 }
 
 // toolArgs reads tool_args: a JSON string holding an object (as

@@ -119,6 +119,7 @@ var detectKeys = [][]byte{
 	[]byte(`"event_data"`), []byte(`"execution_id"`), []byte(`"kickoff_id"`),
 	[]byte(`"chunk_type"`), []byte(`"final_event_count"`), []byte(`"execution_type"`),
 	[]byte(`"crewWebhookUrl"`), []byte(`"taskWebhookUrl"`), []byte(`"human_feedback"`), []byte(`"inputs"`),
+	[]byte(`"event_id"`), []byte(`"is_approve"`), []byte(`"emission_sequence"`),
 }
 
 // CanHandle reports whether Outbound can translate m: a task.request that

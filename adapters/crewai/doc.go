@@ -10,16 +10,20 @@
 // Inbound (crewAI → envelope), per crewAI event type:
 //
 //	crewAI event (type)                  envelope                        task; notes
-//	crew_kickoff_started, flow_started   task.request                    the run's root task; payload = inputs
+//	crew_kickoff_started, flow_started   task.request                    the run's root task; payload = inputs (null
+//	                                                                     when absent or null)
 //	crew_kickoff_completed, flow_finished task.result                    root; payload = output.raw (else output / result);
 //	                                                                     output's other members meta.crewai_output,
 //	                                                                     total_tokens meta.usage
 //	crew_kickoff_failed, flow_failed     task.error                      root; the error table below
 //	task_started                         task.request                    "task:<task_id>", parent the root; to = the agent
 //	                                                                     of agent_role; payload {description,
-//	                                                                     expected_output, context, name}
+//	                                                                     expected_output, context, name} (the name
+//	                                                                     only there, not in meta)
 //	task_completed                       task.result                     that task; payload = output_raw
 //	task_failed                          task.error                      that task
+//	task_completed / task_failed naming  task.progress                   root; {event, output | error}: the crew's own
+//	  no task, none running                                              end is crew_kickoff_completed / _failed
 //	agent_execution_started (lite_…)     task.accept                     the running task; from = the agent
 //	agent_execution_completed / _error   task.progress                   {event, data} (task_completed / _failed end it)
 //	tool_usage_started                   tool.call                       {tool: "crewai[:<tool_class>]", name, args,
@@ -64,6 +68,9 @@
 //	                                              run is kickoff_id (the host adds it), else derived from the
 //	                                              body (meta.id_derived)
 //	{kickoff_id}                                  task.accept of the run's root task
+//	{error, message} + kickoff_id (AMP's error    task.error of the run's root task: NOT_FOUND when the text says
+//	  answer, e.g. a status poll's 404)           "not found", else as ErrorCode reads it (meta.crewai_type
+//	                                              amp_error)
 //	GET /status {status, …} + kickoff_id          running (and any other state): task.progress {status,
 //	                                              current_task, progress}; completed: task.result (result.output;
 //	                                              tasks meta.crewai_tasks); error: task.error
@@ -87,6 +94,23 @@
 // The Index (Options.Index) remembers where each crewAI task id and tool
 // call landed and what a run has open (the running task, unanswered tool
 // calls and delegations), so a later batch of the run finds its task.
+//
+// One end a task. Every task gets at most one terminal event, in any
+// trace order and across batches of the run (the Index remembers which
+// tasks ended): a second end of a task (a repeated task_completed, an end
+// after the crew's) becomes task.progress {event, ended: true, data}.
+//
+// Size and credentials. An event of any size up to Options.MaxBytes gives
+// envelopes the event store can hold: text is in one place of an envelope,
+// and when an envelope would still be over the store's limit its longest
+// strings are cut to one length, each ending in "… [truncated, <size>
+// bytes]", and listed in meta.truncated ({path, bytes}); an event whose
+// size is not text is refused with TOO_LARGE. The translator has no
+// artifact store at hand, so it cuts rather than stores aside. Credentials
+// are never stored: the value of any member named as one (authorization,
+// cookie, x-api-key, token — the kickoff's webhooks.authentication.token
+// —, secret, password, …) and any "Bearer …" or "Basic …" value becomes
+// "[redacted]", in the payload and in meta.
 //
 // Outbound (envelope → crewAI): a task.request becomes the body of POST
 // /kickoff ({inputs: KickoffInputs, meta: meta.crewai_meta}) or, for a
@@ -157,7 +181,11 @@
 // crewAI failures carry only text; ErrorCode maps it to the error table of
 // docs/protocol.md §5.4: a timeout → TIMEOUT, a rate limit → RATE_LIMITED,
 // an API key or authentication failure → UNAUTHORIZED, a tool not found →
-// TOOL_NOT_FOUND, anything else TOOL_FAILED (not retryable).
+// TOOL_NOT_FOUND, anything else TOOL_FAILED (not retryable). Only a text
+// whose "not found" has a tool as its subject is TOOL_NOT_FOUND: "coworker
+// mentioned not found" is the delegation tool failing on its argument, so
+// a tool_usage_error saying it stays TOOL_FAILED, as the table maps
+// tool_usage_error; tool_selection_error is TOOL_NOT_FOUND whatever it says.
 //
 // The bridge's calls fail as wire errors: the egress policy refuses →
 // POLICY_DENIED; HTTP 400 → INVALID_FIELD, 422 (missing inputs) →
@@ -190,7 +218,8 @@
 // events; those join the running task. Stream chunks carry no id: each gets
 // a new one, in the run their task id landed in ("run:crewai-stream" when
 // unknown). An Index over the event store that does not keep Remember's
-// links loses what a run had open between batches: its events still land
-// in the run through their task ids, but a delegation split across batches
-// is not paired.
+// links loses what a run had open between batches and which tasks ended:
+// its events still land in the run through their task ids, but a
+// delegation split across batches is not paired, and a task ended in an
+// earlier batch can end again.
 package crewai

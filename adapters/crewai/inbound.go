@@ -12,7 +12,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -33,6 +35,7 @@ const (
 	keyTask = "crewai-task:"
 	keyCall = "crewai-call:"
 	keyOpen = "crewai-open:" // a run's open state (openState as JSON in Kind)
+	keyEnd  = "crewai-end:"  // a Clutch task that has had its terminal event
 )
 
 // Tools crewAI gives agents for delegation (tools/agent_tools).
@@ -121,6 +124,10 @@ func (a *Adapter) inbound(ctx context.Context, raw []byte, top map[string]jsonVa
 	switch {
 	case has(top, "events"):
 		return a.batch(ctx, top)
+	case has(top, "type") && has(top, "event_id"):
+		// One event's to_json(), whatever members it has (flow_started
+		// has inputs, as a kickoff body does).
+		return a.events(ctx, "", []map[string]jsonValue{top}, "", nil)
 	case has(top, "chunk_type"):
 		return a.chunk(ctx, raw, top)
 	case has(top, "final_event_count"), has(top, "execution_type"):
@@ -131,6 +138,8 @@ func (a *Adapter) inbound(ctx context.Context, raw []byte, top map[string]jsonVa
 		return a.kickoffRequest(ctx, raw, top)
 	case has(top, "status"):
 		return a.statusBody(ctx, raw, top)
+	case has(top, "kickoff_id") && has(top, "error"):
+		return a.ampError(ctx, raw, top)
 	case has(top, "kickoff_id"):
 		return a.kickoffResponse(ctx, raw, top)
 	case has(top, "type") && (has(top, "event_id") || has(top, "timestamp")):
@@ -221,7 +230,10 @@ func (a *Adapter) events(ctx context.Context, trace string, items []map[string]j
 		out = c.out
 	}
 	if batchMeta != nil && len(out) > 0 {
-		out[0].Meta["crewai_batch"] = batchMeta
+		out[0].Meta["crewai_batch"] = redact.Any(batchMeta)
+		if err := bound.Fit(out[0], 0); err != nil {
+			return nil, inErr(protocol.CodeTooLarge, base, "the batch's members do not fit in its first envelope", err)
+		}
 	}
 	for _, c := range order {
 		c.remember()

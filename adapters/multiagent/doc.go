@@ -183,6 +183,13 @@
 //
 // # Caveats
 //
+// Credentials in an envelope are not stored: the value of a member named
+// as one (authorization, cookie, x-api-key, token, secret, password, …)
+// and any "Bearer …" or "Basic …" value becomes "[redacted]", in the
+// payload and in meta. A message whose envelope would be over the event
+// store's limit has its longest strings cut, each ending in "… [truncated,
+// <size> bytes]" and listed in meta.truncated.
+//
 // multiagent-1.0 has no JSON Schema and no message ids: the adapter takes
 // the TypeScript types of docs/protocol.md §12 as the schema and refuses
 // what breaks them, but accepts any intent and content type. Lineage

@@ -13,6 +13,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -118,6 +120,11 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		if m.Payload, err = w.handshakePayload(m.Type, m.From.AgentID, payload); err != nil {
 			return nil, err
 		}
+		if ag, ok := meta[MetaAgent].(map[string]any); ok && m.Type == protocol.TypeAgentRegister {
+			if s, _ := ag["name"].(string); len(s) > maxMetaName {
+				delete(ag, "name") // the card's display name holds it: big text once
+			}
+		}
 	case w.contentType == ContentError:
 		m.Type = protocol.TypeTaskError
 		if w.intent == ToolCall {
@@ -149,6 +156,14 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		out = append(out, proposed(m, i, act))
 	}
 	for i, x := range out {
+		// Credentials are not stored, and each envelope fits the event
+		// store (package doc, Caveats).
+		if err := redact.Message(x); err != nil {
+			return nil, inErr(protocol.CodeOf(err), "", "payload", err)
+		}
+		if err := bound.Fit(x, 0); err != nil {
+			return nil, inErr(protocol.CodeTooLarge, "", "translated message "+strconv.Itoa(i)+" does not fit in one envelope", err)
+		}
 		if err := x.Validate(); err != nil {
 			return nil, inErr(protocol.CodeOf(err), "", "translated message "+strconv.Itoa(i)+" is invalid", err)
 		}
@@ -236,6 +251,10 @@ func errorPayload(w *wire, body []byte) []byte {
 // detailBody is the details member of a task.error that keeps the
 // envelope's body.
 const detailBody = "multiagent"
+
+// maxMetaName bounds the agent name meta.agent repeats from a handshake's
+// AgentCard.
+const maxMetaName = 1024
 
 // handshakePayload builds the AgentCard of a handshake (agent.register) or
 // the heartbeat payload {"status": "ok", "multiagent": body}.

@@ -49,12 +49,25 @@
 // item of a body is mapped before anything is handed on, so a body with one
 // bad item gives nothing. An id the mapping does not give is generated,
 // except the run of a delivery without a mapped run_id, which is derived from
-// the endpoint, the sender and the delivery's id. Every envelope carries
-// meta.src "webhook", meta.webhook_id and meta.webhook_endpoint (and
-// meta.webhook_event with TypeFrom, meta.webhook_index with Each).
+// the endpoint, the sender and the delivery's id (the webhook-id; for a
+// single event with a mapped IdempotencyKey, that key): every item of a
+// batch is in that one run, and in one thread unless thread_id is mapped.
+// Every envelope carries meta.src "webhook", meta.webhook_id and
+// meta.webhook_endpoint (and meta.webhook_event with TypeFrom,
+// meta.webhook_index with Each).
+//
+// Credentials and size. Nothing a sender echoes as a credential is stored:
+// in the payload and the copied meta, the value of any member named as one
+// (authorization, cookie, x-api-key, token, secret, password, …) and any
+// "Bearer …" or "Basic …" value becomes "[redacted]". Text is kept once: a
+// Mapping.Meta value over MaxMetaCopy bytes that lies inside the payload is
+// not copied (meta.webhook_in_payload names it), and an envelope that
+// would be over the event store's limit has its longest strings cut, each
+// ending in "… [truncated, <size> bytes]" and listed in meta.truncated.
 //
 // Translator is the same Mapping as an inbound-only adapters.Adapter, for
-// bodies that arrive some other way (no signature, no derived run).
+// bodies that arrive some other way (no signature): the items of one body
+// share one generated run and thread unless the mapping gives them.
 //
 // # Where envelopes go
 //

@@ -34,6 +34,9 @@ const (
 	// MetaIndex holds the position of the envelope's item in the
 	// Mapping.Each array.
 	MetaIndex = "webhook_index"
+	// MetaInPayload lists the Mapping.Meta keys not copied because their
+	// value is over MaxMetaCopy bytes and inside the payload already.
+	MetaInPayload = "webhook_in_payload"
 	// Source is the meta.src of inbound envelopes.
 	Source = "webhook"
 )
@@ -218,6 +221,12 @@ func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Re
 	msgs := make([]*protocol.Message, len(items))
 	for i, mp := range items {
 		m := h.envelope(caller, hdr.id, mp)
+		if i > 0 && mp.fields[fThreadID] == "" && items[0].fields[fThreadID] == "" && m.RunID == msgs[0].RunID {
+			m.ThreadID = msgs[0].ThreadID // one delivery, one run, one thread
+		}
+		if err := finish(m); err != nil {
+			return nil, inputError(protocol.CodeOf(err), itemPath(h.m, mp), "the mapped envelope does not fit the store", err)
+		}
 		if err := m.Validate(); err != nil {
 			path := ""
 			if mp.index >= 0 {
@@ -294,7 +303,15 @@ func (h *Handler) envelope(caller *auth.Caller, webhookID string, mp *mapped) *p
 	}
 	m.IdempotencyKey = scopedKey(h.endpoint, caller.AgentID, dedup)
 	if mp.fields[fRunID] == "" {
-		m.RunID = auth.ScopedRunID(caller, "webhook:"+h.endpoint, dedup)
+		// The delivery's run: of its webhook-id, every item of a batch in
+		// it; a single event with its own id (Mapping.IdempotencyKey) in
+		// the run of that id, so that the event redelivered under another
+		// webhook-id finds its first copy.
+		runKey := webhookID
+		if k := mp.fields[fIdempotencyKey]; k != "" && mp.index < 0 {
+			runKey = k
+		}
+		m.RunID = auth.ScopedRunID(caller, "webhook:"+h.endpoint, runKey)
 	}
 	m.Meta[MetaID] = webhookID
 	m.Meta[MetaEndpoint] = h.endpoint

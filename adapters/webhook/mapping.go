@@ -338,10 +338,27 @@ func (c *compiled) item(root jsontext.Value, base string) (*mapped, error) {
 			if out.meta == nil {
 				out.meta = make(map[string]any, len(c.meta))
 			}
+			if len(v) > MaxMetaCopy && within(mp.p, c.payload) {
+				// Big, and in the payload already: text is kept once.
+				in, _ := out.meta[MetaInPayload].([]any)
+				out.meta[MetaInPayload] = append(in, mp.key)
+				continue
+			}
 			out.meta[mp.key] = rawjson.ToAny(v)
 		}
 	}
 	return out, nil
+}
+
+// MaxMetaCopy is the largest value (in JSON bytes) Mapping.Meta copies
+// into meta from inside the payload: a bigger one stays in the payload
+// only (listed in meta.webhook_in_payload), so that one text is not stored
+// twice in an envelope.
+const MaxMetaCopy = 1024
+
+// within reports whether p points into the value at q (or at it).
+func within(p, q pointer) bool {
+	return len(p.tokens) >= len(q.tokens) && slices.Equal(p.tokens[:len(q.tokens)], q.tokens)
 }
 
 // str reads the string (or number, as written) at p.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
+	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -58,10 +60,23 @@ func (t *Translator) Inbound(_ context.Context, raw []byte) ([]*protocol.Message
 		return nil, inbound(inputError(protocol.CodeMissingField, t.m.each.text, "the mapped array is empty", nil))
 	}
 	out := make([]*protocol.Message, 0, len(items))
-	for _, mp := range items {
+	for i, mp := range items {
 		m := t.m.envelope(t.ids, t.from, mp)
 		if k := mp.fields[fIdempotencyKey]; k != "" {
 			m.IdempotencyKey = scopedKey("", t.from, k)
+		}
+		if i > 0 {
+			// One body is one run and thread, unless the mapping says
+			// otherwise.
+			if mp.fields[fRunID] == "" && items[0].fields[fRunID] == "" {
+				m.RunID = out[0].RunID
+			}
+			if mp.fields[fThreadID] == "" && items[0].fields[fThreadID] == "" {
+				m.ThreadID = out[0].ThreadID
+			}
+		}
+		if err := finish(m); err != nil {
+			return nil, inbound(inputError(protocol.CodeOf(err), itemPath(t.m, mp), "the mapped envelope does not fit the store", err))
 		}
 		if err := m.Validate(); err != nil {
 			path := ""
@@ -73,6 +88,23 @@ func (t *Translator) Inbound(_ context.Context, raw []byte) ([]*protocol.Message
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// finish keeps credentials out of m and bounds its text to what the event
+// store holds (the package doc, Credentials and size).
+func finish(m *protocol.Message) error {
+	if err := redact.Message(m); err != nil {
+		return err
+	}
+	return bound.Fit(m, 0)
+}
+
+// itemPath is the JSON pointer of a batch item, "" for a whole body.
+func itemPath(c *compiled, mp *mapped) string {
+	if mp.index < 0 {
+		return ""
+	}
+	return c.each.text + "/" + strconv.Itoa(mp.index)
 }
 
 // Outbound refuses: webhook receivers get the envelope itself.
