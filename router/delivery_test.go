@@ -336,7 +336,7 @@ func TestMaxInFlightBoundsGoroutines(t *testing.T) {
 func TestMaxInFlightOption(t *testing.T) {
 	e := newEnv(t, nil)
 	assert.Equal(t, DefaultMaxInFlight, e.r.opts.MaxInFlight)
-	e = newEnv(t, &Options{MaxInFlight: -1})
+	e = newEnv(t, &Options{MaxInFlight: NoLimit})
 	e.register(card("agent:a", skill("skill:r")), ok())
 	_, err := e.wait(e.submit(e.request("skill:r")))
 	assert.NoError(t, err)

@@ -205,7 +205,7 @@
 //
 // # Admission and shutdown
 //
-// Options.MaxInFlight (DefaultMaxInFlight, 10000, when 0; negative for no
+// Options.MaxInFlight (DefaultMaxInFlight, 10000, when 0; NoLimit for no
 // limit) bounds the tasks the router holds at once: running, queued for
 // an agent, waiting for a retry, subtasks included. Past it Submit,
 // Delegate and Retry fail at once with ErrCapacity (code CAPACITY,
@@ -260,15 +260,16 @@
 //
 // # Clock
 //
-// Clutch has one clock concept: a func() time.Time. The router's clock is
-// the one its id source reads (Options.IDs, made with
-// protocol.IDOptions.Clock): every id, every event's ts and every
-// timestamp the router compares comes from it, and the registry takes its
-// timestamps and heartbeat liveness from its own Options.IDs the same way.
-// A store's Options.Clock, when it has one, is the same kind of function.
-// Give the router and the registry the same IDs (and the store the same
-// function) and they agree on the time; routertest does this with one
-// routertest.Clock, whose Now is that function.
+// Clutch has one clock concept, a func() time.Time, and by default one
+// clock: the store's. A store's Options.Clock gives its events their
+// times; a registry opened without Options.IDs makes its ids on that clock
+// (store.ClockOf); and a router without Options.IDs takes the registry's
+// (registry.Registry.IDs). Every id, every event's ts, every timestamp the
+// router compares and the registry's heartbeat liveness then come from
+// the one function set on the store. A test sets it once
+// (memstore.Options.Clock) and moves it; routertest does this with one
+// routertest.Clock. Options.IDs of the router or the registry overrides
+// the default for that component alone.
 //
 // Durations are measured on real time, not on that clock: max_runtime_sec,
 // the backoff between attempts and the queue timeout are timers and

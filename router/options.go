@@ -2,6 +2,7 @@ package router
 
 import (
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -31,7 +32,9 @@ type Weights struct {
 // DefaultWeights weigh every kind of preference the same.
 var DefaultWeights = Weights{Tags: 1, Tools: 1, Domain: 1, Capabilities: 1}
 
-// Budget limits a run (CLowl E012). Zero fields mean no limit.
+// Budget limits a run (CLowl E012). As every limit of Options, a zero
+// field takes its default (none for MaxTasks, DefaultMaxDepth for
+// MaxDepth), a negative one is refused, and NoLimit lifts a limit.
 type Budget struct {
 	// MaxTasks is the most tasks one run may have (the root and every
 	// delegated subtask; retries do not count). In a team (package
@@ -39,7 +42,7 @@ type Budget struct {
 	// counted in the store (see "Teams" in the package doc).
 	MaxTasks int
 	// MaxDepth is the deepest delegation allowed: a root task has depth 0,
-	// its subtasks depth 1, and so on.
+	// its subtasks depth 1, and so on. DefaultMaxDepth when 0.
 	MaxDepth int
 }
 
@@ -56,6 +59,13 @@ const (
 	// attempt.
 	RecoverRedispatch
 )
+
+// NoLimit, given to a count limit of Options (MaxInFlight,
+// Budget.MaxTasks, Budget.MaxDepth, MaxQueued, MaxAttempts), is never
+// reached: it lifts the limit. Every limit of Options means the same by
+// zero and negative values: zero takes the default the field states, and
+// a negative value is refused with ErrInvalidOptions.
+const NoLimit = math.MaxInt
 
 // Defaults of a zero Options.
 const (
@@ -80,8 +90,9 @@ type Options struct {
 	// §10) when "".
 	AgentID string
 	// IDs makes ids and timestamps and is the router's clock (see Clock
-	// in the package doc); protocol.DefaultIDs() when nil. Give the
-	// registry the same one. Tests pass one with a clock they move.
+	// in the package doc); the registry's (registry.Registry.IDs, which
+	// reads the store's clock by default) when nil, so store, registry
+	// and router share one clock unless told otherwise.
 	IDs *protocol.IDs
 	// Logger receives the router's diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
@@ -107,10 +118,9 @@ type Options struct {
 	// by Shutdown until they return. Each holds a goroutine. A Submit,
 	// Delegate or Retry past it fails at once with ErrCapacity (code
 	// CAPACITY, retryable): nothing is stored and nothing runs.
-	// DefaultMaxInFlight when 0; negative for no limit.
+	// DefaultMaxInFlight when 0; NoLimit for none.
 	MaxInFlight int
-	// Budget limits each run. MaxDepth is DefaultMaxDepth when 0; set it
-	// negative for no depth limit.
+	// Budget limits each run.
 	Budget Budget
 	// Validator checks the payload of every request and result against
 	// its contract (docs/protocol.md §3): a *schema.Registry against the
@@ -151,8 +161,17 @@ func DefaultBackoff(attempt int) time.Duration {
 }
 
 func (o *Options) setDefaults() error {
-	if o.MaxAttempts < 0 || o.MaxQueued < 0 || o.QueueTimeout < 0 || o.Budget.MaxTasks < 0 {
-		return wrap(ErrInvalidOptions, "MaxAttempts, MaxQueued, QueueTimeout and Budget.MaxTasks must not be negative", nil)
+	for _, l := range []struct {
+		name  string
+		value int64
+	}{
+		{"MaxAttempts", int64(o.MaxAttempts)}, {"MaxQueued", int64(o.MaxQueued)},
+		{"QueueTimeout", int64(o.QueueTimeout)}, {"MaxInFlight", int64(o.MaxInFlight)},
+		{"Budget.MaxTasks", int64(o.Budget.MaxTasks)}, {"Budget.MaxDepth", int64(o.Budget.MaxDepth)},
+	} {
+		if l.value < 0 {
+			return wrap(ErrInvalidOptions, l.name+" must not be negative: 0 takes the default, router.NoLimit lifts the limit", nil)
+		}
 	}
 	if w := o.Weights; w.Tags < 0 || w.Tools < 0 || w.Domain < 0 || w.Capabilities < 0 {
 		return wrap(ErrInvalidOptions, "weights must not be negative", nil)
@@ -171,9 +190,6 @@ func (o *Options) setDefaults() error {
 	}
 	if len(o.AgentID) <= len(protocol.PrefixAgent) || o.AgentID[:len(protocol.PrefixAgent)] != protocol.PrefixAgent {
 		return wrap(ErrInvalidOptions, "AgentID "+o.AgentID+" must start with agent:", nil)
-	}
-	if o.IDs == nil {
-		o.IDs = protocol.DefaultIDs()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

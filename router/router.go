@@ -95,6 +95,9 @@ func New(st store.Store, reg *registry.Registry, opts *Options) (*Router, error)
 	if opts != nil {
 		o = *opts
 	}
+	if o.IDs == nil {
+		o.IDs = reg.IDs()
+	}
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}

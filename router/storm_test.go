@@ -193,7 +193,7 @@ func benchStorm(b *testing.B, st store.Store) {
 	sch, err := schema.New(nil)
 	require.NoError(b, err)
 	// All b.N tasks are submitted before any is waited for: no limit.
-	r, err := New(st, reg, &Options{Validator: sch, Logger: slog.New(slog.DiscardHandler), MaxInFlight: -1})
+	r, err := New(st, reg, &Options{Validator: sch, Logger: slog.New(slog.DiscardHandler), MaxInFlight: NoLimit})
 	require.NoError(b, err)
 	defer r.Close()
 	var calls sync.Map
