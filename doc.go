@@ -89,6 +89,16 @@
 //     serve the gateway and the UI, and list, tail, inspect, replay, export
 //     and check a store, on a file or through the gateway.
 //
+// # Options
+//
+// Every constructor takes its required arguments first and an *Options
+// last; nil means the defaults. A zero field takes the default its comment
+// states, and a negative size, count or duration is refused with the
+// package's ErrInvalidOptions, naming the field. A limit that can be
+// lifted says how (router.NoLimit). One clock serves a store, its
+// registry and their router: the store's Options.Clock, which the
+// registry and the router read unless given an IDs of their own.
+//
 // Dependencies point one way: protocol ← store ← registry, schema ← router
 // ← telemetry, rules, adapters, gateway ← cmd, examples; auth and egress
 // depend on protocol only. The examples folder holds runnable tutorials;
