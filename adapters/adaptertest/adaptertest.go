@@ -293,7 +293,7 @@ func CheckInbound(ctx context.Context, a adapters.Adapter, raw []byte) (msgs []*
 			return nil, fmt.Errorf("message %d cannot be encoded: %v", i, err)
 		}
 		if _, err := protocol.Decode(b); err != nil {
-			return nil, fmt.Errorf("message %d does not decode after encoding: %v\n%s", i, err, b)
+			return nil, fmt.Errorf("message %d does not decode after encoding: %v\n%s", i, err, quote(b))
 		}
 	}
 	return msgs, nil
