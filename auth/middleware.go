@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -195,7 +196,7 @@ func Status(err error) int {
 	case errors.Is(err, protocol.CodeCapacity):
 		return http.StatusServiceUnavailable
 	}
-	return protocol.CodeOf(err).HTTPStatus()
+	return httpjson.Status(protocol.CodeOf(err))
 }
 
 // SetHeaders sets the headers that go with Status(err): a WWW-Authenticate

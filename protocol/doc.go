@@ -79,11 +79,14 @@
 //
 // Every error of this package is an [*Error] carrying a stable [Code], the
 // JSON pointer of the field and the byte offset. The codes form one table
-// that maps each to a CLowl code (E001–E016) and an HTTP status; a Code is
+// ([Codes]), each with a default retryability and a summary; a Code is
 // itself an error, so errors.Is(err, protocol.CodeDuplicateKey) matches
 // through any wrapping, and [CodeOf] reads the code of any error of the
 // module. [ErrorPayload] is the wire form {code, message, retryable,
-// details} of §5.4.
+// details} of §5.4. The CLowl code (E001–E016) and HTTP status of each
+// code in docs/protocol.md §5.4 belong to the packages that speak those
+// protocols (package clowl of the adapters, the module's HTTP surfaces):
+// this package links no HTTP or CLowl code.
 //
 // # Caveats
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 )
 
@@ -18,9 +17,11 @@ import (
 //	if errors.Is(err, protocol.CodeDuplicateKey) { ... }
 type Code string
 
-// The error table: every code the module produces. Each code maps to a CLowl
-// v0.2 code (E001–E016, docs/protocol.md §14), an HTTP status and a default retryability;
-// see [Code.CLowl], [Code.HTTPStatus] and [Code.Retryable].
+// The error table: every code the module produces, each with a default
+// retryability ([Code.Retryable]) and a description ([Code.Summary]). The
+// table of docs/protocol.md §5.4 also gives each code a CLowl v0.2 code and
+// an HTTP status; those mappings live with the packages that speak CLowl and
+// HTTP, so this package links neither.
 const (
 	// Decoding and validation of the envelope.
 
@@ -67,50 +68,48 @@ const (
 )
 
 type codeInfo struct {
-	clowl     string
-	status    int
 	retryable bool
 	summary   string
 }
 
-// codes is the one table behind Code's methods. CLowl codes follow the CLowl
-// v0.2 error catalog (docs/protocol.md §14); retryability follows the same catalog where
-// the CLowl code says it, else the nature of the failure.
+// codes is the one table behind Code's methods and [Codes]. Retryability
+// follows the CLowl v0.2 error catalog (docs/protocol.md §14.6) where its
+// code says it, else the nature of the failure.
 var codes = map[Code]codeInfo{
-	CodeInvalidJSON:        {"E001", http.StatusBadRequest, false, "the input is not well-formed JSON"},
-	CodeInvalidUTF8:        {"E001", http.StatusBadRequest, false, "a string is not valid UTF-8"},
-	CodeDuplicateKey:       {"E001", http.StatusBadRequest, false, "an object holds the same key twice"},
-	CodeWrongType:          {"E001", http.StatusBadRequest, false, "a field has the wrong JSON type"},
-	CodeMissingField:       {"E001", http.StatusBadRequest, false, "a required field is missing"},
-	CodeUnknownField:       {"E001", http.StatusBadRequest, false, "a field is not defined by the protocol"},
-	CodeUnknownType:        {"E005", http.StatusBadRequest, false, "the message type is not known"},
-	CodeUnsupportedVersion: {"E014", http.StatusBadRequest, false, "the protocol version is not supported"},
-	CodeTooLarge:           {"E008", http.StatusRequestEntityTooLarge, false, "over a size limit"},
-	CodeTooDeep:            {"E001", http.StatusBadRequest, false, "JSON nested too deeply"},
-	CodeInvalidField:       {"E008", http.StatusBadRequest, false, "a field breaks a protocol rule"},
-	CodeBadSignature:       {"E002", http.StatusUnauthorized, false, "the signature is missing or wrong"},
-	CodeUnknownKey:         {"E002", http.StatusUnauthorized, false, "the signing key is not known"},
-	CodeValidation:         {"E008", http.StatusUnprocessableEntity, false, "a payload does not match its schema"},
-	CodeToolUnavailable:    {"E007", http.StatusServiceUnavailable, true, "a tool server is unavailable"},
-	CodeToolNotFound:       {"E005", http.StatusNotFound, false, "the tool does not exist"},
-	CodeToolFailed:         {"E009", http.StatusBadGateway, false, "the tool reported an error"},
-	CodeTimeout:            {"E006", http.StatusGatewayTimeout, true, "a deadline passed"},
-	CodeCancelled:          {"E013", 499, false, "the work was cancelled"},
-	CodePolicyDenied:       {"E016", http.StatusForbidden, false, "a security policy refused it"},
-	CodeNoMatch:            {"E010", http.StatusServiceUnavailable, false, "no agent matched the requirements"},
-	CodeCapacity:           {"E004", http.StatusServiceUnavailable, true, "at capacity"},
-	CodeRateLimited:        {"E004", http.StatusTooManyRequests, true, "rate limited"},
-	CodeBudget:             {"E012", http.StatusPaymentRequired, false, "a budget is exhausted"},
-	CodeCycle:              {"E015", http.StatusConflict, false, "a delegation cycle"},
-	CodeContextUnavailable: {"E003", http.StatusNotFound, true, "a referenced context is unavailable"},
-	CodeDependency:         {"E007", http.StatusFailedDependency, true, "a required upstream result is missing"},
-	CodeUnsupportedTask:    {"E005", http.StatusNotImplemented, false, "the task type is not supported"},
-	CodeConflict:           {"E011", http.StatusConflict, true, "a conflicting concurrent operation"},
-	CodeUnauthorized:       {"E002", http.StatusUnauthorized, false, "the sender is not authorised"},
-	CodeNotFound:           {"E005", http.StatusNotFound, false, "not found"},
-	CodeInternal:           {"E009", http.StatusInternalServerError, true, "an internal error"},
-	CodeInterrupted:        {"E009", http.StatusServiceUnavailable, true, "the task was interrupted by a restart"},
-	CodeInputRequired:      {"E008", http.StatusUnprocessableEntity, false, "the agent needs more input"},
+	CodeInvalidJSON:        {false, "the input is not well-formed JSON"},
+	CodeInvalidUTF8:        {false, "a string is not valid UTF-8"},
+	CodeDuplicateKey:       {false, "an object holds the same key twice"},
+	CodeWrongType:          {false, "a field has the wrong JSON type"},
+	CodeMissingField:       {false, "a required field is missing"},
+	CodeUnknownField:       {false, "a field is not defined by the protocol"},
+	CodeUnknownType:        {false, "the message type is not known"},
+	CodeUnsupportedVersion: {false, "the protocol version is not supported"},
+	CodeTooLarge:           {false, "over a size limit"},
+	CodeTooDeep:            {false, "JSON nested too deeply"},
+	CodeInvalidField:       {false, "a field breaks a protocol rule"},
+	CodeBadSignature:       {false, "the signature is missing or wrong"},
+	CodeUnknownKey:         {false, "the signing key is not known"},
+	CodeValidation:         {false, "a payload does not match its schema"},
+	CodeToolUnavailable:    {true, "a tool server is unavailable"},
+	CodeToolNotFound:       {false, "the tool does not exist"},
+	CodeToolFailed:         {false, "the tool reported an error"},
+	CodeTimeout:            {true, "a deadline passed"},
+	CodeCancelled:          {false, "the work was cancelled"},
+	CodePolicyDenied:       {false, "a security policy refused it"},
+	CodeNoMatch:            {false, "no agent matched the requirements"},
+	CodeCapacity:           {true, "at capacity"},
+	CodeRateLimited:        {true, "rate limited"},
+	CodeBudget:             {false, "a budget is exhausted"},
+	CodeCycle:              {false, "a delegation cycle"},
+	CodeContextUnavailable: {true, "a referenced context is unavailable"},
+	CodeDependency:         {true, "a required upstream result is missing"},
+	CodeUnsupportedTask:    {false, "the task type is not supported"},
+	CodeConflict:           {true, "a conflicting concurrent operation"},
+	CodeUnauthorized:       {false, "the sender is not authorised"},
+	CodeNotFound:           {false, "not found"},
+	CodeInternal:           {true, "an internal error"},
+	CodeInterrupted:        {true, "the task was interrupted by a restart"},
+	CodeInputRequired:      {false, "the agent needs more input"},
 }
 
 // Error makes a Code usable as an error target for errors.Is.
@@ -119,24 +118,6 @@ func (c Code) Error() string { return string(c) }
 // Known reports whether c is in the error table.
 func (c Code) Known() bool { _, ok := codes[c]; return ok }
 
-// CLowl returns the CLowl v0.2 error code (E001–E016) closest to c, or "E009"
-// (internal) for a code outside the table.
-func (c Code) CLowl() string {
-	if i, ok := codes[c]; ok {
-		return i.clowl
-	}
-	return "E009"
-}
-
-// HTTPStatus returns the HTTP status an HTTP surface answers with for c, or 500
-// for a code outside the table.
-func (c Code) HTTPStatus() int {
-	if i, ok := codes[c]; ok {
-		return i.status
-	}
-	return http.StatusInternalServerError
-}
-
 // Retryable reports whether a failure with this code is worth retrying by
 // default (docs/protocol.md §5.3). An [ErrorPayload] may override it.
 func (c Code) Retryable() bool { return codes[c].retryable }
@@ -144,7 +125,9 @@ func (c Code) Retryable() bool { return codes[c].retryable }
 // Summary is a short English description of the code.
 func (c Code) Summary() string { return codes[c].summary }
 
-// Codes returns every code of the table, sorted.
+// Codes returns every code of the table, sorted, in a fresh slice the
+// caller may keep and change. Packages that map codes to another vocabulary
+// (HTTP statuses, CLowl codes) test their tables against it.
 func Codes() []Code {
 	out := make([]Code, 0, len(codes))
 	for c := range codes {
@@ -152,44 +135,6 @@ func Codes() []Code {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-// CodeFromCLowl maps a CLowl error code back to the Code that represents it
-// best on the Clutch side. Unknown codes map to CodeInternal.
-func CodeFromCLowl(e string) Code {
-	switch e {
-	case "E001":
-		return CodeInvalidJSON
-	case "E002":
-		return CodeUnauthorized
-	case "E003":
-		return CodeContextUnavailable
-	case "E004":
-		return CodeCapacity
-	case "E005":
-		return CodeUnsupportedTask
-	case "E006":
-		return CodeTimeout
-	case "E007":
-		return CodeDependency
-	case "E008":
-		return CodeValidation
-	case "E010":
-		return CodeNoMatch
-	case "E011":
-		return CodeConflict
-	case "E012":
-		return CodeBudget
-	case "E013":
-		return CodeCancelled
-	case "E014":
-		return CodeUnsupportedVersion
-	case "E015":
-		return CodeCycle
-	case "E016":
-		return CodePolicyDenied
-	}
-	return CodeInternal
 }
 
 // Error is the typed error of the protocol package. It names what was wrong:

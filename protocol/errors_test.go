@@ -4,39 +4,68 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
+	"os"
+	"strings"
 	"testing"
 )
 
-// TestErrorTable: every code maps to a CLowl code of the catalog (E001–E016)
-// and an HTTP error status, and the CLowl mapping round-trips where the
-// catalog has a single meaning.
+// TestErrorTable: every code has a summary and a default retryability,
+// Codes returns a fresh slice, and a code outside the table is not known.
+// The CLowl and HTTP mappings are tested with their tables (adapters/clowl,
+// internal/httpjson).
 func TestErrorTable(t *testing.T) {
-	clowl := regexp.MustCompile(`^E0(0[1-9]|1[0-6])$`)
 	for _, c := range Codes() {
-		if !clowl.MatchString(c.CLowl()) {
-			t.Errorf("%s maps to %q", c, c.CLowl())
-		}
-		if s := c.HTTPStatus(); s < 400 || s > 599 {
-			t.Errorf("%s maps to HTTP %d", c, s)
-		}
-		if c.Summary() == "" {
+		if !c.Known() || c.Summary() == "" {
 			t.Errorf("%s has no summary", c)
 		}
-	}
-	for _, c := range []Code{CodeTimeout, CodeCancelled, CodeBudget, CodeCycle, CodePolicyDenied, CodeNoMatch, CodeContextUnavailable, CodeUnsupportedVersion} {
-		if back := CodeFromCLowl(c.CLowl()); back != c {
-			t.Errorf("%s → %s → %s", c, c.CLowl(), back)
-		}
-	}
-	if CodeFromCLowl("E999") != CodeInternal {
-		t.Error("unknown CLowl code")
 	}
 	if !CodeToolUnavailable.Retryable() || CodePolicyDenied.Retryable() {
 		t.Error("retryability")
 	}
-	if Code("NOPE").Known() || Code("NOPE").HTTPStatus() != 500 {
+	if Code("NOPE").Known() || Code("NOPE").Retryable() {
 		t.Error("unknown code")
+	}
+	cs := Codes()
+	cs[0] = "CHANGED"
+	if Codes()[0] == "CHANGED" || len(Codes()) != len(codes) {
+		t.Error("Codes shares its slice")
+	}
+}
+
+// TestErrorTableMatchesDocs: the code table of docs/protocol.md §5.4 lists
+// exactly the codes of the package, with their retryability.
+func TestErrorTableMatchesDocs(t *testing.T) {
+	b, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "| code | CLowl | HTTP | retryable | meaning |")
+	if i < 0 {
+		t.Fatal("docs/protocol.md has no code table")
+	}
+	seen := map[Code]bool{}
+	for _, line := range strings.Split(s[i:], "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cols := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cols) != 5 || !strings.HasPrefix(strings.TrimSpace(cols[0]), "`") {
+			continue // a group heading
+		}
+		c := Code(strings.Trim(strings.TrimSpace(cols[0]), "`"))
+		seen[c] = true
+		if !c.Known() {
+			t.Errorf("docs/protocol.md lists %s, which the package does not define", c)
+		}
+		if want := strings.TrimSpace(cols[3]) == "yes"; c.Retryable() != want {
+			t.Errorf("%s.Retryable() = %v, docs/protocol.md says %s", c, c.Retryable(), strings.TrimSpace(cols[3]))
+		}
+	}
+	for _, c := range Codes() {
+		if !seen[c] {
+			t.Errorf("%s is not in the table of docs/protocol.md §5.4", c)
+		}
 	}
 }
 

@@ -62,11 +62,11 @@ func ExampleDecode_errors() {
 	_, err := protocol.Decode([]byte(`{"v":"clutch/0.1","id":"a","id":"b"}`))
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		fmt.Println(pe.Code, pe.Path, pe.Code.CLowl(), pe.Code.HTTPStatus())
+		fmt.Println(pe.Code, pe.Path, pe.Code.Retryable())
 	}
 	fmt.Println(errors.Is(err, protocol.CodeDuplicateKey))
 	// Output:
-	// DUPLICATE_KEY /id E001 400
+	// DUPLICATE_KEY /id false
 	// true
 }
 

@@ -256,8 +256,8 @@
 // details: a prompt over MaxPromptLength, or a task refused with
 // POLICY_DENIED); internal_error (500, message "Unexpected failure" and
 // nothing else: a panicking agent, an INTERNAL error, a store failure).
-// Other task failures answer their code's HTTP status
-// (protocol.Code.HTTPStatus) with the code in lower case as the error
+// Other task failures answer their code's HTTP status (the code table of
+// docs/protocol.md §5.4) with the code in lower case as the error
 // name ("timeout", "tool_failed", "input_required") and the agent's
 // message; docs/protocol.md §13 has no row for them. Its llm_init_failed row has no
 // counterpart: Clutch holds no LLM providers.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -315,7 +316,7 @@ func resultBody(m *protocol.Message, start time.Time) runResult {
 // taskHTTPError normalises a task's failure (docs/protocol.md §13.2.5): a policy
 // refusal is a guardrail_violation (400, with details); INTERNAL and codes
 // outside the table are internal_error (500, "Unexpected failure", nothing
-// leaked); any other code answers its HTTP status (protocol.Code.HTTPStatus)
+// leaked); any other code answers its HTTP status (httpjson.Status)
 // with the code in lower case as the error name and the agent's message.
 func taskHTTPError(ep *protocol.ErrorPayload, taskID string) (int, *httpError) {
 	switch {
@@ -324,7 +325,7 @@ func taskHTTPError(ep *protocol.ErrorPayload, taskID string) (int, *httpError) {
 	case ep.Code == protocol.CodeInternal || !ep.Code.Known():
 		return http.StatusInternalServerError, errInternal
 	}
-	return ep.Code.HTTPStatus(), &httpError{Error: strings.ToLower(string(ep.Code)), Message: ep.Message,
+	return httpjson.Status(ep.Code), &httpError{Error: strings.ToLower(string(ep.Code)), Message: ep.Message,
 		Details: map[string]any{"code": ep.Code, "retryable": ep.Retryable, "task_id": taskID}}
 }
 

@@ -130,7 +130,7 @@ func (a *Adapter) CanHandle(m *protocol.Message) bool {
 
 // Inbound translates one CLowl message into one envelope (see the package
 // doc for the mapping). Errors are *adapters.Error values whose Code gives
-// the CLowl error code to answer with (Code.CLowl()).
+// the CLowl error code to answer with ([CodeFor]).
 func (a *Adapter) Inbound(ctx context.Context, raw []byte) ([]*protocol.Message, error) {
 	var (
 		cm  *Message

@@ -159,8 +159,8 @@ func TestErrorCodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ep.Code != protocol.CodeFromCLowl(e) || ep.Code.CLowl() != e || ep.Details != nil {
-			t.Errorf("%s → %s (back %s), details %v", e, ep.Code, ep.Code.CLowl(), ep.Details)
+		if ep.Code != clowl.ProtocolCode(e) || clowl.CodeFor(ep.Code) != e || ep.Details != nil {
+			t.Errorf("%s → %s (back %s), details %v", e, ep.Code, clowl.CodeFor(ep.Code), ep.Details)
 		}
 		out := outbound(t, a, m)
 		if !strings.Contains(string(out), `"code":"`+e+`"`) || strings.Contains(string(out), "clutch_code") {
@@ -198,7 +198,7 @@ func TestErrorCodes(t *testing.T) {
 		var body struct {
 			Body struct{ D map[string]any } `json:"body"`
 		}
-		if err := json.Unmarshal(out, &body); err != nil || body.Body.D["code"] != c.CLowl() {
+		if err := json.Unmarshal(out, &body); err != nil || body.Body.D["code"] != clowl.CodeFor(c) {
 			t.Errorf("%s out: %s", c, out)
 		}
 		back := inbound(t, a, out)
@@ -229,7 +229,7 @@ func TestVersions(t *testing.T) {
 	} {
 		for _, lenient := range []bool{false, true} {
 			_, err := clowl.New(&clowl.Options{Lenient: lenient}).Inbound(context.Background(), []byte(raw))
-			if !errors.Is(err, protocol.CodeUnsupportedVersion) || !errors.Is(err, clowl.ErrVersion) || protocol.CodeOf(err).CLowl() != "E014" {
+			if !errors.Is(err, protocol.CodeUnsupportedVersion) || !errors.Is(err, clowl.ErrVersion) || clowl.CodeFor(protocol.CodeOf(err)) != "E014" {
 				t.Errorf("lenient=%v %s: %v", lenient, raw, err)
 			}
 		}
@@ -277,7 +277,7 @@ func TestContextHash(t *testing.T) {
 	} {
 		msgs, err := a.Inbound(context.Background(), ctxMsg(c.ref, c.inline, c.hash))
 		if c.err != nil {
-			if !errors.Is(err, c.err) || !errors.Is(err, protocol.CodeContextUnavailable) || protocol.CodeOf(err).CLowl() != "E003" {
+			if !errors.Is(err, c.err) || !errors.Is(err, protocol.CodeContextUnavailable) || clowl.CodeFor(protocol.CodeOf(err)) != "E003" {
 				t.Errorf("%s: %v, want %v (E003)", c.name, err, c.err)
 			}
 			continue
@@ -442,7 +442,7 @@ func TestAuth(t *testing.T) {
 	}})
 	inbound(t, deny, raw)
 	_, err := deny.Inbound(context.Background(), msg("REQ", `"auth":"forged"`))
-	if !errors.Is(err, protocol.CodeUnauthorized) || protocol.CodeOf(err).CLowl() != "E002" {
+	if !errors.Is(err, protocol.CodeUnauthorized) || clowl.CodeFor(protocol.CodeOf(err)) != "E002" {
 		t.Errorf("forged token: %v", err)
 	}
 }
@@ -588,7 +588,7 @@ func TestSystemPrompt(t *testing.T) {
 	}
 	// The spec's prompt makes v0.1 messages: refused with E014.
 	_, err = clowl.New(nil).Inbound(context.Background(), []byte(`{"cl":"0.1","mid":"m1","p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"search","d":{}},"ctx":"r"}`))
-	if protocol.CodeOf(err).CLowl() != "E014" {
+	if clowl.CodeFor(protocol.CodeOf(err)) != "E014" {
 		t.Errorf("v0.1 output: %v", err)
 	}
 }

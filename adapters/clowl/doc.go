@@ -50,7 +50,7 @@
 //	DONE  task.result                   body.d                                               task.result
 //	ERR   task.error                    {code, message, retryable, details} (docs/protocol.md §5.4): task.error, task.timeout
 //	                                    code through the protocol error table
-//	                                    (protocol.CodeFromCLowl; details.clowl_code keeps
+//	                                    (ProtocolCode; details.clowl_code keeps
 //	                                    a code the table does not give back, such as E900),
 //	                                    msg → message, retry → retryable (absent: the
 //	                                    code's default), other members (cascade_err) →
@@ -65,7 +65,7 @@
 //
 // Outbound writes ERR bodies with code, msg and retry (error-codes.md
 // requires all three), the CLowl code of the payload's code
-// (protocol.Code.CLowl), and "clutch_code" when the CLowl code alone would
+// (CodeFor), and "clutch_code" when the CLowl code alone would
 // not give the exact Clutch code back; Inbound reads clutch_code back.
 //
 // What is lost, and where it is kept:
@@ -194,7 +194,7 @@
 //
 // Inbound and Outbound return *adapters.Error values (matching
 // adapters.ErrInbound or adapters.ErrOutbound) whose Code is a
-// protocol.Code, so Code.CLowl() is the CLowl code to answer with in an
+// protocol.Code, so CodeFor(Code) is the CLowl code to answer with in an
 // ERR: malformed JSON, duplicate keys, invalid UTF-8, too deep: E001;
 // schema violations: MISSING_FIELD ("required"), UNKNOWN_FIELD
 // ("additionalProperties"), WRONG_TYPE ("type", "oneOf") → E001, and

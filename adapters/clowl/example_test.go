@@ -43,7 +43,7 @@ func Example() {
 func ExampleAdapter_Inbound_errors() {
 	a := clowl.New(nil)
 	_, err := a.Inbound(context.Background(), []byte(`{"clowl":"0.1","mid":"m1","ts":1,"p":"REQ","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}}}`))
-	fmt.Println(protocol.CodeOf(err), protocol.CodeOf(err).CLowl())
+	fmt.Println(protocol.CodeOf(err), clowl.CodeFor(protocol.CodeOf(err)))
 	_, err = a.Inbound(context.Background(), []byte(`{"clowl":"0.2","mid":"m1","ts":1,"p":"DLGT","from":"a","to":"b","cid":"c","body":{"t":"x","d":{}}}`))
 	fmt.Println(err)
 	// Output:

@@ -219,18 +219,18 @@ func errorPayload(d []byte) ([]byte, error) {
 		}
 	}
 	if eCode == "" {
-		eCode = protocol.CodeInternal.CLowl()
+		eCode = CodeFor(protocol.CodeInternal)
 	}
-	ep.Code = protocol.CodeFromCLowl(eCode)
+	ep.Code = ProtocolCode(eCode)
 	if hasClutch {
 		// Sent by a Clutch outbound: the exact code, when it agrees.
-		if c := protocol.Code(clutch); c.Known() && c.CLowl() == eCode {
+		if c := protocol.Code(clutch); c.Known() && CodeFor(c) == eCode {
 			ep.Code = c
 		} else {
 			details["clutch_code"] = clutch
 		}
 	}
-	if ep.Code.CLowl() != eCode {
+	if CodeFor(ep.Code) != eCode {
 		details[detailCLowlCode] = eCode // E100–E999 and the like
 	}
 	if !hasRetry {

@@ -207,10 +207,10 @@ func objectData(p json.RawMessage) []byte {
 func errorData(ep *protocol.ErrorPayload) ([]byte, error) {
 	code, _ := ep.Details[detailCLowlCode].(string)
 	if code == "" {
-		code = ep.Code.CLowl()
+		code = CodeFor(ep.Code)
 	}
 	ms := []rawjson.Member{rawjson.Field("code", quoted(code)), rawjson.Field("msg", quoted(ep.Message)), rawjson.Field("retry", boolJSON(ep.Retryable))}
-	ms, err := clutchCode(ms, ep, protocol.CodeFromCLowl(code))
+	ms, err := clutchCode(ms, ep, ProtocolCode(code))
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 )
@@ -693,7 +694,7 @@ func (c *Crew) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	msgs, err := c.tr.Inbound(r.Context(), b)
 	if err != nil {
 		code := protocol.CodeOf(err)
-		writeErr(w, code.HTTPStatus(), code, err.Error())
+		writeErr(w, httpjson.Status(code), code, err.Error())
 		return
 	}
 	for _, m := range msgs {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/clowl"
 	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/adapters/internal/redact"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -226,7 +227,7 @@ func errorPayload(w *wire, body []byte) []byte {
 				case d.Name == "code" && protocol.Code(s).Known():
 					ep.Code = protocol.Code(s)
 				case d.Name == "code" && len(s) == 4 && s[0] == 'E':
-					ep.Code = protocol.CodeFromCLowl(s)
+					ep.Code = clowl.ProtocolCode(s)
 				}
 			}
 		}

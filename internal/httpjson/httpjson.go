@@ -1,9 +1,3 @@
-// Package httpjson writes the JSON responses of Clutch's HTTP surfaces
-// (the gateway's /v1 API and the rules API) one way: the body with a
-// trailing newline (Write encodes a value; WriteBody takes a body the
-// caller encoded), Content-Type application/json, no caching and no
-// content sniffing. A value that cannot be encoded becomes a 500 with
-// the protocol's INTERNAL error body, never a half-written response.
 package httpjson
 
 import (
