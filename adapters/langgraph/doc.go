@@ -65,10 +65,13 @@
 // subgraph (the run's task asks too when the end frame comes). After an
 // interrupt the end frame is x.langgraph.end, never a task.result.
 //
-// Each task gets one task.request and one terminal event (task.result,
-// task.error, task.cancel, task.timeout) per Stream, whatever the stream
-// modes: the tasks and debug modes report the same node task, and a
-// repeat is kept as task.progress (langgraph.task.v1).
+// Each task gets one task.request per Stream and one terminal event
+// (task.result, task.error, task.cancel, task.timeout) per attempt,
+// whatever the stream modes: the tasks and debug modes report the same
+// node task, and a repeat is kept as task.progress (langgraph.task.v1).
+// The Translator remembers the latest 8192 task attempts (run, task,
+// attempt) that ended, across its Streams and Inbound calls, so a stream
+// fed one frame per call ends each task once too.
 //
 // # Sizes and credentials
 //
@@ -78,7 +81,10 @@
 // "… [truncated: <n> bytes in all]"; a payload that would still not fit
 // (state near the input limit, or repeated by the end frame's result) is
 // replaced by {"truncated": true, "bytes", "sha256"} of what it was (for
-// an error, its details are). A LangGraph id that would make an envelope
+// an error, its details are); text outside the payload (a huge event or
+// node name in meta) is then cut as every adapter cuts it, listed in
+// meta.truncated. meta.lg_mode is kept only for a mode name of at most
+// 64 bytes. A LangGraph id that would make an envelope
 // id too long is refused with INVALID_FIELD rather than shortened: a
 // checkpoint id whose idempotency key "lg-checkpoint:<id>" would pass 256
 // bytes, and run, thread or task ids over the limit.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -80,6 +81,42 @@ type Options struct {
 type Translator struct {
 	opts    Options
 	unknown atomic.Int64
+	ended   endedSet // tasks given their terminal event by any Stream
+}
+
+// maxEnded bounds the task attempts a Translator remembers as ended.
+const maxEnded = 8192
+
+// endedSet remembers, across the Translator's calls, the task attempts
+// (run, task, attempt) that have had their terminal event, so that a
+// stream translated a frame per call still ends each task once. It keeps
+// the latest maxEnded, oldest forgotten first.
+type endedSet struct {
+	mu   sync.Mutex
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+// end records key and reports whether it had ended before.
+func (e *endedSet) end(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.set[key]; ok {
+		return true
+	}
+	if e.set == nil {
+		e.set = make(map[string]struct{})
+	}
+	if len(e.ring) < maxEnded {
+		e.ring = append(e.ring, key)
+	} else {
+		delete(e.set, e.ring[e.next])
+		e.ring[e.next] = key
+		e.next = (e.next + 1) % maxEnded
+	}
+	e.set[key] = struct{}{}
+	return false
 }
 
 // New returns a Translator. It fails when opts.AgentID does not start

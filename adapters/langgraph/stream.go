@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -291,7 +292,10 @@ func (s *Stream) emit(typ protocol.Type, task, parent, payloadType string, paylo
 		}
 		s.started[task] = true
 	case protocol.TypeTaskResult, protocol.TypeTaskError, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
-		if s.ended[task] {
+		// The Translator remembers ends across calls too: a stream fed a
+		// frame per Inbound call still ends each task attempt once.
+		before := s.t.ended.end(s.run + "\x00" + task + "\x00" + itoa(s.scope.Attempt))
+		if s.ended[task] || before {
 			typ = protocol.TypeTaskProgress
 			if payloadType == "" {
 				payloadType = PayloadTask
@@ -329,8 +333,11 @@ func (s *Stream) emit(typ protocol.Type, task, parent, payloadType string, paylo
 	mm := map[string]any{adapters.MetaSource: Source}
 	if s.event != "" {
 		mm[MetaEvent] = s.event
-		mode, _, _ := strings.Cut(s.event, "|")
-		mm[MetaMode] = mode
+		// A stream mode is a short name; anything longer is not one, and
+		// would repeat the event name's text (kept once, in MetaEvent).
+		if mode, _, _ := strings.Cut(s.event, "|"); len(mode) <= maxModeLen {
+			mm[MetaMode] = mode
+		}
 	}
 	if len(s.ns) > 0 {
 		ns := make([]any, len(s.ns))
@@ -504,6 +511,9 @@ const maxText = 16 << 10
 // default limit).
 const envelopeLimit = protocol.DefaultMaxBytes
 
+// maxModeLen bounds the stream mode kept in MetaMode.
+const maxModeLen = 64
+
 // cut bounds a text to maxText bytes, marking the cut and the whole size.
 func cut(s string) string {
 	if len(s) <= maxText {
@@ -612,14 +622,21 @@ func (s *Stream) fit(m *protocol.Message, ep protocol.ErrorPayload, isErr bool) 
 			return
 		}
 	}
-	sum := sha256.Sum256(m.Payload)
-	marker := map[string]any{"truncated": true, "bytes": len(m.Payload), "sha256": hex.EncodeToString(sum[:])}
-	if isErr {
-		ep.Details = marker
-		m.Payload = jsonOf(ep)
-		return
+	if size() > envelopeLimit {
+		sum := sha256.Sum256(m.Payload)
+		marker := map[string]any{"truncated": true, "bytes": len(m.Payload), "sha256": hex.EncodeToString(sum[:])}
+		if isErr {
+			ep.Details = marker
+			m.Payload = jsonOf(ep)
+		} else {
+			m.Payload = jsonOf(marker)
+		}
 	}
-	m.Payload = jsonOf(marker)
+	if size() > envelopeLimit {
+		// Big text outside the payload (a huge event or node name in
+		// meta): cut it as every adapter does, listed in meta.truncated.
+		_ = bound.Fit(m, envelopeLimit)
+	}
 }
 
 func sortStrings(s []string) { slices.Sort(s) }
