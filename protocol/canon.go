@@ -110,11 +110,16 @@ func (c *canon) value(depth, where int) *Error {
 		if err != nil {
 			return err
 		}
-		if esc {
-			c.out = appendCanonString(c.out, sc.data[a:b])
-		} else {
+		if !esc {
+			// No escapes: the checked input is already canonical.
 			c.out = append(c.out, sc.data[a-1:b+1]...)
+			return nil
 		}
+		// Decode, then escape with the encoder's one string writer: JCS
+		// escapes only '"', '\\' and control characters, with the short
+		// forms, exactly as writer.str does.
+		var w writer // cannot fail: strRange checked UTF-8 and surrogates
+		c.out = w.str(c.out, unescape(sc.data[a:b]))
 		return nil
 	case ch == 't':
 		c.out = append(c.out, "true"...)
@@ -180,14 +185,8 @@ func (c *canon) object(depth, where int) *Error {
 			}
 		}
 		start := len(c.out)
-		if !needsEscape(k) {
-			c.out = append(c.out, '"')
-			c.out = append(c.out, k...)
-			c.out = append(c.out, '"', ':')
-		} else {
-			c.out = appendCanonKey(c.out, k)
-			c.out = append(c.out, ':')
-		}
+		var w writer // cannot fail: the scanner checked the key
+		c.out = append(w.str(c.out, k), ':')
 		if err := c.value(depth+1, child); err != nil {
 			return prefix(err, k)
 		}
@@ -287,97 +286,6 @@ func utf16Unit(r rune) rune {
 		return r1
 	}
 	return r
-}
-
-// needsEscape reports whether a decoded string needs escapes in JCS.
-func needsEscape(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
-			return true
-		}
-	}
-	return false
-}
-
-// appendCanonKey writes a decoded string with JCS escaping.
-func appendCanonKey(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		b = appendCanonByte(b, s[i])
-	}
-	return append(b, '"')
-}
-
-// appendCanonByte writes one byte of a decoded string with JCS escaping:
-// only '"', '\\' and control characters are escaped, with the short forms
-// where JSON has them.
-func appendCanonByte(b []byte, c byte) []byte {
-	switch {
-	case c == '"':
-		return append(b, '\\', '"')
-	case c == '\\':
-		return append(b, '\\', '\\')
-	case c >= 0x20:
-		return append(b, c)
-	case c == '\b':
-		return append(b, '\\', 'b')
-	case c == '\f':
-		return append(b, '\\', 'f')
-	case c == '\n':
-		return append(b, '\\', 'n')
-	case c == '\r':
-		return append(b, '\\', 'r')
-	case c == '\t':
-		return append(b, '\\', 't')
-	}
-	const hex = "0123456789abcdef"
-	return append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-}
-
-// appendCanonString writes the canonical form of a string whose content
-// (between the quotes, checked by strRange) has escapes.
-func appendCanonString(b, raw []byte) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			b = append(b, c) // valid UTF-8, no control characters, no quote
-			i++
-			continue
-		}
-		switch raw[i+1] {
-		case 'u':
-			r, _ := hex4(raw, i+2)
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2, _ := hex4(raw, i+2)
-				r = utf16.DecodeRune(r, r2)
-				i += 6
-			}
-			if r < utf8.RuneSelf {
-				b = appendCanonByte(b, byte(r))
-			} else {
-				b = utf8.AppendRune(b, r)
-			}
-			continue
-		case 'b':
-			b = append(b, '\\', 'b')
-		case 'f':
-			b = append(b, '\\', 'f')
-		case 'n':
-			b = append(b, '\\', 'n')
-		case 'r':
-			b = append(b, '\\', 'r')
-		case 't':
-			b = append(b, '\\', 't')
-		case '/':
-			b = append(b, '/')
-		default: // '"', '\\'
-			b = append(b, '\\', raw[i+1])
-		}
-		i += 2
-	}
-	return append(b, '"')
 }
 
 // appendCanonNumber writes a checked JSON number in the ECMAScript form
