@@ -93,9 +93,11 @@
 //
 // Every constructor takes its required arguments first and an *Options
 // last; nil means the defaults. A zero field takes the default its comment
-// states, and a negative size, count or duration is refused with the
-// package's ErrInvalidOptions, naming the field. A limit that can be
-// lifted says how (router.NoLimit). One clock serves a store, its
+// states. A negative size, count or duration means "none" (no heartbeats,
+// no redirects, no rejoins) where the field's comment says so, and is
+// refused with the package's ErrInvalidOptions, naming the field,
+// wherever none makes no sense. A limit is never lifted by a negative
+// value: one that can be lifted says how (router.NoLimit). One clock serves a store, its
 // registry and their router: the store's Options.Clock, which the
 // registry and the router read unless given an IDs of their own.
 //

@@ -64,7 +64,8 @@ const (
 // Budget.MaxTasks, Budget.MaxDepth, MaxQueued, MaxAttempts), is never
 // reached: it lifts the limit. Every limit of Options means the same by
 // zero and negative values: zero takes the default the field states, and
-// a negative value is refused with ErrInvalidOptions.
+// a negative value, which would mean none of it (see the package clutch
+// doc), is refused with ErrInvalidOptions.
 const NoLimit = math.MaxInt
 
 // Defaults of a zero Options.

@@ -150,8 +150,12 @@ func run(ctx context.Context, out io.Writer, file string) error {
 
 	// An MCP host works with the same library through the rules tools,
 	// served next to the task tools (here over an in-memory transport).
+	tools, err := rulesmcp.Tools(lib, nil)
+	if err != nil {
+		return err
+	}
 	srv, err := mcp.NewServer(r, &mcp.ServerOptions{Caller: &auth.Caller{AgentID: "agent:ide"}, Expose: []string{"agent:reviewer"},
-		Logger: slog.New(slog.DiscardHandler), ExtraTools: rulesmcp.Tools(lib, nil)})
+		Logger: slog.New(slog.DiscardHandler), ExtraTools: tools})
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,9 @@
 // tools, over stdio and Streamable HTTP:
 //
 //	lib, _ := rules.Open(ctx, st, &rules.Options{Workspace: "team", Schemas: schemas})
+//	tools, _ := rulesmcp.Tools(lib, nil)
 //	srv, _ := mcp.NewServer(r, &mcp.ServerOptions{Caller: host, Expose: agents,
-//		ExtraTools: rulesmcp.Tools(lib, nil)})
+//		ExtraTools: tools})
 //	err := srv.Run(ctx, &sdk.StdioTransport{})
 //
 // # Basics

@@ -33,11 +33,12 @@ func Example() {
 	doc, _ := lib.Publish(ctx, "agent:lead", rules.Publish{Path: "workflow/CODING.md",
 		Content: "# Coding\n\n## Steps\n\nInspect the diff and suggest a commit message.\n"})
 
+	tools, _ := rulesmcp.Tools(lib, nil)
 	srv, _ := mcp.NewServer(r, &mcp.ServerOptions{
 		Caller:     &auth.Caller{AgentID: "agent:ide"},
 		Expose:     []string{"agent:none"},
 		Logger:     slog.New(slog.DiscardHandler),
-		ExtraTools: rulesmcp.Tools(lib, nil),
+		ExtraTools: tools,
 	})
 
 	serverEnd, clientEnd := sdk.NewInMemoryTransports()

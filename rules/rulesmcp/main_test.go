@@ -2,9 +2,11 @@ package rulesmcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
@@ -122,11 +124,25 @@ func newHost(ctx context.Context, st store.Store, log *slog.Logger) (*host, erro
 		r.Close()
 		return nil, err
 	}
+	tools, err := rulesmcp.Tools(lib, nil)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
 	h.srv, err = mcp.NewServer(r, &mcp.ServerOptions{Caller: ide, Auth: keys, Expose: []string{"agent:none"}, Logger: log,
-		ExtraTools: rulesmcp.Tools(lib, nil)})
+		ExtraTools: tools})
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// TestToolsRefusesNegativeMaxSessions: a negative limit is refused, as
+// every Options of the module refuses one where none makes no sense.
+func TestToolsRefusesNegativeMaxSessions(t *testing.T) {
+	_, err := rulesmcp.Tools(nil, &rulesmcp.Options{MaxSessions: -1})
+	if !errors.Is(err, rulesmcp.ErrInvalidOptions) || !strings.Contains(err.Error(), "MaxSessions") {
+		t.Fatalf("Tools with MaxSessions -1: %v, want ErrInvalidOptions naming MaxSessions", err)
+	}
 }

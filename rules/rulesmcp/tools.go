@@ -33,9 +33,13 @@ type Options struct {
 }
 
 // Tools returns the seven tools of docs/protocol.md §15.4 over lib, to
-// serve with mcp.ServerOptions.ExtraTools. opts may be nil.
-func Tools(lib *rules.Library, opts *Options) []mcp.ServerTool {
+// serve with mcp.ServerOptions.ExtraTools. opts may be nil; a negative
+// MaxSessions gives an error matching ErrInvalidOptions.
+func Tools(lib *rules.Library, opts *Options) ([]mcp.ServerTool, error) {
 	ts := &toolset{lib: lib, sessions: map[string]*rules.Session{}, max: defaultMaxBinding}
+	if opts != nil && opts.MaxSessions < 0 {
+		return nil, coded.Wrap(ErrInvalidOptions, "MaxSessions must not be negative: 0 takes the default", nil)
+	}
 	if opts != nil && opts.MaxSessions > 0 {
 		ts.max = opts.MaxSessions
 	}
@@ -80,7 +84,7 @@ func Tools(lib *rules.Library, opts *Options) []mcp.ServerTool {
 		{Name: ToolArtifact, Title: "Stage a change",
 			Description: "Stages a local draft of a rule, context document or the META_PROMPT (resource rule, context or mpf): op holds exactly one of create {path, body, description?}, update {id, body, description?}, rename {id, new_path, description?}, delete {id, description?}, discard {id}.",
 			InputSchema: artifactSchema(), Call: ts.artifact},
-	}
+	}, nil
 }
 
 type toolset struct {
