@@ -84,7 +84,8 @@
 // (details.autogen keeps the rest of what AutoGen sent: a tool result
 // without content, an RpcResponse without error, a termination error
 // without error_message; Outbound puts it back), and meta.stop_reason
-// repeats a stop reason of at most 256 bytes only. An envelope that would
+// repeats a stop reason, and a tool error's details.name its tool name,
+// of at most 256 bytes only. An envelope that would
 // still be over the event store's limit has its longest strings cut, each
 // ending in "… [truncated, <size> bytes]" and listed in meta.truncated;
 // the translator has no artifact store at hand. Credentials are never

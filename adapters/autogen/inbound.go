@@ -684,7 +684,9 @@ func (t *translation) toolResults(ctx context.Context, it *item) error {
 			// The text is the message; details.autogen is the rest of
 			// the result (Outbound puts content back).
 			ep := protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: content, Details: map[string]any{"autogen": rawjson.ToAny(rawjson.Object(without(r, "content"))), "call_id": id}}
-			if name != "" {
+			if name != "" && len(name) <= maxMetaReason {
+				// A copy for readers of the error; a longer name is
+				// kept once, in details.autogen.
 				ep.Details["name"] = name
 			}
 			if m.Payload, err = rawjson.FromAny(ep); err != nil {

@@ -1,0 +1,6 @@
+//go:build race
+
+package adaptertest
+
+// raceDetector is true in a build with the race detector.
+const raceDetector = true
