@@ -71,6 +71,7 @@ func (h *rpc) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a
 	if req.Config == nil || !req.Config.ReturnImmediately {
 		select {
 		case <-hd.Done():
+			h.s.forget(hd)
 		case <-ctx.Done():
 			hd.Cancel("the A2A client went away from a blocking SendMessage")
 			return nil, ctx.Err()
@@ -184,6 +185,7 @@ func (h *rpc) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.
 	hd.Cancel("cancelled by the A2A client")
 	select {
 	case <-hd.Done():
+		h.s.forget(hd)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -459,12 +459,19 @@ func (s *Server) track(h *router.Handle) {
 	s.mu.Unlock()
 	go func() {
 		<-h.Done()
-		s.mu.Lock()
-		if s.running[id] == h {
-			delete(s.running, id)
-		}
-		s.mu.Unlock()
+		s.forget(h)
 	}()
+}
+
+// forget stops following h once it has ended. CancelTask calls it as soon
+// as the task ends, so the slot is free when its answer is sent; track's
+// goroutine calls it too, for tasks that end on their own.
+func (s *Server) forget(h *router.Handle) {
+	s.mu.Lock()
+	if id := h.TaskID(); s.running[id] == h {
+		delete(s.running, id)
+	}
+	s.mu.Unlock()
 }
 
 func (s *Server) handle(taskID string) *router.Handle {
