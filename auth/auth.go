@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/base32"
-	"encoding/binary"
 	"encoding/hex"
 	"net/http"
 	"slices"
@@ -27,9 +26,16 @@ const (
 	ScopeReadAll = "read:all"
 	// ScopeAgents lets a caller list the exposed agents and their cards.
 	ScopeAgents = "agents"
-	// ScopeAdmin implies every other scope.
+	// ScopeAdmin implies every other scope, and lets a caller write into
+	// other callers' runs and read the reserved system runs
+	// (docs/protocol.md §6.7).
 	ScopeAdmin = "admin"
 )
+
+// Scopes lists every scope, in the order of the constants. A Caller of
+// APIKeys, ClientCerts or Anonymous with any other scope is refused with
+// ErrInvalidConfig when the authenticator is built.
+var Scopes = []string{ScopeSubmit, ScopeReadAll, ScopeAgents, ScopeAdmin}
 
 // Caller is who sent a request: an agent id ("agent:..."), stamped as the
 // from.agent_id of what it submits, and its scopes.
@@ -65,6 +71,11 @@ func (c *Caller) validate() error {
 			id = c.AgentID
 		}
 		return coded.Wrap(ErrInvalidConfig, "caller agent id "+strconvQuote(id)+" must start with agent:", nil)
+	}
+	for _, s := range c.Scopes {
+		if !slices.Contains(Scopes, s) {
+			return coded.Wrap(ErrInvalidConfig, "caller "+strconvQuote(c.AgentID)+" has the unknown scope "+strconvQuote(s)+"; the scopes are "+strings.Join(Scopes, ", "), nil)
+		}
 	}
 	return nil
 }
@@ -352,25 +363,5 @@ func Anonymous(c Caller) Authenticator {
 func isNoCredentials(err error) bool   { return errorsIs(err, ErrNoCredentials) }
 func isUnauthenticated(err error) bool { return errorsIs(err, ErrUnauthenticated) }
 func isForbidden(err error) bool       { return errorsIs(err, ErrForbidden) }
-
-// ScopedRunID is the run id a surface gives a task.request that carries a
-// client's idempotency key (an A2A messageId, an Idempotency-Key header, an
-// MCP idempotency_key argument): derived from the caller, the surface and
-// the key, so that the same key sent again by the same caller lands in the
-// same run with the same idempotency_key and the store's dedup (same
-// run_id and idempotency_key, docs/protocol.md §5.2) answers it with the
-// task the first one started, while the same key from another caller is
-// another run. The id is "run_" and 26 base32 characters.
-func ScopedRunID(c *Caller, surface, key string) string {
-	h := sha256.New()
-	for _, s := range []string{c.AgentID, surface, key} {
-		var n [4]byte
-		binary.BigEndian.PutUint32(n[:], uint32(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	sum := h.Sum(nil)
-	return protocol.IDPrefixRun + runEncoding.EncodeToString(sum[:16])[:26]
-}
 
 var runEncoding = base32.NewEncoding("0123456789ABCDEFGHJKMNPQRSTVWXYZ").WithPadding(base32.NoPadding)

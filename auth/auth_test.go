@@ -321,17 +321,3 @@ func FuzzCredential(f *testing.F) {
 	})
 }
 
-func TestScopedRunID(t *testing.T) {
-	ken, ops := &Caller{AgentID: "agent:ken"}, &Caller{AgentID: "agent:ops"}
-	a := ScopedRunID(ken, "a2a", "m-1")
-	assert.Equal(t, a, ScopedRunID(ken, "a2a", "m-1"), "stable")
-	assert.Len(t, a, len("run_")+26)
-	assert.True(t, strings.HasPrefix(a, "run_"))
-	for _, other := range []string{ScopedRunID(ops, "a2a", "m-1"), ScopedRunID(ken, "http", "m-1"), ScopedRunID(ken, "a2a", "m-2"),
-		ScopedRunID(&Caller{AgentID: "agent:kena"}, "2a", "m-1")} {
-		assert.NotEqual(t, a, other)
-	}
-	m := protocol.NewMessage(protocol.TypeTaskRequest, "agent:ken")
-	m.RunID = a
-	require.NoError(t, m.Validate())
-}

@@ -24,6 +24,10 @@ var (
 	// ErrCapacity: the surface is at its limit of requests in flight.
 	// HTTP 503 with Retry-After.
 	ErrCapacity = coded.New("auth: at capacity", protocol.CodeCapacity)
+	// ErrNotFound: the run, thread or task named does not exist, or is
+	// another caller's, or is reserved — answered the same way, so a
+	// refusal tells nothing about other callers' ids (CheckWrite). HTTP 404.
+	ErrNotFound = coded.New("auth: not found", protocol.CodeNotFound)
 	// ErrInvalidConfig: a constructor was given an unusable configuration.
 	ErrInvalidConfig = coded.New("auth: invalid configuration", protocol.CodeInvalidField)
 )

@@ -41,6 +41,12 @@ type Options struct {
 	// and blocking calls included); none when 0. A request past it gets 503
 	// CAPACITY with Retry-After at once: it never waits.
 	MaxInFlight int
+	// MaxInFlightPerCaller bounds the requests one caller (agent id) has
+	// in flight at once, streams included, so that one caller cannot hold
+	// the whole of MaxInFlight; past it the caller gets 503 CAPACITY at
+	// once. When 0 it is a quarter of MaxInFlight (at least 1), or none
+	// when MaxInFlight is 0; negative means none.
+	MaxInFlightPerCaller int
 	// MaxBodyBytes bounds every request body; none when 0. The surface's
 	// own limit still applies.
 	MaxBodyBytes int64
@@ -54,7 +60,7 @@ type Options struct {
 
 func (o *Options) setDefaults() error {
 	if o.Rate < 0 || math.IsNaN(o.Rate) || o.Burst < 0 || o.MaxInFlight < 0 || o.MaxBodyBytes < 0 || o.RetryAfter < 0 || o.MaxCallers < 0 {
-		return coded.Wrap(ErrInvalidConfig, "limits must not be negative", nil)
+		return coded.Wrap(ErrInvalidConfig, "limits must not be negative (MaxInFlightPerCaller may: it then means none)", nil)
 	}
 	if o.Realm == "" {
 		o.Realm = DefaultRealm
@@ -68,6 +74,9 @@ func (o *Options) setDefaults() error {
 	if o.MaxCallers == 0 {
 		o.MaxCallers = DefaultMaxCallers
 	}
+	if o.MaxInFlightPerCaller == 0 && o.MaxInFlight > 0 {
+		o.MaxInFlightPerCaller = max(1, o.MaxInFlight/4)
+	}
 	return nil
 }
 
@@ -78,9 +87,10 @@ type Guard struct {
 	opts Options
 	sem  chan struct{}
 
-	mu    sync.Mutex
-	lims  map[string]*rate.Limiter
-	order []string // agent ids in creation order, for eviction
+	mu     sync.Mutex
+	lims   map[string]*rate.Limiter
+	order  []string       // agent ids in creation order, for eviction
+	flying map[string]int // requests in flight per caller agent id, when bounded
 }
 
 // NewGuard returns a Guard over a. opts may be nil. a must not be nil:
@@ -96,7 +106,7 @@ func NewGuard(a Authenticator, opts *Options) (*Guard, error) {
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	g := &Guard{a: a, opts: o, lims: map[string]*rate.Limiter{}}
+	g := &Guard{a: a, opts: o, lims: map[string]*rate.Limiter{}, flying: map[string]int{}}
 	if o.MaxInFlight > 0 {
 		g.sem = make(chan struct{}, o.MaxInFlight)
 	}
@@ -132,9 +142,9 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// Admit authenticates r, then takes a slot of MaxInFlight and a token of
-// the caller's rate limit. release gives the slot back; call it when the
-// request is done.
+// Admit authenticates r, then takes a token of the caller's rate limit, a
+// slot of the caller's MaxInFlightPerCaller and one of MaxInFlight.
+// release gives the slots back; call it when the request is done.
 func (g *Guard) Admit(r *http.Request) (c *Caller, release func(), err error) {
 	c, err = g.a.Authenticate(r)
 	if err == nil && c == nil {
@@ -149,17 +159,57 @@ func (g *Guard) Admit(r *http.Request) (c *Caller, release func(), err error) {
 	if !g.allow(c.AgentID) {
 		return nil, nil, ErrRateLimited
 	}
-	release = func() {}
+	if !g.take(c.AgentID) {
+		return nil, nil, coded.Wrap(ErrCapacity, "the caller has "+strconv.Itoa(g.opts.MaxInFlightPerCaller)+" requests in flight, its limit", nil)
+	}
 	if g.sem != nil {
 		select {
 		case g.sem <- struct{}{}:
-			var once sync.Once
-			release = func() { once.Do(func() { <-g.sem }) }
 		default:
+			g.put(c.AgentID)
 			return nil, nil, ErrCapacity
 		}
 	}
+	var once sync.Once
+	id := c.AgentID
+	release = func() {
+		once.Do(func() {
+			if g.sem != nil {
+				<-g.sem
+			}
+			g.put(id)
+		})
+	}
 	return c, release, nil
+}
+
+// take counts a request of agentID in flight; false when the caller is at
+// MaxInFlightPerCaller.
+func (g *Guard) take(agentID string) bool {
+	if g.opts.MaxInFlightPerCaller <= 0 {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.flying[agentID] >= g.opts.MaxInFlightPerCaller {
+		return false
+	}
+	g.flying[agentID]++
+	return true
+}
+
+// put ends a request take counted.
+func (g *Guard) put(agentID string) {
+	if g.opts.MaxInFlightPerCaller <= 0 {
+		return
+	}
+	g.mu.Lock()
+	if n := g.flying[agentID] - 1; n > 0 {
+		g.flying[agentID] = n
+	} else {
+		delete(g.flying, agentID)
+	}
+	g.mu.Unlock()
 }
 
 func (g *Guard) allow(agentID string) bool {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"crypto/rand"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -282,4 +283,31 @@ func (g *IDs) Reply(m *Message, t Type, from string) *Message {
 		r.Trace = &tr
 	}
 	return r
+}
+
+// Reserved reports whether id — a run, thread or task id — is in the
+// namespace of Clutch's own system records (docs/protocol.md §6.7): the
+// part after its kind prefix ("run_", "run:", "thr_", "thread:", "task_",
+// "task:") starts with "clutch_" or "clutch:", or it is one of the names
+// system records had before that namespace (run_registry, thr_registry,
+// task_registry, and run:rules:…, thread:rules:…, task:rules:…,
+// run:webhook:…). No caller from outside the process may write under a
+// reserved id, and surfaces list and stream them only to admins.
+func Reserved(id string) bool {
+	switch id {
+	case "run_registry", "thr_registry", "task_registry":
+		return true
+	}
+	for _, p := range [...]string{IDPrefixRun, IDPrefixThread, IDPrefixTask, PrefixRun, PrefixThread, PrefixTask} {
+		if body, ok := strings.CutPrefix(id, p); ok {
+			if strings.HasPrefix(body, "clutch_") || strings.HasPrefix(body, "clutch:") {
+				return true
+			}
+			if p == PrefixRun || p == PrefixThread || p == PrefixTask {
+				return strings.HasPrefix(body, "rules:") || (p == PrefixRun && strings.HasPrefix(body, "webhook:"))
+			}
+			return false
+		}
+	}
+	return false
 }

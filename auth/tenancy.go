@@ -1,0 +1,257 @@
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+)
+
+// Kind says what an id names: a run, a thread or a task.
+type Kind uint8
+
+// The kinds of id ownership is checked on.
+const (
+	KindRun Kind = iota + 1
+	KindThread
+	KindTask
+)
+
+// String is "run", "thread" or "task".
+func (k Kind) String() string {
+	switch k {
+	case KindRun:
+		return "run"
+	case KindThread:
+		return "thread"
+	case KindTask:
+		return "task"
+	}
+	return "id"
+}
+
+func (k Kind) query(id string) store.Query {
+	switch k {
+	case KindRun:
+		return store.Query{RunID: id, Limit: 1}
+	case KindThread:
+		return store.Query{ThreadID: id, Limit: 1}
+	}
+	return store.Query{TaskID: id, Limit: 1}
+}
+
+// first returns the first stored event matching q, nil when there is none.
+func first(ctx context.Context, st store.Store, q store.Query) (*protocol.Message, error) {
+	for ev, err := range st.Read(ctx, q) {
+		if err != nil {
+			return nil, err
+		}
+		return ev.Message()
+	}
+	return nil, nil
+}
+
+// Owner returns the agent that owns the run, thread or task id in st, and
+// false when nothing is stored under id (docs/protocol.md §6.7). The owner
+// of a run or a thread is the sender of its first event; of a task, the
+// sender of its task.request (of its first event when it has none). The
+// surfaces stamp that sender from the authenticated [Caller] when they
+// create the run, thread or task, and [CheckWrite] keeps everybody else
+// from adding to it, so the first sender is the creator.
+func Owner(ctx context.Context, st store.Store, k Kind, id string) (owner string, ok bool, err error) {
+	m, err := ownerEvent(ctx, st, k, id)
+	if err != nil || m == nil {
+		return "", false, err
+	}
+	return m.From.AgentID, true, nil
+}
+
+func ownerEvent(ctx context.Context, st store.Store, k Kind, id string) (*protocol.Message, error) {
+	if k == KindTask {
+		m, err := first(ctx, st, store.Query{TaskID: id, TypePrefix: string(protocol.TypeTaskRequest), Limit: 1})
+		if err != nil || m != nil {
+			return m, err
+		}
+	}
+	return first(ctx, st, k.query(id))
+}
+
+// MayRead reports whether c may read the run, thread or task id: it
+// exists, and c owns it or holds [ScopeReadAll] — for a task, also when c
+// may read the task's run. A reserved id (protocol.Reserved) is readable
+// with [ScopeAdmin] only. What c may not read is answered by the surfaces
+// as what does not exist.
+func MayRead(ctx context.Context, st store.Store, c *Caller, k Kind, id string) (bool, error) {
+	if !c.MayRead() || id == "" {
+		return false, nil
+	}
+	return owns(ctx, st, c, k, id, ScopeReadAll)
+}
+
+// owns reports whether id exists and c owns it, or holds scope (which
+// admits everybody's ids); reserved ids need ScopeAdmin.
+func owns(ctx context.Context, st store.Store, c *Caller, k Kind, id, scope string) (bool, error) {
+	if protocol.Reserved(id) && !c.Has(ScopeAdmin) {
+		return false, nil
+	}
+	m, err := ownerEvent(ctx, st, k, id)
+	if err != nil || m == nil {
+		return false, err
+	}
+	if c.AgentID == m.From.AgentID || c.Has(scope) {
+		return true, nil
+	}
+	if k == KindTask && m.RunID != "" && m.RunID != id {
+		return owns(ctx, st, c, KindRun, m.RunID, scope)
+	}
+	return false, nil
+}
+
+// CheckWrite returns nil when c may add m to the store through a surface
+// (docs/protocol.md §6.7): c holds [ScopeSubmit], m is from c, no id of m
+// is reserved, and each of m's run, thread and task that exists already
+// belongs to c (or c holds [ScopeAdmin]); a task belongs to c also when
+// c owns its run. m's parent task, when set, must exist and be readable
+// by c ([MayRead]). A refusal for an id is [ErrNotFound] naming it, the
+// same answer whether the id is missing or somebody else's, so the answer
+// tells nothing about other callers' ids.
+func CheckWrite(ctx context.Context, st store.Store, c *Caller, m *protocol.Message) error {
+	if !c.Has(ScopeSubmit) {
+		return coded.Wrap(ErrForbidden, "submitting needs the "+ScopeSubmit+" scope", nil)
+	}
+	if m.From.AgentID != c.AgentID {
+		return coded.Wrap(ErrForbidden, "a caller writes as itself, "+c.AgentID, nil)
+	}
+	for _, t := range [...]struct {
+		k  Kind
+		id string
+	}{{KindRun, m.RunID}, {KindThread, m.ThreadID}, {KindTask, m.TaskID}} {
+		if t.id == "" {
+			continue
+		}
+		if protocol.Reserved(t.id) {
+			return notFound(t.k, t.id)
+		}
+		ev, err := ownerEvent(ctx, st, t.k, t.id)
+		if err != nil {
+			return err
+		}
+		if ev == nil || ev.From.AgentID == c.AgentID || c.Has(ScopeAdmin) {
+			continue
+		}
+		if t.k == KindTask && ev.RunID != "" {
+			if ok, err := owns(ctx, st, c, KindRun, ev.RunID, ScopeAdmin); err != nil {
+				return err
+			} else if ok {
+				continue
+			}
+		}
+		return notFound(t.k, t.id)
+	}
+	if m.ParentTaskID != "" {
+		ok, err := MayRead(ctx, st, c, KindTask, m.ParentTaskID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound(KindTask, m.ParentTaskID)
+		}
+	}
+	return nil
+}
+
+func notFound(k Kind, id string) error {
+	if len(id) > 80 {
+		id = id[:80] + "…"
+	}
+	return coded.Wrap(ErrNotFound, "no "+k.String()+" "+id, nil)
+}
+
+// Deriver makes the ids a surface derives from a caller's own keys (an
+// A2A messageId, an Idempotency-Key header, an MCP idempotency_key, an
+// AG-UI runId), keyed with the store's secret so that nobody can compute
+// another caller's id and create it first (docs/protocol.md §6.7). Build
+// it with NewDeriver; it is safe for concurrent use.
+type Deriver struct{ secret []byte }
+
+// NewDeriver returns the Deriver of st's secret: 32 random bytes made on
+// first use and kept in st under the reserved run "run_clutch_secret"
+// (see protocol.Reserved), so every process on the store and every restart
+// derives the same ids. Of two processes that make it at once, the store
+// keeps the first (dedup by message id) and both use that one.
+func NewDeriver(ctx context.Context, st store.Store) (*Deriver, error) {
+	for range 2 {
+		ev, err := st.Get(ctx, secretMessageID)
+		if err == nil {
+			m, err := ev.Message()
+			if err != nil {
+				return nil, err
+			}
+			var p struct {
+				Secret []byte `json:"secret"`
+			}
+			if err := json.Unmarshal(m.Payload, &p); err != nil || len(p.Secret) < 16 {
+				return nil, coded.Wrap(ErrInvalidConfig, "the store's secret ("+secretMessageID+") is malformed", err)
+			}
+			return &Deriver{secret: p.Secret}, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, err
+		}
+		m := protocol.NewIDs(nil).NewMessage(secretType, secretFrom)
+		m.ID, m.RunID, m.ThreadID, m.TaskID = secretMessageID, "run_clutch_secret", "thr_clutch_secret", "task_clutch_secret"
+		if err := m.SetPayload(map[string]any{"secret": secret}); err != nil {
+			return nil, err
+		}
+		res, err := st.Append(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		if !res[0].Duplicate {
+			return &Deriver{secret: secret}, nil
+		}
+	}
+	return nil, coded.Wrap(ErrInvalidConfig, "the store's secret could not be read back", nil)
+}
+
+const (
+	secretMessageID = "msg_clutch_secret"
+	secretType      = protocol.Type("x.clutch.secret")
+	secretFrom      = "agent:clutch"
+)
+
+// RunID is the run id a surface gives a task.request that carries a
+// client's idempotency key: derived from the caller, the surface and the
+// key, so that the same key sent again by the same caller lands in the
+// same run with the same idempotency_key and the store's dedup (same
+// run_id and idempotency_key, docs/protocol.md §5.2) answers it with the
+// task the first one started, while the same key from another caller is
+// another run. It is "run_" and 26 base32 characters of an HMAC-SHA256.
+func (d *Deriver) RunID(c *Caller, surface, key string) string {
+	return d.ID(protocol.IDPrefixRun, c, surface, key)
+}
+
+// ID is RunID with another prefix, for threads and tasks
+// (protocol.IDPrefixThread, protocol.IDPrefixTask) derived the same way.
+func (d *Deriver) ID(prefix string, c *Caller, surface, key string) string {
+	h := hmac.New(sha256.New, d.secret)
+	for _, s := range [...]string{prefix, c.AgentID, surface, key} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	sum := h.Sum(nil)
+	return prefix + runEncoding.EncodeToString(sum[:16])[:26]
+}

@@ -1,0 +1,82 @@
+// Package backends gives tests the three stores of the module — memstore,
+// a boltstore file in t.TempDir() and a pgstore schema in a PostgreSQL
+// cluster the test binary starts — so that a behaviour that depends on
+// what is stored (tenancy, dedup) is checked on each.
+//
+// A package that uses PG calls backends.Main from its TestMain, which
+// starts one cluster for the binary (internal/pgpeer); without PostgreSQL
+// the pgstore case fails under CI=true and skips otherwise, with the
+// reason.
+package backends
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clutchprotocol/clutch/internal/pgpeer"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
+	"github.com/clutchprotocol/clutch/store/memstore"
+	"github.com/clutchprotocol/clutch/store/pgstore"
+)
+
+// Backend is one store implementation: New opens an empty store for t and
+// closes it in t.Cleanup.
+type Backend struct {
+	Name string
+	New  func(t testing.TB) store.Store
+}
+
+var (
+	shared  pgpeer.Shared
+	started atomic.Bool
+	schemas atomic.Int64
+)
+
+// Main runs m with a PostgreSQL cluster for the pgstore backend; call it
+// from TestMain: os.Exit(backends.Main(m)).
+func Main(m *testing.M) int {
+	started.Store(true)
+	return pgpeer.Main(m, &shared)
+}
+
+// All returns memstore, boltstore and pgstore.
+func All() []Backend {
+	return []Backend{
+		{"memstore", func(t testing.TB) store.Store {
+			st, err := memstore.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}},
+		{"boltstore", func(t testing.TB) store.Store {
+			st, err := boltstore.Open(filepath.Join(t.TempDir(), "clutch.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}},
+		{"pgstore", func(t testing.TB) store.Store {
+			t.Helper()
+			if !started.Load() {
+				t.Fatal("backends: TestMain must call backends.Main for the pgstore backend")
+			}
+			c := shared.Need(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := pgstore.Open(ctx, c.DSN(""), &pgstore.Options{Schema: fmt.Sprintf("t%d", schemas.Add(1))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}},
+	}
+}
