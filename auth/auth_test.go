@@ -320,4 +320,3 @@ func FuzzCredential(f *testing.F) {
 		}
 	})
 }
-
