@@ -250,7 +250,11 @@ func (r *Router) NewRequest(from, payloadType string, payload any) (*protocol.Me
 // task that request started, or holds its stored outcome. Dedup comes
 // before validity: a redelivery of a running task's request with a new id
 // follows it; another request for a running task id fails with
-// ErrInvalidRequest. When the router holds Options.MaxInFlight tasks, a
+// ErrInvalidRequest. Dedup is the sender's own: a request that duplicates
+// another sender's (from.agent_id) fails with ErrInvalidRequest, so a
+// duplicate is never answered with somebody else's task. A request with a
+// parent_task_id of a task not running here (a chain that starts outside)
+// counts its stored ancestors toward Budget.MaxDepth. When the router holds Options.MaxInFlight tasks, a
 // new task fails at once with ErrCapacity (CAPACITY, retryable); after
 // Shutdown, Submit fails with ErrClosed.
 func (r *Router) Submit(ctx context.Context, req *protocol.Message) (*Handle, error) {
@@ -273,10 +277,23 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 	if err := r.validate(req); err != nil {
 		return nil, wrap(ErrInvalidPayload, req.PayloadType, err)
 	}
+	depth := 0
+	if parent == nil && req.ParentTaskID != "" {
+		// A chain that starts outside: the depth budget counts the stored
+		// ancestors too (docs/protocol.md §6.7).
+		d, err := r.storedDepth(ctx, req.ParentTaskID)
+		if err != nil {
+			return nil, err
+		}
+		depth = d
+	}
 	for {
 		ts, old, err := r.claim(ctx, req, parent, claimSubmit)
 		if err != nil {
 			return nil, err
+		}
+		if parent == nil && ts != nil {
+			ts.depth = depth
 		}
 		if old != nil {
 			// Dedup first, then validity (docs/protocol.md §5.2): a
@@ -285,6 +302,9 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 			// other request for a running task id is refused.
 			if !sameRequest(old.req, req) {
 				return nil, wrap(ErrInvalidRequest, "task "+req.TaskID+" is already running", nil)
+			}
+			if old.req.From.AgentID != req.From.AgentID {
+				return nil, otherSender(req)
 			}
 			h, err := r.follow(ctx, old)
 			if err != nil || h != nil {
@@ -301,11 +321,48 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 			// Stored before, maybe under another task id (§5.2): follow
 			// the task of the stored request.
 			r.unclaim(ts, claimDropped)
-			return r.redelivered(ctx, res[0].Seq)
+			return r.redelivered(ctx, req, res[0].Seq)
 		}
 		ts.reqSeq = res[0].Seq
 		return r.start(ts, req.Attempt), nil
 	}
+}
+
+// otherSender is the refusal of a request that duplicates a stored or
+// running request of another sender (the same id, or the same run_id and
+// idempotency_key): a duplicate is only answered to the sender of the
+// original (docs/protocol.md §5.2, §6.7).
+func otherSender(req *protocol.Message) error {
+	return wrap(ErrInvalidRequest, "the request duplicates one that "+req.From.AgentID+" did not send (same id, or same run_id and idempotency_key)", nil)
+}
+
+// storedDepth is the delegation depth of a new subtask of the task
+// parentID: one more than the number of task.requests on the stored
+// parent_task_id chain above it, read from the store up to one past
+// Budget.MaxDepth. A parent running here gives its depth at once.
+func (r *Router) storedDepth(ctx context.Context, parentID string) (int, error) {
+	r.mu.Lock()
+	p := r.tasks[parentID]
+	r.mu.Unlock()
+	if p != nil {
+		return p.depth + 1, nil
+	}
+	depth, max := 0, r.opts.Budget.MaxDepth
+	for id := parentID; id != "" && depth <= max; depth++ {
+		var next string
+		for ev, err := range r.st.Read(ctx, store.Query{TaskID: id, TypePrefix: string(protocol.TypeTaskRequest), Limit: 1}) {
+			if err != nil {
+				return 0, err
+			}
+			m, err := ev.Message()
+			if err != nil {
+				return 0, err
+			}
+			next = m.ParentTaskID
+		}
+		id = next
+	}
+	return depth, nil
 }
 
 // sameRequest reports whether b is a redelivery of the task.request a
@@ -376,7 +433,7 @@ func tasksBudgetError(max int) *protocol.ErrorPayload {
 // redelivered handles a request the store already holds, as the event at
 // seq (docs/protocol.md §5.1: at-least-once delivery, dedup by the
 // receiver).
-func (r *Router) redelivered(ctx context.Context, seq uint64) (*Handle, error) {
+func (r *Router) redelivered(ctx context.Context, req *protocol.Message, seq uint64) (*Handle, error) {
 	stored, err := r.eventAt(ctx, seq)
 	if err != nil {
 		return nil, err
@@ -387,6 +444,9 @@ func (r *Router) redelivered(ctx context.Context, seq uint64) (*Handle, error) {
 	}
 	if orig.Type != protocol.TypeTaskRequest {
 		return nil, wrap(ErrInvalidRequest, "the request duplicates stored event "+orig.ID+", a "+string(orig.Type), nil)
+	}
+	if orig.From.AgentID != req.From.AgentID {
+		return nil, otherSender(req)
 	}
 	h, _, err := r.recoverStored(ctx, orig)
 	return h, err
