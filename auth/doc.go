@@ -40,8 +40,10 @@
 // # Limits
 //
 // [Options] adds a token bucket per caller (Rate, Burst: over it, 429
-// RATE_LIMITED), a bound on requests in flight (MaxInFlight: past it, 503
-// CAPACITY at once, never a queue) and a body size limit. Both refusals
+// RATE_LIMITED), a bound on requests in flight in all (MaxInFlight) and per
+// caller (MaxInFlightPerCaller, by default a quarter of MaxInFlight; past
+// either, 503 CAPACITY at once, never a queue) and a body size limit. Both
+// refusals
 // carry Retry-After. The router's own admission refusal (CAPACITY) maps to
 // the same 503 through [Status].
 //
