@@ -1,7 +1,10 @@
 package auth_test
 
 import (
+	"context"
 	"fmt"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store/memstore"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -57,4 +60,48 @@ func ExampleChain() {
 	// Output:
 	// agent:anonymous false <nil>
 	// auth: unauthenticated: credentials were presented but not accepted
+}
+
+// CheckWrite before a surface stores anything for a caller: another
+// caller's run is refused exactly as a missing one.
+func ExampleCheckWrite() {
+	ctx := context.Background()
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	ken := &auth.Caller{AgentID: "agent:ken", Scopes: []string{auth.ScopeSubmit}}
+	eve := &auth.Caller{AgentID: "agent:eve", Scopes: []string{auth.ScopeSubmit}}
+
+	first := protocol.NewMessage(protocol.TypeChatMessage, ken.AgentID)
+	first.RunID = "run_kens"
+	fmt.Println(auth.CheckWrite(ctx, st, ken, first)) // a new run: ken may create it
+	st.Append(ctx, first)
+
+	intruder := protocol.NewMessage(protocol.TypeChatMessage, eve.AgentID)
+	intruder.RunID = "run_kens"
+	fmt.Println(auth.CheckWrite(ctx, st, eve, intruder))
+	ok, _ := auth.MayRead(ctx, st, eve, auth.KindRun, "run_kens")
+	fmt.Println("eve reads it:", ok)
+	// Output:
+	// <nil>
+	// auth: not found: no run run_kens
+	// eve reads it: false
+}
+
+// A Deriver gives each caller its own run for its own idempotency key,
+// keyed with the store's secret.
+func ExampleDeriver() {
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	d, err := auth.NewDeriver(context.Background(), st)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ken := &auth.Caller{AgentID: "agent:ken"}
+	eve := &auth.Caller{AgentID: "agent:eve"}
+	fmt.Println(d.RunID(ken, "http", "order-7") == d.RunID(ken, "http", "order-7"))
+	fmt.Println(d.RunID(ken, "http", "order-7") == d.RunID(eve, "http", "order-7"))
+	// Output:
+	// true
+	// false
 }

@@ -59,9 +59,9 @@ func first(ctx context.Context, st store.Store, q store.Query) (*protocol.Messag
 }
 
 // Owner returns the agent that owns the run, thread or task id in st, and
-// false when nothing is stored under id (docs/protocol.md §6.7). The owner
-// of a run or a thread is the sender of its first event; of a task, the
-// sender of its task.request (of its first event when it has none). The
+// false when nothing is stored under id (docs/protocol.md §6.7): the sender
+// of its first event — for a task, the sender of its task.request, which
+// the router stores before anything else of the task. The
 // surfaces stamp that sender from the authenticated [Caller] when they
 // create the run, thread or task, and [CheckWrite] keeps everybody else
 // from adding to it, so the first sender is the creator.
@@ -74,12 +74,6 @@ func Owner(ctx context.Context, st store.Store, k Kind, id string) (owner string
 }
 
 func ownerEvent(ctx context.Context, st store.Store, k Kind, id string) (*protocol.Message, error) {
-	if k == KindTask {
-		m, err := first(ctx, st, store.Query{TaskID: id, TypePrefix: string(protocol.TypeTaskRequest), Limit: 1})
-		if err != nil || m != nil {
-			return m, err
-		}
-	}
 	return first(ctx, st, k.query(id))
 }
 
