@@ -92,15 +92,15 @@ func ExampleCheckWrite() {
 func ExampleDeriver() {
 	st, _ := memstore.New(nil)
 	defer st.Close()
-	d, err := auth.NewDeriver(context.Background(), st)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	d := auth.NewDeriver(st)
+	ctx := context.Background()
 	ken := &auth.Caller{AgentID: "agent:ken"}
 	eve := &auth.Caller{AgentID: "agent:eve"}
-	fmt.Println(d.RunID(ken, "http", "order-7") == d.RunID(ken, "http", "order-7"))
-	fmt.Println(d.RunID(ken, "http", "order-7") == d.RunID(eve, "http", "order-7"))
+	first, _ := d.RunID(ctx, ken, "http", "order-7")
+	again, _ := d.RunID(ctx, ken, "http", "order-7")
+	eves, _ := d.RunID(ctx, eve, "http", "order-7")
+	fmt.Println(first == again)
+	fmt.Println(first == eves)
 	// Output:
 	// true
 	// false

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -176,16 +177,30 @@ func notFound(k Kind, id string) error {
 // AG-UI runId), keyed with the store's secret so that nobody can compute
 // another caller's id and create it first (docs/protocol.md §6.7). Build
 // it with NewDeriver; it is safe for concurrent use.
-type Deriver struct{ secret []byte }
+type Deriver struct {
+	st     store.Store
+	mu     sync.Mutex
+	secret []byte // nil until first read or made
+}
 
 // NewDeriver returns the Deriver of st's secret: 32 random bytes made on
 // first use and kept in st under the reserved run "run_clutch_secret"
 // (see protocol.Reserved), so every process on the store and every restart
 // derives the same ids. Of two processes that make it at once, the store
-// keeps the first (dedup by message id) and both use that one.
-func NewDeriver(ctx context.Context, st store.Store) (*Deriver, error) {
+// keeps the first (dedup by message id) and both use that one. Nothing is
+// read or written until the first id is derived.
+func NewDeriver(st store.Store) *Deriver { return &Deriver{st: st} }
+
+// load returns the store's secret, reading or making it on first use; a
+// failure is not remembered, so the next call tries again.
+func (d *Deriver) load(ctx context.Context) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.secret != nil {
+		return d.secret, nil
+	}
 	for range 2 {
-		ev, err := st.Get(ctx, secretMessageID)
+		ev, err := d.st.Get(ctx, secretMessageID)
 		if err == nil {
 			m, err := ev.Message()
 			if err != nil {
@@ -197,7 +212,8 @@ func NewDeriver(ctx context.Context, st store.Store) (*Deriver, error) {
 			if err := json.Unmarshal(m.Payload, &p); err != nil || len(p.Secret) < 16 {
 				return nil, coded.Wrap(ErrInvalidConfig, "the store's secret ("+secretMessageID+") is malformed", err)
 			}
-			return &Deriver{secret: p.Secret}, nil
+			d.secret = p.Secret
+			return d.secret, nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return nil, err
@@ -211,12 +227,13 @@ func NewDeriver(ctx context.Context, st store.Store) (*Deriver, error) {
 		if err := m.SetPayload(map[string]any{"secret": secret}); err != nil {
 			return nil, err
 		}
-		res, err := st.Append(ctx, m)
+		res, err := d.st.Append(ctx, m)
 		if err != nil {
 			return nil, err
 		}
 		if !res[0].Duplicate {
-			return &Deriver{secret: secret}, nil
+			d.secret = secret
+			return d.secret, nil
 		}
 	}
 	return nil, coded.Wrap(ErrInvalidConfig, "the store's secret could not be read back", nil)
@@ -235,14 +252,19 @@ const (
 // run_id and idempotency_key, docs/protocol.md §5.2) answers it with the
 // task the first one started, while the same key from another caller is
 // another run. It is "run_" and 26 base32 characters of an HMAC-SHA256.
-func (d *Deriver) RunID(c *Caller, surface, key string) string {
-	return d.ID(protocol.IDPrefixRun, c, surface, key)
+// The error is the store's, when the secret cannot be read or made.
+func (d *Deriver) RunID(ctx context.Context, c *Caller, surface, key string) (string, error) {
+	return d.ID(ctx, protocol.IDPrefixRun, c, surface, key)
 }
 
 // ID is RunID with another prefix, for threads and tasks
 // (protocol.IDPrefixThread, protocol.IDPrefixTask) derived the same way.
-func (d *Deriver) ID(prefix string, c *Caller, surface, key string) string {
-	h := hmac.New(sha256.New, d.secret)
+func (d *Deriver) ID(ctx context.Context, prefix string, c *Caller, surface, key string) (string, error) {
+	secret, err := d.load(ctx)
+	if err != nil {
+		return "", err
+	}
+	h := hmac.New(sha256.New, secret)
 	for _, s := range [...]string{prefix, c.AgentID, surface, key} {
 		var n [4]byte
 		binary.BigEndian.PutUint32(n[:], uint32(len(s)))
@@ -250,5 +272,5 @@ func (d *Deriver) ID(prefix string, c *Caller, surface, key string) string {
 		h.Write([]byte(s))
 	}
 	sum := h.Sum(nil)
-	return prefix + runEncoding.EncodeToString(sum[:16])[:26]
+	return prefix + runEncoding.EncodeToString(sum[:16])[:26], nil
 }

@@ -155,36 +155,44 @@ func TestDeriver(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			st := b.New(t)
 			ctx := t.Context()
+			run := func(d *auth.Deriver, c *auth.Caller, surface, key string) string {
+				id, err := d.RunID(ctx, c, surface, key)
+				require.NoError(t, err)
+				return id
+			}
 			var (
 				wg sync.WaitGroup
 				ds [8]*auth.Deriver
+				as [8]string
 			)
 			for i := range ds {
+				ds[i] = auth.NewDeriver(st)
 				wg.Go(func() {
-					d, err := auth.NewDeriver(ctx, st)
+					id, err := ds[i].RunID(ctx, ken, "a2a", "m-1")
 					assert.NoError(t, err)
-					ds[i] = d
+					as[i] = id
 				})
 			}
 			wg.Wait()
 			d := ds[0]
-			a := d.RunID(ken, "a2a", "m-1")
-			for _, o := range ds {
-				require.Equal(t, a, o.RunID(ken, "a2a", "m-1"), "one secret per store")
+			a := as[0]
+			for _, o := range as {
+				require.Equal(t, a, o, "one secret per store")
 			}
+			assert.Equal(t, a, run(auth.NewDeriver(st), ken, "a2a", "m-1"), "read back")
 			assert.Len(t, a, len("run_")+26)
 			assert.True(t, strings.HasPrefix(a, "run_"))
-			for _, other := range []string{d.RunID(eve, "a2a", "m-1"), d.RunID(ken, "http", "m-1"), d.RunID(ken, "a2a", "m-2"),
-				d.RunID(&auth.Caller{AgentID: "agent:kena"}, "2a", "m-1"), strings.Replace(d.ID(protocol.IDPrefixThread, ken, "a2a", "m-1"), "thr_", "run_", 1)} {
+			thr, err := d.ID(ctx, protocol.IDPrefixThread, ken, "a2a", "m-1")
+			require.NoError(t, err)
+			for _, other := range []string{run(d, eve, "a2a", "m-1"), run(d, ken, "http", "m-1"), run(d, ken, "a2a", "m-2"),
+				run(d, &auth.Caller{AgentID: "agent:kena"}, "2a", "m-1"), strings.Replace(thr, "thr_", "run_", 1)} {
 				assert.NotEqual(t, a, other)
 			}
 			m := protocol.NewMessage(protocol.TypeTaskRequest, ken.AgentID)
 			m.RunID = a
 			require.NoError(t, m.Validate())
 
-			other, err := auth.NewDeriver(ctx, backends.All()[0].New(t))
-			require.NoError(t, err)
-			assert.NotEqual(t, a, other.RunID(ken, "a2a", "m-1"), "another store, another secret")
+			assert.NotEqual(t, a, run(auth.NewDeriver(backends.All()[0].New(t)), ken, "a2a", "m-1"), "another store, another secret")
 
 			ok, err := auth.MayRead(ctx, st, ops, auth.KindRun, "run_clutch_secret")
 			require.NoError(t, err)

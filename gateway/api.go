@@ -62,36 +62,22 @@ func (g *Gateway) first(ctx context.Context, q store.Query) (*protocol.Message, 
 }
 
 // visible reports whether the run, thread or task id exists and the
-// caller may see it — the rule of package auth, as the A2A server applies
-// it: a caller sees what it started (the sender of a run's or thread's
-// first event, of a task's task.request, or of the first event of the
-// task's run), and everything with auth.ScopeReadAll. What it may not see
-// is answered as what does not exist.
+// caller may see it: auth.MayRead, the one rule of docs/protocol.md §6.7
+// (what the caller owns, everything with auth.ScopeReadAll, reserved
+// system ids only with auth.ScopeAdmin). What it may not see is answered
+// as what does not exist.
 func (g *Gateway) visible(ctx context.Context, c *auth.Caller, sc scope, id string) (bool, error) {
 	if !validID(id) {
 		return false, nil
 	}
-	if sc != scopeTask {
-		m, err := g.first(ctx, sc.query(id))
-		if err != nil || m == nil {
-			return false, err
-		}
-		return c.Owns(m.From.AgentID), nil
+	k := auth.KindTask
+	switch sc {
+	case scopeRun:
+		k = auth.KindRun
+	case scopeThread:
+		k = auth.KindThread
 	}
-	m, err := g.first(ctx, store.Query{TaskID: id, TypePrefix: string(protocol.TypeTaskRequest)})
-	if err == nil && m == nil {
-		m, err = g.first(ctx, store.Query{TaskID: id})
-	}
-	if err != nil || m == nil {
-		return false, err
-	}
-	if c.Owns(m.From.AgentID) {
-		return true, nil
-	}
-	if m.RunID == "" {
-		return false, nil
-	}
-	return g.visible(ctx, c, scopeRun, m.RunID)
+	return auth.MayRead(ctx, g.st, c, k, id)
 }
 
 // checkVisible is visible as an error: ErrNotFound, or a store error.
@@ -170,9 +156,11 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 		if threads {
 			list, name = store.Threads, "threads"
 		}
-		all := c.Has(auth.ScopeReadAll)
+		// Everybody's with read:all, reserved system runs only for admins
+		// (docs/protocol.md §6.7).
+		all, admin := c.Has(auth.ScopeReadAll), c.Has(auth.ScopeAdmin)
 		sq := store.ListQuery{Before: q.Before}
-		if all {
+		if admin {
 			sq.Limit = q.Limit
 		}
 		out := []wireSummary{}
@@ -184,14 +172,14 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 				return
 			}
 			scanned++
-			if all || c.Owns(s.Owner) {
+			if admin || (!protocol.Reserved(s.ID) && (all || c.AgentID == s.Owner)) {
 				out = append(out, wireSummaryOf(s))
 			}
 			if len(out) == q.Limit {
 				next = s.LastSeq
 				break
 			}
-			if !all && scanned >= listScan {
+			if !admin && scanned >= listScan {
 				next = s.LastSeq
 				break
 			}

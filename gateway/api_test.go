@@ -185,10 +185,18 @@ func TestListPaging(t *testing.T) {
 	}
 	var all list
 	e.getJSON("/v1/runs", keyAudit, 200, &all)
-	// The registry's own run (agent registrations) is a run too.
-	if len(all.Runs) != 8 || !slices.ContainsFunc(all.Runs, func(s wireSummary) bool { return s.ID == registry.DefaultRunID }) {
-		t.Fatalf("read:all sees %d runs, want 7 and the registry's", len(all.Runs))
+	// The registry's own run (agent registrations) is reserved: read:all sees everybody's runs but not those
+	// (docs/protocol.md §6.7); an admin sees them too.
+	if len(all.Runs) != 7 || slices.ContainsFunc(all.Runs, func(s wireSummary) bool { return protocol.Reserved(s.ID) }) {
+		t.Fatalf("read:all sees %d runs, want the 7 of the callers and no reserved one", len(all.Runs))
 	}
+	var admin list
+	e.getJSON("/v1/runs", keyAdmin, 200, &admin)
+	if len(admin.Runs) != 8 || !slices.ContainsFunc(admin.Runs, func(s wireSummary) bool { return s.ID == registry.DefaultRunID }) {
+		t.Fatalf("an admin sees %d runs, want 7 and the registry's", len(admin.Runs))
+	}
+	e.getJSON("/v1/runs/"+registry.DefaultRunID+"/events", keyAudit, 404, nil)
+	e.getJSON("/v1/runs/"+registry.DefaultRunID+"/events", keyAdmin, 200, nil)
 	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "before=-1", "before=1&before=2", "colour=red"} {
 		status, body := e.do("GET", "/v1/runs?"+bad, keyAlice, "")
 		wantError(t, bad, status, body, 400, "INVALID_FIELD")

@@ -77,7 +77,7 @@
 //
 //   - task.request goes through router.Submit: validated against its
 //     payload type, stored and routed. With an idempotency_key and no
-//     run_id its run is auth.ScopedRunID(caller, "gateway", key), so posting
+//     run_id its run is auth.Deriver.RunID(caller, "gateway", key), so posting
 //     it again answers with the first task (Accepted.Duplicate).
 //   - chat.message is validated (the router's Validator, when it has one)
 //     and appended.

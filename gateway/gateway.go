@@ -135,6 +135,7 @@ type Gateway struct {
 	st    store.Store
 	opts  Options
 	guard *auth.Guard
+	ids   *auth.Deriver // the runs of Idempotency-Keys (docs/protocol.md §6.7)
 	mux   *http.ServeMux
 	api   *http.ServeMux
 }
@@ -159,7 +160,8 @@ func New(r *router.Router, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return nil, coded.Wrap(ErrInvalidOptions, "Limits", err)
 	}
-	g := &Gateway{r: r, st: r.Store(), opts: o, guard: guard, mux: http.NewServeMux(), api: http.NewServeMux()}
+	ids := auth.NewDeriver(r.Store())
+	g := &Gateway{r: r, st: r.Store(), opts: o, guard: guard, ids: ids, mux: http.NewServeMux(), api: http.NewServeMux()}
 	g.routes()
 	return g, nil
 }

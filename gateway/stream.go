@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/clutchprotocol/clutch/protocol"
 	"net/http"
 	"strconv"
 	"sync"
@@ -78,7 +79,21 @@ func (g *Gateway) openStream(ctx context.Context, c *auth.Caller, q streamQuery)
 	s := &stream{g: g, q: store.Query{
 		RunID: q.Run, ThreadID: q.Thread, TaskID: q.Task, AgentID: q.Agent, TypePrefix: q.Type, AfterSeq: q.After,
 	}}
-	if !c.Has(auth.ScopeReadAll) {
+	switch {
+	case c.Has(auth.ScopeAdmin):
+	case c.Has(auth.ScopeReadAll):
+		// Everybody's runs but the reserved system runs (docs/protocol.md
+		// §6.7).
+		for _, id := range []string{q.Run, q.Thread, q.Task} {
+			if protocol.Reserved(id) {
+				return nil, coded.Wrap(ErrNotFound, "no such "+clip(id), nil)
+			}
+		}
+		s.filter = func(_ context.Context, ev store.Event) bool {
+			f := scanEnvelope(ev.Raw)
+			return !protocol.Reserved(f.run)
+		}
+	default:
 		var err error
 		switch {
 		case q.Task != "":

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -21,7 +22,7 @@ import (
 	"github.com/clutchprotocol/clutch/store"
 )
 
-// SurfaceName is the surface name of the gateway in auth.ScopedRunID: the
+// SurfaceName is the surface name of the gateway in auth.Deriver.RunID: the
 // run of a task.request posted with an idempotency_key and no run_id.
 const SurfaceName = "gateway"
 
@@ -166,27 +167,16 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusAccepted, acc)
 }
 
-// checkTargets refuses a submission into a run or thread that exists and
-// the caller may not see, or under a parent task it may not see — as if
-// they did not exist.
-func (g *Gateway) checkTargets(ctx context.Context, c *auth.Caller, s *Submission) error {
-	for _, t := range []struct {
-		sc scope
-		id string
-	}{{scopeRun, s.RunID}, {scopeThread, s.ThreadID}} {
-		if t.id == "" {
-			continue
+// checkTargets refuses a submission the caller may not write
+// (auth.CheckWrite, docs/protocol.md §6.7): into a run, thread or task of
+// another caller, under a reserved id, or under a parent task it may not
+// see — as if they did not exist (ErrNotFound).
+func (g *Gateway) checkTargets(ctx context.Context, c *auth.Caller, m *protocol.Message) error {
+	if err := auth.CheckWrite(ctx, g.st, c, m); err != nil {
+		if errors.Is(err, auth.ErrNotFound) {
+			return coded.Wrap(ErrNotFound, strings.TrimPrefix(err.Error(), "auth: not found: "), nil)
 		}
-		m, err := g.first(ctx, t.sc.query(t.id))
-		if err != nil {
-			return err
-		}
-		if m != nil && !c.Owns(m.From.AgentID) {
-			return coded.Wrap(ErrNotFound, "no "+t.sc.String()+" "+clip(t.id), nil)
-		}
-	}
-	if s.ParentTaskID != "" {
-		return g.checkVisible(ctx, c, scopeTask, s.ParentTaskID)
+		return err
 	}
 	return nil
 }
@@ -227,9 +217,6 @@ func fill(m *protocol.Message, s *Submission) error {
 }
 
 func (g *Gateway) submitRequest(ctx context.Context, c *auth.Caller, s *Submission) (*Accepted, error) {
-	if err := g.checkTargets(ctx, c, s); err != nil {
-		return nil, err
-	}
 	m, err := g.r.NewRequest(c.AgentID, s.PayloadType, json.RawMessage(`{}`))
 	if err != nil {
 		return nil, err
@@ -240,7 +227,12 @@ func (g *Gateway) submitRequest(ctx context.Context, c *auth.Caller, s *Submissi
 	if s.IdempotencyKey != "" && s.RunID == "" {
 		// The same key from the same caller lands in the same run, where
 		// the store's dedup answers it with the first task.
-		m.RunID = auth.ScopedRunID(c, SurfaceName, s.IdempotencyKey)
+		if m.RunID, err = g.ids.RunID(ctx, c, SurfaceName, s.IdempotencyKey); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.checkTargets(ctx, c, m); err != nil {
+		return nil, err
 	}
 	h, err := g.r.Submit(ctx, m)
 	if err != nil {
@@ -258,11 +250,11 @@ func (g *Gateway) submitRequest(ctx context.Context, c *auth.Caller, s *Submissi
 }
 
 func (g *Gateway) submitChat(ctx context.Context, c *auth.Caller, s *Submission) (*Accepted, error) {
-	if err := g.checkTargets(ctx, c, s); err != nil {
-		return nil, err
-	}
 	m := g.r.IDs().NewMessage(protocol.TypeChatMessage, c.AgentID)
 	if err := fill(m, s); err != nil {
+		return nil, err
+	}
+	if err := g.checkTargets(ctx, c, m); err != nil {
 		return nil, err
 	}
 	if v := g.r.Validator(); v != nil {
@@ -276,19 +268,19 @@ func (g *Gateway) submitChat(ctx context.Context, c *auth.Caller, s *Submission)
 	}
 	acc := &Accepted{ID: m.ID, Seq: res[0].Seq, RunID: m.RunID, ThreadID: m.ThreadID, TaskID: m.TaskID, Type: m.Type}
 	if res[0].Duplicate {
-		acc.Duplicate = true
-		if ev, err := g.st.Get(ctx, m.ID); err == nil {
-			acc.Seq = ev.Seq
-		} else if dm, err := g.stored(ctx, res[0].Seq, m.RunID); err == nil && dm != nil {
-			acc.ID, acc.ThreadID, acc.TaskID = dm.ID, dm.ThreadID, dm.TaskID
+		// A duplicate is answered only to the sender of the original
+		// (docs/protocol.md §6.7).
+		dm, err := g.first(ctx, store.Query{AfterSeq: res[0].Seq - 1, Limit: 1})
+		if err != nil {
+			return nil, err
 		}
+		if dm == nil || dm.From.AgentID != c.AgentID {
+			return nil, coded.Wrap(errConflict, "the message duplicates one the caller did not send", nil)
+		}
+		acc.Duplicate = true
+		acc.Seq, acc.ID, acc.ThreadID, acc.TaskID = res[0].Seq, dm.ID, dm.ThreadID, dm.TaskID
 	}
 	return acc, nil
-}
-
-// stored returns the message stored at seq in run.
-func (g *Gateway) stored(ctx context.Context, seq uint64, run string) (*protocol.Message, error) {
-	return g.first(ctx, store.Query{RunID: run, AfterSeq: seq - 1})
 }
 
 func (g *Gateway) submitCancel(ctx context.Context, c *auth.Caller, s *Submission) (*Accepted, error) {

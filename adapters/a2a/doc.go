@@ -134,7 +134,7 @@
 //
 // Retries are deduplicated per caller: a messageId is the task.request's
 // idempotency_key, and its run_id is derived from the caller, the endpoint
-// and the messageId (auth.ScopedRunID), so the same message sent again is
+// and the messageId (auth.Deriver.RunID, keyed with the store's secret), so the same message sent again is
 // answered with the task the first started, and runs once
 // (docs/protocol.md §5.2). On the simple surface the Idempotency-Key
 // header does the same for /run and /stream.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"strconv"
+	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -359,7 +360,9 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 		// same message sent again is the same task (docs/protocol.md §5.2).
 		m.Meta[metaMessageID] = msg.ID
 		m.IdempotencyKey = msg.ID
-		m.RunID = auth.ScopedRunID(c, SourceA2A+" "+h.agent, msg.ID) // per endpoint: the task must be visible there
+		if m.RunID, err = h.s.ids.RunID(ctx, c, SourceA2A+" "+h.agent, msg.ID); err != nil { // per endpoint: the task must be visible there
+			return nil, h.internal(ctx, "deriving the run", err)
+		}
 	}
 	if cont != nil {
 		m.ThreadID, m.RunID = cont.req.ThreadID, cont.req.RunID
@@ -377,6 +380,13 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	m.Requires, m.Prefers, m.Domain = in.requires, in.prefers, in.domain
 	if m.Attachments, err = h.s.attachments(ctx, in.files); err != nil {
 		return nil, err
+	}
+	// Only into the caller's own context and run (docs/protocol.md §6.7).
+	if err := auth.CheckWrite(ctx, h.s.st, c, m); err != nil {
+		if errors.Is(err, auth.ErrNotFound) {
+			return nil, invalidParams(strings.Replace(err.Error(), "auth: not found: no thread", "no contextId", 1))
+		}
+		return nil, a2a.NewError(a2a.ErrUnauthorized, err.Error())
 	}
 	hd, err := h.s.r.Submit(ctx, m)
 	switch {

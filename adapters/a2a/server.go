@@ -165,6 +165,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	running map[string]*router.Handle // tasks submitted here that have not ended, by task id
+	ids     *auth.Deriver             // the runs of messageIds and Idempotency-Keys (docs/protocol.md §6.7)
 }
 
 // NewServer returns a Server over the router r (and the store and
@@ -189,7 +190,8 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 	if err := registerContent(r); err != nil {
 		return nil, err
 	}
-	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}}
+	ids := auth.NewDeriver(r.Store())
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}, ids: ids}
 	s.team = s.rpcHandler("")
 	mux := http.NewServeMux()
 	mux.HandleFunc(CardPath, s.serveCard)

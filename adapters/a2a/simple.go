@@ -274,7 +274,20 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 	if len(key) == 1 {
 		// Identical posts with one key, from one caller, are one task.
 		m.IdempotencyKey = key[0]
-		m.RunID = auth.ScopedRunID(c, SourceHTTP, key[0])
+		if m.RunID, err = s.ids.RunID(r.Context(), c, SourceHTTP, key[0]); err != nil {
+			s.opts.Logger.ErrorContext(r.Context(), "a2a: deriving a run", "err", err)
+			writeError(w, http.StatusInternalServerError, errInternal)
+			return nil, false
+		}
+	}
+	// Only into the caller's own session and run (docs/protocol.md §6.7).
+	if err := auth.CheckWrite(r.Context(), s.st, c, m); err != nil {
+		if errors.Is(err, auth.ErrNotFound) {
+			writeError(w, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: strings.Replace(strings.TrimPrefix(err.Error(), "auth: not found: "), "no thread", "no sessionId", 1)})
+			return nil, false
+		}
+		s.guard.WriteError(w, err)
+		return nil, false
 	}
 	h, err := s.r.Submit(r.Context(), m)
 	if errors.Is(err, protocol.CodeCapacity) || errors.Is(err, protocol.CodeRateLimited) {

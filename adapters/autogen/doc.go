@@ -139,13 +139,17 @@
 //   - is authenticated by HandlerOptions.Auth through package auth (401
 //     without credentials, 403 without auth.ScopeSubmit, the rate and
 //     in-flight limits of HandlerOptions.Limits);
-//   - lands in the run auth.ScopedRunID(caller, "autogen", run): the same
-//     name from another caller is another run; the thread and task ids
-//     share its suffix ("thr_…", "task_…");
+//   - lands in the run auth.Deriver.RunID(caller, "autogen", run), keyed
+//     with the store's secret: the same name from another caller is
+//     another run, and nobody can compute or pre-create another caller's;
+//     the thread and task ids share its suffix ("thr_…", "task_…");
 //   - names AutoGen agents under the caller: from.agent_id is
 //     "<caller agent id>/<source>" (agent:ken/planner), and meta.owner is
 //     the caller, so no caller can write as another's agents or as a
-//     Clutch agent;
+//     Clutch agent — except the first event of a new run, which is sent
+//     as the caller itself (its source kept in meta.autogen_source), so
+//     the caller owns the run and reads it on every surface
+//     (docs/protocol.md §6.7);
 //   - is translated whole, every envelope is checked with
 //     router.Router.Verify (the signature policy), and all are appended
 //     in one store batch, in order: a bad line, or a refused message,

@@ -86,6 +86,6 @@ func ExampleNewHandler() {
 	}
 	// Output:
 	// 200 2
-	// task.request agent:research-team/user
+	// task.request agent:research-team
 	// chat.message agent:research-team/assistant
 }

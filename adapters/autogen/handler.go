@@ -34,7 +34,7 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
-// surface is the surface name of auth.ScopedRunID.
+// surface is the surface name of auth.Deriver.RunID.
 const surface = "autogen"
 
 // HandlerOptions configures a Handler.
@@ -61,6 +61,7 @@ type Handler struct {
 	a     *Adapter
 	opts  HandlerOptions
 	inner http.Handler
+	ids   *auth.Deriver // the caller's runs (docs/protocol.md §6.7)
 	seed  maphash.Seed
 	locks [64]sync.Mutex // by run: the started check and the append of one run happen one request at a time
 }
@@ -93,6 +94,7 @@ func NewHandler(r *router.Router, opts *HandlerOptions) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.ids = auth.NewDeriver(r.Store())
 	h.inner = g.Wrap(http.HandlerFunc(h.serve))
 	return h, nil
 }
@@ -226,7 +228,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	runID := auth.ScopedRunID(caller, surface, name)
+	runID, err := h.ids.RunID(r.Context(), caller, surface, name)
+	if err != nil {
+		writeErr(w, err, 0)
+		return
+	}
 	suffix := runID[len(protocol.IDPrefixRun):]
 	run := Run{
 		ID: runID, ThreadID: protocol.IDPrefixThread + suffix, TaskID: protocol.IDPrefixTask + suffix,
@@ -276,6 +282,22 @@ func (h *Handler) store(ctx context.Context, run Run, values [][]byte) (*Answer,
 	msgs, err := t.finish(ctx)
 	if err != nil {
 		return nil, 0, err
+	}
+	if len(msgs) > 0 && run.Owner != "" && msgs[0].From.AgentID != run.Owner {
+		// The first event of a new run is the caller's own, so the caller
+		// owns the run (docs/protocol.md §6.7); the AutoGen source stays in
+		// meta.autogen_source.
+		empty := true
+		for _, err := range st.Read(ctx, store.Query{RunID: run.ID, Limit: 1}) {
+			if err != nil {
+				return nil, 0, err
+			}
+			empty = false
+		}
+		if empty {
+			msgs[0].From.AgentID = run.Owner
+			msgs[0].Reset()
+		}
 	}
 	for _, m := range msgs {
 		if err := h.r.Verify(m); err != nil {

@@ -199,7 +199,7 @@
 //
 // submit_task's idempotency_key is scoped to the caller: the task.request
 // carries it and a run_id derived from the caller and the key
-// (auth.ScopedRunID), so the same key again answers the task the first
+// (auth.Deriver.RunID, keyed with the store's secret), so the same key again answers the task the first
 // started without running it twice, and another caller's same key is its
 // own task. At most ServerOptions.MaxTracked tasks submitted here are
 // followed for cancel_task; past it submit_task answers CAPACITY. A host

@@ -104,7 +104,8 @@ type Server struct {
 	ids     *protocol.IDs      // r's
 	opts    ServerOptions
 	srv     *sdk.Server
-	guard   *auth.Guard // nil without Auth
+	guard   *auth.Guard   // nil without Auth
+	derive  *auth.Deriver // the runs of idempotency keys (docs/protocol.md §6.7)
 
 	// The host's own run, thread and task: host-call events belong to
 	// them, so the runs the host reads stay free of its audit trail.
@@ -177,9 +178,13 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 		o.Version = ClientVersion
 	}
 	ids := r.IDs()
-	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: schema.RegistryOf(r.Validator()), ids: ids, opts: o, guard: guard,
+	derive := auth.NewDeriver(r.Store())
+	// The host-call records live under reserved ids (protocol.Reserved):
+	// no caller can squat or read them (docs/protocol.md §6.7).
+	reserved := func(prefix, id string) string { return prefix + "clutch_mcp_" + strings.TrimPrefix(id, prefix) }
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), schemas: schema.RegistryOf(r.Validator()), ids: ids, derive: derive, opts: o, guard: guard,
 		handles: map[string]*router.Handle{},
-		runID:   ids.RunID(), threadID: ids.ThreadID(), taskID: ids.TaskID()}
+		runID:   reserved(protocol.IDPrefixRun, ids.RunID()), threadID: reserved(protocol.IDPrefixThread, ids.ThreadID()), taskID: reserved(protocol.IDPrefixTask, ids.TaskID())}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{
 		Logger: o.Logger,
 		Instructions: "Clutch orchestrator. Discover agents (list_agents) and payload types (list_payload_types), " +

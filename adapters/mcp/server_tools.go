@@ -217,7 +217,9 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 	if in.IdempotencyKey != "" {
 		// The key is scoped to the caller: the same key again is the same
 		// run and task (docs/protocol.md §5.2), another caller's is its own.
-		m.RunID = auth.ScopedRunID(c, "mcp", in.IdempotencyKey)
+		if m.RunID, err = s.derive.RunID(ctx, c, "mcp", in.IdempotencyKey); err != nil {
+			return nil, newToolErr(protocol.CodeInternal, ActionRetryLater, "deriving the run: %v", err)
+		}
 	}
 	to := in.To
 	if len(to) == 0 {
@@ -245,6 +247,9 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 	}
 	if err := m.Validate(); err != nil {
 		return nil, newToolErr(protocol.CodeOf(err), ActionFixArguments, "invalid task request: %v", err)
+	}
+	if err := auth.CheckWrite(ctx, s.st, c, m); err != nil { // docs/protocol.md §6.7
+		return nil, newToolErr(protocol.CodeOf(err), ActionFixArguments, "%v", err)
 	}
 	start, _ := s.st.LastSeq(ctx)
 	h, err := s.r.Submit(ctx, m) // validates the payload against its type

@@ -72,6 +72,7 @@ type Handler struct {
 	tol      time.Duration
 	maxBody  int64
 	guard    *auth.Guard
+	ids      *auth.Deriver // the runs of deliveries (docs/protocol.md §6.7)
 }
 
 // NewHandler returns the Handler of one endpoint: r receives the envelopes,
@@ -113,6 +114,7 @@ func NewHandler(r *router.Router, m *Mapping, secrets map[string]auth.Caller, op
 	if h.maxBody < 0 {
 		return nil, optionsError("HandlerOptions.MaxBodyBytes is negative")
 	}
+	h.ids = auth.NewDeriver(r.Store())
 	if o.Auth != nil {
 		if h.guard, err = auth.NewGuard(o.Auth, o.Limits); err != nil {
 			return nil, err
@@ -220,7 +222,10 @@ func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Re
 	}
 	msgs := make([]*protocol.Message, len(items))
 	for i, mp := range items {
-		m := h.envelope(caller, hdr.id, mp)
+		m, err := h.envelope(req.Context(), caller, hdr.id, mp)
+		if err != nil {
+			return nil, err
+		}
 		if i > 0 && mp.fields[fThreadID] == "" && items[0].fields[fThreadID] == "" && m.RunID == msgs[0].RunID {
 			m.ThreadID = msgs[0].ThreadID // one delivery, one run, one thread
 		}
@@ -233,6 +238,11 @@ func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Re
 				path = h.m.each.text + "/" + strconv.Itoa(mp.index)
 			}
 			return nil, inputError(protocol.CodeOf(err), path, "the mapped envelope is invalid", err)
+		}
+		// A mapping that takes ids from the body writes only into the
+		// sender's own runs, threads and tasks (docs/protocol.md §6.7).
+		if err := auth.CheckWrite(req.Context(), h.r.Store(), caller, m); err != nil {
+			return nil, err
 		}
 		msgs[i] = m
 	}
@@ -292,7 +302,7 @@ func (h *Handler) handOn(ctx context.Context, m *protocol.Message) (*Accepted, e
 }
 
 // envelope builds the message of a mapped delivery from caller.
-func (h *Handler) envelope(caller *auth.Caller, webhookID string, mp *mapped) *protocol.Message {
+func (h *Handler) envelope(ctx context.Context, caller *auth.Caller, webhookID string, mp *mapped) (*protocol.Message, error) {
 	m := h.m.envelope(h.r.IDs(), caller.AgentID, mp)
 	dedup := webhookID
 	if mp.index >= 0 {
@@ -311,11 +321,14 @@ func (h *Handler) envelope(caller *auth.Caller, webhookID string, mp *mapped) *p
 		if k := mp.fields[fIdempotencyKey]; k != "" && mp.index < 0 {
 			runKey = k
 		}
-		m.RunID = auth.ScopedRunID(caller, "webhook:"+h.endpoint, runKey)
+		var err error
+		if m.RunID, err = h.ids.RunID(ctx, caller, "webhook:"+h.endpoint, runKey); err != nil {
+			return nil, err
+		}
 	}
 	m.Meta[MetaID] = webhookID
 	m.Meta[MetaEndpoint] = h.endpoint
-	return m
+	return m, nil
 }
 
 // scopedKey is the idempotency_key of a delivery: the endpoint, the sender

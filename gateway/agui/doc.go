@@ -47,9 +47,9 @@
 //
 // The handler sets the rest, so a client cannot claim to be someone else or
 // write into another caller's run: from.agent_id is the caller; run_id is
-// RunID(caller, runId) and idempotency_key is runId, so posting the same
+// Handler.RunID(caller, runId) and idempotency_key is runId, so posting the same
 // runId again is the same run (the store's dedup answers it, and the
-// stream replays it); thread_id is ThreadID(caller, threadId), so every
+// stream replays it); thread_id is Handler.ThreadID(caller, threadId), so every
 // run of one AG-UI thread is one Clutch thread. meta.agui_thread_id and
 // meta.agui_run_id keep the client's ids, which RUN_STARTED and
 // RUN_FINISHED carry (for a run that did not come from AG-UI, the Clutch

@@ -37,7 +37,7 @@ const (
 // it streams (for a later GET ?run=).
 const HeaderRunID = "X-Clutch-Run-Id"
 
-// surface names this package in auth.ScopedRunID.
+// surface names this package in auth.Deriver.RunID.
 const surface = "agui"
 
 // Options configures a Handler. Nil means defaults.
@@ -71,6 +71,7 @@ type Handler struct {
 	r    *router.Router
 	st   store.Store
 	opts Options
+	ids  *auth.Deriver // the caller's runs and threads (docs/protocol.md §6.7)
 }
 
 // New returns a Handler over r. opts may be nil. It registers PayloadInput
@@ -106,7 +107,7 @@ func New(r *router.Router, opts *Options) (*Handler, error) {
 			return nil, err
 		}
 	}
-	return &Handler{r: r, st: r.Store(), opts: o}, nil
+	return &Handler{r: r, st: r.Store(), opts: o, ids: auth.NewDeriver(r.Store())}, nil
 }
 
 // ServeHTTP serves POST (start a run from a RunAgentInput and stream it)
@@ -184,10 +185,21 @@ func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request, c *auth.Calle
 	// The client's ids are scoped to the caller: the same runId sent again
 	// by the same caller is the same run (and the store's dedup answers it
 	// with the task it started); another caller's same ids are other runs.
-	m.RunID = RunID(c, in.RunID)
-	m.ThreadID = ThreadID(c, in.ThreadID)
+	m.RunID, err = h.RunID(r.Context(), c, in.RunID)
+	if err == nil {
+		m.ThreadID, err = h.ThreadID(r.Context(), c, in.ThreadID)
+	}
+	if err != nil {
+		h.opts.Logger.ErrorContext(r.Context(), "agui: deriving the run's ids", "err", err)
+		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "the run could not be started")
+		return
+	}
 	m.IdempotencyKey = in.RunID
 	m.Meta = map[string]any{MetaThreadID: in.ThreadID, MetaRunID: in.RunID}
+	if err := auth.CheckWrite(r.Context(), h.st, c, m); err != nil {
+		writeError(w, auth.Status(err), protocol.CodeOf(err), err.Error())
+		return
+	}
 	if _, err := h.r.Submit(r.Context(), m); err != nil {
 		status := auth.Status(err)
 		if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
@@ -203,18 +215,20 @@ func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request, c *auth.Calle
 	h.stream(w, r, m.RunID, NewTranslator(in.ThreadID, in.RunID, &TranslatorOptions{Text: h.opts.Text}), 0)
 }
 
-// RunID is the Clutch run_id of an AG-UI run of caller c: the
-// auth.ScopedRunID of the caller, this surface ("agui") and runID.
-func RunID(c *auth.Caller, runID string) string {
-	return auth.ScopedRunID(c, surface, runID)
+// RunID is the Clutch run_id of an AG-UI run of caller c: derived from
+// the caller, this surface ("agui") and runID with the store's secret
+// (auth.Deriver, docs/protocol.md §6.7), so nobody can compute another
+// caller's run and create it first.
+func (h *Handler) RunID(ctx context.Context, c *auth.Caller, runID string) (string, error) {
+	return h.ids.RunID(ctx, c, surface, runID)
 }
 
 // ThreadID is the Clutch thread_id of an AG-UI thread of caller c: "thr_"
-// and 26 base32 characters derived from the caller and threadID, so that
-// every run of one AG-UI thread lands in one Clutch thread and no caller
-// can post into another's.
-func ThreadID(c *auth.Caller, threadID string) string {
-	return protocol.IDPrefixThread + strings.TrimPrefix(auth.ScopedRunID(c, surface+".thread", threadID), protocol.IDPrefixRun)
+// and 26 base32 characters derived like RunID, so that every run of one
+// AG-UI thread lands in one Clutch thread and no caller can post into
+// another's.
+func (h *Handler) ThreadID(ctx context.Context, c *auth.Caller, threadID string) (string, error) {
+	return h.ids.ID(ctx, protocol.IDPrefixThread, c, surface+".thread", threadID)
 }
 
 func submitMessage(status int, err error) string {

@@ -37,7 +37,7 @@ func TestPostStreamsRun(t *testing.T) {
 		t.Fatalf("status %d %v", resp.StatusCode, resp.Header)
 	}
 	run := resp.Header.Get(agui.HeaderRunID)
-	if run != agui.RunID(&auth.Caller{AgentID: tester}, "run-1") {
+	if run != e.runID(&auth.Caller{AgentID: tester}, "run-1") {
 		t.Errorf("%s: %q", agui.HeaderRunID, run)
 	}
 	frames := readSSE(t, resp.Body)
@@ -75,7 +75,7 @@ func TestPostSameRunID(t *testing.T) {
 	if diff := cmp.Diff(streams[0], streams[1]); diff != "" {
 		t.Errorf("second stream (-first +second):\n%s", diff)
 	}
-	run := agui.RunID(&auth.Caller{AgentID: tester}, "run-1")
+	run := e.runID(&auth.Caller{AgentID: tester}, "run-1")
 	if n := len(e.Events(store.Query{RunID: run, TypePrefix: "task.request"})); n != 1 {
 		t.Errorf("%d task.requests", n)
 	}

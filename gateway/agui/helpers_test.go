@@ -228,3 +228,21 @@ func summary(e map[string]any) string {
 	}
 	return s
 }
+
+// runID is the Clutch run of the AG-UI run id of caller c.
+func (e *testEnv) runID(c *auth.Caller, id string) string {
+	run, err := e.h.RunID(context.Background(), c, id)
+	if err != nil {
+		panic(err)
+	}
+	return run
+}
+
+// threadID is the Clutch thread of the AG-UI thread id of caller c.
+func (e *testEnv) threadID(c *auth.Caller, id string) string {
+	thr, err := e.h.ThreadID(context.Background(), c, id)
+	if err != nil {
+		panic(err)
+	}
+	return thr
+}

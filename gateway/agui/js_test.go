@@ -155,7 +155,7 @@ func TestJSClientRun(t *testing.T) {
 	if out.Failed != "" {
 		t.Fatalf("the run failed in the client: %s", out.Failed)
 	}
-	run := agui.RunID(&auth.Caller{AgentID: tester}, "run-js")
+	run := e.runID(&auth.Caller{AgentID: tester}, "run-js")
 	want := workerEvents("thread-js", "run-js", "nordic payments", runIDs(t, e, run))
 	if diff := cmp.Diff(want, summaries(out.Events)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -185,7 +185,7 @@ func TestJSClientRun(t *testing.T) {
 	// What was submitted: the caller's request in a thread scoped to it,
 	// with the client's text, state, context and forwardedProps.
 	req := e.Events(store.Query{RunID: run, TypePrefix: "task.request"})[0]
-	if req.From.AgentID != tester || req.ThreadID != agui.ThreadID(&auth.Caller{AgentID: tester}, "thread-js") || req.IdempotencyKey != "run-js" ||
+	if req.From.AgentID != tester || req.ThreadID != e.threadID(&auth.Caller{AgentID: tester}, "thread-js") || req.IdempotencyKey != "run-js" ||
 		req.Meta[agui.MetaThreadID] != "thread-js" || req.Meta[agui.MetaRunID] != "run-js" || req.PayloadType != agui.PayloadInput {
 		t.Errorf("request %s", req.Raw())
 	}
@@ -221,12 +221,12 @@ func TestJSClientConversation(t *testing.T) {
 		if runs[i].Failed != "" {
 			t.Fatalf("run %s failed: %s", tc.run, runs[i].Failed)
 		}
-		want := workerEvents("thread-conv", tc.run, tc.text, runIDs(t, e, agui.RunID(c, tc.run)))
+		want := workerEvents("thread-conv", tc.run, tc.text, runIDs(t, e, e.runID(c, tc.run)))
 		if diff := cmp.Diff(want, summaries(runs[i].Events)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.run, diff)
 		}
 	}
-	thread := agui.ThreadID(c, "thread-conv")
+	thread := e.threadID(c, "thread-conv")
 	var texts []string
 	for _, m := range e.Events(store.Query{ThreadID: thread, TypePrefix: "task.request"}) {
 		p, err := protocol.DecodePayload[agui.InputPayload](m)
@@ -272,7 +272,7 @@ func TestJSClientDelegation(t *testing.T) {
 func TestJSClientRunError(t *testing.T) {
 	e := newEnv(t, nil)
 	out := runJS(t, "run", e.hs.URL, testKey, "thread-js", "run-fail", "fail:no index")
-	run := agui.RunID(&auth.Caller{AgentID: tester}, "run-fail")
+	run := e.runID(&auth.Caller{AgentID: tester}, "run-fail")
 	id := runIDs(t, e, run)
 	want := []string{
 		"RUN_STARTED threadId=thread-js runId=run-fail",
