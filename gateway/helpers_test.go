@@ -59,6 +59,7 @@ type env struct {
 }
 
 type envOptions struct {
+	store    func(testing.TB) store.Store // the store, when set (else memstore, or bolt)
 	bolt     bool
 	gw       *Options
 	observer router.Observer // the router's, when set
@@ -72,7 +73,9 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	ctx := context.Background()
 	var st store.Store
 	var err error
-	if o.bolt {
+	if o.store != nil {
+		st = o.store(t)
+	} else if o.bolt {
 		st, err = boltstore.Open(filepath.Join(t.TempDir(), "events.db"), &boltstore.Options{NoSync: true})
 	} else {
 		st, err = memstore.New(nil)
