@@ -313,9 +313,16 @@ func testSurface(t *testing.T, tm *team, cs *sdk.ClientSession, pl *progressLog)
 	if last.Tool != mcp.ToolWaitTask || !last.IsError || last.Code != protocol.CodeCancelled || last.TaskID != slowID {
 		t.Errorf("last host call %+v", last)
 	}
-	hostRun, _, _ := tm.srv.HostRun()
+	hostRun, hostThread, hostTask := tm.srv.HostRun()
 	if rec[0].RunID != hostRun {
 		t.Errorf("host calls belong to run %s, want %s", rec[0].RunID, hostRun)
+	}
+	// The records are reserved: no caller can squat or read them
+	// (docs/protocol.md §6.7).
+	for _, id := range []string{hostRun, hostThread, hostTask} {
+		if !protocol.Reserved(id) {
+			t.Errorf("host-call id %s is not reserved", id)
+		}
 	}
 }
 
