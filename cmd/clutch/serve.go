@@ -46,8 +46,17 @@ repeatable; --keys-file FILE, a JSON object of key to caller:
 
   {"<key of 16+ characters>": {"agent_id": "agent:alice", "scopes": ["submit"]}}
 
-(scopes: submit, read_all, agents, admin). With no key at all, serve makes one
+(scopes: submit, read:all, agents, admin; a key file with any other scope is
+refused at start). With no key at all, serve makes one
 admin key and prints it. The UI asks for a key when it opens.
+
+Limits (package auth; docs/protocol.md §6.7): each caller gets --rate
+requests a second (burst --burst) and at most --max-in-flight-per-caller of
+the --max-in-flight requests served at once, streams included; past them a
+request gets 429 or 503 with Retry-After. A request body must arrive within
+--read-timeout, an answer that is not a stream be written within
+--write-timeout, and an idle keep-alive connection closes after
+--idle-timeout.
 
 The rules library of --rules-workspace (package rules) is served at /v1/rules
 (package rules/rulesapi), for clutch rules --url and other reviewers.
@@ -79,6 +88,14 @@ with a W3C traceparent header continues the caller's trace.`,
 			noUI := fs.Bool("no-ui", false, "serve the API only")
 			aguiAgent := fs.String("agui-agent", "", "serve AG-UI at /v1/agui, sending each run to this agent (with --demo: the demo lead)")
 			rulesWS := fs.String("rules-workspace", "default", "the workspace of the rules library served at /v1/rules")
+			var lim limitFlags
+			fs.Float64Var(&lim.rate, "rate", 20, "each caller's sustained requests per second (0: no rate limit)")
+			fs.IntVar(&lim.burst, "burst", 40, "each caller's burst of requests above --rate")
+			fs.IntVar(&lim.inFlight, "max-in-flight", 256, "requests served at once, streams included (0: no limit)")
+			fs.IntVar(&lim.perCaller, "max-in-flight-per-caller", 0, "requests one caller has in flight at once (0: a quarter of --max-in-flight; -1: no limit)")
+			fs.DurationVar(&lim.read, "read-timeout", 30*time.Second, "the time to read a request's body")
+			fs.DurationVar(&lim.write, "write-timeout", time.Minute, "the time to write an answer that is not a stream")
+			fs.DurationVar(&lim.idle, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -93,6 +110,7 @@ with a W3C traceparent header continues the caller's trace.`,
 				return serve(ctx, e, serveConfig{
 					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
 					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
+					limits: lim,
 				})
 			}
 		},
@@ -129,6 +147,11 @@ func apiKeys(keys []string, file string) (map[string]auth.Caller, string, error)
 		}
 		fromFile, err := parseKeysFile(data)
 		if err != nil {
+			return nil, "", fmt.Errorf("--keys-file %s: %w", file, err)
+		}
+		// Unknown scopes, bad agent ids and short keys are refused here,
+		// before anything starts.
+		if _, err := auth.APIKeys(fromFile); err != nil {
 			return nil, "", fmt.Errorf("--keys-file %s: %w", file, err)
 		}
 		maps.Copy(out, fromFile)
@@ -174,6 +197,50 @@ type serveConfig struct {
 	aguiAgent string
 	// rulesWorkspace is the workspace of the rules library at /v1/rules.
 	rulesWorkspace string
+	limits         limitFlags
+}
+
+// limitFlags are the limits and timeouts of serve's flags.
+type limitFlags struct {
+	rate                       float64
+	burst, inFlight, perCaller int
+	read, write, idle          time.Duration
+}
+
+// options are the auth limits of the flags.
+func (l limitFlags) options() *auth.Options {
+	return &auth.Options{Rate: l.rate, Burst: l.burst, MaxInFlight: l.inFlight, MaxInFlightPerCaller: l.perCaller}
+}
+
+// server is the http.Server of h with the flags' timeouts: a slow header or
+// an idle keep-alive is closed by net/http; a body must arrive within
+// read, and an answer that is not a stream be written within write.
+func (l limitFlags) server(h http.Handler) *http.Server {
+	return &http.Server{Handler: deadlines(h, l.read, l.write), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: l.idle}
+}
+
+// deadlines sets a read deadline on requests with a body and a write
+// deadline on answers that are not streams (the SSE and WebSocket streams
+// and AG-UI runs live as long as their client wants). The server's own
+// ReadTimeout and WriteTimeout would cut the streams too.
+func deadlines(h http.Handler, read, write time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if read > 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			_ = rc.SetReadDeadline(time.Now().Add(read))
+		}
+		if write > 0 && !isStream(r) {
+			_ = rc.SetWriteDeadline(time.Now().Add(write))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// isStream reports whether r asks for a long-lived answer.
+func isStream(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/v1/stream" || p == "/v1/ws" || strings.HasPrefix(p, "/v1/agui") ||
+		strings.Contains(r.Header.Get("Accept"), "text/event-stream") || r.Header.Get("Upgrade") != ""
 }
 
 // serve runs the gateway until ctx is done.
@@ -232,7 +299,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if _, err := r.Recover(ctx); err != nil {
 		return err
 	}
-	gopts := &gateway.Options{Auth: authn, CORS: c.cors, Logger: logger}
+	gopts := &gateway.Options{Auth: authn, CORS: c.cors, Logger: logger, Limits: c.limits.options()}
 	if tel != nil {
 		gopts.Subscribers = tel.Subscribed
 	}
@@ -272,7 +339,8 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	srv := c.limits.server(gw)
+	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "clutch: serving %s on %s (UI at /, API at /v1/, rules at /v1/rules)\n", c.db, url)
 	if gopts.AGUI != nil {

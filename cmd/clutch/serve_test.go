@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
@@ -248,5 +251,98 @@ func TestServeOTLP(t *testing.T) {
 	defer mu.Unlock()
 	if got["/v1/traces"] == 0 || got["/v1/metrics"] == 0 {
 		t.Errorf("the OTLP receiver got %v, want /v1/traces and /v1/metrics", got)
+	}
+}
+
+// TestServeKeysFileScopes: a keys file with a scope that does not exist
+// (read_all for read:all) fails at start, naming it and the real ones.
+func TestServeKeysFileScopes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(file, []byte(`{"key-three-0123456789":{"agent_id":"agent:carol","scopes":["read_all"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := clutch(t, "serve", "--db", filepath.Join(t.TempDir(), "c.db"), "--keys-file", file, "--addr", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(stderr, `"read_all"`) || !strings.Contains(stderr, "read:all") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	code, out, _ := clutch(t, "serve", "--help")
+	if code != 0 && !strings.Contains(out, "read:all") {
+		t.Fatalf("help %d: %s", code, out)
+	}
+}
+
+// TestServeTimeouts: with serve's deadlines a trickled body is cut after
+// the read timeout and an idle keep-alive connection is closed after the
+// idle timeout, while a stream outlives the write timeout.
+func TestServeTimeouts(t *testing.T) {
+	lim := limitFlags{read: 200 * time.Millisecond, write: 200 * time.Millisecond, idle: 200 * time.Millisecond}
+	streamed := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/stream" {
+			<-streamed // held open past the write timeout
+			_, err := w.Write([]byte("late"))
+			if err != nil {
+				t.Errorf("a stream was cut: %v", err)
+			}
+			return
+		}
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, "slow body", http.StatusRequestTimeout)
+			return
+		}
+		w.Write([]byte("ok"))
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := lim.server(h)
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	// A body that never comes: the server answers or closes, by itself.
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a guard, far above the timeout
+	got, err := io.ReadAll(conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("a trickled body was not cut: %q", got)
+	}
+
+	// An idle keep-alive connection is closed by the server.
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	fmt.Fprintf(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err = io.ReadAll(idle) // the answer, then EOF when the idle timeout closes it
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("an idle connection stayed open: %q", got)
+	}
+	if !strings.Contains(string(got), "200 OK") {
+		t.Fatalf("idle: %q", got)
+	}
+
+	// A stream is not cut by the write timeout.
+	done := make(chan string)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/v1/stream")
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	time.AfterFunc(3*lim.write, func() { close(streamed) }) // past the write deadline
+	if got := <-done; got != "late" {
+		t.Fatalf("stream: %q", got)
 	}
 }
