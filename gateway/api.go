@@ -223,12 +223,16 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc scope, prefi
 	}
 	buf := make([]byte, 0, 4096)
 	buf = append(buf, `{"events":[`...)
-	n := 0
+	n, full := 0, false
 	var last uint64
 	for ev, err := range g.st.Read(ctx, sq) {
 		if err != nil {
 			g.writeError(w, r, err)
 			return
+		}
+		if n > 0 && len(buf)+len(ev.Raw) > MaxPageBytes {
+			full = true // the page ends early; next_after goes on from here
+			break
 		}
 		if n > 0 {
 			buf = append(buf, ',')
@@ -238,7 +242,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc scope, prefi
 		last = ev.Seq
 	}
 	next := uint64(0)
-	if n == q.Limit {
+	if n == q.Limit || full {
 		next = last
 	}
 	buf = append(buf, `],"next_after":`...)

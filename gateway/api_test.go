@@ -532,3 +532,40 @@ func TestDelegation(t *testing.T) {
 		t.Fatalf("delegating run: %+v", runs.Runs[1])
 	}
 }
+
+// TestPageBoundedInBytes: a page of big events ends before MaxPageBytes,
+// and next_after goes on from its last event until every event was read.
+func TestPageBoundedInBytes(t *testing.T) {
+	e := newEnv(t, nil)
+	first := e.submit(keyAlice, `{"type":"chat.message","payload":{"text":"start"}}`)
+	big := `{"text":"` + strings.Repeat("x", 64<<10) + `"}`
+	for range 100 { // 6.4 MiB of events
+		e.submit(keyAlice, `{"type":"chat.message","run_id":"`+first.RunID+`","payload":`+big+`}`)
+	}
+	total, pages, after := 0, 0, uint64(0)
+	for {
+		status, body := e.do("GET", "/v1/runs/"+first.RunID+"/events?limit=5000&after="+itoa(after), keyAlice, "")
+		if status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+		if len(body) > MaxPageBytes+64<<10 {
+			t.Fatalf("a page of %d bytes", len(body))
+		}
+		var p struct {
+			Events    []json.RawMessage `json:"events"`
+			NextAfter uint64            `json:"next_after"`
+		}
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Fatal(err)
+		}
+		total += len(p.Events)
+		pages++
+		if p.NextAfter == 0 {
+			break
+		}
+		after = p.NextAfter
+	}
+	if total != 101 || pages < 2 {
+		t.Fatalf("%d events in %d pages", total, pages)
+	}
+}

@@ -57,8 +57,9 @@
 // A Summary is store.Summary with the API's time format. An event's
 // "message" is the envelope exactly as stored (the bytes the store holds);
 // events pages hold up to limit events (DefaultPageLimit, at most
-// MaxPageLimit), and next_after is the seq to pass as after= for the next
-// page, 0 when there is none right now. Lists hold up to limit summaries
+// MaxPageLimit) and up to MaxPageBytes of them (a page of big events ends
+// early), and next_after is the seq to pass as after= for the next page, 0
+// when there is none right now. Lists hold up to limit summaries
 // (DefaultListLimit, at most MaxListLimit); next_before is the before= of
 // the next page, 0 at the end. A TaskNode is {"task_id", "parent_task_id",
 // "agent_id", "status" (pending, running, completed, failed, cancelled,

@@ -24,12 +24,18 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultStreamBuffer = 1024
-	DefaultSlowTimeout  = 10 * time.Second
-	DefaultWriteTimeout = 30 * time.Second
-	DefaultPageLimit    = 500
-	MaxPageLimit        = 5000
-	DefaultListLimit    = 100
-	MaxListLimit        = 1000
+	// DefaultStreamBufferBytes is the default of Options.StreamBufferBytes.
+	DefaultStreamBufferBytes = 8 << 20
+	DefaultSlowTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultPageLimit         = 500
+	MaxPageLimit             = 5000
+	// MaxPageBytes bounds the bytes of the events of one page of
+	// /v1/.../events: a page that would pass it ends early (with at least
+	// one event) and next_after goes on from its last event.
+	MaxPageBytes     = 4 << 20
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
 )
 
 // Options configures a Gateway. Nil is not allowed (Auth is required);
@@ -82,6 +88,11 @@ type Options struct {
 	// StreamBuffer is how many events a stream holds for its client;
 	// DefaultStreamBuffer when 0.
 	StreamBuffer int
+	// StreamBufferBytes bounds the bytes of the events a stream holds for
+	// its client; DefaultStreamBufferBytes when 0. A client past it is cut
+	// off at once as a slow consumer (ErrSlowConsumer), so a stream costs
+	// at most this much memory whatever its events weigh.
+	StreamBufferBytes int64
 	// SlowTimeout is how long a stream waits for its client to take an
 	// event while its buffer is full before it cuts the client off as a
 	// slow consumer; DefaultSlowTimeout when 0.
@@ -98,8 +109,8 @@ func (o *Options) setDefaults() error {
 	if o.Auth == nil {
 		return coded.Wrap(ErrInvalidOptions, "Auth is required (auth.Anonymous allows anonymous callers explicitly)", nil)
 	}
-	if o.MaxBodyBytes < 0 || o.StreamBuffer < 0 || o.SlowTimeout < 0 || o.WriteTimeout < 0 {
-		return coded.Wrap(ErrInvalidOptions, "MaxBodyBytes, StreamBuffer, SlowTimeout and WriteTimeout must not be negative", nil)
+	if o.MaxBodyBytes < 0 || o.StreamBuffer < 0 || o.StreamBufferBytes < 0 || o.SlowTimeout < 0 || o.WriteTimeout < 0 {
+		return coded.Wrap(ErrInvalidOptions, "MaxBodyBytes, StreamBuffer, StreamBufferBytes, SlowTimeout and WriteTimeout must not be negative", nil)
 	}
 	for _, origin := range o.CORS {
 		if origin == "*" || !strings.Contains(origin, "://") || strings.HasSuffix(origin, "/") {
@@ -112,6 +123,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Heartbeat == 0 {
 		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.StreamBufferBytes == 0 {
+		o.StreamBufferBytes = DefaultStreamBufferBytes
 	}
 	if o.StreamBuffer == 0 {
 		o.StreamBuffer = DefaultStreamBuffer

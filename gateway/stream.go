@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -53,7 +54,8 @@ type stream struct {
 	q       store.Query
 	filter  func(ctx context.Context, ev store.Event) bool // per-event visibility; nil: all
 	buf     chan store.Event
-	err     error // why the feeder stopped; read after buf is closed
+	queued  atomic.Int64 // bytes of the events in buf
+	err     error        // why the feeder stopped; read after buf is closed
 	wg      sync.WaitGroup
 	scratch []store.Event
 }
@@ -178,6 +180,11 @@ func (s *stream) serve(ctx context.Context, out sink) {
 				}
 			}
 			err := out.events(batch)
+			var n int64
+			for _, ev := range batch {
+				n += int64(len(ev.Raw))
+			}
+			s.queued.Add(-n)
 			clear(batch) // let the events' bytes go
 			s.scratch = batch[:0]
 			if err != nil {
@@ -206,6 +213,13 @@ func (s *stream) feed(ctx context.Context) {
 		}
 		if s.filter != nil && !s.filter(ctx, ev) {
 			continue
+		}
+		if q := s.queued.Add(int64(len(ev.Raw))); q > s.g.opts.StreamBufferBytes {
+			s.err = coded.Wrap(ErrSlowConsumer, "slow consumer: the client left "+strconv.FormatInt(q, 10)+" bytes of events waiting, over the limit of "+strconv.FormatInt(s.g.opts.StreamBufferBytes, 10)+"; resume after the last seq received", nil)
+			if testHookCut != nil {
+				testHookCut()
+			}
+			return
 		}
 		select {
 		case s.buf <- ev:

@@ -524,3 +524,29 @@ func TestWebSocketClientData(t *testing.T) {
 		t.Fatalf("after a client frame: %v", err)
 	}
 }
+
+// TestSlowConsumerByBytes: a client that stops reading is cut off once
+// the events waiting for it pass StreamBufferBytes, long before the count
+// bound or the slow timeout would, so a stream's memory is bounded by
+// bytes whatever its events weigh.
+func TestSlowConsumerByBytes(t *testing.T) {
+	cut := cutHook(t)
+	e := newEnv(t, &envOptions{gw: &Options{StreamBuffer: 1 << 16, StreamBufferBytes: 1 << 20, SlowTimeout: time.Hour}})
+	first := e.submit(keyAlice, `{"type":"chat.message","payload":{"text":"start"}}`)
+	slow, _ := e.openSSE("?thread="+first.ThreadID, keyAlice, nil)
+	defer slow.body.Close()
+	e.appendUntil(first.ThreadID, first.RunID, cut, 2000)
+	<-cut
+	var lastEv sseEvent
+	for {
+		ev, err := slow.nextEvent()
+		if err != nil {
+			break
+		}
+		lastEv = ev
+	}
+	var ce closedEvent
+	if err := json.Unmarshal([]byte(lastEv.Data), &ce); lastEv.Event != "clutch.closed" || err != nil || !strings.Contains(ce.Message, "bytes of events waiting") {
+		t.Fatalf("the slow client's last event: %+v", lastEv)
+	}
+}
