@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -281,4 +283,52 @@ func BenchmarkSubmit(b *testing.B) {
 			b.ReportMetric(float64(sub.Nanoseconds())/float64(b.N)/1e3, "submit-µs")
 		})
 	})
+}
+
+// BenchmarkStreamsHeap: 500 open SSE streams of one run, 50 of which never
+// read, while chat messages of 4 KiB are appended; heap-MiB is the heap
+// the streams hold at the end (after a GC, over the heap before they
+// opened), the bound the slow ones' byte buffers set.
+func BenchmarkStreamsHeap(b *testing.B) {
+	const streams, idle = 500, 50
+	e := newEnv(b, &envOptions{gw: &Options{StreamBufferBytes: 1 << 20, SlowTimeout: time.Hour}})
+	first := e.submit(keyAdmin, `{"type":"chat.message","payload":{"text":"start"}}`)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	var bodies []io.Closer
+	for i := range streams {
+		rd, _ := e.openSSE("?run="+first.RunID, keyAdmin, nil)
+		bodies = append(bodies, rd.body)
+		if i < idle {
+			continue
+		}
+		wg.Go(func() {
+			for {
+				if _, err := rd.next(); err != nil {
+					return
+				}
+			}
+		})
+	}
+	payload := json.RawMessage(`{"text":"` + strings.Repeat("x", 4<<10) + `"}`)
+	b.ResetTimer()
+	for b.Loop() {
+		m := e.r.IDs().NewMessage(protocol.TypeChatMessage, "agent:writer")
+		m.RunID, m.ThreadID = first.RunID, first.ThreadID
+		m.Payload = payload
+		if _, err := e.st.Append(context.Background(), m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "heap-MiB")
+	for _, c := range bodies {
+		c.Close()
+	}
+	wg.Wait()
 }

@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
+	"github.com/clutchprotocol/clutch/auth"
+	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -102,5 +106,61 @@ func TestTenancy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOneCallerCannotStarve: bob holds as many streams as he may, never
+// reading them, while big events pour in; alice's requests still all
+// succeed, bob's extra streams are refused with 503 rather than taking
+// everybody's capacity, and the server's heap grows by less than the
+// stated bound (his streams' byte buffers, cut as slow consumers).
+func TestOneCallerCannotStarve(t *testing.T) {
+	const inFlight = 16 // a quarter, 4, per caller
+	e := newEnv(t, &envOptions{gw: &Options{Limits: &auth.Options{MaxInFlight: inFlight}, StreamBufferBytes: 1 << 20, SlowTimeout: time.Hour}})
+	first := e.submit(keyAlice, `{"type":"chat.message","payload":{"text":"start"}}`)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	var held []*http.Response
+	refused := 0
+	for range inFlight {
+		resp := e.resp("GET", "/v1/stream", keyBob, "", nil)
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			refused++
+			resp.Body.Close()
+			continue
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("bob's stream: %d", resp.StatusCode)
+		}
+		held = append(held, resp)
+	}
+	if len(held) != inFlight/4 || refused != inFlight-inFlight/4 {
+		t.Fatalf("bob holds %d streams, %d refused", len(held), refused)
+	}
+	big := `{"text":"` + strings.Repeat("x", 64<<10) + `"}`
+	for range 200 { // 12.8 MiB that bob's streams do not read
+		m := e.r.IDs().NewMessage(protocol.TypeChatMessage, "agent:bob")
+		m.Payload = json.RawMessage(big)
+		if _, err := e.st.Append(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		status, body := e.do("POST", "/v1/messages", keyAlice, `{"type":"chat.message","run_id":"`+first.RunID+`","payload":{"text":"still here"}}`)
+		if status != http.StatusAccepted {
+			t.Fatalf("alice's request %d: %d %s", i, status, body)
+		}
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	const bound = 64 << 20
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > bound {
+		t.Errorf("the heap grew by %d MiB, over %d MiB", grew>>20, bound>>20)
+	}
+	for _, r := range held {
+		r.Body.Close()
 	}
 }
