@@ -43,6 +43,19 @@
 // with VALIDATION unless the agent referred to the rules a capability or
 // workflow step requires.
 //
+// # Tenancy
+//
+// docs/protocol.md §6.7. The library's run, thread and task
+// ("run:rules:<workspace>", …) and the runs of unbound sessions
+// ("run:rules:<digest>") are reserved (protocol.Reserved): no outside
+// caller writes there through a surface (auth.CheckWrite refuses them as
+// not found); the library writes them itself, as the agent it acts for.
+// A session is the agent's own: Library.Session binds a host session id to
+// a task only when the agent requested or took part in it (ErrForbidden
+// otherwise), so its events never go into another caller's run; drafts
+// carry their author, and the surfaces show a caller only its own drafts
+// unless it holds auth.ScopeReadAll.
+//
 // # Errors
 //
 // The sentinels of errors.go, matched with errors.Is, each with a

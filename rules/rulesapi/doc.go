@@ -51,6 +51,14 @@
 // for any other. Approving, rejecting and importing need auth.ScopeAdmin;
 // without it the answer is 403.
 //
+// # Tenancy
+//
+// docs/protocol.md §6.7: the handler writes only through the library
+// (approve, reject, import, as the caller, with auth.ScopeAdmin), never
+// an event of a caller's choosing, so the library's reserved run
+// "run:rules:<workspace>" takes no outside writes; a caller without
+// auth.ScopeReadAll sees only its own drafts.
+//
 // # Errors
 //
 // Every error answer has the gateway's error body

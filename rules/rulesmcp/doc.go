@@ -27,6 +27,15 @@
 // names, when it names one the caller submitted or ran). Calls before any
 // memsetup use a session of the caller with an empty id.
 //
+// # Tenancy
+//
+// docs/protocol.md §6.7: every tool acts for the call's caller through the
+// library (attestations and drafts are the caller's, sent from its agent
+// id); a session id names a task's run only when the caller requested or
+// ran that task (rules.Library.Session), else the caller's own reserved
+// session run, so no call writes into another caller's run or into the
+// library's reserved run "run:rules:<workspace>" directly.
+//
 // # Errors
 //
 // The rows of docs/protocol.md §15.10: invalid arguments give an error
