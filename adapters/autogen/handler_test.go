@@ -46,9 +46,15 @@ func newEndpoint(t testing.TB, opts *autogen.HandlerOptions) *endpoint {
 
 func newEndpointWith(t testing.TB, opts *autogen.HandlerOptions, regOpts *registry.Options) *endpoint {
 	t.Helper()
-	ctx := context.Background()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "clutch.db"), &boltstore.Options{NoSync: true})
 	require.NoError(t, err)
+	return newEndpointOn(t, st, opts, regOpts)
+}
+
+// newEndpointOn is newEndpointWith on st, which it closes at the end.
+func newEndpointOn(t testing.TB, st store.Store, opts *autogen.HandlerOptions, regOpts *registry.Options) *endpoint {
+	t.Helper()
+	ctx := context.Background()
 	reg, err := registry.Open(ctx, st, regOpts)
 	require.NoError(t, err)
 	sch, err := schema.New(nil)

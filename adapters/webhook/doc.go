@@ -48,8 +48,9 @@
 // {"events": [...]} delivery, say). NewHandler validates the mapping. Every
 // item of a body is mapped before anything is handed on, so a body with one
 // bad item gives nothing. An id the mapping does not give is generated,
-// except the run of a delivery without a mapped run_id, which is derived from
-// the endpoint, the sender and the delivery's id (the webhook-id; for a
+// except the run of a delivery without a mapped run_id, which is derived
+// (auth.Deriver, keyed with the store's secret) from the endpoint, the
+// sender and the delivery's id (the webhook-id; for a
 // single event with a mapped IdempotencyKey, that key): every item of a
 // batch is in that one run, and in one thread unless thread_id is mapped.
 // Every envelope carries meta.src "webhook", meta.webhook_id and
@@ -105,6 +106,19 @@
 // and the answer says duplicate. The same id from another sender or another
 // endpoint is another delivery. The window is the store's (for boltstore,
 // forever).
+//
+// # Tenancy
+//
+// The Handler applies docs/protocol.md §6.7: every envelope passes
+// auth.CheckWrite for its sender before the router or the store sees it.
+// A run, thread or task id the mapping takes from the body that exists and
+// belongs to another sender, or that is reserved (protocol.Reserved: the
+// Deliverer's runs "run:webhook:<name>", the registry's, the rules
+// library's, "clutch_…"), is refused with 404 NOT_FOUND, the answer for a
+// missing id; a parent_task_id must name a task the sender may read. A
+// store-level duplicate is answered only to the sender of the original.
+// The ids the Handler derives are keyed with the store's secret, so no
+// sender can compute another's run and create it first.
 //
 // # Delivering: Deliverer
 //

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -294,6 +295,11 @@ func (h *Handler) handOn(ctx context.Context, m *protocol.Message) (*Accepted, e
 				return nil, err
 			}
 			if sm, err := ev.Message(); err == nil {
+				if sm.From.AgentID != m.From.AgentID {
+					// A duplicate is answered only to the sender of the
+					// original (docs/protocol.md §6.7).
+					return nil, coded.Wrap(auth.ErrNotFound, "the envelope duplicates one the sender did not send", nil)
+				}
 				acc.ID, acc.RunID, acc.TaskID = sm.ID, sm.RunID, sm.TaskID
 			}
 		}
