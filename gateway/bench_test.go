@@ -266,7 +266,7 @@ func BenchmarkSubmit(b *testing.B) {
 			for range b.N {
 				t0 := time.Now()
 				req, _ := http.NewRequest("POST", g.srv.URL+"/v1/messages", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+keyAdmin)
+				req.Header.Set("Authorization", "Bearer "+keyAlice)
 				resp, err := client.Do(req)
 				if err != nil {
 					b.Fatal(err)
