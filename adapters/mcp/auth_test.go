@@ -137,11 +137,14 @@ func TestServerTenancy(t *testing.T) {
 					assert.False(t, isErr, "%s as ops: %v", tool, sc)
 				}
 			}
-			// The host-call run holds every caller's calls: read:all only.
+			// The host-call run holds every caller's calls: it is reserved,
+			// for admins only (docs/protocol.md §6.7).
 			hostRun, _, _ := tm.srv.HostRun()
 			sc, isErr = callTool(t, other, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
 			assert.True(t, isErr)
 			assert.Equal(t, string(protocol.CodeNotFound), sc["code"])
+			sc, isErr = callTool(t, ops, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
+			assert.False(t, isErr, "an admin reads it: %v", sc)
 		})
 	}
 	recs := tm.env.Events(store.Query{AgentID: "agent:other", TypePrefix: string(mcp.TypeHostCall)})
@@ -243,3 +246,14 @@ func TestServerMaxTracked(t *testing.T) {
 }
 
 var jsonMarshal = func(v any) ([]byte, error) { return json.Marshal(v) }
+
+// TestServerReservedForReadAll: a read:all caller reads everybody's runs
+// but not the reserved host-call run (docs/protocol.md §6.7).
+func TestServerReservedForReadAll(t *testing.T) {
+	tm := newTeam(t)
+	audit := tm.httpSession(t, auditKey)
+	hostRun, _, _ := tm.srv.HostRun()
+	sc, isErr := callTool(t, audit, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
+	assert.True(t, isErr)
+	assert.Equal(t, string(protocol.CodeNotFound), sc["code"])
+}

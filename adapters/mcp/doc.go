@@ -190,8 +190,9 @@
 // The caller's agent id is the from of what submit_task submits. A caller
 // waits for, cancels and reads the events and tree of its own tasks and
 // runs only (another's answer NOT_FOUND) unless it holds
-// auth.ScopeReadAll; the host-call run holds every caller's calls and is
-// read:all only. submit_task takes auth.ScopeSubmit and list_agents
+// auth.ScopeReadAll; the host-call run holds every caller's calls, lives
+// under reserved ids ("run_clutch_mcp_…", protocol.Reserved) and is read by
+// auth.ScopeAdmin only (docs/protocol.md §6.7). submit_task takes auth.ScopeSubmit and list_agents
 // auth.ScopeAgents (else POLICY_DENIED). list_agents lists only the
 // exposed agents, and submit_task routes among them only: its "to" must
 // name exposed agents (else NOT_FOUND), and without "to" the request is

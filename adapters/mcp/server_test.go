@@ -38,6 +38,7 @@ const (
 	ideKey   = "ide-key-0123456789abcdef"
 	otherKey = "other-key-0123456789abcdef"
 	opsKey   = "ops-key-0123456789abcdef"
+	auditKey = "audit-key-0123456789abcdef" // read:all
 )
 
 var ide = &auth.Caller{AgentID: "agent:ide", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}}
@@ -47,6 +48,7 @@ var hostKeys = func() auth.Authenticator {
 		ideKey:   *ide,
 		otherKey: {AgentID: "agent:other", Scopes: []string{auth.ScopeSubmit, auth.ScopeAgents}},
 		opsKey:   {AgentID: "agent:ops", Scopes: []string{auth.ScopeAdmin}},
+		auditKey: {AgentID: "agent:audit", Scopes: []string{auth.ScopeReadAll}},
 	})
 	if err != nil {
 		panic(err)

@@ -308,9 +308,16 @@ func (s *Server) request(ctx context.Context, c *auth.Caller, taskID string) (*p
 }
 
 // mayReadRun checks that the caller may read a run: one whose first
-// task.request it submitted, or any with auth.ScopeReadAll (the host-call
-// run of the server included). Another's run is NOT_FOUND.
+// task.request it submitted, or any with auth.ScopeReadAll. A reserved run
+// (the server's host-call run among them, docs/protocol.md §6.7) needs
+// auth.ScopeAdmin. Another's run is NOT_FOUND.
 func (s *Server) mayReadRun(ctx context.Context, c *auth.Caller, runID string) *toolErr {
+	if protocol.Reserved(runID) {
+		if c.Has(auth.ScopeAdmin) {
+			return nil
+		}
+		return newToolErr(protocol.CodeNotFound, ActionCheckID, "no run %s", runID)
+	}
 	if c.Has(auth.ScopeReadAll) {
 		return nil
 	}
