@@ -45,8 +45,9 @@
 // The store is the plain test double, built to be obviously right rather
 // than fast: Go maps and slices under one lock, which Append, PutArtifact
 // and Close hold for their whole work, and reads share while they copy
-// out what they return (at most one page of events, or the summaries a
-// list selects). It has no speed target; where throughput matters, use a
+// out what they return (at most one page of events). It keeps no run or
+// thread summaries (it is no store.Lister): store.Runs and store.Threads
+// fold its log. It has no speed target; where throughput matters, use a
 // durable backend.
 //
 // Everything lives in memory and nothing is ever dropped before Close:

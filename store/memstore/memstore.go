@@ -50,11 +50,7 @@ type Store struct {
 	byIdem map[idemKey]uint64 // (run_id, idempotency_key) → seq
 	// index maps, by driver.Index, each value of an indexed field to the
 	// seqs of the events that have it, ascending.
-	index [driver.AgentIndex + 1]map[string][]uint64
-	// tasks holds the state of each task whose task.request is stored, and
-	// sums the summary of each run and thread (summary.go).
-	tasks     map[string]driver.TaskState
-	sums      [2]map[string]*store.Summary
+	index     [driver.AgentIndex + 1]map[string][]uint64
 	artifacts map[[sha256.Size]byte]store.Artifact
 }
 
@@ -68,9 +64,8 @@ type record struct {
 type idemKey struct{ runID, key string }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Lister = (*Store)(nil)
-	_ store.Clock  = (*Store)(nil)
+	_ store.Store = (*Store)(nil)
+	_ store.Clock = (*Store)(nil)
 )
 
 // New returns an empty store. opts may be nil; a negative size limit, or a
@@ -99,8 +94,6 @@ func New(opts *Options) (*Store, error) {
 		opts:      o,
 		byID:      make(map[string]uint64),
 		byIdem:    make(map[idemKey]uint64),
-		tasks:     make(map[string]driver.TaskState),
-		sums:      [2]map[string]*store.Summary{make(map[string]*store.Summary), make(map[string]*store.Summary)},
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
 	}
 	for ix := range s.index {
@@ -176,7 +169,6 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 			s.index[ix][value] = append(s.index[ix][value], seq)
 		}
 	}
-	s.summarize(e, seq, now)
 	return store.AppendResult{Seq: seq}
 }
 
@@ -345,7 +337,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.events, s.byID, s.byIdem, s.index = nil, nil, nil, [len(s.index)]map[string][]uint64{}
-	s.tasks, s.sums, s.artifacts = nil, [2]map[string]*store.Summary{}, nil
+	s.artifacts = nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

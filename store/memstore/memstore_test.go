@@ -302,7 +302,7 @@ func TestLongIDsAndValues(t *testing.T) {
 				assert.Equal(t, []string{m.ID}, readIDs(t, s, q), "%+v, %s", q, what)
 			}
 			found := false
-			for sum, err := range s.Runs(ctx, store.ListQuery{}) {
+			for sum, err := range store.Runs(ctx, s, store.ListQuery{}) {
 				require.NoError(t, err)
 				found = found || sum.ID == m.RunID
 			}
@@ -363,7 +363,7 @@ func TestManyKeys(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3*runs), last, "no duplicate was appended")
 	listed := map[string]bool{}
-	for sum, err := range s.Runs(ctx, store.ListQuery{}) {
+	for sum, err := range store.Runs(ctx, s, store.ListQuery{}) {
 		require.NoError(t, err)
 		require.False(t, listed[sum.ID], "%s listed twice", sum.ID)
 		listed[sum.ID] = true
