@@ -48,9 +48,10 @@ func (k Kind) query(id string) store.Query {
 	return store.Query{TaskID: id, Limit: 1}
 }
 
-// first returns the first stored event matching q, nil when there is none.
-func first(ctx context.Context, st store.Store, q store.Query) (*protocol.Message, error) {
-	for ev, err := range st.Read(ctx, q) {
+// firstEvent returns the first stored event of the run, thread or task
+// id, nil when there is none.
+func firstEvent(ctx context.Context, st store.Store, k Kind, id string) (*protocol.Message, error) {
+	for ev, err := range st.Read(ctx, k.query(id)) {
 		if err != nil {
 			return nil, err
 		}
@@ -67,46 +68,47 @@ func first(ctx context.Context, st store.Store, q store.Query) (*protocol.Messag
 // create the run, thread or task, and [CheckWrite] keeps everybody else
 // from adding to it, so the first sender is the creator.
 func Owner(ctx context.Context, st store.Store, k Kind, id string) (owner string, ok bool, err error) {
-	m, err := ownerEvent(ctx, st, k, id)
+	m, err := firstEvent(ctx, st, k, id)
 	if err != nil || m == nil {
 		return "", false, err
 	}
 	return m.From.AgentID, true, nil
 }
 
-func ownerEvent(ctx context.Context, st store.Store, k Kind, id string) (*protocol.Message, error) {
-	return first(ctx, st, k.query(id))
-}
-
 // MayRead reports whether c may read the run, thread or task id: it
 // exists, and c owns it or holds [ScopeReadAll] — for a task, also when c
-// may read the task's run. A reserved id (protocol.Reserved) is readable
+// owns the task's run. A reserved id (protocol.Reserved) is readable
 // with [ScopeAdmin] only. What c may not read is answered by the surfaces
 // as what does not exist.
 func MayRead(ctx context.Context, st store.Store, c *Caller, k Kind, id string) (bool, error) {
-	if !c.MayRead() || id == "" {
+	if !c.MayRead() || id == "" || (protocol.Reserved(id) && !c.Has(ScopeAdmin)) {
 		return false, nil
 	}
-	return owns(ctx, st, c, k, id, ScopeReadAll)
-}
-
-// owns reports whether id exists and c owns it, or holds scope (which
-// admits everybody's ids); reserved ids need ScopeAdmin.
-func owns(ctx context.Context, st store.Store, c *Caller, k Kind, id, scope string) (bool, error) {
-	if protocol.Reserved(id) && !c.Has(ScopeAdmin) {
-		return false, nil
-	}
-	m, err := ownerEvent(ctx, st, k, id)
+	m, err := firstEvent(ctx, st, k, id)
 	if err != nil || m == nil {
 		return false, err
 	}
-	if c.AgentID == m.From.AgentID || (scope != "" && c.Has(scope)) {
+	if c.Has(ScopeReadAll) {
 		return true, nil
 	}
-	if k == KindTask && m.RunID != "" && m.RunID != id {
-		return owns(ctx, st, c, KindRun, m.RunID, scope)
+	return ownedBy(ctx, st, c, k, id, m)
+}
+
+// ownedBy reports whether c owns the id whose first event is m: c sent
+// m, or, for a task, c sent the first event of the task's run (not a
+// reserved one).
+func ownedBy(ctx context.Context, st store.Store, c *Caller, k Kind, id string, m *protocol.Message) (bool, error) {
+	if m.From.AgentID == c.AgentID {
+		return true, nil
 	}
-	return false, nil
+	if k != KindTask || m.RunID == "" || protocol.Reserved(m.RunID) {
+		return false, nil
+	}
+	run, err := firstEvent(ctx, st, KindRun, m.RunID)
+	if err != nil || run == nil {
+		return false, err
+	}
+	return run.From.AgentID == c.AgentID, nil
 }
 
 // CheckWrite returns nil when c may add m to the store through a surface
@@ -137,21 +139,20 @@ func CheckWrite(ctx context.Context, st store.Store, c *Caller, m *protocol.Mess
 		if c.Has(ScopeAdmin) {
 			continue // anybody's: nothing to look up
 		}
-		ev, err := ownerEvent(ctx, st, t.k, t.id)
+		first, err := firstEvent(ctx, st, t.k, t.id)
 		if err != nil {
 			return err
 		}
-		if ev == nil || ev.From.AgentID == c.AgentID {
-			continue
+		if first == nil {
+			continue // a new id: the caller creates it
 		}
-		if t.k == KindTask && ev.RunID != "" {
-			if ok, err := owns(ctx, st, c, KindRun, ev.RunID, ""); err != nil {
-				return err
-			} else if ok {
-				continue
-			}
+		ok, err := ownedBy(ctx, st, c, t.k, t.id, first)
+		if err != nil {
+			return err
 		}
-		return notFound(t.k, t.id)
+		if !ok {
+			return notFound(t.k, t.id)
+		}
 	}
 	if m.ParentTaskID != "" {
 		ok, err := MayRead(ctx, st, c, KindTask, m.ParentTaskID)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -172,13 +171,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 // another caller, under a reserved id, or under a parent task it may not
 // see — as if they did not exist (ErrNotFound).
 func (g *Gateway) checkTargets(ctx context.Context, c *auth.Caller, m *protocol.Message) error {
-	if err := auth.CheckWrite(ctx, g.st, c, m); err != nil {
-		if errors.Is(err, auth.ErrNotFound) {
-			return coded.Wrap(ErrNotFound, strings.TrimPrefix(err.Error(), "auth: not found: "), nil)
-		}
-		return err
-	}
-	return nil
+	return auth.CheckWrite(ctx, g.st, c, m) // auth.ErrNotFound answers 404 NOT_FOUND
 }
 
 // fill sets the submission's optional fields on m.

@@ -82,15 +82,13 @@ func TestTenancy(t *testing.T) {
 			if requests != 1 {
 				t.Errorf("alice's run has %d requests", requests)
 			}
-			for _, key := range []string{keyBob} {
-				var l struct {
-					Runs []wireSummary `json:"runs"`
-				}
-				e.getJSON("/v1/runs", key, 200, &l)
-				for _, s := range l.Runs {
-					if s.ID == a.RunID || protocol.Reserved(s.ID) {
-						t.Errorf("bob lists %s", s.ID)
-					}
+			var l struct {
+				Runs []wireSummary `json:"runs"`
+			}
+			e.getJSON("/v1/runs", keyBob, 200, &l)
+			for _, s := range l.Runs {
+				if s.ID == a.RunID || protocol.Reserved(s.ID) {
+					t.Errorf("bob lists %s", s.ID)
 				}
 			}
 			// Alice still reads her own run, and streams of bob carry

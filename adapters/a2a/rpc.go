@@ -5,7 +5,6 @@ import (
 	"errors"
 	"iter"
 	"strconv"
-	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -384,7 +383,8 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	// Only into the caller's own context and run (docs/protocol.md §6.7).
 	if err := auth.CheckWrite(ctx, h.s.st, c, m); err != nil {
 		if errors.Is(err, auth.ErrNotFound) {
-			return nil, invalidParams(strings.Replace(err.Error(), "auth: not found: no thread", "no contextId", 1))
+			return nil, invalidParams(err.Error()) // the contextId is the thread
+
 		}
 		return nil, a2a.NewError(a2a.ErrUnauthorized, err.Error())
 	}

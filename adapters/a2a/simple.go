@@ -283,7 +283,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 	// Only into the caller's own session and run (docs/protocol.md §6.7).
 	if err := auth.CheckWrite(r.Context(), s.st, c, m); err != nil {
 		if errors.Is(err, auth.ErrNotFound) {
-			writeError(w, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: strings.Replace(strings.TrimPrefix(err.Error(), "auth: not found: "), "no thread", "no sessionId", 1)})
+			writeError(w, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: err.Error()}) // the sessionId is the thread
 			return nil, false
 		}
 		s.guard.WriteError(w, err)

@@ -51,7 +51,7 @@ func TestContextsAreTheCallers(t *testing.T) {
 	// owner's is accepted.
 	status, _, body := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"x","sessionId":"`+ctxID+`"}`, "X-API-Key", otherKey)
 	assert.Equal(t, 400, status, body)
-	assert.Contains(t, body, "no sessionId")
+	assert.Contains(t, body, "no thread "+ctxID)
 	status, _, body = httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"x","sessionId":"`+ctxID+`"}`, "X-API-Key", testKey)
 	assert.Equal(t, 200, status, body)
 	for _, m := range e.Events(store.Query{ThreadID: ctxID, TypePrefix: "task.request"}) {

@@ -265,9 +265,9 @@ func TestServeKeysFileScopes(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, `"read_all"`) || !strings.Contains(stderr, "read:all") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	code, out, _ := clutch(t, "serve", "--help")
-	if code != 0 && !strings.Contains(out, "read:all") {
-		t.Fatalf("help %d: %s", code, out)
+	_, out, errOut := clutch(t, "serve", "--help")
+	if help := out + errOut; !strings.Contains(help, "read:all") || strings.Contains(help, "read_all") {
+		t.Fatalf("help: %s", help)
 	}
 }
 
