@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
@@ -119,17 +120,31 @@ func ownedBy(ctx context.Context, st store.Store, c *Caller, k Kind, id string, 
 // by c ([MayRead]). A refusal for an id is [ErrNotFound] naming it, the
 // same answer whether the id is missing or somebody else's, so the answer
 // tells nothing about other callers' ids.
-func CheckWrite(ctx context.Context, st store.Store, c *Caller, m *protocol.Message) error {
+//
+// A new id that the client named is claimed for c before CheckWrite
+// returns: a claim record under the reserved run "run_clutch_claims",
+// whose message id is a hash of the kind and the id, so of two callers
+// that create the same id at once — in one process or many on one store
+// — the store's dedup by message id keeps one claim and the other caller
+// is refused. made lists the kinds of m's ids the surface made itself (a
+// random id, or one from a [Deriver]): nobody else can know such an id
+// before its first event lands, so a new one is not claimed, which saves
+// an append. A kind left out of made is claimed when new, so forgetting
+// one costs time, never safety.
+func CheckWrite(ctx context.Context, st store.Store, c *Caller, m *protocol.Message, made ...Kind) error {
 	if !c.Has(ScopeSubmit) {
 		return coded.Wrap(ErrForbidden, "submitting needs the "+ScopeSubmit+" scope", nil)
 	}
 	if m.From.AgentID != c.AgentID {
 		return coded.Wrap(ErrForbidden, "a caller writes as itself, "+c.AgentID, nil)
 	}
-	for _, t := range [...]struct {
+	type target struct {
 		k  Kind
 		id string
-	}{{KindRun, m.RunID}, {KindThread, m.ThreadID}, {KindTask, m.TaskID}} {
+	}
+	var claims []*protocol.Message
+	var claimed []target
+	for _, t := range [...]target{{KindRun, m.RunID}, {KindThread, m.ThreadID}, {KindTask, m.TaskID}} {
 		if t.id == "" {
 			continue
 		}
@@ -144,7 +159,19 @@ func CheckWrite(ctx context.Context, st store.Store, c *Caller, m *protocol.Mess
 			return err
 		}
 		if first == nil {
-			continue // a new id: the caller creates it
+			if slices.Contains(made, t.k) {
+				continue // a new id the surface made: the caller creates it
+			}
+			// A new id the client named: whoever claimed it first owns it.
+			claim, err := claimOf(ctx, st, t.k, t.id)
+			if err != nil {
+				return err
+			}
+			if claim == nil {
+				claims, claimed = append(claims, newClaim(c, t.k, t.id)), append(claimed, t)
+				continue
+			}
+			first = claim
 		}
 		ok, err := ownedBy(ctx, st, c, t.k, t.id, first)
 		if err != nil {
@@ -163,7 +190,61 @@ func CheckWrite(ctx context.Context, st store.Store, c *Caller, m *protocol.Mess
 			return notFound(KindTask, m.ParentTaskID)
 		}
 	}
+	if len(claims) == 0 {
+		return nil
+	}
+	res, err := st.Append(ctx, claims...)
+	if err != nil {
+		return err
+	}
+	for i, r := range res {
+		if !r.Duplicate {
+			continue
+		}
+		// Somebody claimed it between the look-up and the append.
+		t := claimed[i]
+		claim, err := claimOf(ctx, st, t.k, t.id)
+		if err != nil {
+			return err
+		}
+		if claim == nil || claim.From.AgentID != c.AgentID {
+			return notFound(t.k, t.id)
+		}
+	}
 	return nil
+}
+
+// The claims of client-named ids (CheckWrite).
+const (
+	claimRunID = "run_clutch_claims"
+	claimType  = protocol.Type("x.clutch.claim")
+)
+
+// claimMessageID is the message id of the claim on the id of kind k.
+func claimMessageID(k Kind, id string) string {
+	sum := sha256.Sum256([]byte(k.String() + " " + id))
+	return "msg_clutch_claim_" + runEncoding.EncodeToString(sum[:20])
+}
+
+// newClaim is c's claim on the id of kind k, its payload {"kind","id"}.
+func newClaim(c *Caller, k Kind, id string) *protocol.Message {
+	m := protocol.NewMessage(claimType, c.AgentID)
+	m.ID, m.RunID, m.ThreadID, m.TaskID = claimMessageID(k, id), claimRunID, "thr_clutch_claims", "task_clutch_claims"
+	m.Payload, _ = json.Marshal(map[string]string{"kind": k.String(), "id": id}) // strings only: cannot fail
+	return m
+}
+
+// claimOf returns the stored claim on the id of kind k, nil when there is
+// none.
+func claimOf(ctx context.Context, st store.Store, k Kind, id string) (*protocol.Message, error) {
+	ev, err := st.Get(ctx, claimMessageID(k, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ev.Message()
 }
 
 func notFound(k Kind, id string) error {

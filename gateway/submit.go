@@ -170,8 +170,20 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 // (auth.CheckWrite, docs/protocol.md §6.7): into a run, thread or task of
 // another caller, under a reserved id, or under a parent task it may not
 // see — as if they did not exist (ErrNotFound).
-func (g *Gateway) checkTargets(ctx context.Context, c *auth.Caller, m *protocol.Message) error {
-	return auth.CheckWrite(ctx, g.st, c, m) // auth.ErrNotFound answers 404 NOT_FOUND
+//
+// The ids the submission leaves out are made here (random, or derived from
+// the caller's idempotency key), so only the ones it names are claimed.
+func (g *Gateway) checkTargets(ctx context.Context, c *auth.Caller, m *protocol.Message, s *Submission) error {
+	made := make([]auth.Kind, 0, 3)
+	for _, t := range [...]struct {
+		k     auth.Kind
+		named string
+	}{{auth.KindRun, s.RunID}, {auth.KindThread, s.ThreadID}, {auth.KindTask, s.TaskID}} {
+		if t.named == "" {
+			made = append(made, t.k)
+		}
+	}
+	return auth.CheckWrite(ctx, g.st, c, m, made...) // auth.ErrNotFound answers 404 NOT_FOUND
 }
 
 // fill sets the submission's optional fields on m.
@@ -224,7 +236,7 @@ func (g *Gateway) submitRequest(ctx context.Context, c *auth.Caller, s *Submissi
 			return nil, err
 		}
 	}
-	if err := g.checkTargets(ctx, c, m); err != nil {
+	if err := g.checkTargets(ctx, c, m, s); err != nil {
 		return nil, err
 	}
 	h, err := g.r.Submit(ctx, m)
@@ -247,7 +259,7 @@ func (g *Gateway) submitChat(ctx context.Context, c *auth.Caller, s *Submission)
 	if err := fill(m, s); err != nil {
 		return nil, err
 	}
-	if err := g.checkTargets(ctx, c, m); err != nil {
+	if err := g.checkTargets(ctx, c, m, s); err != nil {
 		return nil, err
 	}
 	if v := g.r.Validator(); v != nil {

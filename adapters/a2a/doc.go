@@ -25,7 +25,9 @@
 // Identifiers and content, A2A ↔ Clutch envelope:
 //
 //	A2A                              Clutch
-//	contextId                        thread_id (a client's contextId is kept as is)
+//	contextId                        thread_id derived from the caller and the contextId
+//	                                   (meta.a2a_context_id keeps the contextId; a new one
+//	                                   when absent), so contexts are per caller (§6.7)
 //	task id                          task_id (the Clutch task's id, "task_01…")
 //	message.messageId                meta.a2a_message_id of the task.request
 //	text parts                       payload a2a.content.v1 {"text": parts joined by "\n", …}
@@ -188,8 +190,8 @@
 // totalSize is the number of tasks on the page: the list is not counted.
 //
 // The simple surface sends the prompt as a Content payload ({"text":
-// prompt}, payload_type a2a.content.v1) to the named agent; sessionId is
-// the thread_id. {"result"} is the result payload as the agent returned it;
+// prompt}, payload_type a2a.content.v1) to the named agent; sessionId names
+// the caller's context as contextId does. {"result"} is the result payload as the agent returned it;
 // "meta" holds task_id, run_id, sessionId, agent_id, payload_type, attempt
 // and duration_ms.
 //

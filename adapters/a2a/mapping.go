@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -64,6 +66,10 @@ const (
 	// metaContinues names the INPUT_REQUIRED task a follow-up message
 	// answered.
 	metaContinues = "a2a_continues"
+	// metaContextID keeps the client's contextId (sessionId on the simple
+	// surface) of a request, whose thread_id is derived from it and the
+	// caller (contextThread).
+	metaContextID = "a2a_context_id"
 	// metaSource is adapters.MetaSource; not imported to keep the
 	// dependency direction plain.
 	metaSource = "src"
@@ -392,4 +398,38 @@ func eventTime(m *protocol.Message) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// setContext gives the request m the thread of the caller's context
+// (contextId, or sessionId on the simple surface) and keeps the context in
+// its meta. A request without one starts a new context, named by the
+// thread id m was made with. The thread is derived from the caller and the
+// context (contextThread), so contexts are per caller: another caller's
+// contextId is a new context of this caller, never a way into (or a probe
+// of) the other's thread (docs/protocol.md §6.7).
+func (s *Server) setContext(ctx context.Context, c *auth.Caller, m *protocol.Message, surface, contextID string) error {
+	if contextID == "" {
+		contextID = m.ThreadID
+	}
+	thread, err := s.contextThread(ctx, c, surface, contextID)
+	if err != nil {
+		return err
+	}
+	m.ThreadID = thread
+	m.Meta[metaContextID] = contextID
+	return nil
+}
+
+// contextThread is the thread_id of the caller's context on surface.
+func (s *Server) contextThread(ctx context.Context, c *auth.Caller, surface, contextID string) (string, error) {
+	return s.ids.ID(ctx, protocol.IDPrefixThread, c, surface+" context", contextID)
+}
+
+// contextOf is the contextId of a stored request: the client's, kept in
+// its meta, or its thread_id for a request that did not come in over A2A.
+func contextOf(m *protocol.Message) string {
+	if c, ok := m.Meta[metaContextID].(string); ok && c != "" {
+		return c
+	}
+	return m.ThreadID
 }

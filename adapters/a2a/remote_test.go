@@ -135,8 +135,8 @@ func TestRemoteForward(t *testing.T) {
 	if !slices.Equal(progress, want) {
 		t.Errorf("progress:\n got %v\nwant %v", progress, want)
 	}
-	// The remote task ran in B in the caller's thread.
-	reqs := b.Events(store.Query{ThreadID: out.Message.ThreadID, TypePrefix: "task.request"})
+	// The remote task ran in B in the context of the caller's thread.
+	reqs := inContext(b, out.Message.ThreadID)
 	if len(reqs) != 1 || reqs[0].Meta[metaMessageID] == "" {
 		t.Fatalf("remote requests: %d", len(reqs))
 	}
@@ -201,7 +201,7 @@ func TestRemoteFailures(t *testing.T) {
 		t.Errorf("answer: %+v", res)
 	}
 	var cont []string
-	for _, m := range b.Events(store.Query{ThreadID: "thr_conversation", TypePrefix: "task.request"}) {
+	for _, m := range inContext(b, "thr_conversation") {
 		if s, ok := m.Meta[metaContinues].(string); ok {
 			cont = append(cont, s)
 		}
@@ -544,4 +544,16 @@ func TestRemoteContexts(t *testing.T) {
 	if len(rm.contexts) > maxRemoteContexts {
 		t.Errorf("%d contexts remembered", len(rm.contexts))
 	}
+}
+
+// inContext returns the task.requests of e that came in with the A2A
+// contextId (or simple-surface sessionId) ctxID, of whichever caller.
+func inContext(e *testEnv, ctxID string) []*protocol.Message {
+	var out []*protocol.Message
+	for _, m := range e.Events(store.Query{TypePrefix: "task.request"}) {
+		if m.Meta[metaContextID] == ctxID {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -227,7 +227,13 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 	if !adapters.ValidForeignID(req.ContextID) {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "contextId must be at most "+strconv.Itoa(protocol.MaxIDLength)+" bytes without control characters")
 	}
-	q := store.Query{ThreadID: req.ContextID, TypePrefix: string(protocol.TypeTaskRequest), AfterSeq: after}
+	q := store.Query{TypePrefix: string(protocol.TypeTaskRequest), AfterSeq: after}
+	if req.ContextID != "" {
+		// The caller's own context: contextIds are per caller.
+		if q.ThreadID, err = h.s.contextThread(ctx, c, SourceA2A, req.ContextID); err != nil {
+			return nil, h.internal(ctx, "deriving the context's thread", err)
+		}
+	}
 	if !c.Has(auth.ScopeReadAll) {
 		q.AgentID = c.AgentID
 	}
@@ -349,10 +355,10 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
-	if msg.ContextID != "" {
-		m.ThreadID = msg.ContextID
-	}
 	m.Meta = map[string]any{metaSource: SourceA2A}
+	if err := h.s.setContext(ctx, c, m, SourceA2A, msg.ContextID); err != nil {
+		return nil, h.internal(ctx, "deriving the context's thread", err)
+	}
 	m.Trace = inboundTrace(ctx) // the caller's traceparent (trace.go)
 	if msg.ID != "" {
 		// The messageId is the idempotency key, scoped to the caller: the
@@ -366,6 +372,7 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	if cont != nil {
 		m.ThreadID, m.RunID = cont.req.ThreadID, cont.req.RunID
 		m.Meta[metaContinues] = cont.req.TaskID
+		m.Meta[metaContextID] = contextOf(cont.req)
 	}
 	if h.agent != "" {
 		m.To = []protocol.Participant{{AgentID: h.agent}}
@@ -380,11 +387,11 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	if m.Attachments, err = h.s.attachments(ctx, in.files); err != nil {
 		return nil, err
 	}
-	// Only into the caller's own context and run (docs/protocol.md §6.7).
-	if err := auth.CheckWrite(ctx, h.s.st, c, m); err != nil {
+	// Only into the caller's own context and run (docs/protocol.md §6.7);
+	// every id here is random or derived, so nothing is claimed.
+	if err := auth.CheckWrite(ctx, h.s.st, c, m, auth.KindRun, auth.KindThread, auth.KindTask); err != nil {
 		if errors.Is(err, auth.ErrNotFound) {
-			return nil, invalidParams(err.Error()) // the contextId is the thread
-
+			return nil, invalidParams(err.Error())
 		}
 		return nil, a2a.NewError(a2a.ErrUnauthorized, err.Error())
 	}

@@ -91,9 +91,10 @@ func TestSendMessage(t *testing.T) {
 		t.Errorf("artifact parts: %s", mustJSON(t, parts))
 	}
 
-	// The Clutch side: thread = contextId, task = A2A task id, typed payload.
+	// The Clutch side: the caller's context's thread (the contextId kept in
+	// meta), task = A2A task id, typed payload.
 	reqs := e.Events(store.Query{TaskID: string(task.ID), TypePrefix: "task.request"})
-	if len(reqs) != 1 || reqs[0].ThreadID != "ctx-42" || reqs[0].PayloadType != PayloadContent ||
+	if len(reqs) != 1 || reqs[0].Meta[metaContextID] != "ctx-42" || !strings.HasPrefix(reqs[0].ThreadID, "thr_") || reqs[0].ThreadID == "ctx-42" || reqs[0].PayloadType != PayloadContent ||
 		string(reqs[0].Payload) != `{"text":"hello","data":[{"n":1}]}` || reqs[0].Meta[metaSource] != SourceA2A {
 		t.Errorf("task.request: %s", reqs[0].Raw())
 	}

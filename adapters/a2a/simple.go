@@ -265,11 +265,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 		writeError(w, http.StatusInternalServerError, errInternal)
 		return nil, false
 	}
-	if rr.SessionID != "" {
-		m.ThreadID = rr.SessionID
-	}
 	m.To = []protocol.Participant{{AgentID: a.ID()}}
 	m.Meta = map[string]any{metaSource: SourceHTTP}
+	if err := s.setContext(r.Context(), c, m, SourceHTTP, rr.SessionID); err != nil {
+		s.opts.Logger.ErrorContext(r.Context(), "a2a: deriving a session's thread", "err", err)
+		writeError(w, http.StatusInternalServerError, errInternal)
+		return nil, false
+	}
 	m.Trace = inboundTrace(r.Context()) // the caller's traceparent (trace.go)
 	if len(key) == 1 {
 		// Identical posts with one key, from one caller, are one task.
@@ -281,9 +283,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, methods ...str
 		}
 	}
 	// Only into the caller's own session and run (docs/protocol.md §6.7).
-	if err := auth.CheckWrite(r.Context(), s.st, c, m); err != nil {
+	if err := auth.CheckWrite(r.Context(), s.st, c, m, auth.KindRun, auth.KindThread, auth.KindTask); err != nil {
 		if errors.Is(err, auth.ErrNotFound) {
-			writeError(w, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: err.Error()}) // the sessionId is the thread
+			writeError(w, http.StatusBadRequest, &httpError{Error: errNameInvalid, Message: err.Error()})
 			return nil, false
 		}
 		s.guard.WriteError(w, err)
@@ -319,9 +321,10 @@ type runMeta struct {
 	DurationMS  int64  `json:"duration_ms"`
 }
 
-func resultBody(m *protocol.Message, start time.Time) runResult {
+// resultBody is the answer of a run whose request was req and result m.
+func resultBody(req, m *protocol.Message, start time.Time) runResult {
 	return runResult{Result: m.Payload, Meta: runMeta{
-		TaskID: m.TaskID, RunID: m.RunID, SessionID: m.ThreadID, AgentID: m.From.AgentID,
+		TaskID: m.TaskID, RunID: m.RunID, SessionID: contextOf(req), AgentID: m.From.AgentID,
 		PayloadType: m.PayloadType, Attempt: m.Attempt, DurationMS: time.Since(start).Milliseconds(),
 	}}
 }
@@ -367,7 +370,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, resultBody(out.Message, start))
+	writeJSON(w, http.StatusOK, resultBody(h.Request(), out.Message, start))
 }
 
 // stateEvent is the data of an "event: state" of the simple stream.
@@ -446,7 +449,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		case protocol.TypeTaskProgress:
 			ok = send("state", stateEvent{State: "working", Type: m.Type, TaskID: m.TaskID, Payload: m.Payload})
 		case protocol.TypeTaskResult:
-			send("result", resultBody(m, start))
+			send("result", resultBody(h.Request(), m, start))
 			return
 		case protocol.TypeTaskError, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
 			ep := errorOf(m)

@@ -72,7 +72,7 @@ func TestSimpleRun(t *testing.T) {
 		t.Errorf("run result: %s", body)
 	}
 	req := e.Events(store.Query{TaskID: res.Meta.TaskID, TypePrefix: "task.request"})[0]
-	if req.PayloadType != PayloadContent || string(req.Payload) != `{"text":"hello"}` || req.ThreadID != "sess-1" || req.Meta[metaSource] != SourceHTTP {
+	if req.PayloadType != PayloadContent || string(req.Payload) != `{"text":"hello"}` || req.Meta[metaContextID] != "sess-1" || req.Meta[metaSource] != SourceHTTP {
 		t.Errorf("request: %s", req.Raw())
 	}
 }

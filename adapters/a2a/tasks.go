@@ -30,7 +30,7 @@ func (v *taskView) apply(m *protocol.Message) []a2a.Event {
 		v.req = m
 		v.task = &a2a.Task{
 			ID:        a2a.TaskID(m.TaskID),
-			ContextID: m.ThreadID,
+			ContextID: contextOf(m),
 			Status:    a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: eventTime(m)},
 			History:   []*a2a.Message{requestMessage(m)},
 			Metadata:  map[string]any{MetaRunID: m.RunID},
@@ -128,7 +128,7 @@ func requestMessage(m *protocol.Message) *a2a.Message {
 	for _, at := range m.Attachments {
 		parts = append(parts, &a2a.Part{Content: a2a.URL(at.Ref), MediaType: at.MediaType, Filename: at.Name})
 	}
-	return &a2a.Message{ID: id, ContextID: m.ThreadID, TaskID: a2a.TaskID(m.TaskID), Role: a2a.MessageRoleUser, Parts: parts}
+	return &a2a.Message{ID: id, ContextID: contextOf(m), TaskID: a2a.TaskID(m.TaskID), Role: a2a.MessageRoleUser, Parts: parts}
 }
 
 // errorOf decodes the §5.4 error of a task.error, task.cancel or

@@ -248,7 +248,8 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 	if err := m.Validate(); err != nil {
 		return nil, newToolErr(protocol.CodeOf(err), ActionFixArguments, "invalid task request: %v", err)
 	}
-	if err := auth.CheckWrite(ctx, s.st, c, m); err != nil { // docs/protocol.md §6.7
+	// Every id here is random or derived: nothing to claim (docs/protocol.md §6.7).
+	if err := auth.CheckWrite(ctx, s.st, c, m, auth.KindRun, auth.KindThread, auth.KindTask); err != nil {
 		return nil, newToolErr(protocol.CodeOf(err), ActionFixArguments, "%v", err)
 	}
 	start, _ := s.st.LastSeq(ctx)

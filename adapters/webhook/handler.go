@@ -242,7 +242,18 @@ func (h *Handler) accept(req *http.Request, gate *auth.Caller, body []byte) (*Re
 		}
 		// A mapping that takes ids from the body writes only into the
 		// sender's own runs, threads and tasks (docs/protocol.md §6.7).
-		if err := auth.CheckWrite(req.Context(), h.r.Store(), caller, m); err != nil {
+		// The ids it does not take from the body are made here (random, or
+		// derived from the delivery): only the named ones are claimed.
+		made := make([]auth.Kind, 0, 3)
+		for _, f := range [...]struct {
+			k auth.Kind
+			i int
+		}{{auth.KindRun, fRunID}, {auth.KindThread, fThreadID}, {auth.KindTask, fTaskID}} {
+			if mp.fields[f.i] == "" {
+				made = append(made, f.k)
+			}
+		}
+		if err := auth.CheckWrite(req.Context(), h.r.Store(), caller, m, made...); err != nil {
 			return nil, err
 		}
 		msgs[i] = m
