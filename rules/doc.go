@@ -51,8 +51,10 @@
 // caller writes there through a surface (auth.CheckWrite refuses them as
 // not found); the library writes them itself, as the agent it acts for.
 // A session is the agent's own: Library.Session binds a host session id to
-// a task only when the agent requested or took part in it (ErrForbidden
-// otherwise), so its events never go into another caller's run; drafts
+// a task only when the agent requested or took part in it; any other id,
+// another agent's task included, is a session of the agent's own run, so
+// its events never go into another caller's run and the answer tells
+// nothing about other callers' tasks; drafts
 // carry their author, and the surfaces show a caller only its own drafts
 // unless it holds auth.ScopeReadAll.
 //

@@ -49,9 +49,6 @@ var (
 	// ErrReadOnly: the library was opened as of an earlier point of the
 	// log (Options.AsOf) and cannot change.
 	ErrReadOnly error = coded.New("library opened read-only", protocol.CodeConflict)
-	// ErrForbidden: the session names a task the agent neither requested
-	// nor ran.
-	ErrForbidden error = coded.New("not allowed", protocol.CodePolicyDenied)
 	// ErrMissingReferences: a result was refused by a Policy because the
 	// agent did not refer to the rules it requires (code VALIDATION).
 	ErrMissingReferences error = coded.New("result refused: required rule references are missing", protocol.CodeValidation)

@@ -36,9 +36,10 @@ func (l *Library) ForTask(t *router.Task) *Session {
 // Session returns the session of agent bound to a host session id
 // (docs/protocol.md §15.4). When sessionID is the id of a task the agent
 // requested or took part in, the session's events go to that task's run,
-// thread and task; a task the agent has nothing to do with is refused with
-// ErrForbidden. Any other id (or "") gets a run of its own derived from the
-// agent and the id. sessionID must be at most 200 bytes without control
+// thread and task. Any other id (or ""), a task the agent has nothing to
+// do with included, gets a run of its own derived from the agent and the
+// id, so the answer tells nothing about other agents' tasks
+// (docs/protocol.md §6.7). sessionID must be at most 200 bytes without control
 // characters.
 func (l *Library) Session(ctx context.Context, agentID, sessionID string) (*Session, error) {
 	if !validAgent(agentID) {
@@ -57,17 +58,17 @@ func (l *Library) Session(ctx context.Context, agentID, sessionID string) (*Sess
 			if err != nil {
 				return nil, err
 			}
-			if m.From.AgentID != agentID {
-				took := false
+			took := m.From.AgentID == agentID
+			if !took {
 				for _, err := range l.st.Read(ctx, store.Query{TaskID: sessionID, AgentID: agentID, Limit: 1}) {
 					if err != nil {
 						return nil, err
 					}
 					took = true
 				}
-				if !took {
-					return nil, wrap(ErrForbidden, fmt.Sprintf("session_id %s is a task %s neither requested nor ran", sessionID, agentID))
-				}
+			}
+			if !took {
+				break // somebody else's task: a session id like any other
 			}
 			s.ref.RunID, s.ref.ThreadID, s.ref.TaskID = m.RunID, m.ThreadID, m.TaskID
 			return s, nil
