@@ -31,11 +31,23 @@
 //
 // # Scopes and tenancy
 //
-// A caller always sees its own tasks and runs: those whose task.request it
-// submitted. [ScopeSubmit] lets it submit; [ScopeReadAll] lets it read,
-// stream, list and cancel everybody's; [ScopeAgents] lets it list the
-// exposed agents; [ScopeAdmin] implies all of them. [Caller.Has] and
-// [Caller.Owns] are the checks the surfaces make.
+// The tenancy model is docs/protocol.md §6.7; this package implements it
+// once for every surface. A caller always sees its own tasks and runs:
+// those whose first event (a task's task.request) it sent. [ScopeSubmit]
+// lets it submit; [ScopeReadAll] lets it read, stream, list and cancel
+// everybody's; [ScopeAgents] lets it list the exposed agents; [ScopeAdmin]
+// implies all of them and is the only scope that reaches reserved system
+// runs (protocol.Reserved).
+//
+// [CheckWrite] is the check before every outside write: another caller's
+// run, thread or task, a reserved id and an unreadable parent task are all
+// refused as [ErrNotFound], the answer for a missing id. A new id the
+// client named is claimed for the caller in the same call (a claim record
+// the store keeps once per id), so two callers creating one id at once
+// cannot both land. [MayRead] is the check before every read, [Owner] says
+// who owns an id, and a [Deriver] makes the ids a surface derives from a
+// caller's keys — HMACs under a secret kept in the store, which nobody
+// outside can compute. [Caller.Has] and [Caller.Owns] are the scope checks.
 //
 // # Limits
 //
@@ -43,8 +55,7 @@
 // RATE_LIMITED), a bound on requests in flight in all (MaxInFlight) and per
 // caller (MaxInFlightPerCaller, by default a quarter of MaxInFlight; past
 // either, 503 CAPACITY at once, never a queue) and a body size limit. Both
-// refusals
-// carry Retry-After. The router's own admission refusal (CAPACITY) maps to
+// refusals carry Retry-After. The router's own admission refusal (CAPACITY) maps to
 // the same 503 through [Status].
 //
 // The token buckets are golang.org/x/time/rate's Limiter, the Go team's

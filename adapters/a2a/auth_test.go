@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
@@ -96,55 +97,57 @@ func TestSurfaceAuthTable(t *testing.T) {
 // TestTenancy: another caller never sees, streams, lists, cancels or
 // continues tester's tasks; ScopeReadAll does.
 func TestTenancy(t *testing.T) {
-	e := newTestEnv(t, nil)
-	mine := e.client(t, "echo")
-	other := newSDKClientAs(t, e.hs.URL+AgentsPath+"/echo", otherKey)
-	ops := newSDKClientAs(t, e.hs.URL+AgentsPath+"/echo", opsKey)
-	ctx := ctxT(t)
+	backends.Each(t, func(t *testing.T, st store.Store) {
+		e := newTestEnvOn(t, st, nil)
+		mine := e.client(t, "echo")
+		other := newSDKClientAs(t, e.hs.URL+AgentsPath+"/echo", otherKey)
+		ops := newSDKClientAs(t, e.hs.URL+AgentsPath+"/echo", opsKey)
+		ctx := ctxT(t)
 
-	done := send(t, mine, textMsg("mine"))
-	req := textMsg("block:")
-	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
-	running := send(t, mine, req)
-	input := send(t, mine, textMsg("input:more"))
-	require.Equal(t, a2a.TaskStateInputRequired, input.Status.State)
+		done := send(t, mine, textMsg("mine"))
+		req := textMsg("block:")
+		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+		running := send(t, mine, req)
+		input := send(t, mine, textMsg("input:more"))
+		require.Equal(t, a2a.TaskStateInputRequired, input.Status.State)
 
-	// The stored request is from the caller, whatever the message says.
-	reqs := e.Events(store.Query{TaskID: string(done.ID), TypePrefix: "task.request"})
-	require.Len(t, reqs, 1)
-	assert.Equal(t, tester, reqs[0].From.AgentID)
+		// The stored request is from the caller, whatever the message says.
+		reqs := e.Events(store.Query{TaskID: string(done.ID), TypePrefix: "task.request"})
+		require.Len(t, reqs, 1)
+		assert.Equal(t, tester, reqs[0].From.AgentID)
 
-	for _, id := range []a2a.TaskID{done.ID, running.ID} {
-		_, err := other.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		assert.ErrorIs(t, err, a2a.ErrTaskNotFound)
-		_, err = other.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
-		assert.ErrorIs(t, err, a2a.ErrTaskNotFound)
-		for _, err := range other.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}) {
+		for _, id := range []a2a.TaskID{done.ID, running.ID} {
+			_, err := other.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
 			assert.ErrorIs(t, err, a2a.ErrTaskNotFound)
+			_, err = other.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+			assert.ErrorIs(t, err, a2a.ErrTaskNotFound)
+			for _, err := range other.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}) {
+				assert.ErrorIs(t, err, a2a.ErrTaskNotFound)
+			}
 		}
-	}
-	cont := textMsg("here it is")
-	cont.Message.TaskID = input.ID
-	_, err := other.SendMessage(ctx, cont)
-	assert.ErrorIs(t, err, a2a.ErrTaskNotFound)
-	list, err := other.ListTasks(ctx, &a2a.ListTasksRequest{})
-	require.NoError(t, err)
-	assert.Empty(t, list.Tasks)
-	send(t, other, textMsg("theirs"))
-	list, err = mine.ListTasks(ctx, &a2a.ListTasksRequest{})
-	require.NoError(t, err)
-	assert.Len(t, list.Tasks, 3, "tester sees its own three, not the other's")
+		cont := textMsg("here it is")
+		cont.Message.TaskID = input.ID
+		_, err := other.SendMessage(ctx, cont)
+		assert.ErrorIs(t, err, a2a.ErrTaskNotFound)
+		list, err := other.ListTasks(ctx, &a2a.ListTasksRequest{})
+		require.NoError(t, err)
+		assert.Empty(t, list.Tasks)
+		send(t, other, textMsg("theirs"))
+		list, err = mine.ListTasks(ctx, &a2a.ListTasksRequest{})
+		require.NoError(t, err)
+		assert.Len(t, list.Tasks, 3, "tester sees its own three, not the other's")
 
-	// read:all (through admin) sees and cancels everything.
-	got, err := ops.GetTask(ctx, &a2a.GetTaskRequest{ID: done.ID})
-	require.NoError(t, err)
-	assert.Equal(t, done.ID, got.ID)
-	list, err = ops.ListTasks(ctx, &a2a.ListTasksRequest{})
-	require.NoError(t, err)
-	assert.Len(t, list.Tasks, 4)
-	c, err := ops.CancelTask(ctx, &a2a.CancelTaskRequest{ID: running.ID})
-	require.NoError(t, err)
-	assert.Equal(t, a2a.TaskStateCanceled, c.Status.State)
+		// read:all (through admin) sees and cancels everything.
+		got, err := ops.GetTask(ctx, &a2a.GetTaskRequest{ID: done.ID})
+		require.NoError(t, err)
+		assert.Equal(t, done.ID, got.ID)
+		list, err = ops.ListTasks(ctx, &a2a.ListTasksRequest{})
+		require.NoError(t, err)
+		assert.Len(t, list.Tasks, 4)
+		c, err := ops.CancelTask(ctx, &a2a.CancelTaskRequest{ID: running.ID})
+		require.NoError(t, err)
+		assert.Equal(t, a2a.TaskStateCanceled, c.Status.State)
+	})
 }
 
 // TestExposure: a message without requires reaches only exposed agents;
@@ -197,52 +200,56 @@ func counting(n *atomic.Int32) router.Handler {
 // handler once and answers the same task; another caller's same id is its
 // own task.
 func TestMessageIDDedup(t *testing.T) {
-	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
-	var runs atomic.Int32
-	env.Register(card("agent:echo", nil, "skill:echo"), counting(&runs))
-	e := serve(t, env, &ServerOptions{Expose: []string{"agent:echo"}})
-	cl := e.client(t, "echo")
-	var ids []a2a.TaskID
-	for range 3 {
+	backends.Each(t, func(t *testing.T, st store.Store) {
+		env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Store: st})
+		var runs atomic.Int32
+		env.Register(card("agent:echo", nil, "skill:echo"), counting(&runs))
+		e := serve(t, env, &ServerOptions{Expose: []string{"agent:echo"}})
+		cl := e.client(t, "echo")
+		var ids []a2a.TaskID
+		for range 3 {
+			req := textMsg("once")
+			req.Message.ID = "m-dedup-1"
+			task := send(t, cl, req)
+			assert.Equal(t, a2a.TaskStateCompleted, task.Status.State)
+			ids = append(ids, task.ID)
+		}
+		assert.Equal(t, int32(1), runs.Load(), "the handler ran more than once for one messageId")
+		assert.Equal(t, ids[0], ids[1])
+		assert.Equal(t, ids[0], ids[2])
+
+		other := newSDKClientAs(t, e.hs.URL+AgentsPath+"/echo", otherKey)
 		req := textMsg("once")
 		req.Message.ID = "m-dedup-1"
-		task := send(t, cl, req)
-		assert.Equal(t, a2a.TaskStateCompleted, task.Status.State)
-		ids = append(ids, task.ID)
-	}
-	assert.Equal(t, int32(1), runs.Load(), "the handler ran more than once for one messageId")
-	assert.Equal(t, ids[0], ids[1])
-	assert.Equal(t, ids[0], ids[2])
-
-	other := newSDKClientAs(t, e.hs.URL+AgentsPath+"/echo", otherKey)
-	req := textMsg("once")
-	req.Message.ID = "m-dedup-1"
-	theirs := send(t, other, req)
-	assert.NotEqual(t, ids[0], theirs.ID)
-	assert.Equal(t, int32(2), runs.Load())
+		theirs := send(t, other, req)
+		assert.NotEqual(t, ids[0], theirs.ID)
+		assert.Equal(t, int32(2), runs.Load())
+	})
 }
 
 // TestIdempotencyKeyREST: identical posts with one Idempotency-Key are one
 // task, scoped to the caller.
 func TestIdempotencyKeyREST(t *testing.T) {
-	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
-	var runs atomic.Int32
-	env.Register(card("agent:echo", nil, "skill:echo"), counting(&runs))
-	e := serve(t, env, &ServerOptions{Expose: []string{"agent:echo"}})
-	var bodies []string
-	for range 3 {
-		status, _, body := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"pay"}`, "Idempotency-Key", "k-1")
-		require.Equal(t, 200, status, body)
-		bodies = append(bodies, body[strings.Index(body, `"task_id"`):strings.Index(body, `"run_id"`)])
-	}
-	assert.Equal(t, int32(1), runs.Load(), "the handler ran more than once for one Idempotency-Key")
-	assert.Equal(t, bodies[0], bodies[1])
-	assert.Equal(t, bodies[0], bodies[2])
-	status, _, _ := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"pay"}`, "Idempotency-Key", "k-1", "X-API-Key", otherKey)
-	assert.Equal(t, 200, status)
-	assert.Equal(t, int32(2), runs.Load(), "another caller's key is its own")
-	status, _, _ = httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"pay"}`, "Idempotency-Key", strings.Repeat("k", protocol.MaxIDLength+1))
-	assert.Equal(t, 400, status)
+	backends.Each(t, func(t *testing.T, st store.Store) {
+		env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Store: st})
+		var runs atomic.Int32
+		env.Register(card("agent:echo", nil, "skill:echo"), counting(&runs))
+		e := serve(t, env, &ServerOptions{Expose: []string{"agent:echo"}})
+		var bodies []string
+		for range 3 {
+			status, _, body := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"pay"}`, "Idempotency-Key", "k-1")
+			require.Equal(t, 200, status, body)
+			bodies = append(bodies, body[strings.Index(body, `"task_id"`):strings.Index(body, `"run_id"`)])
+		}
+		assert.Equal(t, int32(1), runs.Load(), "the handler ran more than once for one Idempotency-Key")
+		assert.Equal(t, bodies[0], bodies[1])
+		assert.Equal(t, bodies[0], bodies[2])
+		status, _, _ := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"pay"}`, "Idempotency-Key", "k-1", "X-API-Key", otherKey)
+		assert.Equal(t, 200, status)
+		assert.Equal(t, int32(2), runs.Load(), "another caller's key is its own")
+		status, _, _ = httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"pay"}`, "Idempotency-Key", strings.Repeat("k", protocol.MaxIDLength+1))
+		assert.Equal(t, 400, status)
+	})
 }
 
 // TestStrictJSONRPC: duplicate keys, invalid UTF-8 and lone surrogates

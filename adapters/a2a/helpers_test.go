@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,16 +16,17 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"go.uber.org/goleak"
 
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/schema"
+	"github.com/clutchprotocol/clutch/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { os.Exit(backends.Main(m)) }
 
 var quiet = slog.New(slog.DiscardHandler)
 
@@ -114,7 +116,13 @@ type testEnv struct {
 
 func newTestEnv(t testing.TB, opts *ServerOptions, mw ...func(http.Handler) http.Handler) *testEnv {
 	t.Helper()
-	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
+	return newTestEnvOn(t, nil, opts, mw...)
+}
+
+// newTestEnvOn is newTestEnv over st (a memstore when nil).
+func newTestEnvOn(t testing.TB, st store.Store, opts *ServerOptions, mw ...func(http.Handler) http.Handler) *testEnv {
+	t.Helper()
+	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Store: st})
 	env.Register(card("agent:echo", nil, "skill:echo"), echo)
 	env.Register(card("agent:research", nil, "skill:research"), research)
 	env.Register(card("agent:quick", &protocol.Limits{MaxRuntimeSec: 1}, "skill:quick"), echo)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -107,48 +108,50 @@ func TestServerHTTPAuthTable(t *testing.T) {
 // TestServerTenancy: over HTTP and over stdio, a caller's tasks are stamped
 // with its id; another caller gets NOT_FOUND for them, read:all sees them.
 func TestServerTenancy(t *testing.T) {
-	tm := newTeam(t)
-	stdio, _ := tm.connect(t) // as ide, the process owner
-	other := tm.httpSession(t, otherKey)
-	ops := tm.httpSession(t, opsKey)
-	ideHTTP := tm.httpSession(t, ideKey)
+	backends.Each(t, func(t *testing.T, st store.Store) {
+		tm := newTeamOn(t, st)
+		stdio, _ := tm.connect(t) // as ide, the process owner
+		other := tm.httpSession(t, otherKey)
+		ops := tm.httpSession(t, opsKey)
+		ideHTTP := tm.httpSession(t, ideKey)
 
-	for name, cs := range map[string]*sdk.ClientSession{"stdio": stdio, "http": ideHTTP} {
-		t.Run(name, func(t *testing.T) {
-			sc, isErr := callTool(t, cs, mcp.ToolSubmitTask, submitArgs(nil), false)
-			require.False(t, isErr, "%v", sc)
-			taskID, runID := sc["task_id"].(string), sc["run_id"].(string)
-			reqs := tm.env.Events(store.Query{TaskID: taskID, TypePrefix: "task.request"})
-			require.Len(t, reqs, 1)
-			assert.Equal(t, "agent:ide", reqs[0].From.AgentID)
+		for name, cs := range map[string]*sdk.ClientSession{"stdio": stdio, "http": ideHTTP} {
+			t.Run(name, func(t *testing.T) {
+				sc, isErr := callTool(t, cs, mcp.ToolSubmitTask, submitArgs(nil), false)
+				require.False(t, isErr, "%v", sc)
+				taskID, runID := sc["task_id"].(string), sc["run_id"].(string)
+				reqs := tm.env.Events(store.Query{TaskID: taskID, TypePrefix: "task.request"})
+				require.Len(t, reqs, 1)
+				assert.Equal(t, "agent:ide", reqs[0].From.AgentID)
 
-			for tool, args := range map[string]map[string]any{
-				mcp.ToolWaitTask:     {"task_id": taskID, "wait_sec": 0},
-				mcp.ToolCancelTask:   {"task_id": taskID},
-				mcp.ToolGetRunEvents: {"run_id": runID},
-				mcp.ToolGetTaskTree:  {"run_id": runID},
-			} {
-				sc, isErr := callTool(t, other, tool, args, false)
-				assert.True(t, isErr, tool)
-				assert.Equal(t, string(protocol.CodeNotFound), sc["code"], tool)
-				assert.NotContains(t, mustMarshal(sc), "answer to", tool)
-				sc, isErr = callTool(t, ops, tool, args, false)
-				if tool != mcp.ToolCancelTask {
-					assert.False(t, isErr, "%s as ops: %v", tool, sc)
+				for tool, args := range map[string]map[string]any{
+					mcp.ToolWaitTask:     {"task_id": taskID, "wait_sec": 0},
+					mcp.ToolCancelTask:   {"task_id": taskID},
+					mcp.ToolGetRunEvents: {"run_id": runID},
+					mcp.ToolGetTaskTree:  {"run_id": runID},
+				} {
+					sc, isErr := callTool(t, other, tool, args, false)
+					assert.True(t, isErr, tool)
+					assert.Equal(t, string(protocol.CodeNotFound), sc["code"], tool)
+					assert.NotContains(t, mustMarshal(sc), "answer to", tool)
+					sc, isErr = callTool(t, ops, tool, args, false)
+					if tool != mcp.ToolCancelTask {
+						assert.False(t, isErr, "%s as ops: %v", tool, sc)
+					}
 				}
-			}
-			// The host-call run holds every caller's calls: it is reserved,
-			// for admins only (docs/protocol.md §6.7).
-			hostRun, _, _ := tm.srv.HostRun()
-			sc, isErr = callTool(t, other, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
-			assert.True(t, isErr)
-			assert.Equal(t, string(protocol.CodeNotFound), sc["code"])
-			sc, isErr = callTool(t, ops, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
-			assert.False(t, isErr, "an admin reads it: %v", sc)
-		})
-	}
-	recs := tm.env.Events(store.Query{AgentID: "agent:other", TypePrefix: string(mcp.TypeHostCall)})
-	assert.NotEmpty(t, recs, "the other caller's calls are recorded under its id")
+				// The host-call run holds every caller's calls: it is reserved,
+				// for admins only (docs/protocol.md §6.7).
+				hostRun, _, _ := tm.srv.HostRun()
+				sc, isErr = callTool(t, other, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
+				assert.True(t, isErr)
+				assert.Equal(t, string(protocol.CodeNotFound), sc["code"])
+				sc, isErr = callTool(t, ops, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
+				assert.False(t, isErr, "an admin reads it: %v", sc)
+			})
+		}
+		recs := tm.env.Events(store.Query{AgentID: "agent:other", TypePrefix: string(mcp.TypeHostCall)})
+		assert.NotEmpty(t, recs, "the other caller's calls are recorded under its id")
+	})
 }
 
 func mustMarshal(v any) string {
@@ -208,29 +211,31 @@ func TestServerExposure(t *testing.T) {
 // TestServerIdempotencyKey: submit_task with one idempotency_key runs
 // once per caller, and answers the same task.
 func TestServerIdempotencyKey(t *testing.T) {
-	var runs atomic.Int32
-	tm := newTeam(t, func(o *mcp.ServerOptions) { o.Expose = append(o.Expose, "agent:counted") })
-	tm.env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:counted", Capabilities: []protocol.Capability{{ID: "skill:count"}}},
-		func(ctx context.Context, t *router.Task) (*router.Result, error) {
-			runs.Add(1)
-			return &router.Result{}, nil
-		})
-	cs, _ := tm.connect(t)
-	args := map[string]any{"payload_type": "research.query.v1", "payload": map[string]any{"query": "q"}, "requires": []string{"skill:count"}, "idempotency_key": "k-1"}
-	var tasks []any
-	for range 3 {
-		sc, isErr := callTool(t, cs, mcp.ToolSubmitTask, args, false)
+	backends.Each(t, func(t *testing.T, st store.Store) {
+		var runs atomic.Int32
+		tm := newTeamOn(t, st, func(o *mcp.ServerOptions) { o.Expose = append(o.Expose, "agent:counted") })
+		tm.env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:counted", Capabilities: []protocol.Capability{{ID: "skill:count"}}},
+			func(ctx context.Context, t *router.Task) (*router.Result, error) {
+				runs.Add(1)
+				return &router.Result{}, nil
+			})
+		cs, _ := tm.connect(t)
+		args := map[string]any{"payload_type": "research.query.v1", "payload": map[string]any{"query": "q"}, "requires": []string{"skill:count"}, "idempotency_key": "k-1"}
+		var tasks []any
+		for range 3 {
+			sc, isErr := callTool(t, cs, mcp.ToolSubmitTask, args, false)
+			require.False(t, isErr, "%v", sc)
+			tasks = append(tasks, sc["task_id"])
+		}
+		assert.Equal(t, int32(1), runs.Load(), "the handler ran more than once for one idempotency_key")
+		assert.Equal(t, tasks[0], tasks[1])
+		assert.Equal(t, tasks[0], tasks[2])
+		other := tm.httpSession(t, otherKey)
+		sc, isErr := callTool(t, other, mcp.ToolSubmitTask, args, false)
 		require.False(t, isErr, "%v", sc)
-		tasks = append(tasks, sc["task_id"])
-	}
-	assert.Equal(t, int32(1), runs.Load(), "the handler ran more than once for one idempotency_key")
-	assert.Equal(t, tasks[0], tasks[1])
-	assert.Equal(t, tasks[0], tasks[2])
-	other := tm.httpSession(t, otherKey)
-	sc, isErr := callTool(t, other, mcp.ToolSubmitTask, args, false)
-	require.False(t, isErr, "%v", sc)
-	assert.NotEqual(t, tasks[0], sc["task_id"])
-	assert.Equal(t, int32(2), runs.Load())
+		assert.NotEqual(t, tasks[0], sc["task_id"])
+		assert.Equal(t, int32(2), runs.Load())
+	})
 }
 
 // TestServerMaxTracked: the map of followed tasks has a cap.
@@ -250,10 +255,12 @@ var jsonMarshal = func(v any) ([]byte, error) { return json.Marshal(v) }
 // TestServerReservedForReadAll: a read:all caller reads everybody's runs
 // but not the reserved host-call run (docs/protocol.md §6.7).
 func TestServerReservedForReadAll(t *testing.T) {
-	tm := newTeam(t)
-	audit := tm.httpSession(t, auditKey)
-	hostRun, _, _ := tm.srv.HostRun()
-	sc, isErr := callTool(t, audit, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
-	assert.True(t, isErr)
-	assert.Equal(t, string(protocol.CodeNotFound), sc["code"])
+	backends.Each(t, func(t *testing.T, st store.Store) {
+		tm := newTeamOn(t, st)
+		audit := tm.httpSession(t, auditKey)
+		hostRun, _, _ := tm.srv.HostRun()
+		sc, isErr := callTool(t, audit, mcp.ToolGetRunEvents, map[string]any{"run_id": hostRun}, false)
+		assert.True(t, isErr)
+		assert.Equal(t, string(protocol.CodeNotFound), sc["code"])
+	})
 }

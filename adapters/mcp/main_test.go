@@ -10,13 +10,13 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store/memstore"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 )
 
 // serveStdioEnv makes the test binary an MCP server over stdio (a team of
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	os.Exit(backends.Main(m))
 }
 
 func serveStdio() error {

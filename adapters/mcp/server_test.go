@@ -73,7 +73,12 @@ func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func newTeam(t testing.TB, change ...func(*mcp.ServerOptions)) *team {
-	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Timeout: 30 * time.Second})
+	return newTeamOn(t, nil, change...)
+}
+
+// newTeamOn is newTeam over st (a memstore when nil).
+func newTeamOn(t testing.TB, st store.Store, change ...func(*mcp.ServerOptions)) *team {
+	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Timeout: 30 * time.Second, Store: st})
 	env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Display: &protocol.Display{Name: "Ken"},
 		Capabilities: []protocol.Capability{{ID: "skill:research", Tags: []string{"fintech"}}}},
 		func(ctx context.Context, t *router.Task) (*router.Result, error) {

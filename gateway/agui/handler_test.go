@@ -16,6 +16,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/gateway/agui"
+	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -193,28 +194,30 @@ func TestNoCaller(t *testing.T) {
 // TestWatchOwnership: a caller watches its own runs; ScopeReadAll watches
 // every run; anyone else is told the run does not exist.
 func TestWatchOwnership(t *testing.T) {
-	e := newEnv(t, nil)
-	resp := e.do(t, "POST", "/", testKey, input("thread-1", "run-1", "mine"))
-	posted := frameSummaries(readSSE(t, resp.Body))
-	resp.Body.Close()
-	run := resp.Header.Get(agui.HeaderRunID)
-	for key, status := range map[string]int{testKey: 200, opsKey: 200, otherKey: 404, watcherKey: 404} {
-		resp := e.do(t, "GET", "/?run="+run, key, "")
-		if resp.StatusCode != status {
-			t.Errorf("%s: status %d, want %d", key[:5], resp.StatusCode, status)
-		}
-		if status == 200 {
-			if diff := cmp.Diff(posted, frameSummaries(readSSE(t, resp.Body))); diff != "" {
-				t.Errorf("%s: watched (-posted +watched):\n%s", key[:5], diff)
-			}
-		}
+	backends.Each(t, func(t *testing.T, st store.Store) {
+		e := newEnvOn(t, st, router.Options{MaxAttempts: 1}, nil)
+		resp := e.do(t, "POST", "/", testKey, input("thread-1", "run-1", "mine"))
+		posted := frameSummaries(readSSE(t, resp.Body))
 		resp.Body.Close()
-	}
-	resp = e.do(t, "HEAD", "/?run="+run, testKey, "")
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Errorf("HEAD %d", resp.StatusCode)
-	}
+		run := resp.Header.Get(agui.HeaderRunID)
+		for key, status := range map[string]int{testKey: 200, opsKey: 200, otherKey: 404, watcherKey: 404} {
+			resp := e.do(t, "GET", "/?run="+run, key, "")
+			if resp.StatusCode != status {
+				t.Errorf("%s: status %d, want %d", key[:5], resp.StatusCode, status)
+			}
+			if status == 200 {
+				if diff := cmp.Diff(posted, frameSummaries(readSSE(t, resp.Body))); diff != "" {
+					t.Errorf("%s: watched (-posted +watched):\n%s", key[:5], diff)
+				}
+			}
+			resp.Body.Close()
+		}
+		resp = e.do(t, "HEAD", "/?run="+run, testKey, "")
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Errorf("HEAD %d", resp.StatusCode)
+		}
+	})
 }
 
 // TestWatchResume: after= and Last-Event-ID send RUN_STARTED, then exactly

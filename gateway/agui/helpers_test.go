@@ -8,19 +8,20 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/gateway/agui"
+	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
+	"github.com/clutchprotocol/clutch/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { os.Exit(backends.Main(m)) }
 
 var quiet = slog.New(slog.DiscardHandler)
 
@@ -121,7 +122,13 @@ func newEnv(t testing.TB, opts *agui.Options) *testEnv {
 
 func newEnvWith(t testing.TB, ropts router.Options, opts *agui.Options) *testEnv {
 	t.Helper()
-	env := routertest.New(t, &routertest.Options{Router: ropts})
+	return newEnvOn(t, nil, ropts, opts)
+}
+
+// newEnvOn is newEnvWith over st (a memstore when nil).
+func newEnvOn(t testing.TB, st store.Store, ropts router.Options, opts *agui.Options) *testEnv {
+	t.Helper()
+	env := routertest.New(t, &routertest.Options{Router: ropts, Store: st})
 	env.Register(card("agent:worker", "skill:work"), worker)
 	env.Register(card("agent:helper", "skill:help"), helper)
 	var o agui.Options

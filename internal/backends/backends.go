@@ -12,10 +12,13 @@ package backends
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
 	"github.com/clutchprotocol/clutch/store"
@@ -37,11 +40,19 @@ var (
 	schemas atomic.Int64
 )
 
-// Main runs m with a PostgreSQL cluster for the pgstore backend; call it
-// from TestMain: os.Exit(backends.Main(m)).
+// Main runs m with a PostgreSQL cluster for the pgstore backend, and then,
+// when the tests passed, fails them if any goroutine outlives them
+// (goleak); call it from TestMain: os.Exit(backends.Main(m)).
 func Main(m *testing.M) int {
 	started.Store(true)
-	return pgpeer.Main(m, &shared)
+	code := pgpeer.Main(m, &shared)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // All returns memstore, boltstore and pgstore.
@@ -78,5 +89,13 @@ func All() []Backend {
 			t.Cleanup(func() { st.Close() })
 			return st
 		}},
+	}
+}
+
+// Each runs f as a subtest of t on each store of All, named after it.
+func Each(t *testing.T, f func(t *testing.T, st store.Store)) {
+	t.Helper()
+	for _, b := range All() {
+		t.Run(b.Name, func(t *testing.T) { f(t, b.New(t)) })
 	}
 }

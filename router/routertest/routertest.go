@@ -35,6 +35,10 @@ type Options struct {
 	Seed uint64
 	// Timeout bounds Run's wait for a task; 10 s when 0.
 	Timeout time.Duration
+	// Store, when set, is the store of the Env in place of a memstore on
+	// the Env's clock (a boltstore or pgstore, to check a behaviour on
+	// every store). The Env does not close it: its opener does.
+	Store store.Store
 }
 
 // Clock is a clock the test controls. It only moves with Advance or Set.
@@ -66,10 +70,11 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// Env is a router over an in-memory store with deterministic ids.
+// Env is a router over a store (in memory unless Options.Store says
+// otherwise) with deterministic ids.
 type Env struct {
 	T        testing.TB
-	Store    *memstore.Store
+	Store    store.Store
 	Registry *registry.Registry
 	Schemas  *schema.Registry
 	Router   *router.Router
@@ -98,9 +103,14 @@ func New(t testing.TB, opts *Options) *Env {
 		seed[i] = byte(o.Seed >> (8 * i))
 	}
 	ids := protocol.NewIDs(&protocol.IDOptions{Clock: clock.Now, Entropy: rand.NewChaCha8(seed)})
-	st, err := memstore.New(&memstore.Options{Clock: clock.Now})
-	if err != nil {
-		t.Fatalf("routertest: %v", err)
+	st := o.Store
+	if st == nil {
+		ms, err := memstore.New(&memstore.Options{Clock: clock.Now})
+		if err != nil {
+			t.Fatalf("routertest: %v", err)
+		}
+		t.Cleanup(func() { ms.Close() })
+		st = ms
 	}
 	regOpts := o.Registry
 	regOpts.IDs = ids
@@ -132,7 +142,6 @@ func New(t testing.TB, opts *Options) *Env {
 			t.Errorf("routertest: closing the router: %v", err)
 		}
 		storetest.AssertOneTerminal(t, st)
-		st.Close()
 	})
 	return &Env{T: t, Store: st, Registry: reg, Schemas: sch, Router: r, IDs: ids, Clock: clock, timeout: o.Timeout}
 }
