@@ -39,20 +39,23 @@ func (k Kind) String() string {
 	return "id"
 }
 
-func (k Kind) query(id string) store.Query {
+// Query is the store query of every event of the run, thread or task id.
+func (k Kind) Query(id string) store.Query {
 	switch k {
 	case KindRun:
-		return store.Query{RunID: id, Limit: 1}
+		return store.Query{RunID: id}
 	case KindThread:
-		return store.Query{ThreadID: id, Limit: 1}
+		return store.Query{ThreadID: id}
 	}
-	return store.Query{TaskID: id, Limit: 1}
+	return store.Query{TaskID: id}
 }
 
 // firstEvent returns the first stored event of the run, thread or task
 // id, nil when there is none.
 func firstEvent(ctx context.Context, st store.Store, k Kind, id string) (*protocol.Message, error) {
-	for ev, err := range st.Read(ctx, k.query(id)) {
+	q := k.Query(id)
+	q.Limit = 1
+	for ev, err := range st.Read(ctx, q) {
 		if err != nil {
 			return nil, err
 		}

@@ -16,39 +16,6 @@ import (
 	"github.com/clutchprotocol/clutch/store"
 )
 
-// scope is what an events, tree or stream request is about.
-type scope uint8
-
-const (
-	scopeRun scope = iota + 1
-	scopeThread
-	scopeTask
-)
-
-func (s scope) String() string {
-	switch s {
-	case scopeRun:
-		return "run"
-	case scopeThread:
-		return "thread"
-	case scopeTask:
-		return "task"
-	}
-	return "log"
-}
-
-func (s scope) query(id string) store.Query {
-	switch s {
-	case scopeRun:
-		return store.Query{RunID: id}
-	case scopeThread:
-		return store.Query{ThreadID: id}
-	case scopeTask:
-		return store.Query{TaskID: id}
-	}
-	return store.Query{}
-}
-
 // first returns the first event matching q, decoded, or nil.
 func (g *Gateway) first(ctx context.Context, q store.Query) (*protocol.Message, error) {
 	q.Limit = 1
@@ -66,22 +33,15 @@ func (g *Gateway) first(ctx context.Context, q store.Query) (*protocol.Message, 
 // (what the caller owns, everything with auth.ScopeReadAll, reserved
 // system ids only with auth.ScopeAdmin). What it may not see is answered
 // as what does not exist.
-func (g *Gateway) visible(ctx context.Context, c *auth.Caller, sc scope, id string) (bool, error) {
+func (g *Gateway) visible(ctx context.Context, c *auth.Caller, k auth.Kind, id string) (bool, error) {
 	if !validID(id) {
 		return false, nil
-	}
-	k := auth.KindTask
-	switch sc {
-	case scopeRun:
-		k = auth.KindRun
-	case scopeThread:
-		k = auth.KindThread
 	}
 	return auth.MayRead(ctx, g.st, c, k, id)
 }
 
 // checkVisible is visible as an error: ErrNotFound, or a store error.
-func (g *Gateway) checkVisible(ctx context.Context, c *auth.Caller, sc scope, id string) error {
+func (g *Gateway) checkVisible(ctx context.Context, c *auth.Caller, sc auth.Kind, id string) error {
 	if !c.MayRead() {
 		return auth.ErrForbidden
 	}
@@ -190,17 +150,17 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 
 // ---- GET /v1/{runs,threads,tasks}/{id}/events, /v1/runs/{id}/decisions
 
-func (g *Gateway) serveEvents(sc scope) http.HandlerFunc {
+func (g *Gateway) serveEvents(sc auth.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		g.events(w, r, sc, "")
 	}
 }
 
 func (g *Gateway) serveDecisions(w http.ResponseWriter, r *http.Request) {
-	g.events(w, r, scopeRun, "routing.")
+	g.events(w, r, auth.KindRun, "routing.")
 }
 
-func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc scope, prefix string) {
+func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc auth.Kind, prefix string) {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	q, err := parsePageQuery(r.URL.Query())
@@ -212,7 +172,7 @@ func (g *Gateway) events(w http.ResponseWriter, r *http.Request, sc scope, prefi
 		g.writeError(w, r, err)
 		return
 	}
-	sq := sc.query(id)
+	sq := sc.Query(id)
 	sq.AfterSeq, sq.Limit, sq.TypePrefix = q.After, q.Limit, q.Type
 	if prefix != "" {
 		if q.Type != "" && !strings.HasPrefix(q.Type, prefix) {
@@ -302,7 +262,7 @@ func wireTaskOf(n *router.TaskNode) wireTask {
 	return t
 }
 
-func (g *Gateway) serveTree(sc scope) http.HandlerFunc {
+func (g *Gateway) serveTree(sc auth.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		id := r.PathValue("id")
@@ -311,7 +271,7 @@ func (g *Gateway) serveTree(sc scope) http.HandlerFunc {
 			return
 		}
 		runID := id
-		if sc == scopeTask {
+		if sc == auth.KindTask {
 			m, err := g.first(ctx, store.Query{TaskID: id})
 			if err != nil {
 				g.writeError(w, r, err)
@@ -325,7 +285,7 @@ func (g *Gateway) serveTree(sc scope) http.HandlerFunc {
 			return
 		}
 		out := []wireTask{}
-		if sc == scopeTask {
+		if sc == auth.KindTask {
 			if n := tree.Tasks[id]; n != nil {
 				out = append(out, wireTaskOf(n))
 			}

@@ -99,11 +99,11 @@ func (g *Gateway) openStream(ctx context.Context, c *auth.Caller, q streamQuery)
 		var err error
 		switch {
 		case q.Task != "":
-			err = g.checkVisible(ctx, c, scopeTask, q.Task)
+			err = g.checkVisible(ctx, c, auth.KindTask, q.Task)
 		case q.Thread != "":
-			err = g.checkVisible(ctx, c, scopeThread, q.Thread)
+			err = g.checkVisible(ctx, c, auth.KindThread, q.Thread)
 		case q.Run != "":
-			err = g.checkVisible(ctx, c, scopeRun, q.Run)
+			err = g.checkVisible(ctx, c, auth.KindRun, q.Run)
 		default:
 			s.filter = g.runFilter(c)
 		}
@@ -126,7 +126,7 @@ func (g *Gateway) runFilter(c *auth.Caller) func(context.Context, store.Event) b
 		}
 		ok, known := seen[f.run]
 		if !known {
-			vis, err := g.visible(ctx, c, scopeRun, f.run)
+			vis, err := g.visible(ctx, c, auth.KindRun, f.run)
 			if err != nil {
 				return false
 			}

@@ -289,7 +289,7 @@ func (g *Gateway) submitChat(ctx context.Context, c *auth.Caller, s *Submission)
 }
 
 func (g *Gateway) submitCancel(ctx context.Context, c *auth.Caller, s *Submission) (*Accepted, error) {
-	if err := g.checkVisible(ctx, c, scopeTask, s.TaskID); err != nil {
+	if err := g.checkVisible(ctx, c, auth.KindTask, s.TaskID); err != nil {
 		return nil, err
 	}
 	req, err := g.first(ctx, store.Query{TaskID: s.TaskID, TypePrefix: string(protocol.TypeTaskRequest)})
