@@ -14,7 +14,7 @@
 // # The core
 //
 //  1. [github.com/clutchprotocol/clutch/protocol] — the envelope (Message),
-//     AgentCard and Capability, the 17 message types, ids, strict
+//     AgentCard and Capability, the 19 message types, ids, strict
 //     Encode/Decode, Validate, the error codes, Ed25519 signing. Every
 //     other package speaks it; it imports no other package of the module.
 //  2. [github.com/clutchprotocol/clutch/store] — the append-only event store

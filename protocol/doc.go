@@ -5,7 +5,7 @@
 // # Basics
 //
 // A [Message] is the envelope of docs/protocol.md §1.1: ids (id, thread_id,
-// run_id, task_id, parent_task_id), sender and recipients, a [Type] (the 17
+// run_id, task_id, parent_task_id), sender and recipients, a [Type] (the 19
 // of §2 or an x.<vendor>.<name> extension), the structured contract (domain,
 // payload_type, schema_ref) and a payload kept as raw JSON. An [AgentCard]
 // advertises an agent and its [Capability] list (§1.4, §1.5).

@@ -7,8 +7,8 @@ import (
 )
 
 func TestTypes(t *testing.T) {
-	if n := len(Types()); n != 17 {
-		t.Fatalf("%d types, docs/protocol.md §2 has 17", n)
+	if n := len(Types()); n != 19 {
+		t.Fatalf("%d types, docs/protocol.md §2 has 19", n)
 	}
 	for _, typ := range Types() {
 		if !typ.Standard() || typ.Extension() || !typ.Valid() {

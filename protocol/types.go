@@ -8,7 +8,7 @@ import (
 // Version is the only protocol version this package speaks (docs/protocol.md §1.2).
 const Version = "clutch/0.1"
 
-// Type is a message type: one of the 17 of docs/protocol.md §2 or an extension
+// Type is a message type: one of the 19 of docs/protocol.md §2 or an extension
 // named x.<vendor>.<name>.
 type Type string
 
@@ -22,6 +22,9 @@ const (
 	TypeTaskError    Type = "task.error"
 	TypeTaskCancel   Type = "task.cancel"
 	TypeTaskTimeout  Type = "task.timeout"
+	// §2.7 People in the loop: a task asks and waits; an answer resumes it.
+	TypeTaskQuestion Type = "task.question"
+	TypeTaskAnswer   Type = "task.answer"
 	// §2.2 Conversation.
 	TypeChatMessage Type = "chat.message"
 	TypeChatSystem  Type = "chat.system"
@@ -38,11 +41,11 @@ const (
 	TypeRoutingFailure  Type = "routing.failure"
 )
 
-// Types returns the 17 message types of docs/protocol.md §2, in its order.
+// Types returns the 19 message types of docs/protocol.md §2, in its order.
 func Types() []Type {
 	return []Type{
 		TypeTaskRequest, TypeTaskAccept, TypeTaskProgress, TypeTaskResult,
-		TypeTaskError, TypeTaskCancel, TypeTaskTimeout,
+		TypeTaskError, TypeTaskCancel, TypeTaskTimeout, TypeTaskQuestion, TypeTaskAnswer,
 		TypeChatMessage, TypeChatSystem,
 		TypeToolCall, TypeToolResult, TypeToolError,
 		TypeAgentRegister, TypeAgentHeartbeat, TypeAgentUpdate,
@@ -68,6 +71,10 @@ func internType(s []byte) Type {
 		return TypeTaskCancel
 	case "task.timeout":
 		return TypeTaskTimeout
+	case "task.question":
+		return TypeTaskQuestion
+	case "task.answer":
+		return TypeTaskAnswer
 	case "chat.message":
 		return TypeChatMessage
 	case "chat.system":
@@ -92,7 +99,7 @@ func internType(s []byte) Type {
 	return ""
 }
 
-// Standard reports whether t is one of the 17 types of docs/protocol.md §2.
+// Standard reports whether t is one of the 19 types of docs/protocol.md §2.
 func (t Type) Standard() bool { return internType([]byte(t)) != "" }
 
 // Extension reports whether t has the extension form x.<vendor>.<name>:

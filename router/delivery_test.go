@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// backends are the stores the store-level tests of the router run on.
-var backends = []struct {
+// sizedStores are the stores the store-level tests of the router run on.
+var sizedStores = []struct {
 	name string
 	open func(t *testing.T, maxEventSize int) store.Store
 }{
@@ -85,7 +85,7 @@ func redeliveries(t testing.TB, r *Router, req *protocol.Message) []*protocol.Me
 // the task; they do not fail it with INTERRUPTED while it goes on to
 // succeed. Each task has exactly one terminal event.
 func TestRedeliveryBeforeTheTaskRuns(t *testing.T) {
-	for _, b := range backends {
+	for _, b := range sizedStores {
 		t.Run(b.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				hs := &holdStore{Store: b.open(t, 0), stored: make(chan struct{}), release: make(chan struct{})}
@@ -198,7 +198,7 @@ func TestTerminalEventOverSizeLimit(t *testing.T) {
 			return &Result{PayloadType: "research.summary.v1", Payload: map[string]any{"junk": big}}, nil
 		},
 	}
-	for _, b := range backends {
+	for _, b := range sizedStores {
 		for name, h := range handlers {
 			t.Run(b.name+"/"+name, func(t *testing.T) {
 				st := b.open(t, limit)
@@ -347,7 +347,7 @@ func TestMaxInFlightOption(t *testing.T) {
 // (RecoverRedispatch).
 func TestConcurrentRecoveryEndsOnce(t *testing.T) {
 	for _, policy := range []Recovery{RecoverFail, RecoverRedispatch} {
-		for _, b := range backends {
+		for _, b := range sizedStores {
 			t.Run(fmt.Sprint(b.name, "/", policy), func(t *testing.T) {
 				st := b.open(t, 0)
 				e := newEnvOn(t, st, &Options{Recovery: policy})

@@ -165,6 +165,30 @@
 // refused with CYCLE (CLowl E015). Budget limits a run's number of tasks
 // and delegation depth (BUDGET, CLowl E012).
 //
+// # Asking a person (docs/protocol.md §2.7)
+//
+// A handler stops to ask with Task.Ask and returns the error it gives;
+// the task then waits for the answer, holding no goroutine and no slot of
+// MaxInFlight, and its Handle's Wait returns the question
+// (Outcome.Question, error INPUT_REQUIRED):
+//
+//	market, err := t.Ask(ctx, protocol.Question{Text: "Which market?", Choices: []string{"fintech", "health"}})
+//	if err != nil {
+//		return nil, err // ErrWaiting: the task waits
+//	}
+//
+// Router.Answer stores the answer (checked against the question: who may
+// answer, its choices, its schema through the Validator's ValueValidator)
+// and runs the handler again from the start as a new attempt on the agent
+// that asked; Ask then returns the recorded answers in order. So a handler
+// asks the same questions in the same order each time and does its side
+// effects after the answers they need. One answer per question is stored,
+// whoever races (ErrAnswered for the others). A question's deadline ends
+// the task with a TIMEOUT task.error; Handle.Cancel and Router.Cancel end
+// a waiting task with its task.cancel. Recover leaves waiting tasks
+// waiting and runs on those answered just before a restart. Router.Waiting
+// counts the waiting tasks. Ask is for root tasks only.
+//
 // # Signatures (docs/protocol.md §6.1)
 //
 // The router enforces the registry's signature policy
@@ -283,7 +307,8 @@
 // (protocol.CodeNoMatch, CodeTimeout, ...). The router's own errors are the
 // sentinels of errors.go (ErrClosed, ErrInvalidRequest, ErrInvalidPayload,
 // ErrUnknownTask, ErrNotRetryable, ErrTaskEnded, ErrInvalidOptions,
-// ErrCapacity, ErrAbandoned, ErrUnauthorized) and *ShutdownError; signature
+// ErrCapacity, ErrAbandoned, ErrUnauthorized, ErrWaiting, ErrAnswered,
+// ErrNotWaiting) and *ShutdownError; signature
 // refusals are registry.ErrSignature.
 //
 // # Caveats

@@ -4,21 +4,22 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/backends"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/memstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain starts PostgreSQL for the pgstore cases (internal/backends)
+// and fails the package if a test leaves a goroutine behind.
+func TestMain(m *testing.M) { os.Exit(backends.Main(m)) }
 
 type env struct {
 	t   *testing.T

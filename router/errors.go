@@ -49,6 +49,15 @@ var (
 	// ErrUnauthorized: a message from outside asked for something its
 	// sender may not do (Admit of a task.cancel for another agent's task).
 	ErrUnauthorized error = coded.New("router: not authorised", protocol.CodeUnauthorized)
+	// ErrWaiting: Task.Ask stored a question; the handler returns this
+	// error and the task waits for the answer (code INPUT_REQUIRED).
+	ErrWaiting error = coded.New("router: waiting for an answer", protocol.CodeInputRequired)
+	// ErrAnswered: Router.Answer was given an answer to a question that has
+	// been answered already (code CONFLICT). Nothing was stored.
+	ErrAnswered error = coded.New("router: the question has been answered", protocol.CodeConflict)
+	// ErrNotWaiting: Router.Answer named a question its task does not wait
+	// for, or a cancel found the task not waiting (code NOT_FOUND).
+	ErrNotWaiting error = coded.New("router: the task waits for no such answer", protocol.CodeNotFound)
 )
 
 // RetryAfter is the retry-after hint of an ErrCapacity error.

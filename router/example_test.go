@@ -291,3 +291,37 @@ func ExampleRouter_Admit() {
 	// refused: BAD_SIGNATURE true
 	// admitted: task.result from agent:ken
 }
+
+// A handler asks a person and the task waits; the answer runs it on.
+func ExampleTask_Ask() {
+	ctx := context.Background()
+	r, st := newRouter()
+	defer st.Close()
+	defer r.Close()
+
+	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:writer", Capabilities: []protocol.Capability{{ID: "skill:write"}}}
+	r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		market, err := router.AskAs[string](ctx, t, protocol.Question{Text: "Which market?", Choices: []string{"fintech", "health"}})
+		if err != nil {
+			return nil, err // the task waits for the answer
+		}
+		return &router.Result{Payload: map[string]string{"draft": "a note on " + market}}, nil
+	})
+
+	req, _ := r.NewRequest("agent:alice", "", nil)
+	req.Requires = []string{"skill:write"}
+	h, _ := r.Submit(ctx, req)
+	out, err := h.Wait(ctx)
+	fmt.Println(out.Question.Text, out.Question.Choices, errors.Is(err, protocol.CodeInputRequired))
+
+	h, err = r.Answer(ctx, out.Question.ID, router.Answerer{AgentID: "agent:alice"}, []byte(`"fintech"`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ = h.Wait(ctx)
+	fmt.Println(string(out.Message.Payload))
+	// Output:
+	// Which market? [fintech health] true
+	// {"draft":"a note on fintech"}
+}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -15,6 +16,15 @@ type taskLog struct {
 	terminal *protocol.Message // last terminal event, nil while open
 	attempt  int               // highest attempt seen
 	accepted bool
+
+	// Questions and answers (ask.go).
+	lastQ       *protocol.Message  // the last task.question
+	pending     *protocol.Message  // lastQ while it waits for its answer
+	pendingQ    *protocol.Question // pending's payload
+	values      []json.RawMessage  // the answers' values, in the order asked
+	answeredIDs map[string]bool    // the questions answered
+	answered    int                // len(values)
+	resumeDue   bool               // the last question was answered and no attempt started since
 }
 
 func (l *taskLog) add(m *protocol.Message) {
@@ -29,10 +39,31 @@ func (l *taskLog) add(m *protocol.Message) {
 	case m.Type == protocol.TypeTaskAccept:
 		l.accepted = true
 		l.terminal = nil // a new attempt reopens the task
+		l.resumeDue = false
 	case m.Type == protocol.TypeRoutingDecision:
 		l.terminal = nil
+		l.resumeDue = false
+	case m.Type == protocol.TypeTaskQuestion:
+		q, err := protocol.DecodePayload[protocol.Question](m)
+		if err != nil || q.Index != l.answered {
+			return // not a question this router asked in turn
+		}
+		l.lastQ, l.pending, l.pendingQ, l.resumeDue = m, m, &q, false
+	case m.Type == protocol.TypeTaskAnswer:
+		a, err := protocol.DecodePayload[protocol.Answer](m)
+		if err != nil || l.pendingQ == nil || a.QuestionID != l.pendingQ.ID {
+			return // an answer to no waiting question: not taken
+		}
+		if l.answeredIDs == nil {
+			l.answeredIDs = map[string]bool{}
+		}
+		l.answeredIDs[a.QuestionID] = true
+		l.values = append(l.values, a.Value)
+		l.answered++
+		l.pending, l.pendingQ, l.resumeDue = nil, nil, true
 	case protocol.EndsTask(m):
 		l.terminal = m
+		l.pending, l.pendingQ, l.resumeDue = nil, nil, false
 	}
 }
 
@@ -108,6 +139,22 @@ func (r *Router) recoverStored(ctx context.Context, req *protocol.Message) (h *H
 			ts.resolve(outcomeOf(l.terminal))
 			r.unclaim(ts, claimTask)
 			return &ts.handle, false, nil
+		}
+		if l.pending != nil {
+			// It waits for an answer (ask.go): it goes on waiting.
+			r.await(req.TaskID, l.pendingQ)
+			out := questionOutcome(l.pending, l.pendingQ)
+			ts.resolve(&out)
+			r.unclaim(ts, claimTask)
+			return &ts.handle, false, nil
+		}
+		if l.resumeDue {
+			// Answered, but its process stopped before it ran on.
+			if err := r.roomFor(ts); err != nil {
+				r.unclaim(ts, claimDropped)
+				return nil, false, err
+			}
+			return r.resume(ts, l), true, nil
 		}
 		if t := r.team.Load(); t != nil {
 			// In a team: the process routing it ends it (Team.Redelivered).
@@ -199,7 +246,11 @@ func (r *Router) Recover(ctx context.Context) (int, error) {
 		if r.running(id) {
 			continue
 		}
-		_, recovered, err := r.recoverStored(ctx, l.req)
+		if l.pending != nil {
+			r.await(id, l.pendingQ) // it asked: it goes on waiting, its deadline armed again
+			continue
+		}
+		_, recovered, err := r.recoverStored(ctx, l.req) // resumes one answered but not run on
 		if err != nil {
 			return n, err
 		}

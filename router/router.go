@@ -58,9 +58,10 @@ type Router struct {
 	handlers atomic.Pointer[map[string]Handler] // read-only, replaced on change: every routing reads it
 
 	mu       sync.Mutex
-	tasks    map[string]*taskState // claimed and running tasks, by task id (see claim)
-	stale    map[*taskState]bool   // ended tasks replaced in tasks whose goroutine still runs
-	runs     map[string]*runState  // runs with running tasks
+	tasks    map[string]*taskState   // claimed and running tasks, by task id (see claim)
+	stale    map[*taskState]bool     // ended tasks replaced in tasks whose goroutine still runs
+	runs     map[string]*runState    // runs with running tasks
+	asking   map[string]*waitingTask // tasks waiting for an answer, by task id (ask.go)
 	closed   bool
 	inFlight int           // claims and tasks whose goroutine runs (Options.MaxInFlight)
 	live     int           // goroutines of the router: task goroutines and goOnCancel's
@@ -106,6 +107,7 @@ func New(st store.Store, reg *registry.Registry, opts *Options) (*Router, error)
 		tasks:  map[string]*taskState{},
 		stale:  map[*taskState]bool{},
 		runs:   map[string]*runState{},
+		asking: map[string]*waitingTask{},
 		slots:  newSignal(),
 		claims: newSignal(),
 	}

@@ -37,6 +37,9 @@ type taskState struct {
 	done     chan struct{}
 	outcome  *Outcome
 
+	routeAs *protocol.Message // the request as routed, when not req: resumed after an answer, pinned to the agent that asked (ask.go)
+	resumes int               // attempts that resumed after an answer: they do not count toward MaxAttempts
+
 	claim   atomic.Int32 // claimPending, claimTask or claimDropped (see claim)
 	started bool         // its goroutine was started; guarded by Router.mu
 
@@ -50,6 +53,14 @@ type taskState struct {
 	counter   Team                   // counts Budget.MaxTasks for the whole team, nil when the router does
 	evs       [2]*protocol.Message   // events being stored by the run goroutine
 	endEvs    [2]*protocol.Message   // terminal events being stored by end's caller
+}
+
+// routed is the request as routed: routeAs when set, else req.
+func (ts *taskState) routed() *protocol.Message {
+	if ts.routeAs != nil {
+		return ts.routeAs
+	}
+	return ts.req
 }
 
 func (ts *taskState) agentID() string {
@@ -144,7 +155,7 @@ func (r *Router) routeTask(ts *taskState) *match {
 		if ts.ctx.Err() != nil {
 			return nil
 		}
-		m := r.route(ts.req, ts.ancestors())
+		m := r.route(ts.routed(), ts.ancestors())
 		if m.selected != nil {
 			if r.reg.TryAcquire(m.selected) {
 				return m
@@ -172,7 +183,7 @@ func (r *Router) routeTask(ts *taskState) *match {
 		wake := r.slots.C()
 		// Re-check after registering as a waiter: a slot may have freed in
 		// between.
-		again := r.route(ts.req, ts.ancestors())
+		again := r.route(ts.routed(), ts.ancestors())
 		retry := again.selected != nil || !again.onlyBusy()
 		r.freeMatch(again)
 		if retry {
@@ -286,18 +297,25 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		r.release(a, false)
 		return false
 	}
+	if t.pending != nil {
+		// The handler asked: the task waits for the answer, whatever it
+		// returned after (ask.go).
+		r.release(a, true)
+		r.park(ts, t)
+		return false
+	}
 	if err != nil {
 		wire := wireError(err)
 		ep := &wire
 		r.release(a, false)
-		if n := int(ts.attempt.Load()); ep.Retryable && n < r.opts.MaxAttempts {
+		if n := int(ts.attempt.Load()) - ts.resumes; ep.Retryable && n < r.opts.MaxAttempts {
 			if ts.ctx.Err() != nil {
 				// It would be retried but for the cancel, which wins.
 				r.onCancel(ts)
 				return false
 			}
 			retryEP := *ep
-			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": n + 1})
+			retryEP.Details = mergeDetails(ep.Details, map[string]any{"will_retry": true, "next_attempt": int(ts.attempt.Load()) + 1})
 			ev := r.errorEvent(ts, a.ID(), &retryEP)
 			if err := r.appendLive(ts.ctx, ts, ev); err != nil {
 				if !errors.Is(err, ErrTaskEnded) {

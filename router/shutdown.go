@@ -27,6 +27,12 @@ func (r *Router) Shutdown(ctx context.Context) error {
 	var running []*taskState
 	if !r.closed {
 		r.closed = true
+		for id, w := range r.asking { // waiting tasks stay waiting in the log: Recover arms them again
+			if w.timer != nil {
+				w.timer.Stop()
+			}
+			delete(r.asking, id)
+		}
 		for _, ts := range r.tasks {
 			if ts.started {
 				running = append(running, ts)

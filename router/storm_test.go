@@ -146,7 +146,7 @@ func TestRedeliveryStorm(t *testing.T) {
 	if testing.Short() {
 		tasks = 100
 	}
-	for _, b := range backends {
+	for _, b := range sizedStores {
 		t.Run(b.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x5707))
 			st := b.open(t, 0)

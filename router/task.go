@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
@@ -13,6 +14,13 @@ type Task struct {
 	ts      *taskState
 	agent   *registry.Agent
 	attempt int
+
+	// Asking (ask.go).
+	asked     int                // questions Ask was called for in this run of the handler
+	answers   []json.RawMessage  // the recorded answers, read on the first Ask
+	pending   *protocol.Question // the question this run stored; the task waits for it
+	pendingEv *protocol.Message  // its task.question
+	edited    json.RawMessage    // the input as a person edited it (RequireApproval), nil when not
 }
 
 // Request returns the task.request. Do not modify it.
@@ -36,7 +44,13 @@ func (t *Task) Attempt() int { return t.attempt }
 
 // Input decodes the request's payload into a T, strictly (see
 // protocol.DecodePayload).
-func Input[T any](t *Task) (T, error) { return protocol.DecodePayload[T](t.ts.req) }
+func Input[T any](t *Task) (T, error) {
+	if t.edited != nil {
+		// A person edited the input before approving (RequireApproval).
+		return protocol.DecodePayload[T](&protocol.Message{Payload: t.edited})
+	}
+	return protocol.DecodePayload[T](t.ts.req)
+}
 
 // Progress stores a task.progress event with payload (docs/protocol.md §2.1).
 func (t *Task) Progress(ctx context.Context, payload any) error {

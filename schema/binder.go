@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -127,4 +128,9 @@ func answeredStep(w *Workflow, m *protocol.Message) bool {
 	}
 	s, found := w.Step(id)
 	return found && s.Expects.Type != m.Type
+}
+
+// ValidateValue is the registry's [Registry.ValidateValue].
+func (b *Binder) ValidateValue(schemaJSON, value json.RawMessage) error {
+	return b.reg.ValidateValue(schemaJSON, value)
 }

@@ -341,3 +341,25 @@ func contextPointer(c *gojsonschema.JsonContext) string {
 	}
 	return b.String()
 }
+
+// ValidateValue validates value (raw JSON) against a JSON Schema given as
+// bytes: the schema of a question's answer (router.ValueValidator). The
+// schema gets the checks a registered one gets (MaxSchemaBytes, no remote
+// references: ErrTooLarge, ErrInvalidSchema, ErrRemoteRef); the value
+// those of a payload, and a [*ValidationError] lists its violations.
+func (r *Registry) ValidateValue(schemaJSON, value json.RawMessage) error {
+	const name = "answer.value.v1" // names the schema in errors
+	if len(schemaJSON) > MaxSchemaBytes {
+		return errorf(ErrTooLarge, "the answer's schema is %d bytes, limit %d", len(schemaJSON), MaxSchemaBytes)
+	}
+	pr, err := prepareSchema(name, schemaJSON)
+	if err != nil {
+		return err
+	}
+	compiled, err := compile(name, pr.doc)
+	if err != nil {
+		return err
+	}
+	s := &Schema{payloadType: name, compiled: compiled, maxBytes: r.maxBytes}
+	return s.validate(value, "")
+}

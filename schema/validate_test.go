@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -393,4 +394,27 @@ func canonical(vs []Violation) []Violation {
 		return strings.Compare(a.Path+"\x00"+a.Keyword+"\x00"+a.Message, b.Path+"\x00"+b.Keyword+"\x00"+b.Message)
 	})
 	return out
+}
+
+// TestValidateValue: an answer's value is checked against its question's
+// schema; a schema that reaches out is refused.
+func TestValidateValue(t *testing.T) {
+	reg, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","minimum":0}},"required":["amount"],"additionalProperties":false}`)
+	if err := reg.ValidateValue(budget, json.RawMessage(`{"amount":12.5}`)); err != nil {
+		t.Errorf("valid value: %v", err)
+	}
+	var ve *ValidationError
+	if err := reg.ValidateValue(budget, json.RawMessage(`{"amount":-1}`)); !errors.As(err, &ve) || len(ve.Violations) == 0 {
+		t.Errorf("negative amount: %v", err)
+	}
+	if err := reg.ValidateValue(budget, json.RawMessage(`{"amount":`)); !errors.Is(err, ErrInvalidJSON) {
+		t.Errorf("broken JSON: %v", err)
+	}
+	if err := reg.ValidateValue(json.RawMessage(`{"$ref":"https://example.com/s.json"}`), json.RawMessage(`1`)); !errors.Is(err, ErrRemoteRef) {
+		t.Errorf("remote ref: %v", err)
+	}
 }

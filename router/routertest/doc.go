@@ -12,10 +12,20 @@
 // store has exactly one terminal event (Env.AssertOneTerminal) and every
 // handler returned within router.DefaultCloseTimeout.
 //
+// An agent that asks (router.Task.Ask) is as easy to test: set scripted
+// answers with Env.OnQuestion and Run answers every question as the
+// task's requester, or take the waiting outcome Run returns and answer it
+// with Env.Answer. A test that leaves a task waiting fails at its end like
+// one that leaves a task running: answer or cancel it.
+//
+//	env.OnQuestion(func(q *protocol.Question) any { return "fintech" })
+//	out, err := env.Run(req) // the handler ran twice: asked, then answered
+//
 // Env.Clock is the one clock of the Env (see Clock in the router package
 // doc): the router, the registry and the store read it, so timestamps,
 // ids and heartbeat liveness move only when the test moves it. Timers
-// (max_runtime_sec, backoff, queue timeout, and Run's own Timeout) run
+// (max_runtime_sec, backoff, queue timeout, a question's deadline — armed
+// for its distance from the clock's reading — and Run's own Timeout) run
 // on real time; test them inside a testing/synctest bubble, creating the
 // Env there too.
 package routertest

@@ -2,6 +2,7 @@ package routertest
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -81,6 +82,9 @@ type Env struct {
 	IDs      *protocol.IDs
 	Clock    *Clock
 	timeout  time.Duration
+
+	mu         sync.Mutex
+	onQuestion func(*protocol.Question) any
 }
 
 // New returns an Env; opts may be nil. It fails the test on any setup
@@ -182,14 +186,57 @@ func (e *Env) Request(payloadType string, payload any, requires ...string) *prot
 
 // Run submits req and waits for its outcome. It fails the test if the task
 // does not end within the Env's timeout; a task that fails is not a test
-// failure: its error is returned.
+// failure: its error is returned. A task that asks (router.Task.Ask) is
+// answered by the function set with OnQuestion, as many times as it asks;
+// without one, Run returns the outcome of the task waiting (Question set,
+// error INPUT_REQUIRED), which Answer answers.
 func (e *Env) Run(req *protocol.Message) (*router.Outcome, error) {
 	e.T.Helper()
 	h, err := e.Router.Submit(context.Background(), req)
 	if err != nil {
 		e.T.Fatalf("routertest: submit: %v", err)
 	}
-	return e.Wait(h)
+	for {
+		out, err := e.Wait(h)
+		e.mu.Lock()
+		f := e.onQuestion
+		e.mu.Unlock()
+		if out.Question == nil || f == nil {
+			return out, err
+		}
+		h = e.Answer(out, f(out.Question))
+	}
+}
+
+// OnQuestion sets how Run answers the questions of the tasks it runs: f
+// gets each question and returns the value of its answer (encoded as
+// JSON), given as the task's requester. Scripted answers are a function
+// over q.Text or q.Index; nil stops answering.
+func (e *Env) OnQuestion(f func(q *protocol.Question) any) {
+	e.mu.Lock()
+	e.onQuestion = f
+	e.mu.Unlock()
+}
+
+// Answer answers the question a task stopped on (out.Question, from Run
+// or Wait) with value, encoded as JSON, as the task's requester, and
+// returns the handle of the task run on. It fails the test if the answer
+// is refused; call Router.Answer to test a refusal.
+func (e *Env) Answer(out *router.Outcome, value any) *router.Handle {
+	e.T.Helper()
+	if out == nil || out.Question == nil || out.Message == nil || len(out.Message.To) == 0 {
+		e.T.Fatalf("routertest: Answer needs the outcome of a task waiting for an answer, not %+v", out)
+	}
+	raw, err := json.Marshal(value)
+	if err != nil {
+		e.T.Fatalf("routertest: encoding the answer: %v", err)
+	}
+	by := router.Answerer{AgentID: out.Message.To[0].AgentID} // a question goes to the requester
+	h, err := e.Router.Answer(context.Background(), out.Question.ID, by, raw)
+	if err != nil {
+		e.T.Fatalf("routertest: answering %s: %v", out.Question.ID, err)
+	}
+	return h
 }
 
 // Wait waits for a submitted task, failing the test after the timeout.

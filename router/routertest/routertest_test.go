@@ -211,3 +211,76 @@ func TestAssertOneTerminal(t *testing.T) {
 		t.Fatalf("failures %q", rec.failures)
 	}
 }
+
+// drafter asks which market, then for approval of its draft; a reject
+// ends the task with the reason.
+func drafter(ctx context.Context, t *router.Task) (*router.Result, error) {
+	market, err := router.AskAs[string](ctx, t, protocol.Question{Text: "Which market?", Choices: []string{"fintech", "health"}})
+	if err != nil {
+		return nil, err
+	}
+	draft := "a note on " + market
+	a, err := router.AskAs[protocol.Approval](ctx, t, protocol.Question{Kind: protocol.QuestionApproval, Text: "Publish " + draft + "?"})
+	if err != nil {
+		return nil, err
+	}
+	if a.Decision == protocol.Reject {
+		return nil, router.Fail(protocol.CodePolicyDenied, "rejected: "+a.Reason, false, nil)
+	}
+	return &router.Result{Payload: map[string]string{"published": draft}}, nil
+}
+
+// TestScriptedAnswers: OnQuestion answers every question Run meets, in
+// order; without it Run returns the waiting outcome and Answer answers it.
+func TestScriptedAnswers(t *testing.T) {
+	env := routertest.New(t, nil)
+	env.Agent("agent:drafter", []string{"skill:draft"}, drafter)
+	var asked []string
+	env.OnQuestion(func(q *protocol.Question) any {
+		asked = append(asked, q.Text)
+		if q.Kind == protocol.QuestionApproval {
+			return protocol.Approval{Decision: protocol.Approve}
+		}
+		return "fintech"
+	})
+	out, err := env.Run(env.Request("", nil, "skill:draft"))
+	if err != nil || string(out.Message.Payload) != `{"published":"a note on fintech"}` {
+		t.Fatalf("%v %v", out, err)
+	}
+	if len(asked) != 2 || asked[1] != "Publish a note on fintech?" {
+		t.Errorf("asked %q", asked)
+	}
+
+	env.OnQuestion(nil)
+	out, err = env.Run(env.Request("", nil, "skill:draft"))
+	if out.Question == nil || !errors.Is(err, protocol.CodeInputRequired) {
+		t.Fatalf("without answers: %v %v", out, err)
+	}
+	out, _ = env.Wait(env.Answer(out, "health"))
+	out, err = env.Wait(env.Answer(out, protocol.Approval{Decision: protocol.Reject, Reason: "off topic"}))
+	if !errors.Is(err, protocol.CodePolicyDenied) || out.Err.Message != "rejected: off topic" {
+		t.Fatalf("a reject: %v", err)
+	}
+}
+
+// TestQuestionDeadline: a deadline on the Env's clock, run in a synctest
+// bubble, ends the task with TIMEOUT when nobody answers.
+func TestQuestionDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := routertest.New(t, nil)
+		env.Agent("agent:asker", []string{"skill:ask"}, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			_, err := t.Ask(ctx, protocol.Question{Text: "Go?", Deadline: env.Clock.Now().Add(time.Hour)})
+			return nil, err
+		})
+		out, _ := env.Run(env.Request("", nil, "skill:ask"))
+		if out.Question == nil {
+			t.Fatal("the task did not ask")
+		}
+		time.Sleep(time.Hour + time.Second) // fake time: the bubble's clock
+		synctest.Wait()
+		ends := env.Events(store.Query{TaskID: out.TaskID, TypePrefix: "task.error"})
+		if len(ends) != 1 || !strings.Contains(string(ends[0].Payload), `"TIMEOUT"`) {
+			t.Fatalf("after the deadline: %d task.errors", len(ends))
+		}
+	})
+}
