@@ -46,6 +46,8 @@
 //	GET  /v1/runs/{id}/tree            {"run_id","tasks":[TaskNode]}
 //	GET  /v1/tasks/{id}/tree           the subtree of one task, the same shape
 //	POST /v1/messages                  submit (below) → 202 Accepted
+//	GET  /v1/questions?mine=1          {"questions":[WaitingQuestion]}   what waits for an answer
+//	POST /v1/questions/{id}/answer     {"value": …} → 200 Answered   (below)
 //	GET  /v1/artifacts/{ref}           the bytes, Content-Type its media type
 //	GET  /v1/stream?run=&thread=&task=&agent=&type=&after=   SSE
 //	GET  /v1/ws?<the same>             WebSocket
@@ -87,6 +89,21 @@
 //
 // The answer is 202 with an Accepted: the stored message's id and seq and
 // its run, thread and task (for a cancel, the task's terminal event).
+//
+// # Answering
+//
+// A task that asks (router.Task.Ask, docs/protocol.md §2.7) waits for an
+// answer. GET /v1/questions lists the questions this gateway's router
+// waits on that the caller may answer (the question's "who": by default
+// the task's requester) or may read the task of, oldest first, each with
+// may_answer; ?mine=1 keeps those it may answer. POST
+// /v1/questions/{id}/answer {"value": <JSON>} answers as the caller: the
+// answer is stored from the caller's agent id and the task runs on (200
+// Answered). A value that does not fit the question is 400; a question
+// the caller may see but not answer is 403; one it may neither see nor
+// answer, or that waits for nothing, is 404, the same as one that does not
+// exist; an answer to an answered question, or after the task ended, is
+// 409.
 //
 // # Scopes
 //

@@ -192,6 +192,8 @@ func (g *Gateway) routes() {
 	a.HandleFunc("GET /v1/tasks/{id}/tree", g.serveTree(auth.KindTask))
 	a.HandleFunc("GET /v1/runs/{id}/decisions", g.serveDecisions)
 	a.HandleFunc("POST /v1/messages", g.serveSubmit)
+	a.HandleFunc("GET /v1/questions", g.serveQuestions)
+	a.HandleFunc("POST /v1/questions/{id}/answer", g.serveAnswer)
 	a.HandleFunc("GET /v1/artifacts/{ref}", g.serveArtifact)
 	a.HandleFunc("GET /v1/stream", g.serveSSE)
 	a.HandleFunc("GET /v1/ws", g.serveWS)

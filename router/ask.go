@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,6 +223,42 @@ func (r *Router) Waiting() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.asking)
+}
+
+// Waiter is a task that waits for an answer: its request, the
+// task.question it stopped on, and the question.
+type Waiter struct {
+	Request  *protocol.Message
+	Asked    *protocol.Message
+	Question *protocol.Question
+}
+
+// Questions returns the tasks of this router that wait for an answer
+// (after a restart, those Recover found), oldest question first. It
+// reads each one's events: it is for a person's list of what waits, not
+// for a hot path.
+func (r *Router) Questions(ctx context.Context) ([]Waiter, error) {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.asking))
+	for id := range r.asking {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	out := make([]Waiter, 0, len(ids))
+	for _, id := range ids {
+		l, err := r.readTask(ctx, id)
+		if errors.Is(err, ErrUnknownTask) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if l.pending != nil {
+			out = append(out, Waiter{Request: l.req, Asked: l.pending, Question: l.pendingQ})
+		}
+	}
+	slices.SortFunc(out, func(a, b Waiter) int { return strings.Compare(a.Asked.ID, b.Asked.ID) })
+	return out, nil
 }
 
 // expire ends a task whose question q passed its deadline unanswered,
