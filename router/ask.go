@@ -90,7 +90,12 @@ func (t *Task) Ask(ctx context.Context, q protocol.Question) (json.RawMessage, e
 		return nil, wrap(ErrInvalidRequest, "question details are not JSON", err)
 	}
 	t.r.observe(t.ts, Step{Kind: StepEvent, Event: m})
+	// Waiting from before the question is stored: once it is in the log it
+	// is listed (Router.Questions), and an answer that comes before the
+	// handler returns waits for it (claimSettled).
+	t.r.await(t.ID(), &q)
 	if err := t.r.appendLive(ctx, t.ts, m); err != nil {
+		t.r.unawait(t.ID())
 		return nil, err
 	}
 	t.pending, t.pendingEv = &q, m
@@ -145,16 +150,16 @@ func (r *Router) answers(ctx context.Context, taskID string) ([]json.RawMessage,
 // park makes the task ts, whose handler returned after t asked, wait for
 // the answer: its handle resolves with the question (Outcome.Question,
 // code INPUT_REQUIRED) and the task leaves the router's running tasks,
-// keeping only a waitingTask. It reports false when the task ended first
-// (a cancel won).
+// keeping only the waitingTask Ask registered. It reports false when the
+// task ended first (a cancel won).
 func (r *Router) park(ts *taskState, t *Task) bool {
 	q := t.pending
 	ts.emu.Lock()
 	if !ts.finished.CompareAndSwap(false, true) {
 		ts.emu.Unlock()
+		r.unawait(ts.req.TaskID) // a cancel or timeout ended it first
 		return false
 	}
-	r.await(ts.req.TaskID, q)
 	ts.out = questionOutcome(t.pendingEv, q)
 	ts.outcome = &ts.out
 	close(ts.done)
@@ -295,12 +300,9 @@ func (r *Router) endWaiting(ctx context.Context, taskID, qid string, ev func(*ta
 	if err != nil {
 		return nil, err
 	}
-	ts, old, err := r.claim(ctx, l.req, nil, claimStored)
+	ts, err := r.claimSettled(ctx, l.req, claimEnd)
 	if err != nil {
 		return nil, err
-	}
-	if old != nil {
-		return nil, wrap(ErrAnswered, "task "+taskID+" runs again", nil)
 	}
 	if l, err = r.readTask(ctx, taskID); err != nil { // under the claim
 		r.unclaim(ts, claimDropped)
@@ -315,6 +317,30 @@ func (r *Router) endWaiting(ctx context.Context, taskID, qid string, ev func(*ta
 	r.end(ts, out, ev(ts))
 	r.unclaim(ts, claimTask)
 	return &ts.handle, nil
+}
+
+// claimSettled claims req's task, waiting while it runs: a handler that
+// asked and has not returned yet, or a run after somebody else's answer,
+// ends or waits again before the log says what the task does.
+func (r *Router) claimSettled(ctx context.Context, req *protocol.Message, mode claimMode) (*taskState, error) {
+	for {
+		ts, old, err := r.claim(ctx, req, nil, mode)
+		if err != nil || old == nil {
+			return ts, err
+		}
+		if old.claim.Load() == claimPending {
+			// Another claim (an answer, a cancel) is reading the log.
+			if _, err := r.follow(ctx, old); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // waitingFor returns nil when the task waits for an answer to qid (any
@@ -376,12 +402,9 @@ func (r *Router) Answer(ctx context.Context, questionID string, by Answerer, val
 			return nil, wrap(ErrInvalidPayload, "the answer does not meet the question's schema", err)
 		}
 	}
-	ts, old, err := r.claim(ctx, l.req, nil, claimRetry)
+	ts, err := r.claimSettled(ctx, l.req, claimRetry)
 	if err != nil {
 		return nil, err
-	}
-	if old != nil {
-		return nil, wrap(ErrAnswered, questionID+": the task runs again", nil)
 	}
 	if l, err = r.readTask(ctx, taskID); err != nil { // under the claim
 		r.unclaim(ts, claimDropped)

@@ -30,6 +30,7 @@ const (
 	claimSubmit claimMode = iota // a request to store and run
 	claimStored                  // a stored request: a redelivery, Recover
 	claimRetry                   // a new attempt of an ended task
+	claimEnd                     // the end of a task that waits for an answer (ask.go): as claimRetry, never refused for capacity
 )
 
 // claim registers req's task id. It returns the new claim, or the entry
@@ -60,7 +61,7 @@ func (r *Router) claim(ctx context.Context, req *protocol.Message, parent *taskS
 			r.stale[o] = true // its goroutine runs until the handler returns
 		}
 	}
-	if mode != claimStored && r.opts.MaxInFlight > 0 && r.inFlight >= r.opts.MaxInFlight {
+	if mode != claimStored && mode != claimEnd && r.opts.MaxInFlight > 0 && r.inFlight >= r.opts.MaxInFlight {
 		r.mu.Unlock()
 		ts.cancel(nil)
 		return nil, nil, capacityError(r.opts.MaxInFlight)

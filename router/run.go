@@ -295,6 +295,9 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	}
 	if ts.finished.Load() {
 		r.release(a, false)
+		if t.pending != nil {
+			r.unawait(ts.req.TaskID) // it asked, but a cancel or timeout ended it
+		}
 		return false
 	}
 	if t.pending != nil {

@@ -1,4 +1,5 @@
-// Command clutch inspects, tails, exports and serves Clutch event stores.
+// Command clutch inspects, tails, exports and serves Clutch event stores,
+// and answers the questions tasks wait on.
 //
 //	clutch serve   --db clutch.db --addr 127.0.0.1:8080 [--demo]
 //	clutch runs    [--threads] [--limit N] [--before SEQ] [--json]
@@ -11,11 +12,23 @@
 //	clutch stats   [filters] [--json]
 //	clutch check
 //	clutch rules   list|drafts|show|approve|reject|import|export [ARG] [--author A] [--reason R] [--json]
+//	clutch waiting [--mine] [--json] --url URL
+//	clutch answer  QUESTION_ID VALUE | --approve | --reject REASON | --edit JSON  --url URL
 //
 // Every command has --help with its flags and examples. Exit codes: 0 ok,
 // 1 failure (the command says why on stderr, or prints what failed: a
 // signature, a damaged file), 2 usage (an unknown command or flag, a
 // missing argument).
+//
+// # Answering
+//
+// waiting and answer work through a running gateway (--url, --key as
+// below): a question is answered to the process whose task waits on it
+// (docs/protocol.md §2.7). waiting lists the questions the key's caller
+// may see (--mine: those it may answer); answer stores the caller's answer
+// and the task runs on. An answer the gateway refuses (not a choice, not
+// the caller's to give, answered already) fails with its reason and stores
+// nothing.
 //
 // # Where commands read
 //
