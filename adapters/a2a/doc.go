@@ -52,6 +52,13 @@
 //	                                   as a data part (clutch.payload_type) — a Content
 //	                                   payload as its own text and data parts — then
 //	                                   status COMPLETED
+//	task.question                    status INPUT_REQUIRED (the task waits, docs/protocol.md
+//	                                   §2.7), message: the question's text, then the
+//	                                   protocol.Question as a data part (clutch.kind
+//	                                   "question"); the caller's next message on the
+//	                                   task answers it (one data part: the value; text
+//	                                   parts: a string) and the same task runs on
+//	task.answer                      status WORKING; the answer joins the history
 //	task.error INPUT_REQUIRED        status INPUT_REQUIRED, message: the question
 //	task.error (any other code)      status FAILED, message: text and the §5.4 error
 //	                                   as a data part (clutch.kind "error"); an INTERNAL

@@ -65,6 +65,18 @@ func echo(ctx context.Context, t *router.Task) (*router.Result, error) {
 	case "block":
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case "ask":
+		// Asks the requester (docs/protocol.md §2.7): a choice when arg
+		// lists them ("a|b"), else free text.
+		q := protocol.Question{Text: "Which one?"}
+		if arg != "" {
+			q.Choices = strings.Split(arg, "|")
+		}
+		v, err := router.AskAs[string](ctx, t, q)
+		if err != nil {
+			return nil, err
+		}
+		text = "answered " + v
 	case "slow":
 		ns, ms, _ := strings.Cut(arg, ":")
 		n, _ := strconv.Atoi(ns)

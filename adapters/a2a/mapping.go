@@ -79,6 +79,7 @@ const (
 const (
 	kindProgress = "progress"
 	kindError    = "error"
+	kindQuestion = "question" // the question a task waits on: protocol.Question
 )
 
 // filePart is a raw or URL part of an inbound message, turned into an

@@ -2,9 +2,11 @@ package a2a
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"strconv"
+	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -98,6 +100,19 @@ func (h *rpc) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequ
 			yield(nil, err)
 			return
 		}
+		if id := req.Message.TaskID; id != "" && hd.TaskID() == string(id) {
+			// An answer: the task as it is now (the answer stored), then
+			// what follows it.
+			v, last, err := h.view(ctx, id)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if yield(v.snapshot(-1), nil) {
+				h.follow(ctx, v, string(id), last, yield)
+			}
+			return
+		}
 		h.follow(ctx, &taskView{}, hd.TaskID(), 0, yield)
 	}
 }
@@ -147,7 +162,7 @@ func (h *rpc) follow(ctx context.Context, v *taskView, taskID string, after uint
 				return
 			}
 		}
-		if v.terminal {
+		if v.terminal || v.question != nil { // ended, or waits for the caller's answer
 			return
 		}
 	}
@@ -179,6 +194,12 @@ func (h *rpc) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "task "+string(req.ID)+" is "+string(v.task.Status.State))
 	}
 	hd := h.s.handle(string(req.ID))
+	if hd == nil && v.question != nil {
+		// It waits for an answer: the router ends it at once.
+		if hd, err = h.s.r.Cancel(string(req.ID), "cancelled by the A2A client"); err != nil {
+			return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "task "+string(req.ID)+" is not waiting in this process")
+		}
+	}
 	if hd == nil {
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "task "+string(req.ID)+" is not running in this process")
 	}
@@ -340,6 +361,11 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 			return nil, err
 		}
 		switch st := v.task.Status.State; {
+		case v.question != nil:
+			if msg.ContextID != "" && msg.ContextID != v.task.ContextID {
+				return nil, invalidParams("contextId does not match the task's")
+			}
+			return h.answer(ctx, c, v, msg)
 		case st == a2a.TaskStateInputRequired:
 			cont = v
 		case v.terminal:
@@ -406,6 +432,62 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	}
 	h.s.track(hd)
 	return hd, nil
+}
+
+// answer answers the question the task of v waits on with the caller's
+// message (docs/protocol.md §2.7): one data part is the value, text parts
+// are a string. The task runs on under the same id.
+func (h *rpc) answer(ctx context.Context, c *auth.Caller, v *taskView, msg *a2a.Message) (*router.Handle, error) {
+	value, err := answerValue(msg)
+	if err != nil {
+		return nil, invalidParams(err.Error())
+	}
+	hd, err := h.s.r.Answer(ctx, v.question.ID, router.Answerer{AgentID: c.AgentID, Scopes: c.Scopes}, value)
+	switch {
+	case errors.Is(err, router.ErrInvalidRequest) || errors.Is(err, router.ErrInvalidPayload):
+		return nil, invalidParams(err.Error())
+	case errors.Is(err, router.ErrUnauthorized):
+		return nil, a2a.NewError(a2a.ErrUnauthorized, "the caller may not answer "+v.question.ID)
+	case errors.Is(err, router.ErrAnswered) || errors.Is(err, router.ErrTaskEnded) || errors.Is(err, router.ErrNotWaiting):
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(v.task.ID)+" no longer waits for an answer")
+	case errors.Is(err, protocol.CodeCapacity):
+		return nil, a2a.NewError(a2a.ErrServerError, "at capacity; retry later")
+	case err != nil:
+		return nil, h.internal(ctx, "answering a question", err)
+	}
+	h.s.track(hd)
+	return hd, nil
+}
+
+// answerValue is the value of an answer given as an A2A message: the data
+// of its one data part, or its text parts joined, as a JSON string.
+func answerValue(msg *a2a.Message) (json.RawMessage, error) {
+	var texts []string
+	var data []json.RawMessage
+	for _, p := range msg.Parts {
+		if p == nil {
+			return nil, errors.New("a part is null")
+		}
+		switch c := p.Content.(type) {
+		case a2a.Text:
+			texts = append(texts, string(c))
+		case a2a.Data:
+			b, err := json.Marshal(c.Value)
+			if err != nil {
+				return nil, errors.New("a data part is not JSON")
+			}
+			data = append(data, b)
+		default:
+			return nil, errors.New("an answer is text parts or one data part, not files")
+		}
+	}
+	switch {
+	case len(data) == 1 && len(texts) == 0:
+		return data[0], nil
+	case len(data) == 0 && len(texts) > 0:
+		return json.Marshal(strings.Join(texts, "\n"))
+	}
+	return nil, errors.New("an answer is text parts or one data part")
 }
 
 // attachments stores raw parts in the artifact store and returns the

@@ -17,6 +17,10 @@ type taskView struct {
 	task     *a2a.Task
 	req      *protocol.Message
 	terminal bool
+	// question is what the task waits on (a task.question not yet
+	// answered): its state is INPUT_REQUIRED and the caller's next message
+	// on the task answers it.
+	question *protocol.Question
 }
 
 // apply folds m into the view and returns the A2A events it becomes on a
@@ -73,6 +77,19 @@ func (v *taskView) apply(m *protocol.Message) []a2a.Event {
 			v.terminal = true
 			return v.status(m, a2a.TaskStateFailed, msg)
 		}
+	case protocol.TypeTaskQuestion:
+		q, err := protocol.DecodePayload[protocol.Question](m)
+		if err != nil {
+			return nil // not a question this adapter can show
+		}
+		v.question = &q
+		b, _ := json.Marshal(&q) // decoded from JSON: encodes
+		return v.status(m, a2a.TaskStateInputRequired, v.agentMessage(m,
+			[]*a2a.Part{a2a.NewTextPart(q.Text), dataPart(b, map[string]any{MetaKind: kindQuestion})}))
+	case protocol.TypeTaskAnswer:
+		v.question = nil
+		v.task.History = append(v.task.History, answerMessage(m, v.task))
+		return v.status(m, a2a.TaskStateWorking, nil)
 	case protocol.TypeTaskResult:
 		parts := payloadParts(m.PayloadType, m.Payload, "", true)
 		for _, at := range m.Attachments {
@@ -129,6 +146,18 @@ func requestMessage(m *protocol.Message) *a2a.Message {
 		parts = append(parts, &a2a.Part{Content: a2a.URL(at.Ref), MediaType: at.MediaType, Filename: at.Name})
 	}
 	return &a2a.Message{ID: id, ContextID: contextOf(m), TaskID: a2a.TaskID(m.TaskID), Role: a2a.MessageRoleUser, Parts: parts}
+}
+
+// answerMessage is the user message a task.answer stands for: the value,
+// a text part when it is a JSON string, else a data part.
+func answerMessage(m *protocol.Message, t *a2a.Task) *a2a.Message {
+	a, _ := protocol.DecodePayload[protocol.Answer](m)
+	var text string
+	part := dataPart(a.Value, nil)
+	if json.Unmarshal(a.Value, &text) == nil {
+		part = a2a.NewTextPart(text)
+	}
+	return &a2a.Message{ID: m.ID, ContextID: t.ContextID, TaskID: t.ID, Role: a2a.MessageRoleUser, Parts: []*a2a.Part{part}}
 }
 
 // errorOf decodes the §5.4 error of a task.error, task.cancel or
