@@ -145,7 +145,7 @@
 // list_agents, list_payload_types, submit_task (submits as the host and
 // waits up to wait_sec, sending a progress notification for each event of
 // the run), wait_task, cancel_task (tasks submitted through this server),
-// get_run_events (paged by seq), get_task_tree. Every result is docs/protocol.md §15's
+// get_run_events (paged by seq), get_task_tree, answer_question (below). Every result is docs/protocol.md §15's
 // envelope: content holds the JSON text of structuredContent, isError
 // marks errors, and an error's structuredContent is
 // {error, code, retryable, retryAction, details} with a code of the
@@ -162,6 +162,21 @@
 // [Server.Handler] serves Streamable HTTP (stateless, so both protocol eras
 // work); [Server.Run] serves one session on a transport such as
 // &sdk.StdioTransport{}.
+//
+// A task that asks (router.Task.Ask, docs/protocol.md §2.7) while
+// submit_task, wait_task or answer_question waits on it is put to the
+// host's person when the host declared elicitation, the caller may answer
+// and the question fits a form (choices, free text, an approval — approve
+// or reject with a reason —, or a schema of top-level fields): the tool
+// result carries input requests (multi round-trip requests; the go-sdk
+// sends older clients an elicitation/create instead), the client calls the
+// tool again with the person's responses and the request state
+// "clutch-task:<task_id>", and each accepted response is the caller's
+// answer; the task runs on in that call. Otherwise, or when the person
+// declines, the result is the task with status "question", the question,
+// and next "call_answer_question": answer_question {question_id, value}
+// answers as the caller (a value that does not fit is fix_arguments) and
+// waits for what follows. cancel_task ends a waiting task.
 //
 // ServerOptions.ExtraTools adds tools of other packages ([ServerTool]) with
 // the same caller, argument validation, envelope and recording; a

@@ -306,6 +306,7 @@ const (
 	ActionRetry          = "retry"
 	ActionRetryLater     = "retry_later"
 	ActionWaitTask       = "call_wait_task"
+	ActionAnswer         = "call_answer_question"
 	ActionCheckID        = "check_the_id"
 	ActionNone           = "none"
 	ActionSubmitHere     = "cancel_only_tasks_submitted_through_this_server"
@@ -323,6 +324,7 @@ func newToolErr(code protocol.Code, action, format string, args ...any) *toolErr
 type callInfo struct {
 	caller        *auth.Caller
 	taskID, runID string
+	declined      map[string]bool // questions the host's person declined in this call (server_ask.go)
 }
 
 // handlerFunc is a tool body: typed input, a structured result or error.
@@ -367,6 +369,11 @@ func addTool[In any](s *Server, name, title, desc string, out any, h handlerFunc
 			} else {
 				result, terr = h(ctx, req, x, info)
 			}
+		}
+		if in, ok := result.(*inputNeeded); ok {
+			// Ask the host's person first (server_ask.go).
+			s.record(ctx, req, name, args, nil, info, time.Since(start))
+			return &sdk.CallToolResult{InputRequests: in.requests, RequestState: in.state}, nil
 		}
 		res := envelope(result, terr)
 		s.record(ctx, req, name, args, terr, info, time.Since(start))

@@ -78,7 +78,7 @@ func (e *ServerToolError) structured() map[string]any {
 	return m
 }
 
-var builtinTools = []string{ToolListAgents, ToolListPayloadTypes, ToolSubmitTask, ToolWaitTask, ToolCancelTask, ToolGetRunEvents, ToolGetTaskTree}
+var builtinTools = []string{ToolListAgents, ToolListPayloadTypes, ToolSubmitTask, ToolWaitTask, ToolCancelTask, ToolGetRunEvents, ToolGetTaskTree, ToolAnswerQuestion}
 
 // addExtraTools registers ServerOptions.ExtraTools.
 func (s *Server) addExtraTools() error {

@@ -222,7 +222,7 @@ func testSurface(t *testing.T, tm *team, cs *sdk.ClientSession, pl *progressLog)
 		}
 		names = append(names, tool.Name)
 	}
-	for _, n := range []string{mcp.ToolListAgents, mcp.ToolListPayloadTypes, mcp.ToolSubmitTask, mcp.ToolWaitTask, mcp.ToolCancelTask, mcp.ToolGetRunEvents, mcp.ToolGetTaskTree} {
+	for _, n := range []string{mcp.ToolListAgents, mcp.ToolListPayloadTypes, mcp.ToolSubmitTask, mcp.ToolWaitTask, mcp.ToolCancelTask, mcp.ToolGetRunEvents, mcp.ToolGetTaskTree, mcp.ToolAnswerQuestion} {
 		if !slices.Contains(names, n) {
 			t.Errorf("tool %s missing from %v", n, names)
 		}

@@ -27,6 +27,7 @@ const (
 	ToolCancelTask       = "cancel_task"
 	ToolGetRunEvents     = "get_run_events"
 	ToolGetTaskTree      = "get_task_tree"
+	ToolAnswerQuestion   = "answer_question"
 )
 
 type listAgentsIn struct {
@@ -72,6 +73,12 @@ type waitIn struct {
 	WaitSec *float64 `json:"wait_sec,omitempty" jsonschema:"seconds to wait; default 60"`
 }
 
+type answerIn struct {
+	QuestionID string   `json:"question_id" jsonschema:"the question the task waits on (TaskView.question.question_id)"`
+	Value      any      `json:"value" jsonschema:"the answer: one of the choices, a value of the question's schema, or for an approval {decision: approve|reject|edit, reason?, arguments?}"`
+	WaitSec    *float64 `json:"wait_sec,omitempty" jsonschema:"seconds to wait for the outcome after answering; default 60"`
+}
+
 type cancelIn struct {
 	TaskID string `json:"task_id" jsonschema:"the task to cancel, with its subtasks"`
 	Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the task.cancel event"`
@@ -95,14 +102,19 @@ type TaskView struct {
 	TaskID   string `json:"task_id"`
 	RunID    string `json:"run_id"`
 	ThreadID string `json:"thread_id"`
-	// Status is "running", or the type of the terminal event without its
-	// "task." prefix: "result", "error", "cancel", "timeout".
-	Status      string                 `json:"status"`
+	// Status is "running", "question" while the task waits for an answer
+	// (Question), or the type of the terminal event without its "task."
+	// prefix: "result", "error", "cancel", "timeout".
+	Status string `json:"status"`
+	// Question is what the task waits on (docs/protocol.md §2.7): answer it
+	// with answer_question.
+	Question    *protocol.Question     `json:"question,omitempty"`
 	Agent       string                 `json:"agent,omitempty"`
 	PayloadType string                 `json:"payload_type,omitempty"`
 	Result      json.RawMessage        `json:"result,omitempty"`
 	Error       *protocol.ErrorPayload `json:"error,omitempty"`
-	// Next says what to do while the task runs: "call_wait_task".
+	// Next says what to do while the task runs: "call_wait_task", or
+	// "call_answer_question" while it waits for an answer.
 	Next string `json:"next,omitempty"`
 }
 
@@ -133,6 +145,7 @@ func (s *Server) addTools() error {
 		addTool(s, ToolCancelTask, "Cancel a task", "Cancels a task submitted through this server, with its subtasks.", nil, s.cancelTask),
 		addTool(s, ToolGetRunEvents, "Read a run's events", "Reads a run's events in order (task lifecycle, routing decisions, tool calls), paged by seq.", nil, s.getRunEvents),
 		addTool(s, ToolGetTaskTree, "Get a run's task tree", "Rebuilds a run's task tree: tasks, subtasks, agents, states, outcomes.", nil, s.getTaskTree),
+		addTool(s, ToolAnswerQuestion, "Answer a task's question", "Answers the question a task waits on (status \"question\"), as the caller, and waits for what follows.", nil, s.answerQuestion),
 	)
 }
 
@@ -194,6 +207,16 @@ func controlFree(s string) bool {
 
 func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in submitIn, info *callInfo) (any, *toolErr) {
 	c := info.caller
+	if r, terr := s.resumeCall(ctx, req, info); terr != nil || r != nil {
+		if terr != nil {
+			return nil, terr
+		}
+		// The same call again, with the person's answers: the task it
+		// submitted goes on.
+		info.taskID, info.runID = r.TaskID, r.RunID
+		start, _ := s.st.LastSeq(ctx)
+		return s.await(ctx, req, info, r, start, s.waitFor(in.WaitSec))
+	}
 	if !c.Has(auth.ScopeSubmit) {
 		return nil, forbidden("submit tasks")
 	}
@@ -273,17 +296,64 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 		s.handles[req0.TaskID] = h
 	}
 	s.mu.Unlock()
-	return s.await(ctx, req, req0, start, s.waitFor(in.WaitSec))
+	return s.await(ctx, req, info, req0, start, s.waitFor(in.WaitSec))
 }
 
 func (s *Server) waitTask(ctx context.Context, req *sdk.CallToolRequest, in waitIn, info *callInfo) (any, *toolErr) {
+	if _, terr := s.resumeCall(ctx, req, info); terr != nil {
+		return nil, terr
+	}
 	r, terr := s.request(ctx, info.caller, in.TaskID)
 	if terr != nil {
 		return nil, terr
 	}
 	info.taskID, info.runID = r.TaskID, r.RunID
 	start, _ := s.st.LastSeq(ctx)
-	return s.await(ctx, req, r, start, s.waitFor(in.WaitSec))
+	return s.await(ctx, req, info, r, start, s.waitFor(in.WaitSec))
+}
+
+func (s *Server) answerQuestion(ctx context.Context, req *sdk.CallToolRequest, in answerIn, info *callInfo) (any, *toolErr) {
+	i := strings.LastIndex(in.QuestionID, ".q")
+	if i <= 0 {
+		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "question_id %q is not a question id (<task_id>.q<n>)", in.QuestionID)
+	}
+	r, terr := s.request(ctx, info.caller, in.QuestionID[:i])
+	if terr != nil {
+		return nil, terr
+	}
+	info.taskID, info.runID = r.TaskID, r.RunID
+	if _, terr := s.resumeCall(ctx, req, info); terr != nil {
+		return nil, terr
+	}
+	start, _ := s.st.LastSeq(ctx)
+	value, err := json.Marshal(in.Value)
+	if err != nil || in.Value == nil {
+		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "value is required: the answer, JSON")
+	}
+	if terr := s.answer(ctx, info.caller, in.QuestionID, value); terr != nil {
+		return nil, terr
+	}
+	return s.await(ctx, req, info, r, start, s.waitFor(in.WaitSec))
+}
+
+// answer answers a question as c (Router.Answer), the refusal as a tool
+// error.
+func (s *Server) answer(ctx context.Context, c *auth.Caller, questionID string, value json.RawMessage) *toolErr {
+	h, err := s.r.Answer(ctx, questionID, router.Answerer{AgentID: c.AgentID, Scopes: c.Scopes}, value)
+	switch {
+	case errors.Is(err, router.ErrInvalidRequest) || errors.Is(err, router.ErrInvalidPayload):
+		return newToolErr(protocol.CodeOf(err), ActionFixArguments, "the answer does not fit the question: %v", err)
+	case errors.Is(err, router.ErrUnauthorized):
+		return newToolErr(protocol.CodePolicyDenied, ActionNone, "the caller may not answer %s", questionID)
+	case errors.Is(err, router.ErrAnswered) || errors.Is(err, router.ErrTaskEnded) || errors.Is(err, router.ErrNotWaiting) || errors.Is(err, router.ErrUnknownTask):
+		return newToolErr(protocol.CodeConflict, ActionWaitTask, "%v", err)
+	case err != nil:
+		return newToolErr(protocol.CodeOf(err), ActionRetryLater, "answering: %v", err)
+	}
+	s.mu.Lock()
+	s.handles[h.TaskID()] = h
+	s.mu.Unlock()
+	return nil
 }
 
 // request returns the stored task.request of a task the caller c may see
@@ -342,7 +412,12 @@ func (s *Server) mayReadRun(ctx context.Context, c *auth.Caller, runID string) *
 // await waits up to d for the task's terminal event, sending a progress
 // notification for each event of its run appended after seq start when
 // the host asked for progress.
-func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, r *protocol.Message, start uint64, d time.Duration) (any, *toolErr) {
+//
+// When the task stops to ask (docs/protocol.md §2.7) and c may answer, a
+// host that declared elicitation is asked through it and its answer
+// given as c's; otherwise, or when the person declines, the view returns
+// with status "question" for answer_question.
+func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, info *callInfo, r *protocol.Message, start uint64, d time.Duration) (any, *toolErr) {
 	view := TaskView{TaskID: r.TaskID, RunID: r.RunID, ThreadID: r.ThreadID, Status: "running", Next: ActionWaitTask}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -369,6 +444,19 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, r *protoco
 			if m.Type.Terminal() {
 				terminal = m
 				break
+			}
+			if m.Type == protocol.TypeTaskQuestion {
+				q, waits, err := s.waiting(ctx, m)
+				if err != nil {
+					return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the task's question: %v", err)
+				}
+				if waits {
+					if in := elicitable(req, info.caller, r, q); in != nil && !info.declined[q.ID] {
+						return in, nil // the SDK asks the person; the call comes back (resumeCall)
+					}
+					view.Status, view.Question, view.Next = "question", q, ActionAnswer
+					return view, nil
+				}
 			}
 		}
 		if token != nil && ev.Seq > start && req.Session != nil {
@@ -482,7 +570,11 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.CallToolRequest, in canc
 	if reason == "" {
 		reason = "cancelled by " + info.caller.AgentID
 	}
-	h.Cancel(reason)
+	if nh, err := s.r.Cancel(r.TaskID, reason); err == nil {
+		h = nh // running here, or waiting for an answer: the handle of its end
+	} else {
+		h.Cancel(reason)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, _ := h.Wait(wctx)
