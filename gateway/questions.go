@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -92,12 +91,8 @@ func (g *Gateway) serveAnswer(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	c := caller(ctx)
 	id := r.PathValue("id")
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if !errors.As(err, &tooBig) {
-			err = coded.Wrap(ErrBadRequest, "the body could not be read", nil)
-		}
 		g.writeError(w, r, err)
 		return
 	}

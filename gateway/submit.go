@@ -136,12 +136,8 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, auth.ErrForbidden)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if !errors.As(err, &tooBig) {
-			err = coded.Wrap(ErrBadRequest, "the body could not be read", nil)
-		}
 		g.writeError(w, r, err)
 		return
 	}
@@ -164,6 +160,21 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpjson.Write(w, http.StatusAccepted, acc)
+}
+
+// readBody reads a request's body: over the limit it is the
+// *http.MaxBytesError writeError answers 413, any other failure
+// ErrBadRequest.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if !errors.As(err, &tooBig) {
+			err = coded.Wrap(ErrBadRequest, "the body could not be read", nil)
+		}
+		return nil, err
+	}
+	return body, nil
 }
 
 // checkTargets refuses a submission the caller may not write

@@ -300,16 +300,8 @@ func (r *Router) endWaiting(ctx context.Context, taskID, qid string, ev func(*ta
 	if err != nil {
 		return nil, err
 	}
-	ts, err := r.claimSettled(ctx, l.req, claimEnd)
+	ts, l, err := r.claimWaiting(ctx, l.req, qid, claimEnd)
 	if err != nil {
-		return nil, err
-	}
-	if l, err = r.readTask(ctx, taskID); err != nil { // under the claim
-		r.unclaim(ts, claimDropped)
-		return nil, err
-	}
-	if err := l.waitingFor(taskID, qid); err != nil {
-		r.unclaim(ts, claimDropped)
 		return nil, err
 	}
 	r.unawait(taskID)
@@ -317,6 +309,25 @@ func (r *Router) endWaiting(ctx context.Context, taskID, qid string, ev func(*ta
 	r.end(ts, out, ev(ts))
 	r.unclaim(ts, claimTask)
 	return &ts.handle, nil
+}
+
+// claimWaiting claims req's task (claimSettled) and reads its log under
+// the claim; it keeps the claim only when the task waits for qid (any
+// question when "").
+func (r *Router) claimWaiting(ctx context.Context, req *protocol.Message, qid string, mode claimMode) (*taskState, *taskLog, error) {
+	ts, err := r.claimSettled(ctx, req, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := r.readTask(ctx, req.TaskID)
+	if err == nil {
+		err = l.waitingFor(req.TaskID, qid)
+	}
+	if err != nil {
+		r.unclaim(ts, claimDropped)
+		return nil, nil, err
+	}
+	return ts, l, nil
 }
 
 // claimSettled claims req's task, waiting while it runs: a handler that
@@ -402,16 +413,8 @@ func (r *Router) Answer(ctx context.Context, questionID string, by Answerer, val
 			return nil, wrap(ErrInvalidPayload, "the answer does not meet the question's schema", err)
 		}
 	}
-	ts, err := r.claimSettled(ctx, l.req, claimRetry)
+	ts, l, err := r.claimWaiting(ctx, l.req, questionID, claimRetry)
 	if err != nil {
-		return nil, err
-	}
-	if l, err = r.readTask(ctx, taskID); err != nil { // under the claim
-		r.unclaim(ts, claimDropped)
-		return nil, err
-	}
-	if err := l.waitingFor(taskID, questionID); err != nil {
-		r.unclaim(ts, claimDropped)
 		return nil, err
 	}
 	asked := l.pending

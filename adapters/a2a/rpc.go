@@ -6,7 +6,6 @@ import (
 	"errors"
 	"iter"
 	"strconv"
-	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -459,33 +458,29 @@ func (h *rpc) answer(ctx context.Context, c *auth.Caller, v *taskView, msg *a2a.
 	return hd, nil
 }
 
-// answerValue is the value of an answer given as an A2A message: the data
-// of its one data part, or its text parts joined, as a JSON string.
+// answerValue is the value of an answer given as an A2A message, its
+// parts read as mapMessage reads a request's: one data part is the value,
+// text parts joined are a JSON string.
 func answerValue(msg *a2a.Message) (json.RawMessage, error) {
-	var texts []string
-	var data []json.RawMessage
-	for _, p := range msg.Parts {
-		if p == nil {
-			return nil, errors.New("a part is null")
-		}
-		switch c := p.Content.(type) {
-		case a2a.Text:
-			texts = append(texts, string(c))
-		case a2a.Data:
-			b, err := json.Marshal(c.Value)
-			if err != nil {
-				return nil, errors.New("a data part is not JSON")
-			}
-			data = append(data, b)
-		default:
-			return nil, errors.New("an answer is text parts or one data part, not files")
-		}
+	in, err := mapMessage(msg, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.files) > 0 {
+		return nil, errors.New("an answer is text parts or one data part, not files")
+	}
+	if in.payloadType != PayloadContent {
+		return in.payload, nil // one data part, typed
+	}
+	var c Content
+	if err := json.Unmarshal(in.payload, &c); err != nil {
+		return nil, err
 	}
 	switch {
-	case len(data) == 1 && len(texts) == 0:
-		return data[0], nil
-	case len(data) == 0 && len(texts) > 0:
-		return json.Marshal(strings.Join(texts, "\n"))
+	case c.Text == "" && len(c.Data) == 1:
+		return c.Data[0], nil
+	case len(c.Data) == 0:
+		return json.Marshal(c.Text)
 	}
 	return nil, errors.New("an answer is text parts or one data part")
 }
