@@ -8,7 +8,10 @@
 // run_id, task_id, parent_task_id), sender and recipients, a [Type] (the 19
 // of §2 or an x.<vendor>.<name> extension), the structured contract (domain,
 // payload_type, schema_ref) and a payload kept as raw JSON. An [AgentCard]
-// advertises an agent and its [Capability] list (§1.4, §1.5).
+// advertises an agent and its [Capability] list (§1.4, §1.5). A task that
+// asks a person carries a [Question] in its task.question and gets an
+// [Answer] in a task.answer (§2.7); [Question.Validate], [Question.MayAnswer]
+// and [Question.CheckValue] are the checks of both.
 //
 // Build messages with [NewMessage] or an [IDs] source, set a typed payload
 // with [Message.SetPayload], and read one back with [DecodePayload]:
