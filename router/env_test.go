@@ -19,7 +19,12 @@ import (
 
 // TestMain starts PostgreSQL for the pgstore cases (internal/backends)
 // and fails the package if a test leaves a goroutine behind.
-func TestMain(m *testing.M) { os.Exit(backends.Main(m)) }
+func TestMain(m *testing.M) {
+	if askChild() {
+		return
+	}
+	os.Exit(backends.Main(m))
+}
 
 type env struct {
 	t   *testing.T

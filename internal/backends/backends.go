@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,6 +91,38 @@ func All() []Backend {
 			return st
 		}},
 	}
+}
+
+// Durable returns a fresh place for a store of the backend name
+// ("boltstore" or "pgstore") that another process can open too, as a spec
+// for Open: "bolt:<path>" (a file in t.TempDir()) or "pg:<dsn>#<schema>"
+// (a new schema of the shared cluster; t fails or skips without
+// PostgreSQL, as the pgstore backend does).
+func Durable(t testing.TB, name string) string {
+	t.Helper()
+	switch name {
+	case "boltstore":
+		return "bolt:" + filepath.Join(t.TempDir(), "clutch.db")
+	case "pgstore":
+		if !started.Load() {
+			t.Fatal("backends: TestMain must call backends.Main for the pgstore backend")
+		}
+		return "pg:" + shared.Need(t).DSN("") + "#" + fmt.Sprintf("t%d", schemas.Add(1))
+	}
+	t.Fatalf("backends: %s is not a durable backend", name)
+	return ""
+}
+
+// Open opens the store a Durable spec names, in this process or another.
+func Open(ctx context.Context, spec string) (store.Store, error) {
+	if path, ok := strings.CutPrefix(spec, "bolt:"); ok {
+		return boltstore.Open(path, nil)
+	}
+	if rest, ok := strings.CutPrefix(spec, "pg:"); ok {
+		dsn, schema, _ := strings.Cut(rest, "#")
+		return pgstore.Open(ctx, dsn, &pgstore.Options{Schema: schema})
+	}
+	return nil, fmt.Errorf("backends: %q is not a store spec", spec)
 }
 
 // Each runs f as a subtest of t on each store of All, named after it.
