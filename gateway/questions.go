@@ -119,7 +119,7 @@ func (g *Gateway) answerError(ctx context.Context, c *auth.Caller, questionID st
 		return err // the caller's own value, or a malformed id
 	}
 	notFound := coded.Wrap(ErrNotFound, "no question "+clip(questionID)+" waits", nil)
-	taskID := taskOfQuestion(questionID)
+	taskID, _, _ := protocol.ParseQuestionID(questionID)
 	visible, verr := g.visible(ctx, c, auth.KindTask, taskID)
 	if verr != nil {
 		return verr
@@ -137,14 +137,4 @@ func (g *Gateway) answerError(ctx context.Context, c *auth.Caller, questionID st
 		return coded.Wrap(errConflict, "task "+clip(taskID)+" has ended", nil)
 	}
 	return err
-}
-
-// taskOfQuestion is the task id part of a question id ("<task>.q<n>").
-func taskOfQuestion(id string) string {
-	for i := len(id) - 2; i > 0; i-- {
-		if id[i] == '.' && id[i+1] == 'q' {
-			return id[:i]
-		}
-	}
-	return id
 }

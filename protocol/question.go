@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -189,4 +190,23 @@ func (q *Question) CheckValue(v json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// QuestionID is the id of a task's index-th question, "<task_id>.q<index>".
+func QuestionID(taskID string, index int) string {
+	return taskID + ".q" + strconv.Itoa(index)
+}
+
+// ParseQuestionID returns the task id and index of a question id, and
+// false when id is not of the form "<task_id>.q<n>".
+func ParseQuestionID(id string) (taskID string, index int, ok bool) {
+	i := strings.LastIndex(id, ".q")
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i+2:])
+	if err != nil || n < 0 || strconv.Itoa(n) != id[i+2:] {
+		return "", 0, false
+	}
+	return id[:i], n, true
 }

@@ -140,3 +140,15 @@ func FuzzQuestionPayload(f *testing.F) {
 		q.MayAnswer("agent:x", "agent:y", []string{"admin"})
 	})
 }
+
+func TestQuestionIDs(t *testing.T) {
+	id := QuestionID("task_01.q9x", 12)
+	if task, n, ok := ParseQuestionID(id); !ok || task != "task_01.q9x" || n != 12 {
+		t.Errorf("round trip of %s: %s %d %v", id, task, n, ok)
+	}
+	for _, bad := range []string{"task_01", ".q0", "task_01.q", "task_01.q-1", "task_01.q01", "task_01.qx"} {
+		if _, _, ok := ParseQuestionID(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

@@ -74,7 +74,7 @@ func (t *Task) Ask(ctx context.Context, q protocol.Question) (json.RawMessage, e
 	if i < len(t.answers) {
 		return t.answers[i], nil
 	}
-	q.ID, q.Index = questionID(t.ID(), i), i
+	q.ID, q.Index = protocol.QuestionID(t.ID(), i), i
 	if err := q.Validate(); err != nil {
 		return nil, wrap(ErrInvalidRequest, "", err)
 	}
@@ -114,27 +114,9 @@ func AskAs[T any](ctx context.Context, t *Task, q protocol.Question) (T, error) 
 		return v, err
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "the answer to " + questionID(t.ID(), t.asked-1) + " does not decode: " + err.Error()}
+		return v, &protocol.ErrorPayload{Code: protocol.CodeValidation, Message: "the answer to " + protocol.QuestionID(t.ID(), t.asked-1) + " does not decode: " + err.Error()}
 	}
 	return v, nil
-}
-
-// questionID is the id of a task's index-th question.
-func questionID(taskID string, index int) string {
-	return taskID + ".q" + strconv.Itoa(index)
-}
-
-// parseQuestionID returns the task id and index of a question id.
-func parseQuestionID(id string) (taskID string, index int, ok bool) {
-	i := strings.LastIndex(id, ".q")
-	if i <= 0 {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(id[i+2:])
-	if err != nil || n < 0 || strconv.Itoa(n) != id[i+2:] {
-		return "", 0, false
-	}
-	return id[:i], n, true
 }
 
 // answers returns the values of the task's answered questions, in the
@@ -173,25 +155,6 @@ func questionOutcome(m *protocol.Message, q *protocol.Question) Outcome {
 	return Outcome{TaskID: m.TaskID, Type: protocol.TypeTaskQuestion, Message: m, Question: q,
 		Err: &protocol.ErrorPayload{Code: protocol.CodeInputRequired, Message: q.Text,
 			Details: map[string]any{"question_id": q.ID}}}
-}
-
-// resumeStored resumes a task whose answer is stored but which did not run
-// on (its process stopped in between): Recover and redeliveries call it.
-func (r *Router) resumeStored(ctx context.Context, req *protocol.Message) (*Handle, error) {
-	ts, old, err := r.claim(ctx, req, nil, claimRetry)
-	if err != nil || old != nil {
-		return nil, err
-	}
-	l, err := r.readTask(ctx, req.TaskID)
-	if err != nil {
-		r.unclaim(ts, claimDropped)
-		return nil, err
-	}
-	if !l.resumeDue || l.terminal != nil {
-		r.unclaim(ts, claimDropped)
-		return nil, nil
-	}
-	return r.resume(ts, l), nil
 }
 
 // await registers a waiting task and arms its deadline.
@@ -251,19 +214,30 @@ func (r *Router) Questions(ctx context.Context) ([]Waiter, error) {
 	r.mu.Unlock()
 	out := make([]Waiter, 0, len(ids))
 	for _, id := range ids {
-		l, err := r.readTask(ctx, id)
-		if errors.Is(err, ErrUnknownTask) {
-			continue
-		}
+		w, err := r.Waiter(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if l.pending != nil {
-			out = append(out, Waiter{Request: l.req, Asked: l.pending, Question: l.pendingQ})
+		if w != nil {
+			out = append(out, *w)
 		}
 	}
 	slices.SortFunc(out, func(a, b Waiter) int { return strings.Compare(a.Asked.ID, b.Asked.ID) })
 	return out, nil
+}
+
+// Waiter returns what the task taskID waits for, read from the store (so
+// it answers for a task of any process on it), nil when it waits for no
+// answer or is unknown.
+func (r *Router) Waiter(ctx context.Context, taskID string) (*Waiter, error) {
+	l, err := r.readTask(ctx, taskID)
+	if errors.Is(err, ErrUnknownTask) {
+		return nil, nil
+	}
+	if err != nil || l.pending == nil {
+		return nil, err
+	}
+	return &Waiter{Request: l.req, Asked: l.pending, Question: l.pendingQ}, nil
 }
 
 // expire ends a task whose question q passed its deadline unanswered,
@@ -386,7 +360,7 @@ func (l *taskLog) waitingFor(taskID, qid string) error {
 // (ErrNotWaiting). The caller — a surface — checks first that by may see
 // the task at all (package auth).
 func (r *Router) Answer(ctx context.Context, questionID string, by Answerer, value json.RawMessage) (*Handle, error) {
-	taskID, _, ok := parseQuestionID(questionID)
+	taskID, _, ok := protocol.ParseQuestionID(questionID)
 	if !ok {
 		return nil, wrap(ErrInvalidRequest, "question id "+strconv.Quote(questionID)+" is not of the form <task_id>.q<n>", nil)
 	}
@@ -435,15 +409,16 @@ func (r *Router) Answer(ctx context.Context, questionID string, by Answerer, val
 		return nil, wrap(ErrAnswered, questionID, nil)
 	}
 	r.unawait(taskID)
+	l.add(m) // the log as stored now: the question answered
 	return r.resume(ts, l), nil
 }
 
-// resume starts the claimed task ts again after an answer, as a new
-// attempt routed to the agent that asked.
+// resume starts the claimed task ts, whose log l ends with an answer, as
+// a new attempt routed to the agent that asked.
 func (r *Router) resume(ts *taskState, l *taskLog) *Handle {
 	pinned := *ts.req
 	pinned.To = []protocol.Participant{{AgentID: l.lastQ.From.AgentID}}
 	ts.routeAs = &pinned
-	ts.resumes = l.answered + 1
+	ts.resumes = l.answered // one resumed attempt per answer
 	return r.start(ts, max(l.attempt, l.req.Attempt)+1)
 }

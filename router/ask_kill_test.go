@@ -146,7 +146,7 @@ func TestAskSurvivesKill(t *testing.T) {
 			if runs.Load() != 1 {
 				t.Errorf("the handler ran %d times here, want 1", runs.Load())
 			}
-			taskID := qid[:strings.LastIndex(qid, ".q")]
+			taskID, _, _ := protocol.ParseQuestionID(qid)
 			counts := map[protocol.Type]int{}
 			for ev, err := range st.Read(ctx, store.Query{TaskID: taskID}) {
 				if err != nil {

@@ -499,3 +499,80 @@ func TestApprovals(t *testing.T) {
 		t.Fatalf("%v %v", out, err)
 	}
 }
+
+// TestResumeKeepsRetries: attempts that resume after an answer do not
+// count toward MaxAttempts, whether the answer came through Answer or was
+// found by Recover: with MaxAttempts 2, a handler that fails retryably
+// after its answer runs twice after it, no more.
+func TestResumeKeepsRetries(t *testing.T) {
+	failing := func(after *atomic.Int32) Handler {
+		return func(ctx context.Context, t *Task) (*Result, error) {
+			if _, err := t.Ask(ctx, protocol.Question{Text: "go?"}); err != nil {
+				return nil, err
+			}
+			after.Add(1)
+			return nil, Fail(protocol.CodeToolFailed, "flaky", true, nil)
+		}
+	}
+	ctx := context.Background()
+	for _, viaRecover := range []bool{false, true} {
+		st := backends.All()[0].New(t)
+		var after atomic.Int32
+		e := newEnvOn(t, st, &Options{MaxAttempts: 2})
+		e.register(card("agent:a", skill("skill:r")), failing(&after))
+		req := e.request("skill:r")
+		q := e.waitQuestion(e.submit(req))
+		var h *Handle
+		if viaRecover {
+			if err := e.r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			m := e.r.ids.Reply(e.last(req.TaskID, "task.question"), protocol.TypeTaskAnswer, req.From.AgentID)
+			m.IdempotencyKey = "clutch.answer/" + q.ID
+			if err := m.SetPayload(protocol.Answer{QuestionID: q.ID, Value: json.RawMessage(`"yes"`)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Append(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			e = newEnvOn(t, st, &Options{MaxAttempts: 2})
+			e.register(card("agent:a", skill("skill:r")), failing(&after))
+			if n, err := e.r.Recover(ctx); err != nil || n != 1 {
+				t.Fatalf("Recover = %d, %v", n, err)
+			}
+			e.nextEnd(req.TaskID)
+		} else {
+			var err error
+			if h, err = e.r.Answer(ctx, q.ID, Answer(req), json.RawMessage(`"yes"`)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.wait(h); !errors.Is(err, protocol.CodeToolFailed) {
+				t.Fatalf("outcome %v", err)
+			}
+		}
+		if n := after.Load(); n != 2 {
+			t.Errorf("recover=%v: the handler ran %d times after the answer, want 2 (MaxAttempts)", viaRecover, n)
+		}
+	}
+}
+
+// nextEnd waits for the task's terminal event.
+func (e *env) nextEnd(taskID string) *protocol.Message {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ev, err := range e.st.Follow(ctx, store.Query{TaskID: taskID, TypePrefix: "task."}) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		m, err := ev.Message()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if protocol.EndsTask(m) {
+			return m
+		}
+	}
+	e.t.Fatalf("task %s did not end within 10s", taskID)
+	return nil
+}

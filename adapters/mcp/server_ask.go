@@ -9,30 +9,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
-	"github.com/clutchprotocol/clutch/store"
 )
-
-// waiting decodes the task.question m and reports whether its task still
-// waits on it (no answer stored).
-func (s *Server) waiting(ctx context.Context, m *protocol.Message) (*protocol.Question, bool, error) {
-	q, err := protocol.DecodePayload[protocol.Question](m)
-	if err != nil {
-		return nil, false, nil // not a question this server can show
-	}
-	for ev, err := range s.st.Read(ctx, store.Query{TaskID: m.TaskID, TypePrefix: string(protocol.TypeTaskAnswer)}) {
-		if err != nil {
-			return nil, false, err
-		}
-		a, err := ev.Message()
-		if err != nil {
-			return nil, false, err
-		}
-		if ans, err := protocol.DecodePayload[protocol.Answer](a); err == nil && ans.QuestionID == q.ID {
-			return &q, false, nil
-		}
-	}
-	return &q, true, nil
-}
 
 // inputNeeded is a tool's answer that asks the host's person first: the
 // SDK sends it as input requests (multi round-trip requests) or, to an
@@ -88,18 +65,17 @@ func (s *Server) resumeCall(ctx context.Context, req *sdk.CallToolRequest, info 
 			info.declined[qid] = true // not asked again in this call
 			continue
 		}
-		i := strings.LastIndex(qid, ".q")
-		if i <= 0 || qid[:i] != taskID {
+		if of, _, ok := protocol.ParseQuestionID(qid); !ok || of != taskID {
 			return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "input response %q is not a question of task %s", qid, taskID)
 		}
-		q, waits, err := s.question(ctx, qid)
+		w, err := s.r.Waiter(ctx, taskID)
 		if err != nil {
 			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the question: %v", err)
 		}
-		if !waits {
+		if w == nil || w.Question.ID != qid {
 			continue // answered meanwhile
 		}
-		_, value := formOf(q)
+		_, value := formOf(w.Question)
 		if value == nil {
 			continue
 		}
@@ -112,28 +88,6 @@ func (s *Server) resumeCall(ctx context.Context, req *sdk.CallToolRequest, info 
 		}
 	}
 	return r, nil
-}
-
-// question returns the question qid and whether its task still waits on it.
-func (s *Server) question(ctx context.Context, qid string) (*protocol.Question, bool, error) {
-	taskID := qid[:strings.LastIndex(qid, ".q")]
-	var last *protocol.Message
-	for ev, err := range s.st.Read(ctx, store.Query{TaskID: taskID, TypePrefix: string(protocol.TypeTaskQuestion)}) {
-		if err != nil {
-			return nil, false, err
-		}
-		m, err := ev.Message()
-		if err != nil {
-			return nil, false, err
-		}
-		if q, err := protocol.DecodePayload[protocol.Question](m); err == nil && q.ID == qid {
-			last = m
-		}
-	}
-	if last == nil {
-		return nil, false, nil
-	}
-	return s.waiting(ctx, last)
 }
 
 // formOf is the elicitation form of a question and how its content

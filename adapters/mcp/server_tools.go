@@ -313,11 +313,11 @@ func (s *Server) waitTask(ctx context.Context, req *sdk.CallToolRequest, in wait
 }
 
 func (s *Server) answerQuestion(ctx context.Context, req *sdk.CallToolRequest, in answerIn, info *callInfo) (any, *toolErr) {
-	i := strings.LastIndex(in.QuestionID, ".q")
-	if i <= 0 {
+	taskID, _, ok := protocol.ParseQuestionID(in.QuestionID)
+	if !ok {
 		return nil, newToolErr(protocol.CodeInvalidField, ActionFixArguments, "question_id %q is not a question id (<task_id>.q<n>)", in.QuestionID)
 	}
-	r, terr := s.request(ctx, info.caller, in.QuestionID[:i])
+	r, terr := s.request(ctx, info.caller, taskID)
 	if terr != nil {
 		return nil, terr
 	}
@@ -446,11 +446,12 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, info *call
 				break
 			}
 			if m.Type == protocol.TypeTaskQuestion {
-				q, waits, err := s.waiting(ctx, m)
+				w, err := s.r.Waiter(ctx, r.TaskID)
 				if err != nil {
 					return nil, newToolErr(protocol.CodeInternal, ActionRetry, "reading the task's question: %v", err)
 				}
-				if waits {
+				if w != nil && w.Asked.ID == m.ID { // still waits on this one
+					q := w.Question
 					if in := elicitable(req, info.caller, r, q); in != nil && !info.declined[q.ID] {
 						return in, nil // the SDK asks the person; the call comes back (resumeCall)
 					}
