@@ -149,6 +149,17 @@ func (r *Router) park(ts *taskState, t *Task) bool {
 	return true
 }
 
+// parked reports whether ts is the run of a task that stopped to ask (its
+// handle resolved with the question; the task itself goes on waiting).
+func (ts *taskState) parked() bool {
+	select {
+	case <-ts.done: // closed after the outcome is set
+		return ts.outcome.Question != nil
+	default:
+		return false
+	}
+}
+
 // questionOutcome is the outcome of a task that waits for an answer to
 // q, asked by the task.question m.
 func questionOutcome(m *protocol.Message, q *protocol.Question) Outcome {

@@ -18,7 +18,7 @@ func (r *Router) Cancel(taskID, reason string) (*Handle, error) {
 	ts := r.tasks[taskID]
 	_, asking := r.asking[taskID]
 	r.mu.Unlock()
-	if ts == nil && asking {
+	if (ts == nil || ts.parked()) && asking { // its run stopped to ask; it waits
 		if reason == "" {
 			reason = "cancelled by the caller"
 		}

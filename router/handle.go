@@ -84,7 +84,7 @@ func (h *Handle) Cancel(reason string) {
 	if reason == "" {
 		reason = "cancelled by the caller"
 	}
-	if out := h.ts.outcome; out != nil && out.Question != nil && h.ts.finished.Load() {
+	if h.ts.parked() {
 		_, _ = h.r.cancelWaiting(context.Background(), h.ts.req.TaskID, reason) // answered or ended meanwhile: nothing to do
 		return
 	}
