@@ -119,6 +119,29 @@ func AskAs[T any](ctx context.Context, t *Task, q protocol.Question) (T, error) 
 	return v, nil
 }
 
+// Resumed is for a handler whose state lives outside the task — a
+// bridge to a LangGraph thread, a remote A2A task, a paused crew — and
+// that goes on where the outside system stopped rather than replaying its
+// questions. It returns the last question the task asked that has an
+// answer, and that answer's value; nil, nil when no question of the task
+// has one yet (a first attempt). After Resumed, the next Ask of this run
+// of the handler asks a new question: the recorded answers are not
+// returned again. The question's Details are what the handler stored
+// when it asked (a thread id, a remote task id), so a handler can find
+// its outside state again after a restart.
+func (t *Task) Resumed(ctx context.Context) (*protocol.Question, json.RawMessage, error) {
+	l, err := t.r.readTask(ctx, t.ID())
+	if err != nil {
+		return nil, nil, err
+	}
+	t.answers = l.values
+	t.asked = max(t.asked, len(l.values))
+	if l.answeredQ == nil {
+		return nil, nil, nil
+	}
+	return l.answeredQ, l.values[len(l.values)-1], nil
+}
+
 // answers returns the values of the task's answered questions, in the
 // order they were asked.
 func (r *Router) answers(ctx context.Context, taskID string) ([]json.RawMessage, error) {

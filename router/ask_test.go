@@ -576,3 +576,61 @@ func (e *env) nextEnd(taskID string) *protocol.Message {
 	e.t.Fatalf("task %s did not end within 10s", taskID)
 	return nil
 }
+
+// TestResumed: a handler whose state lives outside goes on from its last
+// answer: Resumed gives the question (with the details it stored) and the
+// answer, and the next Ask asks a new question instead of replaying.
+func TestResumed(t *testing.T) {
+	e := newEnv(t, nil)
+	type seen struct {
+		q     *protocol.Question
+		value string
+	}
+	var mu sync.Mutex
+	var runs []seen
+	e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) {
+		q, v, err := t.Resumed(ctx)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		runs = append(runs, seen{q, string(v)})
+		n := len(runs)
+		mu.Unlock()
+		if n <= 2 { // the outside system stops twice
+			if _, err := t.Ask(ctx, protocol.Question{Text: "step?", Details: map[string]any{"outside": n}}); err != nil {
+				return nil, err
+			}
+			return nil, errors.New("Ask after Resumed returned a recorded answer")
+		}
+		return summary(string(v)), nil
+	})
+	req := e.request("skill:r")
+	who := Answerer{AgentID: req.From.AgentID}
+	q := e.waitQuestion(e.submit(req))
+	h, err := e.r.Answer(context.Background(), q.ID, who, json.RawMessage(`"one"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q2 := e.waitQuestion(h)
+	if q2.Index != 1 {
+		t.Fatalf("the run after Resumed asked %+v, want a new question q1", q2)
+	}
+	h, err = e.r.Answer(context.Background(), q2.ID, who, json.RawMessage(`"two"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.wait(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := findings(t, out); !slices.Equal(got, []string{`"two"`}) {
+		t.Errorf("result %v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 3 || runs[0].q != nil || runs[1].q == nil || runs[1].q.ID != q.ID || runs[1].value != `"one"` ||
+		runs[2].q.ID != q2.ID || runs[2].value != `"two"` || runs[2].q.Details["outside"] != float64(2) {
+		t.Errorf("runs saw %+v", runs)
+	}
+}

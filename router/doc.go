@@ -189,6 +189,12 @@
 // waiting and runs on those answered just before a restart. Router.Waiting
 // counts the waiting tasks. Ask is for root tasks only.
 //
+// A handler whose state lives outside the task (a bridge to a LangGraph
+// thread, a remote A2A task, a paused crew) does not replay: it calls
+// Task.Resumed first, which returns the last answered question (with the
+// Details the handler stored when it asked) and its answer, and resumes
+// the outside system with them; its next Ask asks a new question.
+//
 // # Signatures (docs/protocol.md §6.1)
 //
 // The router enforces the registry's signature policy

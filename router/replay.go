@@ -24,6 +24,7 @@ type taskLog struct {
 	values      []json.RawMessage  // the answers' values, in the order asked
 	answeredIDs map[string]bool    // the questions answered
 	answered    int                // len(values)
+	answeredQ   *protocol.Question // the last question answered
 	resumeDue   bool               // the last question was answered and no attempt started since
 }
 
@@ -60,6 +61,7 @@ func (l *taskLog) add(m *protocol.Message) {
 		l.answeredIDs[a.QuestionID] = true
 		l.values = append(l.values, a.Value)
 		l.answered++
+		l.answeredQ = l.pendingQ
 		l.pending, l.pendingQ, l.resumeDue = nil, nil, true
 	case protocol.EndsTask(m):
 		l.terminal = m
