@@ -89,6 +89,10 @@
 //	task.result/error/cancel/timeout,  TOOL_CALL_RESULT {messageId: the event id, toolCallId:
 //	other task                         task_id, content: Text(result), or the error's JSON},
 //	                                   STEP_FINISHED of the task's step
+//	task.question, root                STEP_FINISHED for every open step, RUN_FINISHED
+//	                                   {threadId, runId, outcome: {type: "interrupt",
+//	                                   interrupts: [Interrupt of the question]}}
+//	task.answer                        nothing (the resume that stored it answered it)
 //	tool.call                          TOOL_CALL_START {toolCallId: the event id, toolCallName:
 //	                                   payload name, else tool}, TOOL_CALL_ARGS {delta: the
 //	                                   JSON of payload args} (when present), TOOL_CALL_END
@@ -120,6 +124,26 @@
 // (a subtask's cancellation, say) are not sent. A step still open then is
 // finished first, so every stream passes the AG-UI client's event
 // verification.
+//
+// # Interrupts: a person in the loop (docs/protocol.md §2.7)
+//
+// When the run's root task asks (router.Task.Ask), its AG-UI run ends with
+// RUN_FINISHED whose outcome is an interrupt: one Interrupt whose id is the
+// question id, reason its kind ("question" or "approval"), message its
+// text, responseSchema its schema (an enum of its choices; an approval's
+// {decision, reason, arguments}), expiresAt its deadline, and
+// metadata.clutch the question as stored. The Clutch task waits; it is not
+// over. The client's next RunAgentInput on the thread, with a resume entry
+// for that id, answers it: status "resolved" answers with the payload, as
+// the authenticated caller (router.Router.Answer: who may answer is up to
+// the question, so no submit scope is needed), and "cancelled" cancels the
+// task (its requester only). The response streams the same Clutch run on
+// from the question, as a new AG-UI run with the input's runId: the
+// resumed attempt, up to the result or the next interrupt. A resume entry
+// for a question that is not waiting in a task of the caller's thread is
+// answered 404, whether it exists or not; a value the question refuses
+// 400; a second answer 404 (the task waits no more). Only one question
+// waits per task, so resume has exactly one entry.
 //
 // # The stream
 //

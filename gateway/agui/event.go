@@ -45,6 +45,9 @@ type Event struct {
 	RunID    string // RUN_STARTED, RUN_FINISHED
 	// Result is the JSON of RUN_FINISHED's result; nil omits it.
 	Result json.RawMessage
+	// Outcome is the JSON of RUN_FINISHED's outcome; nil omits it (a
+	// success).
+	Outcome json.RawMessage
 
 	Message string // RUN_ERROR
 	Code    string // RUN_ERROR, optional
@@ -90,6 +93,9 @@ func (e *Event) AppendJSON(b []byte) []byte {
 		b = field(b, "runId", e.RunID)
 		if e.Result != nil {
 			b = rawField(b, "result", e.Result)
+		}
+		if e.Outcome != nil {
+			b = rawField(b, "outcome", e.Outcome)
 		}
 	case RunError:
 		b = field(b, "message", e.Message)

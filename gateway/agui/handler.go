@@ -138,10 +138,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveRun submits the last user message of a RunAgentInput as a
 // task.request and streams its run.
 func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
-	if !c.Has(auth.ScopeSubmit) {
-		writeError(w, http.StatusForbidden, protocol.CodePolicyDenied, "the caller may not submit")
-		return
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -154,6 +150,14 @@ func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request, c *auth.Calle
 	in, err := DecodeInput(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, inputCode(err), err.Error())
+		return
+	}
+	if len(in.Resume) > 0 { // answering is up to the question (who may answer), not the submit scope
+		h.resume(w, r, c, in)
+		return
+	}
+	if !c.Has(auth.ScopeSubmit) {
+		writeError(w, http.StatusForbidden, protocol.CodePolicyDenied, "the caller may not submit")
 		return
 	}
 	var req *Request

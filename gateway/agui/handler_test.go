@@ -402,7 +402,7 @@ func TestInputShapes(t *testing.T) {
 	for i, extra := range []string{
 		`"state":"text","forwardedProps":[1,2]`,
 		`"state":5,"forwardedProps":null`,
-		`"state":null,"forwardedProps":{"nested":{"a":[true]}},"resume":[{"interruptId":"i","status":"resolved"}],"parentRunId":"p"`,
+		`"state":null,"forwardedProps":{"nested":{"a":[true]}},"protocolVersion":"1.0.0","parentRunId":"p"`,
 	} {
 		body := `{"threadId":"t","runId":"shape-` + strconv.Itoa(i) + `",` + extra + `,"tools":[],"context":[],"messages":[{"id":"u","role":"user","content":"hi","metadata":{"k":"v"}}]}`
 		resp := e.do(t, "POST", "/", testKey, body)

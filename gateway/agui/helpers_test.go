@@ -53,6 +53,8 @@ var testAuth = func() auth.Authenticator {
 //
 //	fail:<why>   task.error TOOL_FAILED <why>
 //	delegate:<x> delegates <x> to agent:helper, then answers with its text
+//	ask:<x>      asks which market (fintech or health), then answers
+//	             {"text": "<x> in <market>"}
 //	anything     a progress, a tool.call and its tool.result, then the
 //	             result {"text": "done: <text>"}
 func worker(ctx context.Context, t *router.Task) (*router.Result, error) {
@@ -64,6 +66,12 @@ func worker(ctx context.Context, t *router.Task) (*router.Result, error) {
 	switch cmd {
 	case "fail":
 		return nil, router.Fail(protocol.CodeToolFailed, arg, false, nil)
+	case "ask":
+		market, err := router.AskAs[string](ctx, t, protocol.Question{Text: "Which market?", Choices: []string{"fintech", "health"}})
+		if err != nil {
+			return nil, err
+		}
+		return &router.Result{Payload: map[string]any{"text": arg + " in " + market}}, nil
 	case "delegate":
 		sub, err := t.NewSubtask(agui.PayloadInput, agui.InputPayload{Text: arg})
 		if err != nil {

@@ -13,8 +13,9 @@ import (
 )
 
 // Input is the RunAgentInput an AG-UI client (@ag-ui/client's HttpAgent)
-// POSTs to start a run. Members this package does not read (resume,
-// toolCalls of assistant messages, metadata, ...) are ignored, so newer
+// POSTs to start a run, or, with Resume, to answer the interrupt the
+// thread's last run ended with. Members this package does not read
+// (toolCalls of assistant messages, metadata, ...) are ignored, so newer
 // clients are accepted.
 type Input struct {
 	ThreadID       string         `json:"threadId"`
@@ -25,6 +26,7 @@ type Input struct {
 	Tools          []Tool         `json:"tools"`
 	Context        []Context      `json:"context"`
 	ForwardedProps jsontext.Value `json:"forwardedProps,omitzero"`
+	Resume         []ResumeEntry  `json:"resume,omitzero"`
 }
 
 // InputMessage is one message of a RunAgentInput's conversation.
@@ -92,7 +94,9 @@ func (in *Input) LastUserMessage() (*InputMessage, bool) {
 // DecodeInput decodes and checks a RunAgentInput body: one strict JSON
 // object (no duplicate names, valid UTF-8, bounded depth: the envelope
 // codec's rules) with threadId and runId of 1 to protocol.MaxIDLength bytes
-// without control characters, and at least one user message with text.
+// without control characters, and at least one user message with text
+// unless it resumes (Resume names interrupts of 1 to protocol.MaxIDLength
+// bytes).
 // A refusal matches ErrInvalidInput and carries the protocol code of the
 // fault (INVALID_JSON, DUPLICATE_KEY, WRONG_TYPE, MISSING_FIELD, ...).
 func DecodeInput(body []byte) (*Input, error) {
@@ -119,7 +123,12 @@ func DecodeInput(body []byte) (*Input, error) {
 			return nil, coded.Wrap(ErrInvalidInput, "a message's content must be a string or an array of parts", protocol.CodeWrongType)
 		}
 	}
-	if _, ok := in.LastUserMessage(); !ok {
+	for _, e := range in.Resume {
+		if e.InterruptID == "" || !adapters.ValidForeignID(e.InterruptID) {
+			return nil, coded.Wrap(ErrInvalidInput, "a resume entry's interruptId must be 1 to 256 bytes without control characters", protocol.CodeInvalidField)
+		}
+	}
+	if _, ok := in.LastUserMessage(); !ok && len(in.Resume) == 0 {
 		return nil, coded.Wrap(ErrInvalidInput, "messages must hold a user message with text", protocol.CodeMissingField)
 	}
 	return in, nil

@@ -32,6 +32,7 @@ type jsOutput struct {
 		Result      any              `json:"result"`
 		NewMessages []map[string]any `json:"newMessages"`
 		State       any              `json:"state"`
+		Interrupts  []map[string]any `json:"interrupts"`
 	}
 	Failed string
 }

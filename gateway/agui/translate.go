@@ -19,6 +19,7 @@ const customPrefix = "clutch."
 type Translator struct {
 	threadID, runID string
 	text            func(*protocol.Message) string
+	resumed         uint64 // events of seq ≤ resumed belong to earlier AG-UI runs
 
 	started, done bool
 	root          string // task id of the run's root task
@@ -47,6 +48,11 @@ type TranslatorOptions struct {
 	// Text turns a task.result or chat message into the text of a
 	// TEXT_MESSAGE; DefaultText when nil.
 	Text func(m *protocol.Message) string
+	// Resumed is the seq of the task.question this AG-UI run resumes
+	// from: the events up to it belong to earlier AG-UI runs of the same
+	// Clutch run (each ended with an interrupt), so a question among them
+	// does not end this one. 0 for a run that starts with the task.
+	Resumed uint64
 }
 
 // NewTranslator returns a Translator of one run whose AG-UI RUN_STARTED and
@@ -59,6 +65,9 @@ func NewTranslator(threadID, runID string, opts *TranslatorOptions) *Translator 
 	}
 	if opts != nil && opts.Text != nil {
 		t.text = opts.Text
+	}
+	if opts != nil {
+		t.resumed = opts.Resumed
 	}
 	return t
 }
@@ -97,6 +106,10 @@ func (t *Translator) Translate(dst []Event, seq uint64, m *protocol.Message) []E
 		dst = t.snapshot(dst, m)
 	case protocol.TypeTaskResult, protocol.TypeTaskError, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
 		dst = t.end(dst, m)
+	case protocol.TypeTaskQuestion:
+		dst = t.question(dst, seq, m)
+	case protocol.TypeTaskAnswer:
+		// The resume entry of the run that sent it: nothing to show.
 	case protocol.TypeChatMessage, protocol.TypeChatSystem:
 		dst = t.chat(dst, m)
 	case protocol.TypeToolCall:
@@ -221,6 +234,34 @@ func (t *Translator) end(dst []Event, m *protocol.Message) []Event {
 		ep.Message = ep.Code.Summary()
 	}
 	return append(dst, Event{Type: RunError, Message: ep.Message, Code: string(ep.Code)})
+}
+
+// question ends the AG-UI run when the root task asks (docs/protocol.md
+// §2.7): its step closes and RUN_FINISHED carries an interrupt outcome
+// whose one interrupt is the question (Interrupt). The next RunAgentInput
+// of the thread answers it with a resume entry. A question of an earlier
+// AG-UI run (seq ≤ Resumed) only closes the step.
+func (t *Translator) question(dst []Event, seq uint64, m *protocol.Message) []Event {
+	if m.TaskID != t.root {
+		return append(dst, Event{Type: Custom, Name: customPrefix + string(m.Type), Value: m.Payload})
+	}
+	for len(t.stepList) > 0 {
+		dst = t.closeStep(dst, t.stepList[len(t.stepList)-1])
+	}
+	if seq <= t.resumed {
+		return dst
+	}
+	q, err := protocol.DecodePayload[protocol.Question](m)
+	if err != nil || q.ID == "" {
+		t.done = true
+		return append(dst, Event{Type: RunError, Message: "the run asked a question that could not be read", Code: string(protocol.CodeInternal)})
+	}
+	t.done = true
+	out, _ := json.Marshal(struct {
+		Type       string      `json:"type"`
+		Interrupts []Interrupt `json:"interrupts"`
+	}{"interrupt", []Interrupt{InterruptOf(&q)}})
+	return append(dst, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: out})
 }
 
 // outcomeText is the TOOL_CALL_RESULT content of a subtask's final event:

@@ -6,6 +6,9 @@
 //   node run.mjs run   <url> <api key> <threadId> (<runId> <text>)...   POST a RunAgentInput
 //                      per pair, each a new user turn of one conversation
 //   node run.mjs watch <url> <api key> <run_id>                        GET ?run=<run_id>
+//   node run.mjs interrupt <url> <api key> <threadId> <runId> <text> <runId> <answer JSON>
+//                      POST a RunAgentInput; when the run ends with an
+//                      interrupt, answer it with a resume entry in the next run
 import { HttpAgent } from "@ag-ui/client";
 
 const [mode, url, key, ...args] = process.argv.slice(2);
@@ -31,7 +34,7 @@ async function run(agent, params) {
         print({ event });
       },
     });
-    print({ done: { result: out.result ?? null, newMessages: out.newMessages, state: agent.state } });
+    print({ done: { result: out.result ?? null, newMessages: out.newMessages, state: agent.state, interrupts: agent.pendingInterrupts } });
   } catch (err) {
     print({ failed: String(err && err.message ? err.message : err) });
   }
@@ -51,6 +54,14 @@ if (mode === "run") {
     agent.addMessage({ id: `user-${i / 2 + 1}`, role: "user", content: turns[i + 1] });
     await run(agent, { runId: turns[i], forwardedProps: { locale: "en" }, context: [{ description: "tz", value: "UTC" }] });
   }
+} else if (mode === "interrupt") {
+  const [threadId, runId, text, resumeRunId, answer] = args;
+  const agent = new HttpAgent({ url, headers: { Authorization: `Bearer ${key}` }, threadId });
+  agent.addMessage({ id: "user-1", role: "user", content: text });
+  await run(agent, { runId });
+  // The client refuses a run that does not address every pending interrupt.
+  const resume = agent.pendingInterrupts.map((i) => ({ interruptId: i.id, status: "resolved", payload: JSON.parse(answer) }));
+  await run(agent, { runId: resumeRunId, resume });
 } else if (mode === "watch") {
   const [runId] = args;
   await run(new WatchAgent({ url: `${url}?run=${encodeURIComponent(runId)}`, headers: { Authorization: `Bearer ${key}` } }), {});
