@@ -40,6 +40,15 @@ func TestQuestions(t *testing.T) {
 		if q.Question.Text != "Which market?" || !q.MayAnswer || q.Requester != "agent:alice" || q.AskedBy != "agent:drafter" {
 			t.Fatalf("alice's question: %+v", q)
 		}
+		var tree struct {
+			Tasks []struct {
+				Status string `json:"status"`
+			} `json:"tasks"`
+		}
+		e.getJSON("/v1/tasks/"+acc.TaskID+"/tree", keyAlice, 200, &tree)
+		if len(tree.Tasks) != 1 || tree.Tasks[0].Status != store.StatusWaiting {
+			t.Errorf("a waiting task's tree: %+v", tree)
+		}
 		var list QuestionList
 		e.getJSON("/v1/questions", keyBob, 200, &list)
 		if len(list.Questions) != 0 {

@@ -63,8 +63,13 @@ const (
 )
 
 // StatusPending is the status of one task (see [TaskStatus]) that no agent
-// has accepted yet. A Summary never has it.
-const StatusPending = "pending"
+// has accepted yet, and StatusWaiting that of one that asked a question
+// and waits for its answer (docs/protocol.md §2.7). A Summary never has
+// them.
+const (
+	StatusPending = "pending"
+	StatusWaiting = "waiting"
+)
 
 // EndStatus is the status a terminal event of type t gives its task, run
 // or thread: StatusCompleted for task.result, StatusCancelled for
@@ -75,14 +80,16 @@ func EndStatus(t protocol.Type) string { return fold.EndStatus(t) }
 // TaskStatus is the status of one task whose latest lifecycle event has
 // type state: EndStatus(end) when the task has ended, end being the type
 // of the event that ended it ("" while it is open); StatusPending while
-// state is task.request, routing.decision or routing.failure; StatusRunning
-// otherwise.
+// state is task.request, routing.decision or routing.failure; StatusWaiting
+// while it is task.question; StatusRunning otherwise.
 func TaskStatus(state, end protocol.Type) string {
 	switch {
 	case end != "":
 		return EndStatus(end)
 	case state == protocol.TypeTaskRequest || state == protocol.TypeRoutingDecision || state == protocol.TypeRoutingFailure:
 		return StatusPending
+	case state == protocol.TypeTaskQuestion:
+		return StatusWaiting
 	}
 	return StatusRunning
 }

@@ -43,7 +43,22 @@
 //     text or JSON artifact of up to 64 KiB is also shown inline, as text.
 //     A failed fetch (a ref the store does not hold: 404) is shown next to
 //     the button.
-//   - A task-tree panel of the runs in the view.
+//   - Questions (docs/protocol.md §2.7). A task.question is a card with
+//     the question, who may answer, its deadline and its details. While it
+//     waits and the signed-in key may answer it (GET v1/questions says
+//     may_answer), the card holds a form: a button per choice; approve,
+//     reject (with a reason) or edit the proposed arguments (a JSON box
+//     pre-filled from details.arguments) for an approval; a field per
+//     property of a flat object schema; a JSON box for any other schema;
+//     a text box otherwise. The answer is POSTed to
+//     v1/questions/{id}/answer and the card shows it, and who gave it, once
+//     the task.answer arrives; a refusal is shown in the card. A question
+//     for someone else shows whom it waits for, without a form. The
+//     sidebar's "Waiting for you" lists the questions the key may answer
+//     (refreshed every 10 s and when a question or answer arrives), each a
+//     link to its task.
+//   - A task-tree panel of the runs in the view; a task that waits for an
+//     answer has the status "waiting".
 //   - A compose box that posts a chat.message or a task.request (POST
 //     v1/messages) into the thread.
 //

@@ -61,10 +61,15 @@
     blobURLs: [],        // object URLs of fetched artifacts, revoked when the view changes
     treeTimer: 0,
     unseen: 0,           // live events that arrived below a reader scrolled up
+    waiting: new Map(),  // question id -> its entry of GET questions (questions that wait and this key may see)
+    waitingLoaded: false,
+    waitingSeq: -1,      // the view's last seq when the list was asked for: a question up to it that is not listed waits no more
+    answers: new Map(),  // question id -> the task.answer event, of the view
+    questionEls: new Map(), // question id -> [question event, its card] in the view
   };
   let timers = [];       // the sidebar's refresh intervals
   // For tests and debugging: the state, and what the page's CSP refused.
-  window.__clutch = { state: S, csp: [], reloadThreads: () => loadThreads() };
+  window.__clutch = { state: S, csp: [], reloadThreads: () => loadThreads(), reloadWaiting: () => loadWaiting() };
   document.addEventListener("securitypolicyviolation", (e) => window.__clutch.csp.push(e.violatedDirective + " " + e.blockedURI));
 
   // ---- API ---------------------------------------------------------------
@@ -109,6 +114,8 @@
     timers = [];
     resetThreads();
     renderChannels();
+    S.waiting = new Map(); S.waitingLoaded = false;
+    renderWaiting();
     showSignIn(msg);
   }
   $("signin-form").addEventListener("submit", async (e) => {
@@ -421,6 +428,17 @@
       case "routing.decision":
         add(body, el("div", { class: "card decision" }, decisionBody(p)));
         break;
+      case "task.question": {
+        const card = el("div", { class: "card question", "data-question": (p && p.question_id) || "" });
+        if (p && typeof p.question_id === "string") S.questionEls.set(p.question_id, [ev, card]);
+        fillQuestion(card, ev);
+        add(body, card);
+        break;
+      }
+      case "task.answer":
+        add(body, el("div", { class: "line" }, "answered ", el("span", { class: "tag" }, shortId(p && p.question_id)), ": ",
+          el("span", { class: "q-answer" }, answerText(p && p.value))));
+        break;
       case "tool.call": {
         const args = p && typeof p === "object" && "args" in p ? p.args : (p && p.arguments) || p;
         const name = (p && (p.name || p.tool)) || "tool";
@@ -535,6 +553,186 @@
     }
   }
 
+  // ---- questions: a person in the loop (docs/protocol.md §2.7) -------------
+  // A task.question is a card. While it waits and this key may answer it
+  // (GET questions says may_answer), the card holds its form: a button per
+  // choice, approve / reject / edit for an approval, fields from a flat
+  // object schema, a JSON box for any other schema, a text box otherwise.
+  // Its answer is POSTed to questions/{id}/answer; the card turns into the
+  // answer when the task.answer arrives. The sidebar lists what waits for
+  // this key.
+  function answerText(v) {
+    if (v === undefined) return "";
+    if (typeof v === "string") return v;
+    if (v && typeof v === "object" && typeof v.decision === "string") {
+      return v.decision + (v.reason ? " — " + v.reason : "") + (v.arguments !== undefined ? " " + JSON.stringify(v.arguments) : "");
+    }
+    return JSON.stringify(v);
+  }
+  function whoText(q) {
+    const w = q.who || {};
+    const parts = [];
+    if (w.requester) parts.push("the requester");
+    if (Array.isArray(w.agents)) parts.push(...w.agents.map(agentName));
+    if (Array.isArray(w.scopes)) parts.push(...w.scopes.map((s) => "scope " + s));
+    return parts.length ? parts.join(", ") : "the requester";
+  }
+  function refreshQuestion(id) {
+    const x = S.questionEls.get(id);
+    if (x) fillQuestion(x[1], x[0]);
+  }
+  function refreshQuestions() { for (const id of S.questionEls.keys()) refreshQuestion(id); }
+  function fillQuestion(card, ev) {
+    const q = (ev.message && ev.message.payload) || {};
+    const id = String(q.question_id || "");
+    const answer = S.answers.get(id);
+    const w = S.waiting.get(id);
+    const state = answer ? "answered" : w ? "open" : S.waitingLoaded && ev.seq <= S.waitingSeq ? "closed" : "loading";
+    if (card.dataset.state === state && state !== "open") return;
+    if (state === "open" && card.dataset.state === "open" && card.dataset.may === String(!!w.may_answer)) return; // keep what is typed
+    card.dataset.state = state;
+    card.dataset.may = w ? String(!!w.may_answer) : "";
+    card.textContent = "";
+    const approval = q.kind === "approval";
+    add(card, [
+      el("div", { class: "card-title" }, approval ? "Approval needed" : "Question",
+        el("span", { class: "meta" }, "for " + whoText(q)),
+        q.deadline ? el("span", { class: "meta", title: q.deadline }, "answer by " + fmtTime(q.deadline)) : null),
+      el("div", { class: "q-text" }, String(q.text || "")),
+      q.details && Object.keys(q.details).length ? el("details", { open: approval ? true : undefined },
+        el("summary", { class: "meta" }, approval ? "what would run" : "details"), payloadNode(q.details)) : null,
+    ]);
+    if (answer) {
+      const a = answer.message;
+      add(card, el("div", { class: "q-status" }, "Answered by ", el("span", { class: "author" }, agentName(a.from && a.from.agent_id)), ": ",
+        el("span", { class: "q-answer" }, answerText(a.payload && a.payload.value))));
+      return;
+    }
+    if (state === "closed") { add(card, el("div", { class: "q-status" }, "No longer waits: the task ended or moved on.")); return; }
+    if (state === "loading") return;
+    if (!w.may_answer) { add(card, el("div", { class: "q-status" }, "Waiting for " + whoText(q) + ".")); return; }
+    add(card, answerForm(q));
+  }
+  function answerForm(q) {
+    const form = el("form", { class: "q-form" });
+    const status = el("div", { class: "q-status", role: "status" });
+    const send = async (value) => {
+      for (const b of form.querySelectorAll("button")) b.disabled = true;
+      status.className = "q-status";
+      status.textContent = "sending…";
+      try {
+        await api("/questions/" + encodeURIComponent(q.question_id) + "/answer", { method: "POST", body: { value } });
+        status.textContent = "answered; the task goes on";
+        form.dataset.sent = "true";
+        scheduleWaiting();
+      } catch (err) {
+        status.className = "q-status error-text";
+        status.textContent = (err.code ? err.code + ": " : "") + err.message;
+        for (const b of form.querySelectorAll("button")) b.disabled = false;
+      }
+    };
+    const button = (text, cls, fn) => {
+      const b = el("button", { type: "button", class: "q-btn " + (cls || "") }, text);
+      b.addEventListener("click", fn);
+      return b;
+    };
+    form.addEventListener("submit", (e) => e.preventDefault());
+    if (q.kind === "approval") {
+      const reason = el("input", { class: "q-reason", placeholder: "reason (for a rejection)", "aria-label": "reason" });
+      const args = q.details && q.details.arguments !== undefined ? JSON.stringify(q.details.arguments, null, 2) : "{}";
+      const edit = el("textarea", { class: "q-edit", "aria-label": "edited arguments", hidden: true });
+      edit.value = args;
+      let editing = false;
+      const editBtn = button("Edit…", "secondary q-do-edit", () => {
+        if (!editing) { editing = true; edit.hidden = false; editBtn.textContent = "Run with these arguments"; edit.focus(); return; }
+        let parsed;
+        try { parsed = JSON.parse(edit.value); } catch (err) { status.className = "q-status error-text"; status.textContent = "the arguments are not JSON: " + err.message; return; }
+        send({ decision: "edit", arguments: parsed });
+      });
+      add(form, [button("Approve", "q-approve", () => send({ decision: "approve" })),
+        button("Reject", "danger q-reject", () => send(reason.value.trim() ? { decision: "reject", reason: reason.value.trim() } : { decision: "reject" })),
+        reason, editBtn, edit]);
+    } else if (Array.isArray(q.choices) && q.choices.length) {
+      add(form, q.choices.map((c) => button(String(c), "q-choice", () => send(c))));
+    } else if (q.schema && flatSchema(q.schema)) {
+      const props = q.schema.properties || {};
+      const inputs = Object.keys(props).map((k) => {
+        const sp = props[k] || {};
+        let input;
+        if (Array.isArray(sp.enum)) input = el("select", { name: k }, sp.enum.map((v) => el("option", { value: String(v) }, String(v))));
+        else if (sp.type === "boolean") input = el("input", { type: "checkbox", name: k });
+        else input = el("input", { name: k, type: sp.type === "number" || sp.type === "integer" ? "number" : "text",
+          step: sp.type === "integer" ? "1" : sp.type === "number" ? "any" : undefined });
+        return [k, sp, el("label", null, (sp.title || k) + (Array.isArray(q.schema.required) && q.schema.required.includes(k) ? " *" : ""), input)];
+      });
+      add(form, inputs.map((x) => x[2]));
+      add(form, button("Answer", "q-submit", () => {
+        const v = {};
+        for (const [k, sp, label] of inputs) {
+          const input = label.querySelector("input, select");
+          if (sp.type === "boolean") v[k] = input.checked;
+          else if (input.value === "") continue;
+          else if (sp.type === "number" || sp.type === "integer") v[k] = Number(input.value);
+          else v[k] = input.value;
+        }
+        send(v);
+      }));
+    } else if (q.schema) {
+      const box = el("textarea", { class: "q-json", "aria-label": "answer (JSON)", placeholder: "the answer, as JSON" });
+      add(form, [box, button("Answer", "q-submit", () => {
+        let v;
+        try { v = JSON.parse(box.value); } catch (err) { status.className = "q-status error-text"; status.textContent = "the answer is not JSON: " + err.message; return; }
+        send(v);
+      })]);
+    } else {
+      const box = el("input", { class: "q-input", "aria-label": "answer", placeholder: "your answer" });
+      box.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.isComposing) { e.preventDefault(); if (box.value.trim()) send(box.value); } });
+      add(form, [box, button("Answer", "q-submit", () => { if (box.value.trim()) send(box.value); })]);
+    }
+    return el("div", null, form, status);
+  }
+  // flatSchema reports whether an object schema's properties are all
+  // scalars: it becomes a form.
+  function flatSchema(sch) {
+    if (!sch || sch.type !== "object" || !sch.properties || typeof sch.properties !== "object") return false;
+    return Object.values(sch.properties).every((p) => p && (["string", "number", "integer", "boolean"].includes(p.type) || Array.isArray(p.enum)));
+  }
+  let waitingTimer = 0;
+  function scheduleWaiting() {
+    clearTimeout(waitingTimer);
+    waitingTimer = setTimeout(loadWaiting, 150);
+  }
+  async function loadWaiting() {
+    let body;
+    const seq = S.lastSeq, gen = S.gen;
+    try { body = await api("/questions"); } catch (_) { return; }
+    if (!S.key) return;
+    S.waitingSeq = gen === S.gen ? seq : -1;
+    S.waiting = new Map();
+    for (const w of (body && body.questions) || []) if (w && w.question && typeof w.question.question_id === "string") S.waiting.set(w.question.question_id, w);
+    S.waitingLoaded = true;
+    renderWaiting();
+    refreshQuestions();
+  }
+  function renderWaiting() {
+    const ul = $("waiting");
+    ul.textContent = "";
+    const mine = Array.from(S.waiting.values()).filter((w) => w.may_answer);
+    const n = $("waiting-count");
+    n.hidden = !mine.length;
+    n.textContent = String(mine.length);
+    ul.dataset.count = String(mine.length);
+    if (!mine.length) { ul.appendChild(el("li", { class: "none" }, "Nothing waits for you.")); return; }
+    for (const w of mine) {
+      const q = w.question;
+      ul.appendChild(el("li", { "data-question": q.question_id },
+        el("a", { href: taskHash(w.task_id), title: q.text },
+          String(q.text || ""),
+          el("span", { class: "meta" }, (q.kind === "approval" ? "approval · " : "") + agentName(w.asked_by) +
+            (q.deadline ? " · by " + fmtTime(q.deadline) : "")))));
+    }
+  }
+
   // ---- the message pane ----------------------------------------------------
   // A reader scrolled up is told about new events instead of being moved.
   function showUnseen() {
@@ -552,6 +750,11 @@
     if (m.run_id) S.runs.set(m.run_id, true);
     if (!S.threadRun && m.run_id) S.threadRun = m.run_id;
     if (m.meta && typeof m.meta.ui_channel === "string") S.channel = m.meta.ui_channel;
+    if (m.type === "task.answer" && m.payload && typeof m.payload.question_id === "string") {
+      S.answers.set(m.payload.question_id, ev);
+      S.waiting.delete(m.payload.question_id);
+      refreshQuestion(m.payload.question_id);
+    }
     if ((m.type === "tool.result" || m.type === "tool.error") && m.payload) {
       const cid = m.payload.call_id || (m.payload.details && m.payload.details.call_id);
       if (cid) {
@@ -613,6 +816,7 @@
     else { S.unseen++; showUnseen(); }
     const t = ev.message && ev.message.type || "";
     if (t.startsWith("task.") || t === "routing.decision") scheduleTree();
+    if (t === "task.question" || t === "task.answer" || t === "task.cancel" || t === "task.error" || t === "task.result") scheduleWaiting();
   }
 
   // ---- views ----------------------------------------------------------------
@@ -622,6 +826,7 @@
     S.view = view;
     S.events = []; S.lastSeq = 0; S.from = 0; S.runs = new Map(); S.threadRun = ""; S.channel = "";
     S.results = new Map(); S.callEls = new Map(); S.unseen = 0; showUnseen();
+    S.answers = new Map(); S.questionEls = new Map(); S.waitingSeq = -1;
     for (const u of S.blobURLs) URL.revokeObjectURL(u);
     S.blobURLs = [];
     const evs = $("events");
@@ -681,6 +886,7 @@
       if (n) { n.classList.add("target"); n.scrollIntoView({ block: "center" }); } else scrollBottom();
     } else scrollBottom();
     loadTree();
+    loadWaiting();
     startStream(gen);
   }
   function updateSub() {
@@ -714,6 +920,7 @@
     if (/result|complet|success|done/.test(st)) return "completed";
     if (/cancel/.test(st)) return "cancelled";
     if (/timeout|timed/.test(st)) return "timed_out";
+    if (/waiting|question/.test(st)) return "waiting";
     if (/error|fail/.test(st)) return "failed";
     return "running";
   }
@@ -883,7 +1090,8 @@
     resetThreads();
     loadThreads();
     loadAgents();
-    timers = [setInterval(loadThreads, 10000), setInterval(loadAgents, 10000)];
+    loadWaiting();
+    timers = [setInterval(loadThreads, 10000), setInterval(loadAgents, 10000), setInterval(loadWaiting, 10000)];
     route();
   }
   syncCompose();
