@@ -32,6 +32,7 @@ type Answerer struct {
 // goroutine and no slot of Options.MaxInFlight, only this entry, whose
 // timer is the question's deadline (nil without one).
 type waitingTask struct {
+	qid   string // the question it waits on
 	timer *time.Timer
 }
 
@@ -57,7 +58,7 @@ func (t *Task) Ask(ctx context.Context, q protocol.Question) (json.RawMessage, e
 	switch {
 	case t.ts.finished.Load():
 		return nil, ErrTaskEnded
-	case t.ts.parent != nil:
+	case t.ts.parent != nil || t.ts.req.ParentTaskID != "":
 		return nil, wrap(ErrInvalidRequest, "a subtask cannot ask: ask in the task that delegated it", nil)
 	case t.pending != nil:
 		return nil, wrap(ErrInvalidRequest, "the task waits for an answer to "+t.pending.ID+" already: return the error Ask gave", nil)
@@ -193,7 +194,7 @@ func questionOutcome(m *protocol.Message, q *protocol.Question) Outcome {
 
 // await registers a waiting task and arms its deadline.
 func (r *Router) await(taskID string, q *protocol.Question) {
-	w := &waitingTask{}
+	w := &waitingTask{qid: q.ID}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -209,9 +210,13 @@ func (r *Router) await(taskID string, q *protocol.Question) {
 }
 
 // unawait forgets a waiting task and stops its deadline.
-func (r *Router) unawait(taskID string) {
+func (r *Router) unawait(taskID string) { r.unawaitQuestion(taskID, "") }
+
+// unawaitQuestion forgets a task that waits on the question qid (on any
+// question when qid is "") and stops its deadline.
+func (r *Router) unawaitQuestion(taskID, qid string) {
 	r.mu.Lock()
-	if w := r.asking[taskID]; w != nil {
+	if w := r.asking[taskID]; w != nil && (qid == "" || w.qid == qid) {
 		if w.timer != nil {
 			w.timer.Stop()
 		}
@@ -443,7 +448,10 @@ func (r *Router) Answer(ctx context.Context, questionID string, by Answerer, val
 		return nil, wrap(ErrAnswered, questionID, nil)
 	}
 	r.unawait(taskID)
-	l.add(m) // the log as stored now: the question answered
+	l.add(m)                                    // the log as stored now: the question answered
+	if err := r.ownRetry(ctx, ts); err != nil { // in a team: this process routes it on (team.go)
+		r.opts.Logger.Warn("router: recording the process that resumes an answered task", "task", taskID, "err", err)
+	}
 	return r.resume(ts, l), nil
 }
 

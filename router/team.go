@@ -181,6 +181,15 @@ func (m *Member) Execute(ctx context.Context, req *protocol.Message, agentID str
 	ts.emu.Lock()
 	ts.finished.Store(true) // later Progress and Emit calls fail with ErrTaskEnded
 	ts.emu.Unlock()
+	if t.pending != nil {
+		// It asked: the routing process makes the task wait (Member.Wait).
+		r.unawait(req.TaskID)
+		if ts.ctx.Err() == nil {
+			ep := wireError(wrap(ErrWaiting, t.pending.ID, nil))
+			ep.Details = map[string]any{"question_id": t.pending.ID}
+			return nil, &ep
+		}
+	}
 	switch {
 	case ts.ctx.Err() != nil:
 		return nil, nil
@@ -193,6 +202,31 @@ func (m *Member) Execute(ctx context.Context, req *protocol.Message, agentID str
 	}
 	return res, nil
 }
+
+// Wait is the routing process's side of an attempt that asked in the
+// process hosting its agent (Execute returned an INPUT_REQUIRED error
+// whose details name question_id): the task t waits here for the answer
+// to questionID, as if t's handler had asked, and Wait returns the error
+// the handler returns. When the question is not waiting any more (a
+// cancel ended the task meanwhile), it returns ErrTaskEnded.
+func (m *Member) Wait(ctx context.Context, t *Task, questionID string) error {
+	r := m.r
+	l, err := r.readTask(ctx, t.ID())
+	if err != nil {
+		return err
+	}
+	if l.pending == nil || l.pendingQ.ID != questionID {
+		return wrap(ErrTaskEnded, "question "+questionID+" does not wait", nil)
+	}
+	r.await(t.ID(), l.pendingQ)
+	t.pending, t.pendingEv = l.pendingQ, l.pending
+	return wrap(ErrWaiting, questionID, nil)
+}
+
+// Settled forgets that the task waits here on questionID (on any
+// question when it is ""): another process of the team answered it or
+// ended the task, so this one's deadline timer must not fire.
+func (m *Member) Settled(taskID, questionID string) { m.r.unawaitQuestion(taskID, questionID) }
 
 // acquireRemote takes a concurrency slot of a for an attempt run for
 // another process, waiting up to Options.QueueTimeout; false when none
@@ -268,6 +302,31 @@ func (m *Member) Adopt(ctx context.Context, req *protocol.Message, depth int, ch
 type Adoption struct {
 	r  *Router
 	ts *taskState
+}
+
+// Asked settles an adopted task that asked a question (docs/protocol.md
+// §2.7) and reports true: one that waits goes on waiting here (any
+// process may answer it; this one arms its deadline), one answered but
+// not run on since is resumed here. False for any other task, which the
+// caller settles.
+func (a *Adoption) Asked(ctx context.Context) bool {
+	r, ts := a.r, a.ts
+	l, err := r.readTask(ctx, ts.req.TaskID)
+	if err != nil || l.terminal != nil {
+		return false
+	}
+	switch {
+	case l.pending != nil:
+		r.await(ts.req.TaskID, l.pendingQ)
+		out := questionOutcome(l.pending, l.pendingQ)
+		ts.resolve(&out)
+		r.unclaim(ts, claimTask)
+		return true
+	case l.resumeDue:
+		r.resume(ts, l)
+		return true
+	}
+	return false
 }
 
 // Resolve settles a task that ended meanwhile, end its terminal event.

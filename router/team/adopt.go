@@ -283,6 +283,9 @@ func (n *Node) adopt(task, from string) (bool, error) {
 	if a == nil {
 		return true, nil // it runs here already
 	}
+	if l.terminal == nil && a.Asked(ctx) {
+		return true, nil // it waits for an answer, or was answered: the router goes on with it
+	}
 	switch {
 	case l.terminal != nil:
 		a.Resolve(l.terminal)

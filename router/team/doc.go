@@ -130,6 +130,21 @@
 // whose owner is dead or unknown (routed by a router that was no node) —
 // never one a live node routes. Several processes may call it at once.
 //
+// # Asking a person
+//
+// A handler that asks (router.Task.Ask, docs/protocol.md §2.7) in the
+// process hosting its agent stores its task.question there; the attempt's
+// done event carries INPUT_REQUIRED with the question's id, and the task
+// waits in the process that routed it (router.Member.Wait), holding no
+// goroutine anywhere. Any process of the team may answer
+// (router.Router.Answer): the answering process records itself as the
+// task's owner and routes the resumed attempt, which runs in the hosting
+// process again; the other processes forget the wait when the task.answer
+// reaches them. A waiting task whose routing process dies is adopted like
+// any other open task, as a task that waits (the adopter arms its
+// deadline; no handler runs), and one answered but not run on since is
+// resumed by its adopter. A subtask cannot ask, in any process.
+//
 // # Caveats
 //
 // The max_runtime_sec of an adopted attempt that runs in another

@@ -342,10 +342,19 @@ func (n *Node) handle(m *protocol.Message) {
 			default:
 			}
 		}
+	case protocol.TypeTaskAnswer:
+		// Answered, here or elsewhere: a wait of this process on that
+		// question is over.
+		if a, err := protocol.DecodePayload[protocol.Answer](m); err == nil {
+			n.m.Settled(m.TaskID, a.QuestionID)
+		}
 	case protocol.TypeTaskResult, protocol.TypeTaskError, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
 		// The routing process ended the attempt (or the task): a timeout,
 		// a cancel, or it gave the attempt up.
 		n.stopRun(m.TaskID, m.Attempt)
+		if protocol.EndsTask(m) {
+			n.m.Settled(m.TaskID, "")
+		}
 		// An attempt whose handler never ran (its accept was refused)
 		// leaves no waiter behind.
 		key := idem.Attempt(m.TaskID, m.Attempt)
@@ -411,6 +420,9 @@ func (n *Node) proxy(agentID string) router.Handler {
 			select {
 			case m := <-ch:
 				res, ep := decodeDone(m)
+				if qid, ok := askedIn(ep); ok {
+					return nil, n.m.Wait(ctx, t, qid) // the task waits here for the answer
+				}
 				if ep != nil {
 					return nil, ep
 				}
@@ -473,6 +485,16 @@ func (n *Node) unwait(key string) {
 	n.mu.Lock()
 	delete(n.waiting, key)
 	n.mu.Unlock()
+}
+
+// askedIn reports whether ep is the outcome of an attempt that asked a
+// question (Member.Execute) and returns the question's id.
+func askedIn(ep *protocol.ErrorPayload) (string, bool) {
+	if ep == nil || ep.Code != protocol.CodeInputRequired {
+		return "", false
+	}
+	qid, ok := ep.Details["question_id"].(string)
+	return qid, ok && qid != ""
 }
 
 // decodeDone reads the outcome a done event carries: a result, or a
