@@ -320,3 +320,71 @@ func TestJSPeerClient(t *testing.T) {
 	}
 
 }
+
+// TestJSPeerAsk: the @a2a-js/sdk client answers a question of a Go task
+// (docs/protocol.md §2.7). Its first message makes the agent ask, and the
+// blocking send comes back INPUT_REQUIRED with the question as a text and
+// a data part; its next message on the same task and context answers it,
+// and the same task completes with a result that uses the answer. The
+// store holds one question and one answer, the answer the caller's.
+func TestJSPeerAsk(t *testing.T) {
+	t.Parallel()
+	node := needNode(t)
+	e := newTestEnv(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "ask.mjs", e.hs.URL+AgentsPath+"/echo", "fintech|health", "health")
+	cmd.Dir = jsPeerDir
+	cmd.Env = append(os.Environ(), "A2A_API_KEY="+testKey)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ask.mjs: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		ContextID   string
+		Asked, Done a2a.Task
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	asked, done := got.Asked, got.Done
+
+	// The question, as the JS client decoded it.
+	if asked.Status.State != a2a.TaskStateInputRequired || string(asked.ContextID) != got.ContextID {
+		t.Fatalf("asked: %s", mustJSON(t, asked))
+	}
+	if asked.Status.Message == nil || len(asked.Status.Message.Parts) != 2 || asked.Status.Message.Parts[0].Text() != "Which one?" {
+		t.Fatalf("question message: %s", mustJSON(t, asked.Status.Message))
+	}
+	q := statusData(t, asked.Status, kindQuestion)
+	qid := protocol.QuestionID(string(asked.ID), 0)
+	if q["text"] != "Which one?" || q["question_id"] != qid || mustJSON(t, q["choices"]) != `["fintech","health"]` {
+		t.Errorf("question data part: %s", mustJSON(t, q))
+	}
+
+	// The answer continued the same task to its result.
+	if done.ID != asked.ID || done.ContextID != asked.ContextID || done.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("done: %s", mustJSON(t, done))
+	}
+	if len(done.Artifacts) != 1 || done.Artifacts[0].Parts[0].Text() != "echo: answered health" {
+		t.Errorf("result: %s", mustJSON(t, done.Artifacts))
+	}
+	if h := done.History; len(h) != 2 || h[1].Role != a2a.MessageRoleUser || h[1].Parts[0].Text() != "health" {
+		t.Errorf("history (the request, then the answer): %s", mustJSON(t, h))
+	}
+
+	// One question and one answer in the store, the answer the caller's.
+	questions := e.Events(store.Query{TaskID: string(asked.ID), TypePrefix: string(protocol.TypeTaskQuestion)})
+	answers := e.Events(store.Query{TaskID: string(asked.ID), TypePrefix: string(protocol.TypeTaskAnswer)})
+	if len(questions) != 1 || len(answers) != 1 {
+		t.Fatalf("%d task.question and %d task.answer events, want 1 and 1", len(questions), len(answers))
+	}
+	if answers[0].From.AgentID != tester {
+		t.Errorf("the answer is from %s, want the caller %s", answers[0].From.AgentID, tester)
+	}
+	if a, err := protocol.DecodePayload[protocol.Answer](answers[0]); err != nil || a.QuestionID != qid || string(a.Value) != `"health"` {
+		t.Errorf("answer %+v %v", a, err)
+	}
+}
