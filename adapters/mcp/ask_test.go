@@ -12,14 +12,24 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
 )
 
-// askingServer is a team whose exposed agent:asker asks which market and
-// then for approval, and answers with both.
+// askingServer is a team whose exposed agent:asker (registerAsker) asks
+// which market and then for approval, and answers with both.
 func askingServer(t *testing.T) (*team, *mcp.Server) {
 	tm := newTeam(t)
-	tm.env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:asker", Capabilities: []protocol.Capability{{ID: "skill:ask"}}},
+	registerAsker(tm.env)
+	srv, err := mcp.NewServer(tm.env.Router, &mcp.ServerOptions{Caller: ide, Expose: []string{"agent:asker"}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	return tm, srv
+}
+
+// registerAsker registers agent:asker (skill:ask): it asks which market
+// (a choice) and then for approval, and answers with both.
+func registerAsker(env *routertest.Env) {
+	env.Register(&protocol.AgentCard{V: protocol.Version, AgentID: "agent:asker", Capabilities: []protocol.Capability{{ID: "skill:ask"}}},
 		func(ctx context.Context, t *router.Task) (*router.Result, error) {
 			market, err := router.AskAs[string](ctx, t, protocol.Question{Text: "Which market?", Choices: []string{"fintech", "health"}})
 			if err != nil {
@@ -31,9 +41,6 @@ func askingServer(t *testing.T) (*team, *mcp.Server) {
 			}
 			return &router.Result{Payload: map[string]string{"market": market, "decision": ok.Decision, "reason": ok.Reason}}, nil
 		})
-	srv, err := mcp.NewServer(tm.env.Router, &mcp.ServerOptions{Caller: ide, Expose: []string{"agent:asker"}, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	return tm, srv
 }
 
 // session connects a go-sdk client to srv in memory; elicit, when set,
