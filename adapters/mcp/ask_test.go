@@ -125,3 +125,29 @@ func TestServerAskByTool(t *testing.T) {
 	require.False(t, isErr, "%v", sc)
 	assert.Equal(t, "cancel", sc["status"])
 }
+
+// TestServerAnswerThenElicit: a person who declined the first form answers
+// it with answer_question; the next question is put to them as a form
+// within that call, and their response ends the task in the same call.
+func TestServerAnswerThenElicit(t *testing.T) {
+	tm, srv := askingServer(t)
+	var asked []string
+	cs := session(t, srv, func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		if len(asked) == 1 {
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		}
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+	})
+	sc, isErr := callTool(t, cs, mcp.ToolSubmitTask, askArgs, false)
+	require.False(t, isErr, "%v", sc)
+	require.Equal(t, "question", sc["status"])
+	q := sc["question"].(map[string]any)
+	sc, isErr = callTool(t, cs, mcp.ToolAnswerQuestion, map[string]any{"question_id": q["question_id"], "value": "health"}, false)
+	require.False(t, isErr, "%v", sc)
+	assert.Equal(t, "result", sc["status"])
+	assert.Equal(t, map[string]any{"market": "health", "decision": "approve", "reason": ""}, sc["result"])
+	assert.Equal(t, []string{"Which market?", "Publish?"}, asked)
+	evs := tm.env.Events(store.Query{TaskID: sc["task_id"].(string), TypePrefix: string(protocol.TypeTaskAnswer)})
+	assert.Len(t, evs, 2, "one answer per question")
+}

@@ -322,7 +322,8 @@ func (s *Server) answerQuestion(ctx context.Context, req *sdk.CallToolRequest, i
 		return nil, terr
 	}
 	info.taskID, info.runID = r.TaskID, r.RunID
-	if _, terr := s.resumeCall(ctx, req, info); terr != nil {
+	resumed, terr := s.resumeCall(ctx, req, info)
+	if terr != nil {
 		return nil, terr
 	}
 	start, _ := s.st.LastSeq(ctx)
@@ -330,8 +331,13 @@ func (s *Server) answerQuestion(ctx context.Context, req *sdk.CallToolRequest, i
 	if err != nil || in.Value == nil {
 		return nil, newToolErr(protocol.CodeMissingField, ActionFixArguments, "value is required: the answer, JSON")
 	}
-	if terr := s.answer(ctx, info.caller, in.QuestionID, value); terr != nil {
-		return nil, terr
+	// A resumed call is this call again, with the person's responses to
+	// the question that came after this answer: the first round stored
+	// the answer, and storing it again would fail the call with CONFLICT.
+	if resumed == nil {
+		if terr := s.answer(ctx, info.caller, in.QuestionID, value); terr != nil {
+			return nil, terr
+		}
 	}
 	return s.await(ctx, req, info, r, start, s.waitFor(in.WaitSec))
 }
