@@ -46,6 +46,12 @@ func registerAsker(env *routertest.Env) {
 // session connects a go-sdk client to srv in memory; elicit, when set,
 // makes it a host that declares elicitation.
 func session(t *testing.T, srv *mcp.Server, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) *sdk.ClientSession {
+	return sessionAt(t, srv, "", elicit)
+}
+
+// sessionAt is session speaking the MCP revision version (the SDK's
+// latest when "").
+func sessionAt(t *testing.T, srv *mcp.Server, version string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) *sdk.ClientSession {
 	st, ct := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -53,8 +59,14 @@ func session(t *testing.T, srv *mcp.Server, elicit func(context.Context, *sdk.El
 		defer close(done)
 		_ = srv.Run(ctx, st)
 	}()
-	c := sdk.NewClient(&sdk.Implementation{Name: "host", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: elicit})
-	cs, err := c.Connect(context.Background(), ct, nil)
+	o := &sdk.ClientOptions{ElicitationHandler: elicit}
+	if version != "" && version < "2026-07-28" {
+		// A client of an older revision knows no input requests: the
+		// go-sdk's client would fulfil them whatever it negotiated.
+		o.MultiRoundTrip = &sdk.MultiRoundTripOptions{Disabled: true}
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "host", Version: "1"}, o)
+	cs, err := c.Connect(context.Background(), ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		cs.Close()
@@ -87,6 +99,29 @@ func TestServerAskByElicitation(t *testing.T) {
 	for _, m := range tm.env.Events(store.Query{TaskID: sc["task_id"].(string), TypePrefix: string(protocol.TypeTaskAnswer)}) {
 		assert.Equal(t, ide.AgentID, m.From.AgentID, "the answer is the caller's")
 	}
+}
+
+// TestServerAskByElicitationOlderClient: a host of the 2025-11-25
+// revision, which knows no input requests, gets an elicitation/create
+// for each question, all within the one submit_task call.
+func TestServerAskByElicitationOlderClient(t *testing.T) {
+	tm, srv := askingServer(t)
+	var asked []string
+	cs := sessionAt(t, srv, "2025-11-25", func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		if len(asked) == 1 {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "fintech"}}, nil
+		}
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+	})
+	require.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion)
+	sc, isErr := callTool(t, cs, mcp.ToolSubmitTask, askArgs, false)
+	require.False(t, isErr, "%v", sc)
+	assert.Equal(t, "result", sc["status"])
+	assert.Equal(t, map[string]any{"market": "fintech", "decision": "approve", "reason": ""}, sc["result"])
+	assert.Equal(t, []string{"Which market?", "Publish?"}, asked)
+	evs := tm.env.Events(store.Query{TaskID: sc["task_id"].(string), TypePrefix: string(protocol.TypeTaskAnswer)})
+	assert.Len(t, evs, 2, "one answer per question")
 }
 
 // TestServerAskByTool: without elicitation (or when the person declines)

@@ -168,11 +168,15 @@
 // host's person when the host declared elicitation, the caller may answer
 // and the question fits a form (choices, free text, an approval — approve
 // or reject with a reason —, or a schema of top-level fields): the tool
-// result carries input requests (multi round-trip requests; the go-sdk
-// sends older clients an elicitation/create instead), the client calls the
-// tool again with the person's responses and the request state
+// result carries input requests (multi round-trip requests), the client
+// calls the tool again with the person's responses and the request state
 // "clutch-task:<task_id>", and each accepted response is the caller's
-// answer; the task runs on in that call. Otherwise, or when the person
+// answer; the task runs on in that call. A client of an older revision
+// (2025-11-25: the TypeScript SDK v1) gets an elicitation/create request
+// for each question instead, within the call, which the server can send
+// over stdio and over a stateful Handler (ServerOptions.HTTP with
+// Stateless false) but not over the default stateless one: there such a
+// host answers with answer_question. Otherwise, or when the person
 // declines, the result is the task with status "question", the question,
 // and next "call_answer_question": answer_question {question_id, value}
 // answers as the caller (a value that does not fit is fix_arguments) and

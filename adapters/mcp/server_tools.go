@@ -430,6 +430,7 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, info *call
 	token := req.Params.GetProgressToken()
 	n := 0
 	var terminal *protocol.Message
+	var ask *inputNeeded // for a client before multi round-trip requests
 	for ev, err := range s.st.Follow(wctx, store.Query{RunID: r.RunID}) {
 		if err != nil {
 			return nil, newToolErr(protocol.CodeInternal, ActionRetry, "following the task: %v", err)
@@ -459,6 +460,10 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, info *call
 				if w != nil && w.Asked.ID == m.ID { // still waits on this one
 					q := w.Question
 					if in := elicitable(req, info.caller, r, q); in != nil && !info.declined[q.ID] {
+						if in.direct {
+							ask = in // asked once the follow has stopped (askNow)
+							break
+						}
 						return in, nil // the SDK asks the person; the call comes back (resumeCall)
 					}
 					view.Status, view.Question, view.Next = "question", q, ActionAnswer
@@ -470,6 +475,9 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, info *call
 			n++
 			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: describe(m)})
 		}
+	}
+	if ask != nil {
+		return s.askNow(ctx, req, info, r, ask, d)
 	}
 	if terminal == nil {
 		if ctx.Err() != nil {
