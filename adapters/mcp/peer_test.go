@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +23,8 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // needPeer returns the path of node and of an npm peer folder under
@@ -357,4 +362,164 @@ func TestEverythingStdio(t *testing.T) {
 	if n := strings.Count(fmt.Sprint(types(evs)), "task.progress"); n < 1 {
 		t.Errorf("no progress: %v", types(evs))
 	}
+}
+
+// askReport is what testdata/peer/ask.mjs prints: the elicitations the
+// TypeScript host got and the tool calls it made.
+type askReport struct {
+	ProtocolVersion string
+	Elicited        []struct {
+		Message string
+		Schema  map[string]any
+		Action  string
+	}
+	Calls []askCall
+}
+
+// askCall is one tool call of ask.mjs and its result.
+type askCall struct {
+	Tool       string
+	IsError    bool
+	Structured map[string]any
+}
+
+// messages returns the elicitation messages the host saw, in order.
+func (r *askReport) messages() []string {
+	var out []string
+	for _, e := range r.Elicited {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// runAskHost runs ask.mjs as the host of ideKey against the server at url.
+func runAskHost(t *testing.T, node, dir, url string, args ...string) *askReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(dir, "ask.mjs"), "--url", url}, args...)...)
+	cmd.Env = append(os.Environ(), "MCP_API_KEY="+ideKey)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ask.mjs: %v %s", err, stderrOf(err))
+	}
+	var rep askReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report %s: %v", out, err)
+	}
+	return &rep
+}
+
+// TestPeerElicitation: a host on the TypeScript SDK (protocol 2025-11-25,
+// so the go-sdk sends it elicitation/create requests) declares
+// elicitation and submits a task of agent:asker, which asks a choice and
+// then an approval, over Streamable HTTP. Each question reaches the host's
+// person as a form whose message is the question's text, the person's
+// response is the answer of the MCP caller, and the task runs on to its
+// result within the same call. A person who declines gets the question as
+// the result (status "question") and answers it with answer_question.
+// Over the default stateless handler the server cannot send requests, so
+// the same host answers both questions with answer_question.
+func TestPeerElicitation(t *testing.T) {
+	node, dir := needPeer(t, "peer", "@modelcontextprotocol/sdk")
+	serve := func(t *testing.T, stateful bool) (*team, string) {
+		tm := newTeam(t, func(o *mcp.ServerOptions) {
+			o.Expose = []string{"agent:asker"}
+			if stateful {
+				// Sessions: the server can send elicitation/create on the
+				// stream of the tool call.
+				o.HTTP = &sdk.StreamableHTTPOptions{Logger: o.Logger}
+			}
+		})
+		registerAsker(tm.env)
+		hs := httptest.NewServer(tm.srv.Handler())
+		t.Cleanup(hs.Close)
+		return tm, hs.URL
+	}
+	// answers checks the task's questions and answers in the store: two
+	// of each, the answers market then approval (JSON), each stamped with
+	// the MCP caller's agent id.
+	answers := func(t *testing.T, tm *team, rep *askReport, market, approval string) {
+		t.Helper()
+		taskID, _ := rep.Calls[0].Structured["task_id"].(string)
+		evs := tm.env.Events(store.Query{TaskID: taskID, TypePrefix: string(protocol.TypeTaskAnswer)})
+		if len(evs) != 2 {
+			t.Fatalf("%d task.answer events of task %q, want 2", len(evs), taskID)
+		}
+		for i, want := range []string{market, approval} {
+			a, err := protocol.DecodePayload[protocol.Answer](evs[i])
+			if err != nil || a.QuestionID != protocol.QuestionID(taskID, i) || string(a.Value) != want {
+				t.Errorf("answer %d: %+v %v, want %s", i, a, err, want)
+			}
+			if evs[i].From.AgentID != ide.AgentID {
+				t.Errorf("answer %d is from %s, want the MCP caller %s", i, evs[i].From.AgentID, ide.AgentID)
+			}
+		}
+		if n := len(tm.env.Events(store.Query{TaskID: taskID, TypePrefix: string(protocol.TypeTaskQuestion)})); n != 2 {
+			t.Errorf("%d task.question events, want 2", n)
+		}
+	}
+	// result checks that the call c ended with the task's result want.
+	result := func(t *testing.T, c askCall, want map[string]any) {
+		t.Helper()
+		if c.IsError || c.Structured["status"] != "result" || !reflect.DeepEqual(c.Structured["result"], want) {
+			t.Errorf("%s ended with %v, want the result %v", c.Tool, c.Structured, want)
+		}
+	}
+
+	t.Run("accept", func(t *testing.T) {
+		tm, url := serve(t, true)
+		rep := runAskHost(t, node, dir, url, "--answer", "health", "--decision", "reject", "--reason", "later")
+		if rep.ProtocolVersion >= "2026-07-28" {
+			t.Fatalf("the TypeScript host speaks %s: this test is for an elicitation/create host", rep.ProtocolVersion)
+		}
+		if got := rep.messages(); !slices.Equal(got, []string{"Which market?", "Publish?"}) {
+			t.Fatalf("elicited %q", got)
+		}
+		// The forms: the choice's enum, the approval's decision.
+		forms := []string{
+			`{"properties":{"answer":{"enum":["fintech","health"],"type":"string"}},"required":["answer"],"type":"object"}`,
+			`{"properties":{"decision":{"enum":["approve","reject"],"type":"string"},"reason":{"description":"why, when rejecting","type":"string"}},"required":["decision"],"type":"object"}`,
+		}
+		for i, e := range rep.Elicited {
+			if b, _ := json.Marshal(e.Schema); string(b) != forms[i] || e.Action != "accept" {
+				t.Errorf("form %d (%s): %s", i, e.Action, b)
+			}
+		}
+		if len(rep.Calls) != 1 || rep.Calls[0].Tool != mcp.ToolSubmitTask {
+			t.Fatalf("calls %+v, want submit_task alone", rep.Calls)
+		}
+		result(t, rep.Calls[0], map[string]any{"market": "health", "decision": "reject", "reason": "later"})
+		answers(t, tm, rep, `"health"`, `{"decision":"reject","reason":"later"}`)
+	})
+	t.Run("decline then answer_question", func(t *testing.T) {
+		tm, url := serve(t, true)
+		rep := runAskHost(t, node, dir, url, "--answer", "fintech", "--decline", "1")
+		if got := rep.messages(); !slices.Equal(got, []string{"Which market?", "Publish?"}) || rep.Elicited[0].Action != "decline" {
+			t.Fatalf("elicited %+v", rep.Elicited)
+		}
+		if len(rep.Calls) != 2 {
+			t.Fatalf("calls %+v, want submit_task and answer_question", rep.Calls)
+		}
+		sub := rep.Calls[0].Structured
+		if q, _ := sub["question"].(map[string]any); rep.Calls[0].IsError || sub["status"] != "question" || sub["next"] != mcp.ActionAnswer || q["text"] != "Which market?" {
+			t.Fatalf("declined submit_task: %v", sub)
+		}
+		// answer_question answers the first; the approval is elicited
+		// within that call.
+		result(t, rep.Calls[1], map[string]any{"market": "fintech", "decision": "approve", "reason": ""})
+		answers(t, tm, rep, `"fintech"`, `{"decision":"approve"}`)
+	})
+	t.Run("stateless", func(t *testing.T) {
+		tm, url := serve(t, false)
+		rep := runAskHost(t, node, dir, url, "--answer", "health")
+		if len(rep.Elicited) != 0 {
+			t.Errorf("elicited %+v over stateless HTTP", rep.Elicited)
+		}
+		if len(rep.Calls) != 3 || rep.Calls[0].Structured["status"] != "question" || rep.Calls[1].Structured["status"] != "question" {
+			t.Fatalf("calls %+v, want submit_task and answer_question twice", rep.Calls)
+		}
+		result(t, rep.Calls[2], map[string]any{"market": "health", "decision": "approve", "reason": ""})
+		answers(t, tm, rep, `"health"`, `{"decision":"approve"}`)
+	})
 }
