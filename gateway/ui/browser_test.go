@@ -53,6 +53,7 @@ func chromiumPath(t testing.TB) string {
 const (
 	testKey   = "ui-test-key-0123456789"
 	testAgent = "agent:tester"
+	legalKey  = "ui-legal-key-0123456789" // agent:legal: may read only its own threads
 )
 
 // harness is the real gateway serving the UI, over a router and a real
@@ -97,7 +98,8 @@ func newHarnessAt(t testing.TB, prefix string) *harness {
 		t.Fatal(err)
 	}
 
-	keys, err := auth.APIKeys(map[string]auth.Caller{testKey: {AgentID: testAgent, Scopes: []string{auth.ScopeAdmin}}})
+	keys, err := auth.APIKeys(map[string]auth.Caller{testKey: {AgentID: testAgent, Scopes: []string{auth.ScopeAdmin}},
+		legalKey: {AgentID: "agent:legal"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +176,15 @@ func (h *harness) waitJS(expr string) {
 // signIn loads the page, signs in through the form and opens hash.
 func (h *harness) signIn(hash string) {
 	h.t.Helper()
+	h.signInWith(testKey, hash)
+}
+
+// signInWith is signIn with another API key.
+func (h *harness) signInWith(key, hash string) {
+	h.t.Helper()
 	h.do(chromedp.Navigate(h.url),
 		chromedp.WaitVisible("#key"),
-		chromedp.SendKeys("#key", testKey),
+		chromedp.SendKeys("#key", key),
 		chromedp.Click("#signin-btn"),
 		chromedp.WaitNotVisible("#signin"))
 	if hash != "" {

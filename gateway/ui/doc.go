@@ -56,13 +56,16 @@
 //     for someone else shows whom it waits for, without a form. The
 //     sidebar's "Waiting for you" lists the questions the key may answer
 //     (refreshed every 10 s and when a question or answer arrives), each a
-//     link to its task.
+//     link to its own view ("#/question/<id>"): the card and its form,
+//     built from GET v1/questions, so a person may answer a question of a
+//     task it may not read. A key that may not list threads (no scope)
+//     still signs in, to answer what names it.
 //   - A task-tree panel of the runs in the view; a task that waits for an
 //     answer has the status "waiting".
 //   - A compose box that posts a chat.message or a task.request (POST
 //     v1/messages) into the thread.
 //
-// Deep links: "#/thread/<id>" and "#/task/<id>". Dark and light themes follow
+// Deep links: "#/thread/<id>", "#/task/<id>" and "#/question/<id>". Dark and light themes follow
 // prefers-color-scheme, with a toggle kept in localStorage.
 //
 // # Live updates

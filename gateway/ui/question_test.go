@@ -132,6 +132,29 @@ func TestBrowserAnswersQuestions(t *testing.T) {
 		t.Errorf("waiting for me: %s", c)
 	}
 	h.noCSPViolations()
+
+	// agent:legal, a key without scopes, may answer it but not read the
+	// thread: it signs in, its sidebar lists the question, whose own view
+	// holds the card and its form.
+	h.do(chromedp.Click("#signout"), chromedp.WaitVisible("#key"))
+	h.signInWith(legalKey, "")
+	h.waitJS(`document.getElementById("waiting").dataset.count === "1" && document.querySelector('#waiting li[data-question="` + q2 + `"] a')`)
+	h.do(chromedp.Click(`#waiting li[data-question="` + q2 + `"] a`))
+	h.waitJS(`location.hash === "#/question/` + q2 + `" && document.querySelector('.card.question[data-question="` + q2 + `"][data-state="open"] .q-input')`)
+	h.do(chromedp.SendKeys(`.card.question[data-question="`+q2+`"] .q-input`, "signed off"),
+		chromedp.Click(`.card.question[data-question="`+q2+`"] .q-submit`))
+	h.waitJS(`document.querySelector('.card.question[data-question="` + q2 + `"][data-state="answered"]') && document.getElementById("waiting").dataset.count === "0"`)
+	var legal *protocol.Message
+	for ev, err := range h.st.Read(ctx, store.Query{TaskID: other.TaskID, TypePrefix: "task.answer"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		legal, _ = ev.Message()
+	}
+	if legal == nil || legal.From.AgentID != "agent:legal" || !strings.Contains(string(legal.Payload), `"signed off"`) {
+		t.Fatalf("legal's answer: %v", legal)
+	}
+	h.noCSPViolations()
 }
 
 func jsonEqual(a, b string) bool {

@@ -66,6 +66,7 @@
     waitingSeq: -1,      // the view's last seq when the list was asked for: a question up to it that is not listed waits no more
     answers: new Map(),  // question id -> the task.answer event, of the view
     questionEls: new Map(), // question id -> [question event, its card] in the view
+    sent: new Map(),     // question id -> the value this page answered it with
   };
   let timers = [];       // the sidebar's refresh intervals
   // For tests and debugging: the state, and what the page's CSP refused.
@@ -125,8 +126,12 @@
     try {
       await api("/threads?" + qs({ limit: 1 }));
     } catch (err) {
-      if (err.status !== 401) $("signin-error").textContent = "Could not sign in: " + err.message;
-      return;
+      // 403: a valid key that may not list threads; it may still answer
+      // the questions that name it.
+      if (err.status !== 403) {
+        if (err.status !== 401) $("signin-error").textContent = "Could not sign in: " + err.message;
+        return;
+      }
     }
     sessionStorage.setItem(KEY_STORE, S.key);
     $("signin").hidden = true;
@@ -587,7 +592,8 @@
     const id = String(q.question_id || "");
     const answer = S.answers.get(id);
     const w = S.waiting.get(id);
-    const state = answer ? "answered" : w ? "open" : S.waitingLoaded && ev.seq <= S.waitingSeq ? "closed" : "loading";
+    const mine = !answer && !w && S.sent.has(id);
+    const state = answer || mine ? "answered" : w ? "open" : S.waitingLoaded && ev.seq <= S.waitingSeq ? "closed" : "loading";
     if (card.dataset.state === state && state !== "open") return;
     if (state === "open" && card.dataset.state === "open" && card.dataset.may === String(!!w.may_answer)) return; // keep what is typed
     card.dataset.state = state;
@@ -602,6 +608,10 @@
       q.details && Object.keys(q.details).length ? el("details", { open: approval ? true : undefined },
         el("summary", { class: "meta" }, approval ? "what would run" : "details"), payloadNode(q.details)) : null,
     ]);
+    if (mine) {
+      add(card, el("div", { class: "q-status" }, "Answered by you: ", el("span", { class: "q-answer" }, answerText(S.sent.get(id)))));
+      return;
+    }
     if (answer) {
       const a = answer.message;
       add(card, el("div", { class: "q-status" }, "Answered by ", el("span", { class: "author" }, agentName(a.from && a.from.agent_id)), ": ",
@@ -622,6 +632,7 @@
       status.textContent = "sending…";
       try {
         await api("/questions/" + encodeURIComponent(q.question_id) + "/answer", { method: "POST", body: { value } });
+        S.sent.set(q.question_id, value);
         status.textContent = "answered; the task goes on";
         form.dataset.sent = "true";
         scheduleWaiting();
@@ -726,11 +737,40 @@
     for (const w of mine) {
       const q = w.question;
       ul.appendChild(el("li", { "data-question": q.question_id },
-        el("a", { href: taskHash(w.task_id), title: q.text },
+        el("a", { href: "#/question/" + encodeURIComponent(q.question_id), title: q.text },
           String(q.text || ""),
           el("span", { class: "meta" }, (q.kind === "approval" ? "approval · " : "") + agentName(w.asked_by) +
             (q.deadline ? " · by " + fmtTime(q.deadline) : "")))));
     }
+  }
+
+  // openQuestion shows one waiting question on its own ("#/question/<id>",
+  // the sidebar's links): its card and form, built from GET questions, so
+  // a person may answer a question of a task it may not read (one that
+  // names it, or its scope).
+  async function openQuestion(id) {
+    resetView({ kind: "question", id });
+    const gen = S.gen;
+    renderChannels();
+    $("view-title").textContent = "Question";
+    $("view-sub").textContent = "loading…";
+    $("empty").hidden = true;
+    $("compose").hidden = true;
+    await loadWaiting();
+    if (gen !== S.gen) return;
+    const w = S.waiting.get(id);
+    $("view-sub").textContent = "";
+    if (!w) {
+      $("events").appendChild(el("div", { class: "empty" }, S.sent.has(id) ? "Answered by you: " + answerText(S.sent.get(id)) : "This question does not wait for an answer (any more)."));
+    } else {
+      add($("view-sub"), ["asked by " + agentName(w.asked_by) + " for " + agentName(w.requester) + " in ", el("a", { href: taskHash(w.task_id) }, "task " + shortId(w.task_id))]);
+      const ev = { seq: 0, message: { payload: w.question } };
+      const card = el("div", { class: "card question", "data-question": id });
+      S.questionEls.set(id, [ev, card]);
+      fillQuestion(card, ev);
+      $("events").appendChild(el("div", { class: "ev question-view" }, el("div"), el("div", { class: "ev-body" }, card)));
+    }
+    $("events").dataset.loaded = "true";
   }
 
   // ---- the message pane ----------------------------------------------------
@@ -836,6 +876,7 @@
     $("older").hidden = true;
     $("tree-body").textContent = "";
     $("compose-error").textContent = "";
+    $("compose").hidden = false;
   }
 
   async function openView(view) {
@@ -1067,8 +1108,12 @@
   // ---- routing ----------------------------------------------------------------------
   function route() {
     const h = location.hash.replace(/^#\/?/, "");
-    const m = /^(thread|task)\/(.+)$/.exec(h);
-    if (m) {
+    const m = /^(thread|task|question)\/(.+)$/.exec(h);
+    if (m && m[1] === "question") {
+      let id;
+      try { id = decodeURIComponent(m[2]); } catch (_) { id = m[2]; }
+      openQuestion(id);
+    } else if (m) {
       let id;
       try { id = decodeURIComponent(m[2]); } catch (_) { id = m[2]; }
       openView({ kind: m[1], id });
