@@ -150,7 +150,7 @@ func run(ctx context.Context, w io.Writer, answer answerFunc) error {
 	fmt.Fprintf(w, "  go run ./cmd/clutch answer %s --approve --url %s --key %s\n", q.ID, base, editorKey)
 	fmt.Fprintf(w, "  go run ./cmd/clutch answer %s --reject \"not now\" --url %s --key %s\n", q.ID, base, editorKey)
 	fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' -d '{\"value\":{\"decision\":\"approve\"}}' %s/v1/questions/%s/answer\n", editorKey, base, q.ID)
-	fmt.Fprintf(w, "watch the run in the web UI at %s/ (key %s)\n", base, editorKey)
+	fmt.Fprintf(w, "  or in the web UI at %s/ (sign in with %s: the question is under \"Waiting for you\")\n", base, editorKey)
 	if answer != nil {
 		if err := answer(ctx, base, editorKey, q.ID); err != nil {
 			return err
