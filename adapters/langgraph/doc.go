@@ -160,9 +160,10 @@
 // RATE_LIMITED, 409 (thread busy) → CONFLICT (retryable), 401/403 →
 // UNAUTHORIZED, 404 → NOT_FOUND, 400/422 → INVALID_FIELD, a refused
 // destination → POLICY_DENIED; a run that ends in status error or timeout
-// → TOOL_FAILED / TIMEOUT. Every request dials through
-// RemoteOptions.Egress (egress.Policy.Client); RemoteOptions.APIKey is sent
-// as x-api-key.
+// → TOOL_FAILED / TIMEOUT. The JS server answers a run on a busy thread
+// with 422 "Thread is already running a task": CONFLICT (retryable), as a
+// 409. Every request dials through RemoteOptions.Egress
+// (egress.Policy.Client); RemoteOptions.APIKey is sent as x-api-key.
 //
 // Caveats: router.Task.Emit sets the task, sender and attempt and carries
 // no meta, so in the bridge the LangGraph ids travel in the payloads (tool

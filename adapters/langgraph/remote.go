@@ -650,7 +650,9 @@ func (rm *Remote) status(code int, what, body string) error {
 	switch {
 	case code == http.StatusTooManyRequests:
 		return router.Fail(protocol.CodeRateLimited, msg, true, details)
-	case code == http.StatusConflict:
+	case code == http.StatusConflict, code == http.StatusUnprocessableEntity && strings.Contains(body, "already running"):
+		// The JS server answers a busy thread with 422 "Thread is already
+		// running a task".
 		return router.Fail(protocol.CodeConflict, msg+" (the thread is busy with another run)", true, details)
 	case code >= 500:
 		return router.Fail(protocol.CodeToolUnavailable, msg, true, details)

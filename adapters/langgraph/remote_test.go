@@ -329,3 +329,21 @@ func TestRemoteCancelCancelsTheRun(t *testing.T) {
 		t.Fatal("the run was not cancelled on the server")
 	}
 }
+
+// The JS server answers a run on a busy thread with 422 "Thread is
+// already running a task": that is CONFLICT, retryable, as a 409 is.
+func TestRemoteBusyThread422IsConflict(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/threads" {
+			io.WriteString(w, `{"thread_id":"x","status":"busy"}`)
+			return
+		}
+		http.Error(w, `{"message":"Thread is already running a task. Wait for it to finish or choose a different multitask strategy."}`, http.StatusUnprocessableEntity)
+	}))
+	t.Cleanup(hs.Close)
+	env, rm := newEnv(t, hs.URL, "agent", &langgraph.RemoteOptions{})
+	out := ask(t, env, rm, "hi", "")
+	require.False(t, out.OK())
+	assert.Equal(t, protocol.CodeConflict, out.Err.Code)
+	assert.True(t, out.Err.Retryable)
+}
