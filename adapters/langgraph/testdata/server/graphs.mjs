@@ -139,3 +139,55 @@ export const twice = new StateGraph(MessagesAnnotation)
   })
   .addEdge(START, "ask")
   .compile();
+
+// choose: an interrupt whose value is an object with a question and its
+// choices; the answer is one of them.
+export const choose = new StateGraph(MessagesAnnotation)
+  .addNode("pick", () => {
+    const colour = interrupt({ question: "Which colour?", choices: ["red", "green"] });
+    return { messages: [new AIMessage({ content: "chose " + colour })] };
+  })
+  .addEdge(START, "pick")
+  .compile();
+
+// count: an interrupt whose value carries a JSON Schema for the answer.
+export const count = new StateGraph(MessagesAnnotation)
+  .addNode("count", () => {
+    const n = interrupt({ message: "How many copies?", schema: { type: "integer", minimum: 1 } });
+    return { messages: [new AIMessage({ content: "copies: " + n })] };
+  })
+  .addEdge(START, "count")
+  .compile();
+
+// pair: two branches in one step, each interrupting: the run stops on two
+// interrupts at once.
+export const pair = new StateGraph(MessagesAnnotation)
+  .addNode("left", () => {
+    const answer = interrupt("Left?");
+    return { messages: [new AIMessage({ content: "left got " + answer })] };
+  })
+  .addNode("right", () => {
+    const answer = interrupt("Right?");
+    return { messages: [new AIMessage({ content: "right got " + answer })] };
+  })
+  .addEdge(START, "left")
+  .addEdge(START, "right")
+  .compile();
+
+// hold: interrupts; resumed with "hang", the node writes a custom event and
+// waits (up to a minute) until its run is cancelled; any other answer
+// completes it.
+export const hold = new StateGraph(MessagesAnnotation)
+  .addNode("ask", async (_state, config) => {
+    const answer = interrupt("Go on?");
+    if (answer === "hang") {
+      config.writer?.({ hanging: true });
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(resolve, 60000);
+        config.signal?.addEventListener("abort", () => { clearTimeout(timer); reject(new Error("aborted")); });
+      });
+    }
+    return { messages: [new AIMessage({ content: "went on: " + answer })] };
+  })
+  .addEdge(START, "ask")
+  .compile();
