@@ -56,9 +56,10 @@
 // stream gives the same ids and the event store deduplicates it.
 //
 // An interrupt is reported as task.error INPUT_REQUIRED (not an extension
-// event): it is what the router and the A2A bridge already use for "the
-// agent needs input", a follow-up task.request on the same thread resumes
-// it, and the interrupt ids stay in meta and details. Every form is one: a
+// event): it is the code of "the agent needs input" (a task that waits for
+// an answer resolves its handle with it too), and the interrupt ids stay
+// in meta and details. The bridge does not end a task with it: the task
+// asks (see "Bridge"). Every form is one: a
 // dynamic interrupt (reported once, in the task of its namespace, however
 // many frames repeat it), a static breakpoint (an empty __interrupt__
 // list: details.interrupts [] and details.static), and one inside a
@@ -128,28 +129,88 @@
 //     restarts and needs no table;
 //   - becomes a run: POST /threads/{id}/runs/stream with the stream modes
 //     of RemoteOptions.StreamModes, stream_resumable, on_disconnect "cancel"
-//     and the graph input (RemoteOptions.Input); when the thread waits for
-//     input (status "interrupted" or pending interrupts) the request is the
-//     answer and the run resumes it with command {resume: …}
-//     (RemoteOptions.Resume);
+//     and the graph input (RemoteOptions.Input), or the resume of a thread
+//     that waits (below);
 //   - is streamed: every frame is translated (the mapping above) and lands
 //     under the task through router.Task.Emit — tool.call, tool.result,
 //     tool.error, chat.message and x.langgraph.* as they are, the rest (run
 //     and node lifecycle, state, updates, checkpoints, handoffs) as
 //     task.progress with the langgraph.*.v1 payload types; a frame the
 //     translator refuses is kept as x.langgraph.invalid_frame;
-//   - ends: an interrupt of any node task at any depth (a subgraph's
-//     too) or a static breakpoint (interruptBefore/After), or a thread
-//     whose state (GET /threads/{id}/state, read once at the end of every
-//     run) still names nodes to run (next), ends the attempt with
-//     INPUT_REQUIRED, never a result (message: the interrupt's value, or
-//     the nodes a breakpoint stopped before; details: the interrupts, each
-//     once, langgraph_next, the LangGraph thread and run ids); an error
-//     frame ends it with TOOL_FAILED and the server's message; otherwise
-//     the final state (the last values frame, else the thread state's
-//     values) gives task.result, mapped by RemoteOptions.Result and typed
+//   - ends: an error frame ends it with TOOL_FAILED and the server's
+//     message; a run that stopped for input asks (below); otherwise the
+//     final state (the last values frame, else the thread state's values)
+//     gives task.result, mapped by RemoteOptions.Result and typed
 //     RemoteOptions.ResultType; a cancelled task cancels the run
 //     (POST /threads/{id}/runs/{run}/cancel).
+//
+// A LangGraph interrupt is a question in the Clutch task (router.Task.Ask,
+// docs/protocol.md §2.7). A run stops for input when any node task at any
+// depth (a subgraph's too) called interrupt(), at a static breakpoint
+// (interruptBefore/After), or when the thread's state (GET
+// /threads/{id}/state, read at the end of every run) still names nodes to
+// run (next). The task then stores a task.question and waits, holding no
+// goroutine: its handle resolves with the question (Outcome.Question,
+// INPUT_REQUIRED), the graph stays interrupted on its thread. The question
+// is made of the thread state's pending interrupts (else the stream's):
+//
+//   - text: each interrupt value's text, one a line — a string as it is, or
+//     an object's "question", "message" or "description" string member;
+//     without any, "LangGraph run paused before <next>: answer to
+//     continue" (at most protocol.MaxQuestionText bytes);
+//   - a lone interrupt whose value is an object with "choices" (strings)
+//     or "schema" (a JSON Schema object) gives the question those, so only
+//     such an answer is taken (a schema needs a router Validator that
+//     checks values, as *schema.Registry; invalid choices or schema are
+//     left out);
+//   - details: "interrupts" (each once, {id, value}, credentials redacted
+//     and values bounded), "langgraph_next", "langgraph_thread_id",
+//     "langgraph_run_id" (when known) and "langgraph_checkpoint_id"; who
+//     may answer is the task's requester, and there is no deadline.
+//
+// router.Router.Answer runs the task again; Handle calls
+// router.Task.Resumed first, and when the last answered question names
+// the task's LangGraph thread:
+//
+//   - the thread still waits on what the question asked (the same pending
+//     interrupt ids; at a static breakpoint, the same checkpoint): the run
+//     is `command: {resume: …}` on that thread. For one interrupt (or a
+//     breakpoint) the resume value is the answer's value as it is. For
+//     several (parallel branches), an answer that is an object whose keys
+//     are interrupt ids of the question is LangGraph's resume map as it
+//     is (a value per interrupt; interrupts it leaves out are asked
+//     again); any other answer is given to each interrupt
+//     ({id: value, …});
+//   - the thread waits on other interrupts (the answer went in before a
+//     restart and the graph stopped again): the task asks about those,
+//     without a run;
+//   - the thread waits for nothing (the answer went in and the run ended
+//     before a restart): nothing runs again, the thread state's values are
+//     the result; a thread whose last run failed fails the task with
+//     TOOL_FAILED;
+//   - a thread busy with a run (the one that took the answer, or one that
+//     ended a moment ago: the JS server marks the thread after the run's
+//     stream ends) is first polled every RemoteOptions.PollInterval until
+//     it is not, or the task's context ends.
+//
+// Without such an answer (a first attempt, or a question about another
+// thread) the request is the graph's input, or the answer of a thread
+// that waits (below).
+//
+// A resume run cancelled with its connection (a process that stopped
+// mid-run) leaves the interrupt pending, so the answer resumes the graph
+// again after a restart; router.Router.Recover leaves a waiting task
+// waiting, and the thread id in the question finds the graph again. Each
+// answer is one more attempt of the same task, and the next interrupt the
+// same task's next question.
+//
+// A task that cannot ask ends as before questions: a subtask (its parent
+// holds it while it delegates; router.Task.Ask refuses) ends with
+// INPUT_REQUIRED, the question's text as message and its details (plus
+// "not_asked", why), and so does a question the router refuses. A new
+// task.request on a Clutch thread whose LangGraph thread waits — its
+// question cancelled or timed out, or nobody asked — is the answer: the
+// run resumes the graph with command {resume: …} (RemoteOptions.Resume).
 //
 // A stream that ends while the run is still pending or running (a dropped
 // connection) is re-joined with GET /threads/{id}/runs/{run}/stream and
@@ -170,8 +231,10 @@
 // call ids, message ids, task ids and names of node tasks), not in meta as
 // with Translator. The LangGraph.js server 2.0.0 cannot stream values with
 // subgraphs (RemoteOptions.Subgraphs leaves values out and reads the state
-// instead) and reports an interrupted run as status "success"; the bridge
-// goes by the stream's interrupts and the thread's state. Tested against
+// instead), reports an interrupted run as status "success", and lists in
+// a Thread object the interrupts of node tasks an answer already resumed;
+// the bridge goes by the stream's interrupts and the thread's state (whose
+// tasks carry their result). Tested against
 // the LangGraph.js Agent Server (langgraphjs dev) from npm; the hosted
 // Python server is inferred to speak the same API.
 //

@@ -67,9 +67,11 @@ type RemoteOptions struct {
 	// it is when it is a JSON object, {"messages": [{"role": "user",
 	// "content": s}]} when it is a string s.
 	Input func(req *protocol.Message) (any, error)
-	// Resume maps a follow-up task.request on a thread waiting for input to
-	// the resume value of `command: {resume: …}`. Nil: the payload (a
-	// string as it is, an object's "resume" member when it has one).
+	// Resume maps a new task.request on a thread that waits for input —
+	// not the answer to the task's question, which resumes the graph as it
+	// is (see the package doc, "Bridge") — to the resume value of
+	// `command: {resume: …}`. Nil: the payload (a string as it is, an
+	// object's "resume" member when it has one).
 	Resume func(req *protocol.Message) (any, error)
 	// ResultType is the payload_type of the task.result ("" untyped).
 	ResultType string
@@ -228,8 +230,22 @@ func (rm *Remote) ThreadID(clutchThread string) string {
 
 // thread is the part of a Thread object the Remote reads.
 type thread struct {
-	Status     string         `json:"status"`
-	Interrupts map[string]any `json:"interrupts"`
+	Status     string                     `json:"status"`
+	Interrupts map[string]json.RawMessage `json:"interrupts"` // node task -> its pending interrupts
+}
+
+// listsInterrupts reports whether the thread lists a pending interrupt.
+// The JS server lists the interrupts of the last checkpoint's tasks, those
+// an answer resumed and that completed too: the thread state says which
+// still wait (threadState.interrupts).
+func (th *thread) listsInterrupts() bool {
+	for _, l := range th.Interrupts {
+		var list []any
+		if json.Unmarshal(l, &list) == nil && len(list) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Handle runs a routed task as a LangGraph run (the router.Handler of
@@ -237,30 +253,9 @@ type thread struct {
 func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, error) {
 	req := t.Request()
 	tid := rm.ThreadID(req.ThreadID)
-	var th thread
-	if err := rm.call(ctx, http.MethodPost, "/threads", map[string]any{
-		"thread_id": tid, "if_exists": "do_nothing",
-		"metadata": map[string]any{"clutch_thread": req.ThreadID},
-	}, &th); err != nil {
-		return nil, err
-	}
-	body := map[string]any{
-		"assistant_id": rm.assistant, "stream_mode": rm.opts.StreamModes,
-		"stream_subgraphs": rm.opts.Subgraphs, "stream_resumable": true, "on_disconnect": "cancel",
-		"metadata": map[string]any{"clutch_task": t.ID(), "clutch_run": t.RunID(), "clutch_thread": req.ThreadID},
-	}
-	if th.Status == "interrupted" || len(th.Interrupts) > 0 {
-		v, err := rm.resumeValue(req)
-		if err != nil {
-			return nil, err
-		}
-		body["command"] = map[string]any{"resume": v}
-	} else {
-		in, err := rm.input(req)
-		if err != nil {
-			return nil, err
-		}
-		body["input"] = in
+	body, res, err := rm.begin(ctx, t, tid)
+	if body == nil {
+		return res, err
 	}
 	resp, err := rm.do(ctx, http.MethodPost, "/threads/"+tid+"/runs/stream", body, nil)
 	if err != nil {
@@ -349,41 +344,106 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 		return nil, err
 	}
 	if out.asked || len(state.Next) > 0 {
-		interrupts := out.interrupts
-		if len(interrupts) == 0 {
-			for _, st := range state.Tasks {
-				interrupts = append(interrupts, st.Interrupts...)
-			}
-		}
-		question := out.question
-		if question == "" || out.static {
-			question = "LangGraph run paused before " + strings.Join(state.Next, ", ") + ": answer to continue"
-			for _, in := range interrupts {
-				if io, ok := in.(map[string]any); ok {
-					if q, ok := io["value"].(string); ok && q != "" {
-						question = q
-						break
-					}
-				}
-			}
-		}
-		if interrupts == nil {
-			interrupts = []any{}
-		}
-		next := make([]any, len(state.Next))
-		for i, n := range state.Next {
-			next[i] = n
-		}
-		return nil, router.Fail(protocol.CodeInputRequired, question, false, map[string]any{
-			"interrupts": interrupts, "langgraph_next": next, "langgraph_thread_id": tid, "langgraph_run_id": runID})
+		return rm.wait(ctx, t, tid, runID, &state, out.interrupts)
 	}
-	values := s.LastValues()
-	var raw json.RawMessage
-	if values != nil {
-		raw = jsonOf(values)
-	} else {
-		raw = state.Values
+	if values := s.LastValues(); values != nil {
+		return rm.result(jsonOf(values), runID)
 	}
+	return rm.result(state.Values, runID)
+}
+
+// begin finds the thread tid and says what the run does: the body of its
+// POST /threads/{id}/runs/stream — the request as the graph's input, or
+// the resume of a thread that waits. A nil body ends the attempt with res
+// and err, without a run: an answer the graph took before a restart.
+func (rm *Remote) begin(ctx context.Context, t *router.Task, tid string) (body map[string]any, res *router.Result, err error) {
+	req := t.Request()
+	// An attempt after an answer: the graph waits on the LangGraph thread
+	// the question names, and goes on where it stopped.
+	asked, answer, err := t.Resumed(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if asked != nil {
+		if id, _ := asked.Details["langgraph_thread_id"].(string); id != tid {
+			asked, answer = nil, nil // not a question about this thread
+		}
+	}
+	var th thread
+	if err := rm.call(ctx, http.MethodPost, "/threads", map[string]any{
+		"thread_id": tid, "if_exists": "do_nothing",
+		"metadata": map[string]any{"clutch_thread": req.ThreadID},
+	}, &th); err != nil {
+		return nil, nil, err
+	}
+	body = map[string]any{
+		"assistant_id": rm.assistant, "stream_mode": rm.opts.StreamModes,
+		"stream_subgraphs": rm.opts.Subgraphs, "stream_resumable": true, "on_disconnect": "cancel",
+		"metadata": map[string]any{"clutch_task": t.ID(), "clutch_run": t.RunID(), "clutch_thread": req.ThreadID},
+	}
+	for asked != nil && th.Status == "busy" {
+		// A run is going on the thread: the one that took the answer
+		// before a restart, or one that has just ended (the server marks
+		// the thread a moment after the run). Poll until it is done.
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(rm.opts.PollInterval):
+		}
+		if err := rm.call(ctx, http.MethodPost, "/threads", map[string]any{"thread_id": tid, "if_exists": "do_nothing"}, &th); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The thread waits for input when it is interrupted, or when its state
+	// has an interrupt no answer has resumed yet (after a run that took an
+	// answer was cancelled, its status is "error").
+	waiting := th.Status == "interrupted"
+	var state threadState
+	if asked != nil || (!waiting && th.listsInterrupts()) {
+		if err := rm.call(ctx, http.MethodGet, "/threads/"+tid+"/state", nil, &state); err != nil {
+			return nil, nil, err
+		}
+		waiting = waiting || len(state.interrupts()) > 0
+	}
+	switch {
+	case asked != nil:
+		details := map[string]any{"question_id": asked.ID, "langgraph_thread_id": tid}
+		switch {
+		case waiting && state.waitsFor(asked):
+			body["command"] = map[string]any{"resume": resumeWith(asked, answer)}
+			return body, nil, nil
+		case waiting && (len(state.interrupts()) > 0 || len(state.Next) > 0):
+			// The answer went in before a restart and the graph stopped
+			// again, on interrupts nobody was asked about yet.
+			res, err = rm.wait(ctx, t, tid, "", &state, nil)
+		case th.Status == "error":
+			err = router.Fail(protocol.CodeToolFailed, "the LangGraph run that took the answer to "+asked.ID+" failed", false, details)
+		default:
+			// The answer went in and the run ended before a restart: the
+			// thread's state is the result; nothing runs again.
+			res, err = rm.result(state.Values, "")
+		}
+		return nil, res, err
+	case waiting:
+		// A new request on a thread that waits (its question was cancelled
+		// or timed out, or nobody asked): the request is the answer.
+		v, err := rm.resumeValue(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		body["command"] = map[string]any{"resume": v}
+	default:
+		in, err := rm.input(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		body["input"] = in
+	}
+	return body, nil, nil
+}
+
+// result makes the task's result of the graph's final state.
+func (rm *Remote) result(raw json.RawMessage, runID string) (*router.Result, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage("null")
 	}
@@ -392,7 +452,11 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 	}
 	p, err := rm.opts.Result(raw)
 	if err != nil {
-		return nil, router.Fail(protocol.CodeValidation, "mapping the LangGraph state to the result: "+err.Error(), false, map[string]any{"langgraph_run_id": runID})
+		var details map[string]any
+		if runID != "" {
+			details = map[string]any{"langgraph_run_id": runID}
+		}
+		return nil, router.Fail(protocol.CodeValidation, "mapping the LangGraph state to the result: "+err.Error(), false, details)
 	}
 	return &router.Result{PayloadType: rm.opts.ResultType, Payload: p}, nil
 }
@@ -401,10 +465,8 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 type outcome struct {
 	err        error // an error frame
 	asked      bool  // an interrupt, of any task, at any depth, or static
-	static     bool  // a static breakpoint (no interrupt value)
 	interrupts []any // the interrupts of this run, each once
 	ids        map[string]bool
-	question   string
 	status     string
 }
 
@@ -413,8 +475,13 @@ type threadState struct {
 	Values json.RawMessage `json:"values"`
 	Next   []string        `json:"next"`
 	Tasks  []struct {
-		Interrupts []any `json:"interrupts"`
+		Interrupts []any           `json:"interrupts"`
+		Result     json.RawMessage `json:"result"` // set once the node task has completed
+		Error      json.RawMessage `json:"error"`  // set when it failed
 	} `json:"tasks"`
+	Checkpoint struct {
+		CheckpointID string `json:"checkpoint_id"`
+	} `json:"checkpoint"`
 }
 
 // consume reads SSE frames until the stream ends, records every step under
@@ -466,9 +533,6 @@ func (rm *Remote) record(ctx context.Context, t *router.Task, m *protocol.Messag
 			// the task asks, it has no result.
 			out.asked = true
 			list, _ := ep.Details["interrupts"].([]any)
-			if len(list) == 0 {
-				out.static = true
-			}
 			for _, in := range list {
 				io, _ := in.(map[string]any)
 				id, _ := io["id"].(string)
@@ -480,9 +544,6 @@ func (rm *Remote) record(ctx context.Context, t *router.Task, m *protocol.Messag
 				}
 				out.ids[id] = true
 				out.interrupts = append(out.interrupts, in)
-			}
-			if out.question == "" || !root {
-				out.question = ep.Message
 			}
 			if root {
 				return nil // the attempt ends with it

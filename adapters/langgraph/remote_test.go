@@ -47,6 +47,7 @@ type fake struct {
 	streams []string          // the recorded .sse bodies of the next runs, in order
 	status  []string          // the run statuses GET answers, in order (last repeats)
 	thread  string            // the Thread JSON POST /threads answers
+	threads []string          // when set, the Thread JSONs POST /threads answers, in order (last repeats), before thread
 	failOn  map[string]int    // path prefix -> HTTP status to answer
 	cutAt   int               // when > 0, the first run stream is cut after this many frames
 	rest    string            // what the join stream serves after a cut
@@ -56,6 +57,7 @@ type fake struct {
 	lastID  atomic.Value
 	cancels chan string // receives the path of each cancel request
 	state   string      // the thread state GET answers; a finished thread when ""
+	states  []string    // when set, the thread states GET answers, in order (last repeats), before state
 }
 
 func newFake(t *testing.T, streams ...string) (*fake, *httptest.Server) {
@@ -87,7 +89,16 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case r.Method == "POST" && r.URL.Path == "/threads":
-		io.WriteString(w, f.thread)
+		f.mu.Lock()
+		th := f.thread
+		if len(f.threads) > 0 {
+			th = f.threads[0]
+			if len(f.threads) > 1 {
+				f.threads = f.threads[1:]
+			}
+		}
+		f.mu.Unlock()
+		io.WriteString(w, th)
 	case r.Method == "POST" && len(parts) == 4 && parts[3] == "stream":
 		f.mu.Lock()
 		s := f.streams[0]
@@ -130,8 +141,17 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, f.rest)
 	case r.Method == "GET" && len(parts) == 3 && parts[2] == "state":
-		if f.state != "" {
-			io.WriteString(w, f.state)
+		f.mu.Lock()
+		st := f.state
+		if len(f.states) > 0 {
+			st = f.states[0]
+			if len(f.states) > 1 {
+				f.states = f.states[1:]
+			}
+		}
+		f.mu.Unlock()
+		if st != "" {
+			io.WriteString(w, st)
 			return
 		}
 		io.WriteString(w, `{"values":{"messages":[{"type":"ai","content":"from state"}]}}`)
@@ -225,23 +245,171 @@ func TestRemoteReplayToolLoop(t *testing.T) {
 	assert.Contains(t, f.bodies["POST /threads/"+tid+"/runs/stream"], `"stream_mode":["values","updates","messages-tuple","custom","tasks"]`)
 }
 
-func TestRemoteReplayInterruptThenResume(t *testing.T) {
+// asked checks that out is the outcome of a task that stopped to ask —
+// Outcome.Question, INPUT_REQUIRED, the task.question stored — and
+// returns the question. A task still waiting when the test ends is
+// cancelled then (every task must end in the store).
+func asked(t testing.TB, env *routertest.Env, out *router.Outcome) *protocol.Question {
+	t.Helper()
+	require.NotNil(t, out.Question, "the task did not ask: %s %+v", out.Type, out.Err)
+	assert.Equal(t, protocol.TypeTaskQuestion, out.Type)
+	require.NotNil(t, out.Err)
+	assert.Equal(t, protocol.CodeInputRequired, out.Err.Code)
+	assert.Equal(t, out.Question.Text, out.Err.Message)
+	stored := env.Events(store.Query{TaskID: out.TaskID, TypePrefix: "task.question"})
+	require.NotEmpty(t, stored)
+	q, err := protocol.DecodePayload[protocol.Question](stored[len(stored)-1])
+	require.NoError(t, err)
+	assert.Equal(t, out.Question.ID, q.ID)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if w, err := env.Router.Waiter(ctx, out.TaskID); err == nil && w != nil {
+			if h, err := env.Router.Cancel(out.TaskID, "the test is over"); err == nil {
+				h.Wait(ctx)
+			}
+		}
+	})
+	return out.Question
+}
+
+// answerAs answers the question out stopped on as the task's requester
+// and returns the outcome of the task run on.
+func answerAs(t testing.TB, env *routertest.Env, out *router.Outcome, value any) *router.Outcome {
+	t.Helper()
+	o, _ := env.Wait(env.Answer(out, value))
+	return o
+}
+
+// An interrupt is the task's question; the answer resumes the graph with
+// command.resume, in a new attempt of the same task.
+func TestRemoteReplayInterruptAsksThenAnswerResumes(t *testing.T) {
 	f, hs := newFake(t, "approval_interrupt", "approval_resume")
 	env, rm := newEnv(t, hs.URL, "approval", nil)
 	out := ask(t, env, rm, "order 42", "")
-	require.False(t, out.OK())
-	assert.Equal(t, protocol.CodeInputRequired, out.Err.Code)
-	assert.Equal(t, "Approve the refund for: order 42?", out.Err.Message)
-	// The thread now waits: the follow-up resumes it with command.resume.
+	q := asked(t, env, out)
+	assert.Equal(t, "Approve the refund for: order 42?", q.Text)
+	tid := rm.ThreadID(out.Message.ThreadID)
+	assert.Equal(t, tid, q.Details["langgraph_thread_id"])
+	assert.Equal(t, "run-1", q.Details["langgraph_run_id"])
+	assert.Equal(t, 1, env.Router.Waiting())
+	const id = "ac75c782bb4f315f6d08c0e442af8c57"
+	in, _ := q.Details["interrupts"].([]any)
+	require.Len(t, in, 1)
+	assert.Equal(t, id, in[0].(map[string]any)["id"])
+	// The thread waits on that interrupt; after the resume run it is done.
+	f.mu.Lock()
+	f.thread = `{"thread_id":"x","status":"interrupted","interrupts":{"t1":[{"value":"Approve?","id":"` + id + `"}]}}`
+	f.states = []string{`{"values":{"messages":[]},"next":["ask"],"tasks":[{"id":"t1","name":"ask","interrupts":[{"value":"Approve?","id":"` + id + `"}],"result":null}]}`,
+		`{"values":{"messages":[]},"next":[]}`}
+	f.mu.Unlock()
+	out2 := answerAs(t, env, out, "yes")
+	require.True(t, out2.OK(), "%+v", out2.Err)
+	assert.Equal(t, out.TaskID, out2.TaskID)
+	assert.Contains(t, string(out2.Message.Payload), "Human said: yes")
+	assert.Equal(t, 0, env.Router.Waiting())
+	assert.Contains(t, f.bodies["POST /threads/"+tid+"/runs/stream"], `"command":{"resume":"yes"}`)
+	assert.NotContains(t, f.bodies["POST /threads/"+tid+"/runs/stream"], `"input"`)
+}
+
+// A new request on a thread that waits, its question cancelled, is the
+// answer: the run resumes the graph with command.resume (RemoteOptions.Resume).
+func TestRemoteReplayFollowUpResumes(t *testing.T) {
+	f, hs := newFake(t, "approval_interrupt", "approval_resume")
+	env, rm := newEnv(t, hs.URL, "approval", nil)
+	out := ask(t, env, rm, "order 42", "")
+	asked(t, env, out)
+	h, err := env.Router.Cancel(out.TaskID, "answered in the thread instead")
+	require.NoError(t, err)
+	cancelled, _ := env.Wait(h)
+	assert.Equal(t, protocol.TypeTaskCancel, cancelled.Type)
 	f.mu.Lock()
 	f.thread = `{"thread_id":"x","status":"interrupted","interrupts":{"t1":[{"value":"Approve?","id":"ac75"}]}}`
 	f.mu.Unlock()
-	out2 := ask(t, env, rm, "yes", out.Message.ThreadID)
+	out2 := ask(t, env, rm, map[string]any{"resume": "yes"}, out.Message.ThreadID)
 	require.True(t, out2.OK(), "%+v", out2.Err)
+	assert.NotEqual(t, out.TaskID, out2.TaskID)
 	assert.Contains(t, string(out2.Message.Payload), "Human said: yes")
 	tid := rm.ThreadID(out.Message.ThreadID)
 	assert.Contains(t, f.bodies["POST /threads/"+tid+"/runs/stream"], `"command":{"resume":"yes"}`)
 	assert.NotContains(t, f.bodies["POST /threads/"+tid+"/runs/stream"], `"input"`)
+}
+
+// Several interrupts at once: one question; an answer keyed by interrupt
+// ids is LangGraph's resume map as it is, any other value goes to each.
+func TestRemoteSeveralInterruptsResumeMap(t *testing.T) {
+	const two = `[{"value":"Left?","id":"ia"},{"value":"Right?","id":"ib"}]`
+	for _, c := range []struct {
+		answer any
+		resume string
+	}{
+		{"ok", `"command":{"resume":{"ia":"ok","ib":"ok"}}`},
+		{map[string]any{"ia": "L", "ib": "R"}, `"command":{"resume":{"ia":"L","ib":"R"}}`},
+		{map[string]any{"ia": "L"}, `"command":{"resume":{"ia":"L"}}`},
+		{map[string]any{"other": "x"}, `"command":{"resume":{"ia":{"other":"x"},"ib":{"other":"x"}}}`},
+	} {
+		f, hs := newFake(t)
+		f.streams = []string{"event: metadata\ndata: {\"run_id\":\"run-1\"}\n\n" +
+			"event: updates\ndata: {\"__interrupt__\":" + two + "}\n\n",
+			"event: metadata\ndata: {\"run_id\":\"run-2\"}\n\nevent: values\ndata: {\"messages\":[]}\n\n"}
+		pending := `{"values":{"messages":[]},"next":["left","right"],"tasks":[` +
+			`{"id":"t1","name":"left","interrupts":[{"value":"Left?","id":"ia"}],"result":null},` +
+			`{"id":"t2","name":"right","interrupts":[{"value":"Right?","id":"ib"}],"result":null}]}`
+		f.states = []string{pending, pending, `{"values":{"messages":[]},"next":[]}`}
+		env, rm := newEnv(t, hs.URL, "pair", nil)
+		out := ask(t, env, rm, "go", "")
+		q := asked(t, env, out)
+		assert.Equal(t, "Left?\nRight?", q.Text)
+		assert.Len(t, q.Details["interrupts"], 2)
+		f.mu.Lock()
+		f.thread = `{"thread_id":"x","status":"interrupted","interrupts":{"t1":[{"value":"Left?","id":"ia"}],"t2":[{"value":"Right?","id":"ib"}]}}`
+		f.mu.Unlock()
+		out2 := answerAs(t, env, out, c.answer)
+		require.True(t, out2.OK(), "%+v", out2.Err)
+		assert.Contains(t, f.bodies["POST /threads/"+rm.ThreadID(out.Message.ThreadID)+"/runs/stream"], c.resume, "answer %v", c.answer)
+	}
+}
+
+// An answer the graph took before a restart runs nothing again: a thread
+// still busy with the run that took it is polled until that run is done,
+// then the thread's state is the result; a thread whose run failed fails
+// the task with TOOL_FAILED.
+func TestRemoteAnswerTakenBeforeARestart(t *testing.T) {
+	for _, c := range []struct {
+		threads []string
+		code    protocol.Code // "" for a result
+	}{
+		{[]string{`{"thread_id":"x","status":"busy","interrupts":{}}`, `{"thread_id":"x","status":"busy","interrupts":{}}`, `{"thread_id":"x","status":"idle","interrupts":{}}`}, ""},
+		{[]string{`{"thread_id":"x","status":"error","interrupts":{"t1":[]}}`}, protocol.CodeToolFailed},
+	} {
+		f, hs := newFake(t, "approval_interrupt")
+		env, rm := newEnv(t, hs.URL, "approval", &langgraph.RemoteOptions{PollInterval: time.Millisecond})
+		out := ask(t, env, rm, "order 42", "")
+		asked(t, env, out)
+		f.mu.Lock()
+		f.threads = c.threads
+		f.state = `{"values":{"messages":[{"type":"ai","content":"Human said: yes"}]},"next":[]}`
+		f.mu.Unlock()
+		out2 := answerAs(t, env, out, "yes")
+		if c.code == "" {
+			require.True(t, out2.OK(), "%+v", out2.Err)
+			assert.Contains(t, string(out2.Message.Payload), "Human said: yes")
+		} else {
+			require.False(t, out2.OK())
+			assert.Equal(t, c.code, out2.Err.Code)
+			assert.Equal(t, out.Question.ID, out2.Err.Details["question_id"])
+		}
+		var threads, runs int
+		for _, r := range f.requests() {
+			switch {
+			case r == "POST /threads":
+				threads++
+			case strings.HasSuffix(r, "/runs/stream"):
+				runs++
+			}
+		}
+		assert.Equal(t, 1, runs, "no run after the answer")
+		assert.Equal(t, 1+len(c.threads), threads, "the busy thread is polled until it is not")
+	}
 }
 
 func TestRemoteReplayGraphError(t *testing.T) {

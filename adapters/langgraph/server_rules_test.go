@@ -62,7 +62,7 @@ func oneEndPerTask(t *testing.T, env *routertest.Env, runID string) {
 }
 
 // A static interruptBefore: the run stops before "publish" and the task
-// asks (the thread's next is ["publish"]); the follow-up continues it.
+// asks (the thread's next is ["publish"]); the answer continues it.
 func TestServerStaticInterruptBefore(t *testing.T) {
 	url := agentServer(t)
 	for _, modes := range [][]string{nil, {"values"}, {"updates", "tasks", "debug"}, {"messages-tuple"}} {
@@ -70,17 +70,20 @@ func TestServerStaticInterruptBefore(t *testing.T) {
 		thread := freshThread(t)
 		out := ask(t, env, rm, "write it", thread)
 		require.False(t, out.OK(), "modes %v: %s", modes, out.Message.Payload)
-		assert.Equal(t, protocol.CodeInputRequired, out.Err.Code, "modes %v", modes)
+		q := asked(t, env, out)
 		st := stateOf(t, url, rm, thread)
 		assert.Equal(t, []string{"publish"}, st.Next)
-		assert.Equal(t, []any{"publish"}, out.Err.Details["langgraph_next"], "modes %v", modes)
-		assert.Contains(t, out.Err.Message, "publish")
+		assert.Equal(t, []any{"publish"}, q.Details["langgraph_next"], "modes %v", modes)
+		assert.Equal(t, []any{}, q.Details["interrupts"], "modes %v", modes)
+		assert.NotEmpty(t, q.Details["langgraph_checkpoint_id"], "modes %v", modes)
+		assert.Equal(t, "LangGraph run paused before publish: answer to continue", q.Text)
 		oneEndPerTask(t, env, out.Message.RunID)
 
-		out2 := ask(t, env, rm, "go ahead", thread)
+		out2 := answerAs(t, env, out, "go ahead")
 		require.True(t, out2.OK(), "modes %v: %+v", modes, out2.Err)
 		assert.Contains(t, string(out2.Message.Payload), "published")
 		assert.Empty(t, stateOf(t, url, rm, thread).Next)
+		oneEndPerTask(t, env, out.Message.RunID)
 	}
 }
 
@@ -93,18 +96,18 @@ func TestServerNestedSubgraphInterrupt(t *testing.T) {
 		thread := freshThread(t)
 		out := ask(t, env, rm, "start", thread)
 		require.False(t, out.OK(), "subgraphs %v: %s", sub, out.Message.Payload)
-		assert.Equal(t, protocol.CodeInputRequired, out.Err.Code)
-		assert.Equal(t, "Deep question: go on?", out.Err.Message)
+		q := asked(t, env, out)
+		assert.Equal(t, "Deep question: go on?", q.Text)
 		st := stateOf(t, url, rm, thread)
 		require.Equal(t, []string{"middle"}, st.Next)
 		require.Len(t, st.Tasks, 1)
 		require.Len(t, st.Tasks[0].Interrupts, 1)
-		ids, _ := out.Err.Details["interrupts"].([]any)
+		ids, _ := q.Details["interrupts"].([]any)
 		require.Len(t, ids, 1, "the interrupt once: %v", ids)
 		assert.Equal(t, st.Tasks[0].Interrupts[0].ID, ids[0].(map[string]any)["id"])
 		oneEndPerTask(t, env, out.Message.RunID)
 
-		out2 := ask(t, env, rm, "yes", thread)
+		out2 := answerAs(t, env, out, "yes")
 		require.True(t, out2.OK(), "subgraphs %v: %+v", sub, out2.Err)
 		assert.Contains(t, string(out2.Message.Payload), "inner got: yes")
 	}
@@ -160,25 +163,37 @@ func TestServerSendFanOutFailingBranch(t *testing.T) {
 	assert.Len(t, starts, 3)
 }
 
-// One node interrupting twice: each run asks the next question, matching
-// the thread's pending interrupt; the last answer completes the node.
+// One node interrupting twice: two questions in a row in one task, each
+// matching the thread's pending interrupt (a new interrupt id each time);
+// the second answer completes the node with both answers.
 func TestServerRepeatedInterruptsInOneNode(t *testing.T) {
 	url := agentServer(t)
 	env, rm := newEnv(t, url, "twice", nil)
 	thread := freshThread(t)
-	for i, q := range []string{"First question?", "Second question?"} {
-		out := ask(t, env, rm, []string{"start", "one"}[i], thread)
-		require.False(t, out.OK(), "step %d: %s", i, out.Message.Payload)
-		assert.Equal(t, protocol.CodeInputRequired, out.Err.Code)
-		assert.Equal(t, q, out.Err.Message)
+	out := ask(t, env, rm, "start", thread)
+	var ids []any
+	for i, c := range []struct{ text, answer string }{{"First question?", "one"}, {"Second question?", "two"}} {
+		q := asked(t, env, out)
+		assert.Equal(t, c.text, q.Text)
+		assert.Equal(t, i, q.Index)
+		assert.Equal(t, out.TaskID, out.Message.TaskID)
 		st := stateOf(t, url, rm, thread)
 		require.Len(t, st.Tasks, 1)
 		require.Len(t, st.Tasks[0].Interrupts, 1)
-		assert.Equal(t, q, st.Tasks[0].Interrupts[0].Value)
+		assert.Equal(t, c.text, st.Tasks[0].Interrupts[0].Value)
+		in, _ := q.Details["interrupts"].([]any)
+		require.Len(t, in, 1)
+		assert.Equal(t, st.Tasks[0].Interrupts[0].ID, in[0].(map[string]any)["id"])
+		ids = append(ids, in[0].(map[string]any)["id"])
 		oneEndPerTask(t, env, out.Message.RunID)
+		first := out.TaskID
+		out = answerAs(t, env, out, c.answer)
+		assert.Equal(t, first, out.TaskID, "the same task runs on")
 	}
-	out := ask(t, env, rm, "two", thread)
 	require.True(t, out.OK(), "%+v", out.Err)
+	assert.NotEqual(t, ids[0], ids[1])
 	assert.Contains(t, string(out.Message.Payload), "answers: one, two")
 	assert.Empty(t, stateOf(t, url, rm, thread).Next)
+	assert.Len(t, runsOf(t, url, rm.ThreadID(thread)), 3)
+	assert.Equal(t, 0, env.Router.Waiting())
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters/langgraph"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
 )
@@ -202,15 +203,78 @@ func TestServerToolError(t *testing.T) {
 	assert.Equal(t, "division by zero", ep.Message)
 }
 
-// An interrupt ends the attempt with INPUT_REQUIRED; a follow-up on the
-// same thread resumes the run with command.resume.
-func TestServerInterruptAndResume(t *testing.T) {
+// An interrupt() is the Clutch task's question: the task waits, holding
+// nothing; the requester's answer resumes the graph on the same LangGraph
+// thread (command.resume) and the task ends with the graph's result.
+func TestServerInterruptAsksAndTheAnswerResumes(t *testing.T) {
+	url := agentServer(t)
+	env, rm := newEnv(t, url, "approval", nil)
+	req := env.Request("", "order 42")
+	req.ThreadID = freshThread(t)
+	req.To = []protocol.Participant{{AgentID: rm.Card().AgentID}}
+	h, err := env.Router.Submit(context.Background(), req)
+	require.NoError(t, err)
+	out, _ := env.Wait(h)
+	q := asked(t, env, out)
+	assert.Equal(t, "Approve the refund for: order 42?", q.Text)
+	assert.Equal(t, req.TaskID+".q0", q.ID)
+	assert.Equal(t, 1, env.Router.Waiting())
+	tid := rm.ThreadID(req.ThreadID)
+	assert.Equal(t, tid, q.Details["langgraph_thread_id"])
+	st := stateOf(t, url, rm, req.ThreadID)
+	require.Len(t, st.Tasks, 1)
+	require.Len(t, st.Tasks[0].Interrupts, 1)
+	in, _ := q.Details["interrupts"].([]any)
+	require.Len(t, in, 1)
+	assert.Equal(t, st.Tasks[0].Interrupts[0].ID, in[0].(map[string]any)["id"])
+	assert.Equal(t, []any{"ask"}, q.Details["langgraph_next"])
+	first := runsOf(t, url, tid)
+	require.Len(t, first, 1)
+	assert.Equal(t, first[0].RunID, q.Details["langgraph_run_id"])
+
+	h2, err := env.Router.Answer(context.Background(), q.ID, router.Answerer{AgentID: req.From.AgentID}, json.RawMessage(`"yes"`))
+	require.NoError(t, err)
+	out2, _ := env.Wait(h2)
+	require.True(t, out2.OK(), "%+v", out2.Err)
+	assert.Equal(t, req.TaskID, out2.TaskID)
+	assert.Contains(t, string(out2.Message.Payload), "Human said: yes")
+	assert.Equal(t, 0, env.Router.Waiting())
+	// The graph ran on on its thread: the answer reached interrupt().
+	st = stateOf(t, url, rm, req.ThreadID)
+	assert.Empty(t, st.Next)
+	assert.Equal(t, "Human said: yes", st.Values.Messages[len(st.Values.Messages)-1].Content)
+	assert.Len(t, runsOf(t, url, tid), 2)
+	// The task's life: asked in its first attempt, resumed in a second.
+	assert.Equal(t, []protocol.Type{protocol.TypeTaskRequest, protocol.TypeRoutingDecision, protocol.TypeTaskAccept,
+		protocol.TypeTaskQuestion, protocol.TypeTaskAnswer, protocol.TypeRoutingDecision, protocol.TypeTaskAccept,
+		protocol.TypeTaskResult}, lifecycle(env, req.TaskID))
+}
+
+// lifecycle is the task's events without its progress and steps.
+func lifecycle(env *routertest.Env, taskID string) []protocol.Type {
+	var out []protocol.Type
+	for _, ty := range env.Types(taskID) {
+		switch ty {
+		case protocol.TypeTaskProgress, protocol.TypeToolCall, protocol.TypeToolResult, protocol.TypeToolError, protocol.TypeChatMessage:
+		default:
+			out = append(out, ty)
+		}
+	}
+	return out
+}
+
+// A new request on a thread that waits — its question cancelled — is the
+// answer: the follow-up resumes the graph (RemoteOptions.Resume).
+func TestServerFollowUpResumesAnInterruptedThread(t *testing.T) {
 	url := agentServer(t)
 	env, rm := newEnv(t, url, "approval", nil)
 	out := ask(t, env, rm, "order 42", freshThread(t))
-	require.False(t, out.OK())
-	assert.Equal(t, protocol.CodeInputRequired, out.Err.Code)
-	assert.Equal(t, "Approve the refund for: order 42?", out.Err.Message)
+	asked(t, env, out)
+	h, err := env.Router.Cancel(out.TaskID, "answered in the thread instead")
+	require.NoError(t, err)
+	cancelled, _ := env.Wait(h)
+	assert.Equal(t, protocol.TypeTaskCancel, cancelled.Type)
+	assert.Equal(t, 0, env.Router.Waiting())
 	out2 := ask(t, env, rm, "yes", out.Message.ThreadID)
 	require.True(t, out2.OK(), "%+v", out2.Err)
 	assert.Contains(t, string(out2.Message.Payload), "Human said: yes")
@@ -282,6 +346,24 @@ func TestServerCancel(t *testing.T) {
 	}
 	require.NoError(t, json.NewDecoder(resp2.Body).Decode(&run))
 	assert.Contains(t, []string{"interrupted", "error"}, run.Status)
+}
+
+// serverRun is a run as GET /threads/{id}/runs lists it.
+type serverRun struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+}
+
+// runsOf lists the runs of a LangGraph thread.
+func runsOf(t *testing.T, url, tid string) []serverRun {
+	t.Helper()
+	resp, err := http.Get(url + "/threads/" + tid + "/runs")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var runs []serverRun
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&runs))
+	return runs
 }
 
 // freshThread names a Clutch thread no earlier test (or -count run) used:
