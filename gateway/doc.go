@@ -48,6 +48,8 @@
 //	POST /v1/messages                  submit (below) → 202 Accepted
 //	GET  /v1/questions?mine=1          {"questions":[WaitingQuestion]}   what waits for an answer
 //	POST /v1/questions/{id}/answer     {"value": …} → 200 Answered   (below)
+//	POST /v1/tasks/{id}/cancel         {"reason": "…"} or nothing → 200 Accepted (the task.cancel)
+//	POST /v1/tasks/{id}/retry          nothing → 202 Accepted: a new attempt of a failed task
 //	GET  /v1/artifacts/{ref}           the bytes, Content-Type its media type
 //	GET  /v1/stream?run=&thread=&task=&agent=&type=&after=   SSE
 //	GET  /v1/ws?<the same>             WebSocket
@@ -55,6 +57,15 @@
 //	     /v1/rules/...                 Options.Rules, when set (package rules/rulesapi)
 //	GET  /healthz                      "ok"
 //	GET  /, /ui/...                    Options.UI, when set
+//
+// Cancel and retry act on a task the caller may read (its own, or any
+// with read:all); another caller's task is 404. Cancel stores the
+// task.cancel with "cancelled by <caller>: <reason>"; retry runs a task
+// that ended with task.error or task.timeout again as a new attempt
+// (router.Router.Retry). Cancelling an ended task, and retrying a task
+// that runs, completed or was cancelled, is 409 CONFLICT with retryable
+// false: sending it again does not help. A body with other members is
+// 400.
 //
 // A Summary is store.Summary with the API's time format. An event's
 // "message" is the envelope exactly as stored (the bytes the store holds);

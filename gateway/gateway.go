@@ -194,6 +194,8 @@ func (g *Gateway) routes() {
 	a.HandleFunc("POST /v1/messages", g.serveSubmit)
 	a.HandleFunc("GET /v1/questions", g.serveQuestions)
 	a.HandleFunc("POST /v1/questions/{id}/answer", g.serveAnswer)
+	a.HandleFunc("POST /v1/tasks/{id}/cancel", g.serveCancel)
+	a.HandleFunc("POST /v1/tasks/{id}/retry", g.serveRetry)
 	a.HandleFunc("GET /v1/artifacts/{ref}", g.serveArtifact)
 	a.HandleFunc("GET /v1/stream", g.serveSSE)
 	a.HandleFunc("GET /v1/ws", g.serveWS)
