@@ -51,7 +51,7 @@
 //	POST /v1/tasks/{id}/cancel         {"reason": "…"} or nothing → 200 Accepted (the task.cancel)
 //	POST /v1/tasks/{id}/retry          nothing → 202 Accepted: a new attempt of a failed task
 //	GET  /v1/artifacts/{ref}           the bytes, Content-Type its media type
-//	GET  /v1/stream?run=&thread=&task=&agent=&type=&after=   SSE
+//	GET  /v1/stream?run=&thread=&task=&agent=&type=&after=   SSE (after=now: only what comes next)
 //	GET  /v1/ws?<the same>             WebSocket
 //	     /v1/agui/...                  Options.AGUI, when set
 //	     /v1/rules/...                 Options.Rules, when set (package rules/rulesapi)

@@ -27,6 +27,7 @@ type streamQuery struct {
 	Run, Thread, Task, Agent string
 	Type                     string
 	After                    uint64 // after=, or Last-Event-ID
+	Now                      bool   // after=now: from the store's last seq when the stream opens
 }
 
 func badQuery(name, detail string) error {
@@ -147,7 +148,9 @@ func parseStreamQuery(v url.Values, lastEventID string) (streamQuery, error) {
 	if q.Type, err = parseType(v); err != nil {
 		return q, err
 	}
-	if q.After, err = parseSeq(v, "after"); err != nil {
+	if a, ok := v["after"]; ok && a[0] == "now" {
+		q.Now = true
+	} else if q.After, err = parseSeq(v, "after"); err != nil {
 		return q, err
 	}
 	if lastEventID != "" {
@@ -155,7 +158,7 @@ func parseStreamQuery(v url.Values, lastEventID string) (streamQuery, error) {
 		if err != nil {
 			return q, coded.Wrap(ErrBadRequest, "Last-Event-ID must be a seq (a decimal number)", nil)
 		}
-		q.After = n
+		q.After, q.Now = n, false
 	}
 	return q, nil
 }

@@ -78,6 +78,13 @@ func (g *Gateway) openStream(ctx context.Context, c *auth.Caller, q streamQuery)
 	if !c.MayRead() {
 		return nil, auth.ErrForbidden
 	}
+	if q.Now {
+		n, err := g.st.LastSeq(ctx)
+		if err != nil {
+			return nil, err
+		}
+		q.After = n
+	}
 	s := &stream{g: g, q: store.Query{
 		RunID: q.Run, ThreadID: q.Thread, TaskID: q.Task, AgentID: q.Agent, TypePrefix: q.Type, AfterSeq: q.After,
 	}}

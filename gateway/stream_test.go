@@ -550,3 +550,30 @@ func TestSlowConsumerByBytes(t *testing.T) {
 		t.Fatalf("the slow client's last event: %+v", lastEv)
 	}
 }
+
+// TestSSEAfterNow: after=now streams only what is stored once the stream
+// is open — the UI's live sidebar — for a caller's own runs.
+func TestSSEAfterNow(t *testing.T) {
+	e := newEnv(t, nil)
+	old := e.runTask(keyAlice, `{"q":"old"}`)
+	s, _ := e.openSSE("?after=now", keyAlice, nil)
+	defer s.body.Close()
+	fresh := e.runTask(keyAlice, `{"q":"new"}`)
+	ev, err := s.nextEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d streamData
+	if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		RunID string `json:"run_id"`
+	}
+	_ = json.Unmarshal(d.Message, &m)
+	if m.RunID != fresh.RunID || m.RunID == old.RunID {
+		t.Fatalf("the first event streamed is of run %s; want the new run %s", m.RunID, fresh.RunID)
+	}
+	status, body := e.do("GET", "/v1/stream?after=later", keyAlice, "")
+	wantError(t, "after=later", status, body, http.StatusBadRequest, "INVALID_FIELD")
+}

@@ -22,6 +22,22 @@
 //
 // # What the page shows
 //
+//   - The home ("#/", where the page opens): the recent runs (GET
+//     v1/runs), each named by its ask (the summary's title), with its
+//     status in words and an icon (never colour alone), when it started,
+//     how long it took, the agents involved and, for a failed run, what
+//     failed; counts of running, waiting and failed runs, and filters on
+//     them. System runs are not listed.
+//   - A run's trace ("#/run/<id>"): its task tree (GET v1/runs/{id}/tree)
+//     as rows with status, agent, duration and a waterfall bar; a failed
+//     run's banner names the step that failed first, its agent, code and
+//     message, once, and links to it; the selected task shows what it was
+//     asked, its routing in words, its tool calls as cards (status,
+//     duration, arguments, result or error; a tool call of an ended task
+//     never shows as running), its questions, its result or error, its
+//     ids behind copy buttons and its raw events behind a toggle, and
+//     Cancel (running or waiting) or Retry (failed or timed out) buttons
+//     (POST v1/tasks/{id}/cancel, /retry).
 //   - A sidebar of channels (threads grouped by meta.ui_channel, newest
 //     first, with their status) and of agents (online, tasks in flight,
 //     success rate). Threads are listed a page at a time (GET v1/threads);
@@ -65,10 +81,22 @@
 //   - A compose box that posts a chat.message or a task.request (POST
 //     v1/messages) into the thread.
 //
-// Deep links: "#/thread/<id>", "#/task/<id>" and "#/question/<id>". Dark and light themes follow
+// Deep links: "#/run/<id>", "#/thread/<id>", "#/task/<id>" and
+// "#/question/<id>"; agents are named by their card's display name
+// everywhere once GET v1/agents has been read. Dark and light themes follow
 // prefers-color-scheme, with a toggle kept in localStorage.
 //
 // # Live updates
+//
+// Once signed in the page follows one stream of everything the key may
+// read from the store's end (v1/stream?after=now, resumed after the last
+// seq seen); each event refreshes the lists it changes — the sidebar's
+// threads, the home, what waits for the key — so they follow the team
+// without polling (a slow refresh remains as a safety net), and the focus
+// stays on the control that had it. When that stream drops, a banner says
+// the page is reconnecting (or offline) and Send is disabled until it is
+// back; a key the server no longer accepts (a restart with a new key)
+// signs the page out saying so.
 //
 // The page reads a view's history in pages (after=, limit=) and then follows
 // v1/stream with fetch() so that it can send the API key in the Authorization

@@ -4,6 +4,7 @@
 (function () {
   const API = (document.querySelector('meta[name="clutch-api"]').content || "v1").replace(/\/+$/, "");
   const KEY_STORE = "clutch.apiKey";
+  const KEY_REFUSED = "The server did not accept your key: it may have restarted with a new one. Sign in with the current key.";
   const THEME_STORE = "clutch.theme";
   const PAGE = 5000;        // history page size (the API's maximum)
   const WINDOW = 200;       // events shown when a view opens; most events in one chunk
@@ -93,7 +94,7 @@
     let body = null;
     const ct = res.headers.get("Content-Type") || "";
     if (ct.includes("json")) { try { body = await res.json(); } catch (_) { body = null; } }
-    if (res.status === 401) { signOut("Your API key was not accepted."); throw new APIError(401, body); }
+    if (res.status === 401) { signOut(KEY_REFUSED); throw new APIError(401, body); }
     if (!res.ok) throw new APIError(res.status, body);
     return body;
   }
@@ -111,6 +112,8 @@
     S.key = "";
     sessionStorage.removeItem(KEY_STORE);
     stopStream();
+    stopWatch();
+    setBanner("");
     timers.forEach(clearInterval);
     timers = [];
     resetThreads();
@@ -182,7 +185,7 @@
     if (gen !== S.threadsGen) return;
     mergeThreads((body && body.threads) || []);
     if (S.threadsBefore === null || !S.olderPages) S.threadsBefore = (body && Number(body.next_before)) || 0;
-    renderChannels();
+    keepFocus(renderChannels);
   }
   async function loadOlderThreads() {
     if (S.threadsLoading || !S.threadsBefore) return;
@@ -215,6 +218,7 @@
   function renderChannels() {
     const groups = new Map();
     for (const t of S.threads) {
+      if (isReserved(t.id)) continue; // Clutch's own records: not a conversation
       const ch = t.channel || "threads";
       if (!groups.has(ch)) groups.set(ch, []);
       groups.get(ch).push(t);
@@ -225,10 +229,12 @@
       nav.appendChild(el("div", { class: "channel" }, el("h2", null, "# " + ch),
         list.map((t) => {
           const active = S.view && S.view.kind === "thread" && S.view.id === t.id;
-          return el("a", { href: threadHash(t.id), class: "thread-link st-" + t.status + (active ? " active" : ""),
-            title: t.id + " · " + t.status + " · updated " + t.updated, "data-thread": t.id },
-          el("span", { class: "dot" }), el("span", { class: "name" }, shortId(t.id)),
-          el("span", { class: "count", title: t.events + " events" }, fmtShort(t.updated)));
+          const st = summaryStatus(t);
+          const word = st === "failed" || st === "timed_out" ? "failed" : st === "waiting" ? "waits" : st === "running" ? "running" : "";
+          return el("a", { href: threadHash(t.id), class: "thread-link st-" + st + (active ? " active" : ""),
+            title: (t.title ? t.title + " · " : "") + t.id + " · " + st + " · updated " + t.updated, "data-thread": t.id, "data-key": "thread-" + t.id },
+          el("span", { class: "dot", "aria-hidden": "true" }), el("span", { class: "name" }, t.title || shortId(t.id)),
+          word ? el("span", { class: "badge-st st-" + st }, word) : el("span", { class: "count", title: t.events + " events" }, fmtShort(t.updated)));
         })));
     }
     if (!S.threads.length) nav.appendChild(el("div", { class: "channel" }, el("h2", null, "No threads yet")));
@@ -247,14 +253,21 @@
       return;
     }
     ul.textContent = "";
+    let renamed = false;
     for (const a of (body && body.agents) || []) {
       const c = a.card || {};
+      const dn = c.display && typeof c.display.name === "string" && c.display.name.trim();
+      if (dn && c.agent_id && agentNames.get(c.agent_id) !== dn) { agentNames.set(c.agent_id, dn); renamed = true; }
       const name = (c.display && c.display.name) || c.agent_id || "?";
       const rate = typeof a.success_rate === "number" ? Math.round(a.success_rate * 100) + "%" : "";
       ul.appendChild(el("li", { title: (c.agent_id || "") + (a.online ? " · online" : " · offline"), "data-agent": c.agent_id },
         el("span", { class: "dot " + (a.online ? "on" : "off") }), el("span", { class: "name" }, name),
         el("span", { class: "load", title: "tasks in flight · recent success rate" },
           (a.in_flight || 0) + " running" + (rate ? " · " + rate : ""))));
+    }
+    if (renamed && S.view) { // names shown before the cards came
+      if (S.view.kind === "run" && S.trace) keepFocus(renderTrace);
+      else if (S.view.kind === "home") keepFocus(renderHome);
     }
   }
 
@@ -292,7 +305,10 @@
     for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
     return COLORS[(h >>> 0) % COLORS.length];
   }
-  function agentName(id) { return String(id || "").replace(/^agent:/, ""); }
+  // agentName is an agent's display name (its card's, once GET agents has
+  // been read), else its id without "agent:": one name everywhere.
+  const agentNames = new Map();
+  function agentName(id) { return agentNames.get(id) || String(id || "").replace(/^agent:/, ""); }
   const timeFmt = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
   const shortFmt = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
   function fmtShort(ts) { const d = new Date(ts); return isNaN(d) ? "" : shortFmt.format(d); }
@@ -522,7 +538,7 @@
     try {
       const res = await fetch(API + "/artifacts/" + encodeURIComponent(a.ref), {
         headers: { "Authorization": "Bearer " + S.key }, cache: "no-store" });
-      if (res.status === 401) { signOut("Your API key was not accepted."); return; }
+      if (res.status === 401) { signOut(KEY_REFUSED); return; }
       if (!res.ok) {
         let body = null;
         try { body = await res.json(); } catch (_) { body = null; }
@@ -773,6 +789,360 @@
     $("events").dataset.loaded = "true";
   }
 
+  // ---- runs: the home and a run's trace -------------------------------------
+  // The home lists recent runs by their ask (GET runs: each summary's title,
+  // status, duration, agents, failure); "#/run/<id>" is a run's trace: its
+  // task tree with durations and a waterfall, a failure banner naming the
+  // step that failed, and, for the selected task, its input, routing, tool
+  // calls, questions and outcome, with cancel and retry.
+  const STATUS = {
+    completed: ["✓", "Completed"], failed: ["✗", "Failed"], timed_out: ["✗", "Timed out"],
+    cancelled: ["■", "Cancelled"], running: ["●", "Running"], pending: ["○", "Pending"],
+    waiting: ["?", "Waiting for a person"], active: ["·", "Active"],
+  };
+  function statusPill(st) {
+    const s = STATUS[st] || ["·", String(st || "unknown")];
+    return el("span", { class: "pill st-" + (st || "unknown"), "data-status": st || "" },
+      el("span", { class: "pill-icon", "aria-hidden": "true" }, s[0]), s[1]);
+  }
+  // isReserved mirrors protocol.Reserved: Clutch's own system records.
+  function isReserved(id) {
+    id = String(id || "");
+    if (id === "run_registry" || id === "thr_registry" || id === "task_registry") return true;
+    const m = /^(run_|run:|thr_|thread:|task_|task:)(.*)$/.exec(id);
+    return !!m && (/^clutch[_:]/.test(m[2]) || /^rules:/.test(m[2]) && m[1].endsWith(":") || m[1] === "run:" && /^webhook:/.test(m[2]));
+  }
+  function summaryStatus(s) { return s.waiting > 0 && s.status === "running" ? "waiting" : s.status; }
+  function fmtDur(ms) {
+    if (!(ms >= 0)) return "";
+    if (ms < 1000) return Math.round(ms) + " ms";
+    const s = ms / 1000;
+    if (s < 60) return (s < 10 ? s.toFixed(1) : Math.round(s)) + " s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + " min " + Math.round(s % 60) + " s";
+    return Math.floor(m / 60) + " h " + (m % 60) + " min";
+  }
+  const msOf = (t) => { const d = new Date(t); return isNaN(d) ? NaN : d.getTime(); };
+  // payloadTitle is a request's ask in a line: the text of its payload.
+  function payloadTitle(m) {
+    const p = m && m.payload;
+    let t = typeof p === "string" ? p : null;
+    if (t === null && p && typeof p === "object") {
+      for (const k of ["title", "text", "query", "message", "content", "summary", "prompt", "goal"]) if (typeof p[k] === "string" && p[k].trim()) { t = p[k]; break; }
+    }
+    if (t === null) t = (m && m.payload_type) || "task";
+    t = t.replace(/\s+/g, " ").trim();
+    return t.length > 120 ? t.slice(0, 119) + "…" : t;
+  }
+  // keepFocus re-renders with fn and puts the focus back on the element
+  // with the same data-key, so a live update never loses the reader's place.
+  function keepFocus(fn) {
+    const a = document.activeElement;
+    const key = a && a.dataset ? a.dataset.key : "";
+    fn();
+    if (key) { const n = document.querySelector('[data-key="' + CSS.escape(key) + '"]'); if (n && n !== document.activeElement) n.focus(); }
+  }
+
+  S.home = { runs: [], filter: "all", loading: false };
+  async function openHome() {
+    resetView({ kind: "home", id: "" });
+    const gen = S.gen;
+    renderChannels();
+    $("view-title").textContent = "Runs";
+    $("view-sub").textContent = "loading…";
+    $("empty").hidden = true;
+    $("compose").hidden = true;
+    document.body.dataset.view = "home";
+    await loadHome(gen);
+    if (gen === S.gen) $("events").dataset.loaded = "true";
+  }
+  async function loadHome(gen) {
+    let body;
+    try { body = await api("/runs?" + qs({ limit: 100 })); } catch (err) {
+      if (gen !== S.gen) return;
+      $("view-sub").textContent = "";
+      $("events").textContent = "";
+      $("events").appendChild(el("div", { class: "empty" }, err.status === 403 ? "This key may not list runs. Questions for you are on the left." : "Could not load the runs: " + err.message));
+      return;
+    }
+    if (gen !== S.gen) return;
+    S.home.runs = ((body && body.runs) || []).filter((s) => s && !isReserved(s.id));
+    keepFocus(renderHome);
+  }
+  function renderHome() {
+    const runs = S.home.runs;
+    const count = (st) => runs.filter((s) => summaryStatus(s) === st || (st === "failed" && s.status === "timed_out")).length;
+    const n = { running: count("running"), waiting: count("waiting"), failed: count("failed") };
+    $("view-sub").textContent = runs.length + " recent runs · " + n.running + " running · " + n.waiting + " waiting · " + n.failed + " failed";
+    const box = $("events");
+    box.textContent = "";
+    const filters = [["all", "All", runs.length], ["running", "Running", n.running], ["waiting", "Waiting", n.waiting], ["failed", "Failed", n.failed]];
+    const bar = el("div", { class: "filters", role: "group", "aria-label": "Show runs" }, filters.map(([k, label, c]) => {
+      const b = el("button", { type: "button", class: "filter", "data-key": "filter-" + k, "aria-pressed": String(S.home.filter === k) }, label + " ", el("span", { class: "count" }, String(c)));
+      b.addEventListener("click", () => { S.home.filter = k; keepFocus(renderHome); });
+      return b;
+    }));
+    box.appendChild(bar);
+    let shown = runs;
+    if (S.home.filter === "failed") shown = runs.filter((s) => s.status === "failed" || s.status === "timed_out");
+    else if (S.home.filter !== "all") shown = runs.filter((s) => summaryStatus(s) === S.home.filter);
+    if (!shown.length) {
+      box.appendChild(el("div", { class: "empty" }, runs.length ? "No run is " + S.home.filter + "." : "No runs yet. Start one from a thread (+ New thread), the API or the CLI."));
+      return;
+    }
+    box.appendChild(el("ul", { class: "runs", "aria-label": "Runs" }, shown.map(runRow)));
+  }
+  function runRow(s) {
+    const st = summaryStatus(s);
+    const end = s.status === "running" ? Date.now() : msOf(s.updated);
+    const agents = Array.isArray(s.agents) ? s.agents.map(agentName) : [];
+    const f = s.failure;
+    return el("li", { class: "run-row st-" + st, "data-run": s.id },
+      el("a", { href: "#/run/" + encodeURIComponent(s.id), "data-key": "run-" + s.id },
+        el("span", { class: "run-title" }, s.title || "Run " + shortId(s.id)),
+        el("span", { class: "run-meta" }, statusPill(st),
+          el("span", { class: "meta", title: "started " + s.created }, fmtShort(s.created) + " · " + fmtDur(end - msOf(s.created))),
+          agents.length ? el("span", { class: "meta" }, agents.join(", ") + (s.agents_more ? " +" + s.agents_more : "")) : null,
+          el("span", { class: "meta" }, s.tasks + (s.tasks === 1 ? " task" : " tasks"))),
+        f && (s.status === "failed" || s.status === "timed_out") ? el("span", { class: "run-fail" }, "✗ " + (f.code || "ERROR") + (f.message ? ": " + f.message : "") + (f.agent_id ? " — " + agentName(f.agent_id) : "")) : null));
+  }
+
+  // ---- the trace of one run --------------------------------------------------
+  S.trace = null; // {tree, tasks: Map, selected, root}
+  async function openRun(id) {
+    resetView({ kind: "run", id });
+    const gen = S.gen;
+    renderChannels();
+    document.body.dataset.view = "run";
+    $("view-title").textContent = "Run " + shortId(id);
+    $("view-sub").textContent = "loading…";
+    $("empty").hidden = true;
+    $("compose").hidden = true;
+    const base = "/runs/" + encodeURIComponent(id) + "/events?";
+    let after = 0;
+    try {
+      for (;;) {
+        const body = await api(base + qs({ after, limit: PAGE }));
+        if (gen !== S.gen) return;
+        const list = (body && body.events) || [];
+        for (const ev of list) if (ev.seq > S.lastSeq) { S.events.push(ev); S.lastSeq = ev.seq; }
+        if (!body || !body.next_after || !list.length) break;
+        after = body.next_after;
+      }
+    } catch (err) {
+      if (gen !== S.gen) return;
+      $("view-sub").textContent = "";
+      $("events").appendChild(el("div", { class: "empty" }, err.status === 404 ? "No such run, or this key may not read it." : "Could not load this run: " + err.message));
+      $("events").dataset.loaded = "true";
+      return;
+    }
+    S.trace = { selected: "", tree: [] };
+    await loadTrace(gen);
+    if (gen !== S.gen) return;
+    $("events").dataset.loaded = "true";
+    loadWaiting();
+    startStream(gen);
+  }
+  async function loadTrace(gen) {
+    let body;
+    try { body = await api("/runs/" + encodeURIComponent(S.view.id) + "/tree"); } catch (_) { body = null; }
+    if (gen !== S.gen) return;
+    S.trace.tree = (body && body.tasks) || [];
+    keepFocus(renderTrace);
+  }
+  let traceTimer = 0;
+  function scheduleTrace() {
+    clearTimeout(traceTimer);
+    const gen = S.gen;
+    traceTimer = setTimeout(() => { if (gen === S.gen && S.trace) loadTrace(gen); }, 200);
+  }
+  // foldTasks folds the run's events into what each task did.
+  function foldTasks(events) {
+    const tasks = new Map();
+    const get = (id) => {
+      let t = tasks.get(id);
+      if (!t) { t = { id, tools: [], attempts: [], progress: null, decision: null, questions: [], answers: new Map(), events: [] }; tasks.set(id, t); }
+      return t;
+    };
+    for (const ev of events) {
+      const m = ev.message || {};
+      if (!m.task_id) continue;
+      const t = get(m.task_id);
+      t.events.push(ev);
+      const p = m.payload || {};
+      switch (m.type) {
+        case "task.request": if (!t.req) t.req = ev; break;
+        case "routing.decision": t.decision = ev; break;
+        case "task.accept": t.attempts.push({ attempt: m.attempt || 1, agent: m.from && m.from.agent_id, at: msOf(m.ts) }); break;
+        case "task.progress": t.progress = ev; break;
+        case "tool.call": t.tools.push({ id: p.call_id || m.id, name: p.name || p.tool || "tool", tool: p.tool, args: "args" in p ? p.args : p.arguments, at: msOf(m.ts), call: ev, result: null }); break;
+        case "tool.result": case "tool.error": {
+          const cid = p.call_id || (p.details && p.details.call_id);
+          let c = cid ? t.tools.find((x) => x.id === cid && !x.result) : null;
+          if (!c) c = t.tools.find((x) => !x.result && (!p.name || x.name === p.name));
+          if (!c) { c = { id: cid || m.id, name: p.name || "tool", args: undefined, at: msOf(m.ts), call: null, result: null }; t.tools.push(c); }
+          c.result = ev;
+          break;
+        }
+        case "task.question": t.questions.push(ev); break;
+        case "task.answer": if (p.question_id) t.answers.set(p.question_id, ev); break;
+        case "task.result": case "task.cancel": case "task.timeout": t.end = ev; break;
+        case "task.error": if (!(p.details && p.details.will_retry)) t.end = ev; else t.retried = ev; break;
+      }
+    }
+    return tasks;
+  }
+  function nodeStatus(n) { return n.status === "running" && n.state === "task.question" ? "waiting" : n.status; }
+  function renderTrace() {
+    const tr = S.trace;
+    const tasks = foldTasks(S.events);
+    const flat = [];
+    const walk = (list, depth, parent) => {
+      for (const n of list) {
+        const failedBelow = (x) => (x.children || []).some((c) => c.status === "failed" || c.status === "timed_out" || failedBelow(c));
+        flat.push({ n, depth, parent, failedBelow: failedBelow(n) });
+        walk(n.children || [], depth + 1, n);
+      }
+    };
+    walk(tr.tree, 0, null);
+    const box = $("events");
+    box.textContent = "";
+    if (!flat.length) { box.appendChild(el("div", { class: "empty" }, "This run has no tasks yet.")); $("view-sub").textContent = S.events.length + " events"; return; }
+    const root = flat[0].n;
+    const rootT = tasks.get(root.task_id) || {};
+    const starts = flat.map((x) => msOf(x.n.started)).filter((v) => !isNaN(v));
+    const t0 = Math.min(...starts);
+    const now = Date.now();
+    const endOf = (n) => n.ended ? msOf(n.ended) : now;
+    const t1 = Math.max(t0 + 1, ...flat.map((x) => endOf(x.n)));
+    $("view-title").textContent = rootT.req ? payloadTitle(rootT.req.message) : "Run " + shortId(S.view.id);
+    $("view-sub").textContent = "";
+    const agents = Array.from(new Set(flat.map((x) => x.n.agent_id).filter(Boolean)));
+    add($("view-sub"), [statusPill(nodeStatus(root)), " " + fmtDur(endOf(root) - msOf(root.started)) + " · " + flat.length + (flat.length === 1 ? " task" : " tasks") +
+      (agents.length ? " · " + agents.map(agentName).join(", ") : "") + " · ",
+      rootT.req && rootT.req.message.thread_id ? el("a", { href: threadHash(rootT.req.message.thread_id) }, "conversation") : null]);
+    // The failure, once, at the top: the deepest failed task is where it started.
+    const failed = flat.filter((x) => x.n.status === "failed" || x.n.status === "timed_out");
+    const origin = failed.find((x) => !x.failedBelow) || failed[0];
+    if (origin) {
+      const e = origin.n.error || {};
+      const t = tasks.get(origin.n.task_id) || {};
+      const show = el("button", { type: "button", class: "link", "data-key": "show-failure" }, "show the step");
+      show.addEventListener("click", () => selectTask(origin.n.task_id));
+      box.appendChild(el("div", { class: "banner fail", role: "alert" },
+        el("strong", null, "✗ Failed: "), (t.req ? payloadTitle(t.req.message) : origin.n.payload_type || "a task"),
+        origin.n.agent_id ? " — " + agentName(origin.n.agent_id) : "", el("span", { class: "code" }, " " + (e.code || origin.n.status.toUpperCase())),
+        e.message ? el("span", null, ": " + e.message) : null, " ", show));
+    }
+    if (!tr.selected || !flat.some((x) => x.n.task_id === tr.selected)) tr.selected = (origin || flat[0]).n.task_id;
+    const list = el("ol", { class: "trace", "aria-label": "Tasks of the run" }, flat.map((x) => {
+      const n = x.n, st = nodeStatus(n), t = tasks.get(n.task_id) || {};
+      const s = msOf(n.started), e = endOf(n);
+      const left = isNaN(s) ? 0 : (s - t0) / (t1 - t0) * 100, width = isNaN(s) ? 0 : Math.max(0.5, (e - s) / (t1 - t0) * 100);
+      const b = el("button", { type: "button", class: "trow st-" + st + (x.failedBelow ? " has-fail" : ""), "data-task": n.task_id, "data-key": "task-" + n.task_id,
+        "aria-current": n.task_id === tr.selected ? "true" : undefined, style: { paddingLeft: (8 + x.depth * 18) + "px" } },
+        statusPill(st),
+        el("span", { class: "tname" }, t.req ? payloadTitle(t.req.message) : n.payload_type || "task"),
+        el("span", { class: "tagent" }, n.agent_id ? agentName(n.agent_id) : "unrouted"),
+        el("span", { class: "tdur" }, fmtDur(e - s)),
+        el("span", { class: "wf", "aria-hidden": "true" }, el("span", { class: "wf-bar st-" + st, style: { marginLeft: left + "%", width: width + "%" } })));
+      b.addEventListener("click", () => selectTask(n.task_id));
+      return el("li", null, b);
+    }));
+    const sel = flat.find((x) => x.n.task_id === tr.selected);
+    box.appendChild(el("div", { class: "trace-grid" }, el("div", { class: "trace-list" }, list),
+      el("section", { class: "trace-detail", "aria-label": "The selected task", "data-task": sel.n.task_id }, taskDetail(sel.n, sel.parent, tasks.get(sel.n.task_id) || { tools: [], attempts: [], questions: [], answers: new Map(), events: [] }))));
+  }
+  function selectTask(id) {
+    if (!S.trace) return;
+    S.trace.selected = id;
+    keepFocus(renderTrace);
+    const d = document.querySelector(".trace-detail");
+    if (d && window.innerWidth < 900) d.scrollIntoView({ block: "start" });
+  }
+  function copyButton(id, label) {
+    const b = el("button", { type: "button", class: "copy", title: "Copy " + id, "aria-label": "Copy " + (label || "id") + " " + id }, label || shortId(id));
+    b.addEventListener("click", async () => {
+      try { await navigator.clipboard.writeText(id); b.dataset.copied = "true"; b.textContent = "copied"; } catch (_) { b.textContent = id; }
+    });
+    return b;
+  }
+  function taskDetail(n, parent, t) {
+    const st = nodeStatus(n);
+    const s = msOf(n.started), e = n.ended ? msOf(n.ended) : Date.now();
+    const out = [];
+    out.push(el("h2", null, t.req ? payloadTitle(t.req.message) : n.payload_type || "task", " ", statusPill(st)));
+    let up = null;
+    if (parent) {
+      up = el("button", { type: "button", class: "link", "data-key": "parent-" + parent.task_id }, agentName(parent.agent_id) || "its parent");
+      up.addEventListener("click", () => selectTask(parent.task_id));
+    }
+    out.push(el("div", { class: "meta ids" }, "task ", copyButton(n.task_id, shortId(n.task_id)),
+      " · " + (n.agent_id ? agentName(n.agent_id) : "not routed") + " · " + fmtDur(e - s) + (n.attempts > 1 ? " · " + n.attempts + " attempts" : ""),
+      up ? [" · delegated by ", up] : null));
+    const acts = el("div", { class: "actions" });
+    if (st === "running" || st === "waiting" || st === "pending") acts.appendChild(actButton("Cancel", "cancel", n.task_id));
+    if (st === "failed" || st === "timed_out") acts.appendChild(actButton("Retry", "retry", n.task_id));
+    if (acts.childElementCount) out.push(acts);
+    if (st === "failed" || st === "timed_out" || st === "cancelled") {
+      const ep = (t.end && t.end.message.payload) || n.error || {};
+      out.push(el("div", { class: "card error" }, errorBody(ep, (t.end && t.end.message) || {})));
+    }
+    if (t.req) out.push(el("div", { class: "section-label" }, "Asked"), payloadNode(t.req.message.payload));
+    if (t.decision) {
+      const d = t.decision.message.payload || {};
+      out.push(el("div", { class: "section-label" }, "Routing"), el("div", { class: "why" }, d.explanation || d.reason || ""),
+        el("details", null, el("summary", { class: "meta" }, "candidates and scores"), el("div", { class: "card decision" }, decisionBody(d))));
+    }
+    if (t.tools.length) {
+      out.push(el("div", { class: "section-label" }, "Tool calls"));
+      for (const c of t.tools) out.push(toolCard(c, n));
+    }
+    if (t.progress && !n.ended) out.push(el("div", { class: "section-label" }, "Progress"), el("div", { class: "line" }, progressBody(t.progress.message.payload)));
+    for (const q of t.questions) {
+      const qid = q.message.payload && q.message.payload.question_id;
+      const a = t.answers.get(qid);
+      if (a) S.answers.set(qid, a);
+      const card = el("div", { class: "card question", "data-question": qid || "" });
+      if (qid) S.questionEls.set(qid, [q, card]);
+      fillQuestion(card, q);
+      out.push(el("div", { class: "section-label" }, "Question"), card);
+    }
+    if (t.end && t.end.message.type === "task.result") out.push(el("div", { class: "section-label" }, "Result"), el("div", { class: "card result" }, payloadNode(t.end.message.payload)));
+    out.push(el("details", { class: "raw" }, el("summary", { class: "meta" }, "raw events (" + t.events.length + ")"),
+      el("pre", { class: "json" }, t.events.map((ev) => JSON.stringify(ev.message, null, 2)).join("\n"))));
+    return out;
+  }
+  function toolCard(c, n) {
+    const r = c.result && c.result.message;
+    const failed = r && r.type === "tool.error";
+    const state = r ? (failed ? "failed" : "done") : n.ended ? "no result recorded" : "running…";
+    const dur = r && !isNaN(c.at) ? fmtDur(msOf(r.ts) - c.at) : "";
+    return el("details", { class: "card tool tool-" + (r ? (failed ? "error" : "done") : n.ended ? "lost" : "running"), "data-call": c.id },
+      el("summary", null, "⚙ " + c.name + " ", c.tool ? el("span", { class: "tag" }, String(c.tool)) : null, " ",
+        el("span", { class: "meta tool-state" }, state + (dur ? " · " + dur : ""))),
+      c.args !== undefined ? [el("div", { class: "section-label" }, "arguments"), payloadNode(c.args)] : null,
+      r ? [el("div", { class: "section-label" }, failed ? "error" : "result"), toolResultNode(c.result)] : null);
+  }
+  function actButton(label, what, taskID) {
+    const b = el("button", { type: "button", class: "act act-" + what, "data-key": what + "-" + taskID }, label);
+    const status = el("span", { class: "meta", role: "status" });
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      status.textContent = what === "cancel" ? "cancelling…" : "retrying…";
+      try {
+        await api("/tasks/" + encodeURIComponent(taskID) + "/" + what, { method: "POST" });
+        status.textContent = what === "cancel" ? "cancelled" : "retried: a new attempt runs";
+        scheduleTrace();
+      } catch (err) {
+        status.className = "error-text";
+        status.textContent = (err.code ? err.code + ": " : "") + err.message;
+        b.disabled = false;
+      }
+    });
+    return el("span", null, b, " ", status);
+  }
+
   // ---- the message pane ----------------------------------------------------
   // A reader scrolled up is told about new events instead of being moved.
   function showUnseen() {
@@ -844,6 +1214,14 @@
 
   function appendLive(ev) {
     if (ev.seq <= S.lastSeq) return; // resumed streams never show an event twice
+    if (S.view && S.view.kind === "run") {
+      S.events.push(ev);
+      S.lastSeq = ev.seq;
+      const t = ev.message && ev.message.type || "";
+      if (t === "task.question" || t === "task.answer" || t === "task.cancel" || t === "task.error" || t === "task.result") scheduleWaiting();
+      scheduleTrace();
+      return;
+    }
     const stick = atBottom();
     ingest(ev);
     S.events.push(ev);
@@ -866,7 +1244,8 @@
     S.view = view;
     S.events = []; S.lastSeq = 0; S.from = 0; S.runs = new Map(); S.threadRun = ""; S.channel = "";
     S.results = new Map(); S.callEls = new Map(); S.unseen = 0; showUnseen();
-    S.answers = new Map(); S.questionEls = new Map(); S.waitingSeq = -1;
+    S.answers = new Map(); S.questionEls = new Map(); S.waitingSeq = -1; S.trace = null;
+    document.body.dataset.view = view ? view.kind : "";
     for (const u of S.blobURLs) URL.revokeObjectURL(u);
     S.blobURLs = [];
     const evs = $("events");
@@ -1002,7 +1381,7 @@
             headers: { "Authorization": "Bearer " + S.key, "Accept": "text/event-stream", "Last-Event-ID": String(S.lastSeq) },
             signal: ctl.signal, cache: "no-store",
           });
-          if (res.status === 401) { signOut("Your API key was not accepted."); return; }
+          if (res.status === 401) { signOut(KEY_REFUSED); return; }
           if (!res.ok || !res.body) throw new Error("stream: HTTP " + res.status);
           setConn("live");
           delay = 250;
@@ -1056,6 +1435,87 @@
     if (ev && typeof ev.seq === "number" && ev.message) { appendLive(ev); updateSub(); }
   }
 
+  // ---- the live sidebar: one stream of everything the key may read -----------
+  // It starts at the store's end (after=now) and resumes after the last seq
+  // it saw; each event of a run refreshes the lists it changes (debounced),
+  // so the sidebar and the home follow the team without polling. Its state
+  // is the connection banner: reconnecting or offline disable Send.
+  let watchCtl = null, listsTimer = 0, watchSeq = 0;
+  function scheduleLists(kind) {
+    clearTimeout(listsTimer);
+    listsTimer = setTimeout(() => {
+      loadThreads();
+      if (S.view && S.view.kind === "home") loadHome(S.gen);
+      if (kind === "q") loadWaiting();
+    }, 120);
+  }
+  function setBanner(state) {
+    const b = $("conn-banner");
+    const text = { reconnecting: "Reconnecting to the server… what you see may be out of date.", offline: "You are offline. The page will catch up when the network is back." }[state] || "";
+    b.hidden = !text;
+    b.textContent = text;
+    b.dataset.state = state;
+    document.body.dataset.conn = state;
+    $("compose-send").disabled = !!text;
+  }
+  function stopWatch() { if (watchCtl) { watchCtl.abort(); watchCtl = null; } clearTimeout(listsTimer); }
+  function startWatch() {
+    stopWatch();
+    const ctl = new AbortController();
+    watchCtl = ctl;
+    watchSeq = 0;
+    let delay = 500;
+    (async () => {
+      while (!ctl.signal.aborted) {
+        try {
+          const res = await fetch(API + "/stream?" + qs({ after: watchSeq ? String(watchSeq) : "now" }), {
+            headers: { "Authorization": "Bearer " + S.key, "Accept": "text/event-stream" }, signal: ctl.signal, cache: "no-store" });
+          if (res.status === 401) { signOut(KEY_REFUSED); return; }
+          if (res.status === 403) { setBanner("live"); return; } // a key that may not stream: nothing to follow
+          if (!res.ok || !res.body) throw new Error("HTTP " + res.status);
+          if (delay > 500) scheduleLists("q"); // catch up on what happened while away
+          setBanner("live");
+          delay = 500;
+          const reader = res.body.getReader();
+          const dec = new TextDecoder();
+          let buf = "";
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buf += dec.decode(value, { stream: true });
+            let mt;
+            while ((mt = /\r?\n\r?\n/.exec(buf)) !== null) {
+              const block = buf.slice(0, mt.index);
+              buf = buf.slice(mt.index + mt[0].length);
+              const data = block.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+              if (!data) continue;
+              let ev;
+              try { ev = JSON.parse(data); } catch (_) { continue; }
+              if (!ev || typeof ev.seq !== "number" || !ev.message) continue;
+              watchSeq = Math.max(watchSeq, ev.seq);
+              const m = ev.message, t = String(m.type || "");
+              if (isReserved(m.run_id) || t.startsWith("agent.")) continue;
+              scheduleLists(t === "task.question" || t === "task.answer" || protocolEnds(m) ? "q" : "");
+            }
+          }
+        } catch (_) {
+          if (ctl.signal.aborted) return;
+        }
+        if (ctl.signal.aborted) return;
+        setBanner(navigator.onLine === false ? "offline" : "reconnecting");
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 8000);
+      }
+    })();
+  }
+  function protocolEnds(m) {
+    const t = m.type;
+    if (t === "task.result" || t === "task.cancel" || t === "task.timeout") return true;
+    return t === "task.error" && !(m.payload && m.payload.details && m.payload.details.will_retry);
+  }
+  window.addEventListener("offline", () => { if (S.key) setBanner("offline"); });
+  window.addEventListener("online", () => { if (S.key) startWatch(); });
+
   // ---- compose -------------------------------------------------------------------
   function syncCompose() {
     const task = $("compose-type").value === "task.request";
@@ -1108,25 +1568,14 @@
   // ---- routing ----------------------------------------------------------------------
   function route() {
     const h = location.hash.replace(/^#\/?/, "");
-    const m = /^(thread|task|question)\/(.+)$/.exec(h);
-    if (m && m[1] === "question") {
-      let id;
-      try { id = decodeURIComponent(m[2]); } catch (_) { id = m[2]; }
-      openQuestion(id);
-    } else if (m) {
-      let id;
-      try { id = decodeURIComponent(m[2]); } catch (_) { id = m[2]; }
-      openView({ kind: m[1], id });
-    } else if (h === "new") openView({ kind: "thread", id: "" });
-    else {
-      resetView(null);
-      $("view-title").textContent = "Pick a thread";
-      $("view-sub").textContent = "";
-      $("empty").hidden = false;
-      $("empty").textContent = "Choose a channel on the left, or start a new thread.";
-      $("events").dataset.loaded = "true";
-      renderChannels();
-    }
+    const m = /^(thread|task|question|run)\/(.+)$/.exec(h);
+    let id = "";
+    if (m) { try { id = decodeURIComponent(m[2]); } catch (_) { id = m[2]; } }
+    if (m && m[1] === "question") openQuestion(id);
+    else if (m && m[1] === "run") openRun(id);
+    else if (m) openView({ kind: m[1], id });
+    else if (h === "new") openView({ kind: "thread", id: "" });
+    else openHome();
   }
   window.addEventListener("hashchange", () => { if (S.key) route(); });
 
@@ -1136,7 +1585,9 @@
     loadThreads();
     loadAgents();
     loadWaiting();
-    timers = [setInterval(loadThreads, 10000), setInterval(loadAgents, 10000), setInterval(loadWaiting, 10000)];
+    startWatch();
+    // The stream drives the lists; these are the safety net of a missed event.
+    timers = [setInterval(loadThreads, 60000), setInterval(loadAgents, 15000), setInterval(loadWaiting, 60000)];
     route();
   }
   syncCompose();

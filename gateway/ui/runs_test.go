@@ -1,0 +1,172 @@
+package ui
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/schema"
+)
+
+// shot writes docs/<name> when the test runs with -screenshots.
+func (h *harness) shot(name string) {
+	h.t.Helper()
+	if !*writeShots {
+		return
+	}
+	png, err := chromedp.Run(h.tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", name), png, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// submitRun submits a request of a new run from the signed-in caller and
+// returns it; wait makes it wait for the task's end (or question).
+func (h *harness) submitRun(requires, query string, wait bool) *protocol.Message {
+	h.t.Helper()
+	req, err := h.r.NewRequest(testAgent, "research.query.v1", schema.ResearchQuery{Query: query})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Requires = []string{requires}
+	hd, err := h.r.Submit(context.Background(), req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if wait {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if out, _ := hd.Wait(ctx); out == nil {
+			h.t.Fatalf("task %s did not end", req.TaskID)
+		}
+	}
+	return req
+}
+
+// TestBrowserHomeAndTrace: the page opens on the runs, named by their
+// ask, with their status in words; a failed run says what failed, once, at
+// the top of its trace, and a person retries it from there; a completed
+// run's trace shows its tasks with durations and its tool call as done;
+// a running task is cancelled from its trace.
+func TestBrowserHomeAndTrace(t *testing.T) {
+	h := newHarness(t)
+	registerTeam(t, h.r)
+	h.busyThread(h.r)
+	ctx := context.Background()
+	var brokenRuns atomic.Int32
+	if err := h.r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:broken", Display: &protocol.Display{Name: "Broken"},
+		Capabilities: []protocol.Capability{{ID: "skill:broken"}}}, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		if brokenRuns.Add(1) == 1 {
+			return nil, router.Fail(protocol.CodeToolFailed, "the data provider is down", false, nil)
+		}
+		return &router.Result{Payload: map[string]string{"text": "fixed"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	if err := h.r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:slow", Capabilities: []protocol.Capability{{ID: "skill:slow"}}},
+		func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &router.Result{}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	failed := h.submitRun("skill:broken", "Which provider is down?", true)
+
+	h.do(chromedp.EmulateViewport(1280, 800))
+	h.signIn("")
+	h.waitJS(`document.body.dataset.view === "home" && document.querySelector('.run-row[data-run="` + h.run + `"]') && document.querySelector('.run-row[data-run="` + failed.RunID + `"]')`)
+	if txt := eval[string](h, `document.querySelector('.run-row[data-run="`+failed.RunID+`"]').textContent`); !strings.Contains(txt, "Failed") {
+		t.Errorf("a failed run's row says %q: not identifiable without colour", txt)
+	}
+	if n := eval[int](h, `Array.from(document.querySelectorAll('.run-row')).filter(r => /registry/.test(r.dataset.run)).length`); n != 0 {
+		t.Errorf("the registry run is listed")
+	}
+	h.shot("ui-home.png")
+	h.do(chromedp.Click(`.filter[data-key="filter-failed"]`))
+	h.waitJS(`document.querySelectorAll('.run-row').length === 1 && document.querySelector('.run-row[data-run="` + failed.RunID + `"]')`)
+	if f := eval[string](h, `document.activeElement.dataset.key || ""`); f != "filter-failed" {
+		t.Errorf("the focus moved to %q after filtering", f)
+	}
+
+	// The failed run: a banner names the step, the agent and the code.
+	h.do(chromedp.Click(`.run-row[data-run="` + failed.RunID + `"] a`))
+	h.waitJS(`document.body.dataset.view === "run" && document.querySelector('.banner.fail')`)
+	banner := eval[string](h, `document.querySelector('.banner.fail').textContent`)
+	for _, want := range []string{"Failed", "Which provider is down?", "Broken", "TOOL_FAILED", "the data provider is down"} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("the failure banner %q lacks %q", banner, want)
+		}
+	}
+	if role := eval[string](h, `document.querySelector('.banner.fail').getAttribute("role")`); role != "alert" {
+		t.Errorf("banner role %q", role)
+	}
+	h.shot("ui-failure.png")
+	h.do(chromedp.Click(`.act-retry`))
+	h.waitJS(`document.querySelector('.trow[data-task="` + failed.TaskID + `"] .pill[data-status="completed"]') && !document.querySelector('.banner.fail')`)
+
+	// The completed run: its tasks with durations, its tool call done.
+	h.open("#/run/" + h.run)
+	h.waitJS(`document.querySelectorAll('.trow').length === 2`)
+	if got := eval[string](h, `document.getElementById("view-title").textContent`); got != "Nordic payments market: incumbents and real-time rails" {
+		t.Errorf("the run's title %q", got)
+	}
+	if eval[bool](h, `document.getElementById("events").textContent.includes("running…")`) {
+		t.Error("a completed run shows a running tool call")
+	}
+	h.waitJS(`document.querySelector('.tool-done .tool-state') && document.querySelector('.tool-done .tool-state').textContent.startsWith("done")`)
+	if d := eval[string](h, `document.querySelector('.trow .tdur').textContent`); d == "" {
+		t.Error("no duration on the root task")
+	}
+	h.shot("ui-trace.png")
+
+	// A running task, cancelled from its trace.
+	slow := h.submitRun("skill:slow", "Take your time", false)
+	h.open("#/run/" + slow.RunID)
+	h.waitJS(`document.querySelector('.act-cancel')`)
+	h.do(chromedp.Click(`.act-cancel`))
+	h.waitJS(`document.querySelector('.trow[data-task="` + slow.TaskID + `"] .pill[data-status="cancelled"]')`)
+	h.noCSPViolations()
+}
+
+// TestBrowserLiveHome: a run started while the home is open appears
+// without a reload (the page follows one stream, it does not poll), the
+// focus stays where the reader put it across the update, and a dropped
+// stream shows the reconnecting banner with Send disabled until it is
+// back.
+func TestBrowserLiveHome(t *testing.T) {
+	h := newHarness(t)
+	registerTeam(t, h.r)
+	first := h.submitRun("skill:research", "The first ask", true)
+	h.signIn("")
+	h.waitJS(`document.querySelector('.run-row[data-run="` + first.RunID + `"]') && document.getElementById("conn-banner").dataset.state === "live"`)
+	h.do(chromedp.Focus(`.filter[data-key="filter-all"]`))
+	start := time.Now()
+	second := h.submitRun("skill:research", "The second ask", true)
+	h.waitJS(`document.querySelector('.run-row[data-run="` + second.RunID + `"]')`)
+	t.Logf("a new run appeared on the home %s after it ended", time.Since(start).Round(time.Millisecond))
+	if f := eval[string](h, `document.activeElement.dataset.key || ""`); f != "filter-all" {
+		t.Errorf("the focus moved to %q on a live update", f)
+	}
+	h.gate.drop()
+	h.waitJS(`!document.getElementById("conn-banner").hidden && document.getElementById("conn-banner").dataset.state === "reconnecting" && document.getElementById("compose-send").disabled`)
+	h.gate.reopen()
+	h.waitJS(`document.getElementById("conn-banner").hidden && !document.getElementById("compose-send").disabled`)
+	h.noCSPViolations()
+}
