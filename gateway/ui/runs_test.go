@@ -136,6 +136,16 @@ func TestBrowserHomeAndTrace(t *testing.T) {
 	}
 	h.shot("ui-trace.png")
 
+	// An agent's profile, from the sidebar: its card, in words.
+	h.do(chromedp.Click(`#agents li[data-agent="agent:ken"] a`))
+	h.waitJS(`document.body.dataset.view === "agent" && document.querySelector(".profile")`)
+	prof := eval[string](h, `document.querySelector(".profile").textContent + " " + document.getElementById("view-title").textContent`)
+	for _, want := range []string{"Ken", "skill:research", "market, fintech", "mcp:browser", "max concurrency2"} {
+		if !strings.Contains(prof, want) {
+			t.Errorf("Ken's profile %q lacks %q", prof, want)
+		}
+	}
+
 	// A running task, cancelled from its trace.
 	slow := h.submitRun("skill:slow", "Take your time", false)
 	h.open("#/run/" + slow.RunID)

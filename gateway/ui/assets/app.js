@@ -254,6 +254,7 @@
     }
     ul.textContent = "";
     let renamed = false;
+    S.agents = (body && body.agents) || [];
     for (const a of (body && body.agents) || []) {
       const c = a.card || {};
       const dn = c.display && typeof c.display.name === "string" && c.display.name.trim();
@@ -261,7 +262,8 @@
       const name = (c.display && c.display.name) || c.agent_id || "?";
       const rate = typeof a.success_rate === "number" ? Math.round(a.success_rate * 100) + "%" : "";
       ul.appendChild(el("li", { title: (c.agent_id || "") + (a.online ? " · online" : " · offline"), "data-agent": c.agent_id },
-        el("span", { class: "dot " + (a.online ? "on" : "off") }), el("span", { class: "name" }, name),
+        el("span", { class: "dot " + (a.online ? "on" : "off"), "aria-label": a.online ? "online" : "offline" }),
+        el("a", { class: "name", href: "#/agent/" + encodeURIComponent(c.agent_id || ""), "data-key": "agent-" + c.agent_id }, name),
         el("span", { class: "load", title: "tasks in flight · recent success rate" },
           (a.in_flight || 0) + " running" + (rate ? " · " + rate : ""))));
     }
@@ -408,7 +410,7 @@
     const body = el("div", { class: "ev-body" });
     root.appendChild(body);
     const to = Array.isArray(m.to) && m.to.length ? m.to.map((x) => agentName(x.agent_id)).join(", ") : "";
-    const head = el("div", { class: "ev-head" }, el("span", { class: "author", title: from }, who),
+    const head = el("div", { class: "ev-head" }, from ? el("a", { class: "author", title: from, href: "#/agent/" + encodeURIComponent(from) }, who) : el("span", { class: "author" }, who),
       to ? el("span", { class: "meta" }, "→ " + to) : null,
       el("time", { class: "time", datetime: m.ts || ev.time, title: (m.ts || ev.time) + " · seq " + ev.seq }, fmtTime(m.ts || ev.time)),
       t !== "chat.message" ? el("span", { class: "tag" }, t) : null, taskLink(m));
@@ -905,6 +907,67 @@
           agents.length ? el("span", { class: "meta" }, agents.join(", ") + (s.agents_more ? " +" + s.agents_more : "")) : null,
           el("span", { class: "meta" }, s.tasks + (s.tasks === 1 ? " task" : " tasks"))),
         f && (s.status === "failed" || s.status === "timed_out") ? el("span", { class: "run-fail" }, "✗ " + (f.code || "ERROR") + (f.message ? ": " + f.message : "") + (f.agent_id ? " — " + agentName(f.agent_id) : "")) : null));
+  }
+
+  // ---- an agent's profile ("#/agent/<id>") -----------------------------------
+  // The card (description, capabilities with tags and tools, limits), its
+  // liveness and load, and the recent runs it took part in, failures first.
+  S.agents = [];
+  async function openAgent(id) {
+    resetView({ kind: "agent", id });
+    const gen = S.gen;
+    renderChannels();
+    $("view-title").textContent = agentName(id);
+    $("view-sub").textContent = "loading…";
+    $("empty").hidden = true;
+    $("compose").hidden = true;
+    await loadAgents();
+    if (!S.home.runs.length) await loadHomeRuns();
+    if (gen !== S.gen) return;
+    renderAgent(id);
+    $("events").dataset.loaded = "true";
+  }
+  async function loadHomeRuns() {
+    try {
+      const body = await api("/runs?" + qs({ limit: 100 }));
+      S.home.runs = ((body && body.runs) || []).filter((s) => s && !isReserved(s.id));
+    } catch (_) { /* the profile says so */ }
+  }
+  function renderAgent(id) {
+    const a = S.agents.find((x) => x.card && x.card.agent_id === id);
+    const box = $("events");
+    box.textContent = "";
+    if (!a) {
+      $("view-sub").textContent = "";
+      box.appendChild(el("div", { class: "empty" }, "No such agent, or this key may not list agents."));
+      return;
+    }
+    const c = a.card;
+    $("view-title").textContent = agentName(id);
+    $("view-sub").textContent = "";
+    add($("view-sub"), [el("span", { class: "pill " + (a.online ? "st-completed" : "st-cancelled") }, a.online ? "● online" : "○ offline"), " ",
+      copyButton(id, id)]);
+    const rate = typeof a.success_rate === "number" ? Math.round(a.success_rate * 100) + "%" : "–";
+    const runs = S.home.runs.filter((s) => (Array.isArray(s.agents) && s.agents.includes(id)) || (s.failure && s.failure.agent_id === id));
+    const fails = runs.filter((s) => s.failure && s.failure.agent_id === id);
+    const caps = Array.isArray(c.capabilities) ? c.capabilities : [];
+    box.appendChild(el("div", { class: "profile" },
+      c.display && c.display.desc ? el("p", { class: "desc" }, c.display.desc) : null,
+      el("dl", { class: "obj stats" }, [
+        [el("dt", null, "tasks in flight"), el("dd", null, String(a.in_flight || 0))],
+        [el("dt", null, "recent success rate"), el("dd", null, rate)],
+        c.limits && c.limits.max_concurrency ? [el("dt", null, "max concurrency"), el("dd", null, String(c.limits.max_concurrency))] : null,
+        c.limits && c.limits.max_runtime_sec ? [el("dt", null, "max runtime"), el("dd", null, fmtDur(c.limits.max_runtime_sec * 1000))] : null,
+      ]),
+      el("h2", null, "Capabilities"),
+      caps.length ? el("ul", { class: "caps" }, caps.map((cp) => el("li", null, el("span", { class: "tag" }, cp.id + (cp.version ? " " + cp.version : "")),
+        Array.isArray(cp.tags) && cp.tags.length ? el("span", { class: "meta" }, " tags: " + cp.tags.join(", ")) : null,
+        Array.isArray(cp.tools) && cp.tools.length ? el("span", { class: "meta" }, " tools: " + cp.tools.join(", ")) : null,
+        cp.trust_level ? el("span", { class: "meta" }, " trust: " + cp.trust_level) : null))) : el("p", { class: "meta" }, "None declared."),
+      el("h2", null, "Recent failures"),
+      fails.length ? el("ul", { class: "runs" }, fails.map(runRow)) : el("p", { class: "meta" }, "None among the recent runs."),
+      el("h2", null, "Recent runs"),
+      runs.length ? el("ul", { class: "runs" }, runs.slice(0, 20).map(runRow)) : el("p", { class: "meta" }, "None among the recent runs.")));
   }
 
   // ---- the trace of one run --------------------------------------------------
@@ -1568,11 +1631,12 @@
   // ---- routing ----------------------------------------------------------------------
   function route() {
     const h = location.hash.replace(/^#\/?/, "");
-    const m = /^(thread|task|question|run)\/(.+)$/.exec(h);
+    const m = /^(thread|task|question|run|agent)\/(.+)$/.exec(h);
     let id = "";
     if (m) { try { id = decodeURIComponent(m[2]); } catch (_) { id = m[2]; } }
     if (m && m[1] === "question") openQuestion(id);
     else if (m && m[1] === "run") openRun(id);
+    else if (m && m[1] === "agent") openAgent(id);
     else if (m) openView({ kind: m[1], id });
     else if (h === "new") openView({ kind: "thread", id: "" });
     else openHome();
