@@ -180,3 +180,45 @@ func TestBrowserLiveHome(t *testing.T) {
 	h.waitJS(`document.getElementById("conn-banner").hidden && !document.getElementById("compose-send").disabled`)
 	h.noCSPViolations()
 }
+
+// TestBrowserPhone: at phone widths the page fits the screen in every
+// view (no horizontal scrolling), the sidebar is a drawer that the menu
+// opens and a link closes, and the compose box is usable.
+func TestBrowserPhone(t *testing.T) {
+	h := newHarness(t)
+	registerTeam(t, h.r)
+	task := h.busyThread(h.r)
+	for _, width := range []int64{360, 390} {
+		h.do(chromedp.EmulateViewport(width, 780, chromedp.EmulateMobile))
+		h.signIn("")
+		h.waitJS(`document.querySelector('.run-row[data-run="` + h.run + `"]')`)
+		for _, hash := range []string{"#/", "#/run/" + h.run, "#/thread/" + h.thr, "#/task/" + task, "#/agent/agent:ken"} {
+			h.open(hash)
+			if hash == "#/run/"+h.run {
+				h.waitJS(`document.querySelector(".trow")`)
+			}
+			if w := eval[int](h, `document.documentElement.scrollWidth`); w > int(width) {
+				t.Errorf("%d px, %s: the page is %d px wide", width, hash, w)
+			}
+		}
+		if !eval[bool](h, `getComputedStyle(document.getElementById("sidebar")).visibility === "hidden"`) {
+			t.Errorf("%d px: the sidebar is shown without the menu", width)
+		}
+		h.do(chromedp.Click("#menu-toggle"))
+		h.waitJS(`document.body.classList.contains("drawer-open") && getComputedStyle(document.getElementById("sidebar")).visibility === "visible"`)
+		h.do(chromedp.Click("#home-link"))
+		h.waitJS(`!document.body.classList.contains("drawer-open") && document.body.dataset.view === "home"`)
+		h.open("#/thread/" + h.thr)
+		r := eval[[]float64](h, `(() => { const b = document.getElementById("compose-send").getBoundingClientRect(); return [b.left, b.right, b.top, b.bottom, innerWidth, innerHeight]; })()`)
+		if r[0] < 0 || r[1] > r[4] || r[3] > r[5] || r[1]-r[0] < 40 {
+			t.Errorf("%d px: the Send button is at %v", width, r)
+		}
+		if width == 390 {
+			h.open("#/run/" + h.run)
+			h.waitJS(`document.querySelector(".trow")`)
+			h.shot("ui-phone.png")
+		}
+		h.do(chromedp.Evaluate[chromedp.Void](`document.getElementById("signout").click()`), chromedp.WaitVisible("#key"))
+	}
+	h.noCSPViolations()
+}

@@ -157,6 +157,20 @@
   applyTheme();
 
   $("tree-toggle").addEventListener("click", () => $("tree").classList.toggle("closed"));
+  // Below 768 px the sidebar is a drawer: the menu button opens it, and
+  // following a link, the scrim or Escape closes it.
+  function setDrawer(open) {
+    document.body.classList.toggle("drawer-open", open);
+    $("menu-toggle").setAttribute("aria-expanded", String(open));
+    $("scrim").hidden = !open;
+    if (open) { const f = $("sidebar").querySelector("a, button"); if (f) f.focus(); }
+  }
+  $("menu-toggle").addEventListener("click", () => setDrawer(!document.body.classList.contains("drawer-open")));
+  $("scrim").addEventListener("click", () => setDrawer(false));
+  $("sidebar").addEventListener("click", (e) => { if (e.target.closest("a")) setDrawer(false); });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && document.body.classList.contains("drawer-open")) { setDrawer(false); $("menu-toggle").focus(); }
+  });
 
   // ---- sidebar -----------------------------------------------------------
   function shortId(id) {
