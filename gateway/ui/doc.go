@@ -44,6 +44,12 @@
 //     scrolling the list to its end, or its "older threads" button, reads
 //     the page before (before=next_before), and a refresh of the newest
 //     page keeps the older pages read.
+//   - A thread reads as a conversation: its chat, one card per run (the
+//     run's ask, its status in words, agents, task count and duration,
+//     kept up to date, opening the run's trace), its questions and the
+//     run's outcome; accepts, routing, progress, tool calls, subtasks and
+//     retries are folded away until "Show every event" (kept in
+//     localStorage), which shows the full log below.
 //   - A message pane for one thread or one task: chat messages with author
 //     and time; task requests and results as cards with their payload laid
 //     out as a readable tree; progress inline; tool calls collapsible, with

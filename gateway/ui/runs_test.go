@@ -222,3 +222,40 @@ func TestBrowserPhone(t *testing.T) {
 	}
 	h.noCSPViolations()
 }
+
+// TestBrowserConversation: a thread reads as a conversation — the chat,
+// one card per run with its ask, status in words and agents, the run's
+// outcome — with the protocol's bookkeeping folded away until "Show every
+// event"; the card opens the run's trace.
+func TestBrowserConversation(t *testing.T) {
+	h := newHarness(t)
+	registerTeam(t, h.r)
+	h.busyThread(h.r)
+	h.signIn("#/thread/" + h.thr)
+	h.waitJS(`document.querySelector('.run-card[data-run="` + h.run + `"]')`)
+	card := eval[string](h, `document.querySelector('.run-card[data-run="`+h.run+`"]').textContent`)
+	for _, want := range []string{"Completed", "Nordic payments market: incumbents and real-time rails", "Ken", "2 tasks"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the run card %q lacks %q", card, want)
+		}
+	}
+	visible := func(sel string) int {
+		return eval[int](h, `Array.from(document.querySelectorAll('`+sel+`')).filter(e => e.offsetParent !== null).length`)
+	}
+	if n := visible(`#events .ev[data-type="routing.decision"]`); n != 0 {
+		t.Errorf("%d routing decisions shown in the conversation", n)
+	}
+	if n := visible(`#events .ev[data-type="chat.message"]`); n != 2 {
+		t.Errorf("%d chat messages shown, want 2", n)
+	}
+	if n := visible(`#events .ev[data-type="task.result"]`); n != 1 {
+		t.Errorf("%d results shown, want the run's one", n)
+	}
+	h.do(chromedp.Click("#events-toggle"))
+	h.waitJS(`Array.from(document.querySelectorAll('#events .ev[data-type="routing.decision"]')).some(e => e.offsetParent !== null)`)
+	h.do(chromedp.Click("#events-toggle"))
+	h.waitJS(`document.querySelector('.run-card[data-run="` + h.run + `"]').offsetParent !== null`)
+	h.do(chromedp.Click(`.run-card[data-run="` + h.run + `"]`))
+	h.waitJS(`document.body.dataset.view === "run" && document.querySelectorAll(".trow").length === 2`)
+	h.noCSPViolations()
+}

@@ -68,6 +68,7 @@
     answers: new Map(),  // question id -> the task.answer event, of the view
     questionEls: new Map(), // question id -> [question event, its card] in the view
     sent: new Map(),     // question id -> the value this page answered it with
+    runFolds: new Map(), // run id -> what the conversation's run card shows (foldRun)
   };
   let timers = [];       // the sidebar's refresh intervals
   // For tests and debugging: the state, and what the page's CSP refused.
@@ -419,7 +420,7 @@
     const who = agentName(from) || "?";
     const compact = prev && prev.message && prev.message.from && prev.message.from.agent_id === from &&
       t === "chat.message" && prev.message.type === "chat.message";
-    const root = el("div", { class: "ev" + (compact ? " compact" : ""), "data-seq": ev.seq, "data-type": t, "data-id": m.id || "", id: "ev-" + ev.seq });
+    const root = el("div", { class: "ev" + (compact ? " compact" : "") + (folds(m) ? " folded" : ""), "data-seq": ev.seq, "data-type": t, "data-id": m.id || "", id: "ev-" + ev.seq });
     root.appendChild(el("div", { class: "avatar", style: { background: colorOf(from) }, "aria-hidden": "true" }, who.slice(0, 2).toUpperCase()));
     const body = el("div", { class: "ev-body" });
     root.appendChild(body);
@@ -440,7 +441,15 @@
         add(body, el("div", { class: "line" }, chatText(p) !== null ? chatText(p) : JSON.stringify(p)));
         break;
       case "task.request":
-        add(body, el("div", { class: "card" },
+        if (!m.parent_task_id && m.run_id && S.view && S.view.kind === "thread") {
+          // The run's card in the conversation: its ask, status, agents
+          // and duration, kept up to date; the trace is one click away.
+          const card = el("a", { class: "card run-card", href: "#/run/" + encodeURIComponent(m.run_id), "data-run": m.run_id });
+          const f = S.runFolds.get(m.run_id);
+          if (f) { f.el = card; fillRunCard(f); }
+          add(body, card);
+        }
+        add(body, el("div", { class: "card" + (!m.parent_task_id && S.view && S.view.kind === "thread" ? " detail-only" : "") },
           el("div", { class: "card-title" }, "Task request", m.payload_type ? el("span", { class: "tag" }, m.payload_type) : null,
             Array.isArray(m.requires) && m.requires.length ? el("span", { class: "meta" }, "requires " + m.requires.join(", ")) : null,
             m.parent_task_id ? el("span", { class: "meta" }, "subtask of ", el("a", { href: taskHash(m.parent_task_id) }, shortId(m.parent_task_id))) : null),
@@ -1237,6 +1246,7 @@
     if (m.run_id) S.runs.set(m.run_id, true);
     if (!S.threadRun && m.run_id) S.threadRun = m.run_id;
     if (m.meta && typeof m.meta.ui_channel === "string") S.channel = m.meta.ui_channel;
+    if (m.run_id && m.task_id) foldRun(m);
     if (m.type === "task.answer" && m.payload && typeof m.payload.question_id === "string") {
       S.answers.set(m.payload.question_id, ev);
       S.waiting.delete(m.payload.question_id);
@@ -1251,6 +1261,64 @@
       }
     }
   }
+
+  // ---- the conversation: runs as cards -----------------------------------------
+  // A thread reads as a conversation: chat, each run as one card (its ask,
+  // status in words, agents, duration, a link to its trace), questions,
+  // and the run's outcome. The protocol's bookkeeping (accepts, routing,
+  // progress, tool calls, subtasks, retries) is folded away; "Show every
+  // event" shows it all.
+  function folds(m) {
+    const t = m.type || "";
+    if (t === "task.accept" || t === "task.progress" || t === "task.answer" || t.startsWith("routing.") || t.startsWith("tool.")) return true;
+    if (t.startsWith("task.") && m.parent_task_id) return true; // a subtask's events: in the trace
+    if (t === "task.error" && m.payload && m.payload.details && m.payload.details.will_retry) return true;
+    return false;
+  }
+  function foldRun(m) {
+    let f = S.runFolds.get(m.run_id);
+    if (!f) { f = { run: m.run_id, root: "", ask: "", tasks: new Set(), agents: [], start: NaN, end: NaN, status: "running", failure: null, waiting: false, el: null }; S.runFolds.set(m.run_id, f); }
+    const at = msOf(m.ts);
+    if (m.type === "task.request") {
+      f.tasks.add(m.task_id);
+      if (!m.parent_task_id && !f.root) { f.root = m.task_id; f.ask = payloadTitle(m); f.start = at; }
+    }
+    if (m.type === "task.accept" && m.from && !f.agents.includes(m.from.agent_id)) f.agents.push(m.from.agent_id);
+    if (m.task_id === f.root) {
+      if (m.type === "task.question") f.waiting = true;
+      if (m.type === "task.answer" || m.type === "task.accept") f.waiting = false;
+      if (m.type === "task.accept") { f.status = "running"; f.failure = null; f.end = NaN; }
+      if (protocolEnds(m)) {
+        f.end = at;
+        f.status = m.type === "task.result" ? "completed" : m.type === "task.cancel" ? "cancelled" : m.type === "task.timeout" ? "timed_out" : "failed";
+        f.failure = f.status === "failed" || f.status === "timed_out" ? m.payload || {} : null;
+      }
+    }
+    if (f.el) fillRunCard(f);
+  }
+  function fillRunCard(f) {
+    const c = f.el;
+    const st = f.waiting && f.status === "running" ? "waiting" : f.status;
+    c.className = "card run-card st-" + st;
+    c.textContent = "";
+    const dur = (isNaN(f.end) ? Date.now() : f.end) - f.start;
+    add(c, [el("div", { class: "card-title" }, statusPill(st), el("span", { class: "run-ask" }, f.ask || "a run")),
+      el("div", { class: "meta" }, [f.agents.map(agentName).join(", ") || "not routed yet", f.tasks.size + (f.tasks.size === 1 ? " task" : " tasks"),
+        isNaN(dur) ? "" : fmtDur(dur), "open the trace →"].filter(Boolean).join(" · ")),
+      f.failure ? el("div", { class: "run-fail" }, "✗ " + (f.failure.code || "ERROR") + (f.failure.message ? ": " + f.failure.message : "")) : null]);
+  }
+  const ALL_STORE = "clutch.allEvents";
+  function applyAllEvents() {
+    const all = localStorage.getItem(ALL_STORE) === "1";
+    document.body.dataset.allEvents = all ? "1" : "";
+    const b = $("events-toggle");
+    b.setAttribute("aria-pressed", String(all));
+    b.textContent = all ? "Show the conversation" : "Show every event";
+  }
+  $("events-toggle").addEventListener("click", () => {
+    localStorage.setItem(ALL_STORE, localStorage.getItem(ALL_STORE) === "1" ? "0" : "1");
+    applyAllEvents();
+  });
 
   // Events sit in chunks of up to WINDOW; a chunk off screen is skipped by
   // layout as one box (content-visibility), so a long thread costs little.
@@ -1321,7 +1389,7 @@
     S.view = view;
     S.events = []; S.lastSeq = 0; S.from = 0; S.runs = new Map(); S.threadRun = ""; S.channel = "";
     S.results = new Map(); S.callEls = new Map(); S.unseen = 0; showUnseen();
-    S.answers = new Map(); S.questionEls = new Map(); S.waitingSeq = -1; S.trace = null;
+    S.answers = new Map(); S.questionEls = new Map(); S.waitingSeq = -1; S.trace = null; S.runFolds = new Map();
     document.body.dataset.view = view ? view.kind : "";
     for (const u of S.blobURLs) URL.revokeObjectURL(u);
     S.blobURLs = [];
@@ -1669,5 +1737,6 @@
     route();
   }
   syncCompose();
+  applyAllEvents();
   if (S.key) { $("signin").hidden = true; start(); } else showSignIn("");
 })();
