@@ -259,3 +259,55 @@ func TestBrowserConversation(t *testing.T) {
 	h.waitJS(`document.body.dataset.view === "run" && document.querySelectorAll(".trow").length === 2`)
 	h.noCSPViolations()
 }
+
+// TestBrowserToolCallsNeverRunForever: tool events without call ids pair
+// in order within their task, and a call whose task ended without its
+// result says so — in the event log and in the trace, a completed run
+// never shows a running tool call.
+func TestBrowserToolCallsNeverRunForever(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if err := h.r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:tooler", Capabilities: []protocol.Capability{{ID: "skill:tools"}}},
+		func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"name": "search", "args": map[string]any{"q": "x"}}); err != nil {
+				return nil, err
+			}
+			if _, err := t.Emit(ctx, protocol.TypeToolResult, "", map[string]any{"name": "search", "content": "3 hits"}); err != nil {
+				return nil, err
+			}
+			if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"name": "fetch", "args": map[string]any{"url": "https://example.com"}}); err != nil {
+				return nil, err
+			}
+			return &router.Result{Payload: map[string]string{"text": "done"}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	req, err := h.r.NewRequest(testAgent, "", map[string]string{"text": "use your tools"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ThreadID, req.RunID, req.Requires = h.thr, h.run, []string{"skill:tools"}
+	hd, err := h.r.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hd.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.signIn("#/thread/" + h.thr)
+	h.do(chromedp.Click("#events-toggle"))
+	h.waitJS(`document.body.dataset.allEvents === "1"`)
+	states := eval[[]string](h, `Array.from(document.querySelectorAll('#events .card.tool .tool-state')).map(e => e.textContent)`)
+	if len(states) != 2 || states[0] != "done" || states[1] != "no result recorded" {
+		t.Errorf("tool call states in the log: %v", states)
+	}
+	h.open("#/run/" + h.run)
+	h.waitJS(`document.querySelectorAll('.trace-detail .card.tool').length === 2`)
+	states = eval[[]string](h, `Array.from(document.querySelectorAll('.trace-detail .card.tool .tool-state')).map(e => e.textContent)`)
+	if len(states) != 2 || !strings.HasPrefix(states[0], "done") || states[1] != "no result recorded" {
+		t.Errorf("tool call states in the trace: %v", states)
+	}
+	if eval[bool](h, `document.body.textContent.includes("running…")`) {
+		t.Error("a completed run shows a running tool call")
+	}
+}

@@ -51,7 +51,9 @@
     threadRun: "",       // run_id of the thread's first event
     channel: "",
     results: new Map(),  // tool call id -> its tool.result / tool.error event
-    callEls: new Map(),  // tool call id -> the element showing it
+    callEls: new Map(),  // tool call event id -> the element showing it
+    openCalls: [],       // tool calls without an outcome yet: {msg, cid, task, name}
+    endedTasks: new Set(), // tasks whose end is in the view
     stream: null,        // AbortController of the live stream
     threads: [],         // the listed threads, newest (highest last_seq) first
     threadMap: new Map(),// thread id -> its summary, every page loaded so far
@@ -497,6 +499,7 @@
         S.callEls.set(m.id, det);
         const r = S.results.get(m.id);
         if (r) fillToolCall(det, r);
+        else if (S.endedTasks.has(m.task_id)) noToolResult(det);
         break;
       }
       case "tool.result": {
@@ -1252,14 +1255,35 @@
       S.waiting.delete(m.payload.question_id);
       refreshQuestion(m.payload.question_id);
     }
-    if ((m.type === "tool.result" || m.type === "tool.error") && m.payload) {
-      const cid = m.payload.call_id || (m.payload.details && m.payload.details.call_id);
-      if (cid) {
-        S.results.set(cid, ev);
-        const c = S.callEls.get(cid);
+    // Tool calls and their outcomes: by call_id when the events carry it
+    // (the call's payload call_id, or the call event's id), else the
+    // oldest open call of the task (of the same name). A task that ends
+    // leaves its open calls without a result, never "running".
+    if (m.type === "tool.call") {
+      const p = m.payload || {};
+      S.openCalls.push({ msg: m.id, cid: typeof p.call_id === "string" ? p.call_id : "", task: m.task_id, name: p.name || p.tool || "" });
+    } else if ((m.type === "tool.result" || m.type === "tool.error") && m.payload) {
+      const p = m.payload;
+      const cid = p.call_id || (p.details && p.details.call_id);
+      let i = cid ? S.openCalls.findIndex((c) => c.cid === cid || c.msg === cid) : -1;
+      if (i < 0) i = S.openCalls.findIndex((c) => c.task === m.task_id && (!p.name || !c.name || c.name === p.name));
+      const key = i >= 0 ? S.openCalls[i].msg : cid;
+      if (i >= 0) S.openCalls.splice(i, 1);
+      if (key) {
+        S.results.set(key, ev);
+        const c = S.callEls.get(key);
         if (c) fillToolCall(c, ev);
       }
+    } else if (m.task_id && protocolEnds(m)) {
+      S.endedTasks.add(m.task_id);
+      for (const c of S.openCalls) if (c.task === m.task_id) { const e = S.callEls.get(c.msg); if (e) noToolResult(e); }
     }
+  }
+  function noToolResult(callEl) {
+    const st = callEl.querySelector(".tool-state");
+    if (st && st.textContent === "running…") st.textContent = "no result recorded";
+    const slot = callEl.querySelector(".tool-result.pending");
+    if (slot) slot.textContent = "the task ended without a result of this call";
   }
 
   // ---- the conversation: runs as cards -----------------------------------------
@@ -1388,7 +1412,7 @@
     S.gen++;
     S.view = view;
     S.events = []; S.lastSeq = 0; S.from = 0; S.runs = new Map(); S.threadRun = ""; S.channel = "";
-    S.results = new Map(); S.callEls = new Map(); S.unseen = 0; showUnseen();
+    S.results = new Map(); S.callEls = new Map(); S.openCalls = []; S.endedTasks = new Set(); S.unseen = 0; showUnseen();
     S.answers = new Map(); S.questionEls = new Map(); S.waitingSeq = -1; S.trace = null; S.runFolds = new Map();
     document.body.dataset.view = view ? view.kind : "";
     for (const u of S.blobURLs) URL.revokeObjectURL(u);
