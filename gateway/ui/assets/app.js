@@ -186,10 +186,21 @@
   // the oldest one listed (before=next_before), when the list is scrolled to
   // its end or its "older threads" button is pressed. Every page read is
   // kept, so a refresh never drops a thread the reader has paged to.
+  // The reader picks the order within a channel: newest started first
+  // (stable: a busy thread does not jump) or latest activity first; kept
+  // in localStorage. Channels are in name order, plain threads last.
+  const ORDER_STORE = "clutch.order";
   function mergeThreads(list) {
     for (const t of list) if (t && typeof t.id === "string") S.threadMap.set(t.id, t);
-    S.threads = Array.from(S.threadMap.values()).sort((a, b) => (Number(b.last_seq) || 0) - (Number(a.last_seq) || 0));
+    const key = localStorage.getItem(ORDER_STORE) === "updated" ? "last_seq" : "first_seq";
+    S.threads = Array.from(S.threadMap.values()).sort((a, b) => (Number(b[key]) || 0) - (Number(a[key]) || 0) || (a.id < b.id ? -1 : 1));
   }
+  $("thread-order").value = localStorage.getItem(ORDER_STORE) === "updated" ? "updated" : "created";
+  $("thread-order").addEventListener("change", () => {
+    localStorage.setItem(ORDER_STORE, $("thread-order").value);
+    mergeThreads([]);
+    keepFocus(renderChannels);
+  });
   // resetThreads forgets every listed thread: another key may see others.
   function resetThreads() {
     S.threadsGen++;
@@ -242,7 +253,9 @@
     }
     const nav = $("channels");
     nav.textContent = "";
-    for (const [ch, list] of groups) {
+    const names = Array.from(groups.keys()).sort((a, b) => (a === "threads") - (b === "threads") || a.localeCompare(b));
+    for (const ch of names) {
+      const list = groups.get(ch);
       nav.appendChild(el("div", { class: "channel" }, el("h2", null, "# " + ch),
         list.map((t) => {
           const active = S.view && S.view.kind === "thread" && S.view.id === t.id;
