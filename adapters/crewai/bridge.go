@@ -512,7 +512,7 @@ func (f *follow) absorb(ctx context.Context, m *protocol.Message) (*router.Resul
 			ep = protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: "the crew failed"}
 		}
 		return nil, true, router.Fail(ep.Code, ep.Message, ep.Retryable, map[string]any{"kickoff_id": f.kid, "crewai_type": kind})
-	case strings.Contains(kind, "input_requested") || strings.Contains(kind, "human_feedback"):
+	case inputRequested(kind):
 		task := rawjson.MetaString(m, MetaTaskID)
 		if task == "" {
 			task = rawjson.MetaString(m, MetaTaskName)

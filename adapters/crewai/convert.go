@@ -428,7 +428,7 @@ func (c *conv) event(e *event) error {
 		if data != nil {
 			p["data"] = data
 		}
-		if strings.Contains(typ, "input_requested") || strings.Contains(typ, "human_feedback") {
+		if inputRequested(typ) {
 			p["awaiting_input"] = true
 		}
 		return c.emit(e, "", protocol.TypeTaskProgress, task, parent, from, nil, p, meta)
@@ -447,6 +447,14 @@ func (c *conv) event(e *event) error {
 		payload = map[string]any{}
 	}
 	return c.emit(e, "", extKind(typ), task, parent, from, nil, payload, meta)
+}
+
+// inputRequested reports whether a crewAI event type says the run waits
+// for a person: an input or feedback request (flow_input_requested,
+// human_feedback_requested) or a pause for one (flow_paused,
+// method_execution_paused). human_feedback_received is not one.
+func inputRequested(typ string) bool {
+	return strings.HasSuffix(typ, "input_requested") || strings.HasSuffix(typ, "feedback_requested") || strings.HasSuffix(typ, "_paused")
 }
 
 // progressKind lists the event types that are progress of a task.

@@ -189,6 +189,25 @@ func TestOutbound(t *testing.T) {
 	assert.True(t, a.CanHandle(k))
 }
 
+// Events that ask for a person are marked awaiting_input; the one that
+// says the feedback came is not.
+func TestAwaitingInputEvents(t *testing.T) {
+	a := crewai.New(nil)
+	raw := []byte(`{"events":[
+	 {"id":"e1","execution_id":"ex","timestamp":"2025-02-16T10:58:44.000Z","type":"human_feedback_requested","data":{"method_name":"review","message":"Review this","output":"draft"}},
+	 {"id":"e2","execution_id":"ex","timestamp":"2025-02-16T10:58:45.000Z","type":"human_feedback_received","data":{"method_name":"review","feedback":"ok"}},
+	 {"id":"e3","execution_id":"ex","timestamp":"2025-02-16T10:58:46.000Z","type":"flow_paused","data":{"method_name":"review","message":"Review this"}}]}`)
+	msgs := inbound(t, a, raw)
+	require.Len(t, msgs, 3)
+	for i, want := range []bool{true, false, true} {
+		var p struct {
+			Awaiting bool `json:"awaiting_input"`
+		}
+		require.NoError(t, json.Unmarshal(msgs[i].Payload, &p))
+		assert.Equal(t, want, p.Awaiting, msgs[i].ID)
+	}
+}
+
 func TestDetect(t *testing.T) {
 	a := crewai.New(nil)
 	for _, c := range allFixtures(t) {
