@@ -189,6 +189,39 @@ func TestOutbound(t *testing.T) {
 	assert.True(t, a.CanHandle(k))
 }
 
+// ResumeOfApproval: the answer to a Crew's approval question as the
+// resume body.
+func TestResumeOfApproval(t *testing.T) {
+	for _, c := range []struct {
+		value, feedback string
+		approve         bool
+	}{
+		{`{"decision":"approve"}`, "", true},
+		{`{"decision":"approve","reason":"Excellent research! Proceed to the next task."}`, "Excellent research! Proceed to the next task.", true},
+		{`{"decision":"reject","reason":"Please include more quantitative data."}`, "Please include more quantitative data.", false},
+		{`{"decision":"edit","arguments":"Two days only."}`, "Two days only.", false},
+		{`{"decision":"edit","reason":"shorter","arguments":{"days":2}}`, "shorter\n\n{\"days\":2}", false},
+		{`"looks good"`, "looks good", true},
+	} {
+		r, err := crewai.ResumeOfApproval("ex", "t1", json.RawMessage(c.value))
+		require.NoError(t, err, c.value)
+		assert.Equal(t, crewai.Resume{ExecutionID: "ex", TaskID: "t1", HumanFeedback: c.feedback, IsApprove: c.approve}, *r, c.value)
+	}
+	for _, c := range []struct {
+		exec, task, value string
+		code              protocol.Code
+	}{
+		{"ex", "", `{"decision":"approve"}`, protocol.CodeMissingField},
+		{"", "t1", `{"decision":"approve"}`, protocol.CodeMissingField},
+		{"ex", "t1", `{"decision":"maybe"}`, protocol.CodeInvalidField},
+		{"ex", "t1", `{"decision":"approve","extra":1}`, protocol.CodeInvalidField},
+		{"ex", "t1", `42`, protocol.CodeInvalidField},
+	} {
+		_, err := crewai.ResumeOfApproval(c.exec, c.task, json.RawMessage(c.value))
+		assert.ErrorIs(t, err, c.code, "%+v", c)
+	}
+}
+
 // Events that ask for a person are marked awaiting_input; the one that
 // says the feedback came is not.
 func TestAwaitingInputEvents(t *testing.T) {

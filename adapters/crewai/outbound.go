@@ -1,6 +1,7 @@
 package crewai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -106,6 +107,50 @@ func ResumeOf(m *protocol.Message, exec, task string) (*Resume, error) {
 	case 0, 'n':
 	default:
 		r.HumanFeedback = string(rawjson.Compact(m.Payload))
+	}
+	return r, nil
+}
+
+// ResumeOfApproval maps the answer to a Crew's question — the value of a
+// protocol.Approval — to the POST /resume body for the paused task task
+// of execution exec: approve resumes with is_approve true and the reason
+// as human_feedback; reject with is_approve false (AMP retries the task
+// with the reason as its feedback); edit with is_approve false and the
+// edited arguments as the feedback (a JSON string's text, else the JSON
+// text), after the reason when there is one. A JSON string value is
+// feedback that approves. Any other value is INVALID_FIELD.
+func ResumeOfApproval(exec, task string, value json.RawMessage) (*Resume, error) {
+	if exec == "" || task == "" {
+		return nil, outErr(protocol.CodeMissingField, "/details", "a resume needs the execution and task ids", nil)
+	}
+	r := &Resume{ExecutionID: exec, TaskID: task}
+	if rawjson.Kind(value) == '"' {
+		r.HumanFeedback, _ = rawjson.Str(value)
+		r.IsApprove = true
+		return r, nil
+	}
+	var a protocol.Approval
+	d := json.NewDecoder(bytes.NewReader(value))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&a); err != nil {
+		return nil, outErr(protocol.CodeInvalidField, "/value", "the answer is not an approval {decision, reason?, arguments?}", err)
+	}
+	r.HumanFeedback = a.Reason
+	switch a.Decision {
+	case protocol.Approve:
+		r.IsApprove = true
+	case protocol.Reject:
+	case protocol.Edit:
+		edited := string(rawjson.Compact(a.Arguments))
+		if rawjson.Kind(a.Arguments) == '"' {
+			edited, _ = rawjson.Str(a.Arguments)
+		}
+		if r.HumanFeedback != "" {
+			edited = r.HumanFeedback + "\n\n" + edited
+		}
+		r.HumanFeedback = edited
+	default:
+		return nil, outErr(protocol.CodeInvalidField, "/value/decision", "the decision is not approve, reject or edit", nil)
 	}
 	return r, nil
 }
