@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clutchprotocol/clutch/adapters"
 
@@ -40,7 +41,6 @@ const (
 	maxEarlyRuns            = 1024 // executions whose webhook events came before their kickoff answer
 	maxEarlyEvents          = 256
 	maxEarlyBytes           = 16 << 20 // payload bytes of all early events
-	maxPending              = 4096
 )
 
 // DefaultWebhookEvents are the event types a Crew asks AMP to stream when
@@ -189,10 +189,7 @@ type Crew struct {
 	watches map[string]chan *protocol.Message // kickoff id -> the task following it
 	early   map[string][]*protocol.Message    // webhook events of kickoffs not followed yet
 	earlyN  int                               // their payload bytes
-	pending map[string]pendingInput           // Clutch thread -> the execution waiting for input
 }
-
-type pendingInput struct{ kickoff, task string }
 
 // Register makes a Crew for the deployed crew at baseURL and registers it
 // with r as an in-process agent whose handler kicks the crew off: routable
@@ -243,7 +240,7 @@ func NewCrew(baseURL string, opts *CrewOptions) (*Crew, error) {
 		return nil, err
 	}
 	c := &Crew{base: strings.TrimRight(baseURL, "/"), opts: o, hc: hc, owned: base, token: hex.EncodeToString(tok[:]),
-		tr: New(nil), watches: map[string]chan *protocol.Message{}, early: map[string][]*protocol.Message{}, pending: map[string]pendingInput{}}
+		tr: New(nil), watches: map[string]chan *protocol.Message{}, early: map[string][]*protocol.Message{}}
 	c.card = &protocol.AgentCard{V: protocol.Version, AgentID: o.AgentID, Display: &protocol.Display{Name: o.Name, Desc: "crewAI crew at " + c.base},
 		Endpoints: map[string]protocol.Endpoint{"crewai": {URL: c.base}}, Capabilities: o.Capabilities, Limits: o.Limits, Security: o.Security}
 	if err := c.card.Validate(); err != nil {
@@ -280,63 +277,137 @@ type CrewProgress struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`      // the translated payload
 }
 
-// Handle is the router.Handler of the crew. A request in a thread whose
-// last kickoff paused for human input resumes it (POST /resume, see
-// ResumeOf); any other kicks the crew off (POST /kickoff with the
-// request's inputs). The execution is then followed by status polling
-// and, with WebhookURL, its event stream, until it completes (the
-// output is the Result), fails (a wire error), or pauses (INPUT_REQUIRED,
-// details.kickoff_id and details.crew_task). ctx ending stops following:
-// AMP has no cancel call, so the crew's own run goes on.
+// Handle is the router.Handler of the crew. A first run kicks the crew
+// off (POST /kickoff with the request's inputs). The execution is then
+// followed by status polling and, with WebhookURL, its event stream,
+// until it completes (the output is the Result), fails (a wire error),
+// or pauses for a person: then the task asks (router.Task.Ask) an
+// approval question whose Details name the paused work (crew,
+// kickoff_id, crew_task) and waits, holding nothing. When the question
+// is answered the router runs Handle again: router.Task.Resumed gives
+// the question and its answer, and Handle resumes that execution (POST
+// /resume, see ResumeOfApproval) and follows it again, instead of
+// kicking off anew. ctx ending stops following: AMP has no cancel call,
+// so the crew's own run goes on.
 func (c *Crew) Handle(ctx context.Context, t *router.Task) (*router.Result, error) {
 	if c.closed.Load() {
 		return nil, router.Fail(protocol.CodeToolUnavailable, "the crew bridge for "+c.base+" is closed", false, nil)
 	}
 	req := t.Request()
-	c.mu.Lock()
-	p, resume := c.pending[req.ThreadID]
-	delete(c.pending, req.ThreadID)
-	c.mu.Unlock()
-	var kid string
-	if resume {
-		r, err := ResumeOf(req, p.kickoff, p.task)
-		if err != nil {
-			return nil, err
-		}
-		var ans Status
-		if err := c.call(ctx, http.MethodPost, "/resume", r, &ans); err != nil {
-			return nil, err
-		}
-		kid = p.kickoff
-		if err := t.Progress(ctx, CrewProgress{KickoffID: kid, Status: ans.Status, Payload: mustJSON(map[string]any{"message": ans.Message})}); err != nil {
-			return nil, err
-		}
-	} else {
-		inputs, err := c.opts.Inputs(req)
-		if err != nil {
-			return nil, router.Fail(protocol.CodeInvalidField, "crewai: inputs: "+err.Error(), false, nil)
-		}
-		k := Kickoff{Inputs: inputs, Meta: map[string]any{"clutch_task_id": req.TaskID, "clutch_run_id": req.RunID}}
-		if c.opts.WebhookURL != "" {
-			k.Webhooks = &Webhooks{Events: c.opts.WebhookEvents, URL: c.opts.WebhookURL, Realtime: true,
-				Authentication: &WebhookCredentials{Strategy: "bearer", Token: c.token}}
-		}
-		var ans KickoffResponse
-		if err := c.call(ctx, http.MethodPost, "/kickoff", k, &ans); err != nil {
-			return nil, err
-		}
-		if ans.KickoffID == "" || len(ans.KickoffID) > maxOutsideID {
-			return nil, router.Fail(protocol.CodeToolFailed, "crewai: the kickoff answer has no usable kickoff_id", false, map[string]any{"crew": c.base})
-		}
-		kid = ans.KickoffID
-		if err := t.Progress(ctx, CrewProgress{KickoffID: kid, Status: "kicked_off"}); err != nil {
-			return nil, err
-		}
+	q, answer, err := t.Resumed(ctx)
+	if err != nil {
+		return nil, err
 	}
-	f := &follow{c: c, t: t, kid: kid, thread: req.ThreadID, seen: map[string]bool{}}
+	p, err := c.pausedBy(q)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		// Followed from before the resume, so that no streamed event of
+		// the resumed execution is missed; what was streamed while nobody
+		// followed is from before the pause.
+		f := &follow{c: c, t: t, kid: p.kickoff, seen: map[string]bool{}}
+		if p.event != "" {
+			f.seen[p.event] = true // a redelivery of the pause is not a new one
+		}
+		c.forgetEarly(p.kickoff)
+		ch := c.watch(p.kickoff)
+		defer c.unwatch(p.kickoff)
+		if err := c.resume(ctx, t, p, answer); err != nil {
+			return nil, err
+		}
+		return f.run(ctx, ch)
+	}
+	inputs, err := c.opts.Inputs(req)
+	if err != nil {
+		return nil, router.Fail(protocol.CodeInvalidField, "crewai: inputs: "+err.Error(), false, nil)
+	}
+	k := Kickoff{Inputs: inputs, Meta: map[string]any{"clutch_task_id": req.TaskID, "clutch_run_id": req.RunID}}
+	if c.opts.WebhookURL != "" {
+		k.Webhooks = &Webhooks{Events: c.opts.WebhookEvents, URL: c.opts.WebhookURL, Realtime: true,
+			Authentication: &WebhookCredentials{Strategy: "bearer", Token: c.token}}
+	}
+	var ans KickoffResponse
+	if err := c.call(ctx, http.MethodPost, "/kickoff", k, &ans); err != nil {
+		return nil, err
+	}
+	if ans.KickoffID == "" || len(ans.KickoffID) > maxOutsideID {
+		return nil, router.Fail(protocol.CodeToolFailed, "crewai: the kickoff answer has no usable kickoff_id", false, map[string]any{"crew": c.base})
+	}
+	kid := ans.KickoffID
+	if err := t.Progress(ctx, CrewProgress{KickoffID: kid, Status: "kicked_off"}); err != nil {
+		return nil, err
+	}
+	f := &follow{c: c, t: t, kid: kid, seen: map[string]bool{}}
 	ch := c.watch(kid)
 	defer c.unwatch(kid)
 	return f.run(ctx, ch)
+}
+
+// paused is an execution paused for a person, as the Details of the
+// question the task asked name it.
+type paused struct{ crew, kickoff, task, event string }
+
+// The Details keys of a Crew's question.
+const (
+	detailCrew     = "crew"       // the crew's URL
+	detailKickoff  = "kickoff_id" // the paused execution
+	detailCrewTask = "crew_task"  // the crewAI task that waits
+	detailEvent    = "event_id"   // the streamed event that said so, if one did
+)
+
+// pausedBy returns the execution the answered question q was asked for:
+// nil when q is nil or was not asked by a Crew (a middleware's approval),
+// an error when it names another crew's execution.
+func (c *Crew) pausedBy(q *protocol.Question) (*paused, error) {
+	if q == nil {
+		return nil, nil
+	}
+	kid, _ := q.Details[detailKickoff].(string)
+	if kid == "" {
+		return nil, nil
+	}
+	p := &paused{kickoff: kid}
+	p.crew, _ = q.Details[detailCrew].(string)
+	p.task, _ = q.Details[detailCrewTask].(string)
+	p.event, _ = q.Details[detailEvent].(string)
+	if p.crew != "" && p.crew != c.base {
+		return nil, router.Fail(protocol.CodeConflict, "crewai: question "+q.ID+" was asked for an execution of the crew at "+p.crew+", not "+c.base, false,
+			map[string]any{detailCrew: p.crew, detailKickoff: kid, "question_id": q.ID})
+	}
+	return p, nil
+}
+
+// resume sends the answer to the paused execution p (POST /resume). An
+// AMP answer that the execution is not waiting for input means an earlier
+// run sent this resume already (its process died before the outcome was
+// stored): the execution is followed as it is.
+func (c *Crew) resume(ctx context.Context, t *router.Task, p *paused, answer json.RawMessage) error {
+	r, err := ResumeOfApproval(p.kickoff, p.task, answer)
+	if err != nil {
+		return err
+	}
+	var ans Status
+	if err := c.call(ctx, http.MethodPost, "/resume", r, &ans); err != nil {
+		if !resumeTaken(err) {
+			return err
+		}
+		c.opts.Logger.InfoContext(ctx, "crewai: the execution no longer waits for input: following it", "kickoff_id", p.kickoff, "task", t.ID(), "err", err)
+		return t.Progress(ctx, CrewProgress{KickoffID: p.kickoff, Status: "resume_taken", Payload: mustJSON(map[string]any{"message": err.Error()})})
+	}
+	return t.Progress(ctx, CrewProgress{KickoffID: p.kickoff, Status: ans.Status, Payload: mustJSON(map[string]any{"message": ans.Message})})
+}
+
+// resumeTaken reports whether a failed POST /resume is AMP's refusal of
+// an execution that is not paused ("Execution is not in pending human
+// input state", HTTP 400 or 409).
+func resumeTaken(err error) bool {
+	var ep *protocol.ErrorPayload
+	if !errors.As(err, &ep) {
+		return false
+	}
+	s, _ := ep.Details["http_status"].(int)
+	return (s == http.StatusBadRequest || s == http.StatusConflict) && strings.Contains(strings.ToLower(ep.Message), "not in pending")
 }
 
 func (c *Crew) watch(kid string) chan *protocol.Message {
@@ -352,6 +423,16 @@ func (c *Crew) watch(kid string) chan *protocol.Message {
 	return ch
 }
 
+// forgetEarly drops the streamed events of kid that no task followed.
+func (c *Crew) forgetEarly(kid string) {
+	c.mu.Lock()
+	for _, m := range c.early[kid] {
+		c.earlyN -= len(m.Payload)
+	}
+	delete(c.early, kid)
+	c.mu.Unlock()
+}
+
 func (c *Crew) unwatch(kid string) {
 	c.mu.Lock()
 	delete(c.watches, kid)
@@ -360,12 +441,11 @@ func (c *Crew) unwatch(kid string) {
 
 // follow is one followed execution.
 type follow struct {
-	c      *Crew
-	t      *router.Task
-	kid    string
-	thread string
-	last   []byte // the last status body stored as progress
-	seen   map[string]bool
+	c    *Crew
+	t    *router.Task
+	kid  string
+	last []byte // the last status body stored as progress
+	seen map[string]bool
 }
 
 func (f *follow) run(ctx context.Context, events <-chan *protocol.Message) (*router.Result, error) {
@@ -458,7 +538,11 @@ func (f *follow) poll(ctx context.Context) (*router.Result, bool, error) {
 		code := ErrorCode(msg, protocol.CodeToolFailed)
 		return nil, true, router.Fail(code, msg, code.Retryable(), map[string]any{"kickoff_id": f.kid, "execution_time": st.ExecutionTime})
 	case AwaitingInput(st.Status):
-		return f.needInput(st.CurrentTask, "the crew waits for human feedback")
+		text := st.Message
+		if text == "" {
+			text = "the crew waits for human feedback"
+		}
+		return f.needInput(ctx, st.CurrentTask, text, "", "")
 	}
 	if !bytes.Equal(f.last, raw) {
 		f.last = append(f.last[:0], raw...)
@@ -481,17 +565,43 @@ func (f *follow) result(out any) (*router.Result, bool, error) {
 	return &router.Result{PayloadType: f.c.opts.ResultType, Payload: p}, true, nil
 }
 
-func (f *follow) needInput(task, msg string) (*router.Result, bool, error) {
-	f.c.mu.Lock()
-	if len(f.c.pending) >= maxPending {
-		for k := range f.c.pending { // forget one: the map is bounded
-			delete(f.c.pending, k)
-			break
-		}
+// needInput makes the task ask for the paused execution: an approval
+// question (is_approve and the feedback of POST /resume) with text, the
+// output the person reviews when there is one, and Details naming the
+// execution and the crewAI task. A subtask cannot ask (docs/protocol.md
+// §2.7): it ends with INPUT_REQUIRED and the same details, for the task
+// that delegated it.
+func (f *follow) needInput(ctx context.Context, task, text, output, event string) (*router.Result, bool, error) {
+	details := map[string]any{detailCrew: f.c.base, detailKickoff: f.kid, detailCrewTask: task}
+	if event != "" {
+		details[detailEvent] = event
 	}
-	f.c.pending[f.thread] = pendingInput{kickoff: f.kid, task: task}
-	f.c.mu.Unlock()
-	return nil, true, router.Fail(protocol.CodeInputRequired, msg, false, map[string]any{"kickoff_id": f.kid, "crew_task": task})
+	if f.t.Request().ParentTaskID != "" {
+		return nil, true, router.Fail(protocol.CodeInputRequired, text, false, details)
+	}
+	if output != "" {
+		text += "\n\n" + output
+	}
+	q := protocol.Question{Kind: protocol.QuestionApproval, Text: clip(text, protocol.MaxQuestionText), Details: details}
+	if _, err := f.t.Ask(ctx, q); err != nil {
+		return nil, true, err // router.ErrWaiting: the task waits for the answer
+	}
+	// Handle calls Resumed first, so Ask asks: a recorded answer here is a bug.
+	return nil, true, router.Fail(protocol.CodeInternal, "crewai: asking for the paused execution "+f.kid+" returned an earlier answer", false, details)
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	s = s[:n-len(mark)]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + mark
 }
 
 // absorb records one streamed event under the task: tool events as tool.*,
@@ -517,12 +627,31 @@ func (f *follow) absorb(ctx context.Context, m *protocol.Message) (*router.Resul
 		if task == "" {
 			task = rawjson.MetaString(m, MetaTaskName)
 		}
-		return f.needInput(task, "the crew asks for human input ("+kind+")")
+		data := eventData(m)
+		if task == "" {
+			task, _ = data["method_name"].(string)
+		}
+		text, _ := data["message"].(string)
+		if text == "" {
+			text = "the crew asks for human input (" + kind + ")"
+		}
+		output, _ := data["output"].(string)
+		return f.needInput(ctx, task, text, output, m.ID)
 	}
 	if err := f.record(ctx, m); err != nil {
 		return nil, true, err
 	}
 	return nil, false, nil
+}
+
+// eventData is the crewAI event data a translated progress event carries
+// ({event, data}); nil when it has none.
+func eventData(m *protocol.Message) map[string]any {
+	var p struct {
+		Data map[string]any `json:"data"`
+	}
+	_ = json.Unmarshal(m.Payload, &p)
+	return p.Data
 }
 
 // record stores a streamed event that does not end the task: tool events

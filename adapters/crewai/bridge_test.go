@@ -59,6 +59,15 @@ type fakeAMP struct {
 	deliveries [][]byte
 	delivered  chan int // the HTTP status of each delivery
 	onResume   []json.RawMessage
+	// resumeBodies are the bodies of POST /resume as they came.
+	resumeBodies [][]byte
+	// dropFirstResume takes the first resume and drops its connection
+	// before answering; the resumes after it are answered as AMP answers
+	// one for an execution that is not paused.
+	dropFirstResume bool
+	// redeliverOnResume posts the deliveries again when a resume comes,
+	// before answering it, as AMP retrying them late would.
+	redeliverOnResume bool
 }
 
 func examplesDoc(t testing.TB) (kickoff, status map[string]json.RawMessage, resume map[string]json.RawMessage) {
@@ -117,9 +126,21 @@ func newFakeAMP(t testing.TB) *fakeAMP {
 			var rb crewai.Resume
 			require.NoError(t, json.Unmarshal(body, &rb))
 			f.resumes = append(f.resumes, rb)
+			f.resumeBodies = append(f.resumeBodies, body)
+			if f.dropFirstResume && len(f.resumes) > 1 {
+				w.WriteHeader(http.StatusBadRequest) // the resume API's documented 400
+				w.Write([]byte(`{"error":"Invalid Request","message":"Execution is not in pending human input state"}`))
+				return
+			}
+			f.statuses = f.onResume
+			if f.redeliverOnResume {
+				f.post(f.kickoffs[0].Webhooks, f.deliveries)
+			}
+			if f.dropFirstResume {
+				panic(http.ErrAbortHandler) // taken, and the connection drops
+			}
 			_, _, res := examplesDoc(t)
 			w.Write(res["resumed"])
-			f.statuses = f.onResume
 		default:
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error":"Not Found","message":"The requested resource was not found"}`))
@@ -135,6 +156,10 @@ func (f *fakeAMP) deliver(h *crewai.Webhooks) {
 	f.mu.Lock()
 	ds := f.deliveries
 	f.mu.Unlock()
+	f.post(h, ds)
+}
+
+func (f *fakeAMP) post(h *crewai.Webhooks, ds [][]byte) {
 	for _, d := range ds {
 		d = bytes.ReplaceAll(d, []byte(`"crew-run-id"`), []byte(`"`+kickoffID+`"`))
 		req, _ := http.NewRequest(http.MethodPost, h.URL, bytes.NewReader(d))
@@ -389,9 +414,34 @@ func TestCrewWebhookRefusesBadBody(t *testing.T) {
 	}
 }
 
-// Human input: the crew's stream says it waits for input; the task ends
-// INPUT_REQUIRED, and the next request in the thread resumes the
-// execution with POST /resume.
+// waitQuestion submits payload to the crew and waits for the task to stop
+// on a question; it checks the task waits (Router.Waiting).
+func (b *bridgeEnv) waitQuestion(t *testing.T, payload any) (*protocol.Message, *protocol.Question) {
+	t.Helper()
+	req := b.Request("", payload)
+	req.To = []protocol.Participant{{AgentID: b.crew.Card().AgentID}}
+	h, err := b.Router.Submit(context.Background(), req)
+	require.NoError(t, err)
+	out, err := b.Wait(h)
+	require.ErrorIs(t, err, protocol.CodeInputRequired)
+	require.NotNil(t, out.Question, "the task asks: %v", err)
+	assert.Equal(t, protocol.TypeTaskQuestion, out.Type)
+	assert.Equal(t, 1, b.Router.Waiting())
+	return req, out.Question
+}
+
+// answer answers q as the requester of req and waits for the task's end.
+func (b *bridgeEnv) answer(t *testing.T, req *protocol.Message, q *protocol.Question, value string) (*router.Outcome, error) {
+	t.Helper()
+	h, err := b.Router.Answer(context.Background(), q.ID, router.Answerer{AgentID: req.From.AgentID}, json.RawMessage(value))
+	require.NoError(t, err)
+	return b.Wait(h)
+}
+
+// Human input: the crew's stream says it waits for input; the task asks
+// an approval question naming the paused execution and waits; the answer
+// resumes that execution with POST /resume, and the task ends with the
+// crew's output.
 func TestCrewHumanInputResume(t *testing.T) {
 	amp := newFakeAMP(t)
 	_, st, _ := examplesDoc(t)
@@ -401,19 +451,193 @@ func TestCrewHumanInputResume(t *testing.T) {
 	hook := newHookServer(t)
 	b := newBridge(t, amp, nil, hook)
 
-	_, err := b.ask(t, map[string]any{"topic": "AI"}, "thr_hitl")
-	var ep *protocol.ErrorPayload
-	require.True(t, errors.As(err, &ep), "%v", err)
-	assert.Equal(t, protocol.CodeInputRequired, ep.Code)
-	assert.Equal(t, kickoffID, ep.Details["kickoff_id"])
-	assert.Equal(t, "research_task", ep.Details["crew_task"])
+	req, q := b.waitQuestion(t, map[string]any{"topic": "AI"})
+	assert.Equal(t, protocol.QuestionApproval, q.Kind)
+	assert.Equal(t, "Approve the research?", q.Text)
+	assert.Equal(t, map[string]any{"crew": amp.srv.URL, "kickoff_id": kickoffID, "crew_task": "research_task", "event_id": "ev-1"}, q.Details)
+	amp.mu.Lock()
+	assert.Empty(t, amp.resumes, "nothing resumed before the answer")
+	amp.mu.Unlock()
 
-	out, err := b.ask(t, map[string]any{"human_feedback": "Excellent research! Proceed to the next task.", "is_approve": true}, "thr_hitl")
+	out, err := b.answer(t, req, q, `{"decision":"approve","reason":"Excellent research! Proceed to the next task."}`)
 	require.NoError(t, err)
+	assert.Equal(t, protocol.TypeTaskResult, out.Type)
 	assert.Contains(t, string(out.Message.Payload), "Comprehensive travel itinerary")
-	require.Len(t, amp.kickoffs, 1, "the follow-up resumes, it does not kick off again")
-	require.Len(t, amp.resumes, 1)
-	assert.Equal(t, crewai.Resume{ExecutionID: kickoffID, TaskID: "research_task", HumanFeedback: "Excellent research! Proceed to the next task.", IsApprove: true}, amp.resumes[0])
+	assert.Equal(t, 0, b.Router.Waiting())
+	require.Len(t, amp.kickoffs, 1, "the answer resumes, it does not kick off again")
+	require.Len(t, amp.resumeBodies, 1)
+	assert.JSONEq(t, `{"execution_id":"`+kickoffID+`","task_id":"research_task","human_feedback":"Excellent research! Proceed to the next task.","is_approve":true}`, string(amp.resumeBodies[0]))
+	answers := b.Events(store.Query{TaskID: out.TaskID, TypePrefix: string(protocol.TypeTaskAnswer)})
+	require.Len(t, answers, 1)
+	assert.Equal(t, req.From.AgentID, answers[0].From.AgentID)
+}
+
+// A flow's @human_feedback request: the question shows the message and
+// the output to review, and names the flow method as the crewAI task. A
+// waiting task can be cancelled; nothing is resumed then.
+func TestCrewFeedbackRequested(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["running"]}
+	amp.deliveries = [][]byte{[]byte(`{"events":[{"id":"ev-7","execution_id":"crew-run-id","timestamp":"2025-02-16T10:58:44.965Z","type":"human_feedback_requested","data":{"flow_name":"ReviewFlow","method_name":"review","message":"Review this draft:","output":"Draft: AI agents are revolutionizing development..."}}]}`)}
+	hook := newHookServer(t)
+	b := newBridge(t, amp, nil, hook)
+
+	_, q := b.waitQuestion(t, "go")
+	assert.Equal(t, "Review this draft:\n\nDraft: AI agents are revolutionizing development...", q.Text)
+	assert.Equal(t, "review", q.Details["crew_task"])
+	assert.Equal(t, "ev-7", q.Details["event_id"])
+	taskID, _, _ := protocol.ParseQuestionID(q.ID)
+	h, err := b.Router.Cancel(taskID, "not needed")
+	require.NoError(t, err)
+	out, _ := b.Wait(h)
+	assert.Equal(t, protocol.TypeTaskCancel, out.Type)
+	assert.Equal(t, 0, b.Router.Waiting())
+	amp.mu.Lock()
+	assert.Empty(t, amp.resumes)
+	amp.mu.Unlock()
+}
+
+// AMP delivers the pause event again, late: while the task waits, and as
+// the answer resumes the execution. Neither is a new pause: the task ends
+// with the crew's output after one question.
+func TestCrewPauseRedelivered(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["running"]}
+	amp.onResume = []json.RawMessage{st["running"], st["completed"]}
+	amp.deliveries = [][]byte{[]byte(`{"events":[{"id":"ev-1","execution_id":"crew-run-id","timestamp":"2025-02-16T10:58:44.965Z","type":"flow_input_requested","data":{"task_id":"research_task","message":"Approve the research?"}}]}`)}
+	amp.redeliverOnResume = true
+	hook := newHookServer(t)
+	b := newBridge(t, amp, nil, hook)
+
+	req, q := b.waitQuestion(t, "go")
+	assert.Equal(t, http.StatusAccepted, <-amp.delivered)
+	amp.mu.Lock()
+	hooks := amp.kickoffs[0].Webhooks
+	amp.mu.Unlock()
+	amp.deliver(hooks) // while the task waits: nobody follows the execution
+	assert.Equal(t, http.StatusAccepted, <-amp.delivered)
+
+	out, err := b.answer(t, req, q, `{"decision":"approve"}`)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.TypeTaskResult, out.Type)
+	assert.Equal(t, http.StatusAccepted, <-amp.delivered)
+	require.Len(t, amp.resumeBodies, 1)
+	assert.Len(t, b.Events(store.Query{TaskID: out.TaskID, TypePrefix: string(protocol.TypeTaskQuestion)}), 1)
+}
+
+// A status naming a pause (no stream) asks too; a rejection resumes the
+// execution with is_approve false and the reason as the feedback (AMP
+// retries the task with it).
+func TestCrewStatusPauseReject(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{st["running"], json.RawMessage(`{"status":"pending_human_input","current_task":"analysis_task","message":"Review the analysis"}`)}
+	amp.onResume = []json.RawMessage{st["completed"]}
+	b := newBridge(t, amp, nil, nil)
+
+	req, q := b.waitQuestion(t, "analyse")
+	assert.Equal(t, "Review the analysis", q.Text)
+	assert.Equal(t, map[string]any{"crew": amp.srv.URL, "kickoff_id": kickoffID, "crew_task": "analysis_task"}, q.Details)
+
+	out, err := b.answer(t, req, q, `{"decision":"reject","reason":"Please include more quantitative data and cite your sources."}`)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.TypeTaskResult, out.Type)
+	require.Len(t, amp.resumeBodies, 1)
+	assert.JSONEq(t, `{"execution_id":"`+kickoffID+`","task_id":"analysis_task","human_feedback":"Please include more quantitative data and cite your sources.","is_approve":false}`, string(amp.resumeBodies[0]))
+}
+
+// The execution pauses twice: each pause is a new question of the same
+// task, and each answer resumes the execution once.
+func TestCrewPausesTwice(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	pause := func(task string) json.RawMessage {
+		return json.RawMessage(`{"status":"pending_human_input","current_task":"` + task + `"}`)
+	}
+	amp.statuses = []json.RawMessage{pause("research_task")}
+	amp.onResume = []json.RawMessage{st["running"], pause("planning_task")}
+	b := newBridge(t, amp, nil, nil)
+
+	req, q := b.waitQuestion(t, "plan")
+	assert.Equal(t, "research_task", q.Details["crew_task"])
+	h, err := b.Router.Answer(context.Background(), q.ID, router.Answerer{AgentID: req.From.AgentID}, json.RawMessage(`{"decision":"approve"}`))
+	require.NoError(t, err)
+	out, err := b.Wait(h)
+	require.ErrorIs(t, err, protocol.CodeInputRequired)
+	require.NotNil(t, out.Question)
+	q2 := out.Question
+	assert.Equal(t, 1, q2.Index, "a new question, not the first one again")
+	assert.Equal(t, "the crew waits for human feedback", q2.Text)
+	assert.Equal(t, "planning_task", q2.Details["crew_task"])
+
+	amp.mu.Lock()
+	amp.onResume = []json.RawMessage{st["completed"]}
+	amp.mu.Unlock()
+	out, err = b.answer(t, req, q2, `{"decision":"edit","reason":"shorter","arguments":"Two days in Tokyo only."}`)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.TypeTaskResult, out.Type)
+	require.Len(t, amp.kickoffs, 1)
+	require.Len(t, amp.resumeBodies, 2)
+	assert.JSONEq(t, `{"execution_id":"`+kickoffID+`","task_id":"research_task","human_feedback":"","is_approve":true}`, string(amp.resumeBodies[0]))
+	assert.JSONEq(t, `{"execution_id":"`+kickoffID+`","task_id":"planning_task","human_feedback":"shorter\n\nTwo days in Tokyo only.","is_approve":false}`, string(amp.resumeBodies[1]))
+}
+
+// The crash window: the resume reached AMP but its answer did not reach
+// the bridge (a dropped connection: retryable). The router runs the task
+// again; AMP refuses the second resume (the execution is not paused any
+// more), and the bridge follows the execution to its end instead of
+// failing.
+func TestCrewResumeTakenTwice(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{json.RawMessage(`{"status":"pending_human_input","current_task":"research_task"}`)}
+	amp.onResume = []json.RawMessage{st["running"], st["completed"]}
+	amp.dropFirstResume = true
+	b := newBridge(t, amp, nil, nil)
+
+	req, q := b.waitQuestion(t, "go")
+	out, err := b.answer(t, req, q, `{"decision":"approve","reason":"ok"}`)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.TypeTaskResult, out.Type)
+	assert.Contains(t, string(out.Message.Payload), "Comprehensive travel itinerary")
+	require.Len(t, amp.resumeBodies, 2, "the retry sent the resume again")
+	assert.Equal(t, amp.resumeBodies[0], amp.resumeBodies[1])
+	require.Len(t, amp.kickoffs, 1)
+	var taken bool
+	for _, m := range b.Events(store.Query{TaskID: out.TaskID, TypePrefix: "task.progress"}) {
+		var p crewai.CrewProgress
+		require.NoError(t, json.Unmarshal(m.Payload, &p))
+		taken = taken || p.Status == "resume_taken"
+	}
+	assert.True(t, taken, "the refused resume is recorded")
+}
+
+// A subtask cannot ask (docs/protocol.md §2.7): a pause ends it with
+// INPUT_REQUIRED naming the paused execution, for the task that delegated.
+func TestCrewSubtaskPause(t *testing.T) {
+	amp := newFakeAMP(t)
+	amp.statuses = []json.RawMessage{json.RawMessage(`{"status":"pending_human_input","current_task":"research_task"}`)}
+	b := newBridge(t, amp, nil, nil)
+	crew := b.crew.Card().AgentID
+	var got error
+	b.Agent("agent:boss", []string{"skill:boss"}, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		sub, err := t.NewSubtask("", "go")
+		if err != nil {
+			return nil, err
+		}
+		sub.To = []protocol.Participant{{AgentID: crew}}
+		_, got = t.Delegate(ctx, sub)
+		return &router.Result{Payload: "done"}, nil
+	})
+	_, err := b.Run(b.Request("", "x", "skill:boss"))
+	require.NoError(t, err)
+	var ep *protocol.ErrorPayload
+	require.True(t, errors.As(got, &ep), "%v", got)
+	assert.Equal(t, protocol.CodeInputRequired, ep.Code)
+	assert.Equal(t, map[string]any{"crew": amp.srv.URL, "kickoff_id": kickoffID, "crew_task": "research_task"}, ep.Details)
+	assert.Equal(t, 0, b.Router.Waiting())
 }
 
 var (

@@ -157,12 +157,31 @@
 // as task.progress, each once (AMP retries deliveries); the crew's end
 // ends the task.
 //
-// Human input: a streamed flow_input_requested / human_feedback* event, or
-// a status naming a pause (AwaitingInput), ends the task with
-// INPUT_REQUIRED (details kickoff_id, crew_task); the next task.request in
-// the same thread resumes that execution with POST /resume (ResumeOf: the
-// payload's human_feedback / feedback / text, and is_approve / approve,
-// default true) and follows it again.
+// Human input (docs/protocol.md §2.7): when the execution pauses for a
+// person — a streamed flow_input_requested, human_feedback_requested,
+// flow_paused or method_execution_paused event, or a status naming a
+// pause (AwaitingInput) — the task asks an approval question
+// (router.Task.Ask) and waits, holding no goroutine. Its text is the
+// event's message (with the output to review, when the event has one) or
+// the status's message; its Details name the paused work: crew (the
+// crew's URL), kickoff_id, crew_task (the crewAI task id, else its name or
+// the flow method) and event_id (the streamed event, when one said so).
+// The question is stored with the task, so it outlives the process. When
+// it is answered, the router runs Handle again: it calls
+// router.Task.Resumed first and, finding its question answered, resumes
+// that execution — POST /resume with ResumeOfApproval of the answer:
+// approve is is_approve true, reject and edit are is_approve false (AMP
+// retries the task), the reason (and an edit's arguments) the
+// human_feedback — and follows it again, instead of kicking off. A later
+// pause asks a new question of the same task. A resume refused because
+// the execution is not paused (HTTP 400/409 "not in pending human input
+// state") is taken as one an earlier run sent before its process died:
+// the execution is followed as it is. A subtask cannot ask: a pause ends
+// it with INPUT_REQUIRED and the same details, for the task that
+// delegated it to handle; nothing resumes that execution later. A new
+// task.request in the thread is a new kickoff: the answer is the one way
+// to resume. The webhook stream is followed from before the resume, and
+// a late redelivery of the pause event is not a new pause.
 //
 // Every connection dials through CrewOptions.Egress (egress.Default():
 // public addresses only) at the card's network level.
@@ -209,10 +228,18 @@
 // in the tests that answers with exactly those recorded shapes. The
 // fixtures and their sources are in testdata.
 //
-// AMP has no cancel call: when a task is cancelled or times out, the bridge
-// stops following the execution, and the crew's own run goes on. The API
-// documents no status for an execution paused for human input; AwaitingInput
-// is this package's reading. Status and finalize bodies do not carry their
+// AMP has no cancel call: when a task is cancelled or times out — a
+// waiting task too, or one whose question passes its deadline — the bridge
+// stops following the execution, and the crew's own run goes on (a paused
+// one stays paused). The API documents no status for an execution paused
+// for human input; AwaitingInput is this package's reading, as is the
+// text of the 400 that says a resume was taken already. AMP wants the
+// kickoff's webhook URLs again on /resume and documents only the legacy
+// taskWebhookUrl/stepWebhookUrl/crewWebhookUrl there, not the webhooks
+// object a kickoff streams with: the resume does not send it, and status
+// polling follows the resumed execution (its stream goes on only if AMP
+// keeps it). Should the execution pause again before a crashed run's
+// resume is sent again, AMP decides what that resume does. Status and finalize bodies do not carry their
 // id (it is in the URL): the host adds kickoff_id or trace_id to them. Old
 // recordings (crewAI 0.201) leave the task and agent ids out of some
 // events; those join the running task. Stream chunks carry no id: each gets
