@@ -82,9 +82,8 @@
 // without payload_type; raw parts go to the artifact store, url parts to
 // attachments; a bare Message answer likewise. FAILED → task.error with the
 // Clutch §5.4 error the status message carries (a Clutch server behind
-// A2A), else TOOL_FAILED; INPUT_REQUIRED → INPUT_REQUIRED (the next
-// request in the same thread answers that remote task); AUTH_REQUIRED →
-// UNAUTHORIZED; REJECTED → UNSUPPORTED_TASK; CANCELED → CANCELLED. A
+// A2A), else TOOL_FAILED; INPUT_REQUIRED → a task.question of the
+// forwarded task (see Calling out); AUTH_REQUIRED → UNAUTHORIZED; REJECTED → UNSUPPORTED_TASK; CANCELED → CANCELLED. A
 // skill becomes the capability "skill:<id>" (an id already of the form
 // <kind>:<name> is kept, so a Clutch card served by Server maps back to
 // itself), and the first JSON-RPC interface becomes endpoints.a2a.url.
@@ -215,6 +214,37 @@
 // thread_id, or the contextId the agent gave that thread. Cancelling the
 // Clutch task, or its passing max_runtime_sec (DefaultMaxRuntimeSec unless
 // RemoteOptions.Limits says otherwise), cancels the remote task.
+//
+// A remote task that stops in INPUT_REQUIRED makes the forwarded task ask
+// its requester (router.Task.Ask, docs/protocol.md §2.7) and wait,
+// holding no goroutine: the question's text is the status message's text,
+// its kind and choices those of the Clutch question the message carries
+// when the remote is a Clutch Server, and its Details name the remote
+// task — remote (the Remote's URL), a2a_task_id, a2a_context_id,
+// a2a_state and a2a_status_message_id (the id of the status message that
+// asked). The question is stored with the task, so it outlives the
+// process. When it is answered the router runs Handle again; it calls
+// router.Task.Resumed first and, finding its question answered, reads the
+// remote task (GetTask): still waiting on that status message, it sends
+// the answer as a message on the task (messageId "clutch-answer-" and
+// the question id; a JSON string as a text part, another value as one
+// data part, as a Server reads an answer) and follows the task as a sent
+// request; waiting on another message, an earlier run's answer was taken
+// and the remote asked again: that question is asked; running or ended,
+// the task is followed to its end without sending again — so an answer
+// sent by a run whose process died before storing the outcome is not sent
+// twice. A question naming another remote's task fails with CONFLICT. A
+// subtask cannot ask: the remote's INPUT_REQUIRED ends it with that error
+// and the same details, for the task that delegated it; nothing answers
+// that remote task later. A new request in the thread starts a new remote
+// task: the answer is the one way to continue a waiting one.
+//
+// Cancelling a waiting task, or its question's deadline, ends it in
+// Clutch only: no handler runs then, so the remote task stays in
+// INPUT_REQUIRED. A remote agent whose status messages have no messageId
+// cannot tell its new question from the old one: after a crash between
+// sending an answer and storing the outcome, such a task waiting again
+// gets the old answer again.
 //
 // Every connection a Remote makes — to the card's URL and to the
 // interfaces the card lists, which are outside input — is dialled through

@@ -1,12 +1,15 @@
 package a2a
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -27,7 +30,12 @@ type RemoteProgress struct {
 // Handle is the router.Handler of the remote agent: it sends the task's
 // request to the agent (streaming when its card declares it), stores the
 // agent's status updates as task.progress, and returns its answer as the
-// Result, or its failure as a wire error. ctx ending (cancel, or the
+// Result, or its failure as a wire error. When the remote task stops in
+// INPUT_REQUIRED, the task asks its requester (router.Task.Ask) with the
+// remote's question, its Details naming the remote task, and waits;
+// answered, the router runs Handle again, which finds the answer with
+// router.Task.Resumed and sends it on the same remote task (see
+// [Remote.resume]) instead of a new request. ctx ending (cancel, or the
 // card's max_runtime_sec) cancels the remote task.
 func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, error) {
 	if rm.closed.Load() {
@@ -41,15 +49,66 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 		}
 		return nil, ep
 	}
+	q, answer, err := t.Resumed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := rm.pausedBy(q)
+	if err != nil {
+		return nil, err
+	}
 	run := &remoteRun{rm: rm, t: t, thread: t.Request().ThreadID}
 	ctx = withTraceparent(ctx, t.Trace()) // trace.go
-	req := &a2a.SendMessageRequest{Message: rm.outbound(t.Request())}
-	res, err := run.do(ctx, req)
+	var res *router.Result
+	if p != nil {
+		res, err = run.resume(ctx, p, q, answer)
+	} else {
+		res, err = run.do(ctx, &a2a.SendMessageRequest{Message: rm.outbound(t.Request())})
+	}
 	if err != nil && ctx.Err() != nil {
 		run.cancelRemote(ctx)
 		return nil, ctx.Err()
 	}
 	return res, err
+}
+
+// The Details keys of the question a Remote asks for a remote task in
+// INPUT_REQUIRED; the same keys are the details of its errors.
+const (
+	detailRemote    = "remote"                // the Remote's URL
+	detailTaskID    = "a2a_task_id"           // the remote task
+	detailContextID = "a2a_context_id"        // its contextId
+	detailState     = "a2a_state"             // its state
+	detailStatusMsg = "a2a_status_message_id" // the status message that asked, when it has an id
+)
+
+// pausedTask is a remote task waiting for input, as the Details of the
+// question asked for it name it.
+type pausedTask struct {
+	remote, contextID, statusMsg string
+	taskID                       a2a.TaskID
+}
+
+// pausedBy returns the remote task the answered question q was asked
+// for: nil when q is nil or was not asked by a Remote (a middleware's
+// approval), an error when it names a task of another remote agent.
+func (rm *Remote) pausedBy(q *protocol.Question) (*pausedTask, error) {
+	if q == nil {
+		return nil, nil
+	}
+	id, _ := q.Details[detailTaskID].(string)
+	if id == "" {
+		return nil, nil
+	}
+	p := &pausedTask{taskID: a2a.TaskID(id)}
+	p.remote, _ = q.Details[detailRemote].(string)
+	p.contextID, _ = q.Details[detailContextID].(string)
+	p.statusMsg, _ = q.Details[detailStatusMsg].(string)
+	if p.remote != rm.url {
+		return nil, router.Fail(protocol.CodeConflict, "question "+q.ID+" was asked for a task of the A2A agent at "+p.remote+", not "+rm.url, false,
+			map[string]any{detailRemote: p.remote, detailTaskID: id, "question_id": q.ID})
+	}
+	return p, nil
 }
 
 // networkDenied holds a forward to the security.network of the card the
@@ -85,9 +144,10 @@ func (rm *Remote) networkDenied(t *router.Task) *protocol.ErrorPayload {
 // outbound maps a task.request to the A2A message sent for it: a Content
 // payload as text and data parts, any other as one data part naming its
 // payload_type; url attachments as URL parts. The message id is the
-// request's, the contextId the thread's (or the one the agent chose for
-// it), and a request in a thread whose last remote task asked for input
-// answers that task.
+// request's, and the contextId the thread's (or the one the agent chose
+// for it). It starts a new remote task: a remote task waiting for input
+// is answered through the task's question (Remote.resume), not by a new
+// request in the thread.
 func (rm *Remote) outbound(req *protocol.Message) *a2a.Message {
 	parts := payloadParts(req.PayloadType, req.Payload, "", false)
 	for _, at := range req.Attachments {
@@ -95,17 +155,71 @@ func (rm *Remote) outbound(req *protocol.Message) *a2a.Message {
 			parts = append(parts, &a2a.Part{Content: a2a.URL(at.Ref), MediaType: at.MediaType, Filename: at.Name})
 		}
 	}
-	msg := &a2a.Message{ID: req.ID, Role: a2a.MessageRoleUser, Parts: parts, ContextID: req.ThreadID}
+	return &a2a.Message{ID: req.ID, Role: a2a.MessageRoleUser, Parts: parts, ContextID: rm.contextOf(req.ThreadID)}
+}
+
+// contextOf is the contextId of a thread: the one the agent gave it, else
+// the thread id.
+func (rm *Remote) contextOf(thread string) string {
 	rm.mu.Lock()
-	if c, ok := rm.contexts[req.ThreadID]; ok {
-		msg.ContextID = c
+	defer rm.mu.Unlock()
+	if c, ok := rm.contexts[thread]; ok {
+		return c
 	}
-	if id, ok := rm.pending[req.ThreadID]; ok {
-		msg.TaskID = id
-		delete(rm.pending, req.ThreadID)
+	return thread
+}
+
+// resume answers the remote task p waits on with the answer to q. The
+// task is read first (GetTask): still waiting on the status message that
+// asked, it gets the answer as a message on the task (id "clutch-answer-"
+// and the question id, contextId the task's; a JSON string as a text
+// part, any other value as one data part), and is followed as a sent
+// request is. Waiting on another status message, it asked again after an
+// answer an earlier run sent (whose process died before the outcome was
+// stored): that new question is asked. Not waiting any more, the earlier
+// run's answer was taken: the task is followed to its end without sending
+// the answer again.
+func (run *remoteRun) resume(ctx context.Context, p *pausedTask, q *protocol.Question, answer json.RawMessage) (*router.Result, error) {
+	run.taskID = p.taskID
+	run.learnContext(p.contextID)
+	task, err := run.rm.client.GetTask(ctx, &a2a.GetTaskRequest{ID: p.taskID})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, classify(err, run.rm.url)
 	}
-	rm.mu.Unlock()
-	return msg
+	switch run.absorb(ctx, task); {
+	case run.status.State == a2a.TaskStateInputRequired && statusMessageID(run.status) == p.statusMsg:
+		msg := &a2a.Message{ID: "clutch-answer-" + q.ID, Role: a2a.MessageRoleUser, TaskID: p.taskID,
+			ContextID: cmp.Or(task.ContextID, p.contextID, run.rm.contextOf(run.thread)), Parts: answerParts(answer)}
+		return run.do(ctx, &a2a.SendMessageRequest{Message: msg})
+	case run.status.State.Terminal() || run.status.State == a2a.TaskStateInputRequired || run.status.State == a2a.TaskStateAuthRequired:
+		return run.outcome(ctx)
+	case run.rm.a2aCard.Capabilities.Streaming:
+		return run.recover(ctx)
+	}
+	return run.poll(ctx)
+}
+
+// statusMessageID is the id of the message of a status, "" without one.
+func statusMessageID(st a2a.TaskStatus) string {
+	if st.Message == nil {
+		return ""
+	}
+	return st.Message.ID
+}
+
+// answerParts are the parts of the message that answers a remote task:
+// a JSON string as a text part, any other value as one data part (how a
+// Clutch Server reads an answer, and what an agent reading text alone
+// understands of a string).
+func answerParts(v json.RawMessage) []*a2a.Part {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return []*a2a.Part{a2a.NewTextPart(s)}
+	}
+	return []*a2a.Part{dataPart(v, nil)}
 }
 
 // remoteRun is one forwarded task: what the remote agent said so far.
@@ -379,10 +493,7 @@ func (run *remoteRun) outcome(ctx context.Context) (*router.Result, error) {
 	code, def := protocol.CodeToolFailed, "the A2A agent failed the task"
 	switch st.State {
 	case a2a.TaskStateInputRequired:
-		run.rm.mu.Lock()
-		run.rm.pending[run.thread] = run.taskID
-		run.rm.mu.Unlock()
-		code, def = protocol.CodeInputRequired, "the A2A agent needs more input"
+		return run.ask(ctx, text, details)
 	case a2a.TaskStateAuthRequired:
 		code, def = protocol.CodeUnauthorized, "the A2A agent needs authentication"
 	case a2a.TaskStateRejected:
@@ -394,6 +505,75 @@ func (run *remoteRun) outcome(ctx context.Context) (*router.Result, error) {
 		text = def
 	}
 	return nil, router.Fail(code, text, false, details)
+}
+
+// ask makes the task ask its requester for the remote task that stopped
+// in INPUT_REQUIRED: the status message's text (a default without one)
+// and, when the message carries a Clutch question (a Server's), its kind
+// and choices; details name the remote task and the status message that
+// asked. A subtask cannot ask (docs/protocol.md §2.7): it ends with
+// INPUT_REQUIRED and the same details, for the task that delegated it.
+func (run *remoteRun) ask(ctx context.Context, text string, details map[string]any) (*router.Result, error) {
+	if text == "" {
+		text = "the A2A agent needs more input"
+	}
+	if run.t.Request().ParentTaskID != "" {
+		return nil, router.Fail(protocol.CodeInputRequired, text, false, details)
+	}
+	q := protocol.Question{Text: clip(text, protocol.MaxQuestionText), Details: details}
+	if st := run.status; st.Message != nil {
+		if st.Message.ID != "" {
+			details[detailStatusMsg] = st.Message.ID
+		}
+		if rq := remoteQuestion(st.Message.Parts); rq != nil {
+			q.Kind, q.Choices = rq.Kind, rq.Choices
+			if q.Validate() != nil {
+				q.Kind, q.Choices = "", nil // asked as free text
+			}
+		}
+	}
+	if _, err := run.t.Ask(ctx, q); err != nil {
+		return nil, err // router.ErrWaiting: the task waits for the answer
+	}
+	// Handle calls Resumed first, so Ask asks: a recorded answer here is a bug.
+	return nil, router.Fail(protocol.CodeInternal, "asking for the A2A task "+string(run.taskID)+" returned an earlier answer", false, details)
+}
+
+// remoteQuestion finds the Clutch question a status message carries (a
+// data part of kind question, as a Server sends it), nil without one.
+func remoteQuestion(parts []*a2a.Part) *protocol.Question {
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		d, ok := p.Content.(a2a.Data)
+		if k, _ := p.Metadata[MetaKind].(string); !ok || k != kindQuestion {
+			continue
+		}
+		b, err := json.Marshal(d.Value)
+		if err != nil {
+			continue
+		}
+		var q protocol.Question
+		if json.Unmarshal(b, &q) == nil {
+			return &q
+		}
+	}
+	return nil
+}
+
+// clip cuts s to at most n bytes of valid UTF-8, marking the cut.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	s = s[:n-len(mark)]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + mark
 }
 
 // clutchError finds a §5.4 error in a status message's data parts.

@@ -161,8 +161,7 @@ type Remote struct {
 	closed  atomic.Bool
 
 	mu       sync.Mutex
-	contexts map[string]string     // Clutch thread -> the remote's contextId, when it chose its own
-	pending  map[string]a2a.TaskID // Clutch thread -> remote task waiting for input
+	contexts map[string]string // Clutch thread -> the remote's contextId, when it chose its own
 }
 
 // Register resolves the A2A agent at url (its base URL, or its card's URL)
@@ -212,7 +211,7 @@ func NewRemote(ctx context.Context, url string, opts *RemoteOptions) (*Remote, e
 	if err := policy.PrecheckURL(url); err != nil { // level none refuses every URL
 		return nil, &Error{Adapter: "a2a", Code: protocol.CodePolicyDenied, Detail: "the egress policy at network level " + policy.Level() + " refuses " + url, Sentinel: ErrCard, Err: err}
 	}
-	rm := &Remote{url: strings.TrimRight(url, "/"), opts: o, policy: policy, contexts: map[string]string{}, pending: map[string]a2a.TaskID{}}
+	rm := &Remote{url: strings.TrimRight(url, "/"), opts: o, policy: policy, contexts: map[string]string{}}
 	if rm.hc, err = rm.httpClient(); err != nil {
 		return nil, optionsError("HTTPClient: " + err.Error())
 	}

@@ -186,29 +186,6 @@ func TestRemoteFailures(t *testing.T) {
 		}
 	}
 
-	// INPUT_REQUIRED, then the answer in the same thread continues the remote task.
-	_, err := c.ask(t, "input:which market?", "thr_conversation")
-	var ep *protocol.ErrorPayload
-	if !errors.As(err, &ep) || ep.Code != protocol.CodeInputRequired || ep.Message != "which market?" || ep.Retryable {
-		t.Fatalf("input required: %v", err)
-	}
-	first := ep.Details["a2a_task_id"]
-	out, err := c.ask(t, "fintech", "thr_conversation")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, _ := router.ResultAs[Content](out); res.Text != "echo: fintech" {
-		t.Errorf("answer: %+v", res)
-	}
-	var cont []string
-	for _, m := range inContext(b, "thr_conversation") {
-		if s, ok := m.Meta[metaContinues].(string); ok {
-			cont = append(cont, s)
-		}
-	}
-	if !slices.Equal(cont, []string{first.(string)}) {
-		t.Errorf("the answer did not continue task %v: %v", first, cont)
-	}
 }
 
 // remoteTask waits for the one task B ran for the caller's task and
@@ -512,10 +489,10 @@ func TestClassify(t *testing.T) {
 }
 
 // TestRemoteContexts: one contextId per Clutch thread — the thread id,
-// or the id the agent gave the thread — and a thread whose last remote
-// task asked for input answers that task.
+// or the id the agent gave the thread — and every request starts a new
+// remote task (a waiting one is answered through the task's question).
 func TestRemoteContexts(t *testing.T) {
-	rm := &Remote{contexts: map[string]string{}, pending: map[string]a2a.TaskID{}}
+	rm := &Remote{contexts: map[string]string{}}
 	req := &protocol.Message{ID: "msg_1", ThreadID: "thr_1", PayloadType: PayloadContent, Payload: json.RawMessage(`{"text":"hi"}`)}
 	if msg := rm.outbound(req); msg.ContextID != "thr_1" || msg.TaskID != "" || msg.ID != "msg_1" || textOf(msg.Parts) != "hi" {
 		t.Fatalf("first message: %s", mustJSON(t, msg))
@@ -526,16 +503,8 @@ func TestRemoteContexts(t *testing.T) {
 		t.Errorf("contexts %v", rm.contexts)
 	}
 	run.learnContext("ctx-from-agent")
-	run.status = a2a.TaskStatus{State: a2a.TaskStateInputRequired}
-	if _, err := run.outcome(context.Background()); !errors.Is(err, protocol.CodeInputRequired) {
-		t.Fatalf("outcome: %v", err)
-	}
-	msg := rm.outbound(req)
-	if msg.ContextID != "ctx-from-agent" || msg.TaskID != "remote-task" {
-		t.Errorf("follow-up: %s", mustJSON(t, msg))
-	}
-	if msg := rm.outbound(req); msg.TaskID != "" || msg.ContextID != "ctx-from-agent" {
-		t.Errorf("the pending task is answered once: %s", mustJSON(t, msg))
+	if msg := rm.outbound(req); msg.ContextID != "ctx-from-agent" || msg.TaskID != "" {
+		t.Errorf("next message: %s", mustJSON(t, msg))
 	}
 	// The map is bounded.
 	for i := range maxRemoteContexts + 10 {
