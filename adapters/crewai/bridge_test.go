@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,9 +21,11 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/crewai"
 	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/boltstore"
 )
 
 const crewToken = "amp-crew-token-0123456789"
@@ -525,6 +528,79 @@ func TestCrewPauseRedelivered(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, <-amp.delivered)
 	require.Len(t, amp.resumeBodies, 1)
 	assert.Len(t, b.Events(store.Query{TaskID: out.TaskID, TypePrefix: string(protocol.TypeTaskQuestion)}), 1)
+}
+
+// crewProcess is one run of a program whose router, on a boltstore file,
+// has the crew registered.
+type crewProcess struct {
+	st *boltstore.Store
+	r  *router.Router
+	c  *crewai.Crew
+}
+
+func startCrewProcess(t *testing.T, path string, amp *fakeAMP) *crewProcess {
+	t.Helper()
+	ctx := context.Background()
+	st, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+	require.NoError(t, err)
+	reg, err := registry.Open(ctx, st, nil)
+	require.NoError(t, err)
+	r, err := router.New(st, reg, &router.Options{Logger: quiet, MaxAttempts: 1})
+	require.NoError(t, err)
+	c, err := crewai.Register(ctx, r, amp.srv.URL, &crewai.CrewOptions{BearerToken: crewToken, Egress: loopback, Logger: quiet, PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	p := &crewProcess{st: st, r: r, c: c}
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *crewProcess) stop() {
+	p.r.Close()
+	p.c.Close()
+	p.st.Close()
+}
+
+// The question outlives the process: a new process on the same store,
+// after Recover, takes the answer and resumes the execution the first
+// process asked for (the question's Details; nothing in memory).
+func TestCrewAskSurvivesRestart(t *testing.T) {
+	amp := newFakeAMP(t)
+	_, st, _ := examplesDoc(t)
+	amp.statuses = []json.RawMessage{json.RawMessage(`{"status":"pending_human_input","current_task":"research_task"}`)}
+	amp.onResume = []json.RawMessage{st["completed"]}
+	path := filepath.Join(t.TempDir(), "clutch.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	p1 := startCrewProcess(t, path, amp)
+	req, err := p1.r.NewRequest("agent:test", "", "go")
+	require.NoError(t, err)
+	req.To = []protocol.Participant{{AgentID: p1.c.Card().AgentID}}
+	h, err := p1.r.Submit(ctx, req)
+	require.NoError(t, err)
+	out, err := h.Wait(ctx)
+	require.ErrorIs(t, err, protocol.CodeInputRequired)
+	require.NotNil(t, out.Question)
+	q := out.Question
+	require.Equal(t, 1, p1.r.Waiting())
+	p1.stop()
+
+	p2 := startCrewProcess(t, path, amp)
+	n, err := p2.r.Recover(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "a waiting task stays waiting")
+	require.Equal(t, 1, p2.r.Waiting())
+	h, err = p2.r.Answer(ctx, q.ID, router.Answerer{AgentID: req.From.AgentID}, json.RawMessage(`{"decision":"approve","reason":"fine"}`))
+	require.NoError(t, err)
+	out, err = h.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.TypeTaskResult, out.Type)
+	assert.Contains(t, string(out.Message.Payload), "Comprehensive travel itinerary")
+	amp.mu.Lock()
+	defer amp.mu.Unlock()
+	require.Len(t, amp.kickoffs, 1)
+	require.Len(t, amp.resumeBodies, 1)
+	assert.JSONEq(t, `{"execution_id":"`+kickoffID+`","task_id":"research_task","human_feedback":"fine","is_approve":true}`, string(amp.resumeBodies[0]))
 }
 
 // A status naming a pause (no stream) asks too; a rejection resumes the
