@@ -233,7 +233,11 @@
 // and the remote asked again: that question is asked; running or ended,
 // the task is followed to its end without sending again — so an answer
 // sent by a run whose process died before storing the outcome is not sent
-// twice. A question naming another remote's task fails with CONFLICT. A
+// twice. An answer the agent refuses as invalid (a Server checks the
+// JSON Schema of its question, which the forwarded question does not
+// carry) leaves its task waiting: the task asks again, the question's
+// text saying why. A question naming another remote's task fails with
+// CONFLICT. A
 // subtask cannot ask: the remote's INPUT_REQUIRED ends it with that error
 // and the same details, for the task that delegated it; nothing answers
 // that remote task later. A new request in the thread starts a new remote

@@ -189,12 +189,21 @@ func (run *remoteRun) resume(ctx context.Context, p *pausedTask, q *protocol.Que
 		}
 		return nil, classify(err, run.rm.url)
 	}
-	switch run.absorb(ctx, task); {
-	case run.status.State == a2a.TaskStateInputRequired && statusMessageID(run.status) == p.statusMsg:
+	run.absorb(ctx, task)
+	switch st := run.status.State; {
+	case st == a2a.TaskStateInputRequired && statusMessageID(run.status) == p.statusMsg:
 		msg := &a2a.Message{ID: "clutch-answer-" + q.ID, Role: a2a.MessageRoleUser, TaskID: p.taskID,
 			ContextID: cmp.Or(task.ContextID, p.contextID, run.rm.contextOf(run.thread)), Parts: answerParts(answer)}
-		return run.do(ctx, &a2a.SendMessageRequest{Message: msg})
-	case run.status.State.Terminal() || run.status.State == a2a.TaskStateInputRequired || run.status.State == a2a.TaskStateAuthRequired:
+		res, err := run.do(ctx, &a2a.SendMessageRequest{Message: msg})
+		var ep *protocol.ErrorPayload
+		if errors.As(err, &ep) && ep.Code == protocol.CodeInvalidField && ctx.Err() == nil && run.status.State == a2a.TaskStateInputRequired {
+			// The agent refused the answer (it checks what this question
+			// did not carry, a schema): the task still waits; ask again.
+			run.refused = ep.Message
+			return run.outcome(ctx)
+		}
+		return res, err
+	case st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired:
 		return run.outcome(ctx)
 	case run.rm.a2aCard.Capabilities.Streaming:
 		return run.recover(ctx)
@@ -232,6 +241,7 @@ type remoteRun struct {
 	status    a2a.TaskStatus
 	artifacts []*a2a.Artifact
 	direct    *a2a.Message // a bare Message answer
+	refused   string       // why the agent refused the answer this run sent
 }
 
 // do sends the request and follows the remote task to its end.
@@ -516,6 +526,9 @@ func (run *remoteRun) outcome(ctx context.Context) (*router.Result, error) {
 func (run *remoteRun) ask(ctx context.Context, text string, details map[string]any) (*router.Result, error) {
 	if text == "" {
 		text = "the A2A agent needs more input"
+	}
+	if run.refused != "" {
+		text = "The A2A agent refused the answer (" + run.refused + "). " + text
 	}
 	if run.t.Request().ParentTaskID != "" {
 		return nil, router.Fail(protocol.CodeInputRequired, text, false, details)

@@ -38,17 +38,28 @@ func twice(ctx context.Context, t *router.Task) (*router.Result, error) {
 	return &router.Result{Payload: Content{Text: "echo: " + string(a) + ", " + string(b)}}, nil
 }
 
-// newAskEnv is newTestEnv with the twice agent served besides echo.
+// pick asks for a number (a question with a JSON Schema), then echoes it.
+func pick(ctx context.Context, t *router.Task) (*router.Result, error) {
+	n, err := t.Ask(ctx, protocol.Question{Text: "Pick a number.", Schema: json.RawMessage(`{"type":"integer","minimum":1}`)})
+	if err != nil {
+		return nil, err
+	}
+	return &router.Result{Payload: Content{Text: "echo: " + string(n)}}, nil
+}
+
+// newAskEnv is newTestEnv with the twice and pick agents served besides
+// echo.
 func newAskEnv(t testing.TB, opts *ServerOptions, mw ...func(http.Handler) http.Handler) *testEnv {
 	t.Helper()
 	env := routertest.New(t, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
 	env.Register(card("agent:echo", nil, "skill:echo"), echo)
 	env.Register(card("agent:twice", nil, "skill:twice"), twice)
+	env.Register(card("agent:pick", nil, "skill:pick"), pick)
 	var o ServerOptions
 	if opts != nil {
 		o = *opts
 	}
-	o.Expose = []string{"agent:echo", "agent:twice"}
+	o.Expose = []string{"agent:echo", "agent:twice", "agent:pick"}
 	return serve(t, env, &o, mw...)
 }
 
@@ -159,6 +170,28 @@ func TestRemoteAskTwice(t *testing.T) {
 	res, _ := router.ResultAs[Content](out)
 	assert.Equal(t, `echo: "one", {"n":2}`, res.Text)
 	assert.Equal(t, []string{`"one"`, `{"n":2}`}, remoteAnswers(b))
+}
+
+// The remote's question has a JSON Schema, which the caller's question
+// does not carry: an answer the remote refuses leaves its task waiting,
+// and the caller asks again, saying why; the next answer goes on.
+func TestRemoteRefusesAnswer(t *testing.T) {
+	b := newAskEnv(t, nil)
+	c := newCaller(t, b.hs.URL+"/agents/pick", nil, 1)
+	req, h := c.submit(t, "go", "")
+	q := c.waitQuestion(t, h)
+	assert.Equal(t, "Pick a number.", q.Text)
+	assert.Empty(t, q.Schema)
+	q2 := c.waitQuestion(t, c.answer(t, req, q, `"many"`))
+	assert.Equal(t, 1, q2.Index)
+	assert.Regexp(t, `^The A2A agent refused the answer \(.+\)\. Pick a number\.$`, q2.Text)
+	assert.Equal(t, q.Details, q2.Details, "the same remote task, waiting on the same status")
+	assert.Empty(t, remoteAnswers(b))
+	out, err := c.Wait(c.answer(t, req, q2, `7`))
+	require.NoError(t, err)
+	res, _ := router.ResultAs[Content](out)
+	assert.Equal(t, "echo: 7", res.Text)
+	assert.Equal(t, []string{`7`}, remoteAnswers(b))
 }
 
 // A remote agent that ends its turn INPUT_REQUIRED (a Clutch handler
