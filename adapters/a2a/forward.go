@@ -487,9 +487,9 @@ func (run *remoteRun) outcome(ctx context.Context) (*router.Result, error) {
 		}
 		return run.result(ctx, parts)
 	}
-	details := map[string]any{"remote": run.rm.url, "a2a_task_id": string(run.taskID), "a2a_state": string(st.State)}
+	details := map[string]any{detailRemote: run.rm.url, detailTaskID: string(run.taskID), detailState: string(st.State)}
 	if run.contextID != "" {
-		details["a2a_context_id"] = run.contextID
+		details[detailContextID] = run.contextID
 	}
 	var text string
 	if st.Message != nil {
