@@ -263,8 +263,11 @@ func (c *Crew) Close() error {
 }
 
 // CrewProgress is the payload of the task.progress events a Crew stores:
-// a status poll that changed, or a streamed crewAI event that is not a
-// tool or LLM event.
+// a status poll that changed, a streamed crewAI event that is not a tool
+// or LLM event, and the bridge's own steps: Status "kicked_off" after the
+// kickoff, AMP's answer to a resume ("resumed", "retrying"), or
+// "resume_taken" when AMP refused a resume because the execution was not
+// paused any more (Payload {"message"} says why).
 type CrewProgress struct {
 	KickoffID   string          `json:"kickoff_id"`
 	Status      string          `json:"status,omitempty"`       // the AMP status (running, resumed, ...)
