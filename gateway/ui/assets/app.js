@@ -375,7 +375,7 @@
     return [
       el("div", { class: "card-title" }, "Routed to ", el("span", { class: "author" }, String(p.selected || "?")),
         el("span", { class: "meta" }, (p.eligible || cands.length) + " eligible of " + (p.considered || cands.length + Object.keys(rejected).length) + " considered")),
-      p.reason ? el("div", { class: "reason" }, String(p.reason)) : null,
+      p.explanation || p.reason ? el("div", { class: "reason", title: p.reason || "" }, String(p.explanation || p.reason)) : null,
       cands.length ? el("table", { class: "cands" },
         el("tr", null, el("th", null, "candidate"), el("th", null, "score"), el("th", null, "")),
         cands.map((c) => {
