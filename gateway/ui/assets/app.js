@@ -36,6 +36,9 @@
     if (Array.isArray(c)) { for (const x of c) add(n, x); return; }
     n.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
   }
+  // announce says something to screen readers, through the one live
+  // region (the pane itself is not live: every event would be read out).
+  function announce(text) { const n = document.getElementById("announce"); n.textContent = ""; setTimeout(() => { n.textContent = text; }, 50); }
   const threadHash = (id) => "#/thread/" + encodeURIComponent(id);
   const taskHash = (id) => "#/task/" + encodeURIComponent(id);
 
@@ -786,6 +789,8 @@
     const ul = $("waiting");
     ul.textContent = "";
     const mine = Array.from(S.waiting.values()).filter((w) => w.may_answer);
+    const before = Number(ul.dataset.count || 0);
+    if (mine.length > before && ul.dataset.count !== undefined) announce(mine.length === 1 ? "A question waits for you." : mine.length + " questions wait for you.");
     const n = $("waiting-count");
     n.hidden = !mine.length;
     n.textContent = String(mine.length);
@@ -1020,6 +1025,7 @@
     $("view-sub").textContent = "loading…";
     $("empty").hidden = true;
     $("compose").hidden = true;
+    const t0 = performance.now();
     const base = "/runs/" + encodeURIComponent(id) + "/events?";
     let after = 0;
     try {
@@ -1041,6 +1047,7 @@
     S.trace = { selected: "", tree: [] };
     await loadTrace(gen);
     if (gen !== S.gen) return;
+    $("events").dataset.loadMs = String(Math.round(performance.now() - t0));
     $("events").dataset.loaded = "true";
     loadWaiting();
     startStream(gen);
@@ -1131,7 +1138,8 @@
       const t = tasks.get(origin.n.task_id) || {};
       const show = el("button", { type: "button", class: "link", "data-key": "show-failure" }, "show the step");
       show.addEventListener("click", () => selectTask(origin.n.task_id));
-      box.appendChild(el("div", { class: "banner fail", role: "alert" },
+      if (!tr.announced) { tr.announced = true; announce("This run failed: " + (e.code || origin.n.status) + (e.message ? ", " + e.message : "")); }
+      box.appendChild(el("div", { class: "banner fail" },
         el("strong", null, "✗ Failed: "), (t.req ? payloadTitle(t.req.message) : origin.n.payload_type || "a task"),
         origin.n.agent_id ? " — " + agentName(origin.n.agent_id) : "", el("span", { class: "code" }, " " + (e.code || origin.n.status.toUpperCase())),
         e.message ? el("span", null, ": " + e.message) : null, " ", show));
