@@ -58,3 +58,16 @@ func TestBrowserSignInAndTheme(t *testing.T) {
 		t.Fatal("signing out kept the key or the stream")
 	}
 }
+
+// TestBrowserKeyChanged: a tab whose key the server no longer accepts
+// (a restart with a new key) is signed out saying why, not told its key
+// "was not accepted" as if it had been mistyped.
+func TestBrowserKeyChanged(t *testing.T) {
+	h := newHarness(t)
+	h.signIn("")
+	h.do(chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem("clutch.apiKey", "the-old-key-0123456789")`), chromedp.Reload(), chromedp.WaitVisible("#key"))
+	h.waitJS(`!document.getElementById("signin").hidden && document.getElementById("signin-error").textContent.includes("restarted with a new one")`)
+	if v := eval[bool](h, `sessionStorage.getItem("clutch.apiKey") === null`); !v {
+		t.Fatal("the refused key is kept")
+	}
+}
