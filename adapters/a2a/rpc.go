@@ -107,7 +107,10 @@ func (h *rpc) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequ
 				yield(nil, err)
 				return
 			}
-			if yield(v.snapshot(-1), nil) {
+			// The resumed attempt may have ended, or asked again, before the
+			// view was read: then the snapshot says it all, and following
+			// would wait for an event that never comes.
+			if yield(v.snapshot(-1), nil) && !v.terminal && v.question == nil {
 				h.follow(ctx, v, string(id), last, yield)
 			}
 			return
