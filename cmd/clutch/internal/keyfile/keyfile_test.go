@@ -1,6 +1,7 @@
 package keyfile_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -71,6 +72,59 @@ func TestInvalidFiles(t *testing.T) {
 		if _, err := keyfile.Parse([]byte(file)); !errors.Is(err, keyfile.ErrKeyFile) {
 			t.Errorf("%s: %v, want ErrKeyFile", name, err)
 		}
+	}
+}
+
+// Add creates the file, adds keys to it, keeps what it lists, and
+// refuses a kid bound to another key and a file that is not a key file.
+func TestAdd(t *testing.T) {
+	pub1, priv1, _ := ed25519.GenerateKey(nil)
+	pub2, priv2, _ := ed25519.GenerateKey(nil)
+	pub3, _, _ := ed25519.GenerateKey(nil)
+	path := filepath.Join(t.TempDir(), "demo-keys.json")
+	first := map[string][]protocol.CardKey{"agent:ui": {protocol.NewCardKey("k1", pub1)}}
+	if err := keyfile.Add(path, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := keyfile.Add(path, map[string][]protocol.CardKey{"agent:ui": {protocol.NewCardKey("k2", pub2)}, "agent:ken": {protocol.NewCardKey("k1", pub3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := keyfile.Add(path, first); err != nil { // listed already: nothing changes
+		t.Fatal(err)
+	}
+	k, err := keyfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Agents() != 2 {
+		t.Fatalf("Agents = %d", k.Agents())
+	}
+	for kid, priv := range map[string]ed25519.PrivateKey{"k1": priv1, "k2": priv2} {
+		if err := k.Verify(signed(t, "agent:ui", kid, priv), "agent:ui"); err != nil {
+			t.Fatalf("%s: %v", kid, err)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	if n := bytes.Count(data, []byte(`"kid"`)); n != 3 {
+		t.Fatalf("%d keys in the file:\n%s", n, data)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	// k1 of agent:ui is pub1 forever.
+	if err := keyfile.Add(path, map[string][]protocol.CardKey{"agent:ui": {protocol.NewCardKey("k1", pub3)}}); !errors.Is(err, keyfile.ErrKeyFile) {
+		t.Fatalf("another key under a kid: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+		t.Fatal("a refused Add changed the file")
+	}
+	notKeys := filepath.Join(t.TempDir(), "notes.json")
+	os.WriteFile(notKeys, []byte(`{"hello": "world"}`), 0o600)
+	if err := keyfile.Add(notKeys, first); !errors.Is(err, keyfile.ErrKeyFile) {
+		t.Fatalf("a file that is not a key file: %v", err)
+	}
+	if err := keyfile.Add(filepath.Join(t.TempDir(), "missing", "keys.json"), first); err == nil {
+		t.Fatal("a file in a missing folder: no error")
 	}
 }
 
