@@ -127,12 +127,31 @@
 // and --keys-file (a JSON object of key → {"agent_id", "scopes"}); with
 // neither, serve makes one admin key and prints it. --agui-agent AGENT
 // mounts AG-UI (package gateway/agui) at /v1/agui, each run submitted to
-// AGENT. --demo registers the demo team (a lead that delegates research to
-// two agents with fake tools; no network, no API keys), runs one round
-// every --demo-every and mounts AG-UI for the lead, so that the UI shows
-// live threads, task trees, tool calls, routing decisions and failures at
-// once. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
+// AGENT. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
 // finishes its tasks, the file is closed.
+//
+// # Demo
+//
+// serve --demo registers a demo team (no network, no API keys), mounts
+// AG-UI for its lead, and plays research rounds one after another with
+// --demo-every between them, at a pace a person can follow in the UI: a
+// task takes 1 to 4 s, a round about 5 to 10. Each round is a run whose
+// request's query is its title ("Nordic payments: who leads real-time
+// rails?"): the lead (agent:lead) plans, delegates two or three research
+// tracks at once and waits for all; each researcher (agent:ken, web;
+// agent:ines, papers; agent:dara, market data) records a tool.call, its
+// progress and the tool.result; one of them fails once with a retryable
+// error and succeeds on the retry; the lead writes the brief and answers
+// in the thread. Some rounds go wrong on purpose: a track fails and the
+// lead goes on without it, or the brief needs it and the run fails with
+// the track's code. Others ask the requester first — a choice of region,
+// or the approval of a paid query — which the UI's key (or clutch
+// answer) may answer; rounds go on meanwhile, and a question unanswered
+// for 2 minutes ends its run with TIMEOUT. The agents' cards carry display
+// names, descriptions, capability tags and tools.
+//
+// The demo's agents sign their events with Ed25519 keys serve makes at
+// start (the router's own events and the registry's are unsigned).
 //
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, serve observes the router with
 // package telemetry (spans per task attempt and tool call, metrics of the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/keyfile"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -23,7 +24,14 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	demoOptions = testDemo // serve --demo
+	goleak.VerifyTestMain(m)
+}
+
+// testDemo is the demo in tests: a round takes milliseconds, and a
+// question waits long enough for a test to answer it.
+var testDemo = &demo.Options{TimeScale: 0.001, QuestionDeadline: time.Minute}
 
 // clutch runs the command line in process and returns its exit code,
 // stdout and stderr.
@@ -49,7 +57,7 @@ func newTeam(t testing.TB, path string) *team {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := demo.New()
+	d, err := demo.New(testDemo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +69,7 @@ func newTeam(t testing.TB, path string) *team {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
+	r, err := router.New(st, reg, &router.Options{Validator: schemas, Signers: d.Signers(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +79,30 @@ func newTeam(t testing.TB, path string) *team {
 	return &team{st: st, r: r, demo: d, path: path}
 }
 
+// rounds plays demo rounds from..from+n-1 and returns how their runs
+// ended: the UI answers a round's question at once (the first choice, or
+// approve), so rounds 0–5 complete but for round 4, which fails.
 func (tm *team) rounds(t testing.TB, from, n int) []*router.Outcome {
 	t.Helper()
+	ctx := context.Background()
 	var outs []*router.Outcome
 	for i := from; i < from+n; i++ {
-		out, err := tm.demo.Round(context.Background(), tm.r, i)
+		out, err := tm.demo.Round(ctx, tm.r, i)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if q := out.Question; q != nil {
+			value := `{"decision":"approve"}`
+			if len(q.Choices) > 0 {
+				value = strconv.Quote(q.Choices[0])
+			}
+			h, err := tm.r.Answer(ctx, q.ID, router.Answerer{AgentID: demo.UI}, json.RawMessage(value))
+			if err != nil {
+				t.Fatalf("round %d: answering %s: %v", i, q.ID, err)
+			}
+			if out, _ = h.Wait(ctx); out.Question != nil {
+				t.Fatalf("round %d asks again: %s", i, out.Question.Text)
+			}
 		}
 		outs = append(outs, out)
 	}
@@ -94,14 +119,10 @@ func (tm *team) close(t testing.TB) {
 	}
 }
 
-// keyFile writes the demo UI's public key as a key file.
+// keyFile writes the demo's public keys as a key file, as serve does.
 func (tm *team) keyFile(t testing.TB) string {
-	b, err := json.Marshal(tm.demo.Keys())
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := keyfile.Add(path, tm.demo.Keys()); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -116,6 +137,22 @@ func demoFile(t testing.TB, n int) (string, []*router.Outcome, string) {
 	keys := tm.keyFile(t)
 	tm.close(t)
 	return tm.path, outs, keys
+}
+
+// signed counts the events that carry a signature.
+func signed(t testing.TB, evs []store.Event) int {
+	t.Helper()
+	n := 0
+	for _, ev := range evs {
+		m, err := ev.Message()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Security != nil && m.Security.Auth != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func readAll(t testing.TB, path string) []store.Event {
@@ -174,7 +211,7 @@ func TestUsage(t *testing.T) {
 // export → import keeps every message's bytes, in order, so signatures
 // still verify; a second import appends nothing.
 func TestExportImportRoundTrip(t *testing.T) {
-	src, _, keys := demoFile(t, 4)
+	src, _, keys := demoFile(t, 2)
 	want := readAll(t, src)
 	for _, format := range []string{"jsonl", "cloudevents"} {
 		t.Run(format, func(t *testing.T) {
@@ -199,7 +236,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 				}
 			}
 			code, stdout, _ = clutch(t, "verify", "--db", dst, "--keys", keys)
-			if code != exitOK || !strings.Contains(stdout, "4 signatures valid, 0 failed") {
+			if code != exitOK || !strings.Contains(stdout, itoa(signed(t, want))+" signatures valid, 0 failed") {
 				t.Fatalf("verify of the copy: %d %s", code, stdout)
 			}
 			code, stdout, _ = clutch(t, "import", "--db", dst, out)
@@ -268,6 +305,14 @@ func TestVerifyTampered(t *testing.T) {
 	tm := newTeam(t, path)
 	tm.rounds(t, 0, 2)
 	keys := tm.keyFile(t)
+	var evs []store.Event
+	for ev, err := range tm.st.Read(context.Background(), store.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	valid := signed(t, evs) // every event of the demo's agents
 	// A signed message changed after signing, stored as it arrived.
 	req, err := tm.r.NewRequest(demo.UI, "research.query.v1", schema.ResearchQuery{Query: "pay 10 EUR"})
 	if err != nil {
@@ -289,15 +334,20 @@ func TestVerifyTampered(t *testing.T) {
 
 	code, stdout, _ := clutch(t, "verify", "--db", path, "--keys", keys)
 	if code != exitFailure || !strings.Contains(stdout, "FAIL "+itoa(int(res[0].Seq))+" "+m.ID) || !strings.Contains(stdout, "BAD_SIGNATURE") ||
-		!strings.Contains(stdout, "2 signatures valid, 1 failed") {
+		!strings.Contains(stdout, itoa(valid)+" signatures valid, 1 failed") {
 		t.Fatalf("verify: %d\n%s", code, stdout)
 	}
-	// Other events are unsigned: --require-signed fails on them too.
 	code, stdout, _ = clutch(t, "verify", "--db", path, "--keys", keys, "--run", m.RunID)
 	if code != exitFailure || !strings.Contains(stdout, "1 events: 0 signatures valid, 1 failed") {
 		t.Fatalf("verify --run: %d\n%s", code, stdout)
 	}
+	// The agents sign their results; the router's routing decisions are
+	// unsigned, and --require-signed fails on them.
 	code, stdout, _ = clutch(t, "verify", "--db", path, "--keys", keys, "--type", "task.result", "--require-signed")
+	if code != exitOK || !strings.Contains(stdout, ", 0 failed, 0 unsigned") {
+		t.Fatalf("verify --type task.result --require-signed: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "verify", "--db", path, "--keys", keys, "--type", "routing.", "--require-signed")
 	if code != exitFailure || !strings.Contains(stdout, "unsigned") {
 		t.Fatalf("verify --require-signed: %d\n%s", code, stdout)
 	}
@@ -385,9 +435,11 @@ func TestStats(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	// 4 demo runs and the registry's run; 4 requests of the UI, 8 of the
-	// lead's subtasks.
-	if s.Events != len(evs) || s.Runs != 5 || s.ByType["task.request"] != 12 || s.ByType["task.error"] != 2 ||
+	// 4 demo runs and the registry's run; 4 requests of the UI, 10 of the
+	// lead's subtasks; a retry in each round, and round 2's failed track;
+	// the questions of rounds 1 and 3, answered.
+	if s.Events != len(evs) || s.Runs != 5 || s.ByType["task.request"] != 14 || s.ByType["task.error"] != 5 ||
+		s.ByType["task.question"] != 2 || s.ByType["task.answer"] != 2 ||
 		s.ByAgent[demo.UI] == 0 || s.FileBytes == 0 || s.LastSeq != evs[len(evs)-1].Seq {
 		t.Fatalf("stats: %+v", s)
 	}
@@ -398,14 +450,14 @@ func TestStats(t *testing.T) {
 }
 
 func TestTreeAndReplay(t *testing.T) {
-	path, outs, _ := demoFile(t, 4)
+	path, outs, _ := demoFile(t, 5)
 	run := outs[0].Message.RunID
 	code, stdout, _ := clutch(t, "tree", "--db", path, run)
 	if code != exitOK || !strings.Contains(stdout, "run "+run) || !strings.Contains(stdout, "completed  "+demo.Lead) ||
 		!strings.Contains(stdout, "└─ ") || strings.Count(stdout, "research.query.v1") != 3 {
 		t.Fatalf("tree: %d\n%s", code, stdout)
 	}
-	code, stdout, _ = clutch(t, "tree", "--db", path, "--json", outs[3].Message.RunID)
+	code, stdout, _ = clutch(t, "tree", "--db", path, "--json", outs[4].Message.RunID)
 	var tree struct {
 		Tasks []struct {
 			Status   string
@@ -414,7 +466,8 @@ func TestTreeAndReplay(t *testing.T) {
 			}
 		}
 	}
-	if code != exitOK || json.Unmarshal([]byte(stdout), &tree) != nil || len(tree.Tasks) != 1 || tree.Tasks[0].Status != "failed" {
+	if code != exitOK || json.Unmarshal([]byte(stdout), &tree) != nil || len(tree.Tasks) != 1 || tree.Tasks[0].Status != "failed" ||
+		len(tree.Tasks[0].Children) != 2 {
 		t.Fatalf("tree --json of a failed run: %d\n%s", code, stdout)
 	}
 	// The subtree of the lead's first subtask.
@@ -432,7 +485,7 @@ func TestTreeAndReplay(t *testing.T) {
 	}
 	code, stdout, _ = clutch(t, "replay", "--db", path, run)
 	if code != exitOK || !strings.Contains(stdout, "routing.decision") || !strings.Contains(stdout, "tool.call") ||
-		!strings.Contains(stdout, "Can you look into") || !strings.Contains(stdout, "\nrun "+run) {
+		!strings.Contains(stdout, "Who leads real-time payment rails") || !strings.Contains(stdout, "\nrun "+run) {
 		t.Fatalf("replay: %d\n%s", code, stdout)
 	}
 	code, _, errs := clutch(t, "replay", "--db", path, "run_missing")
@@ -449,9 +502,15 @@ func TestTailFile(t *testing.T) {
 	if code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[2], itoa(int(evs[len(evs)-1].Seq))+" ") {
 		t.Fatalf("tail -n 3: %d\n%s", code, stdout)
 	}
+	decisions := 0
+	for _, ev := range evs {
+		if m, _ := ev.Message(); m.Type == protocol.TypeRoutingDecision {
+			decisions++
+		}
+	}
 	code, stdout, _ = clutch(t, "tail", "--db", path, "--type", "routing.decision", "-n", "100", "--json")
 	lines = strings.Split(strings.TrimSpace(stdout), "\n")
-	if code != exitOK || len(lines) != 6 {
+	if code != exitOK || len(lines) != decisions || decisions < 8 {
 		t.Fatalf("tail --type: %d %d lines\n%s", code, len(lines), stdout)
 	}
 	code, stdout, _ = clutch(t, "tail", "--db", path, "--after", itoa(len(evs)-2))
@@ -471,12 +530,12 @@ func TestCleanText(t *testing.T) {
 }
 
 func TestRuns(t *testing.T) {
-	path, outs, _ := demoFile(t, 4)
+	path, outs, _ := demoFile(t, 5)
 	code, stdout, _ := clutch(t, "runs", "--db", path)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	// Newest first: the last demo run, then the others, then the registry's.
-	if code != exitOK || len(lines) != 6 || !strings.HasPrefix(lines[1], outs[3].Message.RunID+"  failed") ||
-		!strings.HasPrefix(lines[2], outs[2].Message.RunID+"  completed") || !strings.Contains(lines[2], "chat:research") {
+	if code != exitOK || len(lines) != 7 || !strings.HasPrefix(lines[1], outs[4].Message.RunID+"  failed") ||
+		!strings.HasPrefix(lines[2], outs[3].Message.RunID+"  completed") || !strings.Contains(lines[2], "chat:research") {
 		t.Fatalf("runs: %d\n%s", code, stdout)
 	}
 	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--json")
@@ -488,7 +547,7 @@ func TestRuns(t *testing.T) {
 		t.Fatalf("runs --limit 2 --json: %d\n%s", code, stdout)
 	}
 	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--before", itoa(int(page.Next)))
-	if code != exitOK || !strings.Contains(stdout, outs[1].Message.RunID) || strings.Contains(stdout, outs[2].Message.RunID) {
+	if code != exitOK || !strings.Contains(stdout, outs[2].Message.RunID) || strings.Contains(stdout, outs[3].Message.RunID) {
 		t.Fatalf("runs --before: %d\n%s", code, stdout)
 	}
 	code, stdout, _ = clutch(t, "runs", "--db", path, "--threads")

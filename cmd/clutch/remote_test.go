@@ -55,7 +55,7 @@ func (s *served) args(args ...string) []string {
 // Every read command works through the gateway and agrees with the file.
 func TestRemoteReads(t *testing.T) {
 	s := newServed(t)
-	outs := s.rounds(t, 0, 4)
+	outs := s.rounds(t, 0, 5)
 	run := outs[0].Message.RunID
 	var want []store.Event
 	for ev, err := range s.st.Read(t.Context(), store.Query{}) {
@@ -66,7 +66,7 @@ func TestRemoteReads(t *testing.T) {
 	}
 
 	code, stdout, errs := clutch(t, s.args("runs")...)
-	if code != exitOK || !strings.Contains(stdout, outs[3].Message.RunID+"  failed") || !strings.Contains(stdout, run+"  completed") {
+	if code != exitOK || !strings.Contains(stdout, outs[4].Message.RunID+"  failed") || !strings.Contains(stdout, run+"  completed") {
 		t.Fatalf("runs --url: %d\n%s%s", code, stdout, errs)
 	}
 	code, stdout, _ = clutch(t, s.args("runs", "--threads", "--json")...)
@@ -83,7 +83,7 @@ func TestRemoteReads(t *testing.T) {
 	}
 	code, stdout, _ = clutch(t, s.args("stats", "--json")...)
 	var st stats
-	if code != exitOK || json.Unmarshal([]byte(stdout), &st) != nil || st.Events != len(want) || st.Runs != 5 {
+	if code != exitOK || json.Unmarshal([]byte(stdout), &st) != nil || st.Events != len(want) || st.Runs != 6 {
 		t.Fatalf("stats --url: %d %+v\n%s", code, st, stdout)
 	}
 	code, stdout, _ = clutch(t, s.args("check")...)
@@ -91,7 +91,7 @@ func TestRemoteReads(t *testing.T) {
 		t.Fatalf("check --url: %d\n%s", code, stdout)
 	}
 	code, stdout, _ = clutch(t, s.args("verify", "--keys", s.keyFile(t))...)
-	if code != exitOK || !strings.Contains(stdout, "4 signatures valid, 0 failed") {
+	if code != exitOK || !strings.Contains(stdout, itoa(signed(t, want))+" signatures valid, 0 failed") {
 		t.Fatalf("verify --url: %d\n%s", code, stdout)
 	}
 	// export through the gateway, import into a file: the same bytes.
@@ -113,9 +113,10 @@ func TestRemoteReads(t *testing.T) {
 			t.Fatalf("event %d: bytes differ", i+1)
 		}
 	}
-	// A filtered export pages the run's events.
+	// A filtered export pages the run's events: Dara's tool call and
+	// result, Ken's call and error, then his call and result.
 	code, stdout, _ = clutch(t, s.args("export", "--run", run, "--type", "tool.")...)
-	if code != exitOK || strings.Count(stdout, "\n") != 4 {
+	if code != exitOK || strings.Count(stdout, "\n") != 6 {
 		t.Fatalf("export --url --run --type: %d\n%s", code, stdout)
 	}
 }

@@ -64,10 +64,19 @@ The rules library of --rules-workspace (package rules) is served at /v1/rules
 --agui-agent AGENT serves AG-UI (for @ag-ui/client front ends) at /v1/agui,
 submitting each run to AGENT; with --demo it is on, for the demo lead.
 
---demo registers a demo team (a lead that delegates research to two agents
-with fake tools; no network, no API keys) and runs one round every
---demo-every, so the UI shows live threads, task trees, tool calls, routing
-decisions and an occasional failure at once.
+--demo registers a demo team and plays a research round, then pauses
+--demo-every, over and over (no network, no API keys): the UI asks for a
+brief on a topic (the run's title); a lead splits it into tracks and hands
+them to two or three researchers at once; each calls a fake tool (web,
+papers or market data) and reports its progress; one of them fails once
+and its retry succeeds. Tasks take 1 to 4 seconds, a round about 5 to 10.
+Now and then a track fails for good: the lead writes the brief without it,
+or the run fails when the brief needs it. Some rounds ask the requester
+first — a choice of region, or the approval of a paid query — and wait for
+an answer, which an admin key (the one serve prints) may give from the UI
+or with clutch answer; rounds go on meanwhile, and a question nobody
+answers within 2 minutes ends its run with TIMEOUT. The demo's agents sign
+their events with keys made at start.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set (http://localhost:4318 for a local
 collector or Jaeger), traces and metrics (package telemetry) are exported over
@@ -109,13 +118,17 @@ with a W3C traceparent header continues the caller's trace.`,
 				}
 				return serve(ctx, e, serveConfig{
 					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
-					demo: *withDemo, demoEvery: *demoEvery, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
+					demo: *withDemo, demoEvery: *demoEvery, demoOptions: demoOptions, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
 					limits: lim,
 				})
 			}
 		},
 	})
 }
+
+// demoOptions are the demo's options: nil, real time; tests make rounds
+// take milliseconds.
+var demoOptions *demo.Options
 
 // listFlag is a repeatable string flag.
 type listFlag []string
@@ -193,8 +206,10 @@ type serveConfig struct {
 	cors      []string
 	demo      bool
 	demoEvery time.Duration
-	ui        bool
-	aguiAgent string
+	// demoOptions configure the demo team (nil: real time).
+	demoOptions *demo.Options
+	ui          bool
+	aguiAgent   string
 	// rulesWorkspace is the workspace of the rules library at /v1/rules.
 	rulesWorkspace string
 	limits         limitFlags
@@ -276,11 +291,12 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	}
 	var team *demo.Team
 	ropts := &registry.Options{}
+	var signers map[string]router.SigningKey
 	if c.demo {
-		if team, err = demo.New(); err != nil {
+		if team, err = demo.New(c.demoOptions); err != nil {
 			return err
 		}
-		ropts.Keys = team.Keys()
+		ropts.Keys, signers = team.Keys(), team.Signers()
 	}
 	reg, err := registry.Open(ctx, rst, ropts)
 	if err != nil {
@@ -290,7 +306,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	r, err := router.New(rst, reg, &router.Options{Validator: schemas, Logger: logger, Observer: observer})
+	r, err := router.New(rst, reg, &router.Options{Validator: schemas, Logger: logger, Observer: observer, Signers: signers})
 	if err != nil {
 		return err
 	}
@@ -358,7 +374,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		if err := team.Register(ctx, r); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "clutch: demo team running, a round every %s\n", c.demoEvery)
+		fmt.Fprintf(e.stdout, "clutch: demo team running, %s between rounds\n", c.demoEvery)
 		wg.Go(func() { demoErr = team.Run(dctx, r, c.demoEvery) })
 	}
 	serveErr := make(chan error, 1)

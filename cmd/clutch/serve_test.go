@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +19,12 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
+	"github.com/clutchprotocol/clutch/gateway"
 )
 
 // serve --demo: a live UI and API at once; tail follows the demo through
-// it; an interrupt stops it cleanly and the file then reads back.
+// it; a question of the demo is answered through it and its run goes on;
+// an interrupt stops it cleanly and the file then reads back.
 func TestServeDemo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "demo.db")
 	out := newLines()
@@ -65,11 +69,27 @@ func TestServeDemo(t *testing.T) {
 			answers++
 		}
 	}
+	// Round 1 waits for the requester's choice of region; the UI's key
+	// may answer it, and the run goes on to the lead's answer.
+	code, stdout, errs := clutch(t, "waiting", "--mine", "--json", "--url", url, "--key", key)
+	var waiting []gateway.WaitingQuestion
+	if err := json.Unmarshal([]byte(stdout), &waiting); code != exitOK || err != nil || len(waiting) == 0 {
+		t.Fatalf("waiting: %d %v\n%s%s", code, err, stdout, errs)
+	}
+	q := waiting[0].Question
+	if !slices.Equal(q.Choices, []string{"Nordics", "United States", "Both"}) || q.Who == nil || !waiting[0].MayAnswer {
+		t.Fatalf("the first question: %+v", waiting[0])
+	}
+	if code, stdout, errs := clutch(t, "answer", q.ID, "Both", "--url", url, "--key", key); code != exitOK {
+		t.Fatalf("answer: %d %s%s", code, stdout, errs)
+	}
+	for line := <-tailed.ch; !strings.Contains(line, demo.Lead) || !strings.Contains(line, "Telehealth"); line = <-tailed.ch {
+	}
 	stopTail()
 	if code := <-tailDone; code != exitOK {
 		t.Fatalf("tail: %d", code)
 	}
-	code, stdout, _ := clutch(t, "runs", "--url", url, "--key", key)
+	code, stdout, _ = clutch(t, "runs", "--url", url, "--key", key)
 	if code != exitOK || !strings.Contains(stdout, "chat:research") {
 		t.Fatalf("runs through serve: %d\n%s", code, stdout)
 	}

@@ -3,10 +3,13 @@ package demo
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
@@ -14,68 +17,177 @@ import (
 
 // The demo's agent ids.
 const (
-	UI         = "agent:ui"
-	Lead       = "agent:lead"
-	Ken        = "agent:ken"
-	Researcher = "agent:research-2"
-	// UIKid is the kid of the UI's signing key.
-	UIKid = "key_ui_demo"
+	// UI is the person at the web UI who asks for each round's research.
+	UI = "agent:ui"
+	// Lead plans, delegates and writes the brief.
+	Lead = "agent:lead"
+	// Ken researches the web (tool mcp:browser).
+	Ken = "agent:ken"
+	// Ines researches papers and regulation (tool mcp:papers).
+	Ines = "agent:ines"
+	// Dara queries licensed market data (tool mcp:market-data).
+	Dara = "agent:dara"
 )
 
-// Team is the demo team and the UI's signing key.
+// members are the demo's agents that sign: the UI and the team.
+var members = []string{UI, Lead, Ken, Ines, Dara}
+
+// QuestionDeadline is how long a question of the demo waits for an
+// answer, at TimeScale 1, before its task ends with TIMEOUT.
+const QuestionDeadline = 2 * time.Minute
+
+// Answerers may answer the demo's questions: the requester (agent:ui)
+// and any caller with the admin scope, which the key `clutch serve`
+// makes for the UI has.
+var Answerers = &protocol.Answerers{Requester: true, Scopes: []string{auth.ScopeAdmin}}
+
+// Options configure a Team. A nil *Options means the defaults.
+type Options struct {
+	// TimeScale multiplies every duration of the demo: each task's work,
+	// the pauses between its progress events and the questions'
+	// deadline. 0 means 1, real time (a task takes 1 to 4 s, a round
+	// about 5 to 10 s); tests use 0.001 or run in a testing/synctest
+	// bubble.
+	TimeScale float64
+	// QuestionDeadline is how long a question waits for an answer before
+	// its task ends with TIMEOUT; 0 means the package's
+	// QuestionDeadline times TimeScale.
+	QuestionDeadline time.Duration
+}
+
+// Team is the demo team: its agents, their signing keys, its pace.
 type Team struct {
-	pub  ed25519.PublicKey
-	priv ed25519.PrivateKey
+	scale    float64
+	deadline time.Duration // of a question
+	keys     map[string]router.SigningKey
 }
 
-// New makes a team with a fresh signing key for the UI.
-func New() (*Team, error) {
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		return nil, err
+// New makes a team with a fresh Ed25519 signing key for each agent and
+// the UI. Each key has a kid of its own (key_<name>_<8 hex digits of the
+// public key>): a kid names one key forever (docs/protocol.md §6.1), and
+// every process makes new keys.
+func New(opts *Options) (*Team, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
-	return &Team{pub: pub, priv: priv}, nil
+	if o.TimeScale < 0 || o.QuestionDeadline < 0 {
+		return nil, errors.New("demo: TimeScale and QuestionDeadline must not be negative")
+	}
+	if o.TimeScale == 0 {
+		o.TimeScale = 1
+	}
+	t := &Team{scale: o.TimeScale, deadline: o.QuestionDeadline, keys: map[string]router.SigningKey{}}
+	if t.deadline == 0 {
+		t.deadline = t.d(QuestionDeadline.Seconds())
+	}
+	for _, id := range members {
+		pub, priv, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			return nil, err
+		}
+		kid := "key_" + strings.TrimPrefix(id, "agent:") + "_" + hex.EncodeToString(pub[:4])
+		t.keys[id] = router.SigningKey{Kid: kid, Key: priv}
+	}
+	return t, nil
 }
 
-// Keys are the public keys to give the registry (registry.Options.Keys),
-// so that the router verifies what the demo UI signs.
+// Keys are the public keys of the UI and the agents, in the form of
+// registry.Options.Keys and of the key file of `clutch verify`.
 func (t *Team) Keys() map[string][]protocol.CardKey {
-	return map[string][]protocol.CardKey{UI: {protocol.NewCardKey(UIKid, t.pub)}}
+	out := make(map[string][]protocol.CardKey, len(t.keys))
+	for id := range t.keys {
+		out[id] = []protocol.CardKey{t.cardKey(id)}
+	}
+	return out
+}
+
+func (t *Team) cardKey(id string) protocol.CardKey {
+	k := t.keys[id]
+	return protocol.NewCardKey(k.Kid, k.Key.Public().(ed25519.PublicKey))
+}
+
+// Signers are the agents' private keys, for router.Options.Signers: the
+// router signs every event an agent of the team sends. The UI signs its
+// own messages (Sign).
+func (t *Team) Signers() map[string]router.SigningKey {
+	out := make(map[string]router.SigningKey, len(t.keys)-1)
+	for id, k := range t.keys {
+		if id != UI {
+			out[id] = k
+		}
+	}
+	return out
 }
 
 // Sign signs m as the demo UI.
-func (t *Team) Sign(m *protocol.Message) error { return protocol.Sign(m, UIKid, t.priv) }
+func (t *Team) Sign(m *protocol.Message) error {
+	k := t.keys[UI]
+	return protocol.Sign(m, k.Kid, k.Key)
+}
 
-// Register registers the lead and the two researchers with r.
+// d is sec seconds of demo time.
+func (t *Team) d(sec float64) time.Duration {
+	return time.Duration(sec * t.scale * float64(time.Second))
+}
+
+// pause waits d, or until ctx is done.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+// Register registers the lead and the three researchers with r. The
+// router must have been built with Signers and a registry with Keys.
 func (t *Team) Register(ctx context.Context, r *router.Router) error {
-	sandbox := &protocol.CardSecurity{Sandbox: true, Network: "egress-restricted"}
+	limits := &protocol.Limits{MaxConcurrency: 4, MaxRuntimeSec: 120}
 	cards := []struct {
 		card *protocol.AgentCard
 		h    router.Handler
 	}{
 		{&protocol.AgentCard{
-			V: protocol.Version, AgentID: Lead,
-			Display: &protocol.Display{Name: "Lead", Desc: "Plans research and merges the findings"},
-			Capabilities: []protocol.Capability{{ID: "skill:plan", Version: "1.0", Tags: []string{"planning"},
-				TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostLow}},
-			Limits: &protocol.Limits{MaxConcurrency: 4, MaxRuntimeSec: 120}, Security: sandbox,
-		}, lead},
+			AgentID: Lead,
+			Display: &protocol.Display{Name: "Mira (lead)", Desc: "Lead analyst: splits each question into research tracks, hands them to the team in parallel and writes the brief"},
+			Capabilities: []protocol.Capability{
+				{ID: "skill:plan", Version: "1.0", Tags: []string{"planning", "delegation"}, TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostLow},
+				{ID: "skill:write", Version: "1.0", Tags: []string{"briefs", "summaries"}, TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostLow},
+			},
+		}, t.lead},
 		{&protocol.AgentCard{
-			V: protocol.Version, AgentID: Ken,
-			Display: &protocol.Display{Name: "Ken", Desc: "Research specialist, fintech"},
-			Capabilities: []protocol.Capability{{ID: "skill:research", Version: "1.0", Tags: []string{"market", "fintech"},
+			AgentID: Ken,
+			Display: &protocol.Display{Name: "Ken", Desc: "Web researcher for markets and fintech: news, company reports and regulators' sites"},
+			Capabilities: []protocol.Capability{{ID: "skill:research", Version: "1.0", Tags: []string{"web", "fintech", "markets"},
 				Tools: []string{"mcp:browser"}, TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostMedium}},
-			Limits: &protocol.Limits{MaxConcurrency: 4, MaxRuntimeSec: 120}, Security: sandbox,
-		}, researcher("mcp:browser")},
+		}, t.researcher("mcp:browser", "search")},
 		{&protocol.AgentCard{
-			V: protocol.Version, AgentID: Researcher,
-			Display: &protocol.Display{Name: "Research 2", Desc: "Research, health markets"},
-			Capabilities: []protocol.Capability{{ID: "skill:research", Version: "1.0", Tags: []string{"market", "health"},
-				Tools: []string{"mcp:papers"}, TrustLevel: protocol.TrustSandbox}},
-			Limits: &protocol.Limits{MaxConcurrency: 4, MaxRuntimeSec: 120}, Security: sandbox,
-		}, researcher("mcp:papers")},
+			AgentID: Ines,
+			Display: &protocol.Display{Name: "Ines", Desc: "Literature researcher: peer-reviewed papers, health policy and regulation"},
+			Capabilities: []protocol.Capability{{ID: "skill:research", Version: "1.0", Tags: []string{"papers", "health", "regulation"},
+				Tools: []string{"mcp:papers"}, TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostMedium}},
+		}, t.researcher("mcp:papers", "search")},
+		{&protocol.AgentCard{
+			AgentID: Dara,
+			Display: &protocol.Display{Name: "Dara", Desc: "Data analyst: volumes, prices and usage figures from licensed market datasets"},
+			Capabilities: []protocol.Capability{
+				{ID: "skill:research", Version: "1.0", Tags: []string{"data", "volumes", "prices"},
+					Tools: []string{"mcp:market-data"}, TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostHigh},
+				{ID: "skill:analyze", Version: "1.0", Tags: []string{"statistics"}, TrustLevel: protocol.TrustSandbox, CostHint: protocol.CostMedium},
+			},
+		}, t.researcher("mcp:market-data", "query")},
 	}
 	for _, c := range cards {
+		c.card.V = protocol.Version
+		c.card.Limits = limits
+		c.card.Security = &protocol.CardSecurity{Sandbox: true, Network: "egress-restricted", Keys: []protocol.CardKey{t.cardKey(c.card.AgentID)}}
 		if err := r.Register(ctx, c.card, c.h); err != nil {
 			return err
 		}
@@ -83,41 +195,35 @@ func (t *Team) Register(ctx context.Context, r *router.Router) error {
 	return nil
 }
 
-var topics = []string{
-	"Nordic payments: incumbents and real-time rails",
-	"Telehealth adoption in rural clinics",
-	"Open banking APIs in the EU",
-	"Wearables for remote patient monitoring",
-}
-
-var channels = []string{"chat:research", "chat:markets"}
-
-// Round runs round i: a chat message, a signed task for the lead, the
-// lead's answer in the thread. It returns when the run has ended; the
-// run's outcome is returned (a failed run is not an error of Round).
+// Round plays round i (asks[i%6], see the package doc): the UI says what
+// it wants in a chat.message and sends a signed task.request
+// (research.query.v1) for the lead, as a gateway would receive it. Round
+// returns the outcome of the lead's task when it ends, or when it stops
+// to ask the requester (Outcome.Question set): the task then waits for an
+// answer (or its deadline) without Round. A failed run is not an error of
+// Round.
 func (t *Team) Round(ctx context.Context, r *router.Router, i int) (*router.Outcome, error) {
-	topic := topics[i%len(topics)]
-	q := schema.ResearchQuery{Query: topic, MaxSources: 3}
-	if i%4 == 3 {
-		q.Context = "outage" // research-2's tool is down this round
-	}
-	req, err := r.NewRequest(UI, "research.query.v1", q)
+	a := &asks[i%len(asks)]
+	req, err := r.NewRequest(UI, "research.query.v1", schema.ResearchQuery{Query: a.query, MaxSources: 5})
 	if err != nil {
 		return nil, err
 	}
 	req.Domain = "research"
 	req.Requires = []string{"skill:plan"}
-	req.Meta = map[string]any{"ui_channel": channels[i%len(channels)]}
+	req.Meta = map[string]any{"ui_channel": a.channel}
 	if err := t.Sign(req); err != nil {
 		return nil, err
 	}
-	ask := r.IDs().Reply(req, protocol.TypeChatMessage, UI)
-	ask.To = []protocol.Participant{{AgentID: Lead}}
-	ask.Meta = req.Meta
-	if err := ask.SetPayload(map[string]any{"text": "Can you look into " + topic + "?"}); err != nil {
+	say := r.IDs().Reply(req, protocol.TypeChatMessage, UI)
+	say.To = []protocol.Participant{{AgentID: Lead}}
+	say.Meta = req.Meta
+	if err := say.SetPayload(map[string]any{"text": a.text}); err != nil {
 		return nil, err
 	}
-	if _, err := r.Store().Append(ctx, ask); err != nil {
+	if err := t.Sign(say); err != nil {
+		return nil, err
+	}
+	if _, err := r.Store().Append(ctx, say); err != nil {
 		return nil, err
 	}
 	// The bytes as a gateway receives them: Admit verifies the signature.
@@ -133,24 +239,12 @@ func (t *Team) Round(ctx context.Context, r *router.Router, i int) (*router.Outc
 	if out == nil {
 		return nil, err
 	}
-	text := "Done: see the findings in the task result."
-	if !out.OK() {
-		text = "I could not finish: " + out.Err.Message
-	}
-	reply := r.IDs().Reply(req, protocol.TypeChatMessage, Lead)
-	reply.To = []protocol.Participant{{AgentID: UI}}
-	reply.Meta = req.Meta
-	if err := reply.SetPayload(map[string]any{"text": text}); err != nil {
-		return nil, err
-	}
-	if _, err := r.Store().Append(ctx, reply); err != nil {
-		return nil, err
-	}
 	return out, nil
 }
 
 // Run plays rounds one after another, pausing every between them, until
-// ctx is done; it returns nil then, or the first error of a round.
+// ctx is done; it returns nil then, or the first error of a round. A
+// round whose lead waits for an answer does not hold up the next.
 func (t *Team) Run(ctx context.Context, r *router.Router, every time.Duration) error {
 	for i := 0; ; i++ {
 		if _, err := t.Round(ctx, r, i); err != nil {
@@ -159,97 +253,8 @@ func (t *Team) Run(ctx context.Context, r *router.Router, every time.Duration) e
 			}
 			return fmt.Errorf("demo round %d: %w", i, err)
 		}
-		tm := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			tm.Stop()
+		if pause(ctx, every) != nil {
 			return nil
-		case <-tm.C:
 		}
 	}
-}
-
-// lead delegates the question to a fintech and a health researcher and
-// merges their findings.
-func lead(ctx context.Context, t *router.Task) (*router.Result, error) {
-	q, err := router.Input[schema.ResearchQuery](t)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.Progress(ctx, map[string]any{"step": "planning", "subtasks": 2}); err != nil {
-		return nil, err
-	}
-	var merged schema.ResearchSummary
-	for _, tag := range []string{"tag:fintech", "tag:health"} {
-		sub, err := t.NewSubtask("research.query.v1", schema.ResearchQuery{Query: q.Query + " (" + tag[4:] + ")", Context: q.Context, MaxSources: q.MaxSources})
-		if err != nil {
-			return nil, err
-		}
-		sub.Requires = []string{"skill:research"}
-		sub.Prefers = []string{tag}
-		out, err := t.Delegate(ctx, sub)
-		if err != nil {
-			return nil, fmt.Errorf("research %s: %w", tag[4:], err)
-		}
-		s, err := router.ResultAs[schema.ResearchSummary](out)
-		if err != nil {
-			return nil, err
-		}
-		merged.Findings = append(merged.Findings, s.Findings...)
-		merged.Citations = append(merged.Citations, s.Citations...)
-	}
-	merged.Title = "Research on " + q.Query
-	return &router.Result{PayloadType: "research.summary.v1", Payload: merged}, nil
-}
-
-// researcher searches with its tool (a fake: no network) and summarises.
-func researcher(tool string) router.Handler {
-	return func(ctx context.Context, t *router.Task) (*router.Result, error) {
-		q, err := router.Input[schema.ResearchQuery](t)
-		if err != nil {
-			return nil, err
-		}
-		args := map[string]any{"query": q.Query, "max_results": q.MaxSources}
-		if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"tool": tool, "name": "search", "args": args}); err != nil {
-			return nil, err
-		}
-		if q.Context == "outage" && tool == "mcp:papers" {
-			if _, err := t.Emit(ctx, protocol.TypeToolError, "", map[string]any{"tool": tool, "name": "search",
-				"code": protocol.CodeToolUnavailable, "message": "the papers index is offline", "retryable": false}); err != nil {
-				return nil, err
-			}
-			return nil, router.Fail(protocol.CodeToolUnavailable, "the papers index is offline", false, map[string]any{"tool": tool})
-		}
-		hits := []map[string]string{
-			{"url": "https://example.com/reports/" + slug(q.Query), "title": "Report: " + q.Query},
-			{"url": "https://example.com/data/" + slug(q.Query), "title": "Data: " + q.Query},
-		}
-		content, _ := json.Marshal(hits)
-		if _, err := t.Emit(ctx, protocol.TypeToolResult, "", map[string]any{"tool": tool, "name": "search", "content": json.RawMessage(content)}); err != nil {
-			return nil, err
-		}
-		if err := t.Progress(ctx, map[string]any{"step": "summarising", "sources": len(hits)}); err != nil {
-			return nil, err
-		}
-		return &router.Result{PayloadType: "research.summary.v1", Payload: schema.ResearchSummary{
-			Title:     "Findings: " + q.Query,
-			Findings:  []string{"Three providers hold most of the market", "Adoption doubled in two years"},
-			Citations: []string{hits[0]["url"], hits[1]["url"]},
-		}}, nil
-	}
-}
-
-func slug(s string) string {
-	b := make([]byte, 0, len(s))
-	for _, c := range []byte(s) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-			b = append(b, c)
-		case c >= 'A' && c <= 'Z':
-			b = append(b, c+'a'-'A')
-		case len(b) > 0 && b[len(b)-1] != '-':
-			b = append(b, '-')
-		}
-	}
-	return string(b)
 }
