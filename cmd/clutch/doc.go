@@ -151,7 +151,14 @@
 // names, descriptions, capability tags and tools.
 //
 // The demo's agents sign their events with Ed25519 keys serve makes at
-// start (the router's own events and the registry's are unsigned).
+// start (the router's own events and the registry's are unsigned). Their
+// public keys are added to --demo-keys (default: the --db file's name +
+// ".demo-keys.json"), in the key file format of verify, before the first
+// round; the file keeps the keys of earlier starts, so
+//
+//	clutch verify --db clutch.db --keys clutch.db.demo-keys.json
+//
+// checks every signature the demo ever made in that store.
 //
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, serve observes the router with
 // package telemetry (spans per task attempt and tool call, metrics of the

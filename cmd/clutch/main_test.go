@@ -361,6 +361,45 @@ func TestVerifyTampered(t *testing.T) {
 	}
 }
 
+// The demo's key file as serve writes it (keyfile.Add at each start)
+// verifies every signed event of demo rounds played by two processes, one
+// after the other, on one store, each with keys of its own.
+func TestVerifyDemoKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	keys := path + ".demo-keys.json"
+	for from := 0; from < 4; from += 2 {
+		tm := newTeam(t, path) // a new process: new keys
+		if err := keyfile.Add(keys, tm.demo.Keys()); err != nil {
+			t.Fatal(err)
+		}
+		tm.rounds(t, from, 2)
+		tm.close(t)
+	}
+	evs := readAll(t, path)
+	n := signed(t, evs)
+	code, stdout, _ := clutch(t, "verify", "--db", path, "--keys", keys)
+	if code != exitOK || !strings.Contains(stdout, itoa(len(evs))+" events: "+itoa(n)+" signatures valid, 0 failed") || n < 100 {
+		t.Fatalf("verify: %d %s", code, stdout)
+	}
+	// Every event the agents send is signed, and the UI's requests and
+	// words (its answers here are the test's, made in Go).
+	for _, c := range [][2]string{{demo.UI, "task.request"}, {demo.UI, "chat."}, {demo.Lead, "task."}, {demo.Lead, "chat."},
+		{demo.Ken, "t"}, {demo.Ines, "t"}, {demo.Dara, "t"}} {
+		code, stdout, _ = clutch(t, "verify", "--db", path, "--keys", keys, "--agent", c[0], "--type", c[1], "--require-signed")
+		if code != exitOK || !strings.Contains(stdout, ", 0 failed, 0 unsigned") || strings.HasPrefix(stdout, "0 events") {
+			t.Fatalf("verify --agent %s --type %s --require-signed: %d %s", c[0], c[1], code, stdout)
+		}
+	}
+	// The second process's keys alone do not speak for the first's events.
+	last := filepath.Join(t.TempDir(), "last.json")
+	tm := newTeam(t, filepath.Join(t.TempDir(), "other.db"))
+	keyfile.Add(last, tm.demo.Keys())
+	tm.close(t)
+	if code, stdout, _ := clutch(t, "verify", "--db", path, "--keys", last); code != exitFailure || !strings.Contains(stdout, "UNKNOWN_KEY") {
+		t.Fatalf("verify with another process's keys: %d %s", code, stdout)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	path, _, _ := demoFile(t, 2)
 	n := len(readAll(t, path))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/keyfile"
 	"github.com/clutchprotocol/clutch/gateway"
 	"github.com/clutchprotocol/clutch/gateway/agui"
 	"github.com/clutchprotocol/clutch/gateway/ui"
@@ -76,7 +77,9 @@ first — a choice of region, or the approval of a paid query — and wait for
 an answer, which an admin key (the one serve prints) may give from the UI
 or with clutch answer; rounds go on meanwhile, and a question nobody
 answers within 2 minutes ends its run with TIMEOUT. The demo's agents sign
-their events with keys made at start.
+their events with keys made at start; their public keys are added to the
+key file --demo-keys (default: the store file's name + .demo-keys.json),
+so clutch verify --keys FILE checks the demo's signatures.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set (http://localhost:4318 for a local
 collector or Jaeger), traces and metrics (package telemetry) are exported over
@@ -84,7 +87,8 @@ OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_* variables; a request
 with a W3C traceparent header continues the caller's trace.`,
 		examples: `  clutch serve --demo                       # a live UI at http://127.0.0.1:8080
   clutch serve --db team.db --addr :8080 --key agent:ops=$OPS_KEY
-  clutch serve --keys-file keys.json --cors https://app.example.com`,
+  clutch serve --keys-file keys.json --cors https://app.example.com
+  clutch verify --db clutch.db --keys clutch.db.demo-keys.json   # the demo's signatures`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := fs.String("db", getenv("CLUTCH_DB", "clutch.db"), "the store file, opened for writing ($CLUTCH_DB)")
 			addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
@@ -94,6 +98,7 @@ with a W3C traceparent header continues the caller's trace.`,
 			fs.Var(&cors, "cors", "an origin allowed to call the API from a browser (scheme://host[:port]); repeatable")
 			withDemo := fs.Bool("demo", false, "run the demo team continuously")
 			demoEvery := fs.Duration("demo-every", 3*time.Second, "the pause between demo rounds")
+			demoKeys := fs.String("demo-keys", "", "with --demo, the key file the demo's public keys are added to (default: the --db file + .demo-keys.json)")
 			noUI := fs.Bool("no-ui", false, "serve the API only")
 			aguiAgent := fs.String("agui-agent", "", "serve AG-UI at /v1/agui, sending each run to this agent (with --demo: the demo lead)")
 			rulesWS := fs.String("rules-workspace", "default", "the workspace of the rules library served at /v1/rules")
@@ -118,7 +123,7 @@ with a W3C traceparent header continues the caller's trace.`,
 				}
 				return serve(ctx, e, serveConfig{
 					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
-					demo: *withDemo, demoEvery: *demoEvery, demoOptions: demoOptions, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
+					demo: *withDemo, demoEvery: *demoEvery, demoKeys: *demoKeys, demoOptions: demoOptions, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
 					limits: lim,
 				})
 			}
@@ -206,6 +211,8 @@ type serveConfig struct {
 	cors      []string
 	demo      bool
 	demoEvery time.Duration
+	// demoKeys is the key file of the demo's public keys ("": next to db).
+	demoKeys string
 	// demoOptions configure the demo team (nil: real time).
 	demoOptions *demo.Options
 	ui          bool
@@ -297,6 +304,13 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 			return err
 		}
 		ropts.Keys, signers = team.Keys(), team.Signers()
+		if c.demoKeys == "" {
+			c.demoKeys = c.db + ".demo-keys.json"
+		}
+		// Before any event is signed: the file verifies all of them.
+		if err := keyfile.Add(c.demoKeys, team.Keys()); err != nil {
+			return fmt.Errorf("--demo-keys: %w", err)
+		}
 	}
 	reg, err := registry.Open(ctx, rst, ropts)
 	if err != nil {
@@ -375,6 +389,7 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "clutch: demo team running, %s between rounds\n", c.demoEvery)
+		fmt.Fprintf(e.stdout, "clutch: demo keys in %s (clutch verify --db %s --keys %s)\n", c.demoKeys, c.db, c.demoKeys)
 		wg.Go(func() { demoErr = team.Run(dctx, r, c.demoEvery) })
 	}
 	serveErr := make(chan error, 1)

@@ -24,7 +24,8 @@ import (
 
 // serve --demo: a live UI and API at once; tail follows the demo through
 // it; a question of the demo is answered through it and its run goes on;
-// an interrupt stops it cleanly and the file then reads back.
+// an interrupt stops it cleanly, the file then reads back and the demo's
+// key file verifies its signatures.
 func TestServeDemo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "demo.db")
 	out := newLines()
@@ -35,8 +36,8 @@ func TestServeDemo(t *testing.T) {
 	go func() {
 		done <- runContext(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--demo", "--demo-every", "5ms"}, nil, out, &errb)
 	}()
-	var url, key string
-	for url == "" || key == "" {
+	var url, key, demoKeys string
+	for url == "" || key == "" || demoKeys == "" {
 		line := <-out.ch
 		if u, ok := strings.CutPrefix(line, "clutch: serving "+db+" on "); ok {
 			url = strings.Fields(u)[0]
@@ -44,6 +45,12 @@ func TestServeDemo(t *testing.T) {
 		if k, ok := strings.CutPrefix(line, "clutch: API key (admin, for the UI and --key): "); ok {
 			key = k
 		}
+		if k, ok := strings.CutPrefix(line, "clutch: demo keys in "); ok {
+			demoKeys = strings.Fields(k)[0]
+		}
+	}
+	if demoKeys != db+".demo-keys.json" {
+		t.Fatalf("demo keys in %s, want next to the store", demoKeys)
 	}
 	// The UI page and the API.
 	resp, err := http.Get(url + "/")
@@ -133,6 +140,15 @@ stopped:
 	// The file is whole and free again.
 	if code, stdout, _ := clutch(t, "check", "--db", db); code != exitOK {
 		t.Fatalf("check after serve: %d %s", code, stdout)
+	}
+	// The demo signed what its agents sent, and the key file it wrote
+	// verifies it: every result, the AG-UI run's included.
+	if code, stdout, _ := clutch(t, "verify", "--db", db, "--keys", demoKeys); code != exitOK || !strings.Contains(stdout, " 0 failed") ||
+		strings.Contains(stdout, " 0 signatures valid") {
+		t.Fatalf("verify with the demo's keys: %d %s", code, stdout)
+	}
+	if code, stdout, _ := clutch(t, "verify", "--db", db, "--keys", demoKeys, "--type", "task.result", "--require-signed"); code != exitOK {
+		t.Fatalf("verify --require-signed of the results: %d %s", code, stdout)
 	}
 }
 
