@@ -360,3 +360,25 @@ func TestBrowserMeasures(t *testing.T) {
 	t.Logf("a 10,000-event run's trace (201 tasks): shown in %s (page's own measure: %s ms)", time.Since(start).Round(time.Millisecond),
 		eval[string](h, `document.getElementById("events").dataset.loadMs`))
 }
+
+// TestBrowserLabels: every visible control of every view has a name a
+// screen reader can say (its text, aria-label, a label or a title).
+func TestBrowserLabels(t *testing.T) {
+	h := newHarness(t)
+	registerTeam(t, h.r)
+	task := h.busyThread(h.r)
+	h.signIn("")
+	for _, hash := range []string{"#/", "#/run/" + h.run, "#/thread/" + h.thr, "#/task/" + task, "#/agent/agent:ken", "#/new"} {
+		h.open(hash)
+		if hash == "#/run/"+h.run {
+			h.waitJS(`document.querySelector(".trow")`)
+		}
+		unnamed := eval[[]string](h, `Array.from(document.querySelectorAll("a, button, input, select, textarea, summary")).filter(e => e.offsetParent !== null).filter(e => {
+			const name = (e.getAttribute("aria-label") || e.title || e.textContent || (e.labels && e.labels.length ? e.labels[0].textContent : "") || e.placeholder || "").trim();
+			return !name;
+		}).map(e => e.outerHTML.slice(0, 120))`)
+		if len(unnamed) > 0 {
+			t.Errorf("%s: controls without a name: %v", hash, unnamed)
+		}
+	}
+}
