@@ -1453,7 +1453,9 @@
     const gen = S.gen;
     renderChannels();
     const isThread = view.kind === "thread";
-    $("view-title").textContent = view.id ? (isThread ? "Thread " : "Task ") + view.id : "New thread";
+    const known = isThread && S.threadMap.get(view.id);
+    $("view-title").textContent = !view.id ? "New thread" : known && known.title ? known.title : (isThread ? "Thread " : "Task ") + shortId(view.id);
+    $("view-title").title = view.id || "";
     $("view-sub").textContent = "";
     $("empty").hidden = !!view.id;
     $("empty").textContent = view.id ? "" : "Write the first message below; choose a channel for it.";
@@ -1492,6 +1494,7 @@
     updateSub();
     if (view.kind === "task") {
       const target = S.events.find((e) => e.message && e.message.type === "task.request" && e.message.task_id === view.id);
+      if (target) $("view-title").textContent = payloadTitle(target.message);
       const n = target && document.getElementById("ev-" + target.seq);
       if (n) { n.classList.add("target"); n.scrollIntoView({ block: "center" }); } else scrollBottom();
     } else scrollBottom();
