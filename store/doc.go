@@ -38,8 +38,9 @@
 //
 // [Runs] and [Threads] list a [Summary] of each run and thread, newest
 // first (by the seq of its last event), paged with [ListQuery].Before:
-// what a UI shows before it reads any event. The status rules are on
-// [Summary].
+// what a UI shows before it reads any event: its title, status, counts,
+// the agents that took its tasks, the tasks waiting for an answer and what
+// failed. The rules are on [Summary].
 //
 //	for sum, err := range store.Runs(ctx, s, store.ListQuery{Limit: 50}) { ... }
 //

@@ -6,7 +6,6 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store/internal/fold"
 )
 
@@ -105,6 +104,7 @@ func projection(ctx context.Context, s Store, q ListQuery, threads bool) iter.Se
 			out = out[:q.Limit]
 		}
 		for _, sum := range out {
+			fold.Listed((*fold.Summary)(sum))
 			if !yield(*sum, nil) {
 				return
 			}
@@ -119,11 +119,11 @@ func foldEvent(ev Event, threads bool, sums map[string]*Summary, tasks map[strin
 	if err != nil {
 		return err
 	}
-	ends := protocol.EndsTask(m)
+	e := fold.EventOf(m)
 	var d fold.Delta
-	if fold.NeedsTask(m.TaskID, m.Type, m.Attempt, ends) {
+	if fold.NeedsTask(m.TaskID, m.Type, m.Attempt, e.Ends) {
 		prev, known := tasks[m.TaskID]
-		next, changed, delta := fold.TaskStep(m.Type, m.Attempt, ends, prev, known)
+		next, changed, delta := fold.TaskStep(m.Type, m.Attempt, e.Ends, prev, known)
 		if changed {
 			tasks[m.TaskID] = next
 		}
@@ -141,7 +141,6 @@ func foldEvent(ev Event, threads bool, sums map[string]*Summary, tasks map[strin
 		sum = &Summary{}
 		sums[id] = sum
 	}
-	e := fold.Event{RunID: m.RunID, AgentID: m.From.AgentID, Channel: fold.Channel(m), Type: m.Type, Ends: ends}
 	fold.Fold((*fold.Summary)(sum), id, e, ev.Seq, ev.Time, d)
 	return nil
 }

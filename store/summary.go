@@ -25,6 +25,18 @@ type Summary struct {
 	// Channel is meta.ui_channel (a string) of the latest event that set
 	// one; "" when none did. UIs group threads by it.
 	Channel string `json:"channel,omitempty"`
+	// Title names the run or thread for people: the title of the first
+	// event, in seq order, that gives one. Only a task.request or a
+	// chat.message gives one: its payload when that is a JSON string,
+	// else the first of the string members "title", "text", "query",
+	// "message", "content", "summary", "prompt", "goal" of its payload
+	// (in that order, blank strings skipped), else its payload_type —
+	// with each run of white space and control characters collapsed to
+	// one space, trimmed, and cut at a UTF-8 boundary to at most 120
+	// bytes ending in "…" when it is cut; a text that leaves nothing
+	// gives the payload_type. "" while no event gave one; once set it
+	// does not change.
+	Title string `json:"title,omitempty"`
 	// FirstSeq and LastSeq are the seqs of the first and the last event.
 	FirstSeq uint64 `json:"first_seq"`
 	LastSeq  uint64 `json:"last_seq"`
@@ -41,9 +53,44 @@ type Summary struct {
 	// end one, and a partial retry (a lifecycle event of a later attempt
 	// after the task ended) opens it again. 0 ≤ Ended ≤ Tasks.
 	Ended int `json:"ended"`
+	// Waiting counts the tasks that wait for an answer (docs/protocol.md
+	// §2.7): a task.question of a task whose task.request is in the
+	// store and that has not ended makes it wait; a task.answer, a
+	// lifecycle event of a later attempt (a routing.decision,
+	// routing.failure, task.accept, task.progress or task.error) or the
+	// event that ends the task stops it. A task waits once however many
+	// questions it asks.
+	Waiting int `json:"waiting,omitempty"`
 	// Status is one of the Status constants.
 	Status string `json:"status"`
+	// Agents are the agents that accepted tasks (the from.agent_id of
+	// each task.accept), each once, in the order of their first
+	// acceptance: at most 8. AgentsMore counts the others; a summary
+	// remembers 64 agents, so AgentsMore is at most 56.
+	Agents     []string `json:"agents,omitempty"`
+	AgentsMore int      `json:"agents_more,omitempty"`
+	// Failure is what failed: set by every event that ends its task with
+	// a task.error or a task.timeout (the latest one wins), and cleared
+	// when Status is StatusCompleted after an event. So a run or thread
+	// that failed or timed out has one, and one that is running, or was
+	// cancelled after a failure, keeps the last. nil when none.
+	Failure *Failure `json:"failure,omitempty"`
 }
+
+// Failure is what failed in a run or thread ([Summary.Failure]), from the
+// task.error or task.timeout that ended a task:
+//
+//   - TaskID (task_id) is the task;
+//   - AgentID (agent_id) is the agent: the error payload's details.agent
+//     when it is a non-empty string of at most 256 bytes (a timeout the
+//     router records names the agent that ran out of time), else the
+//     event's from.agent_id;
+//   - Code (code) and Message (message, omitted when empty) are those of
+//     the error payload (docs/protocol.md §5.4), each cut at a UTF-8
+//     boundary to at most 256 and 200 bytes, ending in "…" when it is
+//     cut. A payload that is not an error payload gives an empty code and
+//     message.
+type Failure = fold.Failure
 
 // The values of Summary.Status.
 //

@@ -63,7 +63,9 @@
 // version without summaries gets them built from its events when it is
 // opened for writing (one pass over the log, a batch of events per
 // transaction); a file opened read-only without them gives
-// [ErrNoSummaries] from Runs and Threads.
+// [ErrNoSummaries] from Runs and Threads. Summaries written by a version
+// that kept no titles, agents, failures or waiting tasks read as having
+// none, and get them from the events appended after.
 //
 // # Errors
 //

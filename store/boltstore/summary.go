@@ -421,6 +421,7 @@ func (s *Store) list(ctx context.Context, q store.ListQuery, kind int) iter.Seq2
 			}
 			page, err := s.sumPage(ctx, kind, before, n)
 			for _, sum := range page {
+				driver.Listed(&sum)
 				if !yield(sum, nil) {
 					return
 				}
@@ -513,17 +514,36 @@ func (s *Store) sumPage(ctx context.Context, kind int, before uint64, n int) ([]
 
 // A summary record:
 //
-//	[0]   summaryVersion
+//	[0]   summaryVersion (1 or 2)
 //	then  uvarint FirstSeq, LastSeq; varint Created, Updated (Unix ns);
 //	      uvarint Events, Tasks, Ended; one byte: the index of Status in
-//	      statuses; uvarint(len) ‖ bytes: RunID, Channel, Owner
-const summaryVersion = 1
+//	      statuses; str RunID, Channel, Owner
+//	then, in version 2 only:
+//	      str Title; uvarint Waiting; uvarint n ‖ n × str: Agents (all
+//	      that the fold keeps: up to 64); one byte 0 (no Failure) or 1,
+//	      then str TaskID, AgentID, Code, Message
+//
+// str is uvarint(len) ‖ bytes. A version 1 record (written before titles,
+// agents, failures and waiting tasks were summarized) reads as a summary
+// without them; the next flush that touches it writes version 2.
+const summaryVersion = 2
 
 var statuses = [...]string{store.StatusActive, store.StatusRunning, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusTimedOut}
 
 // summarySize is the most bytes appendSummary appends for s.
 func summarySize(s *store.Summary) int {
-	return 2 + 10*binary.MaxVarintLen64 + len(s.RunID) + len(s.Channel) + len(s.Owner)
+	n := 3 + 14*binary.MaxVarintLen64 + len(s.RunID) + len(s.Channel) + len(s.Owner) + len(s.Title)
+	for _, a := range s.Agents {
+		n += binary.MaxVarintLen64 + len(a)
+	}
+	if f := s.Failure; f != nil {
+		n += 4*binary.MaxVarintLen64 + len(f.TaskID) + len(f.AgentID) + len(f.Code) + len(f.Message)
+	}
+	return n
+}
+
+func appendStr(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 func appendSummary(b []byte, s *store.Summary) []byte {
@@ -536,21 +556,36 @@ func appendSummary(b []byte, s *store.Summary) []byte {
 	b = binary.AppendUvarint(b, uint64(s.Tasks))
 	b = binary.AppendUvarint(b, uint64(s.Ended))
 	b = append(b, byte(max(slices.Index(statuses[:], s.Status), 0)))
-	b = binary.AppendUvarint(b, uint64(len(s.RunID)))
-	b = append(b, s.RunID...)
-	b = binary.AppendUvarint(b, uint64(len(s.Channel)))
-	b = append(b, s.Channel...)
-	b = binary.AppendUvarint(b, uint64(len(s.Owner)))
-	return append(b, s.Owner...)
+	b = appendStr(b, s.RunID)
+	b = appendStr(b, s.Channel)
+	b = appendStr(b, s.Owner)
+	b = appendStr(b, s.Title)
+	b = binary.AppendUvarint(b, uint64(s.Waiting))
+	b = binary.AppendUvarint(b, uint64(len(s.Agents)))
+	for _, a := range s.Agents {
+		b = appendStr(b, a)
+	}
+	f := s.Failure
+	if f == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = appendStr(b, f.TaskID)
+	b = appendStr(b, f.AgentID)
+	b = appendStr(b, string(f.Code))
+	return appendStr(b, f.Message)
 }
 
+// parseSummary reads a summary record as the fold keeps it (all its
+// agents); listings pass it through driver.Listed.
 func parseSummary(id string, v []byte) (store.Summary, error) {
 	bad := func(what string) (store.Summary, error) {
 		return store.Summary{}, corrupt("summary of %q: %s", clip([]byte(id)), what)
 	}
-	if len(v) == 0 || v[0] != summaryVersion {
+	if len(v) == 0 || v[0] < 1 || v[0] > summaryVersion {
 		return bad("unknown version")
 	}
+	version := v[0]
 	p := v[1:]
 	u := func() uint64 {
 		x, n := binary.Uvarint(p)
@@ -579,41 +614,69 @@ func parseSummary(id string, v []byte) (store.Summary, error) {
 	}
 	s.Status = statuses[p[0]]
 	p = p[1:]
-	str := func() (string, bool) {
+	ok := true
+	str := func() string {
 		n := u()
 		if p == nil || n > uint64(len(p)) {
-			return "", false
+			ok = false
+			return ""
 		}
 		x := string(p[:n])
 		p = p[n:]
-		return x, true
+		return x
 	}
-	var ok1, ok2, ok3 bool
-	s.RunID, ok1 = str()
-	s.Channel, ok2 = str()
-	s.Owner, ok3 = str()
-	if !ok1 || !ok2 || !ok3 || len(p) != 0 || s.FirstSeq == 0 || s.LastSeq < s.FirstSeq {
+	s.RunID, s.Channel, s.Owner = str(), str(), str()
+	if version >= 2 && ok {
+		s.Title = str()
+		s.Waiting = int(u())
+		n := u()
+		if p == nil || n > uint64(len(p)) {
+			return bad("malformed record")
+		}
+		for range n {
+			s.Agents = append(s.Agents, str())
+		}
+		switch {
+		case len(p) == 0:
+			ok = false
+		case p[0] == 1:
+			p = p[1:]
+			f := &store.Failure{TaskID: str(), AgentID: str()}
+			f.Code, f.Message = protocol.Code(str()), str()
+			s.Failure = f
+		case p[0] == 0:
+			p = p[1:]
+		default:
+			ok = false
+		}
+	}
+	if !ok || p == nil || len(p) != 0 || s.FirstSeq == 0 || s.LastSeq < s.FirstSeq {
 		return bad("malformed record")
 	}
 	return s, nil
 }
 
-// A task state: one byte of flags (1: ended), then uvarint attempt.
+// A task state: one byte of flags (1: ended, 2: waiting, never both),
+// then uvarint attempt. Files written before questions were summarized
+// have only flags 0 and 1.
 func appendTaskState(b []byte, st driver.TaskState) []byte {
 	var f byte
 	if st.Ended {
 		f = 1
 	}
+	if st.Waiting {
+		f |= 2
+	}
 	return binary.AppendUvarint(append(b, f), uint64(st.Attempt))
 }
 
 func parseTaskState(v []byte) (driver.TaskState, error) {
-	if len(v) < 2 || v[0] > 1 {
+	if len(v) < 2 || v[0] > 2 {
 		return driver.TaskState{}, errors.New("malformed task state")
 	}
 	a, n := binary.Uvarint(v[1:])
 	if n <= 0 || n != len(v)-1 {
 		return driver.TaskState{}, errors.New("malformed task state")
 	}
-	return driver.TaskState{Ended: v[0] == 1, Attempt: int(a)}, nil
+	return driver.TaskState{Ended: v[0] == 1, Waiting: v[0] == 2, Attempt: int(a)}, nil
 }

@@ -29,7 +29,8 @@
 //   - Summaries (optional): a backend that implements [store.Lister] folds
 //     each appended event into its run and thread summaries with
 //     [NeedsTask], [TaskStep] and [Fold], the same definition store.Runs
-//     uses to project a log without one.
+//     uses to project a log without one, stores every field of what Fold
+//     gives, and yields each summary through [Listed].
 //
 // A plain store, every method under one mutex:
 //

@@ -14,19 +14,24 @@ import (
 
 // Entry is a message prepared for appending: its bytes and the fields the
 // store indexes, deduplicates and summarizes on. Prepare fills it, and
-// EntryOf for a message read back (rebuilding indexes or summaries).
+// EntryOf for a message read back (rebuilding indexes or summaries). Raw
+// and Payload are the message's memory: a store that keeps an entry after
+// Append returns copies what it keeps of them.
 type Entry struct {
-	Raw            []byte        // the message's bytes, shared with it
-	ID             string        // id
-	RunID          string        // run_id
-	ThreadID       string        // thread_id
-	TaskID         string        // task_id
-	AgentID        string        // from.agent_id
-	Type           protocol.Type // type
-	IdempotencyKey string        // idempotency_key, "" when absent
-	Attempt        int           // attempt
-	Channel        string        // meta.ui_channel when it is a string (summaries)
-	Ends           bool          // protocol.EndsTask: the event ends its task's attempt
+	Raw            []byte         // the message's bytes, shared with it
+	ID             string         // id
+	RunID          string         // run_id
+	ThreadID       string         // thread_id
+	TaskID         string         // task_id
+	AgentID        string         // from.agent_id
+	Type           protocol.Type  // type
+	IdempotencyKey string         // idempotency_key, "" when absent
+	Attempt        int            // attempt
+	Channel        string         // meta.ui_channel when it is a string (summaries)
+	Ends           bool           // protocol.EndsTask: the event ends its task's attempt
+	PayloadType    string         // payload_type (summaries: titles)
+	Payload        []byte         // payload, shared with the message (summaries: titles; see Fold)
+	Failure        *store.Failure // what failed, for a task.error or task.timeout that ends its task; else nil
 }
 
 // Prepare validates msgs and gets their bytes, encoding each message at
@@ -71,6 +76,7 @@ func entryOf(e *Entry, m *protocol.Message, raw []byte) {
 	e.Raw, e.ID, e.RunID, e.ThreadID, e.TaskID = raw, m.ID, m.RunID, m.ThreadID, m.TaskID
 	e.AgentID, e.Type, e.IdempotencyKey = m.From.AgentID, m.Type, m.IdempotencyKey
 	e.Attempt, e.Ends, e.Channel = m.Attempt, protocol.EndsTask(m), fold.Channel(m)
+	e.PayloadType, e.Payload, e.Failure = m.PayloadType, m.Payload, fold.FailureOf(m, e.Ends)
 }
 
 // Index names the index that serves a query.

@@ -82,6 +82,67 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
+// The summary fields of an entry: the payload and its type as they are,
+// and a failure only for an error that ends its task.
+func TestPrepareSummaryFields(t *testing.T) {
+	ids := protocol.NewIDs(nil)
+	req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+	req.PayloadType, req.Payload = "research.query.v1", []byte(`{"query":"nordic payments"}`)
+	retry := ids.Reply(req, protocol.TypeTaskError, "agent:ken")
+	retry.Payload = []byte(`{"code":"INTERNAL","message":"once","retryable":true,"details":{"will_retry":true}}`)
+	final := ids.Reply(req, protocol.TypeTaskError, "agent:ken")
+	final.Payload = []byte(`{"code":"TOOL_FAILED","message":"the browser crashed","retryable":false}`)
+	entries, err := Prepare(nil, []*protocol.Message{req, retry, final}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := entries[0]; e.PayloadType != "research.query.v1" || string(e.Payload) != `{"query":"nordic payments"}` || e.Failure != nil {
+		t.Fatalf("request entry: %+v", e)
+	}
+	if e := entries[1]; e.Ends || e.Failure != nil {
+		t.Fatalf("an error that announces a retry: ends %v, failure %+v", e.Ends, e.Failure)
+	}
+	want := store.Failure{TaskID: req.TaskID, AgentID: "agent:ken", Code: protocol.CodeToolFailed, Message: "the browser crashed"}
+	if e := entries[2]; !e.Ends || e.Failure == nil || *e.Failure != want {
+		t.Fatalf("a final error: ends %v, failure %+v; want %+v", e.Ends, e.Failure, want)
+	}
+}
+
+// Folding an event into a summary that has a title allocates nothing
+// unless the event names a new agent or carries a failure: appends that
+// cannot change the title never decode a payload.
+func TestFoldAllocatesNothingOnPlainEvents(t *testing.T) {
+	ids := protocol.NewIDs(nil)
+	req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+	req.Payload = []byte(`{"text":"Compare the Nordic payment rails"}`)
+	acc := ids.Reply(req, protocol.TypeTaskAccept, "agent:ken")
+	prog := ids.Reply(req, protocol.TypeTaskProgress, "agent:ken")
+	prog.Payload = []byte(`{"text":"half way"}`)
+	req2 := ids.Reply(req, protocol.TypeTaskRequest, "agent:ken")
+	req2.TaskID = ids.TaskID()
+	req2.Payload = []byte(`{"text":"a subtask"}`)
+	res := ids.Reply(req, protocol.TypeTaskResult, "agent:ken")
+	res.Payload = []byte(`{"title":"Findings"}`)
+	entries, err := Prepare(nil, []*protocol.Message{req, acc, prog, req2, res}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s store.Summary
+	t0 := time.Unix(1, 0)
+	Fold(&s, req.RunID, &entries[0], 1, t0, Delta{Tasks: 1})
+	Fold(&s, req.RunID, &entries[1], 2, t0, Delta{})
+	if s.Title != "Compare the Nordic payment rails" || len(s.Agents) != 1 {
+		t.Fatalf("summary %+v", s)
+	}
+	seq := uint64(3)
+	for i := 1; i < len(entries); i++ {
+		e := &entries[i]
+		if n := testing.AllocsPerRun(100, func() { Fold(&s, req.RunID, e, seq, t0, Delta{}); seq++ }); n != 0 {
+			t.Errorf("Fold of a %s: %v allocations", e.Type, n)
+		}
+	}
+}
+
 func TestIndexOfPrefersTheMostSelective(t *testing.T) {
 	for q, want := range map[store.Query]Index{
 		{}:                              NoIndex,

@@ -158,6 +158,9 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	raw := make([]byte, len(e.Raw))
 	copy(raw, e.Raw)
 	e.Raw = raw
+	// What only summaries read is not kept (this store has none): the
+	// payload is the caller's memory.
+	e.Payload, e.Failure = nil, nil
 	s.events = append(s.events, record{time: now, entry: *e})
 	seq := uint64(len(s.events))
 	s.byID[e.ID] = seq

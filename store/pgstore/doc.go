@@ -26,7 +26,10 @@
 // the SHA-256 of their bytes. The run and thread summaries of Runs and
 // Threads are rows kept in the append transaction, with the fold rules
 // every backend shares; a store migrated from a version without them gets
-// them computed from its events by the migration.
+// them computed from its events by the migration. Version 3 adds their
+// titles, agents, failures and waiting tasks with defaults: summaries
+// kept before it read as having none, and get them from the events
+// appended after.
 //
 // # Sequence numbers across processes
 //

@@ -54,7 +54,7 @@ func migrations() []migration {
 
 // SchemaVersion is the schema version this package creates and reads:
 // the number of its migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate creates the schema or brings it to SchemaVersion, in one
 // transaction under an advisory lock, so that processes opening the
@@ -112,6 +112,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
 		}
+	}
+	// The work in Go comes after every file: it is this version's code,
+	// which reads and writes the schema of SchemaVersion.
+	for _, m := range all[version:] {
 		if post := afterMigration[m.version]; post != nil && version > 0 {
 			if err := post(ctx, tx); err != nil {
 				return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
@@ -125,13 +129,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 }
 
 // afterMigration holds, by version, the work a migration does in Go on a
-// store that has events already (a new store has none).
+// store that has events already (a new store has none), run once the
+// schema is at SchemaVersion. Version 3 has none: the summaries kept
+// before it read as without title, agents, failure and waiting tasks.
 var afterMigration = map[int]func(ctx context.Context, tx pgx.Tx) error{
 	2: backfillSummaries,
 }
 
 // backfillSummaries computes the summaries of the events stored before
-// version 2, with the same rules as appends, in one pass over the log.
+// version 2, with the same rules as appends (every field of this
+// version's), in one pass over the log.
 func backfillSummaries(ctx context.Context, tx pgx.Tx) error {
 	rows, err := tx.Query(ctx, "SELECT seq, ts, raw FROM events ORDER BY seq")
 	if err != nil {

@@ -2,9 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"iter"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/driver"
 	"github.com/jackc/pgx/v5"
@@ -49,22 +52,40 @@ func summaryKeys(live []*request) (runs, threads, tasks []string) {
 	return runs, threads, tasks
 }
 
-const summaryCols = "id, run_id, owner, channel, first_seq, last_seq, created, updated, events, tasks, ended, status"
+const summaryCols = "id, run_id, owner, channel, first_seq, last_seq, created, updated, events, tasks, ended, status, title, waiting, agents, failure"
 
-func scanSummary(row pgx.Row) (store.Summary, error) {
+// scanSummary reads a row of summaryCols (after the columns in before) as
+// the fold keeps it: all its agents.
+func scanSummary(row pgx.Row, before ...any) (store.Summary, error) {
 	var s store.Summary
 	var first, last int64
-	err := row.Scan(&s.ID, &s.RunID, &s.Owner, &s.Channel, &first, &last, &s.Created, &s.Updated, &s.Events, &s.Tasks, &s.Ended, &s.Status)
+	var agents string
+	var failure *string
+	err := row.Scan(append(before, &s.ID, &s.RunID, &s.Owner, &s.Channel, &first, &last, &s.Created, &s.Updated,
+		&s.Events, &s.Tasks, &s.Ended, &s.Status, &s.Title, &s.Waiting, &agents, &failure)...)
+	if err != nil {
+		return s, err
+	}
 	s.FirstSeq, s.LastSeq = uint64(first), uint64(last)
 	s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
-	return s, err
+	if agents != "[]" {
+		if err := json.Unmarshal([]byte(agents), &s.Agents); err != nil {
+			return s, coded.Wrap(ErrDatabase, fmt.Sprintf("the agents of summary %q", s.ID), err)
+		}
+	}
+	if failure != nil {
+		if err := json.Unmarshal([]byte(*failure), &s.Failure); err != nil {
+			return s, coded.Wrap(ErrDatabase, fmt.Sprintf("the failure of summary %q", s.ID), err)
+		}
+	}
+	return s, nil
 }
 
 // queueLookups adds the lookups of the summaries and task states keys
 // names to b.
 func queueLookups(b *pgx.Batch, runs, threads, tasks []string) {
 	b.Queue("SELECT kind, "+summaryCols+" FROM summaries WHERE (kind = 'r' AND id = ANY($1::text[])) OR (kind = 't' AND id = ANY($2::text[]))", runs, threads)
-	b.Queue("SELECT task_id, ended, attempt FROM task_states WHERE task_id = ANY($1::text[])", tasks)
+	b.Queue("SELECT task_id, ended, waiting, attempt FROM task_states WHERE task_id = ANY($1::text[])", tasks)
 }
 
 // readLookups reads the results of queueLookups. A task without a state
@@ -76,14 +97,11 @@ func (m *summaries) readLookups(br pgx.BatchResults) error {
 	}
 	for rows.Next() {
 		var kind byte
-		var s store.Summary
-		var first, last int64
-		if err := rows.Scan(&kind, &s.ID, &s.RunID, &s.Owner, &s.Channel, &first, &last, &s.Created, &s.Updated, &s.Events, &s.Tasks, &s.Ended, &s.Status); err != nil {
+		s, err := scanSummary(rows, &kind)
+		if err != nil {
 			rows.Close()
 			return err
 		}
-		s.FirstSeq, s.LastSeq = uint64(first), uint64(last)
-		s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
 		if kind == 'r' {
 			m.runs[s.ID] = &s
 		} else {
@@ -101,7 +119,7 @@ func (m *summaries) readLookups(br pgx.BatchResults) error {
 		var id string
 		var st driver.TaskState
 		var attempt int32
-		if err := rows.Scan(&id, &st.Ended, &attempt); err != nil {
+		if err := rows.Scan(&id, &st.Ended, &st.Waiting, &attempt); err != nil {
 			rows.Close()
 			return err
 		}
@@ -141,10 +159,10 @@ func (m *summaries) fold(e *driver.Entry, seq uint64, t time.Time) {
 // queueWrites adds the upserts of the changed summaries and task states
 // to b. Only summaries an event of the group touched are in the maps.
 func (m *summaries) queueWrites(b *pgx.Batch, touched map[string]bool) {
-	var kinds, ids, runs, owners, channels, statuses []string
+	var kinds, ids, runs, owners, channels, statuses, titles, agents, failures []string
 	var firsts, lasts []int64
 	var created, updated []time.Time
-	var events, tasks, ended []int32
+	var events, tasks, ended, waiting []int32
 	add := func(kind string, all map[string]*store.Summary) {
 		for id, s := range all {
 			if !touched[kind+id] {
@@ -154,30 +172,52 @@ func (m *summaries) queueWrites(b *pgx.Batch, touched map[string]bool) {
 			firsts, lasts = append(firsts, int64(s.FirstSeq)), append(lasts, int64(s.LastSeq))
 			created, updated = append(created, s.Created), append(updated, s.Updated)
 			events, tasks, ended = append(events, int32(s.Events)), append(tasks, int32(s.Tasks)), append(ended, int32(s.Ended))
+			titles, waiting = append(titles, s.Title), append(waiting, int32(s.Waiting))
+			agents, failures = append(agents, jsonText(s.Agents)), append(failures, "")
+			if s.Failure != nil {
+				failures[len(failures)-1] = jsonText(s.Failure)
+			}
 		}
 	}
 	add("r", m.runs)
 	add("t", m.threads)
 	if len(ids) > 0 {
 		b.Queue(`INSERT INTO summaries (kind, `+summaryCols+`)
-			SELECT * FROM unnest($1::"char"[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
-				$8::timestamptz[], $9::timestamptz[], $10::int[], $11::int[], $12::int[], $13::text[])
+			SELECT k, i, r, o, c, f, l, cr, up, e, t, en, st, ti, w, a, NULLIF(fa, '')
+			FROM unnest($1::"char"[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+				$8::timestamptz[], $9::timestamptz[], $10::int[], $11::int[], $12::int[], $13::text[],
+				$14::text[], $15::int[], $16::text[], $17::text[]) AS u(k, i, r, o, c, f, l, cr, up, e, t, en, st, ti, w, a, fa)
 			ON CONFLICT (kind, id) DO UPDATE SET channel = EXCLUDED.channel, last_seq = EXCLUDED.last_seq,
 				updated = EXCLUDED.updated, events = EXCLUDED.events, tasks = EXCLUDED.tasks,
-				ended = EXCLUDED.ended, status = EXCLUDED.status`,
-			kinds, ids, runs, owners, channels, firsts, lasts, created, updated, events, tasks, ended, statuses)
+				ended = EXCLUDED.ended, status = EXCLUDED.status, title = EXCLUDED.title,
+				waiting = EXCLUDED.waiting, agents = EXCLUDED.agents, failure = EXCLUDED.failure`,
+			kinds, ids, runs, owners, channels, firsts, lasts, created, updated, events, tasks, ended, statuses,
+			titles, waiting, agents, failures)
 	}
 	var tids []string
-	var tended []bool
+	var tended, twaiting []bool
 	var tatt []int32
 	for id := range m.dirtyTasks {
 		st := m.tasks[id]
-		tids, tended, tatt = append(tids, id), append(tended, st.Ended), append(tatt, int32(st.Attempt))
+		tids, tended, twaiting, tatt = append(tids, id), append(tended, st.Ended), append(twaiting, st.Waiting), append(tatt, int32(st.Attempt))
 	}
 	if len(tids) > 0 {
-		b.Queue(`INSERT INTO task_states (task_id, ended, attempt) SELECT * FROM unnest($1::text[], $2::boolean[], $3::int[])
-			ON CONFLICT (task_id) DO UPDATE SET ended = EXCLUDED.ended, attempt = EXCLUDED.attempt`, tids, tended, tatt)
+		b.Queue(`INSERT INTO task_states (task_id, ended, waiting, attempt) SELECT * FROM unnest($1::text[], $2::boolean[], $3::boolean[], $4::int[])
+			ON CONFLICT (task_id) DO UPDATE SET ended = EXCLUDED.ended, waiting = EXCLUDED.waiting, attempt = EXCLUDED.attempt`, tids, tended, twaiting, tatt)
 	}
+}
+
+// jsonText is v in JSON: a list of agents or a failure, which always
+// encode.
+func jsonText(v any) string {
+	if a, ok := v.([]string); ok && len(a) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("pgstore: encoding a summary: " + err.Error())
+	}
+	return string(b)
 }
 
 // Runs implements store.Lister: newest first, a page per statement.
@@ -220,6 +260,7 @@ func (s *Store) list(ctx context.Context, q store.ListQuery, kind string) iter.S
 				return
 			}
 			for _, sum := range page {
+				driver.Listed(&sum)
 				if !yield(sum, nil) {
 					return
 				}

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -28,11 +32,12 @@ func listAll(t *testing.T, seq func(func(store.Summary, error) bool)) []store.Su
 
 // summaryModel computes the summaries the contract asks for from the
 // events as read back, for the fields that need no task lifecycle
-// (counts and status have their own cases).
+// (counts, status, waiting tasks and failures have their own cases).
 func summaryModel(t *testing.T, s store.Store, byThread bool) []store.Summary {
 	t.Helper()
 	sums := map[string]*store.Summary{}
 	requested := map[string]bool{}
+	agents := map[string][]string{}
 	for _, e := range readAll(t, s, store.Query{}) {
 		m, err := e.Message()
 		if err != nil {
@@ -59,9 +64,18 @@ func summaryModel(t *testing.T, s store.Store, byThread bool) []store.Summary {
 			requested[m.TaskID] = true
 			sum.Tasks++
 		}
+		if sum.Title == "" && (m.Type == protocol.TypeTaskRequest || m.Type == protocol.TypeChatMessage) {
+			sum.Title = modelTitle(m)
+		}
+		if m.Type == protocol.TypeTaskAccept && !slices.Contains(agents[id], m.From.AgentID) {
+			agents[id] = append(agents[id], m.From.AgentID)
+		}
 	}
 	var out []store.Summary
-	for _, sum := range sums {
+	for id, sum := range sums {
+		a := agents[id][:min(len(agents[id]), 64)] // a summary remembers 64
+		sum.Agents = a[:min(len(a), 8)]            // and names 8
+		sum.AgentsMore = len(a) - len(sum.Agents)
 		out = append(out, *sum)
 	}
 	slices.SortFunc(out, func(a, b store.Summary) int { return int(b.LastSeq) - int(a.LastSeq) })
@@ -72,9 +86,54 @@ func summaryModel(t *testing.T, s store.Store, byThread bool) []store.Summary {
 func structural(in []store.Summary) []store.Summary {
 	out := slices.Clone(in)
 	for i := range out {
-		out[i].Ended, out[i].Status = 0, ""
+		out[i].Ended, out[i].Status, out[i].Waiting, out[i].Failure = 0, "", 0, nil
 	}
 	return out
+}
+
+// titleMembers are the payload members a title comes from, in order.
+var titleMembers = []string{"title", "text", "query", "message", "content", "summary", "prompt", "goal"}
+
+// modelTitle is the title m gives (store.Summary.Title), computed plainly:
+// the payload decoded whole by encoding/json.
+func modelTitle(m *protocol.Message) string {
+	var v any
+	_ = json.Unmarshal(m.Payload, &v)
+	text := ""
+	switch v := v.(type) {
+	case string:
+		text = v
+	case map[string]any:
+		for _, k := range titleMembers {
+			if s, ok := v[k].(string); ok && strings.TrimSpace(s) != "" {
+				text = s
+				break
+			}
+		}
+	}
+	squeeze := func(s string) string {
+		return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	}
+	if squeeze(text) == "" {
+		text = m.PayloadType
+	}
+	return clipModel(squeeze(text), 120)
+}
+
+// clipModel cuts s to at most max bytes, "…" included, at a rune
+// boundary, without a space before the "…".
+func clipModel(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	out := ""
+	for _, r := range s {
+		if len(out)+utf8.RuneLen(r)+len("…") > max {
+			break
+		}
+		out += string(r)
+	}
+	return strings.TrimRight(out, " ") + "…"
 }
 
 func checkSummaries(t *testing.T, s store.Store) {
@@ -443,4 +502,247 @@ func testSeqBounds(t *testing.T, su *suite) {
 			t.Fatalf("Threads(Before %d): %d summaries, want all %d", before, len(got), len(threads))
 		}
 	}
+}
+
+// summaryOf returns the summaries of run and of thread, each from its
+// listing, failing the test when one is missing.
+func summaryOf(t *testing.T, s store.Store, run, thread string) (r, th store.Summary) {
+	t.Helper()
+	find := func(list iter.Seq2[store.Summary, error], id string) store.Summary {
+		for _, sum := range listAll(t, list) {
+			if sum.ID == id {
+				return sum
+			}
+		}
+		t.Fatalf("no summary of %s", id)
+		return store.Summary{}
+	}
+	return find(store.Runs(t.Context(), s, store.ListQuery{}), run), find(store.Threads(t.Context(), s, store.ListQuery{}), thread)
+}
+
+// testSummaryTitles pins store.Summary.Title: the first task.request or
+// chat.message that gives one, from a string payload, the first of the
+// named members, or the payload type; white space collapsed; cut at a
+// rune boundary to 120 bytes with "…"; other types give none.
+func testSummaryTitles(t *testing.T, su *suite) {
+	s := su.open(t)
+	g := newGen(48)
+	type ev struct {
+		typ         protocol.Type
+		payloadType string
+		payload     string
+	}
+	req := func(payloadType, payload string) ev { return ev{protocol.TypeTaskRequest, payloadType, payload} }
+	chat := func(payload string) ev { return ev{protocol.TypeChatMessage, "", payload} }
+	cases := []struct {
+		name string
+		evs  []ev
+		want string
+	}{
+		{"string payload, white space collapsed", []ev{req("", `"  Plan   the\n launch\t "`)}, "Plan the launch"},
+		{"members in their order, not the object's; blank ones skipped",
+			[]ev{req("", `{"goal":"g","prompt":"p","note":"n","text":" \n ","query":"q","input":{"title":"deep"}}`)}, "q"},
+		{"a member that is not a string is skipped", []ev{req("acme.x.v1", `{"title":7,"message":"m"}`)}, "m"},
+		{"nested members do not count", []ev{req("", `{"input":{"title":"deep"},"summary":"top"}`)}, "top"},
+		{"escapes", []ev{req("", `{"text":"line\none\ttwo \u00e9\ud83d\ude00"}`)}, "line one two é😀"},
+		{"the payload type when no member has text", []ev{req("research.query.v1", `{"data":[1,2]}`)}, "research.query.v1"},
+		{"a blank string payload gives the payload type", []ev{req("acme.notes.v1", `"   "`)}, "acme.notes.v1"},
+		{"a request without text or type gives none; a later chat.message does, and stays",
+			[]ev{req("", `{"data":1}`), req("", `null`), chat(`{"text":"later"}`), chat(`{"text":"other"}`), req("acme.t.v1", `"third"`)}, "later"},
+		{"other types give none", []ev{
+			{protocol.TypeTaskResult, "acme.r.v1", `{"title":"result"}`}, {protocol.TypeChatSystem, "", `{"text":"system"}`},
+			{protocol.TypeTaskProgress, "", `"progress"`}, chat(`"then this"`)}, "then this"},
+		{"cut at a rune boundary", []ev{req("", `"`+strings.Repeat("é", 100)+`"`)}, strings.Repeat("é", 58) + "…"},
+		{"no space before the cut", []ev{req("", `"`+strings.Repeat("a", 116)+" "+strings.Repeat("b", 20)+`"`)}, strings.Repeat("a", 116) + "…"},
+		{"exactly 120 bytes is not cut", []ev{req("", `"`+strings.Repeat("x", 120)+`"`)}, strings.Repeat("x", 120)},
+		{"control characters collapse like white space", []ev{req("", `"a\u0000b\u001b[31mred\u0085c\u007f"`)}, "a b [31mred c"},
+		{"a text of control characters gives the payload type", []ev{req("acme.ctl.v1", `{"text":"\u0000\u0001"}`)}, "acme.ctl.v1"},
+	}
+	for _, c := range cases {
+		run, thread := g.ids.RunID(), g.ids.ThreadID()
+		for _, e := range c.evs {
+			m := g.msg(key{run: run, thread: thread, task: g.ids.TaskID(), typ: e.typ, agent: "agent:ui"})
+			m.PayloadType, m.Payload = e.payloadType, json.RawMessage(e.payload)
+			appendOK(t, s, m)
+		}
+		r, th := summaryOf(t, s, run, thread)
+		if r.Title != c.want || th.Title != c.want {
+			t.Errorf("%s: run title %q, thread title %q; want %q", c.name, r.Title, th.Title, c.want)
+		}
+		if len(r.Title) > 120 {
+			t.Errorf("%s: a title of %d bytes", c.name, len(r.Title))
+		}
+	}
+	checkSummaries(t, s)
+}
+
+// testSummaryAgents pins store.Summary.Agents and AgentsMore: the agents
+// of task.accept events, each once, in the order of their first
+// acceptance; 8 named, the others counted, up to 64 remembered.
+func testSummaryAgents(t *testing.T, su *suite) {
+	s := su.open(t)
+	g := newGen(49)
+	agent := func(i int) string { return "agent:a" + strconv.Itoa(i) }
+	accepts := func(run, thread string, order ...int) {
+		var msgs []*protocol.Message
+		for _, i := range order {
+			task := g.ids.TaskID()
+			msgs = append(msgs,
+				g.msg(key{run: run, thread: thread, task: task, typ: protocol.TypeTaskRequest, agent: "agent:ui"}),
+				g.msg(key{run: run, thread: thread, task: task, typ: protocol.TypeTaskAccept, agent: agent(i)}),
+				// Other types of the agent do not count.
+				g.msg(key{run: run, thread: thread, task: task, typ: protocol.TypeTaskResult, agent: agent(100 + i)}))
+		}
+		appendOK(t, s, msgs...)
+	}
+	want := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, agent(i))
+		}
+		return out
+	}
+
+	run, thread := g.ids.RunID(), g.ids.ThreadID()
+	accepts(run, thread, 0, 1, 0, 2)
+	if r, th := summaryOf(t, s, run, thread); !slices.Equal(r.Agents, want(3)) || r.AgentsMore != 0 || !slices.Equal(th.Agents, want(3)) {
+		t.Fatalf("three agents, one twice: run %v +%d, thread %v", r.Agents, r.AgentsMore, th.Agents)
+	}
+	accepts(run, thread, 3, 4, 5, 1, 6, 7, 8, 2, 9, 10, 9)
+	if r, th := summaryOf(t, s, run, thread); !slices.Equal(r.Agents, want(8)) || r.AgentsMore != 3 || !slices.Equal(th.Agents, want(8)) || th.AgentsMore != 3 {
+		t.Fatalf("eleven agents: run %v +%d, thread %v +%d; want 8 named and 3 more", r.Agents, r.AgentsMore, th.Agents, th.AgentsMore)
+	}
+
+	many, manyThread := g.ids.RunID(), g.ids.ThreadID()
+	var order []int
+	for i := range 70 {
+		order = append(order, i, i/2)
+	}
+	accepts(many, manyThread, order...)
+	if r, _ := summaryOf(t, s, many, manyThread); !slices.Equal(r.Agents, want(8)) || r.AgentsMore != 56 {
+		t.Fatalf("seventy agents: %v +%d; want 8 named and 56 more (64 remembered)", r.Agents, r.AgentsMore)
+	}
+
+	none, noneThread := g.ids.RunID(), g.ids.ThreadID()
+	appendOK(t, s, g.msg(key{run: none, thread: noneThread, typ: protocol.TypeChatMessage}))
+	if r, th := summaryOf(t, s, none, noneThread); r.Agents != nil || r.AgentsMore != 0 || th.Agents != nil {
+		t.Fatalf("no acceptance: run %#v +%d, thread %#v", r.Agents, r.AgentsMore, th.Agents)
+	}
+	checkSummaries(t, s)
+}
+
+// detailStep is one append of a case of testSummaryWaitingAndFailure and
+// the run summary after it.
+type detailStep struct {
+	msgs    []*protocol.Message
+	waiting int
+	status  string
+	failure *store.Failure
+}
+
+// testSummaryWaitingAndFailure pins store.Summary.Waiting and Failure:
+// a question makes its task wait until an answer, a later attempt or its
+// end; the latest task.error or task.timeout that ends a task is the
+// failure, with its task, agent (details.agent first), code and message
+// cut to 200 bytes, until the status is completed.
+func testSummaryWaitingAndFailure(t *testing.T, su *suite) {
+	s := su.open(t)
+	g := newGen(50)
+	one := func(m ...*protocol.Message) []*protocol.Message { return m }
+	from := func(agent string, m *protocol.Message) *protocol.Message {
+		m.From.AgentID = agent
+		return m
+	}
+	long := strings.Repeat("é", 150) // 300 bytes
+	toolFailed := `{"code":"TOOL_FAILED","message":"` + long + `","retryable":false}`
+	timeout := `{"code":"TIMEOUT","message":"ran out of time","retryable":true,"details":{"agent":"agent:slow","max_runtime_sec":5}}`
+	deadline := `{"code":"TIMEOUT","message":"no answer by the deadline","retryable":false}`
+	question := `{"question_id":"q","index":0,"text":"Which market?"}`
+
+	cases := map[string]func(l *life) []detailStep{
+		"asked, answered, resumed": func(l *life) []detailStep {
+			t1 := g.ids.TaskID()
+			return []detailStep{
+				{one(l.ev(t1, protocol.TypeTaskRequest, 1, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeRoutingDecision, 1, ""), l.ev(t1, protocol.TypeTaskAccept, 1, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskQuestion, 1, question)), 1, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskQuestion, 1, question)), 1, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskAnswer, 1, `{"question_id":"q","value":"fintech"}`)), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeRoutingDecision, 2, ""), l.ev(t1, protocol.TypeTaskAccept, 2, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskQuestion, 2, question)), 1, store.StatusRunning, nil},
+				// A later attempt runs without an answer: nobody waits.
+				{one(l.ev(t1, protocol.TypeRoutingDecision, 3, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskResult, 3, "")), 0, store.StatusCompleted, nil},
+			}
+		},
+		"two waiting, one ends at its deadline": func(l *life) []detailStep {
+			t1, t2 := g.ids.TaskID(), g.ids.TaskID()
+			return []detailStep{
+				{one(l.ev(t1, protocol.TypeTaskRequest, 1, ""), l.ev(t2, protocol.TypeTaskRequest, 1, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskQuestion, 1, question), l.ev(t2, protocol.TypeTaskQuestion, 1, question)), 2, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskError, 1, deadline)), 1, store.StatusRunning,
+					&store.Failure{TaskID: t1, AgentID: "agent:router", Code: "TIMEOUT", Message: "no answer by the deadline"}},
+				{one(l.ev(t2, protocol.TypeTaskAnswer, 1, "")), 0, store.StatusRunning,
+					&store.Failure{TaskID: t1, AgentID: "agent:router", Code: "TIMEOUT", Message: "no answer by the deadline"}},
+				{one(l.ev(t2, protocol.TypeTaskResult, 1, "")), 0, store.StatusCompleted, nil},
+			}
+		},
+		"failed, retried, timed out, completed": func(l *life) []detailStep {
+			t1 := g.ids.TaskID()
+			ken := &store.Failure{TaskID: t1, AgentID: "agent:ken", Code: "TOOL_FAILED", Message: strings.Repeat("é", 98) + "…"}
+			slow := &store.Failure{TaskID: t1, AgentID: "agent:slow", Code: "TIMEOUT", Message: "ran out of time"}
+			return []detailStep{
+				{one(l.ev(t1, protocol.TypeTaskRequest, 1, ""), from("agent:ken", l.ev(t1, protocol.TypeTaskAccept, 1, ""))), 0, store.StatusRunning, nil},
+				{one(from("agent:ken", l.ev(t1, protocol.TypeTaskError, 1, retryError))), 0, store.StatusRunning, nil},
+				{one(from("agent:ken", l.ev(t1, protocol.TypeTaskError, 2, toolFailed))), 0, store.StatusFailed, ken},
+				{one(l.ev(t1, protocol.TypeRoutingDecision, 3, "")), 0, store.StatusRunning, ken},
+				{one(l.ev(t1, protocol.TypeTaskTimeout, 3, timeout)), 0, store.StatusTimedOut, slow},
+				{one(l.ev(t1, protocol.TypeRoutingDecision, 4, "")), 0, store.StatusRunning, slow},
+				{one(l.ev(t1, protocol.TypeTaskResult, 4, "")), 0, store.StatusCompleted, nil},
+			}
+		},
+		"a cancel keeps the failure; an unreadable error payload": func(l *life) []detailStep {
+			p, c := g.ids.TaskID(), g.ids.TaskID()
+			return []detailStep{
+				{one(l.ev(p, protocol.TypeTaskRequest, 1, ""), l.ev(c, protocol.TypeTaskRequest, 1, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(c, protocol.TypeTaskError, 1, `"boom"`)), 0, store.StatusRunning, &store.Failure{TaskID: c, AgentID: "agent:router"}},
+				{one(l.ev(p, protocol.TypeTaskCancel, 1, "")), 0, store.StatusCancelled, &store.Failure{TaskID: c, AgentID: "agent:router"}},
+			}
+		},
+		"a failure in unusual text is kept as it is": func(l *life) []detailStep {
+			t1 := g.ids.TaskID()
+			odd := `{"code":"TOOL\u0000FAILED","message":"line 1\nline 2\u0000end","retryable":false,"details":{"agent":"agent:\u0000x"}}`
+			return []detailStep{
+				{one(l.ev(t1, protocol.TypeTaskRequest, 1, ""), l.ev(t1, protocol.TypeTaskError, 1, odd)), 0, store.StatusFailed,
+					&store.Failure{TaskID: t1, AgentID: "agent:\x00x", Code: "TOOL\x00FAILED", Message: "line 1\nline 2\x00end"}},
+			}
+		},
+		"questions and answers that change nothing": func(l *life) []detailStep {
+			t1 := g.ids.TaskID()
+			return []detailStep{
+				// A question of a task whose request is not in the store.
+				{one(l.ev(g.ids.TaskID(), protocol.TypeTaskQuestion, 1, question)), 0, store.StatusActive, nil},
+				{one(l.ev(t1, protocol.TypeTaskRequest, 1, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskAnswer, 1, "")), 0, store.StatusRunning, nil},
+				{one(l.ev(t1, protocol.TypeTaskResult, 1, "")), 0, store.StatusCompleted, nil},
+				// After the end: no waiting.
+				{one(l.ev(t1, protocol.TypeTaskQuestion, 1, question)), 0, store.StatusCompleted, nil},
+			}
+		},
+	}
+	for name, steps := range cases {
+		l := &life{g: g, run: g.ids.RunID(), thread: g.ids.ThreadID()}
+		for i, st := range steps(l) {
+			appendOK(t, s, st.msgs...)
+			checkLister(t, s)
+			r, th := summaryOf(t, s, l.run, l.thread)
+			for _, got := range []store.Summary{r, th} {
+				if got.Waiting != st.waiting || got.Status != st.status || !cmp.Equal(got.Failure, st.failure) {
+					t.Errorf("%s, step %d (%s): waiting %d, status %q, failure %+v; want %d, %q, %+v",
+						name, i, got.ID, got.Waiting, got.Status, got.Failure, st.waiting, st.status, st.failure)
+				}
+			}
+		}
+	}
+	checkSummaries(t, s)
 }

@@ -42,7 +42,8 @@
 // set, that events, seqs, times, dedup state and artifacts survive a
 // reopen. The summary cases list runs and threads through [store.Runs]
 // and [store.Threads], so they hold for every store: newest first,
-// paging, the counting and status rules, ErrClosed. For a store that
+// paging, the counting and status rules, titles, agents, waiting tasks
+// and failures, ErrClosed. For a store that
 // implements [store.Lister] they also compare its own listings, whole and
 // paged, with the projection of its log after each step, so the two
 // cannot disagree. Cases run in parallel (each on its own store) unless

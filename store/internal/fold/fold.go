@@ -6,6 +6,7 @@
 package fold
 
 import (
+	"slices"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -25,28 +26,48 @@ const (
 // Summary has exactly the fields of store.Summary, in order, so that a
 // *store.Summary converts to a *Summary.
 type Summary struct {
-	ID       string
-	RunID    string
-	Owner    string
-	Channel  string
-	FirstSeq uint64
-	LastSeq  uint64
-	Created  time.Time
-	Updated  time.Time
-	Events   int
-	Tasks    int
-	Ended    int
-	Status   string
+	ID         string
+	RunID      string
+	Owner      string
+	Channel    string
+	Title      string
+	FirstSeq   uint64
+	LastSeq    uint64
+	Created    time.Time
+	Updated    time.Time
+	Events     int
+	Tasks      int
+	Ended      int
+	Waiting    int
+	Status     string
+	Agents     []string
+	AgentsMore int
+	Failure    *Failure
 }
 
-// TaskState is what summaries remember of a task.
+// Failure is the type of store.Failure (an alias of this one), which
+// documents it. A Summary's Failure is never changed in place, only
+// replaced, so copies of a Summary may share it.
+type Failure struct {
+	TaskID  string        `json:"task_id"`
+	AgentID string        `json:"agent_id"`
+	Code    protocol.Code `json:"code"`
+	Message string        `json:"message,omitempty"`
+}
+
+// TaskState is what summaries remember of a task. Ended and Waiting are
+// never both true.
 type TaskState struct {
-	Ended   bool
+	Ended   bool // its latest attempt has ended
+	Waiting bool // it asked a question that has no answer yet
+	// Attempt is the attempt of its last terminal event when Ended, of its
+	// unanswered question when Waiting, else 0.
 	Attempt int
 }
 
-// Delta is the change an event makes to Summary.Tasks and Summary.Ended.
-type Delta struct{ Tasks, Ended int }
+// Delta is the change an event makes to Summary.Tasks, Summary.Ended and
+// Summary.Waiting.
+type Delta struct{ Tasks, Ended, Waiting int }
 
 // Channel is the meta.ui_channel of m when it is a string, else "".
 func Channel(m *protocol.Message) string {
@@ -59,13 +80,15 @@ func Channel(m *protocol.Message) string {
 }
 
 // NeedsTask reports whether an event can change its task's state:
-// requests, terminal events, and lifecycle events of a later attempt (a
-// partial retry).
+// requests, terminal events, questions and answers, and lifecycle events
+// of a later attempt (a partial retry, or the attempt that resumes after
+// an answer).
 func NeedsTask(taskID string, typ protocol.Type, attempt int, ends bool) bool {
 	if taskID == "" {
 		return false
 	}
-	return typ == protocol.TypeTaskRequest || ends || (attempt > 1 && lifecycle(typ))
+	return typ == protocol.TypeTaskRequest || ends || typ == protocol.TypeTaskQuestion ||
+		typ == protocol.TypeTaskAnswer || (attempt > 1 && lifecycle(typ))
 }
 
 func lifecycle(t protocol.Type) bool {
@@ -95,24 +118,52 @@ func TaskStep(typ protocol.Type, attempt int, ends bool, prev TaskState, known b
 		} else if attempt <= prev.Attempt {
 			return prev, false, d // a second terminal event of an ended attempt
 		}
+		if prev.Waiting {
+			d.Waiting = -1 // an end answers nothing, but nobody waits any more
+		}
 		return TaskState{Ended: true, Attempt: attempt}, true, d
 	case prev.Ended && attempt > prev.Attempt && lifecycle(typ):
 		return TaskState{}, true, Delta{Ended: -1} // a partial retry opens it again
+	case prev.Ended:
+		return prev, false, d // a question or an answer of an ended task
+	case typ == protocol.TypeTaskQuestion:
+		if prev.Waiting {
+			if attempt <= prev.Attempt {
+				return prev, false, d // a second question of the attempt: still one task waiting
+			}
+			return TaskState{Waiting: true, Attempt: attempt}, true, d
+		}
+		return TaskState{Waiting: true, Attempt: attempt}, true, Delta{Waiting: 1}
+	case prev.Waiting && (typ == protocol.TypeTaskAnswer || attempt > prev.Attempt && lifecycle(typ)):
+		return TaskState{}, true, Delta{Waiting: -1} // answered, or a new attempt runs
 	}
 	return prev, false, d
 }
 
 // Event is what Fold reads of an event.
 type Event struct {
-	RunID   string
-	AgentID string
-	Channel string
-	Type    protocol.Type
-	Ends    bool
+	RunID       string
+	AgentID     string
+	Channel     string
+	Type        protocol.Type
+	Ends        bool
+	PayloadType string
+	Payload     []byte   // read only for a title (see Titles)
+	Failure     *Failure // FailureOf the event
+}
+
+// EventOf returns what Fold reads of m.
+func EventOf(m *protocol.Message) Event {
+	ends := protocol.EndsTask(m)
+	return Event{
+		RunID: m.RunID, AgentID: m.From.AgentID, Channel: Channel(m), Type: m.Type, Ends: ends,
+		PayloadType: m.PayloadType, Payload: m.Payload, Failure: FailureOf(m, ends),
+	}
 }
 
 // Fold adds e, stored with seq at t, to s, the summary of id (the zero
-// Summary for its first event), with d from TaskStep.
+// Summary for its first event), with d from TaskStep. s.Agents holds up to
+// TrackedAgents agents; Listed makes the summary a listing shows.
 func Fold(s *Summary, id string, e Event, seq uint64, t time.Time, d Delta) {
 	if s.Events == 0 {
 		*s = Summary{ID: id, RunID: e.RunID, Owner: e.AgentID, FirstSeq: seq, Created: t, Status: StatusActive}
@@ -122,13 +173,43 @@ func Fold(s *Summary, id string, e Event, seq uint64, t time.Time, d Delta) {
 	if e.Channel != "" {
 		s.Channel = e.Channel
 	}
+	if s.Title == "" && Titles(e.Type) {
+		s.Title = Title(e.PayloadType, e.Payload) // decoded only while there is no title
+	}
+	if e.Type == protocol.TypeTaskAccept && e.AgentID != "" && len(s.Agents) < TrackedAgents && !slices.Contains(s.Agents, e.AgentID) {
+		// A new array each time: copies of s (listings) share the old one.
+		s.Agents = append(slices.Clip(s.Agents), e.AgentID)
+	}
+	if e.Failure != nil {
+		s.Failure = e.Failure
+	}
 	s.Tasks += d.Tasks
 	s.Ended = min(max(s.Ended+d.Ended, 0), s.Tasks)
+	s.Waiting = max(s.Waiting+d.Waiting, 0)
 	switch {
 	case s.Tasks > s.Ended:
 		s.Status = StatusRunning
 	case e.Ends:
 		s.Status = EndStatus(e.Type)
+	}
+	if s.Status == StatusCompleted {
+		s.Failure = nil
+	}
+}
+
+// ListedAgents is the most agents a listed Summary names, and
+// TrackedAgents the most a summary remembers (so AgentsMore is at most
+// TrackedAgents-ListedAgents).
+const (
+	ListedAgents  = 8
+	TrackedAgents = 64
+)
+
+// Listed turns s, as Fold keeps it, into the summary a listing shows: the
+// first ListedAgents agents, and AgentsMore counting the others.
+func Listed(s *Summary) {
+	if n := len(s.Agents); n > ListedAgents {
+		s.Agents, s.AgentsMore = s.Agents[:ListedAgents:ListedAgents], n-ListedAgents
 	}
 }
 
