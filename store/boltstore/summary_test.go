@@ -2,14 +2,19 @@ package boltstore
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/driver"
 	"github.com/clutchprotocol/clutch/store/storetest"
 )
 
@@ -202,5 +207,132 @@ func TestSummariesCatchUp(t *testing.T) {
 	defer s.Close()
 	if diff := cmp.Diff(want, listT(t, s.Runs(t.Context(), store.ListQuery{}))); diff != "" {
 		t.Fatalf("runs after catching up (-kept +caught up):\n%s", diff)
+	}
+}
+
+// TestSummariesOfAnOlderVersion: summary records and task states written
+// before titles, agents, failures and waiting tasks were summarized
+// (record version 1) read as summaries without them, with no error; the
+// events appended after fold into them as usual.
+func TestSummariesOfAnOlderVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := protocol.NewIDs(nil)
+	req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+	req.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+	req.Payload = json.RawMessage(`{"text":"Compare the rails"}`)
+	acc := ids.Reply(req, protocol.TypeTaskAccept, "agent:ken")
+	ask := ids.Reply(req, protocol.TypeTaskQuestion, "agent:ken")
+	ask.Payload = json.RawMessage(`{"question_id":"q","index":0,"text":"Which?"}`)
+	if _, err := s.Append(t.Context(), req, acc, ask); err != nil {
+		t.Fatal(err)
+	}
+	if r := listT(t, s.Runs(t.Context(), store.ListQuery{})); len(r) != 1 || r[0].Title == "" || r[0].Waiting != 1 || len(r[0].Agents) != 1 {
+		t.Fatalf("before: %+v", r)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	downgradeSummaries(t, path)
+
+	s, err = Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("Open of a file with version 1 summaries: %v", err)
+	}
+	defer s.Close()
+	want := store.Summary{ID: req.RunID, RunID: req.RunID, Owner: "agent:ui", Events: 3, Tasks: 1, Status: store.StatusRunning}
+	r := listT(t, s.Runs(t.Context(), store.ListQuery{}))
+	if len(r) != 1 {
+		t.Fatalf("runs: %+v", r)
+	}
+	got := r[0]
+	got.FirstSeq, got.LastSeq, got.Created, got.Updated = 0, 0, time.Time{}, time.Time{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("a version 1 summary (-want +got):\n%s", diff)
+	}
+	// The question was asked before: its task state has no waiting flag,
+	// so the answer counts nothing; a failure and a new agent count.
+	ans := ids.Reply(req, protocol.TypeTaskAnswer, "agent:ui")
+	ans.Payload = json.RawMessage(`{"question_id":"q","value":"x"}`)
+	acc2 := ids.Reply(req, protocol.TypeTaskAccept, "agent:ada")
+	acc2.Attempt = 2
+	fail := ids.Reply(req, protocol.TypeTaskError, "agent:ada")
+	fail.Attempt, fail.Payload = 2, json.RawMessage(`{"code":"TOOL_FAILED","message":"no","retryable":false}`)
+	if _, err := s.Append(t.Context(), ans, acc2, fail); err != nil {
+		t.Fatal(err)
+	}
+	r = listT(t, s.Runs(t.Context(), store.ListQuery{}))
+	if len(r) != 1 || r[0].Waiting != 0 || !slices.Equal(r[0].Agents, []string{"agent:ada"}) || r[0].Title != "" ||
+		r[0].Failure == nil || r[0].Failure.Code != protocol.CodeToolFailed || r[0].Status != store.StatusFailed || r[0].Events != 6 {
+		t.Fatalf("after more events: %+v", r)
+	}
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// downgradeSummaries rewrites the summaries and task states of the file
+// at path as a version without titles, agents, failures and waiting tasks
+// wrote them.
+func downgradeSummaries(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketSumRun, bucketSumThread} {
+			b := tx.Bucket(name)
+			old := map[string][]byte{}
+			err := b.ForEach(func(k, v []byte) error {
+				s, err := parseSummary(string(k), v)
+				if err != nil {
+					return err
+				}
+				s.Title, s.Waiting, s.Agents, s.Failure = "", 0, nil, nil
+				rec := appendSummary(nil, &s)
+				rec = rec[:len(rec)-4] // no title, waiting, agents, failure: one byte each
+				rec[0] = 1
+				old[string(k)] = rec
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for k, v := range old {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		b := tx.Bucket(bucketSumTask)
+		old := map[string][]byte{}
+		err := b.ForEach(func(k, v []byte) error {
+			st, err := parseTaskState(v)
+			if err != nil {
+				return err
+			}
+			if st.Waiting {
+				st = driver.TaskState{}
+			}
+			old[string(k)] = appendTaskState(nil, st)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for k, v := range old {
+			if err := b.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
