@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -259,21 +260,28 @@ func TestMigrationBackfillsSummaries(t *testing.T) {
 	s := openStore(t, nil)
 	ids := protocol.NewIDs(nil)
 	var all []*protocol.Message
-	for range 3 {
+	for i := range 3 {
 		req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
 		req.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
 		req.Payload = json.RawMessage(`{}`)
+		acc := ids.Reply(req, protocol.TypeTaskAccept, "agent:ken")
 		res := ids.Reply(req, protocol.TypeTaskResult, "agent:ken")
 		res.Payload = json.RawMessage(`{}`)
+		if i == 1 {
+			res = ids.Reply(req, protocol.TypeTaskError, "agent:ken")
+			res.Payload = json.RawMessage(`{"code":"TOOL_FAILED","message":"no","retryable":false}`)
+		}
 		chat := ids.Reply(req, protocol.TypeChatMessage, "agent:ken")
 		chat.Payload = json.RawMessage(`{"text":"hi"}`)
 		chat.Meta = map[string]any{"ui_channel": "general"}
-		all = append(all, req, chat, res)
+		all = append(all, req, acc, chat, res)
 	}
 	open := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
 	open.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
 	open.Payload = json.RawMessage(`{}`)
-	all = append(all, open)
+	ask := ids.Reply(open, protocol.TypeTaskQuestion, "agent:ken")
+	ask.Payload = json.RawMessage(`{"question_id":"q","index":0,"text":"Which?"}`)
+	all = append(all, open, ask)
 	if _, err := s.Append(t.Context(), all...); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +301,8 @@ func TestMigrationBackfillsSummaries(t *testing.T) {
 		return runs, threads
 	}
 	runs, threads := list(s)
-	if len(runs) != 4 || runs[0].Status != store.StatusRunning || runs[1].Status != store.StatusCompleted || threads[1].Channel != "general" {
+	if len(runs) != 4 || runs[0].Status != store.StatusRunning || runs[0].Waiting != 1 || runs[1].Status != store.StatusCompleted ||
+		threads[1].Channel != "general" || runs[1].Title != "hi" || runs[2].Failure == nil || runs[2].Agents[0] != "agent:ken" {
 		t.Fatalf("summaries before: %+v %+v", runs, threads)
 	}
 	s.Close()
@@ -315,6 +324,84 @@ func TestMigrationBackfillsSummaries(t *testing.T) {
 	if !reflect.DeepEqual(runs, runs2) || !reflect.DeepEqual(threads, threads2) {
 		t.Fatalf("backfilled summaries differ:\nruns    %+v\nbackfill %+v\nthreads  %+v\nbackfill %+v", runs, runs2, threads, threads2)
 	}
+}
+
+// A store of schema version 2 (summaries without titles, agents,
+// failures and waiting tasks) is migrated to the current version on Open:
+// its summaries read as having none of them, with no error, and the
+// events appended after fold into them. The migration's file runs again
+// without harm.
+func TestMigrationFromVersion2(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	ids := protocol.NewIDs(nil)
+	req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+	req.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+	req.Payload = json.RawMessage(`"Compare the rails"`)
+	acc := ids.Reply(req, protocol.TypeTaskAccept, "agent:ken")
+	ask := ids.Reply(req, protocol.TypeTaskQuestion, "agent:ken")
+	ask.Payload = json.RawMessage(`{"question_id":"q","index":0,"text":"Which?"}`)
+	if _, err := s.Append(t.Context(), req, acc, ask); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	q := s.Schema()
+	if _, err := conn.Exec(t.Context(), "ALTER TABLE "+q+".summaries DROP COLUMN title, DROP COLUMN waiting, DROP COLUMN agents, DROP COLUMN failure; "+
+		"ALTER TABLE "+q+".task_states DROP COLUMN waiting; UPDATE "+q+".schema_version SET version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: q})
+	if err != nil {
+		t.Fatalf("Open of a version 2 store: %v", err)
+	}
+	defer s2.Close()
+	var version int
+	if err := conn.QueryRow(t.Context(), "SELECT version FROM "+q+".schema_version").Scan(&version); err != nil || version != pgstore.SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", version, err, pgstore.SchemaVersion)
+	}
+	runs := collect(t, s2.Runs(t.Context(), store.ListQuery{}))
+	if len(runs) != 1 || runs[0].Title != "" || runs[0].Agents != nil || runs[0].Waiting != 0 || runs[0].Failure != nil || runs[0].Events != 3 {
+		t.Fatalf("a version 2 summary: %+v", runs)
+	}
+	fail := ids.Reply(req, protocol.TypeTaskError, "agent:ken")
+	fail.Payload = json.RawMessage(`{"code":"TOOL_FAILED","message":"no","retryable":false}`)
+	acc2 := ids.Reply(req, protocol.TypeTaskAccept, "agent:ada")
+	if _, err := s2.Append(t.Context(), acc2, fail); err != nil {
+		t.Fatal(err)
+	}
+	runs = collect(t, s2.Runs(t.Context(), store.ListQuery{}))
+	want := &store.Failure{TaskID: req.TaskID, AgentID: "agent:ken", Code: protocol.CodeToolFailed, Message: "no"}
+	if len(runs) != 1 || !reflect.DeepEqual(runs[0].Failure, want) || !reflect.DeepEqual(runs[0].Agents, []string{"agent:ada"}) ||
+		runs[0].Waiting != 0 || runs[0].Status != store.StatusFailed {
+		t.Fatalf("after more events: %+v", runs)
+	}
+	sql, err := os.ReadFile("migrations/0003_summary_details.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "SET search_path TO "+q+"; "+string(sql)); err != nil {
+		t.Fatalf("the migration again: %v", err)
+	}
+	if again := collect(t, s2.Runs(t.Context(), store.ListQuery{})); !reflect.DeepEqual(again, runs) {
+		t.Fatalf("after the migration ran again: %+v, want %+v", again, runs)
+	}
+}
+
+func collect(t *testing.T, seq func(func(store.Summary, error) bool)) []store.Summary {
+	t.Helper()
+	var out []store.Summary
+	for s, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // The connection of an append dies in the middle of its transaction (the
