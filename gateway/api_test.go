@@ -29,6 +29,48 @@ func forStores(t *testing.T, f func(t *testing.T, e *env)) {
 	}
 }
 
+// GET /v1/runs and /v1/threads name each run by its ask and say which
+// agents took its tasks and what failed, under the JSON names of
+// store.Summary; empty ones are left out.
+func TestListsTitlesAgentsAndFailures(t *testing.T) {
+	forStores(t, func(t *testing.T, e *env) {
+		ok := e.runTask(keyAlice, `{"text":"  Compare the\nNordic payment rails "}`)
+		bad := e.runTask(keyAlice, `{"query":"Book the venue","fail":"the booking site is down"}`)
+		var raw struct {
+			Runs []map[string]json.RawMessage `json:"runs"`
+		}
+		e.getJSON("/v1/runs", keyAlice, 200, &raw)
+		if len(raw.Runs) != 2 {
+			t.Fatalf("%d runs, want 2", len(raw.Runs))
+		}
+		failed, completed := raw.Runs[0], raw.Runs[1]
+		for name, want := range map[string]string{
+			"id": `"` + bad.RunID + `"`, "title": `"Book the venue"`, "status": `"failed"`, "agents": `["agent:echo"]`,
+			"failure": `{"task_id":"` + bad.TaskID + `","agent_id":"agent:echo","code":"TOOL_FAILED","message":"the booking site is down"}`,
+		} {
+			if got := string(failed[name]); got != want {
+				t.Errorf("failed run: %q is %s, want %s", name, got, want)
+			}
+		}
+		if got := string(completed["title"]); got != `"Compare the Nordic payment rails"` || string(completed["id"]) != `"`+ok.RunID+`"` {
+			t.Errorf("completed run: title %s", got)
+		}
+		for _, name := range []string{"failure", "waiting", "agents_more"} {
+			if v, ok := completed[name]; ok {
+				t.Errorf("completed run: %q is %s, want it left out", name, v)
+			}
+		}
+		var threads struct {
+			Threads []wireSummary `json:"threads"`
+		}
+		e.getJSON("/v1/threads", keyAlice, 200, &threads)
+		if len(threads.Threads) != 2 || threads.Threads[0].Title != "Book the venue" || threads.Threads[0].Failure == nil ||
+			threads.Threads[0].Failure.Code != protocol.CodeToolFailed {
+			t.Fatalf("threads: %+v", threads.Threads)
+		}
+	})
+}
+
 func TestUnauthenticated(t *testing.T) {
 	e := newEnv(t, nil)
 	a := e.runTask(keyAlice, `{"secret":"s3cr3t"}`)

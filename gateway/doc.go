@@ -67,7 +67,12 @@
 // false: sending it again does not help. A body with other members is
 // 400.
 //
-// A Summary is store.Summary with the API's time format. An event's
+// A Summary is store.Summary with the API's time format: {"id", "run_id",
+// "owner", "channel", "title", "first_seq", "last_seq", "created",
+// "updated", "events", "tasks", "ended", "waiting", "status", "agents",
+// "agents_more", "failure": {"task_id", "agent_id", "code", "message"}},
+// channel, title, waiting, agents, agents_more and failure left out when
+// empty (docs/protocol.md §8.1 has the rules). An event's
 // "message" is the envelope exactly as stored (the bytes the store holds);
 // events pages hold up to limit events (DefaultPageLimit, at most
 // MaxPageLimit) and up to MaxPageBytes of them (a page of big events ends
