@@ -573,8 +573,9 @@ func TestRuns(t *testing.T) {
 	code, stdout, _ := clutch(t, "runs", "--db", path)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	// Newest first: the last demo run, then the others, then the registry's.
-	if code != exitOK || len(lines) != 7 || !strings.HasPrefix(lines[1], outs[4].Message.RunID+"  failed") ||
-		!strings.HasPrefix(lines[2], outs[3].Message.RunID+"  completed") || !strings.Contains(lines[2], "chat:research") {
+	if code != exitOK || len(lines) != 7 || !strings.HasPrefix(lines[1], outs[4].Message.RunID+"  failed ("+string(outs[4].Err.Code)+")") ||
+		!strings.HasPrefix(lines[2], outs[3].Message.RunID+"  completed") || !strings.Contains(lines[2], "chat:research") ||
+		strings.Join(strings.Fields(lines[0]), " ") != "RUN STATUS EVENTS ENDED/TASKS UPDATED CHANNEL TITLE" {
 		t.Fatalf("runs: %d\n%s", code, stdout)
 	}
 	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--json")
@@ -584,6 +585,9 @@ func TestRuns(t *testing.T) {
 	}
 	if code != exitOK || json.Unmarshal([]byte(stdout), &page) != nil || len(page.Runs) != 2 || page.Next != page.Runs[1].LastSeq {
 		t.Fatalf("runs --limit 2 --json: %d\n%s", code, stdout)
+	}
+	if f := page.Runs[0].Failure; f == nil || f.Code != outs[4].Err.Code || page.Runs[0].Title == "" || len(page.Runs[0].Agents) == 0 || page.Runs[1].Failure != nil {
+		t.Fatalf("runs --json: the failed run %+v, then %+v", page.Runs[0], page.Runs[1])
 	}
 	code, stdout, _ = clutch(t, "runs", "--db", path, "--limit", "2", "--before", itoa(int(page.Next)))
 	if code != exitOK || !strings.Contains(stdout, outs[2].Message.RunID) || strings.Contains(stdout, outs[3].Message.RunID) {

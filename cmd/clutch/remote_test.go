@@ -66,7 +66,7 @@ func TestRemoteReads(t *testing.T) {
 	}
 
 	code, stdout, errs := clutch(t, s.args("runs")...)
-	if code != exitOK || !strings.Contains(stdout, outs[4].Message.RunID+"  failed") || !strings.Contains(stdout, run+"  completed") {
+	if code != exitOK || !strings.Contains(stdout, outs[4].Message.RunID+"  failed ("+string(outs[4].Err.Code)+")") || !strings.Contains(stdout, run+"  completed") {
 		t.Fatalf("runs --url: %d\n%s%s", code, stdout, errs)
 	}
 	code, stdout, _ = clutch(t, s.args("runs", "--threads", "--json")...)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/client"
+	"github.com/clutchprotocol/clutch/store"
 )
 
 func init() {
@@ -17,10 +18,13 @@ func init() {
 		summary: "list runs (or threads), newest first, with status",
 		usage:   "clutch runs [flags]",
 		help: `Lists runs, most recently active first: id, status, events, tasks (ended of
-all), last activity and channel. Status: running while a task is open, else
-completed, failed, cancelled or timed_out after the latest ending task, active
-when the run has no task. --threads lists threads instead. Pages with --before
-(the next_before the previous page printed).`,
+all), last activity, channel and title. Status: running while a task is open,
+else completed, failed, cancelled or timed_out after the latest ending task,
+active when the run has no task; a failed or timed-out run's status is followed
+by the code of what failed. The title is the run's ask: the text of its first
+request or chat message. --threads lists threads instead. Pages with --before
+(the next_before the previous page printed). --json prints the summaries
+whole: title, agents, failure and waiting tasks included.`,
 		examples: `  clutch runs
   clutch runs --limit 100 --json
   clutch runs --threads --url http://127.0.0.1:8080 --key $KEY`,
@@ -72,10 +76,19 @@ func printRuns(out io.Writer, list []client.Summary, threads bool) {
 	if threads {
 		head = "THREAD"
 	}
-	fmt.Fprintf(tw, "%s\tSTATUS\tEVENTS\tENDED/TASKS\tUPDATED\tCHANNEL\n", head)
+	fmt.Fprintf(tw, "%s\tSTATUS\tEVENTS\tENDED/TASKS\tUPDATED\tCHANNEL\tTITLE\n", head)
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\t%s\n", clean(s.ID), clean(s.Status), s.Events, s.Ended, s.Tasks,
-			s.Updated.UTC().Format(time.DateTime), clean(s.Channel))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", clean(s.ID), clean(runStatus(s)), s.Events, s.Ended, s.Tasks,
+			s.Updated.UTC().Format(time.DateTime), clean(s.Channel), clean(s.Title))
 	}
 	tw.Flush()
+}
+
+// runStatus is the status of a run or thread, with the code of what failed
+// when it failed or timed out: "failed (TOOL_FAILED)".
+func runStatus(s client.Summary) string {
+	if f := s.Failure; f != nil && f.Code != "" && (s.Status == store.StatusFailed || s.Status == store.StatusTimedOut) {
+		return s.Status + " (" + string(f.Code) + ")"
+	}
+	return s.Status
 }
