@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -23,7 +24,8 @@ func ExampleArtifactRef() {
 
 // Runs lists a summary per run, newest first; Threads does the same for
 // threads. Any store will do: one that implements Lister answers from its
-// own summaries, any other has them folded from its log.
+// own summaries, any other has them folded from its log. A summary names
+// its run by its ask and says who took its tasks and what failed.
 func ExampleRuns() {
 	ctx := context.Background()
 	s, err := memstore.New(nil)
@@ -34,17 +36,23 @@ func ExampleRuns() {
 	ids := protocol.NewIDs(nil)
 	req := ids.NewMessage(protocol.TypeTaskRequest, "agent:alice")
 	req.TaskID = ids.TaskID()
-	res := ids.NewMessage(protocol.TypeTaskResult, "agent:worker")
-	res.RunID, res.ThreadID, res.TaskID = req.RunID, req.ThreadID, req.TaskID
-	if _, err := s.Append(ctx, req, res); err != nil {
+	req.Payload = json.RawMessage(`{"query":"Which Nordic banks offer instant payments?"}`)
+	acc := ids.Reply(req, protocol.TypeTaskAccept, "agent:worker")
+	fail := ids.Reply(req, protocol.TypeTaskError, "agent:worker")
+	fail.Payload = json.RawMessage(`{"code":"TOOL_UNAVAILABLE","message":"the search index is offline","retryable":false}`)
+	if _, err := s.Append(ctx, req, acc, fail); err != nil {
 		panic(err)
 	}
 	for sum, err := range store.Runs(ctx, s, store.ListQuery{Limit: 10}) {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(sum.Owner, sum.Events, "events,", sum.Tasks, "task,", sum.Status)
+		fmt.Printf("%q by %s: %d events, %d task, %s\n", sum.Title, sum.Owner, sum.Events, sum.Tasks, sum.Status)
+		fmt.Println("agents:", sum.Agents)
+		fmt.Println("failure:", sum.Failure.Code, sum.Failure.Message)
 	}
 	// Output:
-	// agent:alice 2 events, 1 task, completed
+	// "Which Nordic banks offer instant payments?" by agent:alice: 3 events, 1 task, failed
+	// agents: [agent:worker]
+	// failure: TOOL_UNAVAILABLE the search index is offline
 }
