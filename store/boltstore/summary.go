@@ -97,7 +97,8 @@ func newSumBatch(tx *bolt.Tx) *sumBatch {
 // read is the writer's work on summaries for a new event e of the open
 // group, inside its transaction: it reads from the file, once, the
 // summaries and task state e will change. They are changed by
-// foldSummaries once the group is committed.
+// foldSummaries once the group is committed, under Store.mu: the title e
+// may give a summary that has none is computed here, before that lock.
 func (b *sumBatch) read(e *driver.Entry) error {
 	if driver.NeedsTask(e) {
 		if _, err := b.task(e.TaskID); err != nil {
@@ -106,8 +107,12 @@ func (b *sumBatch) read(e *driver.Entry) error {
 	}
 	for kind, id := range [2]string{runs: e.RunID, threads: e.ThreadID} {
 		if id != "" {
-			if _, err := b.summary(kind, id); err != nil {
+			se, err := b.summary(kind, id)
+			if err != nil {
 				return err
+			}
+			if se.s.Title == "" {
+				e.Title()
 			}
 		}
 	}

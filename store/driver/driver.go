@@ -32,6 +32,23 @@ type Entry struct {
 	PayloadType    string         // payload_type (summaries: titles)
 	Payload        []byte         // payload, shared with the message (summaries: titles; see Fold)
 	Failure        *store.Failure // what failed, for a task.error or task.timeout that ends its task; else nil
+
+	title  string // Title's, once titled
+	titled bool
+}
+
+// Title is the title e gives a run or thread that has none (see
+// store.Summary.Title): "" when e's type gives none or its payload and
+// payload type hold no text. The payload is read on the first call only,
+// and never for a type that gives no title. Fold calls Title only for a
+// summary without a title; a backend that folds under a lock may call it
+// before taking the lock, for the entries whose summaries have none, so
+// that the lock is not held while a payload is read.
+func (e *Entry) Title() string {
+	if !e.titled {
+		e.title, e.titled = fold.Title(e.Type, e.PayloadType, e.Payload), true
+	}
+	return e.title
 }
 
 // Prepare validates msgs and gets their bytes, encoding each message at

@@ -108,6 +108,34 @@ func TestPrepareSummaryFields(t *testing.T) {
 	}
 }
 
+// Entry.Title reads the payload once, and only for a type that gives a
+// title; Fold uses what it kept for the run and the thread alike.
+func TestEntryTitle(t *testing.T) {
+	ids := protocol.NewIDs(nil)
+	req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+	req.Payload = []byte(`{"prompt":"Draft the launch plan"}`)
+	prog := ids.Reply(req, protocol.TypeTaskProgress, "agent:ken")
+	prog.Payload = []byte(`{"text":"half way"}`)
+	entries, err := Prepare(nil, []*protocol.Message{req, prog}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &entries[0]
+	if got := e.Title(); got != "Draft the launch plan" {
+		t.Fatalf("Title = %q", got)
+	}
+	e.Payload = []byte(`{"prompt":"changed"}`) // read once: the title stays
+	var run, thread store.Summary
+	Fold(&run, req.RunID, e, 1, time.Unix(1, 0), Delta{Tasks: 1})
+	Fold(&thread, req.ThreadID, e, 1, time.Unix(1, 0), Delta{Tasks: 1})
+	if run.Title != "Draft the launch plan" || thread.Title != run.Title {
+		t.Fatalf("titles %q, %q", run.Title, thread.Title)
+	}
+	if got := entries[1].Title(); got != "" {
+		t.Fatalf("a task.progress gives the title %q", got)
+	}
+}
+
 // Folding an event into a summary that has a title allocates nothing
 // unless the event names a new agent or carries a failure: appends that
 // cannot change the title never decode a payload.

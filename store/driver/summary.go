@@ -33,8 +33,9 @@ import (
 //
 // Fold reads the payload of an event (Entry.Payload) only for a summary's
 // title, and only while the summary has none and the event is of a type
-// that gives one; Entry.Failure is computed once, when the entry is built
-// (Prepare, EntryOf), and only for the errors that end a task. A summary
+// that gives one, once per entry (Entry.Title); Entry.Failure is computed
+// once, when the entry is built (Prepare, EntryOf), and only for the
+// errors that end a task. A summary
 // as Fold keeps it remembers more agents than a listing names: store it
 // whole, and list it through Listed.
 
@@ -72,10 +73,14 @@ func TaskStep(e *Entry, prev TaskState, known bool) (next TaskState, changed boo
 // (e's run or thread; the zero Summary for the first event), with d from
 // TaskStep (the zero Delta when NeedsTask(e) is false).
 func Fold(s *store.Summary, id string, e *Entry, seq uint64, t time.Time, d Delta) {
-	fold.Fold((*fold.Summary)(s), id, fold.Event{
+	fe := fold.Event{
 		RunID: e.RunID, AgentID: e.AgentID, Channel: e.Channel, Type: e.Type, Ends: e.Ends,
 		PayloadType: e.PayloadType, Payload: e.Payload, Failure: e.Failure,
-	}, seq, t, fold.Delta(d))
+	}
+	if s.Title == "" {
+		fe.Title, fe.Titled = e.Title(), true // kept in e for its other summary
+	}
+	fold.Fold((*fold.Summary)(s), id, fe, seq, t, fold.Delta(d))
 }
 
 // Listed turns s, a summary as Fold keeps it, into the one a listing

@@ -150,6 +150,11 @@ type Event struct {
 	PayloadType string
 	Payload     []byte   // read only for a title (see Titles)
 	Failure     *Failure // FailureOf the event
+	// Title, when Titled, is Title(Type, PayloadType, Payload), computed
+	// beforehand (by a caller that keeps it for a second summary, or that
+	// computes it outside a lock).
+	Title  string
+	Titled bool
 }
 
 // EventOf returns what Fold reads of m.
@@ -174,7 +179,10 @@ func Fold(s *Summary, id string, e Event, seq uint64, t time.Time, d Delta) {
 		s.Channel = e.Channel
 	}
 	if s.Title == "" && Titles(e.Type) {
-		s.Title = Title(e.PayloadType, e.Payload) // decoded only while there is no title
+		if !e.Titled {
+			e.Title = Title(e.Type, e.PayloadType, e.Payload) // decoded only while there is no title
+		}
+		s.Title = e.Title
 	}
 	if e.Type == protocol.TypeTaskAccept && e.AgentID != "" && len(s.Agents) < TrackedAgents && !slices.Contains(s.Agents, e.AgentID) {
 		// A new array each time: copies of s (listings) share the old one.

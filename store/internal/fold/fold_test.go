@@ -45,9 +45,12 @@ func TestTitle(t *testing.T) {
 		{"", `null`, ""},
 		{"", ``, ""},
 	} {
-		if got := Title(c.payloadType, []byte(c.payload)); got != c.want {
+		if got := Title(protocol.TypeChatMessage, c.payloadType, []byte(c.payload)); got != c.want {
 			t.Errorf("Title(%q, %s) = %q, want %q", c.payloadType, c.payload, got, c.want)
 		}
+	}
+	if got := Title(protocol.TypeTaskResult, "a.b.v1", []byte(`"done"`)); got != "" {
+		t.Errorf("a task.result gives the title %q", got)
 	}
 }
 

@@ -24,12 +24,16 @@ func Titles(t protocol.Type) bool {
 	return t == protocol.TypeTaskRequest || t == protocol.TypeChatMessage
 }
 
-// Title is the title an event with this payload type and payload gives:
-// the payload's text (protocol.PayloadText with the members title, text,
-// query, message, content, summary, prompt, goal), else the payload type,
-// with white space and control characters collapsed and cut to TitleMax
-// bytes (Clip). "" when both are blank.
-func Title(payloadType string, payload []byte) string {
+// Title is the title an event of type t with this payload type and
+// payload gives: "" when t does not give one (Titles); else the payload's
+// text (protocol.PayloadText with the members title, text, query,
+// message, content, summary, prompt, goal), else the payload type, with
+// white space and control characters collapsed and cut to TitleMax bytes
+// (Clip); "" when both are blank.
+func Title(t protocol.Type, payloadType string, payload []byte) string {
+	if !Titles(t) {
+		return ""
+	}
 	if t := Clip(protocol.PayloadText(payload, titleNames...), TitleMax); t != "" {
 		return t
 	}
