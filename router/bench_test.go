@@ -146,6 +146,46 @@ func BenchmarkRouteDecision10k(b *testing.B) {
 	b.ReportMetric(float64(len(m.candidates)), "candidates")
 }
 
+// BenchmarkRouteDecisionFew measures one routing pass among three agents,
+// where what a decision costs beyond the registry scan (ranking, its reason
+// and explanation) weighs most: decided by preference score, and by round
+// robin among agents equal on everything.
+func BenchmarkRouteDecisionFew(b *testing.B) {
+	for _, name := range []string{"preference", "roundrobin"} {
+		b.Run(name, func(b *testing.B) {
+			st, err := memstore.New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := benchRouter(b, st)
+			ctx := context.Background()
+			for i, tag := range []string{"fintech", "health", "retail"} {
+				c := card(fmt.Sprintf("agent:research-%d", i), protocol.Capability{ID: "skill:research", Tags: []string{tag}})
+				c.Display = &protocol.Display{Name: fmt.Sprintf("Research %d", i)}
+				if err := r.Register(ctx, c, func(ctx context.Context, t *Task) (*Result, error) { return nil, nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "x"})
+			req.Requires = []string{"skill:research"}
+			if name == "preference" {
+				req.Prefers = []string{"domain:fintech", "tool:browser"}
+			}
+			b.ReportAllocs()
+			var m *match
+			for b.Loop() {
+				if m != nil {
+					r.freeMatch(m)
+				}
+				m = r.route(req, nil)
+			}
+			if m.selected == nil || len(m.candidates) != 3 {
+				b.Fatalf("selected %v among %d", m.selected, len(m.candidates))
+			}
+		})
+	}
+}
+
 // BenchmarkParkedTaskHeap measures the heap each in-flight task holds
 // while its handler is parked, with 10,000 tasks parked at once. Events go
 // to a store with no memory of its own, so only the router's share counts.
