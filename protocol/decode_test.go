@@ -312,7 +312,7 @@ func TestStdlibJSONUsesTheCodec(t *testing.T) {
 // JSON.
 func TestPayloadEncodingMatchesJSONv2(t *testing.T) {
 	for _, v := range []any{
-		RoutingDecision{Selected: "agent:ken", Candidates: []string{"agent:ken", "agent:r2"}, Reason: "matched \"x\"", Scores: map[string]float64{"agent:ken": 0.92, "agent:r2": 0.85, "agent:z": 1e-7}, Rejected: map[string]string{"agent:q": "offline"}, Eligible: 2, Considered: 3},
+		RoutingDecision{Selected: "agent:ken", Candidates: []string{"agent:ken", "agent:r2"}, Reason: "matched \"x\"", Scores: map[string]float64{"agent:ken": 0.92, "agent:r2": 0.85, "agent:z": 1e-7}, Rejected: map[string]string{"agent:q": "offline"}, Eligible: 2, Considered: 3, Explanation: "Ken chosen over R2: both have \"x\"."},
 		RoutingDecision{Selected: "agent:a"},
 		ErrorPayload{Code: CodeToolUnavailable, Message: "down", Retryable: true, Details: map[string]any{"tool": "mcp:browser", "n": 5, "list": []any{"a", true, nil}}},
 		&ErrorPayload{Code: CodeCycle, Message: "x"},

@@ -18,6 +18,13 @@ type RoutingDecision struct {
 	// only the first of them when there are many.
 	Eligible   int `json:"eligible,omitzero"`
 	Considered int `json:"considered,omitzero"`
+	// Explanation says why in plain English, for people: one or two
+	// sentences naming agents by their display names ("Ken chosen over
+	// Research 2: both have skill:research; Ken matches the preferred tag
+	// fintech (score 0.5 vs 0)."). Reason is the machine form; the wording
+	// of Explanation may change between releases, so code reads Reason,
+	// Selected and Scores, never this.
+	Explanation string `json:"explanation,omitempty"`
 }
 
 // appendJSON appends d as JSON, byte for byte as JSON v2 encodes it with
@@ -43,6 +50,9 @@ func (d *RoutingDecision) appendJSON(b []byte) ([]byte, error) {
 	}
 	if d.Considered != 0 {
 		b = strconv.AppendInt(append(b, `,"considered":`...), int64(d.Considered), 10)
+	}
+	if d.Explanation != "" {
+		b = w.str(append(b, `,"explanation":`...), d.Explanation)
 	}
 	b = append(b, '}')
 	if w.err != nil {

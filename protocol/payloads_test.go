@@ -55,7 +55,8 @@ func TestRoutingDecisionPayloadIsJSONv2s(t *testing.T) {
 		{Selected: "agent:research-1", Candidates: []string{"agent:research-1", "agent:research-0"},
 			Reason: "matched requires[skill:research], lowest load (0 in flight)",
 			Scores: map[string]float64{"agent:research-1": 1, "agent:research-0": 0.333}, Eligible: 2, Considered: 3,
-			Rejected: map[string]string{"agent:z": "offline", "agent:b": "at max_concurrency"}},
+			Rejected:    map[string]string{"agent:z": "offline", "agent:b": "at max_concurrency"},
+			Explanation: "Research 1 chosen over Research 0: both have skill:research; equal preference score (1); Research 1 has fewer tasks in flight (0 vs 1)."},
 		{Selected: "agent:\"q\"\\\n\t\r\b\f\x00\x1f\x7f<>&\u2028\u2029é😀", Reason: "ctl \x01 and \u00ff",
 			Scores: map[string]float64{"agent:é": -0.5, "agent:e": 1e-7, "agent:big": 1e21, "agent:sm": 123456789.125, "agent:neg0": math.Copysign(0, -1)}},
 		{Selected: "agent:x", Scores: map[string]float64{"agent:x": math.NaN()}},    // both refuse
@@ -63,6 +64,8 @@ func TestRoutingDecisionPayloadIsJSONv2s(t *testing.T) {
 		{Selected: "agent:\xff", Candidates: []string{"agent:x"}},                   // invalid UTF-8: both refuse
 		{Selected: "agent:x", Rejected: map[string]string{"agent:\xfe": "offline"}}, // in a name too
 		{Selected: "agent:x", Eligible: -1, Considered: math.MaxInt},
+		{Selected: "agent:x", Explanation: "Sent to \"X\" <é>\u2028, the named recipient.\n\x01"},
+		{Selected: "agent:x", Explanation: "invalid \xff UTF-8"}, // both refuse
 	} {
 		checkDecision(t, d)
 	}
@@ -82,7 +85,7 @@ func TestRoutingDecisionPayloadRandom(t *testing.T) {
 		return string(r)
 	}
 	for range 2000 {
-		d := &RoutingDecision{Selected: str(), Reason: str(), Eligible: rng.IntN(3), Considered: rng.IntN(3)}
+		d := &RoutingDecision{Selected: str(), Reason: str(), Eligible: rng.IntN(3), Considered: rng.IntN(3), Explanation: str()}
 		if rng.IntN(4) > 0 {
 			d.Candidates = make([]string, rng.IntN(5))
 			for i := range d.Candidates {
@@ -117,6 +120,7 @@ func FuzzRoutingDecisionPayload(f *testing.F) {
 			Scores:   map[string]float64{selected: score, other: -score, reason: score / 3},
 			Rejected: map[string]string{why: reason, other: why},
 			Eligible: n, Considered: n / 2,
+			Explanation: why + reason,
 		})
 	})
 }
