@@ -153,24 +153,7 @@ func BenchmarkRouteDecision10k(b *testing.B) {
 func BenchmarkRouteDecisionFew(b *testing.B) {
 	for _, name := range []string{"preference", "roundrobin"} {
 		b.Run(name, func(b *testing.B) {
-			st, err := memstore.New(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r := benchRouter(b, st)
-			ctx := context.Background()
-			for i, tag := range []string{"fintech", "health", "retail"} {
-				c := card(fmt.Sprintf("agent:research-%d", i), protocol.Capability{ID: "skill:research", Tags: []string{tag}})
-				c.Display = &protocol.Display{Name: fmt.Sprintf("Research %d", i)}
-				if err := r.Register(ctx, c, func(ctx context.Context, t *Task) (*Result, error) { return nil, nil }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "x"})
-			req.Requires = []string{"skill:research"}
-			if name == "preference" {
-				req.Prefers = []string{"domain:fintech", "tool:browser"}
-			}
+			r, req := benchFew(b, name)
 			b.ReportAllocs()
 			var m *match
 			for b.Loop() {
@@ -184,6 +167,62 @@ func BenchmarkRouteDecisionFew(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkExplain measures the words of one decision among three
+// agents: the reason alone, as a decision had them before it had an
+// explanation, and the reason with the explanation, as route builds them.
+// Their difference is what the explanation costs.
+func BenchmarkExplain(b *testing.B) {
+	for _, name := range []string{"preference", "roundrobin"} {
+		r, req := benchFew(b, name)
+		m := r.route(req, nil)
+		requires := capabilityRequires(req.Requires)
+		var pbuf [8]pref
+		ps, total := r.prefsOf(req, pbuf[:0])
+		var sink string
+		b.Run(name+"/reason", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var buf [96]byte
+				sink = string(appendReason(buf[:0], m, requires))
+			}
+		})
+		b.Run(name+"/reason+explanation", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink, _ = r.explain(m, requires, nil, ps, total > 0)
+			}
+		})
+		if sink == "" {
+			b.Fatal("no reason")
+		}
+	}
+}
+
+// benchFew returns a router with three agents of skill:research, and a
+// request for it that their preference scores decide ("preference") or
+// that they tie on ("roundrobin").
+func benchFew(b *testing.B, name string) (*Router, *protocol.Message) {
+	st, err := memstore.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := benchRouter(b, st)
+	ctx := context.Background()
+	for i, tag := range []string{"fintech", "health", "retail"} {
+		c := card(fmt.Sprintf("agent:research-%d", i), protocol.Capability{ID: "skill:research", Tags: []string{tag}})
+		c.Display = &protocol.Display{Name: fmt.Sprintf("Research %d", i)}
+		if err := r.Register(ctx, c, func(ctx context.Context, t *Task) (*Result, error) { return nil, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "x"})
+	req.Requires = []string{"skill:research"}
+	if name == "preference" {
+		req.Prefers = []string{"domain:fintech", "tool:browser"}
+	}
+	return r, req
 }
 
 // BenchmarkParkedTaskHeap measures the heap each in-flight task holds

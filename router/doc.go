@@ -109,12 +109,19 @@
 //     robin.
 //
 // The decision names the selected agent, the candidates with their scores,
-// a readable reason ("matched requires[skill:research], lowest load (0 in
-// flight)") and the rejected agents with why. With many agents the lists
-// hold the first 16 and the counts are exact. No match gives a
-// routing.failure event and a task.error: NO_MATCH, POLICY_DENIED, CYCLE or
-// CAPACITY. When every matching agent is only busy, the task waits in a
-// bounded queue (MaxQueued, QueueTimeout) and fails with CAPACITY after.
+// a reason in a fixed machine form ("matched requires[skill:research],
+// lowest load (0 in flight)"), the rejected agents with why, and an
+// explanation: the same in plain English for people, naming agents by
+// their display names ("Ken chosen over Research 2: both have
+// skill:research; equal preference score (0.5); Ken has fewer tasks in
+// flight (0 vs 2)."), for surfaces to show. Code matches on the reason,
+// never on the explanation, whose words may change. With many agents the
+// lists hold the first 16 and the counts are exact; an explanation names
+// at most three agents, rejections or preferences and counts the rest.
+// No match gives a routing.failure event and a task.error: NO_MATCH,
+// POLICY_DENIED, CYCLE or CAPACITY. When every matching agent is only
+// busy, the task waits in a bounded queue (MaxQueued, QueueTimeout) and
+// fails with CAPACITY after.
 //
 // # Lifecycle (docs/protocol.md §2.1, §5)
 //

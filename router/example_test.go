@@ -44,10 +44,10 @@ func Example() {
 	defer st.Close()
 	defer r.Close()
 
-	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{
+	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Display: &protocol.Display{Name: "Ken"}, Capabilities: []protocol.Capability{
 		{ID: "skill:research", Tags: []string{"fintech"}},
 	}}
-	ana := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ana", Capabilities: []protocol.Capability{
+	ana := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ana", Display: &protocol.Display{Name: "Ana"}, Capabilities: []protocol.Capability{
 		{ID: "skill:research", Tags: []string{"health"}},
 	}}
 	r.Register(ctx, ken, researcher("ken"))
@@ -70,11 +70,13 @@ func Example() {
 		fmt.Printf("candidate %s score %.2f\n", c, d.Scores[c])
 	}
 	fmt.Println("selected", d.Selected+":", d.Reason)
+	fmt.Println(d.Explanation) // the same, for people
 	// Output:
 	// task.result from agent:ken: ken looked into Nordic payments
 	// candidate agent:ken score 1.00
 	// candidate agent:ana score 0.00
 	// selected agent:ken: matched requires[skill:research], best preference score 1.00
+	// Ken chosen over Ana: both have skill:research; Ken matches the preferred domain fintech (score 1 vs 0).
 }
 
 func ExampleTask_Delegate() {

@@ -12,7 +12,7 @@ import (
 )
 
 // rejection is why a hard filter refused an agent.
-type rejection int
+type rejection uint8
 
 const (
 	rejNone     rejection = iota
@@ -37,6 +37,13 @@ type match struct {
 	reason     string
 	considered int
 	tied       int // candidates equal on score, load and success rate
+	named      int // explicit recipients named by "to"
+
+	// For the decision's explanation (explain.go): the first rejections,
+	// in the order the agents were considered. No pointers, so that
+	// resetting a pooled match stays cheap.
+	firstRej    [maxNamed]rejected
+	explanation string
 
 	// Kept for the next routing pass by the match pool.
 	agents []*registry.Agent
@@ -73,6 +80,7 @@ type scored struct {
 	score   float64
 	load    int
 	success float64
+	met     uint64 // bit i: the agent meets preference i (the first 64)
 }
 
 // maxListed bounds the candidates, scores and rejections a routing event
@@ -95,6 +103,7 @@ func (m *match) decision() *protocol.RoutingDecision {
 		d.Scores = make(map[string]float64, n)
 	}
 	d.Selected, d.Reason, d.Candidates = m.selected.ID(), m.reason, d.Candidates[:0]
+	d.Explanation = m.explanation
 	d.Eligible, d.Considered = len(m.candidates), m.considered
 	d.Rejected = nil
 	if len(m.rejected) > 0 {
@@ -135,14 +144,15 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	m := r.newMatch()
 	agents := m.agents[:0]
 	requires := capabilityRequires(req.Requires)
-	if targets := r.explicitTargets(req); len(targets) > 0 {
+	targets := r.explicitTargets(req)
+	if len(targets) > 0 {
 		// An explicit "to" skips scoring but not the hard filters (§4.2).
-		m.explicit = true
-		for _, id := range targets {
+		m.explicit, m.named = true, len(targets)
+		for j, id := range targets {
 			a, ok := r.reg.Get(id)
 			if !ok {
 				m.considered++
-				m.reject(id, rejOffline, "not registered")
+				m.reject(id, int32(-1-j), rejOffline, "not registered")
 				continue
 			}
 			agents = append(agents, a)
@@ -155,9 +165,9 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	now := r.now()
 	m.candidates = slices.Grow(m.candidates[:0], len(agents))
 	handlers := r.handlerMap()
-	for _, a := range agents {
+	for i, a := range agents {
 		if why, kind := r.hardFilter(req, a, handlers, requires, ancestors, m.explicit, now); kind != rejNone {
-			m.reject(a.ID(), kind, why)
+			m.reject(a.ID(), int32(i), kind, why)
 			continue
 		}
 		m.candidates = append(m.candidates, scored{a: a})
@@ -169,7 +179,7 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 	ps, total := r.prefsOf(req, pbuf[:0])
 	for i := range m.candidates {
 		c := &m.candidates[i]
-		c.score = score(ps, total, c.a)
+		c.score, c.met = score(ps, total, c.a)
 		if len(m.candidates) > 1 {
 			c.load, c.success = c.a.InFlight(), c.a.SuccessRate()
 		}
@@ -178,11 +188,17 @@ func (r *Router) route(req *protocol.Message, ancestors []string) *match {
 		r.rank(m)
 	}
 	m.selected = m.candidates[0].a
-	m.reason = r.explain(m, requires)
+	m.reason, m.explanation = r.explain(m, requires, targets, ps, total > 0)
 	return m
 }
 
-func (m *match) reject(id string, kind rejection, why string) {
+// reject records that a hard filter refused the agent: ref is its index
+// in m.agents, or -1-j for targets[j], an explicit recipient that is not
+// registered.
+func (m *match) reject(id string, ref int32, kind rejection, why string) {
+	if m.nrejected < len(m.firstRej) {
+		m.firstRej[m.nrejected] = rejected{ref: ref, kind: kind}
+	}
 	m.kinds[kind]++
 	m.nrejected++
 	if len(m.rejected) >= maxListed {
@@ -320,9 +336,21 @@ func cmpOr(s, def string) string {
 // has.
 type pref struct {
 	kind   prefKind
-	name   string // the tag, the tool name or the capability id
+	src    prefSrc // how the request said it, for the explanation
+	name   string  // the tag, the tool name or the capability id
 	weight float64
 }
+
+// prefSrc is the form a preference took in the request.
+type prefSrc uint8
+
+const (
+	srcTag        prefSrc = iota // "tag:x"
+	srcDomain                    // "domain:x", or the message's domain
+	srcTool                      // "tool:x"
+	srcMCP                       // "mcp:x"
+	srcCapability                // any other entry
+)
 
 type prefKind uint8
 
@@ -354,16 +382,20 @@ func (r *Router) prefsOf(req *protocol.Message, buf []pref) (ps []pref, total fl
 	for _, p := range req.Prefers {
 		kind, name, _ := strings.Cut(p, ":")
 		switch kind {
-		case "tag", "domain":
-			ps = append(ps, pref{kind: prefTag, name: name, weight: w.Tags})
-		case "tool", "mcp":
-			ps = append(ps, pref{kind: prefTool, name: name, weight: w.Tools})
+		case "tag":
+			ps = append(ps, pref{kind: prefTag, src: srcTag, name: name, weight: w.Tags})
+		case "domain":
+			ps = append(ps, pref{kind: prefTag, src: srcDomain, name: name, weight: w.Tags})
+		case "tool":
+			ps = append(ps, pref{kind: prefTool, src: srcTool, name: name, weight: w.Tools})
+		case "mcp":
+			ps = append(ps, pref{kind: prefTool, src: srcMCP, name: name, weight: w.Tools})
 		default:
-			ps = append(ps, pref{kind: prefCapability, name: p, weight: w.Capabilities})
+			ps = append(ps, pref{kind: prefCapability, src: srcCapability, name: p, weight: w.Capabilities})
 		}
 	}
 	if d := req.Domain; d != "" {
-		ps = append(ps, pref{kind: prefTag, name: d, weight: w.Domain})
+		ps = append(ps, pref{kind: prefTag, src: srcDomain, name: d, weight: w.Domain})
 	}
 	for _, p := range ps {
 		total += p.weight
@@ -371,19 +403,24 @@ func (r *Router) prefsOf(req *protocol.Message, buf []pref) (ps []pref, total fl
 	return ps, total
 }
 
-// score is the weighted share of preferences the agent meets (§4.2 step 3).
-func score(ps []pref, total float64, a *registry.Agent) float64 {
+// score is the weighted share of preferences the agent meets (§4.2 step
+// 3), and which of the first 64 it meets (bit i for ps[i]).
+func score(ps []pref, total float64, a *registry.Agent) (float64, uint64) {
 	if total == 0 {
-		return 1
+		return 1, 0
 	}
 	var got float64
+	var met uint64
 	card := a.Card()
 	for i := range ps {
 		if p := &ps[i]; p.weight != 0 && p.match(card) {
 			got += p.weight
+			if i < 64 {
+				met |= 1 << i
+			}
 		}
 	}
-	return got / total
+	return got / total, met
 }
 
 func hasTag(card *protocol.AgentCard, tag string) bool {
@@ -453,38 +490,4 @@ func cmpDesc(a, b float64) int {
 		return -1
 	}
 	return 1
-}
-
-// explain is the human-readable reason of a routing.decision (§4.3).
-func (r *Router) explain(m *match, requires []string) string {
-	b := make([]byte, 0, 96)
-	if m.explicit {
-		b = append(b, "explicit recipient"...)
-	} else if len(requires) > 0 {
-		b = append(b, "matched "...)
-		b = append(b, describeRequires(requires)...)
-	} else {
-		b = append(b, "no requirements"...)
-	}
-	if len(m.candidates) == 1 {
-		return string(append(b, ", only eligible candidate"...))
-	}
-	first, second := m.candidates[0], m.candidates[1]
-	switch {
-	case first.score != second.score:
-		b = append(b, ", best preference score "...)
-		b = strconv.AppendFloat(b, first.score, 'f', 2, 64)
-	case first.load != second.load:
-		b = append(b, ", lowest load ("...)
-		b = strconv.AppendInt(b, int64(first.load), 10)
-		b = append(b, " in flight)"...)
-	case first.success != second.success:
-		b = append(b, ", best recent success rate "...)
-		b = strconv.AppendFloat(b, first.success, 'f', 2, 64)
-	default:
-		b = append(b, ", round robin among "...)
-		b = strconv.AppendInt(b, int64(m.tied), 10)
-		b = append(b, " equal candidates"...)
-	}
-	return string(b)
 }

@@ -36,7 +36,7 @@ func TestJSClientInterrupt(t *testing.T) {
 	got := summaries(first.Events)
 	want := []string{
 		"RUN_STARTED threadId=thread-ask runId=run-ask-1",
-		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
+		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"explanation":"Sent to worker, the named recipient.","reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
 		"STEP_STARTED stepName=" + step,
 		"STEP_FINISHED stepName=" + step,
 		"RUN_FINISHED threadId=thread-ask runId=run-ask-1",
@@ -69,7 +69,7 @@ func TestJSClientInterrupt(t *testing.T) {
 	result := runIDs(t, e, run).result
 	want = []string{
 		"RUN_STARTED threadId=thread-ask runId=run-ask-2",
-		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
+		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"explanation":"Sent to worker, the named recipient.","reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
 		"STEP_STARTED stepName=" + step,
 		"TEXT_MESSAGE_START messageId=" + result + " role=assistant name=agent:worker",
 		"TEXT_MESSAGE_CONTENT messageId=" + result + " delta=payments in fintech",

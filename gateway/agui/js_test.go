@@ -123,7 +123,7 @@ func workerEvents(thread, run, text string, id ids) []string {
 	step := "agent:worker/" + id.task
 	return []string{
 		"RUN_STARTED threadId=" + thread + " runId=" + run,
-		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
+		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"explanation":"Sent to worker, the named recipient.","reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
 		"STEP_STARTED stepName=" + step,
 		`STATE_SNAPSHOT snapshot={"tasks":{"` + id.task + `":{"agent_id":"agent:worker","progress":{"pct":50,"step":"searching"}}}}`,
 		"TOOL_CALL_START toolCallId=" + id.call + " toolCallName=search",
@@ -277,7 +277,7 @@ func TestJSClientRunError(t *testing.T) {
 	id := runIDs(t, e, run)
 	want := []string{
 		"RUN_STARTED threadId=thread-js runId=run-fail",
-		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
+		`CUSTOM name=clutch.routing.decision value={"candidates":["agent:worker"],"considered":1,"eligible":1,"explanation":"Sent to worker, the named recipient.","reason":"explicit recipient, only eligible candidate","scores":{"agent:worker":1},"selected":"agent:worker"}`,
 		"STEP_STARTED stepName=agent:worker/" + id.task,
 		"STEP_FINISHED stepName=agent:worker/" + id.task,
 		"RUN_ERROR code=TOOL_FAILED message=no index",
