@@ -505,7 +505,7 @@ func marshalPayload(v any) ([]byte, error) {
 		return b, nil
 	case *RoutingDecision:
 		// The router writes one per task: its own writer, not reflection.
-		return x.appendJSON(make([]byte, 0, 256))
+		return x.appendJSON(make([]byte, 0, x.sizeHint()))
 	case json.Marshaler:
 		// Call it directly and check its output with the strict scanner,
 		// which is what JSON v2 would do at several times the cost.

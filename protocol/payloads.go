@@ -61,6 +61,28 @@ func (d *RoutingDecision) appendJSON(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// sizeHint is about the length of d's JSON when no string needs escaping,
+// so that the writer's buffer is allocated once at the right size: a
+// decision with its reason and explanation no longer fits the 256 bytes
+// of a guess, and grows (an allocation and a copy) past it.
+func (d *RoutingDecision) sizeHint() int {
+	if d == nil {
+		return 4
+	}
+	// Members' names and punctuation, the two counts.
+	n := 120 + len(d.Selected) + len(d.Reason) + len(d.Explanation)
+	for _, c := range d.Candidates {
+		n += len(c) + 3
+	}
+	for k := range d.Scores {
+		n += len(k) + 10 // "k":0.123,
+	}
+	for k, v := range d.Rejected {
+		n += len(k) + len(v) + 6
+	}
+	return n
+}
+
 // object appends the member `,"name":{...}` holding m's members sorted by
 // name, each value written by val.
 func object[V any](w *writer, b []byte, name string, m map[string]V, val func([]byte, V) []byte) []byte {

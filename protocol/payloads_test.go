@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -123,4 +124,46 @@ func FuzzRoutingDecisionPayload(f *testing.F) {
 			Explanation: why + reason,
 		})
 	})
+}
+
+// TestRoutingDecisionSizeHint: the writer's buffer is allocated once, at
+// about the size of the decision's JSON, whatever the decision holds (its
+// strings need no escaping here; one that does grows the buffer).
+func TestRoutingDecisionSizeHint(t *testing.T) {
+	full := &RoutingDecision{
+		Selected: "agent:research-1", Candidates: []string{}, Scores: map[string]float64{}, Rejected: map[string]string{},
+		Reason:      "matched requires[skill:research, skill:writing], best recent success rate 0.97",
+		Explanation: "Research 1 chosen over Research 0 and 14 others: all have skill:research and skill:writing; equal preference score (0.667); equal load (12 in flight); Research 1 has the better recent success rate (97% vs 94%).",
+		Eligible:    1 << 40, Considered: 1 << 40,
+	}
+	for i := range 16 {
+		id := "agent:research-" + strconv.Itoa(i)
+		full.Candidates = append(full.Candidates, id)
+		full.Scores[id] = 0.667
+		full.Rejected["agent:other-"+strconv.Itoa(i)] = "offline: no heartbeat within 30s"
+	}
+	for _, d := range []*RoutingDecision{
+		{},
+		{Selected: "agent:a", Candidates: []string{"agent:a"}, Reason: "explicit recipient, only eligible candidate", Scores: map[string]float64{"agent:a": 1}, Eligible: 1, Considered: 1, Explanation: "Sent to A, the named recipient."},
+		full,
+	} {
+		var out []byte
+		allocs := testing.AllocsPerRun(10, func() {
+			var err error
+			if out, err = marshalPayload(d); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if hint := d.sizeHint(); len(out) > hint || hint > len(out)+128 {
+			t.Errorf("size hint %d for %d bytes: %s", hint, len(out), out)
+		}
+		// The buffer, and the sorted names of a map past 8 members.
+		want := 1.0
+		if len(d.Scores) > 8 {
+			want += 2
+		}
+		if allocs != want {
+			t.Errorf("%v allocations for %d bytes, want %v", allocs, len(out), want)
+		}
+	}
 }
