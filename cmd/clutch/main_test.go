@@ -558,6 +558,54 @@ func TestTailFile(t *testing.T) {
 	}
 }
 
+// TestTailDecisionInWords: tail shows a routing.decision's explanation,
+// whole, and the reason of a decision that has none.
+func TestTailDecisionInWords(t *testing.T) {
+	path, _, _ := demoFile(t, 2)
+	code, stdout, _ := clutch(t, "tail", "--db", path, "--type", "routing.decision", "-n", "100")
+	if code != exitOK {
+		t.Fatalf("tail: %d\n%s", code, stdout)
+	}
+	n := 0
+	for _, ev := range readAll(t, path) {
+		m, err := ev.Message()
+		if err != nil || m.Type != protocol.TypeRoutingDecision {
+			continue
+		}
+		d, err := protocol.DecodePayload[protocol.RoutingDecision](m)
+		if err != nil || d.Explanation == "" {
+			t.Fatalf("decision %s: %+v %v", m.ID, d, err)
+		}
+		if want := m.TaskID + " selected " + d.Selected + ": " + d.Explanation + "\n"; !strings.Contains(stdout, want) {
+			t.Fatalf("tail does not show %q:\n%s", want, stdout)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the demo stored no routing.decision")
+	}
+
+	line := func(d protocol.RoutingDecision) string {
+		m := protocol.NewMessage(protocol.TypeRoutingDecision, "agent:orchestrator")
+		m.RunID, m.TaskID = "run_1", "task_1"
+		if err := m.SetPayload(d); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := protocol.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return renderEvent(store.Event{Seq: 7, Time: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), Raw: raw})
+	}
+	long := "Ken chosen over Research 2 and 1 other: all have skill:research; Ken matches the preferred tag fintech and tool browser, Research 2 the preferred domain health (score 0.667 vs 0.333)."
+	if got := line(protocol.RoutingDecision{Selected: "agent:ken", Reason: "matched requires[skill:research], best preference score 0.67", Explanation: long}); !strings.HasSuffix(got, " task_1 selected agent:ken: "+long) {
+		t.Errorf("decision with an explanation:\n%s", got)
+	}
+	if got := line(protocol.RoutingDecision{Selected: "agent:ken", Reason: "explicit recipient, only eligible candidate"}); !strings.HasSuffix(got, " task_1 selected agent:ken: explicit recipient, only eligible candidate") {
+		t.Errorf("decision without an explanation:\n%s", got)
+	}
+}
+
 // Text from events cannot send escape sequences to a terminal.
 func TestCleanText(t *testing.T) {
 	if got := clean("hi\x1b[31mred\n"); strings.ContainsAny(got, "\x1b\n") {

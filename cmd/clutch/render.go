@@ -50,8 +50,12 @@ func renderEvent(ev store.Event) string {
 	if err != nil {
 		return fmt.Sprintf("%-6d %s  (undecodable: %v)", ev.Seq, ev.Time.UTC().Format("15:04:05.000"), err)
 	}
+	n := 120
+	if typeOf(h.Type) == protocol.TypeRoutingDecision {
+		n = 320 // its explanation is for people: shown whole
+	}
 	return strings.TrimRight(fmt.Sprintf("%-6d %s  %-16s %-22s %s", ev.Seq, ev.Time.UTC().Format("15:04:05.000"),
-		clean(h.Type), clean(h.From.AgentID), clean(clip(describe(h, ev.Raw), 120))), " ")
+		clean(h.Type), clean(h.From.AgentID), clean(clip(describe(h, ev.Raw), n))), " ")
 }
 
 // describe says what an event carries, by type.
@@ -83,7 +87,12 @@ func describe(h eventio.Head, raw []byte) string {
 		}
 		return task + h.PayloadType + to
 	case protocol.TypeRoutingDecision:
-		return task + "selected " + str("selected") + ": " + str("reason")
+		// Why in words for people; an older decision has only the reason.
+		why := str("explanation")
+		if why == "" {
+			why = str("reason")
+		}
+		return task + "selected " + str("selected") + ": " + why
 	case protocol.TypeRoutingFailure, protocol.TypeTaskError, protocol.TypeToolError:
 		return task + str("code") + ": " + str("message")
 	case protocol.TypeTaskResult:
