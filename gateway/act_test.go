@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -67,7 +68,17 @@ func TestRetryTask(t *testing.T) {
 	if err := json.Unmarshal(body, &acc); err != nil || acc.TaskID != a.TaskID || acc.RunID != a.RunID {
 		t.Fatalf("retry answer %s", body)
 	}
-	e.waitEnded(a.TaskID) // the new attempt's end
+	// The new attempt's end: its task.result (the first attempt's end is
+	// in the log already).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ev, err := range e.st.Follow(ctx, store.Query{TaskID: a.TaskID, TypePrefix: string(protocol.TypeTaskResult)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = ev
+		break
+	}
 	if res := e.lastOf(a.TaskID, protocol.TypeTaskResult); res == nil || res.Attempt != 2 {
 		t.Fatalf("the retry did not complete: %v", res)
 	}
