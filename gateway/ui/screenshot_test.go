@@ -30,7 +30,7 @@ func TestScreenshots(t *testing.T) {
 		t.Helper()
 		h.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem("clutch.theme", "` + theme + `"); document.documentElement.dataset.theme = "` + theme + `";
 			document.querySelectorAll("#events details.tool").forEach(d => d.open = true);`))
-		h.waitJS(`document.getElementById("conn").dataset.state === "live"`)
+		h.waitJS(`document.getElementById("conn").dataset.state === "live" || document.body.dataset.view === "agent"`)
 		png, err := chromedp.Run(h.tab, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatal(err)
@@ -43,8 +43,14 @@ func TestScreenshots(t *testing.T) {
 	// The decision and the tool call in view.
 	h.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#events .ev[data-type="routing.decision"]').scrollIntoView({block: "start"})`))
 	take("ui-light.png", "light")
-	h.open("#/task/" + task)
+	h.open("#/run/" + h.run)
+	h.waitJS(`document.querySelectorAll(".trow").length === 2`)
 	take("ui-dark.png", "dark")
+	h.do(chromedp.Click(`#agents li[data-agent="agent:ken"] a`))
+	h.waitJS(`document.querySelector(".profile")`)
+	take("ui-agent.png", "light")
+	h.open("#/task/" + task)
+	h.waitJS(`document.querySelector('#tree-body li[data-task="` + task + `"] li[data-task]')`)
 	// The delegated subtask: a retryable failure, the retry, the result.
 	sub := eval[string](h, `document.querySelector('#tree-body li[data-task="`+task+`"] li[data-task]').dataset.task`)
 	h.open("#/task/" + sub)

@@ -1649,6 +1649,7 @@
     b.textContent = text;
     b.dataset.state = state;
     document.body.dataset.conn = state;
+    if (!S.stream) setConn(state === "live" ? "live" : state ? "reconnecting" : "idle"); // no view stream: the page's one
     $("compose-send").disabled = !!text;
   }
   function stopWatch() { if (watchCtl) { watchCtl.abort(); watchCtl = null; } clearTimeout(listsTimer); }
