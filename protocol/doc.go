@@ -11,7 +11,10 @@
 // advertises an agent and its [Capability] list (§1.4, §1.5). A task that
 // asks a person carries a [Question] in its task.question and gets an
 // [Answer] in a task.answer (§2.7); [Question.Validate], [Question.MayAnswer]
-// and [Question.CheckValue] are the checks of both.
+// and [Question.CheckValue] are the checks of both. A tool.call and its
+// tool.result or tool.error carry one call id (§2.3.1): [ToolCallID] reads
+// it, old events included, and [CheckToolCallID] holds a new event to the
+// rule.
 //
 // Build messages with [NewMessage] or an [IDs] source, set a typed payload
 // with [Message.SetPayload], and read one back with [DecodePayload]:
