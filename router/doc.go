@@ -22,7 +22,8 @@
 //	out, err := h.Wait(ctx)
 //
 // A handler reads its request (Task.Request, Input), reports progress
-// (Task.Progress), emits other events such as tool calls (Task.Emit), puts
+// (Task.Progress), calls tools (CallTool, below), emits other events
+// (Task.Emit), puts
 // artifacts (Task.PutArtifact), delegates subtasks (Task.NewSubtask,
 // Task.Delegate, which blocks until the subtask ends) and returns a Result
 // or an error. Return Fail(code, message, retryable, details) for a wire
@@ -36,6 +37,29 @@
 // in front of a router take the *Router alone. One that registers payload
 // types of its own does so in schema.RegistryOf(r.Validator()), the
 // schema registry behind the validator, when there is one.
+//
+// # Tool calls (docs/protocol.md §2.3)
+//
+// CallTool runs a tool for the task and records the call and its
+// outcome under one call id, so that every reader pairs them (§2.3.1):
+//
+//	hits, err := router.CallTool(ctx, t, "mcp:browser", "search", args,
+//		func(ctx context.Context) ([]Hit, error) { return browser.Search(ctx, q) })
+//	if err != nil {
+//		return nil, err // the tool.error is stored; the task fails with it
+//	}
+//
+// It stores a tool.call {call_id, tool, name, args} (call_id is the
+// event's own id), runs the func, and stores a tool.result {call_id, tool,
+// name, content} or a tool.error (the wire error of the func's error,
+// with call_id, tool and name in its details), then returns the func's
+// result and error as they are. A context that ended before the call
+// stores nothing; one that ends during it still gets the tool.error
+// (CANCELLED or TIMEOUT). The Observer sees both events, so package
+// telemetry makes one execute_tool span of each call. Task.Emit stays for
+// events of other shapes; it gives a tool.call without call_id its own id
+// as call_id, and refuses a call id that is not a string of 1 to 256
+// bytes. The MCP client (package adapters/mcp) follows the same rule.
 //
 // # Middleware
 //

@@ -71,7 +71,34 @@ func (t *Task) Progress(ctx context.Context, payload any) error {
 // and attempt are set by the router; the type, payload and contract are
 // the caller's. It is addressed to the requester, except tool.* events,
 // which have no recipient agent (the tool server is named in the payload).
+//
+// A call and its outcome are best recorded with [CallTool], which gives
+// both one call id. Emit holds tool events to docs/protocol.md §2.3.1 as
+// far as it can: a tool.call whose payload object states no call_id gets
+// its own event id as call_id (the id its outcome must state); a call id
+// that is stated but is not a string of 1 to protocol.MaxIDLength bytes is
+// refused (see protocol.CheckToolCallID); a tool.result or tool.error that
+// states none is stored as it is, the shape of events written before the
+// rule.
 func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, payload any) (*protocol.Message, error) {
+	m, err := t.newEvent(typ, payloadType)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.SetPayload(payload); err != nil {
+		return nil, err
+	}
+	if err := stampCallID(m); err != nil {
+		return nil, err
+	}
+	if err := t.store(ctx, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newEvent starts an event of the task from the running agent (see Emit).
+func (t *Task) newEvent(typ protocol.Type, payloadType string) (*protocol.Message, error) {
 	if t.ts.finished.Load() {
 		return nil, ErrTaskEnded
 	}
@@ -83,17 +110,17 @@ func (t *Task) Emit(ctx context.Context, typ protocol.Type, payloadType string, 
 	m.Attempt = t.attempt
 	m.PayloadType = payloadType
 	m.SchemaRef = protocol.SchemaRefFor(payloadType)
-	if err := m.SetPayload(payload); err != nil {
-		return nil, err
-	}
+	return m, nil
+}
+
+// store shows m to the Observer (which may stamp its trace), encodes it
+// and appends it.
+func (t *Task) store(ctx context.Context, m *protocol.Message) error {
 	t.r.observe(t.ts, Step{Kind: StepEvent, Event: m})
 	if _, err := protocol.Encode(m); err != nil {
-		return nil, err
+		return err
 	}
-	if err := t.r.appendLive(ctx, t.ts, m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return t.r.appendLive(ctx, t.ts, m)
 }
 
 // NewSubtask returns a task.request for a subtask of t: a new task id,
