@@ -39,11 +39,12 @@
 // clutch.routing.failure. A failed or timed-out attempt has status Error; a
 // cancelled one does not.
 //
-// A tool call — a tool.call event the handler emits (Task.Emit; the MCP
-// client does) up to the tool.result or tool.error naming it by call_id
-// (details.call_id for a tool.error) — is a child span "execute_tool
-// <name>" with gen_ai.operation.name, gen_ai.tool.name,
-// gen_ai.tool.call.id (the tool.call's id), clutch.tool.server
+// A tool call — a tool.call event the handler stores (router.CallTool,
+// Task.Emit; the MCP client does) up to the tool.result or tool.error
+// with its call id (docs/protocol.md §2.3.1: call_id; details.call_id for
+// a tool.error) — is a child span "execute_tool <name>" with
+// gen_ai.operation.name, gen_ai.tool.name, gen_ai.tool.call.id (the call
+// id; a tool.call stored before the rule has its event id), clutch.tool.server
 // ("mcp:<server>") and, on failure, clutch.outcome error, error.type and
 // status Error. A delegated subtask's attempts are children of
 // the delegating attempt's span.

@@ -42,11 +42,11 @@ type attempt struct {
 	waitSeen  bool          // the queue wait was recorded
 	ended     bool
 	tool      *toolCall            // the open tool call, when there is one
-	tools     map[string]*toolCall // more open tool calls, by the id of their tool.call
+	tools     map[string]*toolCall // more open tool calls, by call id
 }
 
 type toolCall struct {
-	id           string // the tool.call's; "" for a tool.error without a call
+	id           string // the call id (docs/protocol.md §2.3.1); "" for an outcome without a call
 	span         trace.Span
 	set          *attrs         // the metric set of the call's success
 	trace        protocol.Trace // the tool.call's, carried by its result too
@@ -537,11 +537,14 @@ func (b *kvs) release() {
 	kvPool.Put(b)
 }
 
-// toolEvent starts an execute_tool span at a tool.call, whose id the
+// toolEvent starts an execute_tool span at a tool.call, whose trace the
 // tool.call then carries (an adapter that calls the tool over the network
-// propagates it), and ends it at the tool.result or tool.error that names
-// the call (call_id, details.call_id). A tool.error with no call, refused
-// before any call was made, is a span of its own that ends at once.
+// propagates it), and ends it at the tool.result or tool.error with the
+// same call id (docs/protocol.md §2.3.1: call_id, details.call_id; a
+// tool.call without one goes by its event id, as protocol.ToolCallID
+// reads it). An outcome of no open call — a call refused before it was
+// made, or an outcome without a call id — is a span of its own that ends
+// at once.
 func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Message) {
 	var f toolFields
 	if !readToolFields(m.Payload, &f) {
@@ -549,7 +552,11 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 	}
 	switch m.Type {
 	case protocol.TypeToolCall:
-		tc := t.startTool(ctx, f, m.ID)
+		id := f.callID
+		if id == "" {
+			id = m.ID // a call stored before §2.3.1
+		}
+		tc := t.startTool(ctx, f, id)
 		if sc := tc.span.SpanContext(); sc.IsValid() {
 			tc.trace.TraceID, tc.trace.ParentSpanID = a.tr.TraceID, a.tr.SpanID
 			tc.trace.SpanID = sc.SpanID().String()
@@ -565,7 +572,7 @@ func (t *Telemetry) toolEvent(ctx context.Context, a *attempt, m *protocol.Messa
 			if a.tools == nil {
 				a.tools = map[string]*toolCall{}
 			}
-			a.tools[m.ID] = tc
+			a.tools[id] = tc
 		}
 		a.mu.Unlock()
 	case protocol.TypeToolResult, protocol.TypeToolError:

@@ -56,8 +56,9 @@ func decodeToolFields(payload []byte, f *toolFields) bool {
 
 // readMembers reads the members of the object whose '{' d has just read,
 // through its '}'. At the top level it keeps tool, name, call_id, code and
-// message and reads details; in details it keeps call_id, and tool and
-// name where the top level has not set them.
+// message and reads details; in details it keeps call_id, tool and name
+// where the top level has not set them (a top-level call_id comes first,
+// docs/protocol.md §2.3.1).
 func readMembers(d *jsontext.Decoder, f *toolFields, top bool) bool {
 	for d.PeekKind() == '"' {
 		name, err := d.ReadValue()
@@ -65,7 +66,7 @@ func readMembers(d *jsontext.Decoder, f *toolFields, top bool) bool {
 			return false
 		}
 		switch n := string(name); {
-		case n == `"call_id"`:
+		case n == `"call_id"` && (top || f.callID == ""):
 			f.callID = readString(d, f.callID)
 		case n == `"tool"` && (top || f.tool == ""):
 			f.tool = readString(d, f.tool)

@@ -26,6 +26,10 @@ func TestReadToolFields(t *testing.T) {
 		{` { "tool" : "a" , "n" : [ -1.5E-3 , {} , [] ] , "name" : "b" } `, toolFields{tool: "a", name: "b"}, true},
 		{`{"tool":"caf\u00e9","name":"é"}`, toolFields{tool: "café", name: "é"}, true},
 		{``, toolFields{}, false},
+		// A top-level call_id comes first (docs/protocol.md §2.3.1).
+		{`{"details":{"call_id":"d"},"call_id":"t"}`, toolFields{callID: "t"}, true},
+		{`{"call_id":"t","details":{"call_id":"d"}}`, toolFields{callID: "t"}, true},
+		{`{"call_id":5,"details":{"call_id":"d"}}`, toolFields{callID: "d"}, true},
 	} {
 		var f toolFields
 		ok := readToolFields([]byte(c.in), &f)

@@ -296,3 +296,66 @@ func TestHandler(t *testing.T) {
 	assert.Equal(t, "b7ad6b7169203331", s.Parent.SpanID().String())
 	assert.True(t, s.Parent.IsRemote())
 }
+
+// TestToolSpansByCallID: a span per tool call, paired by call id
+// (docs/protocol.md §2.3.1) — CallTool's calls, calls whose id comes from
+// the tool's own protocol, interleaved, and an old call without one.
+func TestToolSpansByCallID(t *testing.T) {
+	e := newEnv(t, nil)
+	e.agent("agent:ken", []string{"skill:research"}, nil, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+		if _, err := router.CallTool(ctx, t, "mcp:search", "search", nil, func(ctx context.Context) (int, error) { return 3, nil }); err != nil {
+			return nil, err
+		}
+		if _, err := router.CallTool(ctx, t, "mcp:web", "fetch", nil, func(ctx context.Context) (int, error) {
+			return 0, router.Fail(protocol.CodeToolFailed, "gone", false, nil)
+		}); err == nil {
+			return nil, errors.New("the failing tool did not fail")
+		}
+		// Two calls with the ids of their own protocol, answered in the
+		// other order.
+		for _, c := range [][2]string{{"lc_1", "alpha"}, {"lc_2", "beta"}} {
+			if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"call_id": c[0], "tool": "langgraph:agent", "name": c[1]}); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := t.Emit(ctx, protocol.TypeToolError, "", &protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: "beta broke",
+			Details: map[string]any{"call_id": "lc_2"}}); err != nil {
+			return nil, err
+		}
+		if _, err := t.Emit(ctx, protocol.TypeToolResult, "", map[string]any{"call_id": "lc_1", "content": 1}); err != nil {
+			return nil, err
+		}
+		return &router.Result{Payload: map[string]any{"ok": true}}, nil
+	})
+	req := e.request("skill:research")
+	_, err := e.run(req)
+	require.NoError(t, err)
+	assert.Equal(t, ""+
+		"invoke_agent agent:ken result\n"+
+		"  execute_tool search\n"+
+		"  execute_tool fetch error TOOL_FAILED\n"+
+		"  execute_tool alpha\n"+
+		"  execute_tool beta error TOOL_FAILED\n", e.tree())
+
+	// Each call's span carries its call id, and each event its call's span.
+	spans := map[string]string{} // call id → span id
+	for _, m := range e.events(req.TaskID) {
+		id, ok := protocol.ToolCallID(m)
+		if !ok {
+			continue
+		}
+		if m.Type == protocol.TypeToolCall {
+			spans[id] = m.Trace.SpanID
+			continue
+		}
+		assert.Equal(t, spans[id], m.Trace.SpanID, "the %s of call %s carries the call's span", m.Type, id)
+	}
+	require.Len(t, spans, 4)
+	assert.Contains(t, attrList(e.span("execute_tool alpha")), "gen_ai.tool.call.id=lc_1")
+	assert.Contains(t, attrList(e.span("execute_tool beta")), "gen_ai.tool.call.id=lc_2")
+	for _, name := range []string{"search", "fetch"} {
+		s := e.span("execute_tool " + name)
+		id, _ := attr(s, "gen_ai.tool.call.id")
+		assert.Equal(t, spans[id], s.SpanContext.SpanID().String(), "the span of %s names its call", name)
+	}
+}
