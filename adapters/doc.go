@@ -50,6 +50,10 @@
 //     reads envelopes (no duplicate names, valid UTF-8, bounded depth) and
 //     [JSONError] turns a go-json-experiment/json error into an [*Error]
 //     with the code and JSON pointer of the offending value.
+//   - [CallID] gives a translated tool event its call id (docs/protocol.md
+//     §2.3.1): the outside system's id of the call when it can be kept,
+//     else a stable one derived from what names the call, the same for
+//     the call and its outcome.
 //   - [Links] links the outside protocol's message ids to the run, thread
 //     and task each message landed in, so that a reply joins the task of
 //     the message it answers and a task's events go out under the name

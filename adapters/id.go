@@ -1,6 +1,9 @@
 package adapters
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"unicode/utf8"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -21,4 +24,24 @@ func ValidForeignID(s string) bool {
 		}
 	}
 	return true
+}
+
+// CallID returns the call id (docs/protocol.md §2.3.1) of a tool call
+// whose outside id is id: id itself when it can be kept (not empty and
+// ValidForeignID), else one derived from id and parts: "call:" and 32 hex
+// digits of their SHA-256. parts name the call where the outside system
+// does not (its run, its message, its place in it), so that the same call
+// read again, and its outcome named by the same parts, get the same id.
+func CallID(id string, parts ...string) string {
+	if id != "" && ValidForeignID(id) {
+		return id
+	}
+	h := sha256.New()
+	for _, p := range append([]string{id}, parts...) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	return protocol.PrefixCall + hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -10,12 +10,15 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// Id prefixes of the envelope's ids (docs/protocol.md §1.1).
+// Id prefixes of the envelope's ids (docs/protocol.md §1.1), and of the
+// call id of a tool call refused before its tool.call was stored
+// (§2.3.1, §11.3).
 const (
 	IDPrefixMessage = "msg_"
 	IDPrefixRun     = "run_"
 	IDPrefixTask    = "task_"
 	IDPrefixThread  = "thr_"
+	IDPrefixCall    = "call_"
 )
 
 // IDOptions configures an [IDs] source. Nil or zero fields take defaults.

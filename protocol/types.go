@@ -176,6 +176,7 @@ const (
 	PrefixTask     = "task:"
 	PrefixRun      = "run:"
 	PrefixThread   = "thread:"
+	PrefixCall     = "call:" // tool call ids an adapter derives (§2.3.1)
 	PrefixArtifact = "artifact:"
 	PrefixSchema   = "schema://"
 	PrefixMCP      = "mcp:"

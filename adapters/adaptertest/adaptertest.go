@@ -78,8 +78,9 @@ func (o *Options) defaults() Options {
 // Run checks an adapter against the contract of package adapters:
 //
 //   - valid: each valid payload passes Inbound, giving at least one
-//     message, each passing protocol.Message.Validate and surviving
-//     protocol.Encode and protocol.Decode;
+//     message, each passing protocol.Message.Validate (and, for tool
+//     events, protocol.CheckToolCallID) and surviving protocol.Encode and
+//     protocol.Decode;
 //   - invalid: each invalid payload is refused with an *adapters.Error of
 //     a known code (the one given, when given);
 //   - roundtrip: CanHandle accepts the first inbound message, Outbound of
@@ -263,8 +264,10 @@ func Run(t *testing.T, a adapters.Adapter, opts *Options) {
 // raw) and an error describing how the contract was broken, if it was:
 // Inbound panicked; its error is not an *adapters.Error of this adapter,
 // with a known protocol.Code, matching adapters.ErrInbound; or a message is
-// nil, fails protocol.Message.Validate, or cannot be encoded and decoded
-// again as the store would. Fuzz targets call it on every input.
+// nil, fails protocol.Message.Validate, is a tool event that does not
+// state its call id as docs/protocol.md §2.3.1 asks
+// (protocol.CheckToolCallID), or cannot be encoded and decoded again as
+// the store would. Fuzz targets call it on every input.
 func CheckInbound(ctx context.Context, a adapters.Adapter, raw []byte) (msgs []*protocol.Message, problem error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -287,6 +290,9 @@ func CheckInbound(ctx context.Context, a adapters.Adapter, raw []byte) (msgs []*
 		}
 		if err := m.Validate(); err != nil {
 			return nil, fmt.Errorf("message %d fails Validate: %v", i, err)
+		}
+		if err := protocol.CheckToolCallID(m); err != nil {
+			return nil, fmt.Errorf("message %d, a %s, breaks the call id rule: %v", i, m.Type, err)
 		}
 		b, err := protocol.Encode(clone(m))
 		if err != nil {

@@ -12,8 +12,9 @@
 // # What Run checks
 //
 //   - Real payloads pass Inbound, and every message it returns passes
-//     protocol.Message.Validate and survives protocol.Encode and
-//     protocol.Decode, as the event store needs.
+//     protocol.Message.Validate (a tool event protocol.CheckToolCallID
+//     too: it names its call, docs/protocol.md §2.3.1) and survives
+//     protocol.Encode and protocol.Decode, as the event store needs.
 //   - Garbage never panics and is refused with a typed error: every prefix
 //     of each valid payload, byte flips, duplicate keys, invalid UTF-8,
 //     lone surrogates, each member and element replaced by a value of
@@ -43,7 +44,9 @@
 //   - Secret planted under credential names (authorization, x-api-key,
 //     cookie, token, …) in any object never reaches an envelope;
 //   - a Detector recognises everything Inbound accepts;
-//   - every task ends at most once over a whole stream (CheckTerminal).
+//   - every task ends at most once over a whole stream (CheckTerminal);
+//   - every tool outcome answers a call of its own task, once
+//     (CheckToolCalls, docs/protocol.md §2.3.1).
 //
 // A translator runs it next to Run:
 //

@@ -84,7 +84,10 @@ type Stream struct {
 //   - detect: an adapters.Detector recognises every valid payload (and
 //     stream input, and each indented) that Inbound accepts;
 //   - terminal: each valid payload, and each stream as a whole, gives at
-//     most one terminal event per task (CheckTerminal).
+//     most one terminal event per task (CheckTerminal);
+//   - toolcalls: in each valid payload and each stream as a whole, a tool
+//     outcome answers a call of its own task, and a call has at most one
+//     outcome (CheckToolCalls).
 func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 	t.Helper()
 	var o RulesOptions
@@ -242,6 +245,83 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 			}
 		}
 	})
+	t.Run("toolcalls", func(t *testing.T) {
+		for _, c := range o.Valid {
+			if _, err := CheckToolCalls(check(t, c.Name, c.Raw)); err != nil {
+				t.Errorf("%s: %v", c.Name, err)
+			}
+		}
+		for _, s := range o.Streams {
+			sa := a
+			if o.New != nil {
+				sa = o.New()
+			}
+			var all []*protocol.Message
+			for _, raw := range s.Inputs {
+				msgs, _ := CheckInbound(ctx, sa, raw) // reported by terminal
+				all = append(all, msgs...)
+			}
+			if _, err := CheckToolCalls(all); err != nil {
+				t.Errorf("%s: %v", s.Name, err)
+			}
+		}
+	})
+}
+
+// CheckToolCalls checks the tool events among msgs, the messages of one
+// outside run in order, against docs/protocol.md §2.3.1: each states its
+// call id (protocol.CheckToolCallID); an outcome whose call id names a
+// tool.call of msgs names one of its own task; a call has at most one
+// outcome. It returns the outcomes whose call id names no tool.call of
+// msgs — a call made before the stream began, or refused before it was
+// made — for a test of a whole run to assert there are none.
+func CheckToolCalls(msgs []*protocol.Message) (unpaired []*protocol.Message, err error) {
+	type call struct {
+		task     string
+		answered string // the id of its outcome
+	}
+	calls := map[string]*call{}
+	seen := map[string]bool{}
+	var problems []string
+	for _, m := range msgs {
+		if m == nil || seen[m.ID] {
+			continue
+		}
+		switch m.Type {
+		case protocol.TypeToolCall, protocol.TypeToolResult, protocol.TypeToolError:
+		default:
+			continue
+		}
+		seen[m.ID] = true
+		if err := protocol.CheckToolCallID(m); err != nil {
+			problems = append(problems, fmt.Sprintf("%s %s: %v", m.Type, m.ID, err))
+			continue
+		}
+		id, _ := protocol.ToolCallID(m)
+		c := calls[id]
+		if m.Type == protocol.TypeToolCall {
+			if c == nil {
+				calls[id] = &call{task: m.TaskID}
+			} else if c.task != m.TaskID {
+				problems = append(problems, fmt.Sprintf("call id %q names calls of tasks %s and %s", id, c.task, m.TaskID))
+			}
+			continue
+		}
+		switch {
+		case c == nil:
+			unpaired = append(unpaired, m)
+		case c.task != m.TaskID:
+			problems = append(problems, fmt.Sprintf("%s %s of call %q is in task %s, its call in %s", m.Type, m.ID, id, m.TaskID, c.task))
+		case c.answered != "":
+			problems = append(problems, fmt.Sprintf("call %q has two outcomes: %s and %s %s", id, c.answered, m.Type, m.ID))
+		default:
+			c.answered = m.ID
+		}
+	}
+	if len(problems) > 0 {
+		return unpaired, fmt.Errorf("tool events break docs/protocol.md §2.3.1:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return unpaired, nil
 }
 
 // sortedKeys returns the labels of variants in order, so that a run is

@@ -36,6 +36,44 @@ func TestCheckTerminal(t *testing.T) {
 	}
 }
 
+// TestCheckToolCalls: calls and outcomes pair by call id within their
+// task, once; an outcome of no call in the stream is returned, not an
+// error.
+func TestCheckToolCalls(t *testing.T) {
+	ok := []*protocol.Message{
+		msg(protocol.TypeToolCall, "m1", "t1", `{"call_id":"c1","name":"search"}`),
+		msg(protocol.TypeToolCall, "m2", "t1", `{"call_id":"c2","name":"fetch"}`),
+		msg(protocol.TypeToolError, "m3", "t1", `{"code":"TOOL_FAILED","message":"x","retryable":false,"details":{"call_id":"c2"}}`),
+		msg(protocol.TypeToolResult, "m4", "t1", `{"call_id":"c1","content":[]}`),
+		msg(protocol.TypeToolResult, "m4", "t1", `{"call_id":"c1","content":[]}`), // the same event again
+		msg(protocol.TypeToolCall, "m5", "t1", `{"call_id":"c3","partial":true}`),
+		msg(protocol.TypeToolCall, "m6", "t1", `{"call_id":"c3"}`), // the whole call after its piece
+		msg(protocol.TypeToolError, "m7", "t2", `{"code":"POLICY_DENIED","message":"x","retryable":false,"details":{"call_id":"call_refused"}}`),
+		msg(protocol.TypeTaskResult, "m8", "t1", `{"call_id":7}`),
+	}
+	unpaired, err := adaptertest.CheckToolCalls(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unpaired) != 1 || unpaired[0].ID != "m7" {
+		t.Fatalf("unpaired %v, want the refused call's error m7", unpaired)
+	}
+	for name, c := range map[string]struct {
+		extra *protocol.Message
+		want  string
+	}{
+		"second outcome":   {msg(protocol.TypeToolResult, "m9", "t1", `{"call_id":"c1"}`), `call "c1" has two outcomes`},
+		"other task":       {msg(protocol.TypeToolResult, "m9", "t2", `{"call_id":"c3"}`), "is in task t2, its call in t1"},
+		"call elsewhere":   {msg(protocol.TypeToolCall, "m9", "t2", `{"call_id":"c1"}`), "names calls of tasks t1 and t2"},
+		"no call id":       {msg(protocol.TypeToolResult, "m9", "t1", `{"content":1}`), "call_id"},
+		"error in the top": {msg(protocol.TypeToolError, "m9", "t1", `{"code":"TOOL_FAILED","call_id":"c3"}`), "details/call_id"},
+	} {
+		if _, err := adaptertest.CheckToolCalls(append(ok[:len(ok):len(ok)], c.extra)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", name, err, c.want)
+		}
+	}
+}
+
 func TestCheckStorable(t *testing.T) {
 	small := msg(protocol.TypeTaskResult, "m1", "t1", `"x"`)
 	if err := adaptertest.CheckStorable([]*protocol.Message{small}); err != nil {
