@@ -3,10 +3,12 @@ package crewai
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -305,7 +307,11 @@ func (a *Adapter) chunk(ctx context.Context, _ []byte, top map[string]jsonValue)
 	from := protocol.Participant{AgentID: agentOf(ch.AgentRole), Role: ch.AgentRole}
 	if ch.ChunkType == "tool_call" && ch.ToolCall != nil {
 		args := toolArgs(jsontextString(ch.ToolCall.Arguments))
-		p := map[string]any{"tool": "crewai", "name": ch.ToolCall.ToolName, "args": json.RawMessage(args), "call_id": ch.ToolCall.ToolID, "index": ch.ToolCall.Index, "partial": true}
+		// The pieces of one call share its call id (docs/protocol.md
+		// §2.3.1): tool_id, else one derived from the run, the task and
+		// the call's index, which every piece of it carries.
+		callID := adapters.CallID(ch.ToolCall.ToolID, exec, ch.TaskID, strconv.Itoa(ch.ToolCall.Index))
+		p := map[string]any{"tool": "crewai", "name": ch.ToolCall.ToolName, "args": json.RawMessage(args), "call_id": callID, "index": ch.ToolCall.Index, "partial": true}
 		return b.emit(protocol.TypeToolCall, task, parent, from, nil, p)
 	}
 	if ch.ChunkType != "text" && ch.ChunkType != "" {

@@ -34,6 +34,10 @@
 //	tool_usage_error, tool_execution_error,                              tool.error with TOOL_FAILED, INVALID_FIELD
 //	tool_validate_input_error,                                           (validate) or TOOL_NOT_FOUND (selection);
 //	tool_selection_error                                                 details {name, call_id, args}
+//	                                                                     call_id (docs/protocol.md §2.3.1): the call's
+//	                                                                     started_event_id; without one, the latest open
+//	                                                                     call of that tool name in the run; else the
+//	                                                                     outcome's own event id (it names no call)
 //	"Delegate work to coworker",         tool.call + task.request        delegation: a subtask "task:<call event id>",
 //	"Ask question to coworker" calls                                     parent the delegating task, to the coworker
 //	                                                                     (tool_args.coworker); the coworker's events land
@@ -78,7 +82,9 @@
 //	  human_feedback, is_approve}                 is_approve}, meta.crewai_task_id
 //	{status: resumed|retrying, message}           task.progress
 //	StreamChunk                                   chat.message {text, partial: true} or, for a tool_call chunk,
-//	                                              tool.call {…, partial: true}
+//	                                              tool.call {…, partial: true}; call_id = tool_call.tool_id, else
+//	                                              "call:<hash>" of the run, task_id and tool_call.index, the same
+//	                                              for every piece of the call (adapters.CallID)
 //
 // Ids. An event's id is its event_id (id); a second envelope of one event
 // adds "/delegate" or "/result". A crewAI run x (trace, kickoff or

@@ -3,6 +3,7 @@ package crewai_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/adaptertest"
 	"github.com/clutchprotocol/clutch/adapters/crewai"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -248,4 +250,48 @@ func TestDetect(t *testing.T) {
 	}
 	assert.False(t, a.Detect([]byte(`{"protocol":"multiagent-1.0"}`)))
 	assert.False(t, a.Detect([]byte(`[1]`)))
+}
+
+// TestToolCallsPair: in every fixture, each tool outcome answers a
+// tool.call of its task by call id (docs/protocol.md §2.3.1), once; the
+// recorded delegation's call and result share the tool_usage_started
+// event's id.
+func TestToolCallsPair(t *testing.T) {
+	for _, c := range allFixtures(t) {
+		msgs := inbound(t, crewai.New(nil), c.Raw)
+		unpaired, err := adaptertest.CheckToolCalls(msgs)
+		require.NoError(t, err, c.Name)
+		assert.Empty(t, unpaired, "%s: outcomes of no call", c.Name)
+	}
+	msgs := inbound(t, crewai.New(nil), read(t, "trace_batch_delegation_sequential.json"))
+	call, res := msgs[5], msgs[11]
+	require.Equal(t, protocol.TypeToolCall, call.Type)
+	require.Equal(t, protocol.TypeToolResult, res.Type)
+	cid, _ := protocol.ToolCallID(call)
+	rid, _ := protocol.ToolCallID(res)
+	assert.Equal(t, "7d7aec22-3674-46ef-b79f-a6dca2285d76", cid)
+	assert.Equal(t, cid, rid)
+}
+
+// TestChunkCallIDs: a streamed tool call keeps its tool_id; without one,
+// every piece of a call (same run, task and index) gets one derived id,
+// and another call another.
+func TestChunkCallIDs(t *testing.T) {
+	chunk := func(toolID string, index int) []byte {
+		return []byte(`{"content":"","chunk_type":"tool_call","task_index":0,"task_name":"","task_id":"task-123","agent_role":"Researcher","agent_id":"","tool_call":{"tool_id":"` +
+			toolID + `","tool_name":"search","arguments":"{\"q\":","index":` + strconv.Itoa(index) + `}}`)
+	}
+	id := func(raw []byte) string {
+		msgs := inbound(t, crewai.New(nil), raw)
+		require.Len(t, msgs, 1)
+		require.NoError(t, protocol.CheckToolCallID(msgs[0]))
+		id, _ := protocol.ToolCallID(msgs[0])
+		return id
+	}
+	assert.Equal(t, "call-123", id(chunk("call-123", 0)))
+	first, again, other := id(chunk("", 0)), id(chunk("", 0)), id(chunk("", 1))
+	assert.True(t, strings.HasPrefix(first, protocol.PrefixCall), first)
+	assert.Equal(t, first, again, "the pieces of one call share its id")
+	assert.NotEqual(t, first, other)
+	assert.True(t, strings.HasPrefix(id(chunk(strings.Repeat("x", 300), 0)), protocol.PrefixCall), "an id too long to keep is replaced")
 }
