@@ -55,6 +55,21 @@
 // id, data) and the message's place in it, so a re-delivered or re-joined
 // stream gives the same ids and the event store deduplicates it.
 //
+// Tool call ids (docs/protocol.md §2.3.1). A tool.call and its tool.result
+// or tool.error carry LangGraph's id of the call as call_id: the AI
+// message's tool_calls[i].id and the tool message's tool_call_id, an
+// events record's run_id (of the tool's run), a protocol tools event's
+// tool_call_id; an id too long to keep is replaced by adapters.CallID of
+// it, the same for the call and its outcome. A call LangGraph gives no id
+// (the astream_events records of LangChain's own tests blank run_id) gets
+// one derived from the run and the frame, and an outcome without an id
+// answers the oldest call of the same Stream that had none, is not
+// answered and has the same tool name; with none, its id names no call.
+// A call has one outcome: a tool message reported again, by another
+// stream mode or in a frame translated by a later Inbound call (the
+// Translator remembers the latest 8192 answered calls), is kept as
+// task.progress langgraph.message.v1.
+//
 // An interrupt is reported as task.error INPUT_REQUIRED (not an extension
 // event): it is the code of "the agent needs input" (a task that waits for
 // an answer resolves its handle with it too), and the interrupt ids stay

@@ -82,6 +82,11 @@ type Translator struct {
 	opts    Options
 	unknown atomic.Int64
 	ended   endedSet // tasks given their terminal event by any Stream
+	// answered holds the tool calls given their outcome by any Stream
+	// (run and call id): one outcome a call (docs/protocol.md §2.3.1)
+	// when several stream modes, or frames translated one per call,
+	// report the same tool message.
+	answered endedSet
 }
 
 // maxEnded bounds the task attempts a Translator remembers as ended.

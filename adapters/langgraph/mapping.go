@@ -429,7 +429,7 @@ func (s *Stream) messageTools(o map[string]any, node string) {
 				s.calls[id] = true
 			}
 			name := str(co, "name")
-			s.emit(protocol.TypeToolCall, "", "", "", map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "args": co["args"], "call_id": id},
+			s.emit(protocol.TypeToolCall, "", "", "", map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "args": co["args"], "call_id": s.callID(id, name)},
 				map[string]any{MetaToolCallID: id, MetaNode: node, MetaMessageID: str(o, "id")})
 		}
 	case "tool":
@@ -442,16 +442,23 @@ func (s *Stream) messageTools(o map[string]any, node string) {
 		}
 		name := str(o, "name")
 		meta := map[string]any{MetaToolCallID: id, MetaNode: node, MetaMessageID: str(o, "id")}
+		if s.answered(id) {
+			// Answered in an earlier Stream (frames translated one per
+			// call): one outcome a call, the repeat kept as progress.
+			s.emit(protocol.TypeTaskProgress, "", "", PayloadMessage, o, meta)
+			return
+		}
+		callID := s.outcomeID(id, name)
 		if str(o, "status") == "error" {
 			msg, _ := o["content"].(string)
 			if msg == "" {
 				msg = "tool " + name + " failed"
 			}
 			s.emit(protocol.TypeToolError, "", "", "", protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: msg,
-				Details: map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": id}}, meta)
+				Details: map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": callID}}, meta)
 			return
 		}
-		pl := map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": id, "content": o["content"]}
+		pl := map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": callID, "content": o["content"]}
 		if a := o["artifact"]; a != nil {
 			pl["structuredContent"] = a
 		}
@@ -492,21 +499,21 @@ func (s *Stream) streamEvent(o map[string]any) error {
 	}
 	switch ev {
 	case "on_tool_start":
-		s.emit(protocol.TypeToolCall, "", "", "", map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "args": data["input"], "call_id": runID}, mergeMeta(meta, MetaToolCallID, runID))
+		s.emit(protocol.TypeToolCall, "", "", "", map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "args": data["input"], "call_id": s.callID(runID, name)}, mergeMeta(meta, MetaToolCallID, runID))
 	case "on_tool_end":
 		out := data["output"]
 		if om, ok := out.(map[string]any); ok && isMessage(om) && role(om) == "tool" {
 			s.messageTools(om, node)
 			return nil
 		}
-		s.emit(protocol.TypeToolResult, "", "", "", map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": runID, "content": out}, mergeMeta(meta, MetaToolCallID, runID))
+		s.emit(protocol.TypeToolResult, "", "", "", map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": s.outcomeID(runID, name), "content": out}, mergeMeta(meta, MetaToolCallID, runID))
 	case "on_tool_error":
 		msg := "tool " + name + " failed"
 		if e, ok := data["error"].(string); ok && e != "" {
 			msg = e
 		}
 		s.emit(protocol.TypeToolError, "", "", "", protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: msg,
-			Details: map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": runID, "error": data["error"]}}, mergeMeta(meta, MetaToolCallID, runID))
+			Details: map[string]any{"tool": "langgraph:" + toolOwner(node), "name": name, "call_id": s.outcomeID(runID, name), "error": data["error"]}}, mergeMeta(meta, MetaToolCallID, runID))
 	case "on_chat_model_stream", "on_llm_stream":
 		if ch, ok := data["chunk"].(map[string]any); ok && isMessage(ch) {
 			return s.message(ch, node, md, true)
@@ -652,7 +659,7 @@ func (s *Stream) protocolEvent(method string, o map[string]any) error {
 		meta := map[string]any{MetaToolCallID: id}
 		switch str(d, "event") {
 		case "tool-started":
-			s.emit(protocol.TypeToolCall, "", "", "", map[string]any{"tool": "langgraph:graph", "name": str(d, "tool_name"), "args": d["input"], "call_id": id}, meta)
+			s.emit(protocol.TypeToolCall, "", "", "", map[string]any{"tool": "langgraph:graph", "name": str(d, "tool_name"), "args": d["input"], "call_id": s.callID(id, str(d, "tool_name"))}, meta)
 		case "tool-finished":
 			if om, ok := d["output"].(map[string]any); ok && isMessage(om) {
 				s.messageTools(om, "")
@@ -660,13 +667,13 @@ func (s *Stream) protocolEvent(method string, o map[string]any) error {
 					return nil
 				}
 			}
-			s.emit(protocol.TypeToolResult, "", "", "", map[string]any{"tool": "langgraph:graph", "call_id": id, "content": d["output"]}, meta)
+			s.emit(protocol.TypeToolResult, "", "", "", map[string]any{"tool": "langgraph:graph", "call_id": s.outcomeID(id, ""), "content": d["output"]}, meta)
 		case "tool-error":
 			msg := str(d, "message")
 			if msg == "" {
 				msg = "tool failed"
 			}
-			s.emit(protocol.TypeToolError, "", "", "", protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: msg, Details: map[string]any{"call_id": id}}, meta)
+			s.emit(protocol.TypeToolError, "", "", "", protocol.ErrorPayload{Code: protocol.CodeToolFailed, Message: msg, Details: map[string]any{"call_id": s.outcomeID(id, "")}}, meta)
 		default:
 			s.emit(protocol.TypeTaskProgress, "", "", PayloadEvent, data, meta)
 		}

@@ -49,6 +49,7 @@ type Stream struct {
 	partial map[string]int            // message id -> text length reported
 	calls   map[string]bool           // tool call ids reported as tool.call
 	results map[string]bool           // tool call ids reported as tool.result/error
+	anon    []anonCall                // calls LangGraph gave no id, unanswered, oldest first
 	asked   map[string]bool           // interrupt ids reported as INPUT_REQUIRED
 	started map[string]bool           // tasks given their task.request
 	ended   map[string]bool           // tasks given their terminal event
@@ -68,6 +69,53 @@ type Stream struct {
 	ts    string
 	out   []*protocol.Message
 	err   error
+}
+
+// anonCall is a tool call LangGraph gave no id: its derived call id.
+type anonCall struct{ name, id string }
+
+// callID returns the call id (docs/protocol.md §2.3.1) of a tool call
+// LangGraph names id (tool_calls[i].id, tool_call_id, the tool's run_id):
+// id itself, or adapters.CallID of it when it cannot be kept. A call
+// without one gets an id derived from the run and from the frame and
+// place of its tool.call, and waits for an outcome without one
+// (outcomeID).
+func (s *Stream) callID(id, name string) string {
+	if id != "" {
+		return adapters.CallID(id)
+	}
+	cid := adapters.CallID("", s.run, hex.EncodeToString(s.key[:]), strconv.Itoa(s.n))
+	s.anon = append(s.anon, anonCall{name: name, id: cid})
+	return cid
+}
+
+// outcomeID returns the call id of a tool outcome LangGraph names id (as
+// callID). An outcome without one answers the oldest call of the stream
+// that had none either, is not answered yet and has the same tool name
+// (either name may be unknown); with no such call it gets an id of its
+// own, which names no call.
+func (s *Stream) outcomeID(id, name string) string {
+	if id != "" {
+		return adapters.CallID(id)
+	}
+	for i, c := range s.anon {
+		if c.name == name || c.name == "" || name == "" {
+			s.anon = slices.Delete(s.anon, i, i+1)
+			return c.id
+		}
+	}
+	return adapters.CallID("", s.run, hex.EncodeToString(s.key[:]), strconv.Itoa(s.n))
+}
+
+// answered records that the call LangGraph names id has its outcome, and
+// reports whether it had one already (from this Stream or another of the
+// Translator); a call without an id is never answered twice.
+func (s *Stream) answered(id string) bool {
+	if id == "" {
+		return false
+	}
+	s.ensureRun() // the run its events land in
+	return s.t.answered.end(s.run + "\x00" + id)
 }
 
 // NewStream returns a Stream translating into scope.
