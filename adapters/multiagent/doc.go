@@ -27,8 +27,8 @@
 //	                                                                     else domain's; else by type: execute, tool.call
 //	                                                                     (tool.*), analyze (chat.*), reflect (agent.*)
 //	task, inputs, content, payload {task, inputs, content, outputs,       the payload's members when it has that shape; else
-//	outputs, confidence    confidence}, verbatim (the multiagent body)   task = payload_type or type, content = {type
-//	                                                                     text, text} for a string payload, {type json (or
+//	outputs, confidence    confidence}, verbatim (the multiagent body);  task = payload_type or type, content = {type
+//	                       tool events add call_id (below)               text, text} for a string payload, {type json (or
 //	                                                                     tool_result), data: payload} otherwise
 //	outputs.artifacts      kept in the payload; each with a uri also     the payload's; else one artifact per attachment
 //	                       an attachment {kind "url" | "artifact_ref" |  {kind, name, uri: ref}
@@ -91,6 +91,15 @@
 // to its last parent's task ("task:<parent>" when the Index does not know
 // it), or to "task:<id>" without parents; agent.* messages have their
 // own.
+//
+// Tool call ids (docs/protocol.md §2.3.1). A tool event's payload holds
+// call_id next to the body (in details.call_id for a tool.error): a
+// tool.call's is its own id (trace.id); an answer or failure of intent
+// tool.call names the call it answers, its last trace.parents entry (an
+// id over 256 bytes hashed by adapters.CallID, as the call's own would
+// have been refused), or, without parents, a "call:" id derived from its
+// own id, which names no call. Outbound leaves call_id out: trace.id and
+// trace.parents carry it.
 //
 // Proposed requests. Each outputs.next_actions[i] also becomes a
 // task.request that still goes through routing (no recipient; a Policy

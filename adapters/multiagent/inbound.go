@@ -111,6 +111,14 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		m.Domain = info.Domain
 	}
 	payload := w.payload()
+	// The call a tool event names (docs/protocol.md §2.3.1): a call is
+	// its own message; an answer or failure answers its last parent.
+	callID := func() string {
+		if n := len(w.parents); n > 0 {
+			return adapters.CallID(w.parents[n-1])
+		}
+		return adapters.CallID("", m.ID) // answers nothing known: its own
+	}
 	switch {
 	case w.handshake:
 		m.Type, m.TaskID = protocol.TypeAgentRegister, own
@@ -132,7 +140,11 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 			m.Type = protocol.TypeToolError
 		}
 		m.TaskID = cmpOr(parentTask, own)
-		m.Payload = errorPayload(w, payload)
+		cid := ""
+		if m.Type == protocol.TypeToolError {
+			cid = callID()
+		}
+		m.Payload = errorPayload(w, payload, cid)
 	default:
 		m.Type = info.Answer
 		if w.intent == ToolCall && w.contentType != ContentToolResult || w.intent != ToolCall && (w.role == RoleUser || w.role == RoleSystem) {
@@ -140,6 +152,12 @@ func (a *Adapter) toEnvelope(ctx context.Context, raw []byte, w *wire) ([]*proto
 		}
 		m.PayloadType = PayloadType(w.intent)
 		m.Payload = payload
+		switch m.Type {
+		case protocol.TypeToolCall:
+			m.Payload = withCallID(payload, m.ID)
+		case protocol.TypeToolResult:
+			m.Payload = withCallID(payload, callID())
+		}
 		if m.Type == protocol.TypeTaskRequest || m.Type == protocol.TypeToolCall {
 			m.TaskID, m.ParentTaskID = own, parentTask
 		} else {
@@ -208,12 +226,24 @@ func (w *wire) payload() []byte {
 	return rawjson.Object(ms)
 }
 
+// withCallID returns a tool event's body with call_id first (Outbound
+// leaves it out again: the ids it comes from go out as trace.id and
+// trace.parents).
+func withCallID(body []byte, callID string) []byte {
+	ms, _ := rawjson.Members(body) // the body is an object built by payload
+	return rawjson.Object(append([]rawjson.Member{rawjson.Field("call_id", quote(callID))}, ms...))
+}
+
 // errorPayload maps content.type "error" to the wire error of docs/protocol.md
 // §5.4: content.data.code when it is a protocol code (or a CLowl
 // E-code), else INTERNAL; content.text as the message; the body kept
-// whole in details.multiagent.
-func errorPayload(w *wire, body []byte) []byte {
+// whole in details.multiagent; for a tool.error, the call it answers in
+// details.call_id (callID, "" for other types).
+func errorPayload(w *wire, body []byte, callID string) []byte {
 	ep := protocol.ErrorPayload{Code: protocol.CodeInternal, Details: map[string]any{detailBody: rawjson.ToAny(body)}}
+	if callID != "" {
+		ep.Details["call_id"] = callID
+	}
 	cm, _ := rawjson.Members(w.Content)
 	for _, mb := range cm {
 		switch mb.Name {

@@ -389,3 +389,60 @@ func TestDetect(t *testing.T) {
 		}
 	}
 }
+
+// TestToolCallIDs: a tool.call names itself, its answer and its failure
+// name it by their last parent (docs/protocol.md §2.3.1); an answer
+// without parents names no call; Outbound leaves call_id out and the
+// round trip gives the same envelope.
+func TestToolCallIDs(t *testing.T) {
+	a := multiagent.New(nil)
+	var msgs []*protocol.Message
+	for _, raw := range [][]byte{
+		env("system", "tool.call", `{"type":"json","data":{"url":"https://example.com"}}`, `"trace":{"id":"m_call"}`),
+		env("system", "tool.call", `{"type":"json","data":{"url":"https://example.org"}}`, `"trace":{"id":"m_call2"}`),
+		env("tool", "tool.call", `{"type":"tool_result","data":{"ok":true}}`, `"trace":{"id":"m_res","parents":["m_root","m_call"]}`),
+		env("tool", "tool.call", `{"type":"error","text":"blocked","data":{"code":"TOOL_FAILED"}}`, `"trace":{"id":"m_err","parents":["m_call2"]}`),
+	} {
+		msgs = append(msgs, inbound(t, a, raw)...)
+	}
+	unpaired, err := adaptertest.CheckToolCalls(msgs)
+	if err != nil || len(unpaired) != 0 {
+		t.Fatalf("pairing: %v, unpaired %v", err, unpaired)
+	}
+	want := []struct {
+		typ protocol.Type
+		id  string
+	}{{protocol.TypeToolCall, "m_call"}, {protocol.TypeToolCall, "m_call2"}, {protocol.TypeToolResult, "m_call"}, {protocol.TypeToolError, "m_call2"}}
+	for i, m := range msgs {
+		id, _ := protocol.ToolCallID(m)
+		if m.Type != want[i].typ || id != want[i].id {
+			t.Errorf("message %d: %s %q, want %s %q", i, m.Type, id, want[i].typ, want[i].id)
+		}
+		out, err := a.Outbound(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), "call_id") {
+			t.Errorf("message %d goes out with its call_id: %s", i, out)
+		}
+		if err := adaptertest.CheckFixpoint(context.Background(), a, m); err != nil {
+			t.Errorf("message %d: %v", i, err)
+		}
+	}
+
+	// The canonical tool result answers msg_002, which is no tool.call:
+	// its call id names no call.
+	var res *protocol.Message
+	for _, c := range examples(t) {
+		if strings.HasPrefix(c.Name, "03-") {
+			res = inbound(t, multiagent.New(nil), c.Raw)[0]
+		}
+	}
+	if id, _ := protocol.ToolCallID(res); res.Type != protocol.TypeToolResult || id != "msg_002" {
+		t.Errorf("the canonical tool result: %s %q", res.Type, id)
+	}
+	alone := inbound(t, multiagent.New(nil), env("tool", "tool.call", `{"type":"tool_result","data":{}}`, `"trace":{"id":"m_lone"}`))[0]
+	if id, _ := protocol.ToolCallID(alone); !strings.HasPrefix(id, protocol.PrefixCall) {
+		t.Errorf("an answer without parents: call id %q", id)
+	}
+}

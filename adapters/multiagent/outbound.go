@@ -202,7 +202,7 @@ func (e *outEnv) body(m *protocol.Message) error {
 			return nil
 		}
 	}
-	if rawjson.Kind(m.Payload) == '{' && isBody(m.Payload) {
+	if rawjson.Kind(m.Payload) == '{' && isBody(m.Payload, m.Type == protocol.TypeToolCall || m.Type == protocol.TypeToolResult) {
 		if err := e.fromBody(m.Payload); err != nil {
 			return err
 		}
@@ -242,8 +242,8 @@ func (e *outEnv) body(m *protocol.Message) error {
 
 // isBody reports whether a payload object is a multiagent body: it has a
 // content object with a type, or a string task and nothing the body does
-// not define.
-func isBody(p []byte) bool {
+// not define (but the call_id Inbound adds to a tool event's, when tool).
+func isBody(p []byte, tool bool) bool {
 	ms, err := rawjson.Members(p)
 	if err != nil {
 		return false
@@ -258,6 +258,10 @@ func isBody(p []byte) bool {
 		case "task":
 			hasTask = rawjson.Kind(mb.Value) == '"'
 		case "inputs", "outputs", "confidence":
+		case "call_id":
+			if !tool {
+				return false
+			}
 		default:
 			return false
 		}
