@@ -28,7 +28,9 @@
 //	ToolCallExecutionEvent           tool.result per result;     the FunctionExecutionResult as sent; an error:
 //	                                 tool.error when is_error    §5.4 {code TOOL_FAILED, message: content,
 //	                                                             details {autogen: the result but its content,
-//	                                                             name, call_id}}
+//	                                                             name, call_id}}; call_id (docs/protocol.md
+//	                                                             §2.3.1) is the FunctionCall's id on the call
+//	                                                             and the result's call_id on its outcome
 //	ModelClientStreamingChunkEvent   task.progress, meta.partial {"text", "full_message_id"?}
 //	ThoughtEvent                     task.progress, meta.thought {"text"}
 //	UserInputRequestedEvent          task.progress,              {"text", "request_id"}
