@@ -17,18 +17,24 @@ import (
 )
 
 // CallPayload is the payload of a tool.call event (docs/protocol.md §2.3, §10
-// step 5: {tool: "mcp:browser", args}).
+// step 5: {call_id, tool: "mcp:browser", name, args}).
 type CallPayload struct {
-	Tool string          `json:"tool"` // the server id, "mcp:<server>"
-	Name string          `json:"name"` // the tool's name on the server
-	Args json.RawMessage `json:"args"` // the arguments, a JSON object
+	// CallID is the call id of docs/protocol.md §2.3.1, which the call's
+	// tool.result or tool.error states too: the tool.call event's own id.
+	// Call leaves it empty, and router.Task.Emit sets it as it stores the
+	// event (MCP's own JSON-RPC request id belongs to one connection and
+	// starts again after a reconnect, so it names no call in a task).
+	CallID string          `json:"call_id,omitempty"`
+	Tool   string          `json:"tool"` // the server id, "mcp:<server>"
+	Name   string          `json:"name"` // the tool's name on the server
+	Args   json.RawMessage `json:"args"` // the arguments, a JSON object
 }
 
 // ResultPayload is the payload of a tool.result event (docs/protocol.md §2.3).
 type ResultPayload struct {
 	Tool   string `json:"tool"`    // "mcp:<server>"
 	Name   string `json:"name"`    // the tool's name
-	CallID string `json:"call_id"` // the id of the tool.call event
+	CallID string `json:"call_id"` // the call id: the id of the tool.call event (§2.3.1)
 	// Content is the MCP content array (text, image, resource, ...).
 	Content json.RawMessage `json:"content,omitempty"`
 	// StructuredContent is the tool's structured result, validated against
@@ -113,7 +119,10 @@ var errDeadline = errors.New("mcp: the call's deadline passed")
 //     "open" leaves it to the policy's defaults. Otherwise: a tool.error
 //     POLICY_DENIED. Every connection is dialled through the policy; a
 //     refused dial is a tool.error POLICY_DENIED as well.
-//  2. A tool.call event {tool, name, args}.
+//  2. A tool.call event {call_id, tool, name, args}; its call_id, the
+//     event's own id, is the call id of all the call's events
+//     (docs/protocol.md §2.3.1). A call refused in step 1 has no tool.call,
+//     and its tool.error a new call id ("call_…") that names no call.
 //  3. The call, with a deadline (CallOptions.Timeout, else the server's,
 //     else the client's; 30 s by default) and a progress token: progress
 //     notifications become task.progress events of t while the call is
@@ -160,7 +169,7 @@ func (c *Client) Call(ctx context.Context, t *router.Task, server, tool string, 
 	if err != nil {
 		return nil, fmt.Errorf("mcp: recording the tool.call: %w", err)
 	}
-	callID := callEv.ID
+	callID, _ := protocol.ToolCallID(callEv) // the event's id (see CallPayload)
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = s.timeout()
@@ -195,7 +204,7 @@ func (c *Client) Call(ctx context.Context, t *router.Task, server, tool string, 
 		c.enrich(cctx, s, &oc)
 		return nil, c.fail(rctx, t, callID, oc, base, err)
 	}
-	return c.result(rctx, t, s, callEv, tool, res)
+	return c.result(rctx, t, s, callEv, callID, tool, res)
 }
 
 // callTool sends tools/call, connecting first when needed. A call that
@@ -250,7 +259,7 @@ func (c *Client) enrich(ctx context.Context, s *server, oc *outcome) {
 }
 
 // result maps a CallToolResult to tool.result or tool.error.
-func (c *Client) result(ctx context.Context, t *router.Task, s *server, callEv *protocol.Message, tool string, res *sdk.CallToolResult) (*ToolResult, error) {
+func (c *Client) result(ctx context.Context, t *router.Task, s *server, callEv *protocol.Message, callID, tool string, res *sdk.CallToolResult) (*ToolResult, error) {
 	sid := ServerID(s.cfg.Name)
 	base := map[string]any{"tool": sid, "name": tool, "server": s.cfg.Name}
 	tr := &ToolResult{Server: s.cfg.Name, Tool: tool, IsError: res.IsError, Raw: res, CallEvent: callEv}
@@ -265,7 +274,7 @@ func (c *Client) result(ctx context.Context, t *router.Task, s *server, callEv *
 		oc := outcome{code: protocol.CodeTooLarge, message: fmt.Sprintf("the result of %d bytes exceeds the limit of %d bytes", size, s.limit)}
 		oc.detail("bytes", size)
 		oc.detail("limit", s.limit)
-		return nil, c.fail(ctx, t, callEv.ID, oc, base, nil)
+		return nil, c.fail(ctx, t, callID, oc, base, nil)
 	}
 	if res.IsError {
 		oc := classifyResult(res)
@@ -276,7 +285,7 @@ func (c *Client) result(ctx context.Context, t *router.Task, s *server, callEv *
 			}
 		}
 		c.enrich(ctx, s, &oc)
-		te := c.fail(ctx, t, callEv.ID, oc, base, nil)
+		te := c.fail(ctx, t, callID, oc, base, nil)
 		tr.Event = te.Event
 		return tr, te
 	}
@@ -287,16 +296,16 @@ func (c *Client) result(ctx context.Context, t *router.Task, s *server, callEv *
 				oc.detail("structuredContent", tr.StructuredContent)
 			}
 		}
-		return tr, c.fail(ctx, t, callEv.ID, oc, base, nil)
+		return tr, c.fail(ctx, t, callID, oc, base, nil)
 	}
-	p := &ResultPayload{Tool: sid, Name: tool, CallID: callEv.ID, Content: tr.Content, StructuredContent: tr.StructuredContent}
+	p := &ResultPayload{Tool: sid, Name: tool, CallID: callID, Content: tr.Content, StructuredContent: tr.StructuredContent}
 	if size > c.opts.InlineResultBytes {
 		blob, _ := json.Marshal(map[string]json.RawMessage{"content": tr.Content, "structuredContent": orNull(tr.StructuredContent)})
 		ref, err := t.PutArtifact(ctx, "application/json", blob)
 		if err != nil {
 			return tr, fmt.Errorf("mcp: storing the result artifact: %w", err)
 		}
-		p = &ResultPayload{Tool: sid, Name: tool, CallID: callEv.ID, Artifact: ref, Bytes: len(blob)}
+		p = &ResultPayload{Tool: sid, Name: tool, CallID: callID, Artifact: ref, Bytes: len(blob)}
 	}
 	ev, err := t.Emit(ctx, protocol.TypeToolResult, "", p)
 	if err != nil {
@@ -354,12 +363,15 @@ func (c *Client) checkOutput(ctx context.Context, s *server, tool string, struct
 	return outcome{}, false
 }
 
-// fail records a tool.error and returns its *ToolError.
+// fail records a tool.error and returns its *ToolError. callID is ""
+// for a call refused before its tool.call: its error gets a call id of
+// its own, which names no call (docs/protocol.md §2.3.1).
 func (c *Client) fail(ctx context.Context, t *router.Task, callID string, o outcome, base map[string]any, cause error) *ToolError {
 	details := mergeDetails(base, o.details)
-	if callID != "" {
-		details["call_id"] = callID
+	if callID == "" {
+		callID = protocol.NewID(protocol.IDPrefixCall)
 	}
+	details["call_id"] = callID
 	te := &ToolError{Code: o.code, Message: o.message, Retryable: o.retryable, Details: details, Err: cause}
 	ev, err := t.Emit(ctx, protocol.TypeToolError, "", te.Payload())
 	if err != nil {

@@ -37,7 +37,7 @@ func TestCallResultEvents(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 	call, _ := protocol.DecodePayload[mcp.CallPayload](tev[0])
-	if call.Tool != "mcp:go" || call.Name != "echo" || string(call.Args) != `{"text":"hi"}` {
+	if call.CallID != tev[0].ID || call.Tool != "mcp:go" || call.Name != "echo" || string(call.Args) != `{"text":"hi"}` {
 		t.Errorf("tool.call payload %+v", call)
 	}
 	if len(tev[0].To) != 0 || tev[0].From.AgentID != "agent:caller" {

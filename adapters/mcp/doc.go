@@ -82,7 +82,7 @@
 //	                   agent card's tools/servers must include "mcp:<server>",
 //	                   else tool.error POLICY_DENIED; for an HTTP server also
 //	                   the card's security.network (see Egress below)
-//	tool.call          {tool: "mcp:<server>", name, args}           (CallPayload)
+//	tool.call          {call_id, tool: "mcp:<server>", name, args}  (CallPayload)
 //	tools/call         with a deadline and _meta.progressToken (the tool.call id)
 //	progress           notifications/progress → task.progress of the task
 //	                   {tool, name, call_id, progress, total, message} while the
@@ -96,6 +96,11 @@
 //
 // tool.* events have no recipient agent ("to": []); the server is named in
 // the payload (docs/protocol.md §10 step 5). They carry no payload_type.
+// The call id (call_id; details.call_id in a tool.error, docs/protocol.md
+// §2.3.1) is the tool.call event's own id on all of a call's events, its
+// progress too; a call refused before its tool.call (policy, an unknown
+// server, a closed client, arguments that are not an object) gets a new
+// "call_" id on its tool.error, which names no call.
 //
 // # Trace context
 //

@@ -47,6 +47,8 @@ func policyError(t *testing.T, err error, evs []*protocol.Message) protocol.Erro
 	ep := errorPayload(t, tev[0])
 	assert.Equal(t, protocol.CodePolicyDenied, ep.Code)
 	assert.False(t, ep.Retryable)
+	id, _ := protocol.ToolCallID(tev[0])
+	assert.True(t, strings.HasPrefix(id, protocol.IDPrefixCall), "a refused call's call id is its own: %q", id)
 	return ep
 }
 

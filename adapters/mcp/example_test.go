@@ -80,19 +80,23 @@ func ExampleClient_Call() {
 	h, _ := r.Submit(ctx, req)
 	out, _ := h.Wait(ctx)
 
+	// The call and its result carry one call id, the tool.call's id.
+	var callID string
 	for ev := range st.Read(ctx, store.Query{TaskID: out.TaskID, TypePrefix: "tool."}) {
 		m, _ := ev.Message()
 		if m.Type == protocol.TypeToolResult {
 			p, _ := protocol.DecodePayload[mcp.ResultPayload](m)
-			fmt.Println(m.Type, p.Tool, p.Name, "structuredContent:", string(p.StructuredContent))
+			fmt.Println(m.Type, p.Tool, p.Name, "structuredContent:", string(p.StructuredContent), "same call:", p.CallID == callID)
 			continue
 		}
-		fmt.Println(m.Type, string(m.Payload))
+		p, _ := protocol.DecodePayload[mcp.CallPayload](m)
+		callID = p.CallID
+		fmt.Println(m.Type, p.Tool, p.Name, string(p.Args), "call id is its id:", p.CallID == m.ID)
 	}
 	fmt.Println(out.Type, string(out.Message.Payload))
 	// Output:
-	// tool.call {"tool":"mcp:greeter","name":"greet","args":{"name":"Ada"}}
-	// tool.result mcp:greeter greet structuredContent: {"greeting":"Hello, Ada"}
+	// tool.call mcp:greeter greet {"name":"Ada"} call id is its id: true
+	// tool.result mcp:greeter greet structuredContent: {"greeting":"Hello, Ada"} same call: true
 	// task.result {"greeting":"Hello, Ada"}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/adapters/adaptertest"
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -238,6 +239,17 @@ func (tr *taskRunner) run(allowlist []string, f func(ctx context.Context, t *rou
 	out, err := tr.env.Run(req)
 	if err != nil {
 		tr.env.T.Fatalf("task failed: %v", err)
+	}
+	// Every call's events carry its call id (docs/protocol.md §2.3.1);
+	// an outcome of no call is a call refused before its tool.call.
+	unpaired, err := adaptertest.CheckToolCalls(tr.env.Events(store.Query{TaskID: out.TaskID}))
+	if err != nil {
+		tr.env.T.Fatal(err)
+	}
+	for _, m := range unpaired {
+		if id, _ := protocol.ToolCallID(m); m.Type != protocol.TypeToolError || !strings.HasPrefix(id, protocol.IDPrefixCall) {
+			tr.env.T.Errorf("%s %s answers no call of the task, call id %q", m.Type, m.ID, id)
+		}
 	}
 	return out.TaskID
 }
