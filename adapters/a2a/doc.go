@@ -261,7 +261,9 @@
 // match, "none" is refused by NewRemote. Handle holds each task to the
 // network level of the card it runs under (the Remote's, or the one given
 // to router.Attach): none, or no level stated, fails the task with
-// POLICY_DENIED, recorded first as a tool.error, before any I/O. A dial
+// POLICY_DENIED, recorded first as a tool.error (of no tool.call: its
+// details.call_id is a new "call_" id, docs/protocol.md §2.3.1), before
+// any I/O. A dial
 // the policy refuses fails the task with POLICY_DENIED, not retryable.
 //
 // # Trace context

@@ -163,5 +163,10 @@ func TestRemoteEgressNetworkLevels(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, protocol.CodePolicyDenied, ep.Code)
 		assert.Equal(t, level, ep.Details["network"])
+		require.NoError(t, protocol.CheckToolCallID(tool[0]))
+		callID, _ := protocol.ToolCallID(tool[0])
+		assert.True(t, strings.HasPrefix(callID, protocol.IDPrefixCall), "a refused forward's call id names no call: %q", callID)
+		require.NotNil(t, out.Err)
+		assert.NotContains(t, out.Err.Details, "call_id", "the task's own error names no call")
 	}
 }

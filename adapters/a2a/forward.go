@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +44,13 @@ func (rm *Remote) Handle(ctx context.Context, t *router.Task) (*router.Result, e
 	}
 	if ep := rm.networkDenied(t); ep != nil {
 		// Recorded as a tool.error (the forward is the agent's use of the
-		// network) before the task fails with it.
-		if _, err := t.Emit(ctx, protocol.TypeToolError, "", ep); err != nil {
+		// network) before the task fails with it. No tool.call was made:
+		// its call id is its own and names no call (docs/protocol.md
+		// §2.3.1).
+		te := *ep
+		te.Details = maps.Clone(ep.Details)
+		te.Details["call_id"] = protocol.NewID(protocol.IDPrefixCall)
+		if _, err := t.Emit(ctx, protocol.TypeToolError, "", &te); err != nil {
 			rm.opts.Logger.DebugContext(ctx, "a2a: tool.error not recorded", "task", t.ID(), "err", err)
 		}
 		return nil, ep
