@@ -93,15 +93,16 @@
 //	                                   {threadId, runId, outcome: {type: "interrupt",
 //	                                   interrupts: [Interrupt of the question]}}
 //	task.answer                        nothing (the resume that stored it answered it)
-//	tool.call                          TOOL_CALL_START {toolCallId: the event id, toolCallName:
+//	tool.call                          TOOL_CALL_START {toolCallId: the call id, toolCallName:
 //	                                   payload name, else tool}, TOOL_CALL_ARGS {delta: the
-//	                                   JSON of payload args} (when present), TOOL_CALL_END
+//	                                   JSON of payload args} (when present), TOOL_CALL_END;
+//	                                   nothing for a call already sent (same call id)
 //	tool.result                        TOOL_CALL_RESULT {messageId: the event id, toolCallId:
-//	                                   payload call_id, content: the JSON of
+//	                                   its call's, content: the JSON of
 //	                                   structuredContent, else content (a string as it is,
 //	                                   else its JSON)}
-//	tool.error                         TOOL_CALL_RESULT as tool.result, toolCallId from
-//	                                   details.call_id, content: the error's JSON
+//	tool.error                         TOOL_CALL_RESULT as tool.result, content: the error's
+//	                                   JSON
 //	chat.message                       TEXT_MESSAGE_START/CONTENT/END {messageId: the event id,
 //	                                   role: "user" when sent by the root task's requester,
 //	                                   else "assistant"; name: from.agent_id}
@@ -110,10 +111,17 @@
 //	x.<vendor>.<name>
 //	agent.register/heartbeat/update    nothing: registry events are not part of a run's work
 //
-// A tool.result or tool.error without a call id answers the oldest
-// unanswered tool.call of its task (of the same name, when it names one);
-// when there is none, TOOL_CALL_START and TOOL_CALL_END with the result's
-// own id come first, so the result always has a call to belong to. Text is
+// Tool calls pair by call id (docs/protocol.md §2.3.1, protocol.ToolCallID):
+// a tool.call's is its payload's call_id, or its event id when it has
+// none; a tool.result or tool.error answers the unanswered tool.call of
+// its task with its call id (call_id, else details.call_id). One whose
+// call id names no such call (a call refused before it was made) stands
+// alone. One without a call id, stored before the rule, answers the
+// oldest unanswered tool.call of its task (of the same name, when it
+// names one). An outcome with no call to belong to is preceded by
+// TOOL_CALL_START and TOOL_CALL_END under its call id (its event id when
+// it has none, or when that id was sent already), so every result has a
+// call. Text is
 // Options.Text, DefaultText when nil: a JSON string payload as it is, else
 // its "text", "content", "message" or "summary" string member, else its
 // compact JSON. Every AG-UI event carries the timestamp of the Clutch

@@ -31,11 +31,14 @@ type Translator struct {
 
 	subtasks map[string]bool     // task ids shown as tool calls, until their result
 	calls    []toolCall          // tool.call events not answered yet, oldest first
+	callIDs  map[string]bool     // the toolCallIds of the tool calls sent
 	progress map[string]progress // last progress of each task, for STATE_SNAPSHOT
 	order    []string            // task ids in progress, in the order first seen
 	snap     []byte              // scratch for snapshots
 }
 
+// toolCall is an unanswered tool.call: its call id (docs/protocol.md
+// §2.3.1), which is its toolCallId, its task and name.
 type toolCall struct{ id, task, name string }
 
 type progress struct {
@@ -61,7 +64,7 @@ func NewTranslator(threadID, runID string, opts *TranslatorOptions) *Translator 
 	t := &Translator{
 		threadID: threadID, runID: runID, text: DefaultText,
 		steps: map[string]string{}, agents: map[string]string{}, subtasks: map[string]bool{},
-		progress: map[string]progress{},
+		progress: map[string]progress{}, callIDs: map[string]bool{},
 	}
 	if opts != nil && opts.Text != nil {
 		t.text = opts.Text
@@ -294,7 +297,15 @@ func (t *Translator) chat(dst []Event, m *protocol.Message) []Event {
 	return t.textMessage(dst, m, role, m.From.AgentID)
 }
 
+// toolCall sends a tool.call as a tool call whose toolCallId is its call
+// id (docs/protocol.md §2.3.1: call_id, else the event's id). A tool.call
+// of a call already sent (a streamed call's pieces share its id) adds
+// nothing.
 func (t *Translator) toolCall(dst []Event, m *protocol.Message) []Event {
+	id, _ := protocol.ToolCallID(m)
+	if t.callIDs[id] {
+		return dst
+	}
 	var name, tool string
 	var args []byte
 	eachMember(m.Payload, func(k []byte, v jsontext.Value) {
@@ -313,21 +324,27 @@ func (t *Translator) toolCall(dst []Event, m *protocol.Message) []Event {
 	if name == "" {
 		name = "tool"
 	}
-	t.calls = append(t.calls, toolCall{id: m.ID, task: m.TaskID, name: name})
-	dst = append(dst, Event{Type: ToolCallStart, ToolCallID: m.ID, ToolCallName: name})
+	t.callIDs[id] = true
+	t.calls = append(t.calls, toolCall{id: id, task: m.TaskID, name: name})
+	dst = append(dst, Event{Type: ToolCallStart, ToolCallID: id, ToolCallName: name})
 	if len(args) > 0 {
-		dst = append(dst, Event{Type: ToolCallArgs, ToolCallID: m.ID, Delta: string(args)})
+		dst = append(dst, Event{Type: ToolCallArgs, ToolCallID: id, Delta: string(args)})
 	}
-	return append(dst, Event{Type: ToolCallEnd, ToolCallID: m.ID})
+	return append(dst, Event{Type: ToolCallEnd, ToolCallID: id})
 }
 
+// toolResult sends a tool.result or tool.error as the result of the
+// unanswered tool.call of its task with its call id (docs/protocol.md
+// §2.3.1). An outcome whose call id names no such call stands alone; one
+// without a call id (stored before the rule) answers the oldest
+// unanswered call of its task, of the same name when it names one. An
+// outcome with no call to belong to is announced first
+// (TOOL_CALL_START, TOOL_CALL_END) under its call id, or its event id.
 func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
-	var callID, name, tool, content string
+	var name, tool, content string
 	var structured, contentRaw []byte
 	eachMember(m.Payload, func(k []byte, v jsontext.Value) {
 		switch string(k) {
-		case "call_id":
-			callID, _ = str(v)
 		case "name":
 			name, _ = str(v)
 		case "tool":
@@ -343,8 +360,6 @@ func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
 		case "details": // tool.error: the call is named in details
 			eachMember(v, func(k []byte, v jsontext.Value) {
 				switch string(k) {
-				case "call_id":
-					callID, _ = str(v)
 				case "name":
 					if name == "" {
 						name, _ = str(v)
@@ -360,6 +375,7 @@ func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
 	if name == "" {
 		name = tool
 	}
+	callID, named := protocol.ToolCallID(m)
 	switch {
 	case m.Type == protocol.TypeToolError:
 		content = compactString(m.Payload)
@@ -367,30 +383,29 @@ func (t *Translator) toolResult(dst []Event, m *protocol.Message) []Event {
 		content = string(structured)
 	case contentRaw != nil:
 		content = string(contentRaw)
-	case content == "" && callID == "" && name == "":
+	case content == "" && !named && name == "":
 		content = compactString(m.Payload)
 	}
-	if callID == "" { // no call id: the oldest open call of the task (and name)
-		for _, c := range t.calls {
-			if c.task == m.TaskID && (name == "" || c.name == name) {
-				callID = c.id
-				break
-			}
+	open := -1
+	for i, c := range t.calls {
+		if c.task == m.TaskID && (c.id == callID || !named && (name == "" || c.name == name)) {
+			open = i
+			break
 		}
 	}
-	if callID == "" { // nothing to attach to: announce the call first
-		callID = m.ID
+	if open >= 0 {
+		callID = t.calls[open].id
+		t.calls = append(t.calls[:open], t.calls[open+1:]...)
+	} else { // nothing to attach to: announce the call first
+		if callID == "" || t.callIDs[callID] {
+			callID = m.ID
+		}
 		if name == "" {
 			name = "tool"
 		}
+		t.callIDs[callID] = true
 		dst = append(dst, Event{Type: ToolCallStart, ToolCallID: callID, ToolCallName: name})
 		dst = append(dst, Event{Type: ToolCallEnd, ToolCallID: callID})
-	}
-	for i, c := range t.calls {
-		if c.id == callID {
-			t.calls = append(t.calls[:i], t.calls[i+1:]...)
-			break
-		}
 	}
 	return append(dst, Event{Type: ToolCallResult, MessageID: m.ID, ToolCallID: callID, Content: content})
 }
@@ -454,12 +469,13 @@ func eachMember(raw []byte, fn func(name []byte, v jsontext.Value)) {
 	if tok, err := mr.d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return
 	}
+	var buf [32]byte // the name, copied: reading the value may move the decoder's buffer
 	for mr.d.PeekKind() == '"' {
 		k, err := mr.d.ReadValue()
 		if err != nil {
 			return
 		}
-		name := k[1 : len(k)-1]
+		name := append(buf[:0], k[1:len(k)-1]...)
 		if bytes.IndexByte(name, '\\') >= 0 { // an escaped name: unquote it
 			s, _ := str(k)
 			name = []byte(s)

@@ -2,6 +2,8 @@ package agui_test
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -183,6 +185,52 @@ func TestTranslate(t *testing.T) {
 			`TOOL_CALL_RESULT messageId=r3 role=tool toolCallId=r3 content=[{"type":"text","text":"x"}]`,
 		},
 	}, {
+		// docs/protocol.md §2.3.1: the call id is the toolCallId, and an
+		// outcome answers the call of its task with its call id alone.
+		name: "tool calls paired by call id",
+		msgs: []*protocol.Message{root, accept,
+			msg(protocol.TypeToolCall, "e1", "t1", "", ken, `{"call_id":"lc_1","tool":"langgraph:agent","name":"add","args":{}}`),
+			msg(protocol.TypeToolCall, "e2", "t1", "", ken, `{"call_id":"lc_2","tool":"langgraph:agent","name":"add","args":{}}`),
+			// the same call again (a streamed call's pieces): nothing new
+			msg(protocol.TypeToolCall, "e2b", "t1", "", ken, `{"call_id":"lc_2","tool":"langgraph:agent","name":"add","partial":true}`),
+			// answered in the other order, the same name: by id, not order
+			msg(protocol.TypeToolResult, "e3", "t1", "", ken, `{"call_id":"lc_2","name":"add","content":"2"}`),
+			// an error naming its call at the top, as foreign emitters do
+			msg(protocol.TypeToolError, "e4", "t1", "", ken, `{"code":"TOOL_FAILED","message":"no","retryable":false,"call_id":"lc_1"}`),
+			// a refused call: its call id names no call, so it stands alone
+			// even with a call of that name open in the task
+			msg(protocol.TypeToolCall, "e5", "t1", "", ken, `{"call_id":"lc_3","tool":"mcp:web","name":"fetch"}`),
+			msg(protocol.TypeToolError, "e6", "t1", "", ken, `{"code":"POLICY_DENIED","message":"not allowed","retryable":false,"details":{"call_id":"call_x","name":"fetch"}}`),
+			// the same call id in another task is another call
+			msg(protocol.TypeToolResult, "e7", "t2", "t1", rita, `{"call_id":"lc_3","name":"fetch","content":"elsewhere"}`),
+			// a second outcome of an answered call stands alone too
+			msg(protocol.TypeToolResult, "e8", "t1", "", ken, `{"call_id":"lc_2","name":"add","content":"again"}`),
+			msg(protocol.TypeToolResult, "e9", "t1", "", ken, `{"call_id":"lc_3","name":"fetch","content":"page"}`)},
+		want: []string{
+			"RUN_STARTED threadId=thread-x runId=run-x",
+			"STEP_STARTED stepName=agent:ken/t1",
+			"TOOL_CALL_START toolCallId=lc_1 toolCallName=add",
+			"TOOL_CALL_ARGS delta={} toolCallId=lc_1",
+			"TOOL_CALL_END toolCallId=lc_1",
+			"TOOL_CALL_START toolCallId=lc_2 toolCallName=add",
+			"TOOL_CALL_ARGS delta={} toolCallId=lc_2",
+			"TOOL_CALL_END toolCallId=lc_2",
+			"TOOL_CALL_RESULT messageId=e3 role=tool toolCallId=lc_2 content=2",
+			`TOOL_CALL_RESULT messageId=e4 role=tool toolCallId=lc_1 content={"code":"TOOL_FAILED","message":"no","retryable":false,"call_id":"lc_1"}`,
+			"TOOL_CALL_START toolCallId=lc_3 toolCallName=fetch",
+			"TOOL_CALL_END toolCallId=lc_3",
+			"TOOL_CALL_START toolCallId=call_x toolCallName=fetch",
+			"TOOL_CALL_END toolCallId=call_x",
+			`TOOL_CALL_RESULT messageId=e6 role=tool toolCallId=call_x content={"code":"POLICY_DENIED","message":"not allowed","retryable":false,"details":{"call_id":"call_x","name":"fetch"}}`,
+			"TOOL_CALL_START toolCallId=e7 toolCallName=fetch",
+			"TOOL_CALL_END toolCallId=e7",
+			"TOOL_CALL_RESULT messageId=e7 role=tool toolCallId=e7 content=elsewhere",
+			"TOOL_CALL_START toolCallId=e8 toolCallName=add",
+			"TOOL_CALL_END toolCallId=e8",
+			"TOOL_CALL_RESULT messageId=e8 role=tool toolCallId=e8 content=again",
+			"TOOL_CALL_RESULT messageId=e9 role=tool toolCallId=lc_3 content=page",
+		},
+	}, {
 		name: "progress is the run's state",
 		msgs: []*protocol.Message{root,
 			msg(protocol.TypeTaskProgress, "p1", "t1", "", ken, `{"pct":10}`),
@@ -284,6 +332,30 @@ func TestDefaultText(t *testing.T) {
 	} {
 		if got := agui.DefaultText(&protocol.Message{Payload: json.RawMessage(payload)}); got != want {
 			t.Errorf("DefaultText(%s) = %q, want %q", payload, got, want)
+		}
+	}
+}
+
+// TestToolCallArgsAnyLayout: a tool.call's members are read whatever
+// their lengths; a member name is not lost when reading its value moves
+// the decoder's buffer (as a long call_id before args once did).
+func TestToolCallArgsAnyLayout(t *testing.T) {
+	tr := agui.NewTranslator("thread-x", "run-x", nil)
+	for n := range 700 {
+		pad := strings.Repeat("p", n)
+		m := msg(protocol.TypeToolCall, "c"+strconv.Itoa(n), "t1", "", ken,
+			`{"call_id":"c`+strconv.Itoa(n)+`","pad":"`+pad+`","args":{"q":"nordic payments"},"name":"search","tool":"mcp:search"}`)
+		var args, name string
+		for _, e := range tr.Translate(nil, uint64(n+1), m) {
+			switch e.Type {
+			case agui.ToolCallArgs:
+				args = e.Delta
+			case agui.ToolCallStart:
+				name = e.ToolCallName
+			}
+		}
+		if args != `{"q":"nordic payments"}` || name != "search" {
+			t.Fatalf("padding %d: args %q name %q", n, args, name)
 		}
 	}
 }
