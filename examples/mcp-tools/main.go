@@ -151,6 +151,7 @@ func run(ctx context.Context, w io.Writer, cfg mcp.ServerConfig) error {
 	out, taskErr := h.Wait(ctx)
 
 	fmt.Fprintf(w, "\n%-4s %-17s %-19s %s\n", "seq", "type", "from", "payload")
+	calls := map[string]uint64{} // call id → seq of its tool.call
 	for ev, err := range st.Read(ctx, store.Query{TaskID: out.TaskID}) {
 		if err != nil {
 			return err
@@ -166,12 +167,17 @@ func run(ctx context.Context, w io.Writer, cfg mcp.ServerConfig) error {
 			p = "selected " + d.Selected + "; reason: " + d.Reason
 		case protocol.TypeTaskAccept:
 			p = fmt.Sprintf("(takes the task, attempt %d)", m.Attempt)
+		case protocol.TypeToolCall:
+			cp, _ := protocol.DecodePayload[mcp.CallPayload](m)
+			calls[cp.CallID] = ev.Seq
+			p = cp.Tool + " " + cp.Name + " args " + string(cp.Args)
 		case protocol.TypeToolResult:
-			// Show the structured result when there is one, else the content.
+			// The call it answers, by call id; the structured result when
+			// there is one, else the content.
 			rp, _ := protocol.DecodePayload[mcp.ResultPayload](m)
-			p = rp.Tool + " " + rp.Name + " content " + string(rp.Content)
+			p = fmt.Sprintf("answers %d: %s %s content %s", calls[rp.CallID], rp.Tool, rp.Name, rp.Content)
 			if rp.StructuredContent != nil {
-				p = rp.Tool + " " + rp.Name + " structuredContent " + string(rp.StructuredContent)
+				p = fmt.Sprintf("answers %d: %s %s structuredContent %s", calls[rp.CallID], rp.Tool, rp.Name, rp.StructuredContent)
 			}
 		}
 		if len(p) > 110 {

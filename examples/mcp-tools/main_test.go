@@ -29,9 +29,10 @@ func TestRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"mcp_everything_echo",
-		`tool.call         agent:weather       {"tool":"mcp:everything","name":"echo"`,
+		`5    tool.call         agent:weather       mcp:everything echo args {"message"`,
+		`6    tool.result       agent:weather       answers 5: mcp:everything echo content`,
 		`"echo":"Echo: weather for New York"`,
-		"tool.result       agent:weather       mcp:everything get-structured-content structuredContent {",
+		"8    tool.result       agent:weather       answers 7: mcp:everything get-structured-content structuredContent {",
 		`"temperature":`,
 	} {
 		if !strings.Contains(out.String(), want) {

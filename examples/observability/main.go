@@ -236,12 +236,12 @@ func researcher(browser bool) router.Handler {
 		}
 		var citations []string
 		if browser {
-			call, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"tool": "mcp:browser", "name": "search", "args": map[string]any{"query": q.Query}})
+			// One execute_tool span: CallTool records the call and its
+			// result with one call id.
+			hits, err := router.CallTool(ctx, t, "mcp:browser", "search", map[string]any{"query": q.Query}, func(ctx context.Context) ([]map[string]string, error) {
+				return []map[string]string{{"url": "https://example.com/reports/nordic-payments-2026", "title": "Nordic payments 2026"}}, nil
+			})
 			if err != nil {
-				return nil, err
-			}
-			hits := []map[string]string{{"url": "https://example.com/reports/nordic-payments-2026", "title": "Nordic payments 2026"}}
-			if _, err := t.Emit(ctx, protocol.TypeToolResult, "", map[string]any{"tool": "mcp:browser", "name": "search", "call_id": call.ID, "content": hits}); err != nil {
 				return nil, err
 			}
 			citations = append(citations, hits[0]["url"])

@@ -201,13 +201,13 @@ func researcher(search func(string) []map[string]string) router.Handler {
 		}
 		var citations []string
 		if search != nil {
-			// 5. Ken → MCP: tool.call, 6. MCP → Ken: tool.result.
+			// 5. Ken → MCP: tool.call, 6. MCP → Ken: tool.result, both
+			// with one call id (CallTool records them).
 			args := map[string]any{"query": q.Query, "max_results": q.MaxSources}
-			if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"tool": "mcp:browser", "name": "search", "args": args}); err != nil {
-				return nil, err
-			}
-			hits := search(q.Query)
-			if _, err := t.Emit(ctx, protocol.TypeToolResult, "", map[string]any{"tool": "mcp:browser", "name": "search", "content": hits}); err != nil {
+			hits, err := router.CallTool(ctx, t, "mcp:browser", "search", args, func(ctx context.Context) ([]map[string]string, error) {
+				return search(q.Query), nil
+			})
+			if err != nil {
 				return nil, err
 			}
 			for _, h := range hits {
