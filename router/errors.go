@@ -17,7 +17,7 @@ var (
 	// ErrClosed: the router was closed.
 	ErrClosed error = coded.New("router: closed", protocol.CodeInternal)
 	// ErrInvalidRequest: Submit was given something that is not a valid
-	// task.request.
+	// task.request (or CallTool a call without a task, name or func).
 	ErrInvalidRequest error = coded.New("router: invalid task request", protocol.CodeInvalidField)
 	// ErrInvalidPayload: Submit or Delegate was given a task.request whose
 	// payload Options.Validator refuses (it does not meet its payload
