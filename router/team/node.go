@@ -80,7 +80,7 @@ type Node struct {
 	sent    map[string]bool                   // attempts dispatched with their task.accept, until their proxy runs
 	running map[string]*remoteRun             // task id → the attempt run here
 	err     error                             // the first background failure
-	changed signal                            // broadcast after each registry change applied
+	changed signal                            // broadcast after each registry change applied, and after a wait settles here
 
 	id     string               // this node in owner events and node heartbeats (adopt.go)
 	joined time.Time            // when Join returned: nodes not heard from since count as alive from it
@@ -347,6 +347,7 @@ func (n *Node) handle(m *protocol.Message) {
 		// question is over.
 		if a, err := protocol.DecodePayload[protocol.Answer](m); err == nil {
 			n.m.Settled(m.TaskID, a.QuestionID)
+			n.changed.Broadcast()
 		}
 	case protocol.TypeTaskResult, protocol.TypeTaskError, protocol.TypeTaskCancel, protocol.TypeTaskTimeout:
 		// The routing process ended the attempt (or the task): a timeout,
@@ -354,6 +355,7 @@ func (n *Node) handle(m *protocol.Message) {
 		n.stopRun(m.TaskID, m.Attempt)
 		if protocol.EndsTask(m) {
 			n.m.Settled(m.TaskID, "")
+			n.changed.Broadcast()
 		}
 		// An attempt whose handler never ran (its accept was refused)
 		// leaves no waiter behind.
