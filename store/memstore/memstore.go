@@ -44,7 +44,7 @@ type Store struct {
 	closed bool
 	last   time.Time // the time of the latest event
 	// events holds the event with seq n at n-1, with the fields of its
-	// message that queries match (driver.Entry, Raw being the store's copy).
+	// message that queries match.
 	events []record
 	byID   map[string]uint64  // id → seq
 	byIdem map[idemKey]uint64 // (run_id, idempotency_key) → seq
@@ -54,10 +54,13 @@ type Store struct {
 	artifacts map[[sha256.Size]byte]store.Artifact
 }
 
-// record is a stored event: its time and its entry.
+// record is a stored event: its time, the store's copy of its bytes, and
+// the fields queries match.
 type record struct {
-	time  time.Time
-	entry driver.Entry
+	time                     time.Time
+	raw                      []byte
+	run, thread, task, agent string
+	typ                      protocol.Type
 }
 
 // idemKey is the key of the second dedup rule.
@@ -157,11 +160,7 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	// to an Event.Raw never writes into the store.
 	raw := make([]byte, len(e.Raw))
 	copy(raw, e.Raw)
-	e.Raw = raw
-	// What only summaries read is not kept (this store has none): the
-	// payload is the caller's memory.
-	e.Payload, e.Failure = nil, nil
-	s.events = append(s.events, record{time: now, entry: *e})
+	s.events = append(s.events, record{time: now, raw: raw, run: e.RunID, thread: e.ThreadID, task: e.TaskID, agent: e.AgentID, typ: e.Type})
 	seq := uint64(len(s.events))
 	s.byID[e.ID] = seq
 	if e.IdempotencyKey != "" {
@@ -185,7 +184,7 @@ func indexed(e *driver.Entry) [driver.AgentIndex + 1]string {
 // is held.
 func (s *Store) event(seq uint64) store.Event {
 	r := &s.events[seq-1]
-	return store.Event{Seq: seq, Time: r.time, Raw: r.entry.Raw}
+	return store.Event{Seq: seq, Time: r.time, Raw: r.raw}
 }
 
 // Get implements store.Store.
@@ -246,8 +245,8 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	upTo = min(upTo, uint64(len(s.events)))
 	var evs []store.Event
 	for seq := range s.candidates(q, after, upTo) {
-		e := &s.events[seq-1].entry
-		if !q.Match(e.RunID, e.ThreadID, e.TaskID, e.AgentID, e.Type) {
+		r := &s.events[seq-1]
+		if !q.Match(r.run, r.thread, r.task, r.agent, r.typ) {
 			continue
 		}
 		evs = append(evs, s.event(seq))
