@@ -8,12 +8,11 @@ import (
 	"iter"
 	"maps"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/egress"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -539,7 +538,7 @@ func (run *remoteRun) ask(ctx context.Context, text string, details map[string]a
 	if run.t.Request().ParentTaskID != "" {
 		return nil, router.Fail(protocol.CodeInputRequired, text, false, details)
 	}
-	q := protocol.Question{Text: clip(text, protocol.MaxQuestionText), Details: details}
+	q := protocol.Question{Text: bound.Clip(text, protocol.MaxQuestionText), Details: details}
 	if st := run.status; st.Message != nil {
 		if st.Message.ID != "" {
 			details[detailStatusMsg] = st.Message.ID
@@ -579,20 +578,6 @@ func remoteQuestion(parts []*a2a.Part) *protocol.Question {
 		}
 	}
 	return nil
-}
-
-// clip cuts s to at most n bytes of valid UTF-8, marking the cut.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	s = s[:n-len(mark)]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + mark
 }
 
 // clutchError finds a §5.4 error in a status message's data parts.

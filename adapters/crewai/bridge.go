@@ -17,10 +17,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/clutchprotocol/clutch/adapters"
-
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/adapters/internal/rawjson"
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/egress"
@@ -585,26 +584,12 @@ func (f *follow) needInput(ctx context.Context, task, text, output, event string
 	if output != "" {
 		text += "\n\n" + output
 	}
-	q := protocol.Question{Kind: protocol.QuestionApproval, Text: clip(text, protocol.MaxQuestionText), Details: details}
+	q := protocol.Question{Kind: protocol.QuestionApproval, Text: bound.Clip(text, protocol.MaxQuestionText), Details: details}
 	if _, err := f.t.Ask(ctx, q); err != nil {
 		return nil, true, err // router.ErrWaiting: the task waits for the answer
 	}
 	// Handle calls Resumed first, so Ask asks: a recorded answer here is a bug.
 	return nil, true, router.Fail(protocol.CodeInternal, "crewai: asking for the paused execution "+f.kid+" returned an earlier answer", false, details)
-}
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	s = s[:n-len(mark)]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + mark
 }
 
 // absorb records one streamed event under the task: tool events as tool.*,

@@ -9,8 +9,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 )
@@ -83,7 +83,7 @@ func questionOf(interrupts []any, next []string) protocol.Question {
 			text = "LangGraph run paused before " + strings.Join(next, ", ") + ": answer to continue"
 		}
 	}
-	q := protocol.Question{Text: clip(text, protocol.MaxQuestionText)}
+	q := protocol.Question{Text: bound.Clip(text, protocol.MaxQuestionText)}
 	if len(interrupts) != 1 {
 		return q
 	}
@@ -121,18 +121,6 @@ func textOf(v any) string {
 		}
 	}
 	return ""
-}
-
-// clip bounds s to n bytes at a rune boundary, ending in "…" when cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n -= len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // interrupts returns the pending interrupts of the thread state's tasks,

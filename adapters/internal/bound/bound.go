@@ -225,3 +225,19 @@ func encodedSize(m *protocol.Message) (int, error) {
 	b, err := protocol.Encode(&c)
 	return len(b), err
 }
+
+// Clip cuts s to at most n bytes of valid UTF-8 (invalid bytes become
+// U+FFFD first), ending in "…" when it cut: the bound of a text shown to
+// people, such as a question asked for an outside system.
+func Clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	s = s[:max(n-len(mark), 0)]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + mark
+}
