@@ -1589,7 +1589,10 @@
       }
     })();
   }
-  async function readSSE(body, signal, gen) {
+  // eachSSE reads an SSE body and calls fn with each event's name and data
+  // (comments and empty events skipped) until the body ends or fn returns
+  // false; it throws when the server closes the stream with an error.
+  async function eachSSE(body, fn) {
     const reader = body.getReader();
     const dec = new TextDecoder();
     let buf = "";
@@ -1602,30 +1605,34 @@
         while ((mt = /\r?\n\r?\n/.exec(buf)) !== null) {
           const block = buf.slice(0, mt.index);
           buf = buf.slice(mt.index + mt[0].length);
-          if (gen !== S.gen) return;
-          handleSSE(block);
+          let event = "message", data = "";
+          for (const line of block.split(/\r?\n/)) {
+            if (!line || line[0] === ":") continue;
+            const c = line.indexOf(":");
+            const field = c < 0 ? line : line.slice(0, c);
+            let val = c < 0 ? "" : line.slice(c + 1);
+            if (val[0] === " ") val = val.slice(1);
+            if (field === "event") event = val;
+            else if (field === "data") data += (data ? "\n" : "") + val;
+          }
+          if (!data) continue;
+          if (event === "clutch.closed") throw new Error("closed by the server: " + data);
+          let ev;
+          try { ev = JSON.parse(data); } catch (_) { continue; }
+          if (!ev || typeof ev.seq !== "number" || !ev.message) continue;
+          if (fn(ev) === false) return;
         }
       }
     } finally {
       try { reader.cancel(); } catch (_) { /* already closed */ }
     }
   }
-  function handleSSE(block) {
-    let event = "message", data = "";
-    for (const line of block.split(/\r?\n/)) {
-      if (!line || line[0] === ":") continue;
-      const c = line.indexOf(":");
-      const field = c < 0 ? line : line.slice(0, c);
-      let val = c < 0 ? "" : line.slice(c + 1);
-      if (val[0] === " ") val = val.slice(1);
-      if (field === "event") event = val;
-      else if (field === "data") data += (data ? "\n" : "") + val;
-    }
-    if (!data) return;
-    if (event === "clutch.closed") throw new Error("closed by the server: " + data);
-    let ev;
-    try { ev = JSON.parse(data); } catch (_) { return; }
-    if (ev && typeof ev.seq === "number" && ev.message) { appendLive(ev); updateSub(); }
+  function readSSE(body, signal, gen) {
+    return eachSSE(body, (ev) => {
+      if (gen !== S.gen) return false;
+      appendLive(ev);
+      updateSub();
+    });
   }
 
   // ---- the live sidebar: one stream of everything the key may read -----------
@@ -1670,28 +1677,12 @@
           if (delay > 500) scheduleLists("q"); // catch up on what happened while away
           setBanner("live");
           delay = 500;
-          const reader = res.body.getReader();
-          const dec = new TextDecoder();
-          let buf = "";
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            buf += dec.decode(value, { stream: true });
-            let mt;
-            while ((mt = /\r?\n\r?\n/.exec(buf)) !== null) {
-              const block = buf.slice(0, mt.index);
-              buf = buf.slice(mt.index + mt[0].length);
-              const data = block.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
-              if (!data) continue;
-              let ev;
-              try { ev = JSON.parse(data); } catch (_) { continue; }
-              if (!ev || typeof ev.seq !== "number" || !ev.message) continue;
-              watchSeq = Math.max(watchSeq, ev.seq);
-              const m = ev.message, t = String(m.type || "");
-              if (isReserved(m.run_id) || t.startsWith("agent.")) continue;
-              scheduleLists(t === "task.question" || t === "task.answer" || protocolEnds(m) ? "q" : "");
-            }
-          }
+          await eachSSE(res.body, (ev) => {
+            watchSeq = Math.max(watchSeq, ev.seq);
+            const m = ev.message, t = String(m.type || "");
+            if (isReserved(m.run_id) || t.startsWith("agent.")) return;
+            scheduleLists(t === "task.question" || t === "task.answer" || protocolEnds(m) ? "q" : "");
+          });
         } catch (_) {
           if (ctl.signal.aborted) return;
         }
