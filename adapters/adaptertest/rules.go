@@ -221,6 +221,23 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 			}
 		}
 	})
+	// stream is the messages of s's inputs, in order, through a fresh
+	// adapter when o.New makes one; report says a refused input.
+	stream := func(t *testing.T, s Stream, report bool) []*protocol.Message {
+		sa := a
+		if o.New != nil {
+			sa = o.New()
+		}
+		var all []*protocol.Message
+		for i, raw := range s.Inputs {
+			msgs, err := CheckInbound(ctx, sa, raw)
+			if err != nil && report {
+				t.Errorf("%s input %d: %v", s.Name, i, err)
+			}
+			all = append(all, msgs...)
+		}
+		return all
+	}
 	t.Run("terminal", func(t *testing.T) {
 		for _, c := range o.Valid {
 			if err := CheckTerminal(check(t, c.Name, c.Raw)); err != nil {
@@ -228,19 +245,7 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 			}
 		}
 		for _, s := range o.Streams {
-			sa := a
-			if o.New != nil {
-				sa = o.New()
-			}
-			var all []*protocol.Message
-			for i, raw := range s.Inputs {
-				msgs, err := CheckInbound(ctx, sa, raw)
-				if err != nil {
-					t.Errorf("%s input %d: %v", s.Name, i, err)
-				}
-				all = append(all, msgs...)
-			}
-			if err := CheckTerminal(all); err != nil {
+			if err := CheckTerminal(stream(t, s, true)); err != nil {
 				t.Errorf("%s: %v", s.Name, err)
 			}
 		}
@@ -252,16 +257,7 @@ func RunRules(t *testing.T, a adapters.Adapter, opts *RulesOptions) {
 			}
 		}
 		for _, s := range o.Streams {
-			sa := a
-			if o.New != nil {
-				sa = o.New()
-			}
-			var all []*protocol.Message
-			for _, raw := range s.Inputs {
-				msgs, _ := CheckInbound(ctx, sa, raw) // reported by terminal
-				all = append(all, msgs...)
-			}
-			if _, err := CheckToolCalls(all); err != nil {
+			if _, err := CheckToolCalls(stream(t, s, false)); err != nil { // a refused input is reported by terminal
 				t.Errorf("%s: %v", s.Name, err)
 			}
 		}
