@@ -382,3 +382,43 @@ func TestBrowserLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserContrast: the text of the home, a failed run's trace and the
+// sidebar meets WCAG AA contrast (4.5:1) in the light and dark themes.
+func TestBrowserContrast(t *testing.T) {
+	h := newHarness(t)
+	registerTeam(t, h.r)
+	h.busyThread(h.r)
+	ctx := context.Background()
+	if err := h.r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:broken", Capabilities: []protocol.Capability{{ID: "skill:broken"}}},
+		func(ctx context.Context, t *router.Task) (*router.Result, error) {
+			return nil, router.Fail(protocol.CodeToolFailed, "down", false, nil)
+		}); err != nil {
+		t.Fatal(err)
+	}
+	failed := h.submitRun("skill:broken", "Fails on purpose", true)
+	h.signIn("")
+	const check = `(() => {
+		const rgb = (s) => (s.match(/[\d.]+/g) || []).map(Number);
+		const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }; return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+		const bg = (e) => { for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c; } return [255, 255, 255]; };
+		const bad = [];
+		for (const e of document.querySelectorAll(".pill, .meta, .run-title, .run-fail, .banner, .trow, .thread-link, .agents li, .filter, .tag, h1, h2, .view-sub")) {
+			if (e.offsetParent === null || !e.textContent.trim()) continue;
+			const a = lum(rgb(getComputedStyle(e).color)), b = lum(bg(e));
+			const r = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+			if (r < 4.5) bad.push(e.className + " '" + e.textContent.trim().slice(0, 30) + "' " + r.toFixed(2));
+		}
+		return bad;
+	})()`
+	for _, theme := range []string{"light", "dark"} {
+		h.do(chromedp.Evaluate[chromedp.Void](`document.documentElement.dataset.theme = "` + theme + `"`))
+		for _, hash := range []string{"#/", "#/run/" + failed.RunID} {
+			h.open(hash)
+			h.waitJS(`document.querySelector(".run-row, .trow")`)
+			if bad := eval[[]string](h, check); len(bad) > 0 {
+				t.Errorf("%s, %s: below 4.5:1: %v", theme, hash, bad)
+			}
+		}
+	}
+}
