@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
@@ -29,7 +28,7 @@ func (g *Gateway) serveCancel(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	c := caller(ctx)
 	var in cancelBody
-	if err := decodeOptional(r, &in, `{"reason": "…"} or nothing`); err != nil {
+	if err := decodeBody(r, &in, `{"reason": "…"} or nothing`); err != nil {
 		g.writeError(w, r, err)
 		return
 	}
@@ -39,7 +38,7 @@ func (g *Gateway) serveCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	acc, err := g.submitCancel(ctx, c, s)
 	if err != nil {
-		g.writeError(w, r, final(err))
+		g.writeError(w, r, err)
 		return
 	}
 	httpjson.Write(w, http.StatusOK, acc)
@@ -53,7 +52,7 @@ func (g *Gateway) serveCancel(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) serveRetry(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	c := caller(ctx)
-	if err := decodeOptional(r, &struct{}{}, "empty (or {})"); err != nil {
+	if err := decodeBody(r, &struct{}{}, "empty (or {})"); err != nil {
 		g.writeError(w, r, err)
 		return
 	}
@@ -74,7 +73,7 @@ func (g *Gateway) serveRetry(w http.ResponseWriter, r *http.Request) {
 	h, err := g.r.Retry(ctx, id)
 	switch {
 	case errors.Is(err, router.ErrNotRetryable):
-		g.writeError(w, r, &protocol.ErrorPayload{Code: protocol.CodeConflict, Message: "task " + clip(id) + " cannot be retried: " + retryWhy(err)})
+		g.writeError(w, r, coded.Wrap(errConflict, "cannot be retried: "+publicMessage(err), nil))
 		return
 	case err != nil:
 		g.writeError(w, r, err)
@@ -84,28 +83,11 @@ func (g *Gateway) serveRetry(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusAccepted, Accepted{RunID: out.RunID, ThreadID: out.ThreadID, TaskID: out.TaskID})
 }
 
-// retryWhy is the part of a refused retry that says why.
-func retryWhy(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 {
-		return msg[i+2:]
-	}
-	return msg
-}
-
-// final marks a conflict as one that retrying the same request does not
-// mend (a task that ended stays ended).
-func final(err error) error {
-	if errors.Is(err, errConflict) {
-		return &protocol.ErrorPayload{Code: protocol.CodeConflict, Message: publicMessage(err)}
-	}
-	return err
-}
-
-// decodeOptional decodes an optional JSON object body into v, refusing
-// unknown members (shape says what the body may be); an empty body leaves
-// v as it is.
-func decodeOptional(r *http.Request, v any, shape string) error {
+// decodeBody decodes a JSON object body into v, refusing unknown
+// members and anything after the object (shape says what the body may
+// be); an empty body leaves v as it is, for the caller to refuse when it
+// needs one.
+func decodeBody(r *http.Request, v any, shape string) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err

@@ -63,9 +63,10 @@
 // task.cancel with "cancelled by <caller>: <reason>"; retry runs a task
 // that ended with task.error or task.timeout again as a new attempt
 // (router.Router.Retry). Cancelling an ended task, and retrying a task
-// that runs, completed or was cancelled, is 409 CONFLICT with retryable
-// false: sending it again does not help. A body with other members is
-// 400.
+// that runs, completed or was cancelled, is 409 CONFLICT. Every 409 of
+// this API (an ended task, an answered question, another caller's
+// message id) says retryable false: sending it again does not help. A
+// body with other members is 400.
 //
 // A Summary is store.Summary with the API's time format: {"id", "run_id",
 // "owner", "channel", "title", "first_seq", "last_seq", "created",

@@ -22,7 +22,9 @@ var (
 	ErrSlowConsumer error = coded.New("gateway: slow consumer", protocol.CodeCapacity)
 )
 
-// errConflict: a cancel of a task that is not running here (409).
+// errConflict: the request conflicts with what has happened, and sending
+// it again will not change that (409, retryable false): a task that has
+// ended, a question answered already, a message id another caller used.
 var (
 	errConflict error = coded.New("gateway: conflict", protocol.CodeConflict)
 )

@@ -342,7 +342,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	g.guard.SetHeaders(w, err)
 	status := auth.Status(err)
 	code := protocol.CodeOf(err)
-	we := wireError{Code: code, Message: publicMessage(err), Retryable: code.Retryable()}
+	we := wireError{Code: code, Message: publicMessage(err), Retryable: code.Retryable() && !errors.Is(err, errConflict)}
 	var ep *protocol.ErrorPayload
 	if errors.As(err, &ep) {
 		we = wireError{Code: ep.Code, Message: ep.Message, Retryable: ep.Retryable, Details: ep.Details}

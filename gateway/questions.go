@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,16 +90,14 @@ func (g *Gateway) serveAnswer(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	c := caller(ctx)
 	id := r.PathValue("id")
-	body, err := readBody(r)
-	if err != nil {
+	shape := `{"value": <the answer, JSON>}`
+	var in answerBody
+	if err := decodeBody(r, &in, shape); err != nil {
 		g.writeError(w, r, err)
 		return
 	}
-	var in answerBody
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&in); err != nil || len(in.Value) == 0 {
-		g.writeError(w, r, coded.Wrap(ErrBadRequest, `the body is {"value": <the answer, JSON>}`, nil))
+	if len(in.Value) == 0 {
+		g.writeError(w, r, coded.Wrap(ErrBadRequest, "the body must be "+shape, nil))
 		return
 	}
 	h, err := g.r.Answer(ctx, id, router.Answerer{AgentID: c.AgentID, Scopes: c.Scopes}, in.Value)
