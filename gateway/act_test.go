@@ -117,6 +117,11 @@ func TestCancelTask(t *testing.T) {
 	if apiErr.Error.Retryable {
 		t.Errorf("cancelling an ended task is marked retryable: %s", body)
 	}
+	// The same through POST /v1/messages: one rule for every 409.
+	status, body = e.do("POST", "/v1/messages", keyAlice, `{"type":"task.cancel","task_id":"`+a.TaskID+`"}`)
+	if apiErr := wantError(t, "a task.cancel of an ended task", status, body, http.StatusConflict, "CONFLICT"); apiErr.Error.Retryable {
+		t.Errorf("a task.cancel of an ended task is marked retryable: %s", body)
+	}
 	var types []string
 	for ev, err := range e.st.Read(context.Background(), store.Query{TaskID: a.TaskID}) {
 		if err != nil {
