@@ -277,6 +277,11 @@ func TestBrowserToolCallsNeverRunForever(t *testing.T) {
 			if _, err := t.Emit(ctx, protocol.TypeToolCall, "", map[string]any{"name": "fetch", "args": map[string]any{"url": "https://example.com"}}); err != nil {
 				return nil, err
 			}
+			// An outcome whose call id names no call stands alone: it is not
+			// the open fetch's result.
+			if _, err := t.Emit(ctx, protocol.TypeToolResult, "", map[string]any{"name": "fetch", "call_id": "call_of_nothing", "content": "stray"}); err != nil {
+				return nil, err
+			}
 			return &router.Result{Payload: map[string]string{"text": "done"}}, nil
 		}); err != nil {
 		t.Fatal(err)
@@ -301,9 +306,9 @@ func TestBrowserToolCallsNeverRunForever(t *testing.T) {
 		t.Errorf("tool call states in the log: %v", states)
 	}
 	h.open("#/run/" + h.run)
-	h.waitJS(`document.querySelectorAll('.trace-detail .card.tool').length === 2`)
+	h.waitJS(`document.querySelectorAll('.trace-detail .card.tool').length === 3`)
 	states = eval[[]string](h, `Array.from(document.querySelectorAll('.trace-detail .card.tool .tool-state')).map(e => e.textContent)`)
-	if len(states) != 2 || !strings.HasPrefix(states[0], "done") || states[1] != "no result recorded" {
+	if len(states) != 3 || !strings.HasPrefix(states[0], "done") || states[1] != "no result recorded" || !strings.HasPrefix(states[2], "done") {
 		t.Errorf("tool call states in the trace: %v", states)
 	}
 	if eval[bool](h, `document.body.textContent.includes("running…")`) {

@@ -1014,6 +1014,23 @@
       runs.length ? el("ul", { class: "runs" }, runs.slice(0, 20).map(runRow)) : el("p", { class: "meta" }, "None among the recent runs.")));
   }
 
+  // ---- tool calls and their outcomes (docs/protocol.md §2.3.1) -------------
+  // A call's id is its payload's call_id, else the tool.call event's own id;
+  // an outcome names it in call_id (tool.result) or details.call_id
+  // (tool.error). An outcome pairs with the open call of its task that has
+  // its id; one whose id names no call stands alone. Only an outcome with
+  // no id at all (an old event) pairs with its task's oldest open call of
+  // the same name.
+  function callID(m) { const p = m.payload || {}; return typeof p.call_id === "string" && p.call_id ? p.call_id : m.id; }
+  function outcomeID(m) { const p = m.payload || {}; return p.call_id || (p.details && p.details.call_id) || ""; }
+  // pairCall returns the index in open (entries {id, task, name}) of the
+  // call the outcome m answers, -1 when none.
+  function pairCall(open, m) {
+    const id = outcomeID(m), name = (m.payload && m.payload.name) || "";
+    if (id) return open.findIndex((c) => c.task === m.task_id && c.id === id);
+    return open.findIndex((c) => c.task === m.task_id && (!name || !c.name || c.name === name));
+  }
+
   // ---- the trace of one run --------------------------------------------------
   S.trace = null; // {tree, tasks: Map, selected, root}
   async function openRun(id) {
@@ -1084,12 +1101,12 @@
         case "routing.decision": t.decision = ev; break;
         case "task.accept": t.attempts.push({ attempt: m.attempt || 1, agent: m.from && m.from.agent_id, at: msOf(m.ts) }); break;
         case "task.progress": t.progress = ev; break;
-        case "tool.call": t.tools.push({ id: p.call_id || m.id, name: p.name || p.tool || "tool", tool: p.tool, args: "args" in p ? p.args : p.arguments, at: msOf(m.ts), call: ev, result: null }); break;
+        case "tool.call": t.tools.push({ id: callID(m), task: m.task_id, name: p.name || p.tool || "tool", tool: p.tool, args: "args" in p ? p.args : p.arguments, at: msOf(m.ts), call: ev, result: null }); break;
         case "tool.result": case "tool.error": {
-          const cid = p.call_id || (p.details && p.details.call_id);
-          let c = cid ? t.tools.find((x) => x.id === cid && !x.result) : null;
-          if (!c) c = t.tools.find((x) => !x.result && (!p.name || x.name === p.name));
-          if (!c) { c = { id: cid || m.id, name: p.name || "tool", args: undefined, at: msOf(m.ts), call: null, result: null }; t.tools.push(c); }
+          const open = t.tools.filter((x) => !x.result);
+          const i = pairCall(open, m);
+          let c = i >= 0 ? open[i] : null;
+          if (!c) { c = { id: outcomeID(m) || m.id, name: p.name || "tool", args: undefined, at: msOf(m.ts), call: null, result: null }; t.tools.push(c); }
           c.result = ev;
           break;
         }
@@ -1106,12 +1123,17 @@
     const tr = S.trace;
     const tasks = foldTasks(S.events);
     const flat = [];
+    // walk lists the tasks depth first and reports whether one of them
+    // failed: a row knows, in one pass, that a step inside it failed.
     const walk = (list, depth, parent) => {
+      let any = false;
       for (const n of list) {
-        const failedBelow = (x) => (x.children || []).some((c) => c.status === "failed" || c.status === "timed_out" || failedBelow(c));
-        flat.push({ n, depth, parent, failedBelow: failedBelow(n) });
-        walk(n.children || [], depth + 1, n);
+        const row = { n, depth, parent, failedBelow: false };
+        flat.push(row);
+        row.failedBelow = walk(n.children || [], depth + 1, n);
+        any = any || row.failedBelow || n.status === "failed" || n.status === "timed_out";
       }
+      return any;
     };
     walk(tr.tree, 0, null);
     const box = $("events");
@@ -1276,21 +1298,16 @@
       S.waiting.delete(m.payload.question_id);
       refreshQuestion(m.payload.question_id);
     }
-    // Tool calls and their outcomes: by call_id when the events carry it
-    // (the call's payload call_id, or the call event's id), else the
-    // oldest open call of the task (of the same name). A task that ends
+    // Tool calls pair with their outcomes by pairCall; a task that ends
     // leaves its open calls without a result, never "running".
     if (m.type === "tool.call") {
       const p = m.payload || {};
-      S.openCalls.push({ msg: m.id, cid: typeof p.call_id === "string" ? p.call_id : "", task: m.task_id, name: p.name || p.tool || "" });
+      S.openCalls.push({ msg: m.id, id: callID(m), task: m.task_id, name: p.name || p.tool || "" });
     } else if ((m.type === "tool.result" || m.type === "tool.error") && m.payload) {
-      const p = m.payload;
-      const cid = p.call_id || (p.details && p.details.call_id);
-      let i = cid ? S.openCalls.findIndex((c) => c.cid === cid || c.msg === cid) : -1;
-      if (i < 0) i = S.openCalls.findIndex((c) => c.task === m.task_id && (!p.name || !c.name || c.name === p.name));
-      const key = i >= 0 ? S.openCalls[i].msg : cid;
-      if (i >= 0) S.openCalls.splice(i, 1);
-      if (key) {
+      const i = pairCall(S.openCalls, m);
+      if (i >= 0) {
+        const key = S.openCalls[i].msg;
+        S.openCalls.splice(i, 1);
         S.results.set(key, ev);
         const c = S.callEls.get(key);
         if (c) fillToolCall(c, ev);
