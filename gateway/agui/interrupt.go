@@ -1,17 +1,14 @@
 package agui
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/clutchprotocol/clutch/auth"
-	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
-	"github.com/clutchprotocol/clutch/store"
 )
 
 // Interrupt is an AG-UI interrupt: what RUN_FINISHED's interrupt outcome
@@ -101,7 +98,8 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c *auth.Caller,
 		return
 	}
 	req := wt.Request
-	seq, err := questionSeq(ctx, h.st, req.TaskID, wt.Asked.ID)
+	asked, err := h.st.Get(ctx, wt.Asked.ID) // the resumed AG-UI run starts after it
+	seq := asked.Seq
 	if err != nil {
 		h.opts.Logger.ErrorContext(ctx, "agui: reading a question", "err", err)
 		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "the run could not be resumed")
@@ -142,22 +140,4 @@ func resumeStatus(err error) (int, protocol.Code) {
 		return http.StatusConflict, protocol.CodeConflict
 	}
 	return auth.Status(err), protocol.CodeOf(err)
-}
-
-// questionSeq returns the seq of the task.question asked (the message
-// id askedID) of task: the AG-UI run that resumes starts after it.
-func questionSeq(ctx context.Context, st store.Store, task, askedID string) (uint64, error) {
-	for ev, err := range st.Read(ctx, store.Query{TaskID: task, TypePrefix: string(protocol.TypeTaskQuestion)}) {
-		if err != nil {
-			return 0, err
-		}
-		m, err := ev.Message()
-		if err != nil {
-			return 0, err
-		}
-		if m.ID == askedID {
-			return ev.Seq, nil
-		}
-	}
-	return 0, coded.Wrap(ErrNotFound, "the question of task "+task+" is not stored", nil)
 }
