@@ -408,40 +408,14 @@ func appendSep(b []byte, i, n int) []byte {
 }
 
 // appendScore appends a preference score as the decision's scores show
-// it, rounded to three decimals ("0.5", "0.667", "1"): what
-// strconv.AppendFloat(b, math.Round(f*1000)/1000, 'f', -1, 64) writes, in
-// a fraction of its time for a score, which is between 0 and 1.
+// it, rounded to three decimals ("0.5", "0.667", "1").
 func appendScore(b []byte, f float64) []byte {
-	k := math.Round(f * 1000)
-	if !(k >= 0 && k <= 1000) || math.Signbit(k) {
-		return strconv.AppendFloat(b, k/1000, 'f', -1, 64)
-	}
-	m := int(k)
-	b = append(b, byte('0'+m/1000))
-	if m %= 1000; m != 0 {
-		digits := [3]byte{byte('0' + m/100), byte('0' + m/10%10), byte('0' + m%10)}
-		n := 3
-		for digits[n-1] == '0' {
-			n--
-		}
-		b = append(append(b, '.'), digits[:n]...)
-	}
-	return b
+	return strconv.AppendFloat(b, math.Round(f*1000)/1000, 'f', -1, 64)
 }
 
-// appendFixed2 appends f with two decimals, exactly as
-// strconv.AppendFloat(b, f, 'f', 2, 64) does, in a fraction of its time
-// for a score or a rate between 0 and 1: f*100 is rounded to the nearest
-// integer unless it lies so close to a half that the product's rounding
-// error could matter, where AppendFloat, which rounds the exact binary
-// value, decides.
+// appendFixed2 appends f with two decimals, as the reason has it.
 func appendFixed2(b []byte, f float64) []byte {
-	y := f * 100
-	if !(f >= 0 && f <= 1) || math.Signbit(f) || math.Abs(y-math.Floor(y)-0.5) < 1e-9 {
-		return strconv.AppendFloat(b, f, 'f', 2, 64)
-	}
-	k := int(math.Round(y))
-	return append(b, byte('0'+k/100), '.', byte('0'+k/10%10), byte('0'+k%10))
+	return strconv.AppendFloat(b, f, 'f', 2, 64)
 }
 
 // appendPercent appends a success rate as a whole percentage ("95%").
