@@ -112,6 +112,29 @@ func (r *Router) storedOutcome(ctx context.Context, taskID string) (*Outcome, er
 	return outcomeOf(l.terminal), nil
 }
 
+// goOnAsked goes on with the claimed task ts whose log l says it asked
+// (ask.go): one that waits goes on waiting here (its deadline armed) and
+// ts resolves with its question; one answered but not run on since (its
+// process stopped first) is resumed. ok is false, and ts left claimed,
+// for any other task.
+func (r *Router) goOnAsked(ts *taskState, l *taskLog) (h *Handle, resumed, ok bool, err error) {
+	switch {
+	case l.pending != nil:
+		r.await(ts.req.TaskID, l.pendingQ)
+		out := questionOutcome(l.pending, l.pendingQ)
+		ts.resolve(&out)
+		r.unclaim(ts, claimTask)
+		return &ts.handle, false, true, nil
+	case l.resumeDue:
+		if err := r.roomFor(ts); err != nil {
+			r.unclaim(ts, claimDropped)
+			return nil, false, true, err
+		}
+		return r.resume(ts, l), true, true, nil
+	}
+	return nil, false, false, nil
+}
+
 // recoverStored follows or ends the task of a stored request req: the
 // task running here, else its stored outcome, else — stored, never ended,
 // not running here: the process that ran it stopped — the recovery
@@ -142,21 +165,8 @@ func (r *Router) recoverStored(ctx context.Context, req *protocol.Message) (h *H
 			r.unclaim(ts, claimTask)
 			return &ts.handle, false, nil
 		}
-		if l.pending != nil {
-			// It waits for an answer (ask.go): it goes on waiting.
-			r.await(req.TaskID, l.pendingQ)
-			out := questionOutcome(l.pending, l.pendingQ)
-			ts.resolve(&out)
-			r.unclaim(ts, claimTask)
-			return &ts.handle, false, nil
-		}
-		if l.resumeDue {
-			// Answered, but its process stopped before it ran on.
-			if err := r.roomFor(ts); err != nil {
-				r.unclaim(ts, claimDropped)
-				return nil, false, err
-			}
-			return r.resume(ts, l), true, nil
+		if h, resumed, ok, err := r.goOnAsked(ts, l); ok || err != nil {
+			return h, resumed, err
 		}
 		if t := r.team.Load(); t != nil {
 			// In a team: the process routing it ends it (Team.Redelivered).

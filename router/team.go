@@ -315,15 +315,10 @@ func (a *Adoption) Asked(ctx context.Context) bool {
 	if err != nil || l.terminal != nil {
 		return false
 	}
-	switch {
-	case l.pending != nil:
-		r.await(ts.req.TaskID, l.pendingQ)
-		out := questionOutcome(l.pending, l.pendingQ)
-		ts.resolve(&out)
-		r.unclaim(ts, claimTask)
-		return true
-	case l.resumeDue:
-		r.resume(ts, l)
+	if _, _, ok, err := r.goOnAsked(ts, l); ok {
+		if err != nil {
+			r.opts.Logger.Warn("router: resuming an adopted task that was answered", "task", ts.req.TaskID, "err", err)
+		}
 		return true
 	}
 	return false
