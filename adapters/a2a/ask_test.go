@@ -70,8 +70,11 @@ func TestAskOverA2A(t *testing.T) {
 	states = nil
 	for ev, err := range mine.SendStreamingMessage(ctxT(t), answer) {
 		require.NoError(t, err)
-		if st, ok := ev.(*a2a.TaskStatusUpdateEvent); ok {
-			states = append(states, st.Status.State)
+		switch ev := ev.(type) {
+		case *a2a.Task: // the snapshot first: the whole story when the task ended before it was read
+			states = append(states, ev.Status.State)
+		case *a2a.TaskStatusUpdateEvent:
+			states = append(states, ev.Status.State)
 		}
 	}
 	require.NotEmpty(t, states)
