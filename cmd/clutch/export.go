@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
@@ -25,7 +27,9 @@ func init() {
 lines ({"seq","time","message"}) or, with --format cloudevents, CloudEvents 1.0
 structured JSON (see the package doc for the mapping). Each message is written
 as the bytes the store holds, so signatures still verify and 'clutch import'
-restores the same bytes. A progress bar goes to stderr when it is a terminal.`,
+restores the same bytes. --out FILE is written with mode 0600 (events may
+carry what users said) under a temporary name, renamed to FILE when the
+export is complete. A progress bar goes to stderr when it is a terminal.`,
 		examples: `  clutch export --db clutch.db --out events.jsonl
   clutch export --run run_01JD3Z... --format cloudevents > run.ce.jsonl
   clutch export --url http://127.0.0.1:8080 --key $KEY --after 5000 --out new.jsonl`,
@@ -52,7 +56,7 @@ restores the same bytes. A progress bar goes to stderr when it is a terminal.`,
 					return err
 				}
 				n, err := export(ctx, src, f.query(), dst, fm, e.stderr)
-				if cerr := done(); err == nil {
+				if cerr := done(err == nil); err == nil {
 					err = cerr
 				}
 				if err != nil {
@@ -126,23 +130,55 @@ the stored bytes).`,
 	})
 }
 
-// create opens the output: stdout for "-", else a new file written in
-// place. done flushes and closes it.
-func create(e *env, path string) (io.Writer, func() error, error) {
+// create opens the output: stdout for "-"; else a temporary file, mode
+// 0600, in the same directory, that done(true) syncs and renames to path,
+// so that a reader never sees half an export and other users of the
+// machine cannot read it; done(false) removes it, leaving what path held
+// before. A path that exists and is not a regular file (a pipe, a
+// device) is written in place.
+func create(e *env, path string) (io.Writer, func(ok bool) error, error) {
 	if path == "-" {
-		return e.stdout, func() error { return nil }, nil
+		return e.stdout, func(bool) error { return nil }, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func(bool) error { return f.Close() }, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, func() error {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
+	return f, func(ok bool) error {
+		err := f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
-		return f.Close()
+		if ok && err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if !ok || err != nil {
+			os.Remove(f.Name())
+		}
+		if ok && err == nil {
+			syncDir(filepath.Dir(path))
+		}
+		return err
 	}, nil
+}
+
+// syncDir makes a rename in dir durable where the system allows it (not
+// on Windows, where a directory cannot be opened for syncing).
+func syncDir(dir string) {
+	if runtime.GOOS == "windows" {
+		return
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // export writes the events of q to out in format fm and returns how many.
