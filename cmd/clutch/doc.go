@@ -122,13 +122,39 @@
 // previous process left open end as interrupted: Router.Recover) and
 // serves package gateway on --addr: the /v1 API, the live streams (SSE,
 // WebSocket), the rules library of --rules-workspace at /v1/rules (package
-// rules/rulesapi) and the web UI (package gateway/ui) at /. API keys come from
-// --key (repeatable; KEY for an admin, or AGENT=KEY to name the caller)
-// and --keys-file (a JSON object of key → {"agent_id", "scopes"}); with
-// neither, serve makes one admin key and prints it. --agui-agent AGENT
-// mounts AG-UI (package gateway/agui) at /v1/agui, each run submitted to
-// AGENT. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
+// rules/rulesapi) and the web UI (package gateway/ui) at /. --agui-agent
+// AGENT mounts AG-UI (package gateway/agui) at /v1/agui, each run submitted
+// to AGENT. Ctrl-C (or SIGTERM) stops it: streams are given 5 s, the router
 // finishes its tasks, the file is closed.
+//
+// API keys come from any of (all those given count):
+//
+//   - --keys-file FILE: a JSON object of key → {"agent_id", "scopes"}. It
+//     holds secrets, so it must be readable by its owner only (mode 0600,
+//     no group or other bits; not checked on Windows): serve refuses
+//     another mode, saying "chmod 600 FILE", and refuses a file that does
+//     not parse or names an unknown scope or a key shorter than 16
+//     characters, naming the file and what is wrong.
+//   - $CLUTCH_SERVE_KEYS: keys separated by commas or white space, each KEY
+//     (the caller agent:operator, an admin) or AGENT=KEY (an admin named
+//     AGENT). A process's environment is readable by its user only.
+//   - --key KEY or AGENT=KEY, repeatable, kept for compatibility: a command
+//     line is visible to every user of the machine (ps, /proc/PID/cmdline),
+//     so serve prints a one-line warning on stderr.
+//
+// serve does not read $CLUTCH_API_KEY, the key the other commands send to
+// a gateway: a client's key in an operator's shell must not become an
+// admin key of a server started there.
+//
+// With no key given, serve keeps one admin key (agent:operator) in the
+// file --db + ".keys.json", in the --keys-file format, mode 0600, beside
+// the store it protects: the first start makes the key, writes the file
+// whole (a temporary file linked into place, never replacing one) and
+// prints the key once; every later start uses it again and prints only
+// where it is, so the UI, scripts and clutch --key keep working across
+// restarts and the key does not reach logs again. That file is held to the
+// --keys-file rules; a damaged one stops serve (remove it to make a new
+// key). With keys given, serve neither reads nor makes it.
 //
 // # Demo
 //

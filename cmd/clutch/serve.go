@@ -7,16 +7,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
@@ -24,6 +30,8 @@ import (
 	"github.com/clutchprotocol/clutch/gateway"
 	"github.com/clutchprotocol/clutch/gateway/agui"
 	"github.com/clutchprotocol/clutch/gateway/ui"
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/rules"
@@ -42,14 +50,22 @@ func init() {
 over it and serves the gateway on --addr: the /v1 API, the live streams (SSE and
 WebSocket) and the web UI at /. Stops cleanly on Ctrl-C (SIGINT) or SIGTERM.
 
-API keys: --key KEY (an admin), or --key AGENT=KEY to name the caller, both
-repeatable; --keys-file FILE, a JSON object of key to caller:
+API keys come from any of these (all that are given count):
 
-  {"<key of 16+ characters>": {"agent_id": "agent:alice", "scopes": ["submit"]}}
+  --keys-file FILE     a JSON object of key to caller, readable by its owner
+                       only (chmod 600; another mode is refused):
+    {"<key of 16+ characters>": {"agent_id": "agent:alice", "scopes": ["submit"]}}
+                       scopes: submit, read:all, agents, admin (any other
+                       scope is refused at start)
+  $CLUTCH_SERVE_KEYS   keys separated by commas or spaces, each KEY (an admin)
+                       or AGENT=KEY (the caller agent:NAME, an admin)
+  --key KEY            the same, repeatable; other users of the machine can
+                       read a command line (ps), so serve warns
 
-(scopes: submit, read:all, agents, admin; a key file with any other scope is
-refused at start). With no key at all, serve makes one
-admin key and prints it. The UI asks for a key when it opens.
+With none of them, serve keeps an admin key in the file --db + .keys.json
+(mode 0600, the --keys-file format): the first start makes the key and prints
+it, later starts use it again and say where it is. The UI asks for a key when
+it opens.
 
 Limits (package auth; docs/protocol.md §6.7): each caller gets --rate
 requests a second (burst --burst) and at most --max-in-flight-per-caller of
@@ -74,27 +90,28 @@ and its retry succeeds. Tasks take 1 to 4 seconds, a round about 5 to 10.
 Now and then a track fails for good: the lead writes the brief without it,
 or the run fails when the brief needs it. Some rounds ask the requester
 first — a choice of region, or the approval of a paid query — and wait for
-an answer, which an admin key (the one serve prints) may give from the UI
+an answer, which an admin key (the one serve keeps) may give from the UI
 or with clutch answer; rounds go on meanwhile, and a question nobody
 answers within 2 minutes ends its run with TIMEOUT. The demo's agents sign
 their events with keys made at start; their public keys are added to the
 key file --demo-keys (default: the store file's name + .demo-keys.json),
-so clutch verify --keys FILE checks the demo's signatures.
+which keeps those of earlier starts, so clutch verify --keys FILE checks
+every signature the demo made in the store, across restarts.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set (http://localhost:4318 for a local
 collector or Jaeger), traces and metrics (package telemetry) are exported over
 OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_* variables; a request
 with a W3C traceparent header continues the caller's trace.`,
 		examples: `  clutch serve --demo                       # a live UI at http://127.0.0.1:8080
-  clutch serve --db team.db --addr :8080 --key agent:ops=$OPS_KEY
+  CLUTCH_SERVE_KEYS=agent:ops=$OPS_KEY clutch serve --db team.db --addr :8080
   clutch serve --keys-file keys.json --cors https://app.example.com
   clutch verify --db clutch.db --keys clutch.db.demo-keys.json   # the demo's signatures`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := fs.String("db", getenv("CLUTCH_DB", "clutch.db"), "the store file, opened for writing ($CLUTCH_DB)")
 			addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
 			var keys, cors listFlag
-			fs.Var(&keys, "key", "an API key: KEY (admin) or AGENT=KEY; repeatable")
-			keysFile := fs.String("keys-file", "", "a JSON file of API keys: {\"KEY\": {\"agent_id\": ..., \"scopes\": [...]}}")
+			fs.Var(&keys, "key", "an API key: KEY (admin) or AGENT=KEY; repeatable; visible in the process list: prefer --keys-file or $CLUTCH_SERVE_KEYS")
+			keysFile := fs.String("keys-file", "", "a JSON file of API keys, mode 0600: {\"KEY\": {\"agent_id\": ..., \"scopes\": [...]}}")
 			fs.Var(&cors, "cors", "an origin allowed to call the API from a browser (scheme://host[:port]); repeatable")
 			withDemo := fs.Bool("demo", false, "run the demo team continuously")
 			demoEvery := fs.Duration("demo-every", 3*time.Second, "the pause between demo rounds")
@@ -117,12 +134,15 @@ with a W3C traceparent header continues the caller's trace.`,
 				if *demoEvery <= 0 {
 					return usagef("--demo-every must be positive")
 				}
-				callers, generated, err := apiKeys(keys, *keysFile)
+				callers, err := apiKeys(keys, *keysFile, os.Getenv(envServeKeys))
 				if err != nil {
 					return err
 				}
+				if len(keys) > 0 {
+					fmt.Fprintf(e.stderr, "clutch serve: warning: other users of this machine can read a --key in the process list; use --keys-file or $%s\n", envServeKeys)
+				}
 				return serve(ctx, e, serveConfig{
-					db: *db, addr: *addr, keys: callers, generated: generated, cors: cors,
+					db: *db, addr: *addr, keys: callers, cors: cors,
 					demo: *withDemo, demoEvery: *demoEvery, demoKeys: *demoKeys, demoOptions: demoOptions, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
 					limits: lim,
 				})
@@ -144,55 +164,92 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 // operator is the caller of a key given without an agent id.
 const operator = "agent:operator"
 
-// apiKeys builds the key → caller map of --key and --keys-file; with
-// neither it makes one admin key and returns it as generated.
-func apiKeys(keys []string, file string) (map[string]auth.Caller, string, error) {
+// envServeKeys names the environment variable of serve's keys: KEY or
+// AGENT=KEY, as --key takes them, separated by commas or white space. The
+// environment of a process is readable by its user only, its command
+// line by everybody on the machine.
+const envServeKeys = "CLUTCH_SERVE_KEYS"
+
+// errKeysFile: a key file of serve that may not be used as it is.
+var errKeysFile error = coded.New("unusable key file", protocol.CodeInvalidField)
+
+// storeKeysFile is the key file serve keeps beside the store db: the
+// admin key it made at its first start without keys, reused on restart.
+func storeKeysFile(db string) string { return db + ".keys.json" }
+
+// apiKeys builds the key → caller map of --key (keys), --keys-file (file)
+// and $CLUTCH_SERVE_KEYS (env). It is empty when none gives a key: serve
+// then uses the store's key file (storeKeys).
+func apiKeys(keys []string, file, env string) (map[string]auth.Caller, error) {
 	out := map[string]auth.Caller{}
+	if err := addKeys(out, keys, "--key"); err != nil {
+		return nil, err
+	}
+	if err := addKeys(out, strings.FieldsFunc(env, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }), "$"+envServeKeys); err != nil {
+		return nil, err
+	}
+	if file != "" {
+		fromFile, err := loadKeysFile(file)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, fromFile)
+	}
+	return out, nil
+}
+
+// addKeys adds keys of the form KEY (an admin) or AGENT=KEY to out; what
+// names where they come from, for errors.
+func addKeys(out map[string]auth.Caller, keys []string, what string) error {
 	for _, k := range keys {
 		agent, key, ok := strings.Cut(k, "=")
 		if !ok {
 			agent, key = operator, k
 		}
 		if !strings.HasPrefix(agent, "agent:") {
-			return nil, "", usagef("--key %s...: the caller must be an agent id (agent:name=KEY)", clip(k, 8))
+			return usagef("%s %s...: the caller must be an agent id (agent:name=KEY)", what, clip(k, 8))
 		}
 		out[key] = auth.Caller{AgentID: agent, Scopes: []string{auth.ScopeAdmin}}
 	}
-	if file != "" {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, "", err
-		}
-		fromFile, err := parseKeysFile(data)
-		if err != nil {
-			return nil, "", fmt.Errorf("--keys-file %s: %w", file, err)
-		}
-		// Unknown scopes, bad agent ids and short keys are refused here,
-		// before anything starts.
-		if _, err := auth.APIKeys(fromFile); err != nil {
-			return nil, "", fmt.Errorf("--keys-file %s: %w", file, err)
-		}
-		maps.Copy(out, fromFile)
-	}
-	if len(out) > 0 {
-		return out, "", nil
-	}
-	b := make([]byte, 24)
-	rand.Read(b)
-	key := base64.RawURLEncoding.EncodeToString(b)
-	out[key] = auth.Caller{AgentID: operator, Scopes: []string{auth.ScopeAdmin}}
-	return out, key, nil
+	return nil
 }
 
-// parseKeysFile reads a --keys-file: a JSON object of API key to
+// loadKeysFile reads a key file: it must be readable by its owner only
+// (it holds secrets; on Windows, where modes say nothing of that, any
+// mode is accepted), parse, and hold valid keys, callers and scopes.
+func loadKeysFile(path string) (map[string]auth.Caller, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return nil, coded.Wrap(errKeysFile, fmt.Sprintf("%s: mode %04o lets other users read its keys (chmod 600 %s)", path, perm, path), nil)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := parseKeysFile(data)
+	if err != nil {
+		return nil, coded.Wrap(errKeysFile, path, err)
+	}
+	// Unknown scopes, bad agent ids and short keys are refused here,
+	// before anything starts.
+	if _, err := auth.APIKeys(keys); err != nil {
+		return nil, coded.Wrap(errKeysFile, path, err)
+	}
+	return keys, nil
+}
+
+// parseKeysFile reads a key file: a JSON object of API key to
 // {"agent_id", "scopes"}. Bad input gives an error, never a panic.
 func parseKeysFile(data []byte) (map[string]auth.Caller, error) {
-	var file map[string]struct {
-		AgentID string   `json:"agent_id"`
-		Scopes  []string `json:"scopes"`
-	}
+	var file map[string]keysFileEntry
 	if err := jsonv2.Unmarshal(data, &file, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return nil, err
+		return nil, errors.New(jsonProblem(err) + `; want a JSON object of API key to {"agent_id": "agent:NAME", "scopes": [...]}`)
+	}
+	if file == nil {
+		return nil, errors.New(`null; want a JSON object of API key to {"agent_id": "agent:NAME", "scopes": [...]}`)
 	}
 	out := make(map[string]auth.Caller, len(file))
 	for k, c := range file {
@@ -204,10 +261,100 @@ func parseKeysFile(data []byte) (map[string]auth.Caller, error) {
 	return out, nil
 }
 
+// jsonProblem says what is wrong with a JSON document in words: where,
+// and what, without the Go types the decoder names.
+func jsonProblem(err error) string {
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
+	switch {
+	case errors.As(err, &syn):
+		s := "invalid JSON at byte " + strconv.FormatInt(syn.ByteOffset, 10)
+		if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
+			s += " (a member named twice)"
+		}
+		return s
+	case errors.As(err, &sem):
+		where := string(sem.JSONPointer)
+		if where == "" {
+			where = "the top level"
+		}
+		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
+			return "an unknown member at " + where
+		}
+		if k, ok := kindWords[sem.JSONKind]; ok {
+			return k + " at " + where + " where it does not belong"
+		}
+		return "an unexpected value at " + where
+	}
+	return "not JSON"
+}
+
+// kindWords name the kinds of JSON value.
+var kindWords = map[jsontext.Kind]string{
+	'{': "an object", '[': "an array", '"': "a string", '0': "a number",
+	't': "a boolean", 'f': "a boolean", 'n': "null",
+}
+
+// storeKeys returns the keys of the store's key file, path, making it
+// with a new admin key when it does not exist: the key is then returned as
+// generated, to be printed once. The file is written whole (a temporary
+// file linked into place) with mode 0600.
+func storeKeys(path string) (keys map[string]auth.Caller, generated string, err error) {
+	keys, err = loadKeysFile(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
+			err = fmt.Errorf("%w\n(serve keeps its admin key there: fix the file, or remove it to make a new key)", err)
+		}
+		return keys, "", err
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	generated = base64.RawURLEncoding.EncodeToString(b)
+	keys = map[string]auth.Caller{generated: {AgentID: operator, Scopes: []string{auth.ScopeAdmin}}}
+	data, err := jsonv2.Marshal(map[string]keysFileEntry{generated: {AgentID: operator, Scopes: []string{auth.ScopeAdmin}}}, jsontext.WithIndent("  "))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := writeNew(path, append(data, '\n')); err != nil {
+		return nil, "", fmt.Errorf("keeping the admin key: %w", err)
+	}
+	return keys, generated, nil
+}
+
+// keysFileEntry is the caller of a key in a key file.
+type keysFileEntry struct {
+	AgentID string   `json:"agent_id"`
+	Scopes  []string `json:"scopes"`
+}
+
+// writeNew writes data to a new file at path, mode 0600, whole or not at
+// all; a file already at path is an error (fs.ErrExist), never replaced.
+func writeNew(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(f.Name(), path)
+	}
+	if err == nil {
+		syncDir(filepath.Dir(path))
+	}
+	return err
+}
+
 type serveConfig struct {
-	db, addr  string
+	db, addr string
+	// keys are the keys given (none: the store's key file).
 	keys      map[string]auth.Caller
-	generated string
 	cors      []string
 	demo      bool
 	demoEvery time.Duration
@@ -267,9 +414,8 @@ func isStream(r *http.Request) bool {
 
 // serve runs the gateway until ctx is done.
 func serve(ctx context.Context, e *env, c serveConfig) error {
-	authn, err := auth.APIKeys(c.keys)
-	if err != nil {
-		return err
+	if _, err := auth.APIKeys(c.keys); err != nil {
+		return err // before the store file is made
 	}
 	st, err := boltstore.Open(c.db, nil)
 	if errors.Is(err, boltstore.ErrLocked) {
@@ -279,6 +425,20 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		return err
 	}
 	defer st.Close()
+	// With no key given, the admin key kept beside the store, made at the
+	// first start: once the file is held, so that two starts on one store
+	// cannot make two keys.
+	keys, keysFile, generated := c.keys, "", ""
+	if len(keys) == 0 {
+		keysFile = storeKeysFile(c.db)
+		if keys, generated, err = storeKeys(keysFile); err != nil {
+			return err
+		}
+	}
+	authn, err := auth.APIKeys(keys)
+	if err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// OpenTelemetry over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
 	tel, stopTel, err := otlpTelemetry(ctx, logger)
@@ -376,8 +536,12 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 	if gopts.AGUI != nil {
 		fmt.Fprintf(e.stdout, "clutch: AG-UI at %s/v1/agui\n", url)
 	}
-	if c.generated != "" {
-		fmt.Fprintf(e.stdout, "clutch: API key (admin, for the UI and --key): %s\n", c.generated)
+	switch {
+	case generated != "":
+		fmt.Fprintf(e.stdout, "clutch: API key (admin, for the UI and --key): %s\n", generated)
+		fmt.Fprintf(e.stdout, "clutch: the admin key is kept in %s (mode 0600) and used again on restart\n", keysFile)
+	case keysFile != "":
+		fmt.Fprintf(e.stdout, "clutch: API keys from %s (kept from an earlier start; the admin key is not printed again)\n", keysFile)
 	}
 
 	var wg sync.WaitGroup

@@ -166,27 +166,35 @@ func drain(ch chan string) chan string {
 }
 
 func TestServeKeys(t *testing.T) {
-	keys, gen, err := apiKeys([]string{"key-one-0123456789", "agent:bob=key-two-0123456789"}, "")
-	if err != nil || gen != "" || keys["key-one-0123456789"].AgentID != operator || keys["key-two-0123456789"].AgentID != "agent:bob" {
-		t.Fatalf("--key: %v %q %v", keys, gen, err)
+	keys, err := apiKeys([]string{"key-one-0123456789", "agent:bob=key-two-0123456789"}, "", "")
+	if err != nil || len(keys) != 2 || keys["key-one-0123456789"].AgentID != operator || keys["key-two-0123456789"].AgentID != "agent:bob" {
+		t.Fatalf("--key: %v %v", keys, err)
 	}
 	file := filepath.Join(t.TempDir(), "keys.json")
 	os.WriteFile(file, []byte(`{"key-three-0123456789":{"agent_id":"agent:carol","scopes":["submit"]}}`), 0o600)
-	keys, _, err = apiKeys(nil, file)
+	keys, err = apiKeys(nil, file, "")
 	if c := keys["key-three-0123456789"]; err != nil || c.AgentID != "agent:carol" || !c.Has(auth.ScopeSubmit) || c.Has(auth.ScopeReadAll) {
 		t.Fatalf("--keys-file: %v %v", keys, err)
 	}
-	keys, gen, err = apiKeys(nil, "")
-	if c := keys[gen]; err != nil || len(gen) < 16 || !c.Has(auth.ScopeAdmin) {
-		t.Fatalf("generated: %v %q %v", keys, gen, err)
+	// $CLUTCH_SERVE_KEYS: the --key forms, separated by commas or spaces.
+	keys, err = apiKeys(nil, "", " key-four-0123456789,agent:dan=key-five-0123456789\tkey-six-0123456789 ")
+	if err != nil || len(keys) != 3 || keys["key-five-0123456789"].AgentID != "agent:dan" || !slices.Contains(keys["key-six-0123456789"].Scopes, auth.ScopeAdmin) {
+		t.Fatalf("$CLUTCH_SERVE_KEYS: %v %v", keys, err)
+	}
+	// None: empty, serve then uses the store's key file.
+	if keys, err = apiKeys(nil, "", ""); err != nil || len(keys) != 0 {
+		t.Fatalf("no keys: %v %v", keys, err)
 	}
 	for _, bad := range [][]string{{"bob=key-0123456789abc"}} {
-		if _, _, err := apiKeys(bad, ""); err == nil {
+		if _, err := apiKeys(bad, "", ""); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
 	}
+	if _, err := apiKeys(nil, "", "bob=key-0123456789abc"); err == nil || !strings.Contains(err.Error(), "$CLUTCH_SERVE_KEYS") {
+		t.Errorf("a bad $CLUTCH_SERVE_KEYS: %v", err)
+	}
 	os.WriteFile(file, []byte(`{"k":{"agent_id":"carol"}}`), 0o600)
-	if _, _, err := apiKeys(nil, file); err == nil {
+	if _, err := apiKeys(nil, file, ""); err == nil {
 		t.Error("a keys file with a bad agent id: no error")
 	}
 	code, _, errs := clutch(t, "serve", "--key", "short", "--db", filepath.Join(t.TempDir(), "x.db"))
@@ -380,5 +388,238 @@ func TestServeTimeouts(t *testing.T) {
 	time.AfterFunc(3*lim.write, func() { close(streamed) }) // past the write deadline
 	if got := <-done; got != "late" {
 		t.Fatalf("stream: %q", got)
+	}
+}
+
+// running is a serve started in process by startServe.
+type running struct {
+	start  []string // stdout up to the line startServe waited for
+	url    string
+	out    *lines
+	errb   *bytes.Buffer // read only after stop
+	cancel context.CancelFunc
+	done   chan int
+	code   int
+	ended  bool
+}
+
+// startServe starts serve with args and reads its stdout up to the first
+// line starting with until.
+func startServe(t *testing.T, until string, args ...string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &running{out: newLines(), errb: &bytes.Buffer{}, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		s.done <- runContext(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), nil, s.out, s.errb)
+	}()
+	t.Cleanup(func() { s.stop() })
+	for {
+		var line string
+		select {
+		case line = <-s.out.ch:
+		case code := <-s.done:
+			s.ended, s.code = true, code
+			t.Fatalf("serve ended with %d before %q:\n%s\n%s", code, until, strings.Join(s.start, "\n"), s.errb)
+		}
+		s.start = append(s.start, line)
+		if u, ok := strings.CutPrefix(line, "clutch: serving "); ok {
+			s.url = strings.Fields(u)[2]
+		}
+		if strings.HasPrefix(line, until) {
+			return s
+		}
+	}
+}
+
+// stop interrupts serve and returns its exit code.
+func (s *running) stop() int {
+	if !s.ended {
+		s.cancel()
+		s.code, s.ended = <-s.done, true
+	}
+	return s.code
+}
+
+// line returns the start line with prefix, and whether there is one.
+func (s *running) line(prefix string) (string, bool) {
+	for _, l := range s.start {
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+// serve without keys: the first start makes an admin key, prints it and
+// keeps it beside the store (0600); a restart uses the same key and does
+// not print it again; the demo's signatures of both starts verify with
+// its key file.
+func TestServeRestartKeepsKeys(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "team.db")
+	keysFile := db + ".keys.json"
+	first := startServe(t, "clutch: demo keys in ", "--db", db, "--demo", "--demo-every", "5ms", "--no-ui")
+	key, ok := first.line("clutch: API key (admin, for the UI and --key): ")
+	if !ok {
+		t.Fatalf("the first start printed no key:\n%s", strings.Join(first.start, "\n"))
+	}
+	if note, _ := first.line("clutch: the admin key is kept in "); !strings.HasPrefix(note, keysFile+" (mode 0600)") {
+		t.Fatalf("the first start says the key is kept in %q, want %s", note, keysFile)
+	}
+	fi, err := os.Stat(keysFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the key file: %v %v", fi, err)
+	}
+	kept, err := loadKeysFile(keysFile)
+	if c, ok := kept[key]; err != nil || len(kept) != 1 || !ok || c.AgentID != operator || !slices.Contains(c.Scopes, auth.ScopeAdmin) {
+		t.Fatalf("the key file holds %v (%v), want the printed key as the admin", kept, err)
+	}
+	waitLead(t, first.url, key)
+	if code := first.stop(); code != exitOK {
+		t.Fatalf("the first serve: exit %d\n%s", code, first.errb)
+	}
+
+	second := startServe(t, "clutch: demo keys in ", "--db", db, "--demo", "--demo-every", "5ms", "--no-ui")
+	if _, printed := second.line("clutch: API key ("); printed {
+		t.Fatalf("a restart printed the key again:\n%s", strings.Join(second.start, "\n"))
+	}
+	if note, ok := second.line("clutch: API keys from "); !ok || !strings.HasPrefix(note, keysFile+" ") {
+		t.Fatalf("a restart does not say where the key is:\n%s", strings.Join(second.start, "\n"))
+	}
+	if code, stdout, errs := clutch(t, "runs", "--url", second.url, "--key", key); code != exitOK {
+		t.Fatalf("the first start's key after a restart: %d %s%s", code, stdout, errs)
+	}
+	if code, _, errs := clutch(t, "runs", "--url", second.url, "--key", "not-the-key-0123456789"); code != exitFailure || !strings.Contains(errs, "401") {
+		t.Fatalf("another key: %d %s", code, errs)
+	}
+	waitLead(t, second.url, key)
+	if code := second.stop(); code != exitOK {
+		t.Fatalf("the second serve: exit %d\n%s", code, second.errb)
+	}
+	if again, err := loadKeysFile(keysFile); err != nil || len(again) != 1 || again[key].AgentID != operator {
+		t.Fatalf("the key file after a restart: %v %v", again, err)
+	}
+	// Both starts signed with keys of their own; the demo's key file has
+	// them all.
+	demoKeys := db + ".demo-keys.json"
+	code, stdout, _ := clutch(t, "verify", "--db", db, "--keys", demoKeys)
+	if code != exitOK || !strings.Contains(stdout, " 0 failed") || strings.Contains(stdout, " 0 signatures valid") {
+		t.Fatalf("verify after a restart: %d %s", code, stdout)
+	}
+	if code, stdout, _ := clutch(t, "verify", "--db", db, "--keys", demoKeys, "--type", "task.result", "--require-signed"); code != exitOK {
+		t.Fatalf("verify --require-signed after a restart: %d %s", code, stdout)
+	}
+}
+
+// waitLead follows the gateway at url until the demo lead has answered in
+// a thread: tasks have ended and signed events are stored.
+func waitLead(t *testing.T, url, key string) {
+	t.Helper()
+	tailed := newLines()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var e bytes.Buffer
+		done <- runContext(ctx, []string{"tail", "--url", url, "--key", key, "--after", "0", "--type", "chat."}, nil, tailed, &e)
+	}()
+	for {
+		select {
+		case line := <-tailed.ch:
+			if !strings.Contains(line, demo.Lead) {
+				continue
+			}
+		case code := <-done:
+			t.Fatalf("tail ended: %d", code)
+		}
+		break
+	}
+	cancel()
+	<-done
+}
+
+// Keys from $CLUTCH_SERVE_KEYS: accepted, no warning, and the store's key
+// file is neither read nor made. --key still works, with a warning.
+func TestServeEnvKeys(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "team.db")
+	const ops, bob = "key-ops-0123456789abcdef", "key-bob-0123456789abcdef"
+	t.Setenv(envServeKeys, "agent:ops="+ops+", agent:bob="+bob)
+	s := startServe(t, "clutch: serving ", "--db", db, "--no-ui")
+	for _, k := range []string{ops, bob} {
+		if code, stdout, errs := clutch(t, "runs", "--url", s.url, "--key", k); code != exitOK {
+			t.Fatalf("runs with a key of $%s: %d %s%s", envServeKeys, code, stdout, errs)
+		}
+	}
+	if code, _, errs := clutch(t, "runs", "--url", s.url, "--key", "not-the-key-0123456789"); code != exitFailure || !strings.Contains(errs, "401") {
+		t.Fatalf("another key: %d %s", code, errs)
+	}
+	if code := s.stop(); code != exitOK || s.errb.Len() != 0 {
+		t.Fatalf("serve: exit %d, stderr %q", code, s.errb)
+	}
+	if _, err := os.Stat(db + ".keys.json"); !os.IsNotExist(err) {
+		t.Fatalf("the store's key file with keys given: %v", err)
+	}
+	for _, l := range s.start {
+		if strings.Contains(l, ops) || strings.Contains(l, "API key") {
+			t.Fatalf("serve printed %q", l)
+		}
+	}
+
+	t.Setenv(envServeKeys, "")
+	s = startServe(t, "clutch: serving ", "--db", db, "--no-ui", "--key", ops)
+	if code, _, errs := clutch(t, "runs", "--url", s.url, "--key", ops); code != exitOK {
+		t.Fatalf("runs with --key: %d %s", code, errs)
+	}
+	if code := s.stop(); code != exitOK || !strings.Contains(s.errb.String(), "warning: other users of this machine can read a --key") ||
+		strings.Count(s.errb.String(), "\n") != 1 || strings.Contains(s.errb.String(), ops) {
+		t.Fatalf("serve --key: exit %d, stderr %q, want one line of warning", code, s.errb)
+	}
+}
+
+// A key file other users may read, or that is not a key file, stops serve
+// at start with a message that names the file and the fix; the store's
+// key file is never replaced by a new key.
+func TestServeKeyFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "team.db")
+	own := db + ".keys.json"
+	good := `{"key-ops-0123456789abcdef": {"agent_id": "agent:ops", "scopes": ["admin"]}}`
+	for _, c := range []struct {
+		name, content string
+		mode          os.FileMode
+		want          []string
+	}{
+		{"readable by others", good, 0o644, []string{own, "mode 0644", "chmod 600 " + own, "remove it to make a new key"}},
+		{"readable by the group", good, 0o640, []string{"mode 0640"}},
+		{"not JSON", "key-ops-0123456789abcdef\n", 0o600, []string{own, "invalid JSON at byte 0", "want a JSON object of API key"}},
+		{"a list", `["key-ops-0123456789abcdef"]`, 0o600, []string{"an array at the top level"}},
+		{"a bad scope", `{"key-ops-0123456789abcdef": {"agent_id": "agent:ops", "scopes": ["root"]}}`, 0o600, []string{`"root"`}},
+	} {
+		os.Remove(own)
+		if err := os.WriteFile(own, []byte(c.content), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(own, c.mode) // whatever the umask
+		code, stdout, errs := clutch(t, "serve", "--db", db, "--addr", "127.0.0.1:0")
+		if code != exitFailure || stdout != "" {
+			t.Errorf("%s: exit %d\n%s%s", c.name, code, stdout, errs)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%s: %q does not say %q", c.name, errs, w)
+			}
+		}
+		if strings.Contains(errs, "map[") || strings.Contains(errs, "struct") || strings.Count(errs, "\n") > 2 {
+			t.Errorf("%s: %q", c.name, errs)
+		}
+		if got, _ := os.ReadFile(own); string(got) != c.content {
+			t.Errorf("%s: the key file was changed to %q", c.name, got)
+		}
+	}
+	// --keys-file: the same rule.
+	given := filepath.Join(dir, "keys.json")
+	os.WriteFile(given, []byte(good), 0o644)
+	os.Chmod(given, 0o644)
+	code, _, errs := clutch(t, "serve", "--db", db, "--keys-file", given, "--addr", "127.0.0.1:0")
+	if code != exitFailure || !strings.Contains(errs, "chmod 600 "+given) {
+		t.Errorf("--keys-file of mode 0644: %d %s", code, errs)
 	}
 }
