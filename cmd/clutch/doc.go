@@ -96,8 +96,48 @@
 // afterwards. The events get that store's seqs and append times. The
 // store's deduplication (by id and by run_id + idempotency_key) makes a
 // repeated import append nothing: the duplicates are counted, so an
-// interrupted import can simply be run again. A malformed line stops the
-// import with its line number, after every line before it is appended.
+// interrupted import can simply be run again.
+//
+// An import is all or nothing by default: it reads the whole input once,
+// decoding every line strictly and validating every message as the
+// store's Append would (protocol.Message.Validate and the store's size
+// limit), and only then reads it again and appends. A bad line fails the
+// import with its line number and stores nothing. This is a two-pass read
+// rather than one transaction of every message, so that memory stays flat
+// whatever the input's size (a transaction would hold all of it): a file
+// is read again from its start; stdin, or a pipe, is copied to a temporary
+// file beside --db while it is read the first time (removed at the end).
+// The store is opened, and held, before the first pass, so a file another
+// process holds fails at once. The checks are those of the input: a store
+// that fails in the second pass (a full disk) leaves the batches appended
+// before it, which the error counts and a rerun skips as duplicates.
+//
+// A new store file is made under a temporary name beside --db (mode 0600,
+// as every store file) and linked to --db when the import succeeds, so a
+// failed import leaves no file behind (after a kill -9 the temporary
+// .NAME.import-* file may be left; delete it). An existing --db is never
+// replaced.
+//
+// --resume is the one-pass import: it appends as it reads, and a bad line
+// stops it with every line before it stored (and counted in the error);
+// fix the line and run it again, the stored events are skipped as
+// duplicates.
+//
+// --dry-run reads the input once, checks it as the import would, and
+// prints how many events would be appended and how many are duplicates,
+// writing nothing: a missing --db is not created, an existing one is
+// opened read-only. Its duplicates are those by id, of an earlier line or
+// of a stored event, and those by run_id + idempotency_key of an earlier
+// line; a stored event with the same key but another id is found only by
+// the import itself, so the import may skip more. It keeps the ids it has
+// seen in memory (tens of bytes an event). A --db that another process
+// holds is not read: the dry run then says that duplicates of its events
+// are not counted.
+//
+// export --out writes a temporary file beside FILE, mode 0600 (events may
+// carry what users said), and renames it to FILE when the export is
+// complete, so FILE is whole or as it was; a FILE that is a pipe or a
+// device is written in place.
 //
 // # Key file
 //

@@ -293,7 +293,7 @@ func TestImportBadInput(t *testing.T) {
 	lines[3] = `{"seq":4,"message":{"v":"clutch/0.1"}}`
 	in := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(in, []byte(strings.Join(lines, "\n")), 0o600)
-	code, _, errs := clutch(t, "import", "--db", filepath.Join(t.TempDir(), "x.db"), "--batch", "2", in)
+	code, _, errs := clutch(t, "import", "--db", filepath.Join(t.TempDir(), "x.db"), "--resume", "--batch", "2", in)
 	if code != exitFailure || !strings.Contains(errs, "line 4") || !strings.Contains(errs, "3 events appended before it") {
 		t.Fatalf("import of a bad line: %d %s", code, errs)
 	}
