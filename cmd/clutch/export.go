@@ -198,10 +198,8 @@ func fileExists(path string) (bool, error) {
 // new file next to it (tmp) that becomes db only when the import keeps
 // it, so that a failed import leaves no file behind.
 type target struct {
-	st       *boltstore.Store
-	db, tmp  string
-	noSync   bool
-	finished bool
+	st      *boltstore.Store
+	db, tmp string
 }
 
 // openTarget opens the store of an import.
