@@ -189,26 +189,72 @@ func pageQuery(before uint64, limit int) url.Values {
 	return q
 }
 
+// ListQuery selects the summaries of ListRuns and ListThreads.
+type ListQuery struct {
+	// Before, when not 0, lists those whose last event is before this
+	// seq: the next_before of the previous page.
+	Before uint64
+	// Limit is the most summaries of the page; 0 means the gateway's
+	// default.
+	Limit int
+	// System asks for the reserved system runs and threads too
+	// (docs/protocol.md §6.7; ?system=1), which a gateway lists only to
+	// an admin's key. Without it they are left out.
+	System bool
+}
+
+func (q ListQuery) values() url.Values {
+	v := pageQuery(q.Before, q.Limit)
+	if q.System {
+		v.Set("system", "1")
+	}
+	return v
+}
+
 // Runs lists runs, newest first: those whose last event is before before
 // (0: all), at most limit (0: the gateway's default). next is the before
-// of the next page, 0 after the last.
+// of the next page, 0 after the last. It is ListRuns without System.
 func (c *Client) Runs(ctx context.Context, before uint64, limit int) (runs []Summary, next uint64, err error) {
+	return c.ListRuns(ctx, ListQuery{Before: before, Limit: limit})
+}
+
+// ListRuns lists the runs q selects, newest first (GET /v1/runs). next is
+// the Before of the next page, 0 after the last.
+func (c *Client) ListRuns(ctx context.Context, q ListQuery) (runs []Summary, next uint64, err error) {
 	var out struct {
 		Runs []Summary `json:"runs"`
 		Next uint64    `json:"next_before"`
 	}
-	err = c.get(ctx, "/v1/runs", pageQuery(before, limit), &out)
+	err = c.list(ctx, "/v1/runs", q, &out)
 	return out.Runs, out.Next, err
 }
 
 // Threads lists threads like Runs.
 func (c *Client) Threads(ctx context.Context, before uint64, limit int) (threads []Summary, next uint64, err error) {
+	return c.ListThreads(ctx, ListQuery{Before: before, Limit: limit})
+}
+
+// ListThreads lists threads like ListRuns (GET /v1/threads).
+func (c *Client) ListThreads(ctx context.Context, q ListQuery) (threads []Summary, next uint64, err error) {
 	var out struct {
 		Threads []Summary `json:"threads"`
 		Next    uint64    `json:"next_before"`
 	}
-	err = c.get(ctx, "/v1/threads", pageQuery(before, limit), &out)
+	err = c.list(ctx, "/v1/threads", q, &out)
 	return out.Threads, out.Next, err
+}
+
+// list gets a listing. A gateway older than the system parameter refuses
+// it (400, naming it); it lists the system runs to an admin anyway, so
+// the listing is asked for again without it.
+func (c *Client) list(ctx context.Context, path string, q ListQuery, v any) error {
+	err := c.get(ctx, path, q.values(), v)
+	var e *Error
+	if q.System && errors.As(err, &e) && e.Status == http.StatusBadRequest && strings.Contains(e.Message, "system") {
+		q.System = false
+		err = c.get(ctx, path, q.values(), v)
+	}
+	return err
 }
 
 // Agents lists the agents the gateway exposes.
