@@ -23,11 +23,17 @@ exits 1.
 
 With --url it checks what the gateway serves instead: the events arrive in
 increasing seq order, each message decodes strictly and no id repeats. The
-page-level check needs the file.`,
+page-level check needs the file.
+
+--json prints {"ok": true, "source": FILE|URL, "events": N} or {"ok": false,
+"source", "events": N (those read before the damage), "damage": TEXT}; the
+exit code is the same.`,
 		examples: `  clutch check --db clutch.db
+  clutch check --db clutch.db --json
   clutch check --url http://127.0.0.1:8080 --key $KEY`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			w := addWhere(fs)
+			asJSON := fs.Bool("json", false, "print the result as JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -38,25 +44,42 @@ page-level check needs the file.`,
 					return err
 				}
 				defer src.close()
+				r := checkReport{OK: true, Source: src.name()}
 				if l, ok := src.(*local); ok {
 					if progress.IsTerminal(e.stderr) {
 						fmt.Fprintf(e.stderr, "check: pages, records and indexes of %s...\n", l.name())
 					}
-					if err := l.st.Check(ctx); err != nil {
-						fmt.Fprintf(e.stdout, "damaged: %v\n", err)
-						return errFailed
-					}
+					err = l.st.Check(ctx)
 				}
-				n, err := checkEvents(ctx, src, e)
+				if err == nil {
+					r.Events, err = checkEvents(ctx, src, e)
+				}
 				if err != nil {
-					fmt.Fprintf(e.stdout, "damaged: %v\n", err)
-					return errFailed
+					r.OK, r.Damage = false, err.Error()
 				}
-				fmt.Fprintf(e.stdout, "ok: %s, %d events (%s)\n", src.name(), n, time.Since(start).Round(time.Millisecond))
-				return nil
+				switch {
+				case *asJSON:
+					err = writeJSON(e.stdout, r)
+				case r.OK:
+					_, err = fmt.Fprintf(e.stdout, "ok: %s, %d events (%s)\n", r.Source, r.Events, time.Since(start).Round(time.Millisecond))
+				default:
+					_, err = fmt.Fprintf(e.stdout, "damaged: %s\n", r.Damage)
+				}
+				if err == nil && !r.OK {
+					err = errFailed
+				}
+				return err
 			}
 		},
 	})
+}
+
+// checkReport is what check --json prints.
+type checkReport struct {
+	OK     bool   `json:"ok"`
+	Source string `json:"source"`
+	Events int    `json:"events"`
+	Damage string `json:"damage,omitempty"`
 }
 
 // checkEvents reads every event: seqs increase, messages decode, ids do

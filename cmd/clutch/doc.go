@@ -2,23 +2,98 @@
 // and answers the questions tasks wait on.
 //
 //	clutch serve   --db clutch.db --addr 127.0.0.1:8080 [--demo]
-//	clutch runs    [--threads] [--limit N] [--before SEQ] [--json]
-//	clutch tail    [--run R] [--thread T] [--task K] [--agent A] [--type P] [--after SEQ] [-n N] [--json]
+//	clutch runs    [--threads] [--status S] [--agent A] [--since T] [--until T] [--system] [--limit N] [--before SEQ] [--json]
+//	clutch tail    [--run R] [--thread T] [--task K] [--agent A] [--type P] [--since T] [--until T] [--after SEQ] [-n N] [--json]
 //	clutch tree    RUN_ID | --task TASK_ID [--json]
-//	clutch replay  RUN_ID [--speed X]
+//	clutch replay  RUN_ID [--type P] [--speed X] [--json]
 //	clutch export  [filters] [--format jsonl|cloudevents] [--out FILE]
 //	clutch import  --db FILE  INPUT|-
-//	clutch verify  --keys KEYFILE [filters] [--require-signed]
-//	clutch stats   [filters] [--json]
-//	clutch check
+//	clutch verify  --keys KEYFILE [filters] [--require-signed] [--json]
+//	clutch stats   [filters] [--system] [--json]
+//	clutch check   [--json]
 //	clutch rules   list|drafts|show|approve|reject|import|export [ARG] [--author A] [--reason R] [--json]
 //	clutch waiting [--mine] [--json] --url URL
 //	clutch answer  QUESTION_ID VALUE | --approve | --reject REASON | --edit JSON  --url URL
 //
-// Every command has --help with its flags and examples. Exit codes: 0 ok,
-// 1 failure (the command says why on stderr, or prints what failed: a
-// signature, a damaged file), 2 usage (an unknown command or flag, a
-// missing argument).
+// Every command has --help with its flags and examples.
+//
+// # Answers and exit codes
+//
+// Exit codes:
+//
+//	0  ok; an empty result is ok too
+//	1  failure: the command says why on stderr, or prints what failed (a
+//	   signature, a damaged file)
+//	2  usage: an unknown command or flag, a missing or malformed argument
+//	3  not found: the run, thread, task (or other id) named on the command
+//	   line does not exist, or the caller may not see it
+//
+// A read command gives the same answer to the same question whether it
+// reads a file (--db) or a gateway (--url): the same stdout and the same
+// exit code. What is named and missing is exit 3 with
+// `clutch CMD: run "run_X" not found` (the kind, the quoted id) on stderr,
+// in both modes: tree's RUN_ID or --task, replay's RUN_ID, and the --run,
+// --thread and --task filters of tail, export, stats and verify (each must
+// have an event; together they may still select none). A gateway's 404
+// is that answer: a run another caller owns is not found, as it would be
+// if it did not exist. An empty result is exit 0 and says so: "(no runs)",
+// "(no threads)", "(no events)" (tail that does not follow, replay before
+// the tree), "(no tasks)" (tree), zero counts (stats, verify); with --json
+// an empty list ({"runs": [], ...}, "failures": []) or, for JSON lines, no
+// line; export writes no line.
+//
+// # Filters
+//
+// tail, export, stats and verify take the event filters --run, --thread,
+// --task, --agent (the sender, from.agent_id), --type (a type prefix),
+// --after SEQ, and --since and --until: an RFC 3339 time
+// (2026-03-01T09:00:00Z) or a duration meaning that long ago (90m, 24h),
+// selecting the events the store appended at or after --since and before
+// --until. Times are compared to the millisecond, the precision the
+// gateway serves, so both modes select the same events. tail with --until
+// does not follow.
+//
+// runs filters the summaries: --status (running, completed, failed,
+// cancelled, timed_out or active, the Summary status), --agent (the agent
+// that started the run, or one of the first 8 that accepted its tasks,
+// which is what a summary keeps) and --since/--until (runs active in that
+// time: the last event at or after --since, the first before --until).
+// Over a gateway these filters are applied by the CLI, reading further
+// pages until a page of --limit runs is full; next_before goes on from
+// there, in both modes alike.
+//
+// System runs — the reserved ids of docs/protocol.md §6.7, such as the
+// registry's run_registry and the rules library's runs — are left out of
+// runs (and their threads of runs --threads) and of stats' counts unless
+// --system is given (stats counts them too when a filter names one). Over
+// a gateway --system sends ?system=1 to /v1/runs and /v1/threads; the
+// gateway lists them only to an admin's key. tail, export, replay, tree,
+// verify and check show everything the source holds.
+//
+// # JSON output
+//
+// Every command that prints data takes --json:
+//
+//	runs    {"runs"|"threads": [summary...], "next_before": SEQ}, each summary the
+//	        store's Summary (id, run_id, owner, channel, title, first_seq, last_seq,
+//	        created, updated, events, tasks, ended, waiting, status, agents,
+//	        agents_more, failure); next_before 0 on the last page
+//	tail    JSON lines {"seq","time","message"} (the export format)
+//	replay  the same JSON lines, and no tree
+//	tree    {"run_id", "tasks": [node...]}, a node {"task_id", "parent_task_id",
+//	        "agent_id", "status", "state", "attempts", "payload_type", "started",
+//	        "ended", "error", "children": [node...]}, the gateway's tree
+//	stats   {"events", "event_bytes", "first_seq", "last_seq", "first", "last",
+//	        "runs", "threads", "tasks", "agents", "by_type", "by_agent",
+//	        "undecodable", "file_bytes"}; first and last left out when no event
+//	        counts, file_bytes a file's alone
+//	verify  {"events", "valid", "failed", "unsigned", "failures": [{"seq", "id",
+//	        "agent", "code", "message"}]}
+//	check   {"ok", "source", "events", "damage"}
+//
+// Times in JSON are RFC 3339 in UTC, to the millisecond. export writes
+// its formats (below); --json does not apply to it. The exit code is the
+// same with and without --json.
 //
 // # Answering
 //

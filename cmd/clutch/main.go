@@ -23,9 +23,10 @@ func main() {
 
 // Exit codes.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK       = 0
+	exitFailure  = 1
+	exitUsage    = 2
+	exitNotFound = 3 // what the command line names does not exist (notfound.go)
 )
 
 // run runs the command line args (without the program name) and returns
@@ -111,6 +112,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitUsage
 	case errors.Is(err, errFailed):
 		return exitFailure // the command said why already
+	case isNotFound(err):
+		fmt.Fprintf(stderr, "clutch %s: %v\n", name, err)
+		return exitNotFound
 	default:
 		fmt.Fprintf(stderr, "clutch %s: %v\n", name, err)
 		return exitFailure
@@ -170,7 +174,10 @@ it, or a running gateway (--url, default $CLUTCH_URL, with --key or
 $CLUTCH_API_KEY) when a process holds the file. rules approve, reject and
 import write the file, or go through the gateway.
 
-Exit codes: 0 ok, 1 failure, 2 usage.
+Exit codes: 0 ok (an empty result too), 1 failure (said on stderr), 2 usage,
+3 not found (a run, thread, task or other id named on the command line does
+not exist, or the caller may not see it). A file and a gateway give the same
+answer and exit code to the same question.
 Run 'clutch <command> --help' for a command's flags and examples.
 `)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/client"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/keyfile"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -180,7 +181,7 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, exitUsage, "Commands:"},
 		{[]string{"nope"}, exitUsage, `unknown command "nope"`},
-		{[]string{"--help"}, exitOK, "Exit codes: 0 ok, 1 failure, 2 usage."},
+		{[]string{"--help"}, exitOK, "3 not found (a run, thread, task or other id named on the command line"},
 		{[]string{"help", "export"}, exitOK, "--format cloudevents"},
 		{[]string{"tail", "--help"}, exitOK, "Examples:"},
 		{[]string{"tail", "-h"}, exitOK, "Examples:"},
@@ -474,13 +475,25 @@ func TestStats(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	// 4 demo runs and the registry's run; 4 requests of the UI, 10 of the
-	// lead's subtasks; a retry in each round, and round 2's failed track;
-	// the questions of rounds 1 and 3, answered.
-	if s.Events != len(evs) || s.Runs != 5 || s.ByType["task.request"] != 14 || s.ByType["task.error"] != 5 ||
+	// 4 demo runs (the registry's run is left out); 4 requests of the UI,
+	// 10 of the lead's subtasks; a retry in each round, and round 2's
+	// failed track; the questions of rounds 1 and 3, answered.
+	registry := 0
+	for _, ev := range evs {
+		if m, _ := ev.Message(); protocol.Reserved(m.RunID) {
+			registry++
+		}
+	}
+	if s.Events != len(evs)-registry || registry == 0 || s.Runs != 4 || s.Tasks != 14 || s.ByType["agent.register"] != 0 || s.ByType["task.request"] != 14 || s.ByType["task.error"] != 5 ||
 		s.ByType["task.question"] != 2 || s.ByType["task.answer"] != 2 ||
 		s.ByAgent[demo.UI] == 0 || s.FileBytes == 0 || s.LastSeq != evs[len(evs)-1].Seq {
 		t.Fatalf("stats: %+v", s)
+	}
+	// --system counts the registry's run and its events too.
+	code, stdout, _ = clutch(t, "stats", "--db", path, "--json", "--system")
+	s = stats{}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &s) != nil || s.Events != len(evs) || s.Runs != 5 || s.ByType["agent.register"] == 0 {
+		t.Fatalf("stats --system: %d %+v", code, s)
 	}
 	code, stdout, _ = clutch(t, "stats", "--db", path, "--run", outs[0].Message.RunID)
 	if code != exitOK || !strings.Contains(stdout, "runs     1") || !strings.Contains(stdout, "by type:") {
@@ -528,7 +541,7 @@ func TestTreeAndReplay(t *testing.T) {
 		t.Fatalf("replay: %d\n%s", code, stdout)
 	}
 	code, _, errs := clutch(t, "replay", "--db", path, "run_missing")
-	if code != exitFailure || !strings.Contains(errs, "no events of run run_missing") {
+	if code != exitNotFound || errs != "clutch replay: run \"run_missing\" not found\n" {
 		t.Fatalf("replay of a missing run: %d %s", code, errs)
 	}
 }
@@ -620,8 +633,9 @@ func TestRuns(t *testing.T) {
 	path, outs, _ := demoFile(t, 5)
 	code, stdout, _ := clutch(t, "runs", "--db", path)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	// Newest first: the last demo run, then the others, then the registry's.
-	if code != exitOK || len(lines) != 7 || !strings.HasPrefix(lines[1], outs[4].Message.RunID+"  failed ("+string(outs[4].Err.Code)+")") ||
+	// Newest first: the last demo run, then the others; the registry's
+	// run is a system run, left out.
+	if code != exitOK || len(lines) != 6 || strings.Contains(stdout, "run_registry") || !strings.HasPrefix(lines[1], outs[4].Message.RunID+"  failed ("+string(outs[4].Err.Code)+")") ||
 		!strings.HasPrefix(lines[2], outs[3].Message.RunID+"  completed") || !strings.Contains(lines[2], "chat:research") ||
 		strings.Join(strings.Fields(lines[0]), " ") != "RUN STATUS EVENTS ENDED/TASKS UPDATED CHANNEL TITLE" {
 		t.Fatalf("runs: %d\n%s", code, stdout)
@@ -642,7 +656,120 @@ func TestRuns(t *testing.T) {
 		t.Fatalf("runs --before: %d\n%s", code, stdout)
 	}
 	code, stdout, _ = clutch(t, "runs", "--db", path, "--threads")
-	if code != exitOK || !strings.Contains(stdout, "THREAD") || !strings.Contains(stdout, outs[0].Message.ThreadID) {
+	if code != exitOK || !strings.Contains(stdout, "THREAD") || !strings.Contains(stdout, outs[0].Message.ThreadID) || strings.Contains(stdout, "thr_registry") {
 		t.Fatalf("runs --threads: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = clutch(t, "runs", "--db", path, "--system")
+	if lines = strings.Split(strings.TrimSpace(stdout), "\n"); code != exitOK || len(lines) != 7 || !strings.HasPrefix(lines[6], "run_registry ") {
+		t.Fatalf("runs --system: %d\n%s", code, stdout)
+	}
+}
+
+func TestParseWhen(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 987654321, time.UTC)
+	for _, c := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"2026-03-01T09:00:00Z", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), true},
+		{"2026-03-01T10:00:00.1239+01:00", time.Date(2026, 3, 1, 9, 0, 0, 123e6, time.UTC), true},
+		{"90m", time.Date(2026, 3, 1, 10, 30, 0, 987e6, time.UTC), true},
+		{"0s", time.Date(2026, 3, 1, 12, 0, 0, 987e6, time.UTC), true},
+		{"-1h", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"2026-03-01", time.Time{}, false},
+		{"", time.Time{}, false},
+	} {
+		got, err := parseWhen(c.in, now)
+		if (err == nil) != c.ok || !got.Equal(c.want) {
+			t.Errorf("parseWhen(%q) = %v, %v; want %v (ok %v)", c.in, got, err, c.want, c.ok)
+		}
+	}
+	code, _, errs := clutch(t, "tail", "--since", "yesterday")
+	if code != exitUsage || !strings.Contains(errs, "want an RFC 3339 time") {
+		t.Fatalf("tail --since yesterday: %d %s", code, errs)
+	}
+	code, _, errs = clutch(t, "runs", "--status", "done")
+	if code != exitUsage || !strings.Contains(errs, "want one of running, completed") {
+		t.Fatalf("runs --status done: %d %s", code, errs)
+	}
+}
+
+// FuzzParseWhen: any --since or --until value is refused or read as a
+// UTC time to the millisecond; an RFC 3339 time is that time.
+func FuzzParseWhen(f *testing.F) {
+	for _, s := range []string{"2026-03-01T09:00:00Z", "2026-03-01T09:00:00.123456+02:00", "1h", "90m", "1h30m15.5s", "-5m", "0", "", "9999999999h", "2026-13-01T00:00:00Z"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseWhen(s, now)
+		if err != nil {
+			if !got.IsZero() || err != errWhen {
+				t.Fatalf("%q: %v, %v", s, got, err)
+			}
+			return
+		}
+		if got.Location() != time.UTC || got.Nanosecond()%int(time.Millisecond) != 0 {
+			t.Fatalf("%q: %v is not UTC to the millisecond", s, got)
+		}
+		if want, err := time.Parse(time.RFC3339Nano, s); err == nil && !got.Equal(want.Truncate(time.Millisecond)) {
+			t.Fatalf("%q: %v, want %v", s, got, want)
+		}
+	})
+}
+
+// pagedSource serves summaries two at a time, as a gateway with a small
+// page limit does.
+type pagedSource struct {
+	source
+	all   []store.Summary
+	pages int
+}
+
+func (p *pagedSource) page(_ context.Context, _ bool, q client.ListQuery) ([]client.Summary, uint64, error) {
+	p.pages++
+	var out []client.Summary
+	for _, s := range p.all {
+		if (q.Before == 0 || s.LastSeq < q.Before) && (q.System || !system(s)) {
+			out = append(out, s)
+		}
+		if len(out) == 2 {
+			return out, s.LastSeq, nil
+		}
+	}
+	return out, 0, nil
+}
+
+// listRuns goes on through pages until the filtered page is full.
+func TestListRunsPages(t *testing.T) {
+	src := &pagedSource{}
+	for i, st := range []string{"completed", "failed", "completed", "completed", "running", "failed", "completed"} {
+		src.all = append(src.all, store.Summary{ID: "run_" + itoa(i), RunID: "run_" + itoa(i), Status: st, LastSeq: uint64(100 - 2*i)})
+	}
+	src.all = append(src.all[:3], append([]store.Summary{{ID: "run_registry", RunID: "run_registry", Status: "active", LastSeq: 95}}, src.all[3:]...)...)
+	ids := func(l []client.Summary) string {
+		var s []string
+		for _, x := range l {
+			s = append(s, x.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	got, next, err := listRuns(t.Context(), src, runsQuery{limit: 3, status: "completed"})
+	if err != nil || ids(got) != "run_0,run_2,run_3" || next != 94 {
+		t.Fatalf("first page: %s next %d %v", ids(got), next, err)
+	}
+	got, next, err = listRuns(t.Context(), src, runsQuery{limit: 3, status: "completed", before: next})
+	if err != nil || ids(got) != "run_6" || next != 0 {
+		t.Fatalf("second page: %s next %d %v", ids(got), next, err)
+	}
+	got, _, _ = listRuns(t.Context(), src, runsQuery{limit: 4, status: "active"})
+	if len(got) != 0 {
+		t.Fatalf("the registry's run without --system: %s", ids(got))
+	}
+	got, _, _ = listRuns(t.Context(), src, runsQuery{limit: 4, status: "active", system: true})
+	if ids(got) != "run_registry" {
+		t.Fatalf("the registry's run with --system: %s", ids(got))
 	}
 }

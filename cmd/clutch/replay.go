@@ -17,7 +17,11 @@ func init() {
 		help: `Prints every event of a run in seq order, as tail does, and then the task tree
 rebuilt from them: how the run unfolded, for debugging. With --speed the events
 come at their recorded pace (2 = twice as fast); gaps longer than --max-gap are
-shortened to it. Nothing is written or re-executed.`,
+shortened to it. Nothing is written or re-executed. A run that does not exist
+exits 3; when --type leaves no event, "(no events)" comes before the tree.
+
+--json prints the events as JSON lines, {"seq","time","message"} (the export
+format), and no tree: 'clutch tree --json' prints that.`,
 		examples: `  clutch replay run_01JD3Z...
   clutch replay --speed 1 run_01JD3Z...
   clutch replay --url http://127.0.0.1:8080 --key $KEY --type task. run_01JD3Z...`,
@@ -64,11 +68,11 @@ shortened to it. Nothing is written or re-executed.`,
 					}
 					n++
 				}
-				if n == 0 {
-					return fmt.Errorf("%w: no events of run %s", store.ErrNotFound, args[0])
-				}
 				if *asJSON {
 					return nil
+				}
+				if n == 0 {
+					fmt.Fprintln(e.stdout, "(no events)")
 				}
 				t, err := src.tree(ctx, args[0], "")
 				if err != nil {

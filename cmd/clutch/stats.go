@@ -13,6 +13,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/progress"
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -24,14 +25,25 @@ func init() {
 		help: `Reads every event (that matches the filters) once and prints: the number of
 events and their bytes, the first and last event time, the numbers of runs,
 threads, tasks and sending agents, the events by type and by agent, and, for a
-file, its size on disk.`,
+file, its size on disk. The events of the system runs (the registry's, the
+rules library's; docs/protocol.md §6.7) are left out unless --system, or a
+filter names a system run, thread or task. A --run, --thread or --task that
+does not exist exits 3; filters that leave no event print zero counts.
+
+--json prints {"events", "event_bytes", "first_seq", "last_seq", "first",
+"last", "runs", "threads", "tasks", "agents", "by_type": {TYPE: N},
+"by_agent": {AGENT: N}, "undecodable", "file_bytes"}: first and last (RFC 3339,
+UTC, milliseconds) are left out when no event counts, as are undecodable and
+file_bytes when 0 (file_bytes is a file's alone).`,
 		examples: `  clutch stats
   clutch stats --json
   clutch stats --run run_01JD3Z...
+  clutch stats --since 24h --agent agent:ken
   clutch stats --url http://127.0.0.1:8080 --key $KEY`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			w := addWhere(fs)
 			f := addFilters(fs)
+			system := fs.Bool("system", false, "count the events of the system runs too")
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
@@ -42,7 +54,8 @@ file, its size on disk.`,
 					return err
 				}
 				defer src.close()
-				s, err := collectStats(ctx, src, f.query(), e.stderr)
+				q := f.query()
+				s, err := collectStats(ctx, src, q, *system || namesSystem(q), e.stderr)
 				if err != nil {
 					return err
 				}
@@ -67,8 +80,8 @@ type stats struct {
 	EventBytes int64          `json:"event_bytes"`
 	FirstSeq   uint64         `json:"first_seq"`
 	LastSeq    uint64         `json:"last_seq"`
-	First      time.Time      `json:"first"`
-	Last       time.Time      `json:"last"`
+	First      time.Time      `json:"first,omitzero"`
+	Last       time.Time      `json:"last,omitzero"`
 	Runs       int            `json:"runs"`
 	Threads    int            `json:"threads"`
 	Tasks      int            `json:"tasks"`
@@ -79,7 +92,16 @@ type stats struct {
 	FileBytes  int64          `json:"file_bytes,omitempty"`
 }
 
-func collectStats(ctx context.Context, src source, q store.Query, stderr io.Writer) (*stats, error) {
+// namesSystem reports whether q names a reserved system run, thread or
+// task.
+func namesSystem(q store.Query) bool {
+	return protocol.Reserved(q.RunID) || protocol.Reserved(q.ThreadID) || protocol.Reserved(q.TaskID)
+}
+
+// collectStats counts the events of q; those of the system runs only
+// when system is set. Times are to the millisecond, as a gateway serves
+// them.
+func collectStats(ctx context.Context, src source, q store.Query, system bool, stderr io.Writer) (*stats, error) {
 	s := &stats{ByType: map[string]int{}, ByAgent: map[string]int{}}
 	runs, threads, tasks := map[string]struct{}{}, map[string]struct{}{}, map[string]struct{}{}
 	var total uint64
@@ -93,14 +115,18 @@ func collectStats(ctx context.Context, src source, q store.Query, stderr io.Writ
 			return nil, err
 		}
 		bar.Add(1)
+		h, herr := eventio.ReadHead(ev.Raw)
+		if herr == nil && !system && protocol.Reserved(h.Run) {
+			continue
+		}
+		t := ev.Time.Truncate(time.Millisecond)
 		if s.Events == 0 {
-			s.FirstSeq, s.First = ev.Seq, ev.Time
+			s.FirstSeq, s.First = ev.Seq, t
 		}
 		s.Events++
 		s.EventBytes += int64(len(ev.Raw))
-		s.LastSeq, s.Last = ev.Seq, ev.Time
-		h, err := eventio.ReadHead(ev.Raw)
-		if err != nil {
+		s.LastSeq, s.Last = ev.Seq, t
+		if herr != nil {
 			s.Undecoded++
 			continue
 		}

@@ -21,12 +21,18 @@ the gateway's live stream and prints each new event as it is appended, until
 interrupted. A store file cannot grow while tail holds it (no process may
 write it meanwhile), so on a file tail prints and exits.
 
-Each line: seq, time (UTC), type, sender and what the event says. --json prints
-JSON lines instead ({"seq","time","message"}, the export format).`,
+Each line: seq, time (UTC), type, sender and what the event says; "(no events)"
+when none matches and tail does not follow. --json prints JSON lines instead
+({"seq","time","message"}, the export format; nothing when none matches).
+
+A --run, --thread or --task that does not exist (or that the key may not see)
+exits 3. --since and --until select by the time the store appended the event;
+with --until, tail does not follow.`,
 		examples: `  clutch tail --db clutch.db -n 50
   clutch tail --url http://127.0.0.1:8080 --key $KEY --run run_01JD3Z...
   clutch tail --url http://127.0.0.1:8080 --type task. --agent agent:ken --json
-  clutch tail --url http://127.0.0.1:8080 --after 1200   # resume after seq 1200`,
+  clutch tail --url http://127.0.0.1:8080 --after 1200   # resume after seq 1200
+  clutch tail --since 2026-03-01T09:00:00Z --until 2026-03-01T10:00:00Z -n 1000`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			w := addWhere(fs)
 			f := addFilters(fs)
@@ -47,7 +53,8 @@ JSON lines instead ({"seq","time","message"}, the export format).`,
 					return err
 				}
 				defer src.close()
-				return tail(ctx, e.stdout, src, f.query(), afterSet, *n, w.url != "" && !*noFollow, *asJSON)
+				follow := w.url != "" && !*noFollow && f.win.until.t.IsZero()
+				return tail(ctx, e.stdout, src, f.query(), f.win.set(), afterSet, *n, follow, *asJSON)
 			}
 		},
 	})
@@ -55,8 +62,23 @@ JSON lines instead ({"seq","time","message"}, the export format).`,
 
 // tail prints the backlog (after q.AfterSeq, or the last n matching
 // events) and then, when follow is set, the new events, until ctx is done.
-func tail(ctx context.Context, out io.Writer, src source, q store.Query, afterSet bool, n int, follow, asJSON bool) error {
-	print := printer(out, asJSON)
+// windowed says src keeps only the events of a time window.
+func tail(ctx context.Context, out io.Writer, src source, q store.Query, windowed, afterSet bool, n int, follow, asJSON bool) (err error) {
+	printed, p := 0, printer(out, asJSON)
+	print := func(ev store.Event) error {
+		printed++
+		return p(ev)
+	}
+	if !follow && !asJSON {
+		defer func() {
+			if err == nil && printed == 0 {
+				_, err = fmt.Fprintln(out, "(no events)")
+			}
+		}()
+	}
+	if err := checkNamed(ctx, src, q); err != nil {
+		return err
+	}
 	last, err := src.lastSeq(ctx)
 	if err != nil {
 		return err
@@ -68,7 +90,7 @@ func tail(ctx context.Context, out io.Writer, src source, q store.Query, afterSe
 		from = last
 		if n > 0 {
 			bq := q
-			if bq == (store.Query{}) {
+			if bq == (store.Query{}) && !windowed {
 				bq.AfterSeq = last - min(last, uint64(n))
 			}
 			ring := make([]store.Event, 0, n)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -22,7 +23,13 @@ func init() {
 		usage:   "clutch tree [flags] RUN_ID | clutch tree [flags] --task TASK_ID",
 		help: `Rebuilds the task tree of a run from its events (router.Replay) and prints
 one line per task: its id, status, agent, attempts and payload type, children
-indented under their parent. With --task, only the subtree of that task.`,
+indented under their parent. With --task, only the subtree of that task. A run
+or task that does not exist exits 3; a run without tasks prints "(no tasks)".
+
+--json prints the gateway's tree: {"run_id": ID, "tasks": [node...]}, a node
+being {"task_id", "parent_task_id", "agent_id", "status", "state", "attempts",
+"payload_type", "started", "ended", "error": {"code", "message", ...},
+"children": [node...]} (empty members left out).`,
 		examples: `  clutch tree run_01JD3Z...
   clutch tree --task task_01JD3Z... --json
   clutch tree --url http://127.0.0.1:8080 --key $KEY run_01JD3Z...`,
@@ -64,7 +71,8 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// tree of a file: router.Replay, in the gateway's shape.
+// tree of a file: router.Replay, in the gateway's shape. A task with
+// events but no place in the tree (no task.request) has an empty one.
 func (l *local) tree(ctx context.Context, runID, taskID string) (*client.Tree, error) {
 	if taskID != "" {
 		for ev, err := range l.st.Read(ctx, store.Query{TaskID: taskID, Limit: 1}) {
@@ -78,8 +86,10 @@ func (l *local) tree(ctx context.Context, runID, taskID string) (*client.Tree, e
 			runID = m.RunID
 		}
 		if runID == "" {
-			return nil, fmt.Errorf("%w: no events of task %s", store.ErrNotFound, taskID)
+			return nil, notFound("task", taskID)
 		}
+	} else if ok, err := l.exists(ctx, "run", runID); err != nil || !ok {
+		return nil, cmp.Or(err, notFound("run", runID))
 	}
 	rt, err := router.Replay(ctx, l.st, runID)
 	if err != nil {
@@ -88,10 +98,10 @@ func (l *local) tree(ctx context.Context, runID, taskID string) (*client.Tree, e
 	t := treeOf(rt)
 	if taskID != "" {
 		node := find(t.Tasks, taskID)
-		if node == nil {
-			return nil, fmt.Errorf("%w: task %s is not in the tree of run %s", store.ErrNotFound, taskID, runID)
+		t.Tasks = []*client.TreeNode{}
+		if node != nil {
+			t.Tasks = append(t.Tasks, node)
 		}
-		t.Tasks = []*client.TreeNode{node}
 	}
 	return t, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/keyfile"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )
@@ -27,15 +28,22 @@ The key file is a JSON object from agent id to that agent's keys:
    "agent:ken": [{"kid": "key_ken_01", "alg": "ed25519", "public_key": "..."}]}
 
 public_key is base64url without padding (as in an AgentCard) or standard
-base64; alg, when present, must be ed25519.`,
+base64; alg, when present, must be ed25519. A --run, --thread or --task that
+does not exist exits 3; filters that leave no event verify nothing and exit 0.
+
+--json prints {"events", "valid", "failed", "unsigned", "failures": [{"seq",
+"id", "agent", "code", "message"}]} instead (failures is [] when none; the exit
+code is the same).`,
 		examples: `  clutch verify --keys keys.json
   clutch verify --keys keys.json --run run_01JD3Z... --require-signed
+  clutch verify --keys keys.json --since 24h --json
   clutch verify --keys keys.json --url http://127.0.0.1:8080 --key $KEY`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			w := addWhere(fs)
 			f := addFilters(fs)
 			keys := fs.String("keys", "", "the key file (required)")
 			requireSigned := fs.Bool("require-signed", false, "count an unsigned event as a failure")
+			asJSON := fs.Bool("json", false, "print the result as JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -52,17 +60,29 @@ base64; alg, when present, must be ed25519.`,
 					return err
 				}
 				defer src.close()
+				failures := []verifyFailure{}
 				r, err := verify(ctx, src, f.query(), k, func(ev store.Event, m *protocol.Message, err error) {
-					from := ""
+					vf := verifyFailure{Seq: ev.Seq, ID: idOf(m), Code: protocol.CodeOf(err), Message: err.Error()}
 					if m != nil {
-						from = m.From.AgentID
+						vf.Agent = m.From.AgentID
 					}
-					fmt.Fprintf(e.stdout, "FAIL %d %s %s: %v\n", ev.Seq, clean(idOf(m)), clean(from), err)
+					if *asJSON {
+						failures = append(failures, vf)
+						return
+					}
+					fmt.Fprintf(e.stdout, "FAIL %d %s %s: %v\n", ev.Seq, clean(vf.ID), clean(vf.Agent), err)
 				}, *requireSigned)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "%d events: %d signatures valid, %d failed, %d unsigned\n", r.events, r.valid, r.failed, r.unsigned)
+				if *asJSON {
+					err = writeJSON(e.stdout, verifyReport{Events: r.events, Valid: r.valid, Failed: r.failed, Unsigned: r.unsigned, Failures: failures})
+				} else {
+					_, err = fmt.Fprintf(e.stdout, "%d events: %d signatures valid, %d failed, %d unsigned\n", r.events, r.valid, r.failed, r.unsigned)
+				}
+				if err != nil {
+					return err
+				}
 				if r.failed > 0 || (*requireSigned && r.unsigned > 0) {
 					return errFailed
 				}
@@ -81,6 +101,29 @@ func idOf(m *protocol.Message) string {
 
 type verifyResult struct{ events, valid, failed, unsigned int }
 
+// verifyReport is what verify --json prints.
+type verifyReport struct {
+	Events   int             `json:"events"`
+	Valid    int             `json:"valid"`
+	Failed   int             `json:"failed"`
+	Unsigned int             `json:"unsigned"`
+	Failures []verifyFailure `json:"failures"`
+}
+
+// verifyFailure is an event that failed: its seq, message id ("?" when
+// it does not decode), sender, and the error's code and text.
+type verifyFailure struct {
+	Seq     uint64        `json:"seq"`
+	ID      string        `json:"id"`
+	Agent   string        `json:"agent,omitempty"`
+	Code    protocol.Code `json:"code"`
+	Message string        `json:"message"`
+}
+
+// errUnsigned is an unsigned event with --require-signed: a missing
+// signature (BAD_SIGNATURE).
+var errUnsigned error = coded.New("unsigned", protocol.CodeBadSignature)
+
 func verify(ctx context.Context, src source, q store.Query, k *keyfile.Keys, fail func(store.Event, *protocol.Message, error), requireSigned bool) (verifyResult, error) {
 	var r verifyResult
 	for ev, err := range src.read(ctx, q) {
@@ -97,7 +140,7 @@ func verify(ctx context.Context, src source, q store.Query, k *keyfile.Keys, fai
 		if m.Security == nil || m.Security.Auth == nil {
 			r.unsigned++
 			if requireSigned {
-				fail(ev, m, fmt.Errorf("unsigned"))
+				fail(ev, m, errUnsigned)
 			}
 			continue
 		}
