@@ -199,6 +199,17 @@ func (w *where) open() (source, error) {
 	return &local{st: st, win: win}, nil
 }
 
+// windowOfSource is the time window src reads in.
+func windowOfSource(src source) window {
+	switch s := src.(type) {
+	case *local:
+		return s.win
+	case *remote:
+		return s.win
+	}
+	return window{}
+}
+
 // named are the run, thread and task q names, as kind and id.
 func named(q store.Query) [][2]string {
 	var out [][2]string

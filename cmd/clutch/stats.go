@@ -105,7 +105,7 @@ func collectStats(ctx context.Context, src source, q store.Query, system bool, s
 	s := &stats{ByType: map[string]int{}, ByAgent: map[string]int{}}
 	runs, threads, tasks := map[string]struct{}{}, map[string]struct{}{}, map[string]struct{}{}
 	var total uint64
-	if last, err := src.lastSeq(ctx); err == nil && q == (store.Query{}) {
+	if last, err := src.lastSeq(ctx); err == nil && q == (store.Query{}) && !windowOfSource(src).set() {
 		total = last
 	}
 	bar := progress.New(stderr, "stats", "events", total)
