@@ -74,8 +74,8 @@ type window struct{ since, until whenFlag }
 // addWindow registers --since and --until; what says what they select.
 func addWindow(fs *flag.FlagSet, what string) *window {
 	w := &window{}
-	fs.Var(&w.since, "since", "only "+what+" at or after this time: RFC 3339 (2026-03-01T09:00:00Z) or a duration ago (90m, 24h)")
-	fs.Var(&w.until, "until", "only "+what+" before this time: RFC 3339 or a duration ago")
+	fs.Var(&w.since, "since", "only "+what+" at or after `TIME`: RFC 3339 (2026-03-01T09:00:00Z) or a duration ago (90m, 24h)")
+	fs.Var(&w.until, "until", "only "+what+" before `TIME`: RFC 3339 or a duration ago")
 	return w
 }
 
