@@ -43,6 +43,7 @@
 //	GET  /v1/threads/{id}/events?...
 //	GET  /v1/tasks/{id}/events?...     {"events":[{"seq","time","message"}],"next_after":SEQ|0}
 //	GET  /v1/runs/{id}/decisions?...   the same, routing.decision and routing.failure only
+//	GET  /v1/events/{id}               {"seq","time","message"}   one event, by message id or seq
 //	GET  /v1/runs/{id}/tree            {"run_id","tasks":[TaskNode]}
 //	GET  /v1/tasks/{id}/tree           the subtree of one task, the same shape
 //	POST /v1/messages                  submit (below) → 202 Accepted
@@ -84,7 +85,11 @@
 // "agent_id", "status" (pending, running, completed, failed, cancelled,
 // timed_out), "state" (the last lifecycle event's type), "attempts",
 // "payload_type", "started", "ended", "error", "children"}, rebuilt from the
-// log by router.Replay. Unknown query parameters, and a parameter given
+// log by router.Replay. GET /v1/events/{id} answers one event in the
+// shape of a page's: {id} is its message id or, when it is a decimal
+// number, its seq; the caller gets it when it may read the event's run,
+// thread or task (what an events page of one of them would show), and
+// 404 otherwise, the same as for an event that does not exist. Unknown query parameters, and a parameter given
 // twice, are refused with 400.
 //
 // # Submitting

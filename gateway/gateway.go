@@ -191,6 +191,7 @@ func (g *Gateway) routes() {
 	a.HandleFunc("GET /v1/runs/{id}/tree", g.serveTree(auth.KindRun))
 	a.HandleFunc("GET /v1/tasks/{id}/tree", g.serveTree(auth.KindTask))
 	a.HandleFunc("GET /v1/runs/{id}/decisions", g.serveDecisions)
+	a.HandleFunc("GET /v1/events/{id}", g.serveEvent)
 	a.HandleFunc("POST /v1/messages", g.serveSubmit)
 	a.HandleFunc("GET /v1/questions", g.serveQuestions)
 	a.HandleFunc("POST /v1/questions/{id}/answer", g.serveAnswer)
