@@ -14,6 +14,12 @@
 //	clutch rules   list|drafts|show|approve|reject|import|export [ARG] [--author A] [--reason R] [--json]
 //	clutch waiting [--mine] [--json] --url URL
 //	clutch answer  QUESTION_ID VALUE | --approve | --reject REASON | --edit JSON  --url URL
+//	clutch agents  [AGENT_ID] [--json]
+//	clutch get     EVENT_ID|SEQ [--json]
+//	clutch submit  (--to AGENT | --capability CAP) [--payload-type T] [PAYLOAD|@FILE|-] [--wait [--timeout D]] [--json] --url URL
+//	clutch submit  --text TEXT [--thread T] [--json] --url URL
+//	clutch cancel  TASK_ID [--reason R] [--json] --url URL
+//	clutch retry   TASK_ID [--json] --url URL
 //
 // Every command has --help with its flags and examples.
 //
@@ -104,6 +110,52 @@
 // and the task runs on. An answer the gateway refuses (not a choice, not
 // the caller's to give, answered already) fails with its reason and stores
 // nothing.
+//
+// # Acting
+//
+// agents and get read, a file or a gateway alike; submit, cancel and
+// retry act, through a gateway only (--url, --key as below): a store file
+// has no router to run a task, so on a file they are a usage error saying
+// to use --url.
+//
+//   - agents lists the registry's agents (id, name, online or offline,
+//     tasks in flight of the card's limit, capabilities); agents AGENT_ID
+//     shows one card. On a file the registry is rebuilt read-only from its
+//     events (registry.Open only reads): nothing runs there, so an agent
+//     that ran inside the writing process is offline and none has a task
+//     in flight. Through a gateway it is GET /v1/agents, live. --json is
+//     {"agents": [{"card", "online", "in_flight", "success_rate"}]}, the
+//     API's shape, or with AGENT_ID the card.
+//   - get prints one event by its message id or, when the argument is a
+//     decimal number, by its seq (GET /v1/events/{id} through a gateway,
+//     which serves only an event of a run, thread or task the caller may
+//     read): the line tail prints, then the message indented; --json the
+//     export line {"seq","time","message"}.
+//   - submit sends a task.request as the key's caller: to the agent of
+//     --to, or by capability (--capability, repeatable, AND-ed), with
+//     --payload-type and a payload that is a JSON object (the argument,
+//     @FILE, or - for stdin); or, with --text, a chat.message
+//     {"text": TEXT} in --thread (or a new one). It prints the accepted
+//     ids: task, run, thread and the stored message. --wait follows the
+//     task on the live stream until it ends: a result prints its payload
+//     (exit 0); an error, a cancel or a timeout prints its code and message
+//     on stderr (exit 1); a task that waits on a question prints the
+//     question and the 'clutch answer' command that answers it (exit 0:
+//     it waits for a person, it has not failed). --timeout bounds the
+//     wait; past it submit fails (exit 1) and the task runs on. --json
+//     prints the gateway's Accepted, or with --wait
+//     {"accepted": Accepted, "outcome": {"type", "seq", "id", "result" |
+//     "error" | "question"}}.
+//   - cancel TASK_ID [--reason R] cancels a running task and its subtree
+//     (POST /v1/tasks/{id}/cancel); the task.cancel says "cancelled by
+//     <caller>: R". retry TASK_ID runs a task that failed or timed out
+//     again as a new attempt (POST /v1/tasks/{id}/retry). A task that has
+//     ended (cancel), or that runs, completed or was cancelled (retry),
+//     is refused: exit 1 with the gateway's reason.
+//
+// An AGENT_ID, EVENT_ID, SEQ or TASK_ID that does not exist, or that the
+// key's caller may not see, is exit code 3 with the same text in both
+// modes (clutch get: event "msg_X" not found).
 //
 // # Where commands read
 //
