@@ -282,6 +282,14 @@ func TestSubmit(t *testing.T) {
 		}
 	}
 
+	// A run or thread the caller may not write into is not found.
+	for _, c := range [][]string{{"--run", "run_registry"}, {"--thread", "thr_registry"}} {
+		code, out, errs = clutch(t, s.args("submit", "--text", "squat", c[0], c[1])...)
+		if code != exitNotFound || out != "" || errs != "clutch submit: "+c[0][2:]+` "`+c[1]+`" not found`+"\n" {
+			t.Errorf("submit into %s: %d\n%s%s", c[1], code, out, errs)
+		}
+	}
+
 	for _, c := range []struct {
 		args []string
 		in   string

@@ -155,7 +155,8 @@
 //
 // An AGENT_ID, EVENT_ID, SEQ or TASK_ID that does not exist, or that the
 // key's caller may not see, is exit code 3 with the same text in both
-// modes (clutch get: event "msg_X" not found).
+// modes (clutch get: event "msg_X" not found); so is a --run or --thread
+// of submit that belongs to another caller or to the system.
 //
 // # Where commands read
 //

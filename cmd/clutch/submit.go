@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -37,7 +38,9 @@ cancelled or timed-out task; or the question the task waits on, with the
 waits for a person). --timeout bounds the wait (0: until it ends or Ctrl-C);
 past it the command fails and the task runs on.
 
-A store file has no router to run a task, so submit needs --url.`,
+A --run or --thread that belongs to another caller (or to the system) is not
+found: exit code 3. A store file has no router to run a task, so submit needs
+--url.`,
 		examples: `  clutch submit --url http://127.0.0.1:8080 --key $KEY --to agent:ken --payload-type research.query.v1 '{"query":"Nordic payments"}'
   clutch submit --capability skill:research @query.json --wait --timeout 2m
   echo '{"query":"x"}' | clutch submit --to agent:ken - --wait --json
@@ -91,7 +94,7 @@ A store file has no router to run a task, so submit needs --url.`,
 				}
 				acc, err := c.Submit(ctx, s)
 				if err != nil {
-					return err
+					return submitError(err, s)
 				}
 				if !*wait {
 					if *asJSON {
@@ -210,6 +213,22 @@ func (w *where) gateway(cmd string) (*client.Client, error) {
 		w.key = os.Getenv("CLUTCH_API_KEY")
 	}
 	return client.New(w.url, w.key, nil)
+}
+
+// submitError is the error of submit: a run or thread the command line
+// names that the caller may not write into is not found (exit 3), as the
+// gateway answers it ("no run run_X": another caller's, or reserved).
+func submitError(err error, s *gateway.Submission) error {
+	var ge *client.Error
+	if !errors.As(err, &ge) || ge.Status != http.StatusNotFound {
+		return err
+	}
+	for _, n := range [...]struct{ kind, id string }{{"run", s.RunID}, {"thread", s.ThreadID}} {
+		if n.id != "" && ge.Message == "no "+n.kind+" "+n.id {
+			return notFound(n.kind, n.id)
+		}
+	}
+	return err
 }
 
 // actError is the error of cancel or retry: not found (exit 3), or the
