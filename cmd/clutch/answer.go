@@ -147,6 +147,7 @@ A value that does not fit the question is refused and nothing is stored.`,
 func gatewayFlags(fs *flag.FlagSet) (url, key *string) {
 	url = fs.String("url", os.Getenv("CLUTCH_URL"), "the gateway of the running process ($CLUTCH_URL)")
 	key = fs.String("key", "", "the gateway API key (default $CLUTCH_API_KEY)")
+	bindContext(fs)
 	return url, key
 }
 

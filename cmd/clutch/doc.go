@@ -191,6 +191,56 @@
 // no gateway mode: the API stamps the caller as the sender, so the stored
 // bytes, and their signatures, could not be kept.
 //
+// # Contexts
+//
+// A named context saves where commands read, as `nats context` does: a
+// gateway's URL and where its key comes from, or a store file, or both.
+//
+//	clutch context add prod --url https://clutch.example.com --key-file ~/.clutch/prod.key --use
+//	clutch context add local --db ~/team/clutch.db --description "the laptop's store"
+//	clutch context ls [--json | --names]
+//	clutch context use NAME | --none
+//	clutch context show [NAME] [--json]
+//	clutch context rm NAME
+//
+// Every command with --url (the read commands, rules, waiting, answer)
+// takes --context NAME and uses the named context's url, key and db where
+// neither the flag nor its variable gives a value:
+//
+//	flag > variable ($CLUTCH_URL, $CLUTCH_API_KEY, $CLUTCH_DB)
+//	     > --context NAME, else $CLUTCH_CONTEXT > the current context (context use)
+//	     > the default (clutch.db)
+//
+// Each value is taken on its own (--url with a context's key is a tunnel
+// to the context's gateway), with one exception: a --db or $CLUTCH_DB means
+// the file, so the context's url is then not used (and --url "" reads the
+// file of a context that has both). The key is read when the
+// command uses a gateway, each time: from the file the context names
+// (trimmed of white space), from the variable it names, or from the config
+// file itself when it was added with --key. A context that cannot give its
+// key fails the command with the context's name and why (`context "prod":
+// $PROD_KEY is not set`); so does a --context or $CLUTCH_CONTEXT naming no
+// context. ls and show never print a key, only where it comes from.
+//
+// The contexts live in $CLUTCH_CONFIG, else clutch/config.json in
+// os.UserConfigDir (~/.config on Linux), a JSON object:
+//
+//	{
+//	  "current": "prod",
+//	  "contexts": {
+//	    "prod":  {"url": "https://clutch.example.com", "key_file": "/home/me/.clutch/prod.key"},
+//	    "ci":    {"url": "http://127.0.0.1:8080", "key_env": "CI_CLUTCH_KEY", "description": "the CI gateway"},
+//	    "local": {"db": "/home/me/team/clutch.db"}
+//	  }
+//	}
+//
+// Each context has a url and/or a db and at most one of key_file, key_env
+// and key; paths are stored absolute. A name is letters, digits and _ . -
+// (at most 64). The file is read strictly (an unknown or repeated member is
+// an error that names its place) and written whole to a temporary file that
+// is renamed over it, readable by its owner only (0600, its folder 0700).
+// Two commands that change the file at the same moment: the last one wins.
+//
 // # Export formats
 //
 // JSON lines, one event per line in the gateway's event shape:

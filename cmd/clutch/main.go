@@ -98,6 +98,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitOK
 	}
 	if err == nil {
+		err = applyContext(fs) // --context: the named context's url, key, db
+	}
+	if err == nil {
 		err = do(ctx, e, pos)
 	}
 	var ue *usageError

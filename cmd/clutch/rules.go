@@ -62,6 +62,7 @@ or import, and the gateway's library is the one served.`,
 			fs.StringVar(&w.db, "db", getenv("CLUTCH_DB", "clutch.db"), "the store file: read-only for list, drafts, show, export; written by approve, reject, import ($CLUTCH_DB)")
 			fs.StringVar(&w.url, "url", os.Getenv("CLUTCH_URL"), "go through the gateway at this URL instead of the file ($CLUTCH_URL)")
 			fs.StringVar(&w.key, "key", "", "the gateway API key, with --url (default $CLUTCH_API_KEY)")
+			bindContext(fs)
 			fs.DurationVar(&w.lockTimeout, "lock-timeout", time.Second, "how long to wait for a file another process holds")
 			workspace := fs.String("workspace", "default", "the library's workspace, with --db (a gateway serves its own)")
 			as := fs.String("as", operator, "the reviewer or importer, with --db (with --url: the key's caller)")

@@ -40,6 +40,7 @@ func addWhere(fs *flag.FlagSet) *where {
 	fs.StringVar(&w.url, "url", os.Getenv("CLUTCH_URL"), "read through the gateway at this URL instead of the file ($CLUTCH_URL)")
 	fs.StringVar(&w.key, "key", "", "the gateway API key, with --url (default $CLUTCH_API_KEY)")
 	fs.DurationVar(&w.lockTimeout, "lock-timeout", time.Second, "how long to wait for a file another process holds")
+	bindContext(fs) // --context: applied once the flags are parsed
 	return w
 }
 
