@@ -20,6 +20,9 @@
 //	clutch submit  --text TEXT [--thread T] [--json] --url URL
 //	clutch cancel  TASK_ID [--reason R] [--json] --url URL
 //	clutch retry   TASK_ID [--json] --url URL
+//	clutch context add|ls|use|show|rm [NAME] [--url URL] [--key-file F | --key-env VAR | --key K] [--db FILE]
+//	clutch completion bash|zsh|fish
+//	clutch version [--json]
 //
 // Every command has --help with its flags and examples.
 //
@@ -240,6 +243,24 @@
 // an error that names its place) and written whole to a temporary file that
 // is renamed over it, readable by its owner only (0600, its folder 0700).
 // Two commands that change the file at the same moment: the last one wins.
+//
+// # Completion
+//
+// clutch completion bash|zsh|fish prints a script that completes the
+// commands, their subcommands (rules, context, completion) and their flags,
+// generated from the command table and each command's flags, so a new
+// command or flag is covered without a change to the scripts. After
+// --context, and after context use, show and rm, it offers the context
+// names, which it gets by running `clutch context ls --names`. A flag's
+// value completes as a file name.
+//
+//	source <(clutch completion bash)                                 # ~/.bashrc
+//	source <(clutch completion zsh)                                  # ~/.zshrc, after compinit
+//	clutch completion fish > ~/.config/fish/completions/clutch.fish
+//
+// version prints the module version; version --json prints
+// {"version", "go", "commit"}, commit (and "modified": true after it for a
+// build from a changed checkout) when the build recorded it.
 //
 // # Export formats
 //

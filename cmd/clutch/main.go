@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -79,9 +81,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		mainHelp(stdout)
 		return exitOK
-	case "version", "--version":
-		fmt.Fprintln(stdout, "clutch", version())
-		return exitOK
+	case "--version":
+		name = "version"
 	}
 	c, ok := commands[name]
 	if !ok {
@@ -162,13 +163,17 @@ Usage:
 
 Commands:
 `)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := commandNames()
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		summary := "a command's flags and examples (= clutch COMMAND --help)"
+		if c, ok := commands[n]; ok {
+			summary = c.summary
+		}
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, summary)
 	}
 	fmt.Fprint(w, `
 Every command but serve and import reads either a store file (--db, default
@@ -176,6 +181,11 @@ $CLUTCH_DB or clutch.db), opened read-only so that several readers may share
 it, or a running gateway (--url, default $CLUTCH_URL, with --key or
 $CLUTCH_API_KEY) when a process holds the file. rules approve, reject and
 import write the file, or go through the gateway.
+
+A named context saves a gateway and its key, or a file, so that they need not
+be typed: clutch context add prod --url URL --key-file FILE --use. Where a
+value comes from: its flag > its variable > --context NAME or $CLUTCH_CONTEXT
+> the current context > clutch.db.
 
 Exit codes: 0 ok (an empty result too), 1 failure (said on stderr), 2 usage,
 3 not found (a run, thread, task or other id named on the command line does
@@ -199,9 +209,84 @@ func commandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	}
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// commandNames are the names mainHelp and the completion scripts list:
+// the registered commands and help, sorted.
+func commandNames() []string {
+	names := make([]string, 0, len(commands)+1)
+	for n := range commands {
+		names = append(names, n)
 	}
-	return "(devel)"
+	names = append(names, "help")
+	sort.Strings(names)
+	return names
 }
+
+func init() {
+	register(&command{
+		name:    "version",
+		summary: "print the version of clutch (--json: with the Go version and commit)",
+		usage:   "clutch version [--json]",
+		help: `Prints the module version clutch was built from ("(devel)" for a build from a
+checkout). --json prints {"version", "go", "commit"}: commit is the VCS
+revision the binary was built from, when the build recorded it, and
+"modified": true follows it when the checkout had local changes.`,
+		examples: `  clutch version
+  clutch version --json`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(_ context.Context, e *env, args []string) error {
+				if len(args) != 0 {
+					return usagef("version takes no argument")
+				}
+				if !*asJSON {
+					fmt.Fprintln(e.stdout, "clutch", version())
+					return nil
+				}
+				enc := json.NewEncoder(e.stdout)
+				enc.SetEscapeHTML(false)
+				return enc.Encode(buildInfo())
+			}
+		},
+	})
+}
+
+// versionInfo is what version --json prints.
+type versionInfo struct {
+	Version  string `json:"version"`
+	Go       string `json:"go"`
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+}
+
+func buildInfo() versionInfo { return versionOf(debug.ReadBuildInfo()) }
+
+// versionOf reads a binary's build info: its module version, the Go
+// version it was built with, and the VCS revision when the build recorded
+// one.
+func versionOf(bi *debug.BuildInfo, ok bool) versionInfo {
+	v := versionInfo{Version: "(devel)", Go: runtime.Version()}
+	if !ok {
+		return v
+	}
+	if bi.Main.Version != "" {
+		v.Version = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		v.Go = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Commit = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	if v.Commit == "" {
+		v.Modified = false
+	}
+	return v
+}
+
+// version is the module version clutch was built from, or "(devel)".
+func version() string { return buildInfo().Version }
