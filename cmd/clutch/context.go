@@ -556,7 +556,7 @@ owner only.`,
 						return usagef("want one NAME, or --none")
 					}
 					if _, ok := c.Contexts[args[0]]; !ok {
-						return noContext(args[0])
+						return notFound("context", args[0])
 					}
 					c.Current = args[0]
 					if err := c.save(path); err != nil {
@@ -575,8 +575,14 @@ owner only.`,
 					if len(args) == 1 {
 						name = args[0]
 					}
-					if name == "" {
-						return errors.New("no context is selected (clutch context use NAME, or name one)")
+					if _, ok := c.Contexts[name]; !ok {
+						switch {
+						case len(args) == 1:
+							return notFound("context", name)
+						case name == "":
+							return errors.New("no context is selected (clutch context use NAME, or name one)")
+						}
+						return noContext(name) // $CLUTCH_CONTEXT's
 					}
 					return contextShow(e, c, path, name, *asJSON)
 				default: // rm
@@ -585,7 +591,7 @@ owner only.`,
 					}
 					name := args[0]
 					if _, ok := c.Contexts[name]; !ok {
-						return noContext(name)
+						return notFound("context", name)
 					}
 					delete(c.Contexts, name)
 					wasCurrent := c.Current == name
@@ -729,11 +735,9 @@ func contextList(e *env, c *config, namesOnly, asJSON bool) error {
 	return nil
 }
 
+// contextShow prints the context name, which exists.
 func contextShow(e *env, c *config, path, name string, asJSON bool) error {
-	ce, ok := c.Contexts[name]
-	if !ok {
-		return noContext(name)
-	}
+	ce := c.Contexts[name]
 	sel := selectedContext(c)
 	if asJSON {
 		return writeContextJSON(e.stdout, c.describe(name, name == sel))

@@ -146,6 +146,11 @@ func TestContextCommands(t *testing.T) {
 	if _, errs := mustClutch(t, exitFailure, "context", "show"); !strings.Contains(errs, "no context is selected") {
 		t.Fatalf("show with none selected: %q", errs)
 	}
+	t.Setenv("CLUTCH_CONTEXT", "gone")
+	if _, errs := mustClutch(t, exitFailure, "context", "show"); errs != "clutch context: context \"gone\" not found (clutch context ls lists them)\n" {
+		t.Fatalf("show with $CLUTCH_CONTEXT naming no context: %q", errs)
+	}
+	t.Setenv("CLUTCH_CONTEXT", "")
 	mustClutch(t, exitOK, "context", "use", "prod")
 	mustClutch(t, exitOK, "context", "use", "--none")
 	if c, _ := loadConfig(path); c.Current != "" || len(c.Contexts) != 3 {
@@ -168,9 +173,9 @@ func TestContextCommands(t *testing.T) {
 		{[]string{"context", "add", "x", "--url", "http://x", "--key", "k", "--key-env", "K"}, exitUsage, "at most one of"},
 		{[]string{"context", "add", "x", "--url", "http://x", "--key-env", "NOT A NAME"}, exitUsage, "is not a variable name"},
 		{[]string{"context", "add", "x", "--url", "http://x", "--key-file", "missing.key"}, exitFailure, `context "x": key file ` + filepath.Join(dir, "missing.key") + ": no such file"},
-		{[]string{"context", "use", "nope"}, exitFailure, `context "nope" not found (clutch context ls lists them)`},
-		{[]string{"context", "show", "nope"}, exitFailure, `context "nope" not found`},
-		{[]string{"context", "rm", "nope"}, exitFailure, `context "nope" not found`},
+		{[]string{"context", "use", "nope"}, exitNotFound, `clutch context: context "nope" not found`},
+		{[]string{"context", "show", "nope"}, exitNotFound, `clutch context: context "nope" not found`},
+		{[]string{"context", "rm", "nope"}, exitNotFound, `clutch context: context "nope" not found`},
 		{[]string{"context", "use"}, exitUsage, "want one NAME, or --none"},
 	} {
 		code, out, errs := clutch(t, tc.args...)
@@ -316,6 +321,12 @@ func TestContextReachesGatewayAndFile(t *testing.T) {
 	_, errs := mustClutch(t, exitFailure, "runs")
 	if want := `clutch runs: context "srv": key file ` + keyFile + ": no such file or directory\n"; errs != want {
 		t.Fatalf("stderr %q, want %q", errs, want)
+	}
+	// A --context naming no context fails: the source cannot be chosen
+	// (exit 1, not 3, which says that what the command asks about is not
+	// there).
+	if _, errs := mustClutch(t, exitFailure, "runs", "--context", "nope"); errs != "clutch runs: context \"nope\" not found (clutch context ls lists them)\n" {
+		t.Fatalf("an unknown --context: %q", errs)
 	}
 	// A file context.
 	file, _, _ := demoFile(t, 2)

@@ -223,7 +223,10 @@
 // file itself when it was added with --key. A context that cannot give its
 // key fails the command with the context's name and why (`context "prod":
 // $PROD_KEY is not set`); so does a --context or $CLUTCH_CONTEXT naming no
-// context. ls and show never print a key, only where it comes from.
+// context (exit 1: the command cannot choose where to read). context use,
+// show and rm of a NAME no context has exit 3, as any name on the command
+// line that does not exist. ls and show never print a key, only where it
+// comes from.
 //
 // The contexts live in $CLUTCH_CONFIG, else clutch/config.json in
 // os.UserConfigDir (~/.config on Linux), a JSON object:
