@@ -205,7 +205,7 @@ func TestVersionAndHelp(t *testing.T) {
 			t.Errorf("the help does not list %s:\n%s", name, out)
 		}
 	}
-	if !strings.Contains(out, "--context NAME or $CLUTCH_CONTEXT") {
+	if !strings.Contains(out, "a named context (--context\nNAME, else $CLUTCH_CONTEXT, else the current one") {
 		t.Errorf("the help does not say where values come from:\n%s", out)
 	}
 	if out, _ := mustClutch(t, exitOK, "help", "version"); !strings.Contains(out, "Usage: clutch version [--json]") {

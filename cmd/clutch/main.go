@@ -176,16 +176,16 @@ Commands:
 		fmt.Fprintf(w, "  %-*s  %s\n", width, n, summary)
 	}
 	fmt.Fprint(w, `
+Where to read: a command's flag (--db, --url, --key), else its variable
+($CLUTCH_DB, $CLUTCH_URL, $CLUTCH_API_KEY), else a named context (--context
+NAME, else $CLUTCH_CONTEXT, else the current one: see clutch context), else
+clutch.db.
+
 Every command but serve and import reads either a store file (--db, default
 $CLUTCH_DB or clutch.db), opened read-only so that several readers may share
 it, or a running gateway (--url, default $CLUTCH_URL, with --key or
 $CLUTCH_API_KEY) when a process holds the file. rules approve, reject and
 import write the file, or go through the gateway.
-
-A named context saves a gateway and its key, or a file, so that they need not
-be typed: clutch context add prod --url URL --key-file FILE --use. Where a
-value comes from: its flag > its variable > --context NAME or $CLUTCH_CONTEXT
-> the current context > clutch.db.
 
 Exit codes: 0 ok (an empty result too), 1 failure (said on stderr), 2 usage,
 3 not found (a run, thread, task or other id named on the command line does
