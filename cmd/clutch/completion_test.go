@@ -13,8 +13,8 @@ import (
 	"testing"
 )
 
-// script writes clutch's completion script for shell to a file.
-func script(t *testing.T, shell string) string {
+// completionScript writes clutch's completion script for shell to a file.
+func completionScript(t *testing.T, shell string) string {
 	t.Helper()
 	out, _ := mustClutch(t, exitOK, "completion", shell)
 	path := filepath.Join(t.TempDir(), "clutch."+shell)
@@ -49,7 +49,7 @@ func TestCompletionBash(t *testing.T) {
 		t.Skip("bash is not installed")
 	}
 	withFakeCommand(t)
-	path := script(t, "bash")
+	path := completionScript(t, "bash")
 	if out, err := exec.Command(bash, "-n", path).CombinedOutput(); err != nil {
 		t.Fatalf("bash -n: %v\n%s", err, out)
 	}
@@ -112,7 +112,7 @@ func TestCompletionZsh(t *testing.T) {
 	if err != nil {
 		t.Skip("zsh is not installed: the zsh script's syntax is not checked")
 	}
-	path := script(t, "zsh")
+	path := completionScript(t, "zsh")
 	if out, err := exec.Command(zsh, "-n", path).CombinedOutput(); err != nil {
 		t.Fatalf("zsh -n: %v\n%s", err, out)
 	}
@@ -130,7 +130,7 @@ func TestCompletionFish(t *testing.T) {
 		t.Skip("fish is not installed: the fish script is not checked")
 	}
 	withFakeCommand(t)
-	path := script(t, "fish")
+	path := completionScript(t, "fish")
 	if out, err := exec.Command(fish, "--no-config", "-n", path).CombinedOutput(); err != nil {
 		t.Fatalf("fish -n: %v\n%s", err, out)
 	}

@@ -304,12 +304,12 @@ func (ce contextEntry) key(name string) (string, error) {
 	case ce.KeyFile != "":
 		f, err := os.Open(ce.KeyFile)
 		if err != nil {
-			return "", &contextError{name, errContextKey, "key file " + ce.KeyFile, reason(err)}
+			return "", &contextError{name, errContextKey, "key file " + ce.KeyFile, fileErrReason(err)}
 		}
 		defer f.Close()
 		data, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
 		if err != nil {
-			return "", &contextError{name, errContextKey, "key file " + ce.KeyFile, reason(err)}
+			return "", &contextError{name, errContextKey, "key file " + ce.KeyFile, fileErrReason(err)}
 		}
 		k := strings.TrimSpace(string(data))
 		switch {
@@ -323,10 +323,10 @@ func (ce contextEntry) key(name string) (string, error) {
 	return "", nil
 }
 
-// reason is a file error without its operation and path, which the
+// fileErrReason is a file error without its operation and path, which the
 // message says already ("open /x: no such file or directory" is "no such
 // file or directory").
-func reason(err error) error {
+func fileErrReason(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -348,7 +348,7 @@ func (ce contextEntry) keySource() string {
 	case ce.KeyFile != "":
 		state := "readable"
 		if f, err := os.Open(ce.KeyFile); err != nil {
-			state = "cannot be read: " + reason(err).Error()
+			state = "cannot be read: " + fileErrReason(err).Error()
 		} else {
 			f.Close()
 		}

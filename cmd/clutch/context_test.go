@@ -192,9 +192,9 @@ func TestContextCommands(t *testing.T) {
 	}
 }
 
-// resolved parses args as a command with addWhere would and applies the
+// resolvedWhere parses args as a command with addWhere would and applies the
 // context: the url, key and db the command then uses.
-func resolved(t *testing.T, args ...string) (*where, error) {
+func resolvedWhere(t *testing.T, args ...string) (*where, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("clutch runs", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -254,7 +254,7 @@ func TestContextPrecedence(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			w, err := resolved(t, tc.args...)
+			w, err := resolvedWhere(t, tc.args...)
 			if tc.err != "" {
 				if err == nil || err.Error() != tc.err {
 					t.Fatalf("error %v, want %q", err, tc.err)
@@ -271,11 +271,11 @@ func TestContextPrecedence(t *testing.T) {
 	}
 
 	// The errors match their sentinels and codes.
-	_, err := resolved(t, "--context", "nope")
+	_, err := resolvedWhere(t, "--context", "nope")
 	if !errors.Is(err, errNoContext) || protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Fatalf("unknown context: %v", err)
 	}
-	_, err = resolved(t, "--context", "gone")
+	_, err = resolvedWhere(t, "--context", "gone")
 	if !errors.Is(err, errContextKey) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing key file: %v", err)
 	}
@@ -283,12 +283,12 @@ func TestContextPrecedence(t *testing.T) {
 	// No current context, no variable: the defaults.
 	c.Current = ""
 	c.save(path)
-	if w, err := resolved(t); err != nil || w.url != "" || w.key != "" || w.db != "clutch.db" {
+	if w, err := resolvedWhere(t); err != nil || w.url != "" || w.key != "" || w.db != "clutch.db" {
 		t.Fatalf("no context: %+v %v", w, err)
 	}
 	// No config file at all.
 	os.Remove(path)
-	if w, err := resolved(t); err != nil || w.url != "" || w.db != "clutch.db" {
+	if w, err := resolvedWhere(t); err != nil || w.url != "" || w.db != "clutch.db" {
 		t.Fatalf("no config: %+v %v", w, err)
 	}
 }
