@@ -117,7 +117,7 @@ func TestCompletionZsh(t *testing.T) {
 		t.Fatalf("zsh -n: %v\n%s", err, out)
 	}
 	data, _ := os.ReadFile(path)
-	for _, s := range []string{"#compdef clutch", "'tail:print the latest events", "'--run:only events of this run_id'", "context ls --names"} {
+	for _, s := range []string{"#compdef clutch", "'tail:print the latest events", "'--run:only events of this run_id (exit 3 when it has none)'", "context ls --names"} {
 		if !strings.Contains(string(data), s) {
 			t.Errorf("the zsh script lacks %q", s)
 		}

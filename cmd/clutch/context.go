@@ -151,7 +151,7 @@ func loadConfig(path string) (*config, error) {
 func parseConfig(data []byte) (*config, error) {
 	var c config
 	if err := jsonv2.Unmarshal(data, &c, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return nil, jsonProblem(err)
+		return nil, errors.New(jsonProblem(err))
 	}
 	if c.Contexts == nil {
 		c.Contexts = map[string]contextEntry{}
@@ -165,49 +165,6 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, fmt.Errorf("current context %q is not in the file", c.Current)
 	}
 	return &c, nil
-}
-
-// jsonProblem says in words what is wrong with a JSON document, without
-// the decoder's Go types.
-func jsonProblem(err error) error {
-	var syn *jsontext.SyntacticError
-	var sem *jsonv2.SemanticError
-	switch {
-	case errors.As(err, &syn):
-		switch {
-		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
-			return fmt.Errorf("%s: a member given twice", pointerText(syn.JSONPointer))
-		case syn.Err != nil && strings.Contains(syn.Err.Error(), "UTF-8"):
-			return fmt.Errorf("invalid UTF-8 at byte %d", syn.ByteOffset)
-		}
-		return fmt.Errorf("not valid JSON at byte %d", syn.ByteOffset)
-	case errors.As(err, &sem):
-		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
-			return fmt.Errorf("%s: unknown field", pointerText(sem.JSONPointer))
-		}
-		var syn2 *jsontext.SyntacticError
-		if errors.As(sem.Err, &syn2) {
-			return fmt.Errorf("not valid JSON at byte %d", syn2.ByteOffset)
-		}
-		want := "another kind of value"
-		if sem.GoType != nil {
-			switch sem.GoType.Kind().String() {
-			case "string":
-				want = "a string"
-			case "map", "struct":
-				want = "an object"
-			}
-		}
-		return fmt.Errorf("%s: want %s", pointerText(sem.JSONPointer), want)
-	}
-	return errors.New("not valid JSON")
-}
-
-func pointerText(p jsontext.Pointer) string {
-	if p == "" {
-		return "the document"
-	}
-	return string(p)
 }
 
 // check checks one context of the file.

@@ -342,11 +342,11 @@ func TestConfigErrors(t *testing.T) {
 	path := testConfig(t)
 	os.MkdirAll(filepath.Dir(path), 0o700)
 	for _, tc := range []struct{ file, want string }{
-		{`{"contexts":{"a":{"url":"http://x"}}`, "not valid JSON at byte"},
-		{`{"contexts":{"a":{"url":"http://x","bogus":1}}}`, "/contexts/a/bogus: unknown field"},
-		{`{"contexts":{"a":{"url":"http://x"},"a":{"db":"y"}}}`, "/contexts/a: a member given twice"},
-		{`{"contexts":{"a":{"url":7}}}`, "/contexts/a/url: want a string"},
-		{`{"contexts":[]}`, "/contexts: want an object"},
+		{`{"contexts":{"a":{"url":"http://x"}}`, "invalid JSON at byte"},
+		{`{"contexts":{"a":{"url":"http://x","bogus":1}}}`, "an unknown field at /contexts/a/bogus"},
+		{`{"contexts":{"a":{"url":"http://x"},"a":{"db":"y"}}}`, "a member given twice at /contexts/a"},
+		{`{"contexts":{"a":{"url":7}}}`, "a number at /contexts/a/url, want a string"},
+		{`{"contexts":[]}`, "an array at /contexts, want an object"},
 		{`{"contexts":{"a":{}}}`, `context "a": want a url or a db`},
 		{`{"contexts":{"a":{"url":"http://x","key":"k","key_env":"K"}}}`, `context "a": at most one of key_file, key_env and key`},
 		{`{"contexts":{"-a":{"url":"http://x"}}}`, `context name "-a"`},

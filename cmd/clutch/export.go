@@ -339,8 +339,8 @@ func (in *importInput) again() (io.Reader, int64, error) {
 	return f, size, err
 }
 
-// checked is what checkInput found.
-type checked struct {
+// inputSummary is what checkInput found.
+type inputSummary struct {
 	events     int // messages read
 	duplicates int // of them, duplicates (with dups set)
 }
@@ -382,8 +382,8 @@ func (d *dups) seen(ctx context.Context, m *protocol.Message) (bool, error) {
 // checkInput reads in to its end, decoding and validating every message
 // as the store's Append would (validateLine), and counts them; with d, it
 // counts the duplicates too. The first bad line is the error.
-func checkInput(ctx context.Context, in io.Reader, size int64, d *dups, stderr io.Writer) (checked, error) {
-	var c checked
+func checkInput(ctx context.Context, in io.Reader, size int64, d *dups, stderr io.Writer) (inputSummary, error) {
+	var c inputSummary
 	bar := progress.New(stderr, "check", "bytes", uint64(max(size, 0)))
 	defer bar.Finish()
 	r := eventio.NewReader(&countingReader{r: in, bar: bar})

@@ -181,11 +181,12 @@ Where to read: a command's flag (--db, --url, --key), else its variable
 NAME, else $CLUTCH_CONTEXT, else the current one: see clutch context), else
 clutch.db.
 
-Every command but serve and import reads either a store file (--db, default
-$CLUTCH_DB or clutch.db), opened read-only so that several readers may share
-it, or a running gateway (--url, default $CLUTCH_URL, with --key or
-$CLUTCH_API_KEY) when a process holds the file. rules approve, reject and
-import write the file, or go through the gateway.
+The read commands (runs, tail, tree, replay, export, stats, verify, check,
+agents, get) read either a store file (--db), opened read-only so that
+several readers may share it, or a running gateway (--url with --key) when a
+process holds the file. submit, cancel, retry, waiting and answer act through
+a gateway; serve and import write a file; rules approve, reject and import
+write the file, or go through the gateway.
 
 Exit codes: 0 ok (an empty result too), 1 failure (said on stderr), 2 usage,
 3 not found (a run, thread, task or other id named on the command line does

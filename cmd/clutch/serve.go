@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -259,40 +258,6 @@ func parseKeysFile(data []byte) (map[string]auth.Caller, error) {
 		out[k] = auth.Caller{AgentID: c.AgentID, Scopes: c.Scopes}
 	}
 	return out, nil
-}
-
-// jsonProblem says what is wrong with a JSON document in words: where,
-// and what, without the Go types the decoder names.
-func jsonProblem(err error) string {
-	var syn *jsontext.SyntacticError
-	var sem *jsonv2.SemanticError
-	switch {
-	case errors.As(err, &syn):
-		s := "invalid JSON at byte " + strconv.FormatInt(syn.ByteOffset, 10)
-		if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
-			s += " (a member named twice)"
-		}
-		return s
-	case errors.As(err, &sem):
-		where := string(sem.JSONPointer)
-		if where == "" {
-			where = "the top level"
-		}
-		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
-			return "an unknown member at " + where
-		}
-		if k, ok := kindWords[sem.JSONKind]; ok {
-			return k + " at " + where + " where it does not belong"
-		}
-		return "an unexpected value at " + where
-	}
-	return "not JSON"
-}
-
-// kindWords name the kinds of JSON value.
-var kindWords = map[jsontext.Kind]string{
-	'{': "an object", '[': "an array", '"': "a string", '0': "a number",
-	't': "a boolean", 'f': "a boolean", 'n': "null",
 }
 
 // storeKeys returns the keys of the store's key file, path, making it
