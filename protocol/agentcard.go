@@ -12,6 +12,9 @@ import (
 
 // AgentCard advertises an agent and its capabilities (docs/protocol.md §1.4).
 type AgentCard struct {
+	// V is the protocol version, [Version]. It is required on the wire;
+	// a card registered in Go (registry.Register, router.Register) may
+	// leave it empty, which means Version.
 	V            string              `json:"v"`
 	AgentID      string              `json:"agent_id"`
 	Display      *Display            `json:"display,omitzero"`

@@ -16,6 +16,12 @@
 //
 //	err = reg.Register(ctx, card, &registry.RegisterOptions{Local: true})
 //
+// A card whose v is empty is registered as [protocol.Version] (a wrong v
+// is refused). Registering what the registry already holds, the same card
+// (equal canonical JSON) with the same Local, stores no second
+// agent.register: a process may register its agents at every start
+// without growing the log.
+//
 // An agent in another process (reached over A2A, MCP, HTTP) is registered
 // without Local and must send heartbeats: it is online while its last
 // register, update or heartbeat is no older than Options.HeartbeatTTL
@@ -84,6 +90,8 @@
 //
 //	call        type                    payload
 //	Register    agent.register          the card; meta {"clutch_local": true} when Local
+//	            (nothing)               the same card and Local again, Local
+//	            agent.heartbeat         the same card and Local again, not Local
 //	Update      agent.update            the new card
 //	Heartbeat   agent.heartbeat         {"status": "ok"}
 //	Remove      x.clutch.agent.remove   {"agent_id": "<id>"}

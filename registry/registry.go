@@ -173,6 +173,10 @@ func (r *Registry) setCapList(c string, l []*Agent) {
 type Agent struct {
 	card  *protocol.AgentCard
 	local bool
+	// regLocal is the Local of the agent's last registration in the log,
+	// whichever process wrote it: Register compares it to tell a
+	// registration the log already holds.
+	regLocal bool
 	// gone marks an agent registered Local by an earlier process: its
 	// handler died with that process, so replayed updates and heartbeats
 	// must not bring it back online; only a new registration does.
@@ -299,21 +303,56 @@ type RegisterOptions struct {
 // Register records card as an agent.register event and makes the agent
 // routable. Registering an agent id again replaces its card (an agent
 // coming back online); its load and success counters carry over. opts may
-// be nil.
+// be nil. An empty card.V means [protocol.Version]; the caller's card is
+// not modified.
+//
+// A registration the registry already holds (the same Local, and a card
+// whose canonical JSON, RFC 8785 as docs/protocol.md §6.1 signs it, equals
+// that of the card held, from this process or from the log) is not
+// stored again, so a process that registers its agents at every start
+// does not grow the log: a Local agent is online again in this process
+// and nothing is appended; a remote agent counts as alive, so its
+// registration is stored as an agent.heartbeat.
 func (r *Registry) Register(ctx context.Context, card *protocol.AgentCard, opts *RegisterOptions) error {
 	m, dec, err := r.cardEvent(protocol.TypeAgentRegister, card)
 	if err != nil {
 		return err
 	}
-	if opts != nil && opts.Local {
+	local := opts != nil && opts.Local
+	if local {
 		m.Meta = map[string]any{metaLocal: true}
 	}
-	return r.write(ctx, m, dec, false)
+	at := eventTime(m, r.opts.IDs.Now())
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if a, ok := r.Get(dec.AgentID); ok && a.regLocal == local && sameCard(a.card, m.Payload) {
+		if local {
+			return r.apply(m, dec, at, false) // online again here; the log says the rest already
+		}
+		hb, err := r.event(protocol.TypeAgentHeartbeat, dec.AgentID, map[string]string{"status": "ok"})
+		if err != nil {
+			return wrap(ErrInvalidCard, "", err)
+		}
+		return r.writeLocked(ctx, hb, nil, true, eventTime(hb, at), nil)
+	}
+	return r.writeLocked(ctx, m, dec, false, at, nil)
+}
+
+// sameCard reports whether held and the encoded card payload have equal
+// canonical JSON.
+func sameCard(held *protocol.AgentCard, payload []byte) bool {
+	b, err := protocol.EncodeAgentCard(held)
+	if err != nil {
+		return false
+	}
+	x, err1 := protocol.Canonical(b)
+	y, err2 := protocol.Canonical(payload)
+	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
 // Update records a changed card as an agent.update event (docs/protocol.md §2.4
 // "capability change"). The agent must be registered; it keeps being
-// Local if it was.
+// Local if it was. An empty card.V means [protocol.Version].
 func (r *Registry) Update(ctx context.Context, card *protocol.AgentCard) error {
 	m, dec, err := r.cardEvent(protocol.TypeAgentUpdate, card)
 	if err != nil {
@@ -349,6 +388,11 @@ func (r *Registry) Heartbeat(ctx context.Context, agentID string) error {
 func (r *Registry) cardEvent(t protocol.Type, card *protocol.AgentCard) (*protocol.Message, *protocol.AgentCard, error) {
 	if card == nil {
 		return nil, nil, wrap(ErrInvalidCard, "nil card", nil)
+	}
+	if card.V == "" {
+		c := *card // the caller's card stays as it is
+		c.V = protocol.Version
+		card = &c
 	}
 	if err := card.Validate(); err != nil {
 		return nil, nil, wrap(ErrInvalidCard, "", err)
@@ -394,6 +438,11 @@ func (r *Registry) write(ctx context.Context, m *protocol.Message, card *protoco
 func (r *Registry) writeAt(ctx context.Context, m *protocol.Message, card *protocol.AgentCard, mustExist bool, at time.Time, check func() error) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	return r.writeLocked(ctx, m, card, mustExist, at, check)
+}
+
+// writeLocked is writeAt with the writers' lock held.
+func (r *Registry) writeLocked(ctx context.Context, m *protocol.Message, card *protocol.AgentCard, mustExist bool, at time.Time, check func() error) error {
 	if check != nil {
 		if err := check(); err != nil {
 			return err
@@ -462,6 +511,7 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 			// until it registers again. In a shared store it may be
 			// another process, alive: online while it heartbeats.
 			a.local, a.gone = local && !replay, local && replay && !r.opts.Shared
+			a.regLocal = local
 		} else {
 			old, ok := r.Get(id)
 			if !ok {
@@ -469,7 +519,7 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 				// registered; Update refuses it.
 				return nil
 			}
-			a.local, a.gone = old.local, old.gone
+			a.local, a.gone, a.regLocal = old.local, old.gone, old.regLocal
 		}
 		if !a.gone {
 			a.lastSeen.Store(at.UnixNano())
