@@ -21,6 +21,12 @@
 //	h, _ := r.Submit(ctx, req)
 //	out, err := h.Wait(ctx)
 //
+// Card builds the card of an agent that needs only capability ids,
+// router.Card("agent:ken", "skill:research"); write a protocol.AgentCard
+// literal for display names, tags or limits (its v may be left empty).
+// Register stores a card once: registering the same card at every start
+// of the process appends nothing (registry.Register).
+//
 // A handler reads its request (Task.Request, Input), reports progress
 // (Task.Progress), calls tools (CallTool, below), emits other events
 // (Task.Emit), puts

@@ -44,10 +44,10 @@ func Example() {
 	defer st.Close()
 	defer r.Close()
 
-	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Display: &protocol.Display{Name: "Ken"}, Capabilities: []protocol.Capability{
+	ken := &protocol.AgentCard{AgentID: "agent:ken", Display: &protocol.Display{Name: "Ken"}, Capabilities: []protocol.Capability{
 		{ID: "skill:research", Tags: []string{"fintech"}},
 	}}
-	ana := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ana", Display: &protocol.Display{Name: "Ana"}, Capabilities: []protocol.Capability{
+	ana := &protocol.AgentCard{AgentID: "agent:ana", Display: &protocol.Display{Name: "Ana"}, Capabilities: []protocol.Capability{
 		{ID: "skill:research", Tags: []string{"health"}},
 	}}
 	r.Register(ctx, ken, researcher("ken"))
@@ -85,7 +85,7 @@ func ExampleTask_Delegate() {
 	defer st.Close()
 	defer r.Close()
 
-	lead := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:lead", Capabilities: []protocol.Capability{{ID: "skill:plan"}}}
+	lead := router.Card("agent:lead", "skill:plan")
 	r.Register(ctx, lead, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		sub, err := t.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "competitors"})
 		if err != nil {
@@ -98,7 +98,7 @@ func ExampleTask_Delegate() {
 		}
 		return &router.Result{PayloadType: out.Message.PayloadType, Payload: out.Message.Payload}, nil
 	})
-	r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}, researcher("ken"))
+	r.Register(ctx, router.Card("agent:ken", "skill:research"), researcher("ken"))
 
 	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "market"})
 	req.Requires = []string{"skill:plan"}
@@ -123,7 +123,7 @@ func ExampleFail() {
 	r, st := newRouter()
 	defer st.Close()
 	defer r.Close()
-	r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:browser", Capabilities: []protocol.Capability{{ID: "skill:browse"}}},
+	r.Register(ctx, router.Card("agent:browser", "skill:browse"),
 		func(ctx context.Context, t *router.Task) (*router.Result, error) {
 			return nil, router.Fail(protocol.CodeToolUnavailable, "MCP server mcp:browser not responding", false,
 				map[string]any{"tool": "mcp:browser", "timeout_ms": 5000})
@@ -166,7 +166,7 @@ func ExampleMiddleware() {
 		Middleware: []router.Middleware{logging},
 	})
 	defer r.Close()
-	r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}, researcher("ken"))
+	r.Register(ctx, router.Card("agent:ken", "skill:research"), researcher("ken"))
 
 	req, _ := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "Nordic payments"})
 	req.Requires = []string{"skill:research"}
@@ -187,7 +187,7 @@ func ExampleRouter_Shutdown() {
 	defer st.Close()
 
 	started, release := make(chan struct{}), make(chan struct{})
-	stubborn := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:stubborn", Capabilities: []protocol.Capability{{ID: "skill:wait"}}}
+	stubborn := router.Card("agent:stubborn", "skill:wait")
 	r.Register(ctx, stubborn, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		close(started)
 		<-release // ignores ctx
@@ -228,7 +228,7 @@ func ExampleRouter_Submit_capacity() {
 	defer r.Close()
 
 	release := make(chan struct{})
-	busy := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:busy", Capabilities: []protocol.Capability{{ID: "skill:wait"}}}
+	busy := router.Card("agent:busy", "skill:wait")
 	r.Register(ctx, busy, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		<-release
 		return nil, nil
@@ -264,7 +264,7 @@ func ExampleRouter_Admit() {
 	schemas, _ := schema.New(nil)
 	r, _ := router.New(st, reg, &router.Options{Validator: schemas, Logger: slog.New(slog.DiscardHandler)})
 	defer r.Close()
-	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}
+	ken := router.Card("agent:ken", "skill:research")
 	if err := r.Register(ctx, ken, researcher("ken")); err != nil {
 		panic(err)
 	}
@@ -301,7 +301,7 @@ func ExampleTask_Ask() {
 	defer st.Close()
 	defer r.Close()
 
-	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:writer", Capabilities: []protocol.Capability{{ID: "skill:write"}}}
+	card := router.Card("agent:writer", "skill:write")
 	r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		market, err := router.AskAs[string](ctx, t, protocol.Question{Text: "Which market?", Choices: []string{"fintech", "health"}})
 		if err != nil {

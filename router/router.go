@@ -143,7 +143,12 @@ func (r *Router) IDs() *protocol.IDs { return r.ids }
 // Register registers an in-process agent: its card goes to the registry
 // (an agent.register event, registered Local so it needs no heartbeats)
 // and h runs the tasks routed to it. Registering the same agent id again
-// replaces card and handler.
+// replaces card and handler; the same card again (a process registering
+// its agents at every start) stores nothing new (registry.Register). An
+// empty card.V means protocol.Version. [Card] builds the card of an agent
+// that needs only capability ids:
+//
+//	err := r.Register(ctx, router.Card("agent:ken", "skill:research"), handler)
 func (r *Router) Register(ctx context.Context, card *protocol.AgentCard, h Handler) error {
 	if h == nil {
 		return wrap(ErrInvalidOptions, "nil handler", nil)
@@ -163,6 +168,17 @@ func (r *Router) Register(ctx context.Context, card *protocol.AgentCard, h Handl
 		return err
 	}
 	return nil
+}
+
+// Card returns the card of an agent with the given capability ids and
+// nothing else, for [Router.Register]. Add to it (Display, Limits, tags)
+// or write an AgentCard literal when the agent needs more.
+func Card(agentID string, capabilities ...string) *protocol.AgentCard {
+	card := &protocol.AgentCard{V: protocol.Version, AgentID: agentID, Capabilities: make([]protocol.Capability, 0, len(capabilities))}
+	for _, c := range capabilities {
+		card.Capabilities = append(card.Capabilities, protocol.Capability{ID: c})
+	}
+	return card
 }
 
 // Attach sets the handler of an agent that is registered in the registry

@@ -21,7 +21,7 @@ func ExampleCallTool() {
 	search := func(ctx context.Context, q string) ([]string, error) {
 		return []string{"https://example.com/" + q}, nil // a stand-in for a real tool
 	}
-	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken", Capabilities: []protocol.Capability{{ID: "skill:research"}}}
+	ken := router.Card("agent:ken", "skill:research")
 	r.Register(ctx, ken, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		q, err := router.Input[schema.ResearchQuery](t)
 		if err != nil {

@@ -151,13 +151,11 @@ func New(t testing.TB, opts *Options) *Env {
 }
 
 // Agent registers an in-process agent with the given capability ids and
-// handler.
+// handler: Register of router.Card(agentID, capabilities...), the card it
+// returns.
 func (e *Env) Agent(agentID string, capabilities []string, h router.Handler) *protocol.AgentCard {
 	e.T.Helper()
-	card := &protocol.AgentCard{V: protocol.Version, AgentID: agentID, Capabilities: []protocol.Capability{}}
-	for _, c := range capabilities {
-		card.Capabilities = append(card.Capabilities, protocol.Capability{ID: c})
-	}
+	card := router.Card(agentID, capabilities...)
 	e.Register(card, h)
 	return card
 }
