@@ -77,7 +77,7 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 
 	// Two research agents. Ken specialises in fintech and has a browser.
 	ken := &protocol.AgentCard{
-		V: protocol.Version, AgentID: "agent:ken",
+		AgentID: "agent:ken",
 		Display: &protocol.Display{Name: "Ken", Desc: "Research specialist"},
 		Capabilities: []protocol.Capability{{
 			ID: "skill:research", Version: "1.0", Tags: []string{"market", "competitive", "fintech"},
@@ -87,7 +87,7 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 		Security: &protocol.CardSecurity{Sandbox: true, Network: "egress-restricted"},
 	}
 	other := &protocol.AgentCard{
-		V: protocol.Version, AgentID: "agent:research-2",
+		AgentID:      "agent:research-2",
 		Capabilities: []protocol.Capability{{ID: "skill:research", Version: "1.0", Tags: []string{"market", "health"}, TrustLevel: protocol.TrustSandbox}},
 		Limits:       &protocol.Limits{MaxConcurrency: 2, MaxRuntimeSec: 600},
 		Security:     &protocol.CardSecurity{Sandbox: true},
@@ -122,21 +122,24 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 		return err
 	}
 
-	// 8. The UI subscribes to the thread and renders every event as it comes.
+	// 8. The UI subscribes to the thread and gets every event as it comes.
 	follow, stopFollow := context.WithCancel(ctx)
 	defer stopFollow()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	lines := make(chan string, 64)
+	events := make(chan followed, 64)
 	go func() {
 		defer wg.Done()
-		defer close(lines)
+		defer close(events)
 		for ev, err := range st.Follow(follow, store.Query{ThreadID: in.ThreadID}) {
 			if err != nil {
-				lines <- "follow: " + err.Error()
+				if follow.Err() == nil {
+					events <- followed{err: err}
+				}
 				return
 			}
-			lines <- render(ev)
+			m, err := ev.Message()
+			events <- followed{ev: ev, m: m, err: err}
 		}
 	}()
 
@@ -149,17 +152,22 @@ func run(ctx context.Context, w io.Writer, dbPath string) error {
 	fmt.Fprintf(w, "gateway: verified %s from %s (%d bytes, signed with %s)\n\n", in.Type, in.From.AgentID, len(wire), in.Security.Auth.Kid)
 	out, taskErr := h.Wait(ctx)
 
-	// Print the live events until the terminal one has been shown.
+	// Print the live events up to the task's outcome: the event whose id
+	// is the outcome's message id is the last one of the task.
 	fmt.Fprintf(w, "The thread's events, as the store records them:\n\n")
 	fmt.Fprintf(w, "%-4s %-12s %-17s %-18s %s\n", "seq", "time", "type", "from", "to")
-	for line := range lines {
-		fmt.Fprintln(w, line)
-		if strings.Contains(line, " "+string(out.Type)+" ") && strings.Contains(line, out.Message.From.AgentID) {
+	for f := range events {
+		if f.err != nil {
+			fmt.Fprintf(w, "follow: %v\n", f.err)
+			break
+		}
+		fmt.Fprintln(w, render(f.ev, f.m))
+		if f.m.ID == out.Message.ID {
 			break
 		}
 	}
 	stopFollow()
-	for range lines {
+	for range events { // let the follower see the cancellation and return
 	}
 	wg.Wait()
 	if taskErr != nil {
@@ -229,13 +237,16 @@ func researcher(search func(string) []map[string]string) router.Handler {
 	}
 }
 
+// followed is one event of the thread the UI follows, decoded.
+type followed struct {
+	ev  store.Event
+	m   *protocol.Message
+	err error
+}
+
 // render turns one event into a log line and a plain-language line under
 // it that says what the event means.
-func render(ev store.Event) string {
-	m, err := ev.Message()
-	if err != nil {
-		return fmt.Sprintf("%-4d undecodable: %v", ev.Seq, err)
-	}
+func render(ev store.Event, m *protocol.Message) string {
 	to := make([]string, len(m.To))
 	for i, p := range m.To {
 		to[i] = p.AgentID
