@@ -66,7 +66,10 @@
 // Adapter errors are [*Error]: the adapter, a protocol.Code (so
 // errors.Is(err, protocol.CodeUnsupportedVersion) works and the error maps
 // to a CLowl code and an HTTP status), the JSON pointer of the offending
-// field and the cause; they also match ErrInbound or ErrOutbound.
+// field and the cause; they also match ErrInbound or ErrOutbound. Their
+// code is what protocol.CodeOf reads: the code of a *protocol.Error in the
+// cause when there is one (the precise reason), else Code, and Code is
+// always that same code (see [Error]); adaptertest holds adapters to it.
 // A Registry that has no fitting adapter returns an error matching
 // ErrNoAdapter.
 package adapters

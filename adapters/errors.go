@@ -1,6 +1,8 @@
 package adapters
 
 import (
+	"errors"
+
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -28,9 +30,18 @@ var (
 // that puts it on the wire (and its CLowl code), the JSON pointer of the
 // offending field in the outside input when known, and the cause.
 //
+// Its code is the one protocol.CodeOf reads, as for every error of the
+// module: a *protocol.Error in the cause is the precise reason and
+// counts first (a card with a wrong "v" is UNSUPPORTED_VERSION, not the
+// WRONG_TYPE of the member that held it); otherwise Code. Code is that
+// code too: [InboundError] and [OutboundError] take the code of a
+// *protocol.Error cause in place of their code argument, and an Error
+// built by hand must do the same (adaptertest refuses one whose Code is
+// not what protocol.CodeOf reads). The sentinel's generic code never
+// counts.
+//
 // errors.Is(err, s) holds for its Sentinel s, for its Code and for what
-// its cause matches; only Code counts as the error's code (the
-// sentinel's generic code does not match).
+// its cause matches.
 type Error struct {
 	Adapter  string        // adapter name
 	Code     protocol.Code // stable code from the protocol error table
@@ -74,12 +85,24 @@ func (e *Error) Is(target error) bool {
 // ClutchCode returns e.Code, for protocol.CodeOf.
 func (e *Error) ClutchCode() protocol.Code { return e.Code }
 
-// InboundError returns an *Error for a failed inbound translation.
+// InboundError returns an *Error for a failed inbound translation. Its
+// Code is code, or the code of a *protocol.Error in cause (see [Error]).
 func InboundError(adapter string, code protocol.Code, path, detail string, cause error) *Error {
-	return &Error{Adapter: adapter, Code: code, Path: path, Detail: detail, Sentinel: ErrInbound, Err: cause}
+	return &Error{Adapter: adapter, Code: causeCode(code, cause), Path: path, Detail: detail, Sentinel: ErrInbound, Err: cause}
 }
 
-// OutboundError returns an *Error for a failed outbound translation.
+// OutboundError returns an *Error for a failed outbound translation. Its
+// Code is code, or the code of a *protocol.Error in cause (see [Error]).
 func OutboundError(adapter string, code protocol.Code, path, detail string, cause error) *Error {
-	return &Error{Adapter: adapter, Code: code, Path: path, Detail: detail, Sentinel: ErrOutbound, Err: cause}
+	return &Error{Adapter: adapter, Code: causeCode(code, cause), Path: path, Detail: detail, Sentinel: ErrOutbound, Err: cause}
+}
+
+// causeCode is the code of a *protocol.Error in cause, which
+// protocol.CodeOf reads first, else code.
+func causeCode(code protocol.Code, cause error) protocol.Code {
+	var pe *protocol.Error
+	if errors.As(cause, &pe) && pe.Code != "" {
+		return pe.Code
+	}
+	return code
 }

@@ -21,8 +21,9 @@ import (
 type Case struct {
 	Name string
 	Raw  []byte
-	// Code is, for Options.Invalid, the code the refusal must carry; ""
-	// accepts any known code.
+	// Code is, for Options.Invalid, the code the refusal must carry (as
+	// protocol.CodeOf reads it, the same as the adapters.Error's Code);
+	// "" accepts any known code.
 	Code protocol.Code
 }
 
@@ -375,7 +376,7 @@ func checkError(a adapters.Adapter, err error, sentinel error) error {
 		return fmt.Errorf("error does not match %v: %v", sentinel, err)
 	}
 	if protocol.CodeOf(err) != ae.Code {
-		return fmt.Errorf("protocol.CodeOf gives %s, the error says %s", protocol.CodeOf(err), ae.Code)
+		return fmt.Errorf("the error says %s, but protocol.CodeOf reads %s from the protocol error it wraps; an adapters.Error carries the code of the protocol error it wraps (adapters.InboundError does it): %v", ae.Code, protocol.CodeOf(err), err)
 	}
 	return nil
 }

@@ -72,6 +72,10 @@ func TestCheckInboundFindsBreaches(t *testing.T) {
 		"outbound sentinel": func([]byte) ([]*protocol.Message, error) {
 			return nil, adapters.OutboundError("envelope", protocol.CodeInvalidJSON, "", "", nil)
 		},
+		"code other than the wrapped protocol error's": func(raw []byte) ([]*protocol.Message, error) {
+			_, err := protocol.Decode([]byte(strings.Replace(string(raw), "clutch/0.1", "clutch/9", 1)))
+			return nil, &adapters.Error{Adapter: "envelope", Code: protocol.CodeInvalidField, Sentinel: adapters.ErrInbound, Err: err}
+		},
 		"nothing": func([]byte) ([]*protocol.Message, error) { return nil, nil },
 		"nil msg": func([]byte) ([]*protocol.Message, error) { return []*protocol.Message{nil}, nil },
 		"invalid msg": func([]byte) ([]*protocol.Message, error) {

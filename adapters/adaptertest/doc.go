@@ -21,6 +21,9 @@
 //     every other JSON type or removed, deep nesting, oversize and random
 //     input. A refusal must be an *adapters.Error of the adapter, with a
 //     code of the protocol error table, matching adapters.ErrInbound.
+//     Its Code must be the code protocol.CodeOf reads, which is the code
+//     of a *protocol.Error it wraps when it wraps one (the rule of
+//     adapters.Error); Case.Code is compared with that code.
 //     Inputs an adapter chooses to accept must still give valid messages.
 //   - Round trips keep what the mapping promises: Outbound of the first
 //     inbound message gives back the input (JSONEqual, or the adapter's own
