@@ -81,7 +81,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	defer r.Close()
 	ken := &protocol.AgentCard{
-		V: protocol.Version, AgentID: "agent:ken",
+		AgentID:      "agent:ken",
 		Display:      &protocol.Display{Name: "Ken", Desc: "Research specialist"},
 		Capabilities: []protocol.Capability{{ID: "skill:research", Tags: []string{"market", "fintech"}}},
 		Limits:       &protocol.Limits{MaxConcurrency: 2, MaxRuntimeSec: 60},

@@ -105,7 +105,7 @@ func run(ctx context.Context, w io.Writer, answer answerFunc) error {
 		return err
 	}
 	defer r.Close()
-	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:writer", Capabilities: []protocol.Capability{{ID: "skill:write"}}}
+	card := router.Card("agent:writer", "skill:write")
 	if err := r.Register(ctx, card, writer); err != nil {
 		return err
 	}

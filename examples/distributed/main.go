@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/internal/pgpeer"
-	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	routerteam "github.com/clutchprotocol/clutch/router/team"
@@ -339,8 +338,7 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 		defer mu.Unlock()
 		fmt.Fprintln(stdout, what, task)
 	}
-	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:" + name,
-		Capabilities: []protocol.Capability{{ID: "skill:echo"}}}
+	card := router.Card("agent:"+name, "skill:echo")
 	handler := func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		in, err := router.Input[echo](t)
 		if err != nil {
@@ -381,8 +379,7 @@ func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	// agent:<name>-sub runs the subtasks delegated with skill:sub.
-	sub := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:" + name + "-sub",
-		Capabilities: []protocol.Capability{{ID: "skill:sub"}}}
+	sub := router.Card("agent:"+name+"-sub", "skill:sub")
 	if err := tm.r.Register(ctx, sub, handler); err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
@@ -43,9 +42,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	}
 	defer r.Close()
 
-	ken := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:ken",
-		Capabilities: []protocol.Capability{{ID: "skill:research", Version: "1.0"}}}
-	err = r.Register(ctx, ken, func(ctx context.Context, t *router.Task) (*router.Result, error) {
+	err = r.Register(ctx, router.Card("agent:ken", "skill:research"), func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		q, err := router.Input[schema.ResearchQuery](t)
 		if err != nil {
 			return nil, err

@@ -107,7 +107,7 @@ func run(ctx context.Context, w io.Writer, url string) error {
 	defer rm.Close()
 
 	// The Go agent: delegates to whoever has skill:langgraph-agent.
-	writer := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:writer",
+	writer := &protocol.AgentCard{AgentID: "agent:writer",
 		Display: &protocol.Display{Name: "Writer"}, Capabilities: []protocol.Capability{{ID: "skill:write"}}}
 	if err := r.Register(ctx, writer, func(ctx context.Context, t *router.Task) (*router.Result, error) {
 		var ask string

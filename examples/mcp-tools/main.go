@@ -101,7 +101,7 @@ func run(ctx context.Context, w io.Writer, cfg mcp.ServerConfig) error {
 	// A stdio server is a process, not a connection: the card needs no
 	// security.network for it. An HTTP server would need one (and
 	// ClientOptions.Egress allowing its address; docs/protocol.md §6).
-	card := &protocol.AgentCard{V: protocol.Version, AgentID: "agent:weather",
+	card := &protocol.AgentCard{AgentID: "agent:weather",
 		Display:      &protocol.Display{Name: "Weather desk"},
 		Capabilities: []protocol.Capability{{ID: "skill:weather", Tools: []string{"mcp:everything"}}}}
 	err = r.Register(ctx, card, func(ctx context.Context, t *router.Task) (*router.Result, error) {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/clutchprotocol/clutch/adapters/mcp"
 	"github.com/clutchprotocol/clutch/auth"
-	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/rules"
@@ -99,8 +98,7 @@ func run(ctx context.Context, out io.Writer, file string) error {
 	// An in-process reviewer: it loads the rule through its task and, when
 	// careful, declares the constraint it applied.
 	careful := true
-	err = r.Register(ctx, &protocol.AgentCard{V: protocol.Version, AgentID: "agent:reviewer",
-		Capabilities: []protocol.Capability{{ID: "skill:review"}}},
+	err = r.Register(ctx, router.Card("agent:reviewer", "skill:review"),
 		func(ctx context.Context, t *router.Task) (*router.Result, error) {
 			s := lib.ForTask(t)
 			items, err := s.Load(ctx, []string{doc.ID}, map[string]string{doc.ID: ""})

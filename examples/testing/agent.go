@@ -31,7 +31,7 @@ type LintReport struct {
 
 // Card is Reviewer's AgentCard.
 var Card = &protocol.AgentCard{
-	V: protocol.Version, AgentID: "agent:reviewer",
+	AgentID:      "agent:reviewer",
 	Capabilities: []protocol.Capability{{ID: "skill:code-review", Tags: []string{"go"}}},
 	Limits:       &protocol.Limits{MaxConcurrency: 4, MaxRuntimeSec: 60},
 }

@@ -28,7 +28,7 @@ func linter(problems ...string) router.Handler {
 }
 
 func lintCard(id, language string) *protocol.AgentCard {
-	return &protocol.AgentCard{V: protocol.Version, AgentID: id, Capabilities: []protocol.Capability{{ID: "skill:lint", Tags: []string{language}}}}
+	return &protocol.AgentCard{AgentID: id, Capabilities: []protocol.Capability{{ID: "skill:lint", Tags: []string{language}}}}
 }
 
 func TestReviewFindsLintProblems(t *testing.T) {
