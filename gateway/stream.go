@@ -15,6 +15,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )
@@ -393,7 +394,7 @@ func closedOf(err error) closedEvent {
 }
 
 func (s *sseSink) closed(err error) {
-	b, _ := json.Marshal(closedOf(err))
+	b, _ := httpjson.Marshal(closedOf(err))
 	s.buf = append(s.buf, "event: clutch.closed\ndata: "...)
 	s.buf = append(s.buf, b...)
 	s.buf = append(s.buf, "\n\n"...)

@@ -2,7 +2,6 @@ package agui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
@@ -428,11 +428,7 @@ func writeError(w http.ResponseWriter, status int, code protocol.Code, msg strin
 	if code == "" || !code.Known() {
 		code = protocol.CodeInternal
 	}
-	body, _ := json.Marshal(map[string]protocol.ErrorPayload{"error": {Code: code, Message: msg, Retryable: code.Retryable()}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	httpjson.Write(w, status, map[string]protocol.ErrorPayload{"error": {Code: code, Message: msg, Retryable: code.Retryable()}})
 }
 
 // inputCode is the protocol code of a refused RunAgentInput.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 )
 
@@ -260,7 +261,7 @@ func (t *Translator) question(dst []Event, seq uint64, m *protocol.Message) []Ev
 		return append(dst, Event{Type: RunError, Message: "the run asked a question that could not be read", Code: string(protocol.CodeInternal)})
 	}
 	t.done = true
-	out, _ := json.Marshal(struct {
+	out, _ := httpjson.Marshal(struct {
 		Type       string      `json:"type"`
 		Interrupts []Interrupt `json:"interrupts"`
 	}{"interrupt", []Interrupt{InterruptOf(&q)}})

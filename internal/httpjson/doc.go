@@ -11,4 +11,8 @@
 //     caller encoded), Content-Type application/json, no caching and no
 //     content sniffing. A value that cannot be encoded becomes a 500 with
 //     the protocol's INTERNAL error body, never a half-written response.
+//   - [Marshal] is the one JSON encoding of those bodies and of the
+//     streams' events: encoding/json without HTML escaping, so "<", ">"
+//     and "&" reach the client as they are, not as "\u003c". Responses
+//     are application/json with nosniff, never HTML.
 package httpjson

@@ -1,6 +1,7 @@
 package httpjson
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -38,5 +39,20 @@ func TestWriteUnencodable(t *testing.T) {
 	Write(rec, http.StatusOK, map[string]any{"f": func() {}})
 	if rec.Code != http.StatusInternalServerError || rec.Body.String() != internal+"\n" {
 		t.Fatalf("got %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// TestWriteNoHTMLEscape: angle brackets and ampersands are written as
+// they are, in strings and in raw JSON alike.
+func TestWriteNoHTMLEscape(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Write(rec, http.StatusOK, map[string]any{"m": "a <b> & c", "raw": json.RawMessage(`{"x":"<y>"}`)})
+	want := "{\"m\":\"a <b> & c\",\"raw\":{\"x\":\"<y>\"}}\n"
+	if got := rec.Body.String(); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	b, err := Marshal("<&>")
+	if err != nil || string(b) != `"<&>"` {
+		t.Fatalf("Marshal: %q %v", b, err)
 	}
 }
