@@ -345,8 +345,13 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	code := protocol.CodeOf(err)
 	we := wireError{Code: code, Message: publicMessage(err), Retryable: code.Retryable() && !errors.Is(err, errConflict)}
 	var ep *protocol.ErrorPayload
-	if errors.As(err, &ep) {
+	var detailed interface{ ErrorDetails() map[string]any }
+	switch {
+	case errors.As(err, &ep):
 		we = wireError{Code: ep.Code, Message: ep.Message, Retryable: ep.Retryable, Details: ep.Details}
+	case errors.As(err, &detailed):
+		// A schema violation's list: {"violations": [{"path", "keyword", "message"}]}.
+		we.Details = detailed.ErrorDetails()
 	}
 	switch {
 	case status == http.StatusUnauthorized:
@@ -361,18 +366,10 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	httpjson.Write(w, status, errorBody{Error: we})
 }
 
-// publicMessage is the message of a coded error without the package
-// prefixes of its sentinel ("gateway: not found: no run x" → "no run x").
-func publicMessage(err error) string {
-	var wr *coded.Wrapped
-	if errors.As(err, &wr) && wr.Detail != "" {
-		if wr.Cause != nil {
-			return wr.Detail + ": " + publicMessage(wr.Cause)
-		}
-		return wr.Detail
-	}
-	return err.Error()
-}
+// publicMessage is the message of an error for the client: the details
+// of its chain without package prefixes ("gateway: not found: no run x"
+// → "no run x"), each said once (coded.Public).
+func publicMessage(err error) string { return coded.Public(err) }
 
 // caller returns the authenticated caller of a request that came through
 // serveAPI.

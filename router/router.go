@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -293,7 +294,11 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 	// The payload is checked before anything is stored: a refused request
 	// leaves no event and runs nothing.
 	if err := r.validate(req); err != nil {
-		return nil, wrap(ErrInvalidPayload, req.PayloadType, err)
+		detail := req.PayloadType // a validator's error that does not name it
+		if strings.Contains(err.Error(), req.PayloadType) {
+			detail = "" // package schema's errors name it: once is enough
+		}
+		return nil, wrap(ErrInvalidPayload, detail, err)
 	}
 	depth := 0
 	if parent == nil && req.ParentTaskID != "" {

@@ -85,7 +85,8 @@ var (
 )
 
 // Violation is one way in which a document fails its schema or workflow
-// step.
+// step. Its JSON is {"path", "keyword", "message"}, as in the details of
+// a wire error ([ValidationError.ErrorDetails]).
 type Violation struct {
 	// Path is a JSON pointer (RFC 6901) into the validated document: the
 	// payload for [Registry.Validate] and [Schema.Validate]; the whole
@@ -93,13 +94,13 @@ type Violation struct {
 	// [Binder.ValidateMessage], where payload violations start with "/payload".
 	// For "required" and "additionalProperties" it points at the missing
 	// or extra member ("/findings"), not at the object holding it.
-	Path string
+	Path string `json:"path"`
 	// Keyword is the JSON Schema keyword that failed ("required", "type",
 	// "minItems", "additionalProperties", "format", ...), or for a workflow
 	// step "expects.type", "expects.payload_type" or "expects.required".
-	Keyword string
+	Keyword string `json:"keyword"`
 	// Message is a human-readable explanation.
-	Message string
+	Message string `json:"message"`
 }
 
 // String formats the violation as "<path>: <keyword>: <message>", with
@@ -262,6 +263,17 @@ func (e *WorkflowError) Unwrap() error { return ErrInvalidWorkflow }
 
 // ClutchCode returns [protocol.CodeInvalidField], for [protocol.CodeOf].
 func (e *WorkflowError) ClutchCode() protocol.Code { return protocol.CodeInvalidField }
+
+// unknownTypeError is [ErrUnknownPayloadType] for one payload type, said
+// once: `schema: unknown payload type "research.query.v2"`.
+type unknownTypeError struct{ payloadType string }
+
+func (e *unknownTypeError) Error() string {
+	return "schema: unknown payload type " + strconv.Quote(e.payloadType)
+}
+
+// Unwrap returns [ErrUnknownPayloadType], which carries the code.
+func (e *unknownTypeError) Unwrap() error { return ErrUnknownPayloadType }
 
 // errorf wraps a sentinel with a formatted detail:
 // "schema: <sentinel>: <detail>".

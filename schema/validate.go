@@ -63,7 +63,7 @@ func (r *Registry) unknown(payloadType string, payload []byte) error {
 // does not hold.
 func (r *Registry) unregistered(payloadType string, payload []byte) error {
 	if !r.permissive {
-		return errorf(ErrUnknownPayloadType, "%s", payloadType)
+		return &unknownTypeError{payloadType: payloadType}
 	}
 	_, err := decodePayload(payload, r.maxBytes)
 	return err
