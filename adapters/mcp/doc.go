@@ -156,8 +156,17 @@
 // {error, code, retryable, retryAction, details} with a code of the
 // protocol table and a retryAction such as fix_arguments,
 // call_list_agents_and_fix_requires, call_wait_task or
-// submit_a_new_task. Arguments are validated against the tool's input
-// schema first. Each call is recorded in the store as an event of type
+// submit_a_new_task; its error says what is wrong in words, without Go
+// package prefixes, and a payload's schema violations are in details as
+// {"violations": [{"path", "keyword", "message"}]}. Arguments are
+// validated against the tool's input schema first. The input schemas give
+// every member one "type" (an optional member is one left out of
+// "required", never a ["null", T] union, which hosts that map tool
+// schemas onto a single-type dialect refuse, and the MCP Inspector's
+// --strict flags), every array its items, and a member of any JSON value
+// an anyOf of single-typed branches; a member sent as null counts as not
+// given. ServerOptions.ExtraTools' schemas are served as given: write
+// them the same way. Each call is recorded in the store as an event of type
 // x.clutch.mcp.call ([TypeHostCall], payload [HostCallPayload]) from the
 // caller's agent id, in a run of its own ([Server.HostRun]), so the audit
 // trail shows what the host did without entering the runs it reads.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/coded"
+	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -315,8 +317,12 @@ const (
 	ActionFixPayloadType = "fix_payload_type"
 )
 
+// newToolErr builds a tool error; its message loses the Go package
+// prefixes of the errors formatted into it (coded.WithoutPrefixes): a
+// model or a person reads it.
 func newToolErr(code protocol.Code, action, format string, args ...any) *toolErr {
-	return &toolErr{Error: fmt.Sprintf(format, args...), Code: code, Retryable: code.Retryable(), RetryAction: action}
+	msg := coded.WithoutPrefixes(fmt.Sprintf(format, args...))
+	return &toolErr{Error: msg, Code: code, Retryable: code.Retryable(), RetryAction: action}
 }
 
 // callInfo is what a tool handler is told (caller) and tells the
@@ -337,6 +343,7 @@ func addTool[In any](s *Server, name, title, desc string, out any, h handlerFunc
 	if err != nil {
 		return fmt.Errorf("mcp: input schema of %s: %w", name, err)
 	}
+	singleTyped(in)
 	resolved, err := in.Resolve(nil)
 	if err != nil {
 		return fmt.Errorf("mcp: input schema of %s: %w", name, err)
@@ -358,7 +365,9 @@ func addTool[In any](s *Server, name, title, desc string, out any, h handlerFunc
 		if info.caller, terr = s.caller(ctx, req); terr != nil {
 			return envelope(nil, terr), nil // nobody to record it under
 		}
-		if err := json.Unmarshal(args, &v); err != nil {
+		err := json.Unmarshal(args, &v)
+		dropNulls(v) // null is "not given": the schema has one type per member
+		if err != nil {
 			terr = newToolErr(protocol.CodeInvalidJSON, ActionFixArguments, "arguments are not a JSON object: %v", err)
 		} else if err := resolved.Validate(v); err != nil {
 			terr = newToolErr(protocol.CodeInvalidField, ActionFixArguments, "invalid arguments for %s: %v", name, err)
@@ -389,10 +398,12 @@ func envelope(v any, terr *toolErr) *sdk.CallToolResult {
 	if terr != nil {
 		v = terr
 	}
-	b, err := json.Marshal(v)
+	// Not HTML-escaped: the text is read by a model or a person, to whom
+	// "\u003c" is noise.
+	b, err := httpjson.Marshal(v)
 	if err != nil {
 		terr = newToolErr(protocol.CodeInternal, ActionRetry, "encoding the result: %v", err)
-		b, _ = json.Marshal(terr)
+		b, _ = httpjson.Marshal(terr)
 	}
 	return &sdk.CallToolResult{
 		Content:           []sdk.Content{&sdk.TextContent{Text: string(b)}},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
@@ -278,9 +279,10 @@ func (s *Server) submitTask(ctx context.Context, req *sdk.CallToolRequest, in su
 	start, _ := s.st.LastSeq(ctx)
 	h, err := s.r.Submit(ctx, m) // validates the payload against its type
 	if errors.Is(err, router.ErrInvalidPayload) {
-		te := newToolErr(protocol.CodeValidation, ActionListTypes, "the payload does not match %s: %v", in.PayloadType, err)
+		te := newToolErr(protocol.CodeValidation, ActionListTypes, "%s", coded.Public(err))
 		var ve *schema.ValidationError
 		if errors.As(err, &ve) {
+			// schema.Violation's JSON: {"path", "keyword", "message"}.
 			te.Details = map[string]any{"violations": ve.Violations}
 		}
 		return nil, te
