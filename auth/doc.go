@@ -67,10 +67,16 @@
 //
 // [ErrUnauthenticated] (UNAUTHORIZED, 401 with a WWW-Authenticate
 // challenge), [ErrNoCredentials] (an ErrUnauthenticated: nothing of an
-// authenticator's kind in the request), [ErrForbidden] (POLICY_DENIED,
-// 403), [ErrRateLimited] (RATE_LIMITED, 429), [ErrCapacity] (CAPACITY,
-// 503) and [ErrInvalidConfig]. A refused request never reaches the
-// surface, and the answer never says which credential was close.
+// authenticator's kind in the request), [ErrNotAccepted] (an
+// ErrUnauthenticated: credentials were presented and none was accepted),
+// [ErrForbidden] (POLICY_DENIED, 403), [ErrRateLimited] (RATE_LIMITED,
+// 429), [ErrCapacity] (CAPACITY, 503) and [ErrInvalidConfig]. A Guard
+// answers a request without credentials ErrNoCredentials ("no credentials
+// given") and one with credentials it refused ErrNotAccepted
+// ("credentials not accepted"): the difference is what the request
+// carries, which its sender knows, never anything about the keys. A
+// refused request never reaches the surface, and the answer never says
+// which credential was close.
 //
 // # Caveats
 //

@@ -15,6 +15,14 @@ var (
 	// found no credentials of its kind in the request: Chain then asks the
 	// next one. errors.Is(ErrNoCredentials, ErrUnauthenticated) holds.
 	ErrNoCredentials error = coded.Wrap(ErrUnauthenticated, "no credentials", nil)
+	// ErrNotAccepted is the ErrUnauthenticated a Guard answers for a
+	// request that presents credentials (an Authorization or X-API-Key
+	// header, a client certificate) that no Authenticator accepted, so a
+	// surface can tell "no key given" (ErrNoCredentials) from "key not
+	// accepted". It depends only on what the request carries, never on
+	// the keys. errors.Is(ErrNotAccepted, ErrUnauthenticated) holds;
+	// errors.Is(ErrNotAccepted, ErrNoCredentials) does not.
+	ErrNotAccepted error = coded.Wrap(ErrUnauthenticated, "credentials not accepted", nil)
 	// ErrForbidden: the caller is known but its scopes do not allow the
 	// operation. HTTP 403.
 	ErrForbidden = coded.New("auth: forbidden", protocol.CodePolicyDenied)

@@ -144,14 +144,21 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 
 // Admit authenticates r, then takes a token of the caller's rate limit, a
 // slot of the caller's MaxInFlightPerCaller and one of MaxInFlight.
-// release gives the slots back; call it when the request is done.
+// release gives the slots back; call it when the request is done. A
+// request that is not authenticated gets ErrNoCredentials when it carries
+// no credentials and ErrNotAccepted when it carries some that no
+// Authenticator took.
 func (g *Guard) Admit(r *http.Request) (c *Caller, release func(), err error) {
 	c, err = g.a.Authenticate(r)
 	if err == nil && c == nil {
 		err = ErrNoCredentials
 	}
 	if err != nil {
-		if !errors.Is(err, ErrUnauthenticated) && !errors.Is(err, ErrForbidden) {
+		switch {
+		case isNoCredentials(err) && hasCredentials(r):
+			// Credentials were there, and nobody took them.
+			err = ErrNotAccepted
+		case !errors.Is(err, ErrUnauthenticated) && !errors.Is(err, ErrForbidden):
 			err = coded.Wrap(ErrUnauthenticated, "", err)
 		}
 		return nil, nil, err
@@ -272,6 +279,12 @@ func (g *Guard) WriteError(w http.ResponseWriter, err error) {
 		name = "error"
 	}
 	msg := http.StatusText(status)
+	switch {
+	case errors.Is(err, ErrNoCredentials):
+		msg = "no credentials given (send Authorization: Bearer KEY)"
+	case status == http.StatusUnauthorized:
+		msg = "credentials not accepted"
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

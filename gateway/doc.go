@@ -196,12 +196,19 @@
 //
 // with a code of the protocol error table and the HTTP status that table
 // (through auth.Status) gives it: 400 for a malformed request, 401 without
-// valid credentials (with a WWW-Authenticate challenge), 403 when the
+// valid credentials (with a WWW-Authenticate challenge; the message is "no
+// API key given (set --key or CLUTCH_API_KEY, or send Authorization:
+// Bearer KEY)" when the request has no key and "API key not accepted"
+// when it has one that is not — the same for every wrong key), 403 when the
 // caller's scopes do not allow the call, 404 for what does not exist or
 // may not be seen, 409 for a cancel of an ended task, 413 for a body over
 // Options.MaxBodyBytes, 429 and 503 with Retry-After from the limits, 500
 // INTERNAL for anything unexpected — logged to Options.Logger, never
-// described to the client. The package's sentinels (ErrBadRequest,
+// described to the client. The message says what is wrong in words,
+// without Go package prefixes or HTML escapes (no JSON of the API is
+// HTML-escaped); a payload that breaks its schema (422 VALIDATION) lists
+// its violations in details: {"violations": [{"path", "keyword",
+// "message"}]}. The package's sentinels (ErrBadRequest,
 // ErrNotFound, ErrTooLarge, ErrSlowConsumer, ErrInvalidOptions) carry those
 // codes.
 //

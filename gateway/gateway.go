@@ -319,6 +319,14 @@ func deny(w http.ResponseWriter) bool {
 	return true
 }
 
+// The messages of a 401: a request without a key, and one whose key (or
+// token, or certificate) was not accepted (auth.ErrNotAccepted). The
+// first tells the clutch CLI's user where a key goes.
+const (
+	msgNoKey          = "no API key given (set --key or CLUTCH_API_KEY, or send Authorization: Bearer KEY)"
+	msgKeyNotAccepted = "API key not accepted"
+)
+
 // errorBody is the body of every error answer.
 type errorBody struct {
 	Error wireError `json:"error"`
@@ -354,8 +362,12 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		we.Details = detailed.ErrorDetails()
 	}
 	switch {
+	case status == http.StatusUnauthorized && errors.Is(err, auth.ErrNoCredentials):
+		we = wireError{Code: protocol.CodeUnauthorized, Message: msgNoKey}
 	case status == http.StatusUnauthorized:
-		we = wireError{Code: protocol.CodeUnauthorized, Message: "authentication required"}
+		// Whatever the reason (unknown, malformed, refused by a verifier):
+		// the answer says nothing about the keys there are.
+		we = wireError{Code: protocol.CodeUnauthorized, Message: msgKeyNotAccepted}
 	case status == http.StatusForbidden && errors.Is(err, auth.ErrForbidden):
 		we.Message = "the caller's scopes do not allow this"
 	case code == protocol.CodeInternal || status >= 500 && status != http.StatusServiceUnavailable:

@@ -61,6 +61,7 @@ type env struct {
 type envOptions struct {
 	store    func(testing.TB) store.Store // the store, when set (else memstore, or bolt)
 	bolt     bool
+	strict   bool // a schema registry that refuses unknown payload types
 	gw       *Options
 	observer router.Observer // the router's, when set
 }
@@ -87,7 +88,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schemas, err := schema.New(&schema.Options{Permissive: true})
+	schemas, err := schema.New(&schema.Options{Permissive: !o.strict})
 	if err != nil {
 		t.Fatal(err)
 	}
