@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
@@ -97,7 +99,12 @@ func decodeBody(r *http.Request, v any, shape string) error {
 	}
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil || d.More() {
+	err = d.Decode(v)
+	// encoding/json's words for an unknown member: `json: unknown field "x"`.
+	if name, ok := strings.CutPrefix(fmt.Sprint(err), "json: unknown field "); ok {
+		return coded.Wrap(ErrUnknownField, "the body has no member "+name+": it must be "+shape, nil)
+	}
+	if err != nil || d.More() {
 		return coded.Wrap(ErrBadRequest, "the body must be "+shape, nil)
 	}
 	return nil

@@ -56,7 +56,7 @@ func TestRetryTask(t *testing.T) {
 	status, body := e.do("POST", path, keyBob, "")
 	wantError(t, "bob retries alice's task", status, body, http.StatusNotFound, "NOT_FOUND")
 	status, body = e.do("POST", path, keyAlice, `{"force":true}`)
-	wantError(t, "an unknown member", status, body, http.StatusBadRequest, "INVALID_FIELD")
+	wantError(t, "an unknown member", status, body, http.StatusBadRequest, "UNKNOWN_FIELD")
 	status, body = e.do("POST", "/v1/tasks/task_01NOPE/retry", keyAlice, "")
 	wantError(t, "an unknown task", status, body, http.StatusNotFound, "NOT_FOUND")
 
@@ -102,7 +102,7 @@ func TestCancelTask(t *testing.T) {
 	status, body := e.do("POST", path, keyBob, `{"reason":"mine now"}`)
 	wantError(t, "bob cancels alice's task", status, body, http.StatusNotFound, "NOT_FOUND")
 	status, body = e.do("POST", path, keyAlice, `{"message":"wrong member"}`)
-	wantError(t, "an unknown member", status, body, http.StatusBadRequest, "INVALID_FIELD")
+	wantError(t, "an unknown member", status, body, http.StatusBadRequest, "UNKNOWN_FIELD")
 
 	status, body = e.do("POST", path, keyAlice, `{"reason":"enough"}`)
 	if status != http.StatusOK {

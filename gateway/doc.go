@@ -66,8 +66,11 @@
 // (router.Router.Retry). Cancelling an ended task, and retrying a task
 // that runs, completed or was cancelled, is 409 CONFLICT. Every 409 of
 // this API (an ended task, an answered question, another caller's
-// message id) says retryable false: sending it again does not help. A
-// body with other members is 400.
+// message id) says retryable false: sending it again does not help.
+//
+// Every body of the API is strict: a member the endpoint does not define
+// is refused with 400 UNKNOWN_FIELD naming it (ErrUnknownField), never
+// ignored, and a member of the wrong type is 400 INVALID_FIELD.
 //
 // A Summary is store.Summary with the API's time format: {"id", "run_id",
 // "owner", "channel", "title", "first_seq", "last_seq", "created",
@@ -107,7 +110,14 @@
 //   - chat.message is validated (the router's Validator, when it has one)
 //     and appended.
 //   - task.cancel cancels the running task task_id and its subtree; the
-//     task.cancel event names the caller. A task that has ended gives 409.
+//     task.cancel event names the caller. Its body is
+//     {"type": "task.cancel", "task_id": "…", "payload": {"message": "…"}}
+//     (CancelPayload; payload optional): the reason goes in
+//     payload.message and is stored as "cancelled by <caller>: <reason>",
+//     as POST /v1/tasks/{id}/cancel {"reason": "…"} does. Any other member,
+//     in the body or in the payload (a "reason" among them), is refused
+//     with UNKNOWN_FIELD. A task that has ended gives 409 CONFLICT,
+//     retryable false.
 //
 // The answer is 202 with an Accepted: the stored message's id and seq and
 // its run, thread and task (for a cancel, the task's terminal event).

@@ -13,6 +13,10 @@ var (
 	ErrInvalidOptions error = coded.New("gateway: invalid options", protocol.CodeInvalidField)
 	// ErrBadRequest: a query parameter or a body is malformed (400).
 	ErrBadRequest error = coded.New("gateway: bad request", protocol.CodeInvalidField)
+	// ErrUnknownField: a body has a member the endpoint does not define
+	// (400 UNKNOWN_FIELD); the message names it. Nothing is ignored: a
+	// misspelt or misplaced member is refused, never dropped.
+	ErrUnknownField error = coded.New("gateway: unknown member", protocol.CodeUnknownField)
 	// ErrNotFound: no such run, thread, task or artifact — or one the
 	// caller may not see, which is answered the same way (404).
 	ErrNotFound error = coded.New("gateway: not found", protocol.CodeNotFound)

@@ -13,7 +13,8 @@ import (
 )
 
 // FuzzDecodeSubmission: whatever the body, DecodeSubmission gives a
-// submission or an error matching ErrBadRequest, never a panic; a body
+// submission or an error matching ErrBadRequest (or ErrUnknownField, for
+// a member it does not define), never a panic; a body
 // with a top-level "from" is never accepted; what it accepts encodes and
 // decodes back to the same submission.
 func FuzzDecodeSubmission(f *testing.F) {
@@ -28,6 +29,8 @@ func FuzzDecodeSubmission(f *testing.F) {
 		"{\"type\":\"chat.message\",\"thread_id\":\"\xff\"}",
 		`{"type":"task.cancel"}`, `[]`, `null`, ``, `{`, `{"type":1}`,
 		`{"type":"chat.message","meta":[]}`, `{"type":"chat.message","to":[{"agent_id":"agent:a","colour":1}]}`,
+		`{"type":"task.cancel","task_id":"task_1","reason":"stop"}`, `{"type":"task.cancel","task_id":"task_1","payload":{"reason":"stop"}}`,
+		`{"type":"task.cancel","task_id":"task_1","requires":["x"]}`, `{"type":"task.cancel","task_id":"task_1","payload":{"message":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -126,4 +129,6 @@ func FuzzQuery(f *testing.F) {
 	})
 }
 
-func isBadRequest(err error) bool { return errors.Is(err, ErrBadRequest) }
+func isBadRequest(err error) bool {
+	return errors.Is(err, ErrBadRequest) || errors.Is(err, ErrUnknownField)
+}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/clutchprotocol/clutch/protocol"
 )
 
 // TestNoHTMLEscaping: the API's JSON carries "<", ">" and "&" as they
@@ -86,5 +88,38 @@ func TestUnknownPayloadTypeSaidOnce(t *testing.T) {
 	vs := details.Error.Details.Violations
 	if len(vs) != 1 || vs[0]["path"] != "/payload/query" || vs[0]["keyword"] != "required" || vs[0]["message"] == "" || len(vs[0]) != 3 {
 		t.Errorf("violations %v; want one {path, keyword, message} for /payload/query", vs)
+	}
+}
+
+// TestUnknownMembersRefused: every body of the API refuses a member it
+// does not define — 400 UNKNOWN_FIELD naming it — rather than ignoring
+// it; a task.cancel takes its reason in payload.message only.
+func TestUnknownMembersRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.submit(keyAlice, `{"type":"task.request","requires":["skill:echo"],"payload":{"block":true}}`)
+	task := `"task_id":"` + a.TaskID + `"`
+	for _, c := range []struct{ path, body, name string }{
+		{"/v1/messages", `{"type":"task.cancel",` + task + `,"reason":"stop"}`, `"reason"`},
+		{"/v1/messages", `{"type":"task.cancel",` + task + `,"payload":{"reason":"stop"}}`, `"reason"`},
+		{"/v1/messages", `{"type":"task.cancel",` + task + `,"requires":["skill:echo"]}`, `"requires"`},
+		{"/v1/messages", `{"type":"task.request","requires":["skill:echo"],"colour":"red"}`, `"colour"`},
+		{"/v1/tasks/" + a.TaskID + "/cancel", `{"reason":"stop","why":"x"}`, `"why"`},
+		{"/v1/tasks/" + a.TaskID + "/retry", `{"now":true}`, `"now"`},
+		{"/v1/questions/q_1/answer", `{"value":"yes","comment":"x"}`, `"comment"`},
+	} {
+		status, body := e.do("POST", c.path, keyAlice, c.body)
+		apiErr := wantError(t, "POST "+c.path+" "+c.body, status, body, http.StatusBadRequest, "UNKNOWN_FIELD")
+		if !strings.Contains(apiErr.Error.Message, c.name) || apiErr.Error.Retryable {
+			t.Errorf("POST %s %s: %s; want the member %s named", c.path, c.body, body, c.name)
+		}
+	}
+	if e.lastOf(a.TaskID, protocol.TypeTaskCancel) != nil {
+		t.Fatal("a refused cancel cancelled the task")
+	}
+	// The reason where it goes is stored, after the caller.
+	e.submit(keyAlice, `{"type":"task.cancel",`+task+`,"payload":{"message":"enough"}}`)
+	end := e.lastOf(a.TaskID, protocol.TypeTaskCancel)
+	if end == nil || !strings.Contains(string(end.Payload), "cancelled by agent:alice: enough") {
+		t.Fatalf("the task.cancel: %v", end)
 	}
 }

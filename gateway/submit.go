@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -69,6 +70,10 @@ type Accepted struct {
 // object with the members of Submission only, no duplicate member, valid
 // UTF-8, ids within protocol.MaxIDLength, payload and meta JSON objects.
 // A "from" member is refused: the sender is the authenticated caller.
+// A member Submission does not define is refused with ErrUnknownField
+// naming it, and so is, for a task.cancel, any member but type, task_id
+// and payload, and a payload other than a CancelPayload; other defects
+// give ErrBadRequest.
 func DecodeSubmission(body []byte) (*Submission, error) {
 	var probe struct {
 		From jsontext.Value `json:"from,omitzero"`
@@ -80,12 +85,22 @@ func DecodeSubmission(body []byte) (*Submission, error) {
 	}
 	var s Submission
 	if err := jsonv2.Unmarshal(body, &s, jsonv2.RejectUnknownMembers(true)); err != nil {
+		var se *jsonv2.SemanticError
+		if errors.As(err, &se) && errors.Is(se.Err, jsonv2.ErrUnknownName) {
+			return nil, coded.Wrap(ErrUnknownField, "a submission has no member "+strconv.Quote(pointerName(se.JSONPointer))+
+				" (it has type, run_id, thread_id, task_id, parent_task_id, to, payload_type, payload, requires, prefers, domain, meta and idempotency_key)", nil)
+		}
 		return nil, coded.Wrap(ErrBadRequest, "the body is not a submission: "+jsonErrorText(err), nil)
 	}
 	switch s.Type {
 	case protocol.TypeTaskRequest, protocol.TypeChatMessage, protocol.TypeTaskCancel:
 	default:
 		return nil, coded.Wrap(ErrBadRequest, `"type" must be "task.request", "chat.message" or "task.cancel"`, nil)
+	}
+	if s.Type == protocol.TypeTaskCancel {
+		if err := checkCancel(&s); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range []struct{ name, v string }{
 		{"run_id", s.RunID}, {"thread_id", s.ThreadID}, {"task_id", s.TaskID}, {"parent_task_id", s.ParentTaskID},
@@ -107,6 +122,54 @@ func DecodeSubmission(body []byte) (*Submission, error) {
 		return nil, coded.Wrap(ErrBadRequest, "a task.cancel needs task_id", nil)
 	}
 	return &s, nil
+}
+
+// CancelPayload is the payload of a task.cancel submission: the reason,
+// stored in the task.cancel after "cancelled by <caller>: ". It has no
+// other member.
+type CancelPayload struct {
+	Message string `json:"message,omitzero"`
+}
+
+// checkCancel refuses what a task.cancel submission would ignore: the
+// members a cancel does not use (it names a task and may give a reason)
+// and a payload other than CancelPayload.
+func checkCancel(s *Submission) error {
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{
+		{"run_id", s.RunID != ""}, {"thread_id", s.ThreadID != ""}, {"parent_task_id", s.ParentTaskID != ""},
+		{"to", s.To != nil}, {"payload_type", s.PayloadType != ""}, {"requires", s.Requires != nil},
+		{"prefers", s.Prefers != nil}, {"domain", s.Domain != ""}, {"meta", s.Meta != nil},
+		{"idempotency_key", s.IdempotencyKey != ""},
+	} {
+		if f.given {
+			return coded.Wrap(ErrUnknownField, "a task.cancel has no member \""+f.name+"\": it takes type, task_id and payload {\"message\": reason}", nil)
+		}
+	}
+	if s.Payload == nil {
+		return nil
+	}
+	var p CancelPayload
+	if err := jsonv2.Unmarshal(s.Payload, &p, jsonv2.RejectUnknownMembers(true)); err != nil {
+		var se *jsonv2.SemanticError
+		if errors.As(err, &se) && errors.Is(se.Err, jsonv2.ErrUnknownName) {
+			return coded.Wrap(ErrUnknownField, "a task.cancel's payload has no member "+strconv.Quote(pointerName(se.JSONPointer))+
+				`: the reason goes in payload.message (or POST /v1/tasks/{id}/cancel {"reason": …})`, nil)
+		}
+		return coded.Wrap(ErrBadRequest, "a task.cancel's payload must be {\"message\": reason}: "+jsonErrorText(err), nil)
+	}
+	return nil
+}
+
+// pointerName is the last member name of a JSON pointer ("/a/b~1c" → "b/c").
+func pointerName(p jsontext.Pointer) string {
+	s := string(p)
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
 }
 
 // jsonErrorText is the decoder's message without Go names.
@@ -315,11 +378,9 @@ func (g *Gateway) submitCancel(ctx context.Context, c *auth.Caller, s *Submissio
 	} else if ended {
 		return nil, coded.Wrap(errConflict, "task "+clip(s.TaskID)+" has ended", nil)
 	}
-	var p struct {
-		Message string `json:"message"`
-	}
+	var p CancelPayload
 	if s.Payload != nil {
-		_ = json.Unmarshal(s.Payload, &p)
+		_ = json.Unmarshal(s.Payload, &p) // checked by DecodeSubmission (checkCancel)
 	}
 	reason := "cancelled by " + c.AgentID
 	if p.Message != "" {
