@@ -116,11 +116,14 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 		if threads {
 			list, name = store.Threads, "threads"
 		}
-		// Everybody's with read:all, reserved system runs only for admins
-		// (docs/protocol.md §6.7).
+		// Everybody's with read:all; the reserved system runs (the
+		// registry's, the rules library's; docs/protocol.md §6.7) only for
+		// an admin that asks with system=1, so nobody's list is cluttered
+		// with them by default.
 		all, admin := c.Has(auth.ScopeReadAll), c.Has(auth.ScopeAdmin)
+		system := admin && q.System
 		sq := store.ListQuery{Before: q.Before}
-		if admin {
+		if system {
 			sq.Limit = q.Limit
 		}
 		out := []wireSummary{}
@@ -132,7 +135,7 @@ func (g *Gateway) serveList(threads bool) http.HandlerFunc {
 				return
 			}
 			scanned++
-			if admin || (!protocol.Reserved(s.ID) && (all || c.AgentID == s.Owner)) {
+			if system || (!protocol.Reserved(s.ID) && (admin || all || c.AgentID == s.Owner)) {
 				out = append(out, wireSummaryOf(s))
 			}
 			if len(out) == q.Limit {

@@ -232,14 +232,34 @@ func TestListPaging(t *testing.T) {
 	if len(all.Runs) != 7 || slices.ContainsFunc(all.Runs, func(s wireSummary) bool { return protocol.Reserved(s.ID) }) {
 		t.Fatalf("read:all sees %d runs, want the 7 of the callers and no reserved one", len(all.Runs))
 	}
+	// An admin sees them only when it asks (system=1); anybody else never.
 	var admin list
 	e.getJSON("/v1/runs", keyAdmin, 200, &admin)
+	if len(admin.Runs) != 7 || slices.ContainsFunc(admin.Runs, func(s wireSummary) bool { return protocol.Reserved(s.ID) }) {
+		t.Fatalf("an admin sees %d runs by default, want the 7 of the callers and no reserved one", len(admin.Runs))
+	}
+	e.getJSON("/v1/runs?system=1", keyAdmin, 200, &admin)
 	if len(admin.Runs) != 8 || !slices.ContainsFunc(admin.Runs, func(s wireSummary) bool { return s.ID == registry.DefaultRunID }) {
-		t.Fatalf("an admin sees %d runs, want 7 and the registry's", len(admin.Runs))
+		t.Fatalf("an admin sees %d runs with system=1, want 7 and the registry's", len(admin.Runs))
+	}
+	e.getJSON("/v1/runs?system=1", keyAudit, 200, &all)
+	if len(all.Runs) != 7 || slices.ContainsFunc(all.Runs, func(s wireSummary) bool { return protocol.Reserved(s.ID) }) {
+		t.Fatalf("read:all with system=1 sees %d runs, want the 7 and no reserved one", len(all.Runs))
+	}
+	var threads struct {
+		Threads []wireSummary `json:"threads"`
+	}
+	e.getJSON("/v1/threads", keyAdmin, 200, &threads)
+	if slices.ContainsFunc(threads.Threads, func(s wireSummary) bool { return protocol.Reserved(s.ID) }) {
+		t.Fatal("an admin lists a reserved thread without system=1")
+	}
+	e.getJSON("/v1/threads?system=1", keyAdmin, 200, &threads)
+	if !slices.ContainsFunc(threads.Threads, func(s wireSummary) bool { return protocol.Reserved(s.ID) }) {
+		t.Fatal("an admin does not list the reserved threads with system=1")
 	}
 	e.getJSON("/v1/runs/"+registry.DefaultRunID+"/events", keyAudit, 404, nil)
 	e.getJSON("/v1/runs/"+registry.DefaultRunID+"/events", keyAdmin, 200, nil)
-	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "before=-1", "before=1&before=2", "colour=red"} {
+	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "before=-1", "before=1&before=2", "colour=red", "system=yes"} {
 		status, body := e.do("GET", "/v1/runs?"+bad, keyAlice, "")
 		wantError(t, bad, status, body, 400, "INVALID_FIELD")
 	}

@@ -37,8 +37,8 @@
 // the store's event seqs, JSON numbers.
 //
 //	GET  /v1/agents                    {"agents":[{"card","online","in_flight","success_rate"}]}
-//	GET  /v1/runs?before=&limit=       {"runs":[Summary],"next_before":SEQ|0}   newest first
-//	GET  /v1/threads?before=&limit=    {"threads":[Summary],"next_before":SEQ|0}
+//	GET  /v1/runs?before=&limit=&system=    {"runs":[Summary],"next_before":SEQ|0}   newest first
+//	GET  /v1/threads?before=&limit=&system= {"threads":[Summary],"next_before":SEQ|0}
 //	GET  /v1/runs/{id}/events?after=&limit=&type=
 //	GET  /v1/threads/{id}/events?...
 //	GET  /v1/tasks/{id}/events?...     {"events":[{"seq","time","message"}],"next_after":SEQ|0}
@@ -145,7 +145,11 @@
 // submitting needs auth.ScopeSubmit. A caller without read:all sees only
 // what it started: a run or thread whose first event it sent, a task whose
 // task.request it sent or that belongs to a run it started. Lists show it
-// only its own runs and threads (Summary.Owner). Anything else — reading
+// only its own runs and threads (Summary.Owner). The reserved system runs
+// and threads (protocol.Reserved: the registry's, the rules library's;
+// docs/protocol.md §6.7) are left out of the lists for everybody, admins
+// too; an admin lists them with ?system=1 (for any other caller system=1
+// changes nothing: it never sees them). Anything else — reading
 // it, streaming it, posting into it, cancelling it — is answered 404, as
 // if it did not exist. An artifact ref is a content address: whoever may
 // read and knows a ref gets its bytes; they are served with a sandboxing

@@ -21,6 +21,7 @@ type pageQuery struct {
 type listQuery struct {
 	Before uint64 // before=
 	Limit  int    // limit=, DefaultListLimit when absent
+	System bool   // system=1: the reserved system runs too (admins only)
 }
 
 type streamQuery struct {
@@ -115,12 +116,21 @@ func parsePageQuery(v url.Values) (pageQuery, error) {
 
 func parseListQuery(v url.Values) (listQuery, error) {
 	var q listQuery
-	if err := params(v, "before", "limit"); err != nil {
+	if err := params(v, "before", "limit", "system"); err != nil {
 		return q, err
 	}
 	var err error
 	if q.Before, err = parseSeq(v, "before"); err != nil {
 		return q, err
+	}
+	if sys, ok := v["system"]; ok {
+		switch sys[0] {
+		case "1":
+			q.System = true
+		case "0":
+		default:
+			return q, badQuery("system", "must be 1 or 0")
+		}
 	}
 	q.Limit, err = parseLimit(v, DefaultListLimit, MaxListLimit)
 	return q, err
