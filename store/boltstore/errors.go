@@ -1,8 +1,10 @@
 package boltstore
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -66,6 +68,15 @@ func (e *CorruptError) Error() string { return ErrCorrupt.Error() + ": " + e.Det
 // Unwrap returns ErrCorrupt.
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
+// corrupt builds a CorruptError. An error among args that is (or holds)
+// one already is put in by its text without "boltstore: corrupt file: ",
+// so that the error says it once: "boltstore: corrupt file: event 296:
+// record checksum …".
 func corrupt(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, ErrCorrupt) {
+			args[i] = strings.ReplaceAll(err.Error(), ErrCorrupt.Error()+": ", "")
+		}
+	}
 	return &CorruptError{Detail: fmt.Sprintf(format, args...)}
 }

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/url"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -45,8 +48,19 @@ func ParseFormat(s string) (Format, error) {
 	case "cloudevents", "ce":
 		return CloudEvents, nil
 	}
-	return 0, coded.Wrap(ErrFormat, strconv.Quote(s)+" (want jsonl or cloudevents)", nil)
+	return 0, formatError(s)
 }
+
+// formatError is ErrFormat naming the format once:
+// `unknown format "xml" (want jsonl or cloudevents)`.
+type formatError string
+
+func (e formatError) Error() string {
+	return "unknown format " + strconv.Quote(string(e)) + " (want jsonl or cloudevents)"
+}
+
+// Unwrap returns ErrFormat.
+func (e formatError) Unwrap() error { return ErrFormat }
 
 // TypePrefix is the prefix of a CloudEvent type: the message type follows.
 const TypePrefix = "io.github.clutchprotocol."
@@ -58,10 +72,10 @@ const MaxLine = protocol.DefaultMaxBytes/3*4 + 64<<10
 // The sentinel errors.
 var (
 	// ErrFormat: an unknown format name.
-	ErrFormat error = coded.New("eventio: unknown format", protocol.CodeInvalidField)
+	ErrFormat error = coded.New("unknown format", protocol.CodeInvalidField)
 	// ErrRecord: a line that is not an event of either format, or whose
 	// message does not decode.
-	ErrRecord error = coded.New("eventio: malformed record", protocol.CodeInvalidJSON)
+	ErrRecord error = coded.New("malformed event", protocol.CodeInvalidJSON)
 )
 
 // Writer writes events in one format. It buffers: call Flush at the end.
@@ -260,7 +274,7 @@ func DecodeLine(b []byte, n int) (Record, error) {
 	}
 	var l line
 	if err := jsonv2.Unmarshal(b, &l); err != nil {
-		return fail("not a JSON object of an event", err)
+		return fail(lineProblem(err), nil)
 	}
 	rec := Record{Line: n}
 	var raw []byte
@@ -309,6 +323,43 @@ func DecodeLine(b []byte, n int) (Record, error) {
 		}
 	}
 	return rec, nil
+}
+
+// lineProblem says in words why a line is not an event object: the
+// decoder's own message names Go types.
+func lineProblem(err error) string {
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		kind := map[jsontext.Kind]string{'n': "null", 'f': "boolean", 't': "boolean", '"': "string", '0': "number",
+			'{': "object", '[': "array"}[se.JSONKind]
+		if kind == "" {
+			kind = "value"
+		}
+		if se.JSONPointer == "" {
+			return "a JSON " + kind + ", not an event object"
+		}
+		want := "another type"
+		if se.GoType != nil {
+			switch se.GoType.Kind() {
+			case reflect.String:
+				want = "a string"
+			case reflect.Bool:
+				want = "true or false"
+			case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64, reflect.Float64:
+				want = "a number"
+			case reflect.Struct, reflect.Map:
+				want = "an object"
+			case reflect.Slice:
+				want = "an array"
+			}
+		}
+		return "member " + strings.TrimPrefix(string(se.JSONPointer), "/") + " is a JSON " + kind + ", want " + want
+	}
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		return "not valid JSON: " + strings.TrimPrefix(syn.Error(), "jsontext: ")
+	}
+	return "not an event object"
 }
 
 type fieldError string

@@ -236,3 +236,23 @@ func Example() {
 	// {"specversion":"1.0","id":"msg_1","source":"/runs/run_1","type":"io.github.clutchprotocol.chat.message","subject":"task_1","time":"2026-11-26T08:00:00.000Z","datacontenttype":"application/json","clutchseq":7...
 	// cloudevents 7 msg_1 true
 }
+
+// TestErrorTexts: what is wrong, in words, with the line number, each
+// prefix once and no Go type names.
+func TestErrorTexts(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`[1]`, "malformed event: line 3: a JSON array, not an event object"},
+		{`{"seq":"x","message":{}}`, "malformed event: line 3: member seq is a JSON string, want a number"},
+		{`{x`, "malformed event: line 3: not valid JSON: invalid character 'x' at start of value after offset 1"},
+		{`{"message":{"v":"clutch/0.1"}}`, `malformed event: line 3: the message: MISSING_FIELD at /id: required field "id" is missing`},
+	} {
+		_, err := eventio.DecodeLine([]byte(c.line), 3)
+		if err == nil || err.Error() != c.want || !errors.Is(err, eventio.ErrRecord) {
+			t.Errorf("%s: %v, want %q", c.line, err, c.want)
+		}
+	}
+	_, err := eventio.ParseFormat("xml")
+	if err == nil || err.Error() != `unknown format "xml" (want jsonl or cloudevents)` || !errors.Is(err, eventio.ErrFormat) {
+		t.Errorf("ParseFormat: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package keyfile
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -17,7 +19,7 @@ import (
 )
 
 // ErrKeyFile: the key file does not parse or holds an invalid key.
-var ErrKeyFile error = coded.New("keyfile: invalid key file", protocol.CodeInvalidField)
+var ErrKeyFile error = coded.New("invalid key file", protocol.CodeInvalidField)
 
 // Keys are the public keys of a key file, by agent and kid.
 type Keys struct {
@@ -32,9 +34,58 @@ func Load(path string) (*Keys, error) {
 	}
 	k, err := Parse(data)
 	if err != nil {
-		return nil, coded.Wrap(ErrKeyFile, path, err)
+		return nil, atPath(path, err)
 	}
 	return k, nil
+}
+
+// atPath puts the file's path before the detail of a Parse error, so the
+// error says "invalid key file" once: "invalid key file: keys.json: line
+// 3: …".
+func atPath(path string, err error) error {
+	var wr *coded.Wrapped
+	if errors.As(err, &wr) && wr.Sentinel == ErrKeyFile {
+		return coded.Wrap(ErrKeyFile, path+": "+wr.Detail, wr.Cause)
+	}
+	return coded.Wrap(ErrKeyFile, path, err)
+}
+
+// problem says in words, with its line, why data is not a key file: the
+// decoder's own message names Go types.
+func problem(data []byte, err error) string {
+	at := func(off int64) string {
+		if off < 0 || off > int64(len(data)) {
+			return ""
+		}
+		return "line " + strconv.Itoa(1+bytes.Count(data[:off], []byte{'\n'})) + ": "
+	}
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		var parts []string
+		for _, p := range strings.Split(strings.TrimPrefix(string(se.JSONPointer), "/"), "/") {
+			parts = append(parts, strings.NewReplacer("~1", "/", "~0", "~").Replace(p))
+		}
+		kind := map[jsontext.Kind]string{'n': "null", 'f': "boolean", 't': "boolean", '"': "string", '0': "number",
+			'{': "object", '[': "array"}[se.JSONKind]
+		switch {
+		case errors.Is(se.Err, jsonv2.ErrUnknownName) && len(parts) == 3:
+			return at(se.ByteOffset) + parts[0] + " key " + parts[1] + ": unknown member " + strconv.Quote(parts[2]) + " (a key has kid, alg and public_key)"
+		case se.JSONPointer == "":
+			return at(se.ByteOffset) + "a JSON " + kind + ", not an object of agent id to a list of keys"
+		case len(parts) == 1:
+			return at(se.ByteOffset) + parts[0] + ": a JSON " + kind + ", not a list of keys"
+		case len(parts) == 2:
+			return at(se.ByteOffset) + parts[0] + " key " + parts[1] + ": a JSON " + kind + ", not an object with kid, alg and public_key"
+		case len(parts) == 3:
+			return at(se.ByteOffset) + parts[0] + " key " + parts[1] + ": " + parts[2] + " is a JSON " + kind + ", not a string"
+		}
+		return at(se.ByteOffset) + "not an object of agent id to a list of keys"
+	}
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		return at(syn.ByteOffset) + "not valid JSON: " + strings.TrimPrefix(syn.Err.Error(), "jsontext: ")
+	}
+	return "not an object of agent id to a list of keys"
 }
 
 type entry struct {
@@ -48,7 +99,7 @@ type entry struct {
 func Parse(data []byte) (*Keys, error) {
 	var file map[string][]entry
 	if err := jsonv2.Unmarshal(data, &file, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return nil, coded.Wrap(ErrKeyFile, "not an object of agent id to a list of keys", err)
+		return nil, coded.Wrap(ErrKeyFile, problem(data, err), nil)
 	}
 	k := &Keys{agents: make(map[string]map[string]ed25519.PublicKey, len(file))}
 	for agent, list := range file {
@@ -113,10 +164,10 @@ func Add(path string, keys map[string][]protocol.CardKey) error {
 	switch {
 	case err == nil:
 		if old, err = Parse(data); err != nil {
-			return coded.Wrap(ErrKeyFile, path, err)
+			return atPath(path, err)
 		}
 		if err := jsonv2.Unmarshal(data, &file); err != nil {
-			return coded.Wrap(ErrKeyFile, path, err)
+			return coded.Wrap(ErrKeyFile, path+": "+problem(data, err), nil)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/keyfile"
@@ -161,4 +162,30 @@ func Example() {
 	// Output:
 	// <nil>
 	// UNKNOWN_KEY
+}
+
+// TestErrorTexts: what is wrong with a key file, in words, with the line
+// and the agent and key it is in, "invalid key file" once and no Go type
+// names.
+func TestErrorTexts(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{`[1]`, "line 1: a JSON array, not an object of agent id to a list of keys"},
+		{"{\n\"agent:a\": \"x\"}", "line 2: agent:a: a JSON string, not a list of keys"},
+		{"{\"agent:a\":[\n{\"kid\":1}]}", "line 2: agent:a key 0: kid is a JSON number, not a string"},
+		{`{"agent:a":[{"kid":"k","pk":"x"}]}`, `line 1: agent:a key 0: unknown member "pk" (a key has kid, alg and public_key)`},
+		{`{"agent:a":[1]}`, "line 1: agent:a key 0: a JSON number, not an object with kid, alg and public_key"},
+		{`{x`, "line 1: not valid JSON: invalid character 'x' at start of value"},
+	} {
+		path := filepath.Join(t.TempDir(), "keys.json")
+		if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := keyfile.Load(path)
+		if want := "invalid key file: " + path + ": " + c.want; err == nil || err.Error() != want || !errors.Is(err, keyfile.ErrKeyFile) {
+			t.Errorf("%s:\n got %v\nwant %s", c.file, err, want)
+		}
+		if err := keyfile.Add(path, nil); err == nil || strings.Count(err.Error(), "invalid key file") != 1 {
+			t.Errorf("Add to %s: %v; want one \"invalid key file\"", c.file, err)
+		}
+	}
 }
