@@ -7,7 +7,7 @@
 //	clutch tree    RUN_ID | --task TASK_ID [--json]
 //	clutch replay  RUN_ID [--type P] [--speed X] [--json]
 //	clutch export  [filters] [--format jsonl|cloudevents] [--out FILE]
-//	clutch import  --db FILE  INPUT|-
+//	clutch import  --db FILE [--dry-run] [--resume] INPUT|-
 //	clutch verify  --keys KEYFILE [filters] [--require-signed] [--json]
 //	clutch stats   [filters] [--system] [--json]
 //	clutch check   [--json]

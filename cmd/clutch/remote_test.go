@@ -321,6 +321,17 @@ var parityCases = []parityCase{
 	{args: []string{"verify", "--keys", "{keys}", "--type", "nothing."}},
 	{args: []string{"verify", "--keys", "{keys}", "--run", "run_missing"}, code: exitNotFound},
 
+	{args: []string{"agents"}},
+	{args: []string{"agents", "--json"}},
+	{args: []string{"agents", demo.Lead}},
+	{args: []string{"agents", demo.Lead, "--json"}},
+	{args: []string{"agents", "agent:nobody"}, code: exitNotFound},
+
+	{args: []string{"get", "{seq}"}},
+	{args: []string{"get", "{seq}", "--json"}},
+	{args: []string{"get", "msg_missing"}, code: exitNotFound},
+	{args: []string{"get", "99999999"}, code: exitNotFound},
+
 	{args: []string{"check"}, norm: dropSource},
 	{args: []string{"check", "--json"}, norm: dropSource},
 }
@@ -452,7 +463,7 @@ func TestSameAnswerEitherWay(t *testing.T) {
 			if c.code != exitOK && ferr != gerr {
 				t.Fatalf("stderr differs\nfile: %s\ngateway: %s", ferr, gerr)
 			}
-			if c.code == exitNotFound && !regexp.MustCompile(`^clutch \w+: (run|thread|task) "\w+" not found\n$`).MatchString(ferr) {
+			if c.code == exitNotFound && !regexp.MustCompile(`^clutch \w+: (run|thread|task|agent|event) "[\w:]+" not found\n$`).MatchString(ferr) {
 				t.Fatalf("not found says %q", ferr)
 			}
 			if c.code == exitOK && strings.TrimSpace(fout) == "" && args[0] != "export" && !slices.Contains(args, "--json") {

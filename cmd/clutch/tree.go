@@ -67,6 +67,7 @@ being {"task_id", "parent_task_id", "agent_id", "status", "state", "attempts",
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
