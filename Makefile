@@ -33,12 +33,14 @@ deps: deps-system
 		(cd "$$dir" && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 	done
 
-## deps-system: PostgreSQL (initdb under /usr/lib/postgresql/*/bin) and Chromium
-## from Debian. A no-op when both are installed; without root it says what to run.
+## deps-system: PostgreSQL (initdb under /usr/lib/postgresql/*/bin), Chromium,
+## and zsh and fish (for the CLI's completion scripts) from Debian. A no-op when both are installed; without root it says what to run.
 deps-system:
 	@missing=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v zsh >/dev/null 2>&1 || missing="$$missing zsh"; \
+	command -v fish >/dev/null 2>&1 || missing="$$missing fish"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then echo "make deps: missing$$missing; run as root: apt-get install -y$$missing"; exit 0; fi; \
 	echo "apt-get install -y$$missing"; \
