@@ -177,8 +177,9 @@ func TestInvalidOptions(t *testing.T) {
 	}
 }
 
-// Concurrent appends share commits, and Check finds the file consistent
-// whether the index is in the file, in memory, or split between them.
+// Concurrent appends share commits, the in-memory index stays bounded,
+// and Check finds the file consistent whether the index is in the file,
+// in memory, or split between them.
 func TestGroupCommitAndCheck(t *testing.T) {
 	for _, ib := range []int{1, 100, 1 << 20} {
 		t.Run(fmt.Sprint("IndexBatch=", ib), func(t *testing.T) {
@@ -190,6 +191,13 @@ func TestGroupCommitAndCheck(t *testing.T) {
 					for _, m := range msgs {
 						if _, err := s.Append(t.Context(), m); err != nil {
 							t.Error(err)
+							return
+						}
+						// The tail: IndexBatch entries, those appended
+						// while their flush is prepared, and up to two
+						// groups (of a message per caller).
+						if n := s.Stats().Unindexed; n >= 2*ib+2*len(work) {
+							t.Errorf("%d events unindexed, want fewer than %d", n, 2*ib+2*len(work))
 							return
 						}
 					}

@@ -49,10 +49,11 @@
 // (time-ordered ones, as protocol.NewIDs makes) in blocks of 64, one
 // bbolt key per block, and any other under a bbolt key of its own; a
 // lookup reads one key or one block. The index entries of the most
-// recent events (at most Options.IndexBatch of them) are held in memory
-// and written to the file together; reads and deduplication see them
-// either way, and Close writes them out. [Store.Check] verifies a whole
-// file.
+// recent events are held in memory and written to the file together
+// once Options.IndexBatch of them are (sorted and encoded beside the
+// appends, then written between two groups: fewer than twice IndexBatch
+// and two groups are held); reads and deduplication see them either way, and Close writes
+// them out. [Store.Check] verifies a whole file.
 //
 // Run and thread summaries (Runs, Threads) live in their own buckets,
 // listed newest first through an index by last seq. Like the index
@@ -130,7 +131,7 @@
 // nothing is held between pages of a loop, so a loop body may append, and
 // a long loop does not keep the file from growing. Memory holds the
 // in-memory index entries and summaries (a few hundred bytes per event, at
-// most Options.IndexBatch events plus one group) and nothing else that
+// most twice Options.IndexBatch events plus two groups) and nothing else that
 // grows with the file; reopening after a crash reads those events again,
 // and writes nothing. One writing process at a time: bbolt's file lock
 // makes a second opener wait for Options.LockTimeout and fail (read-only

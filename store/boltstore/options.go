@@ -27,11 +27,13 @@ type Options struct {
 	// Append call is never split, so a larger call forms a larger group.
 	// 1 gives one transaction (and fsync) per Append call.
 	MaxBatch int
-	// IndexBatch is how many appended events may have their index entries
+	// IndexBatch is how many appended events have their index entries
 	// (ids, idempotency keys, run, thread, task, agent) held in memory
-	// before they are written to the file together; 8192 when 0. Larger
-	// values append faster and use more memory and reopen time after a
-	// crash; 1 writes them after every commit.
+	// before they are written to the file together; 8192 when 0. They are
+	// written once sorted and encoded, beside the appends that follow
+	// (held in memory too: fewer than twice IndexBatch and two groups in
+	// all). Larger values append faster and use more memory and reopen
+	// time after a crash; 1 writes them after about every commit.
 	IndexBatch int
 	// MaxEventSize is the largest encoded message accepted, in bytes;
 	// store.DefaultMaxEventSize when 0.

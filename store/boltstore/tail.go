@@ -9,7 +9,7 @@ import (
 // bucket); their index entries — id, idempotency key, run, thread, task,
 // agent — are kept in memory for the events after the watermark
 // meta/indexed and written to the file together, IndexBatch events at a
-// time, in the same transaction that moves the watermark (writer.flush).
+// time, in the same transaction that moves the watermark (flush.go).
 // One flush touches each index page once for many events, instead of once
 // per commit: with 64 concurrent runs that is the difference between
 // rewriting a few hundred B+tree pages per commit and a few per event

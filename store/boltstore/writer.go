@@ -5,9 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime/debug"
-	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,10 +120,9 @@ type writer struct {
 	pendIDs  map[string]uint64 // this group's new events
 	pendIdem map[string]uint64
 	added    []tailEntry
-	sums     *sumBatch // the summaries changed since the last flush (summary.go)
-	key      [8]byte   // bbolt copies keys: one buffer serves every Put
-	kbuf     []byte
-	keyed    [2][]keyed // flush's ids and idem keys, to sort
+	sums     *sumBatch  // the summaries changed since the last flush (summary.go)
+	key      [8]byte    // bbolt copies keys: one buffer serves every Put
+	plan     *flushPlan // the index flush being prepared (flush.go), or nil
 	maxID    []byte     // the largest id in the file's ids index: larger ids are not in it
 	maxIdem  []byte     // the same for the idempotency index
 	closeErr error      // the final flush's
@@ -165,11 +161,27 @@ func (w *writer) run() {
 	// page must become a panic that guard recovers, not a fatal error.
 	// The setting is this goroutine's, for its whole life.
 	debug.SetPanicOnFault(true)
-	for w.group() {
-		if len(w.s.tail.entries) >= w.s.opts.IndexBatch {
-			// On failure the tail stays in memory and the next flush
-			// retries; the events themselves are committed.
-			_ = w.flush()
+	batch := w.s.opts.IndexBatch
+	for {
+		if w.plan != nil && w.s.q.waitOr(w.plan.done) {
+			// Nothing to commit: the plan is written as soon as it is
+			// ready, not when the next append comes.
+			_ = w.writePlan()
+		}
+		if !w.group() {
+			break
+		}
+		// A flush is planned once the tail holds IndexBatch entries, and
+		// written after the first group that finds the plan ready (the
+		// groups between stay in the tail), or at once when the tail
+		// reaches twice IndexBatch: memory stays bounded however slow
+		// the plan. On failure the tail stays in memory and the next
+		// plan retries. A damaged file is not written to: no plan.
+		if w.plan != nil && (w.planReady() || len(w.s.tail.entries) >= 2*batch) {
+			_ = w.writePlan()
+		}
+		if w.plan == nil && len(w.s.tail.entries) >= batch && w.s.brokenErr() == nil {
+			w.startPlan()
 		}
 	}
 	w.closeErr = w.flush()
@@ -341,6 +353,32 @@ func (q *queue) take(dst []*request, events, maxEvents int) ([]*request, int) {
 	q.reqs = q.reqs[:rest]
 	q.mu.Unlock()
 	return dst, events
+}
+
+// waitOr blocks until a request is queued, the queue is closed or done
+// is closed, and reports whether it returned for done alone.
+func (q *queue) waitOr(done <-chan struct{}) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.reqs) == 0 && !q.closed {
+		q.want = 1
+		q.mu.Unlock()
+		select {
+		case <-q.wake:
+			q.mu.Lock()
+		case <-done:
+			q.mu.Lock()
+			q.want = 0
+			// A wake-up sent meanwhile is stale now.
+			select {
+			case <-q.wake:
+			default:
+			}
+			return len(q.reqs) == 0 && !q.closed
+		}
+	}
+	q.want = 0
+	return false
 }
 
 // timer starts the writer's gathering timer; only the writer uses it.
@@ -554,159 +592,4 @@ func (w *writer) findIdem(key string) (uint64, bool, error) {
 		return 0, false, nil
 	}
 	return lookupKey(w.idem, w.idemBlocks, []byte(key))
-}
-
-type keyed struct {
-	key string
-	val []byte
-}
-
-// fillPages sets the buckets a flush writes to fill their pages before
-// splitting them. Their keys mostly land at the end of their B+tree
-// (time-ordered ids, seqs, new runs and tasks), where bbolt's default
-// (split a full page in half) leaves every page behind half empty: twice
-// the pages to write, to sync and to keep. A key inserted in the middle
-// still splits its page, into a full one and the rest.
-func fillPages(tx *bolt.Tx) {
-	for _, name := range [][]byte{bucketIDs, bucketIDBlocks, bucketIdem, bucketIdemBlocks} {
-		tx.Bucket(name).FillPercent = 1.0
-	}
-	for _, ix := range indexes {
-		tx.Bucket(indexBuckets[ix]).FillPercent = 1.0
-	}
-	for _, name := range sumBuckets {
-		if b := tx.Bucket(name); b != nil {
-			b.FillPercent = 1.0
-		}
-	}
-}
-
-// putKeyed puts kv, sorted by key, in an index by key whose largest key
-// is max: the keys past max in blocks, the others one key each in single.
-// It returns the index's new largest key.
-func (w *writer) putKeyed(single, blocks *bolt.Bucket, kv []keyed, max []byte) ([]byte, error) {
-	past := sort.Search(len(kv), func(i int) bool { return max == nil || kv[i].key > string(max) })
-	for _, e := range kv[:past] {
-		w.kbuf = append(w.kbuf[:0], e.key...) // bbolt copies keys
-		if err := single.Put(w.kbuf, e.val); err != nil {
-			return nil, err
-		}
-	}
-	var vals []byte // bbolt keeps values until the commit
-	for rest := kv[past:]; len(rest) > 0; {
-		n := min(len(rest), idBlockLen)
-		start := len(vals)
-		vals = appendIDBlock(vals, rest[:n])
-		w.kbuf = append(w.kbuf[:0], rest[0].key...)
-		if err := blocks.Put(w.kbuf, vals[start:len(vals):len(vals)]); err != nil {
-			return nil, err
-		}
-		rest = rest[n:]
-	}
-	if past < len(kv) {
-		return []byte(kv[len(kv)-1].key), nil
-	}
-	return max, nil
-}
-
-// flush writes the index entries of the tail to the file and moves the
-// watermark past them, in one transaction, then starts an empty tail.
-func (w *writer) flush() error {
-	s := w.s
-	t := s.tail
-	if len(t.entries) == 0 || s.brokenErr() != nil {
-		// A damaged file keeps its index entries in memory: the next
-		// Open rebuilds them, and the file is not written to.
-		return nil
-	}
-	last := t.base + uint64(len(t.entries))
-	var maxID, maxIdem []byte
-	err := w.update("index flush", func(tx *bolt.Tx) error {
-		fillPages(tx)
-		ids, idem := tx.Bucket(bucketIDs), tx.Bucket(bucketIdem)
-		vals := make([]byte, 0, 8*len(t.entries)) // bbolt keeps values until the commit
-		var groups [len(indexBuckets)]map[string][]uint64
-		for _, ix := range indexes {
-			groups[ix] = make(map[string][]uint64)
-		}
-		byID, byIdem := w.keyed[0][:0], w.keyed[1][:0]
-		for i := range t.entries {
-			e := &t.entries[i]
-			seq := t.base + 1 + uint64(i)
-			vals = appendSeq(vals, seq)
-			v := vals[len(vals)-8:]
-			byID = append(byID, keyed{e.id, v})
-			if e.idemKey != "" {
-				byIdem = append(byIdem, keyed{e.idemKey, v})
-			}
-			for _, ix := range indexes {
-				attr := e.attr(ix)
-				groups[ix][attr] = append(groups[ix][attr], seq)
-			}
-		}
-		// In key order, time-ordered keys each land just after the one
-		// before, at the end of their B+tree: no search back and forth,
-		// no inserting in the middle of a node.
-		for _, kv := range [...][]keyed{byID, byIdem} {
-			slices.SortFunc(kv, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-		}
-		// The keys past every key of their index go into blocks
-		// (idblocks.go), the others one key each.
-		var err error
-		if maxID, err = w.putKeyed(ids, tx.Bucket(bucketIDBlocks), byID, w.maxID); err != nil {
-			return err
-		}
-		if maxIdem, err = w.putKeyed(idem, tx.Bucket(bucketIdemBlocks), byIdem, w.maxIdem); err != nil {
-			return err
-		}
-		clear(byID)
-		clear(byIdem)
-		w.keyed = [2][]keyed{byID[:0], byIdem[:0]}
-		for _, ix := range indexes {
-			b := tx.Bucket(indexBuckets[ix])
-			attrs := make([]string, 0, len(groups[ix]))
-			for a := range groups[ix] {
-				attrs = append(attrs, a)
-			}
-			slices.Sort(attrs) // in key order: fewer page visits
-			for _, a := range attrs {
-				seqs := groups[ix][a]
-				for len(seqs) > 0 {
-					chunk := seqs[:min(len(seqs), maxPostingLen)]
-					seqs = seqs[len(chunk):]
-					if err := b.Put(postingKey(a, chunk[0]), appendPosting(nil, chunk)); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		if err := tx.Bucket(bucketMeta).Put(keyIndexed, seqKey(last)); err != nil {
-			return err
-		}
-		if w.sums != nil {
-			// The summaries changed since the last flush, and the
-			// "summarized" watermark past them.
-			w.sums.tx = tx
-			err := w.sums.commit()
-			w.sums.tx = nil
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	w.maxID, w.maxIdem = maxID, maxIdem
-	w.flushes.Add(1)
-	nt := &tail{base: last, entries: make([]tailEntry, 0, cap(t.entries)), ids: t.ids, idem: t.idem}
-	w.sums = nil
-	s.mu.Lock()
-	clear(nt.ids) // no reader keeps the maps past its lock
-	clear(nt.idem)
-	s.tail = nt
-	s.sums = [2]map[string]store.Summary{}
-	s.mu.Unlock()
-	return nil
 }
