@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,9 +47,13 @@ var benchResult = &Result{PayloadType: "research.summary.v1", Payload: schema.Re
 
 // benchEndToEnd submits tasks from `submitters` goroutines, each waiting
 // for its task's outcome: submit → decision → accept → result (validated) →
-// wait, every event stored.
+// wait, every event stored. It reports the store's commits per task: the
+// appends a task waits for, each one atomic batch (a durable store's
+// commit); and, on boltstore, its group commits (fsyncs) per task, which
+// many tasks share.
 func benchEndToEnd(b *testing.B, st store.Store, submitters int) {
-	r := benchRouter(b, st)
+	cs := &countingStore{Store: st}
+	r := benchRouter(b, cs)
 	ctx := context.Background()
 	for i := range 2 {
 		c := card(fmt.Sprintf("agent:research-%d", i), protocol.Capability{ID: "skill:research", Tags: []string{"fintech"}})
@@ -56,6 +61,12 @@ func benchEndToEnd(b *testing.B, st store.Store, submitters int) {
 			b.Fatal(err)
 		}
 	}
+	bolt, _ := st.(*boltstore.Store)
+	var fsyncs uint64
+	if bolt != nil {
+		fsyncs = bolt.Stats().Commits
+	}
+	appends := cs.appends.Load()
 	b.ReportAllocs()
 	b.ResetTimer()
 	start, cpu := time.Now(), benchcpu.Process()
@@ -91,6 +102,10 @@ func benchEndToEnd(b *testing.B, st store.Store, submitters int) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+	b.ReportMetric(float64(cs.appends.Load()-appends)/float64(b.N), "commits/task")
+	if bolt != nil {
+		b.ReportMetric(float64(bolt.Stats().Commits-fsyncs)/float64(b.N), "fsyncs/task")
+	}
 	// CPU per task, all goroutines and the collector included: unlike
 	// tasks/s, it barely moves when other processes share the machine, and
 	// 2 cores can run at most 2 s / (cpu-µs/task) tasks a second.
@@ -277,6 +292,23 @@ func BenchmarkParkedTaskHeap(b *testing.B) {
 		r.Close()
 	}
 }
+
+// countingStore counts the appends that store something.
+type countingStore struct {
+	store.Store
+	appends atomic.Int64
+}
+
+func (c *countingStore) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	res, err := c.Store.Append(ctx, msgs...)
+	if err == nil && len(msgs) > 0 {
+		c.appends.Add(1)
+	}
+	return res, err
+}
+
+// Unwrap gives the wrapped store's upgrades (its clock) through.
+func (c *countingStore) Unwrap() store.Store { return c.Store }
 
 // discardStore keeps registry events but drops the bytes of task events, so
 // that a heap measurement sees the router, not the store.
