@@ -326,7 +326,8 @@ func (d discardStore) Append(ctx context.Context, msgs ...*protocol.Message) ([]
 }
 
 // BenchmarkEndToEndBoltstore is BenchmarkEndToEndMemstore on the default
-// durable store, fsync on: every task is ≥ 4 durable events.
+// durable store, fsync on: every task is ≥ 4 durable events, in two
+// commits when the router decides at Submit (docs/protocol.md §5.1).
 func BenchmarkEndToEndBoltstore(b *testing.B) {
 	st, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), nil)
 	if err != nil {

@@ -68,8 +68,33 @@ func (r *Router) claim(ctx context.Context, req *protocol.Message, parent *taskS
 	}
 	r.inFlight++
 	r.tasks[req.TaskID] = ts
+	if mode == claimSubmit {
+		// Until its request is stored or dropped (storedLocked), no other
+		// submission of the same request id decides at Submit (submitNow).
+		r.storing[req.ID]++
+		ts.storing = true
+		ts.behind = r.deciding[req.ID]
+	}
 	r.mu.Unlock()
 	return ts, nil, nil
+}
+
+// storedLocked marks the request of ts, claimed by Submit, as stored or
+// dropped; r.mu is held.
+func (r *Router) storedLocked(ts *taskState) {
+	if !ts.storing {
+		return
+	}
+	ts.storing = false
+	if ts.deciding {
+		ts.deciding = false
+		delete(r.deciding, ts.req.ID)
+	}
+	if n := r.storing[ts.req.ID]; n > 1 {
+		r.storing[ts.req.ID] = n - 1
+	} else {
+		delete(r.storing, ts.req.ID)
+	}
 }
 
 // newTask returns the state of a task about to be claimed.
@@ -98,6 +123,7 @@ func (r *Router) newTask(ctx context.Context, req *protocol.Message, parent *tas
 // was stored) or settled as the task with its outcome already known.
 func (r *Router) unclaim(ts *taskState, state int32) {
 	r.mu.Lock()
+	r.storedLocked(ts)
 	if r.tasks[ts.req.TaskID] == ts {
 		delete(r.tasks, ts.req.TaskID)
 	}

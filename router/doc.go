@@ -156,8 +156,10 @@
 // # Lifecycle (docs/protocol.md §2.1, §5)
 //
 // Every task leaves task.request, then per attempt routing.decision and
-// task.accept (stored together), any task.progress, and ends with exactly
-// one of task.result, task.error, task.cancel or task.timeout — one
+// task.accept (stored together; for the first attempt, with the request
+// too when Submit can decide: outside a team, the agent is in this router
+// and has room — docs/protocol.md §5.1), any task.progress, and ends with
+// exactly one of task.result, task.error, task.cancel or task.timeout — one
 // terminal event per task, whatever redeliveries, cancels, timeouts and
 // shutdowns race with it (a partial retry, below, adds a new attempt with
 // a terminal event of its own). No event of an attempt is stored after

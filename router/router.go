@@ -63,6 +63,8 @@ type Router struct {
 	stale    map[*taskState]bool     // ended tasks replaced in tasks whose goroutine still runs
 	runs     map[string]*runState    // runs with running tasks
 	asking   map[string]*waitingTask // tasks waiting for an answer, by task id (ask.go)
+	storing  map[string]int          // ids of requests being stored by Submit, and how many (submitNow)
+	deciding map[string]bool         // ids of requests stored with their decision by Submit now (submitNow)
 	closed   bool
 	inFlight int           // claims and tasks whose goroutine runs (Options.MaxInFlight)
 	live     int           // goroutines of the router: task goroutines and goOnCancel's
@@ -105,12 +107,14 @@ func New(st store.Store, reg *registry.Registry, opts *Options) (*Router, error)
 	}
 	r := &Router{
 		st: st, reg: reg, opts: o, ids: o.IDs,
-		tasks:  map[string]*taskState{},
-		stale:  map[*taskState]bool{},
-		runs:   map[string]*runState{},
-		asking: map[string]*waitingTask{},
-		slots:  newSignal(),
-		claims: newSignal(),
+		tasks:    map[string]*taskState{},
+		stale:    map[*taskState]bool{},
+		runs:     map[string]*runState{},
+		asking:   map[string]*waitingTask{},
+		storing:  map[string]int{},
+		deciding: map[string]bool{},
+		slots:    newSignal(),
+		claims:   newSignal(),
 	}
 	if len(o.Signers) > 0 {
 		r.st = &signingStore{Store: st, signers: o.Signers} // verify.go
@@ -335,6 +339,15 @@ func (r *Router) submit(ctx context.Context, req *protocol.Message, parent *task
 			}
 			continue // the claim came to nothing: claim again
 		}
+		if h, ok, err := r.submitNow(ctx, ts); ok {
+			return h, err
+		}
+		if ts.behind {
+			if err := r.waitDecided(ctx, req.ID); err != nil {
+				r.unclaim(ts, claimDropped)
+				return nil, err
+			}
+		}
 		res, err := r.storeRequest(ctx, ts) // with its owner event in a team (team.go)
 		if err != nil {
 			r.unclaim(ts, claimDropped)
@@ -399,6 +412,7 @@ func sameRequest(a, b *protocol.Message) bool {
 func (r *Router) start(ts *taskState, attempt int) *Handle {
 	ts.attempt.Store(int32(attempt))
 	r.mu.Lock()
+	r.storedLocked(ts)
 	if r.closed {
 		// Closed between the claim and now: the request is stored, so the
 		// task ends here, with the event Close gives running tasks.
@@ -421,6 +435,13 @@ func (r *Router) start(ts *taskState, attempt int) *Handle {
 	ts.budgetErr = r.checkBudget(rs, ts)
 	rs.tasks++
 	rs.open++
+	r.launchLocked(ts)
+	return &ts.handle
+}
+
+// launchLocked starts the goroutine of a claimed task whose request is
+// stored and whose run counts it; r.mu is held, and unlocked on return.
+func (r *Router) launchLocked(ts *taskState) {
 	if parent := ts.parent; parent != nil {
 		parent.children = append(parent.children, ts)
 	}
@@ -430,7 +451,6 @@ func (r *Router) start(ts *taskState, attempt int) *Handle {
 	r.settle(ts, claimTask)
 
 	r.pool.run(ts)
-	return &ts.handle
 }
 
 // checkBudget applies the run budget; r.mu is held. In a team,

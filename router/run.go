@@ -40,8 +40,11 @@ type taskState struct {
 	routeAs *protocol.Message // the request as routed, when not req: resumed after an answer, pinned to the agent that asked (ask.go)
 	resumes int               // attempts that resumed after an answer: they do not count toward MaxAttempts
 
-	claim   atomic.Int32 // claimPending, claimTask or claimDropped (see claim)
-	started bool         // its goroutine was started; guarded by Router.mu
+	claim    atomic.Int32 // claimPending, claimTask or claimDropped (see claim)
+	started  bool         // its goroutine was started; guarded by Router.mu
+	storing  bool         // its request is counted in Router.storing; guarded by Router.mu
+	deciding bool         // its request is in Router.deciding; guarded by Router.mu
+	behind   bool         // claimed while another submission of its request id was deciding (submitNow)
 
 	// Parts of the task allocated with it, not each on its own.
 	handle    Handle                 // the handle Submit returns
@@ -51,7 +54,9 @@ type taskState struct {
 	budgetErr *protocol.ErrorPayload // the run's budget refused the task
 	reqSeq    uint64                 // the seq of the stored request, when known (TeamTask.Seq)
 	counter   Team                   // counts Budget.MaxTasks for the whole team, nil when the router does
-	evs       [2]*protocol.Message   // events being stored by the run goroutine
+	accepted  *match                 // routed at Submit, its decision and accept stored with the request (submitNow)
+	decision  *protocol.Message      // the routing.decision of accepted
+	evs       [3]*protocol.Message   // events being stored by the run goroutine, or by Submit (submitNow)
 	endEvs    [2]*protocol.Message   // terminal events being stored by end's caller
 }
 
@@ -111,28 +116,36 @@ func (r *Router) run(ts *taskState) {
 		stop := context.AfterFunc(ts.ctx, func() { r.onCancel(ts) })
 		defer stop()
 	}
-	r.startAttempt(ts)
-	if ts.budgetErr == nil && ts.counter != nil {
-		ep, ok := r.teamBudget(ts) // team.go
-		if !ok {
+	var retry bool
+	if m := ts.accepted; m != nil {
+		// Routed and accepted at Submit, stored with the request
+		// (docs/protocol.md §5.1): the first attempt runs at once.
+		decision := ts.decision
+		ts.accepted, ts.decision = nil, nil
+		if ts.ctx.Err() != nil {
+			// Cancelled before it ran: the deferred onCancel ends it.
+			r.release(m.selected, false)
+			r.freeMatch(m)
 			return
 		}
-		ts.budgetErr = ep
-	}
-	if ep := ts.budgetErr; ep != nil {
-		r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
-		return
-	}
-	for {
-		m := r.routeTask(ts)
-		if m == nil {
-			return
-		}
-		retry := r.attempt(ts, m)
+		retry = r.runAttempt(ts, m, decision)
 		r.freeMatch(m)
-		if !retry {
+	} else {
+		r.startAttempt(ts)
+		if ts.budgetErr == nil && ts.counter != nil {
+			ep, ok := r.teamBudget(ts) // team.go
+			if !ok {
+				return
+			}
+			ts.budgetErr = ep
+		}
+		if ep := ts.budgetErr; ep != nil {
+			r.end(ts, Outcome{Err: ep}, r.errorEvent(ts, r.opts.AgentID, ep))
 			return
 		}
+		retry = r.routeAndRun(ts)
+	}
+	for retry {
 		wait := time.NewTimer(r.opts.Backoff(int(ts.attempt.Load())))
 		select {
 		case <-wait.C:
@@ -142,7 +155,20 @@ func (r *Router) run(ts *taskState) {
 		}
 		ts.attempt.Add(1)
 		r.startAttempt(ts)
+		retry = r.routeAndRun(ts)
 	}
+}
+
+// routeAndRun routes ts's attempt and runs it; it reports whether the
+// task should be tried again.
+func (r *Router) routeAndRun(ts *taskState) (retry bool) {
+	m := r.routeTask(ts)
+	if m == nil {
+		return false
+	}
+	retry = r.attempt(ts, m)
+	r.freeMatch(m)
+	return retry
 }
 
 // routeTask finds an agent and takes one of its concurrency slots, waiting
@@ -241,21 +267,17 @@ func nonNilStrings(s []string) []string {
 // task should be tried again.
 func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	a := m.selected
-	ts.agent.Store(a)
-	decision := r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
-	dp := m.decision()
-	r.setPayload(decision, dp)
-	accept := r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
-	ts.evs = [2]*protocol.Message{decision, accept}
-	evs := ts.evs[:]
+	decision, accept := r.acceptEvents(ts, m)
+	ts.evs = [3]*protocol.Message{decision, accept}
+	evs := ts.evs[:2]
 	if t := r.team.Load(); t != nil {
 		// An agent of another process: its dispatch too (team.go).
 		if d := t.team.Dispatch(ts.teamTask()); d != nil {
-			evs = append(evs[:len(evs):len(evs)], d)
+			evs = append(evs, d)
 		}
 	}
 	err := r.appendLive(ts.ctx, ts, evs...)
-	ts.evs = [2]*protocol.Message{}
+	ts.evs = [3]*protocol.Message{}
 	if err != nil {
 		r.release(a, false)
 		if !errors.Is(err, ErrTaskEnded) {
@@ -263,7 +285,27 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		}
 		return false
 	}
+	return r.runAttempt(ts, m, decision)
+}
 
+// acceptEvents returns the routing.decision and task.accept of ts's
+// attempt on the agent m selected, and makes it the agent of the attempt.
+func (r *Router) acceptEvents(ts *taskState, m *match) (decision, accept *protocol.Message) {
+	a := m.selected
+	ts.agent.Store(a)
+	decision = r.event(ts, protocol.TypeRoutingDecision, r.opts.AgentID, []string{a.ID()})
+	r.setPayload(decision, m.decision())
+	accept = r.event(ts, protocol.TypeTaskAccept, a.ID(), nil)
+	return decision, accept
+}
+
+// runAttempt runs the handler of an attempt whose routing.decision and
+// task.accept are stored, on the agent m selected, whose slot it holds,
+// and ends the attempt. It reports whether the task should be tried
+// again.
+func (r *Router) runAttempt(ts *taskState, m *match, decision *protocol.Message) (retry bool) {
+	a := m.selected
+	dp := &m.dec // as acceptEvents filled it (match.decision)
 	// Subtasks live inside the attempt that delegated them (runCtx).
 	ctx, rc := ts.ctx, &ts.ctx // ts.ctx is set before the task runs and never changes
 	if ob := ts.obs.Load(); ob != nil {
