@@ -95,6 +95,7 @@
 //
 // # Caveats
 //
+// It needs PostgreSQL 12 or newer.
 // Events and artifacts are never deleted, so the dedup window is forever
 // (and at least until the run ends, as docs/protocol.md §5.2 asks).
 // The database role needs CREATE on the database to make the schema, or

@@ -84,9 +84,21 @@ func scanSummary(row pgx.Row, before ...any) (store.Summary, error) {
 // queueLookups adds the lookups of the summaries and task states keys
 // names to b.
 func queueLookups(b *pgx.Batch, runs, threads, tasks []string) {
-	b.Queue("SELECT kind, "+summaryCols+" FROM summaries WHERE (kind = 'r' AND id = ANY($1::text[])) OR (kind = 't' AND id = ANY($2::text[]))", runs, threads)
+	b.Queue(summaryLookup, runs, threads)
 	b.Queue("SELECT task_id, ended, waiting, attempt FROM task_states WHERE task_id = ANY($1::text[])", tasks)
 }
+
+// summaryLookup probes the primary key once per run and thread (the
+// LIMIT keeps the planner from turning the probes into a join): a few
+// pages per commit, however many summaries the store keeps. Written as
+// one condition over both kinds, the lookup was planned on
+// summaries_newest (kind leads it too) while the table had no statistics
+// (a new store, until autovacuum analyzes it), reading every summary of
+// the kind under the append lock, in every commit. The append
+// transaction plans it for the table's current size (writer.go).
+var summaryLookup = `SELECT s.* FROM unnest($1::text[], $2::text[]) AS k(run, thread),
+	LATERAL ((SELECT kind, ` + summaryCols + ` FROM summaries WHERE kind = 'r' AND id = k.run LIMIT 1)
+		UNION ALL (SELECT kind, ` + summaryCols + ` FROM summaries WHERE kind = 't' AND id = k.thread LIMIT 1)) s`
 
 // readLookups reads the results of queueLookups. A task without a state
 // has no task.request in the store.

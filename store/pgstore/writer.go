@@ -142,6 +142,11 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// Planned for the tables as they are now: a generic plan made while
+	// they were small (a new store) is kept for the connection's life,
+	// and one that scans what it should probe (summaryLookup) holds
+	// every appender of the store for as long as it scans.
+	b.Queue("SET LOCAL plan_cache_mode = force_custom_plan")
 	b.Queue("SELECT seq, ts FROM head FOR UPDATE")
 	b.Queue("SELECT id, seq FROM events WHERE id = ANY($1::text[])", ids)
 	if len(keys) > 0 {
@@ -157,8 +162,10 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 	byID := map[string]uint64{}
 	byKey := map[string]uint64{}
 	err = func() error {
-		if _, err := br.Exec(); err != nil {
-			return err
+		for range 2 { // BEGIN, SET
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 		if err := br.QueryRow().Scan(&head, &headTS); err != nil {
 			return err
