@@ -243,8 +243,17 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 // Read implements store.Store. Each page is one statement; nothing is
 // held between pages.
 func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	if q.Limit > 0 && q.Limit <= driver.PageSize {
+		// One page: its statement reads the head and the events up to it
+		// in one snapshot, so it needs no head read of its own first.
+		return driver.Read(ctx, q, s.noLastSeq, s.page)
+	}
 	return driver.Read(ctx, q, s.LastSeq, s.page)
 }
+
+// noLastSeq is the last seq of a Read of one page, which page bounds
+// itself.
+func (s *Store) noLastSeq(ctx context.Context) (uint64, error) { return 1<<63 - 1, s.check(ctx) }
 
 // Follow implements store.Store. It wakes on the notification every
 // append sends (from any process), and looks again every
