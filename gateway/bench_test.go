@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -119,9 +120,13 @@ func chatMsg(g *benchGW, thread, run string) *protocol.Message {
 
 // BenchmarkAppendToSSE measures the time from an Append call to each SSE
 // subscriber of the thread receiving the event, one event at a time, with
-// 1 and 100 subscribers: p50-µs and p99-µs over every (event, subscriber).
+// 0, 1, 100 and 1,000 subscribers: p50-µs and p99-µs over every (event,
+// subscriber); append-p50-µs and append-p99-µs, the writer's Append call
+// alone, which must not grow with the number of subscribers; cpu-µs/delivery, the
+// process's CPU time (every goroutine: store, streams, the in-process
+// clients) per delivered (event, subscriber).
 func BenchmarkAppendToSSE(b *testing.B) {
-	for _, subs := range []int{1, 100} {
+	for _, subs := range []int{0, 1, 100, 1000} {
 		b.Run("subscribers="+strconv.Itoa(subs), func(b *testing.B) {
 			benchStores(b, func(b *testing.B, st store.Store) {
 				g := newBenchGW(b, st, nil)
@@ -162,19 +167,30 @@ func BenchmarkAppendToSSE(b *testing.B) {
 				for range subs {
 					<-ready
 				}
+				appends := make([]time.Duration, 0, b.N)
 				b.ResetTimer()
+				cpu := benchcpu.Process()
 				for i := range b.N {
 					m := chatMsg(g, "thr_bench", "run_bench")
-					sent.Store(base+uint64(i)+1, time.Now())
+					t0 := time.Now()
+					sent.Store(base+uint64(i)+1, t0)
 					if _, err := st.Append(ctx, m); err != nil {
 						b.Fatal(err)
 					}
+					appends = append(appends, time.Since(t0))
 					for range subs {
 						<-got
 					}
 				}
+				used := benchcpu.Process() - cpu
 				b.StopTimer()
 				wg.Wait()
+				slices.Sort(appends)
+				b.ReportMetric(float64(appends[len(appends)/2].Nanoseconds())/1e3, "append-p50-µs")
+				b.ReportMetric(float64(appends[len(appends)*99/100].Nanoseconds())/1e3, "append-p99-µs")
+				if subs > 0 && used > 0 {
+					b.ReportMetric(float64(used.Nanoseconds())/float64(b.N*subs)/1e3, "cpu-µs/delivery")
+				}
 				slices.Sort(lat)
 				if len(lat) > 0 {
 					b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
