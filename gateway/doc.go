@@ -177,10 +177,16 @@
 // event, holding the SSE data object; resume with after=. The server sends
 // pings every Options.Heartbeat; a client message closes the connection.
 //
-// Each stream reads the store at its client's pace through a buffer of
-// Options.StreamBuffer events: a slow client costs no more memory and holds
-// up nobody else. A client that takes nothing for Options.SlowTimeout while
-// its buffer is full is cut off: SSE sends
+// All the streams of a Gateway share one follower of the store: an append
+// wakes one goroutine, which hands the event to the streams whose filters
+// it matches, so what a writer pays for an append does not grow with the
+// number of open streams. Each stream takes its events at its client's
+// pace through a buffer of Options.StreamBuffer events: a slow client
+// costs no more memory and holds up nobody else — neither the writer nor
+// the other streams. A stream that falls behind the shared follower reads
+// the store from its last seq until it has caught up, so it still misses
+// nothing and repeats nothing. A client that takes nothing for
+// Options.SlowTimeout while its buffer is full is cut off: SSE sends
 //
 //	event: clutch.closed
 //	data: {"code":"CAPACITY","message":"slow consumer: ...","retryable":true}
@@ -235,9 +241,9 @@
 //
 // # Caveats
 //
-// Each stream follows the store on its own (store.Follow), so an append
-// wakes every stream and each reads its page: cheap for a handful of
-// browser tabs, linear in the number of live streams. A caller without
+// Delivering an event is still work for each stream that gets it (its
+// filter, its write to the client), done by the streams' own goroutines,
+// not the writer's. A caller without
 // read:all has its run and thread lists filtered by owner; a page of such
 // a list reads at most 10000 summaries, so it may hold fewer than limit
 // entries with a non-zero next_before: go on from there. An SSE stream

@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/internal/fanout"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -154,6 +155,7 @@ func (o *ServerOptions) setDefaults() error {
 type Server struct {
 	r    *router.Router
 	st   store.Store
+	hub  *fanout.Hub // the one follower of the store of every stream
 	reg  *registry.Registry
 	opts ServerOptions
 	mux  *http.ServeMux
@@ -191,7 +193,7 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	ids := auth.NewDeriver(r.Store())
-	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}, ids: ids}
+	s := &Server{r: r, st: r.Store(), hub: fanout.New(r.Store(), nil), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}, ids: ids}
 	s.team = s.rpcHandler("")
 	mux := http.NewServeMux()
 	mux.HandleFunc(CardPath, s.serveCard)

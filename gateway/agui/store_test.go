@@ -9,6 +9,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/gateway/agui"
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/schema"
@@ -16,26 +17,55 @@ import (
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
 
-// breakingStore's Follow fails after yielding `after` events.
+// breakingStore fails the reads of a stream when they reach the event
+// after the first `after` events of a run: Follow (which streams go
+// through, one follower shared by all) and Read of a whole run (the
+// backlog of a stream that joins it).
 type breakingStore struct {
 	store.Store
 	after int
 }
 
 func (s *breakingStore) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	return s.breaking(ctx, s.Store.Follow(ctx, q))
+}
+
+func (s *breakingStore) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	if q.RunID == "" || q.TypePrefix != "" {
+		return s.Store.Read(ctx, q)
+	}
+	return s.breaking(ctx, s.Store.Read(ctx, q))
+}
+
+func (s *breakingStore) breaking(ctx context.Context, evs iter.Seq2[store.Event, error]) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
-		n := 0
-		for ev, err := range s.Store.Follow(ctx, q) {
-			if n == s.after {
+		for ev, err := range evs {
+			if err == nil && s.rank(ctx, ev) > s.after {
 				yield(store.Event{}, store.ErrClosed)
 				return
 			}
 			if !yield(ev, err) || err != nil {
 				return
 			}
-			n++
 		}
 	}
+}
+
+// rank is the place of ev among the events of its run (1 for the first),
+// 0 for the system's own runs.
+func (s *breakingStore) rank(ctx context.Context, ev store.Event) int {
+	m, err := ev.Message()
+	if err != nil || protocol.Reserved(m.RunID) {
+		return 0
+	}
+	n := 0
+	for e, err := range s.Store.Read(ctx, store.Query{RunID: m.RunID}) {
+		if err != nil || e.Seq > ev.Seq {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // TestStoreFails: a store that fails under a stream ends it with RUN_ERROR
