@@ -1,15 +1,13 @@
 package fanout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"iter"
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-json-experiment/json/jsontext"
-
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )
@@ -280,118 +278,26 @@ type fields struct {
 	typ                      protocol.Type
 }
 
-var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+// head is the members of a stored message that fields reads; the
+// decoder skips the others.
+type head struct {
+	RunID    string        `json:"run_id"`
+	ThreadID string        `json:"thread_id"`
+	TaskID   string        `json:"task_id"`
+	Type     protocol.Type `json:"type"`
+	From     struct {
+		AgentID string `json:"agent_id"`
+	} `json:"from"`
+}
 
 // fieldsOf reads the matched fields of a stored message without decoding
-// it whole. The store holds valid envelopes; should the scan fail all the
-// same, the message is decoded, so that no reader misses an event the
-// store's own index would give it.
+// it whole (the store validated the bytes). Should that fail all the
+// same, no reader is given the event by a guess: its fields are empty, as
+// the store's own index would have them for bytes it cannot read.
 func fieldsOf(raw []byte) fields {
-	var f fields
-	d := decoders.Get().(*jsontext.Decoder)
-	defer decoders.Put(d)
-	// The store validated the bytes (no duplicate names).
-	d.Reset(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
-	defer d.Reset(bytes.NewReader(nil))
-	if scan(d, &f) == nil {
-		return f
-	}
-	m, err := store.Event{Raw: raw}.Message()
-	if err != nil {
+	var h head
+	if jsonv2.Unmarshal(raw, &h) != nil {
 		return fields{}
 	}
-	return fields{m.RunID, m.ThreadID, m.TaskID, m.From.AgentID, m.Type}
-}
-
-func scan(d *jsontext.Decoder, f *fields) error {
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return errors.New("not an object")
-	}
-	for d.PeekKind() == '"' {
-		name, err := memberName(d)
-		if err != nil {
-			return err
-		}
-		switch {
-		case name == "from" && d.PeekKind() == '{':
-			if err := scanFrom(d, f); err != nil {
-				return err
-			}
-		case name != "" && name != "from" && name != "agent_id" && d.PeekKind() == '"':
-			tok, err := d.ReadToken()
-			if err != nil {
-				return err
-			}
-			switch v := tok.String(); name {
-			case "run_id":
-				f.run = v
-			case "thread_id":
-				f.thread = v
-			case "task_id":
-				f.task = v
-			case "type":
-				f.typ = protocol.Type(v)
-			}
-		default:
-			if err := d.SkipValue(); err != nil {
-				return err
-			}
-		}
-	}
-	_, err := d.ReadToken() // '}'
-	return err
-}
-
-// scanFrom reads from.agent_id.
-func scanFrom(d *jsontext.Decoder, f *fields) error {
-	if _, err := d.ReadToken(); err != nil { // '{'
-		return err
-	}
-	for d.PeekKind() == '"' {
-		name, err := memberName(d)
-		if err != nil {
-			return err
-		}
-		if name == "agent_id" && d.PeekKind() == '"' {
-			tok, err := d.ReadToken()
-			if err != nil {
-				return err
-			}
-			f.agent = tok.String()
-		} else if err := d.SkipValue(); err != nil {
-			return err
-		}
-	}
-	_, err := d.ReadToken() // '}'
-	return err
-}
-
-// memberName reads an object member's name, unescaped, when it is one of
-// the names fieldsOf looks for, and "" otherwise.
-func memberName(d *jsontext.Decoder) (string, error) {
-	raw, err := d.ReadValue() // valid until the next read
-	if err != nil {
-		return "", err
-	}
-	name := raw[1 : len(raw)-1]
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		if name, err = jsontext.AppendUnquote(nil, raw); err != nil {
-			return "", err
-		}
-	}
-	switch string(name) {
-	case "run_id":
-		return "run_id", nil
-	case "thread_id":
-		return "thread_id", nil
-	case "task_id":
-		return "task_id", nil
-	case "type":
-		return "type", nil
-	case "from":
-		return "from", nil
-	case "agent_id":
-		return "agent_id", nil
-	}
-	return "", nil
+	return fields{h.RunID, h.ThreadID, h.TaskID, h.From.AgentID, h.Type}
 }
