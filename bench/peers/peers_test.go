@@ -357,28 +357,32 @@ func benchWatermillRouter(b *testing.B) {
 // ---- durable append ----
 
 // BenchmarkAppend is the durable append of one ~1.1 KiB event per call
-// from 64 callers: boltstore with fsync before Append returns, JetStream
-// file storage with fsync on every write (sync_always) and with its
-// default (fsync every two minutes: an acknowledged message can be lost
-// with the machine).
+// from 64 callers, each side at two durability levels compared pairwise:
+// boltstore with fsync before Append returns against JetStream file
+// storage with fsync on every write (sync_always), and boltstore with
+// NoSync against JetStream's default (fsync every two minutes): in both of
+// those an acknowledged message can be lost with the machine.
 func BenchmarkAppend(b *testing.B) {
-	b.Run("clutch-boltstore-fsync", func(b *testing.B) {
-		s, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		ids := protocol.NewIDs(nil)
-		work := make([]*traffic, callers)
-		for g := range work {
-			work[g] = newTraffic(ids, g)
-		}
-		ctx := context.Background()
-		run(b, func(g int) error {
-			_, err := s.Append(ctx, work[g].next())
-			return err
+	for _, sync := range []bool{true, false} {
+		name := map[bool]string{true: "clutch-boltstore-fsync", false: "clutch-boltstore-nosync"}[sync]
+		b.Run(name, func(b *testing.B) {
+			s, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), &boltstore.Options{NoSync: !sync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ids := protocol.NewIDs(nil)
+			work := make([]*traffic, callers)
+			for g := range work {
+				work[g] = newTraffic(ids, g)
+			}
+			ctx := context.Background()
+			run(b, func(g int) error {
+				_, err := s.Append(ctx, work[g].next())
+				return err
+			})
 		})
-	})
+	}
 	for _, sync := range []bool{true, false} {
 		name := map[bool]string{true: "jetstream-sync-always", false: "jetstream-default-sync"}[sync]
 		b.Run(name, func(b *testing.B) {
@@ -400,7 +404,8 @@ func BenchmarkAppend(b *testing.B) {
 			})
 		})
 	}
-	ratios(b, "clutch-boltstore-fsync", "jetstream-sync-always", "jetstream-default-sync")
+	ratios(b, "clutch-boltstore-fsync", "jetstream-sync-always")
+	ratios(b, "clutch-boltstore-nosync", "jetstream-default-sync")
 }
 
 type jetStream struct {
@@ -445,30 +450,32 @@ func newJetStream(tb testing.TB, syncAlways bool) *jetStream {
 // ---- durable task round trip ----
 
 // BenchmarkDurableTask is the durable task round trip from 64 callers.
-// Clutch: the router on boltstore, fsync on; the request, the routing
-// decision, the accept and the result are stored (and fsynced) and both
-// payloads validated. JetStream: the caller publishes the request to a
+// Clutch: the router on boltstore, with fsync and with NoSync; the
+// request, the routing decision, the accept and the result are stored
+// and both payloads validated. Each is compared with JetStream at the same
+// durability. JetStream: the caller publishes the request to a
 // stream and waits for the result; a worker consumes the requests and
 // publishes each result to the stream; both messages are stored, with
 // sync_always and with the default sync.
 func BenchmarkDurableTask(b *testing.B) {
-	b.Run("clutch-boltstore-fsync", func(b *testing.B) {
-		st, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		clutchRoundTrip(b, st)
-	})
+	for _, sync := range []bool{true, false} {
+		name := map[bool]string{true: "clutch-boltstore-fsync", false: "clutch-boltstore-nosync"}[sync]
+		b.Run(name, func(b *testing.B) {
+			st, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), &boltstore.Options{NoSync: !sync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			clutchRoundTrip(b, st)
+		})
+	}
 	for _, sync := range []bool{true, false} {
 		name := map[bool]string{true: "jetstream-sync-always", false: "jetstream-default-sync"}[sync]
 		b.Run(name, func(b *testing.B) { benchJetStreamTask(b, sync) })
 	}
-	ratios(b, "clutch-boltstore-fsync", "jetstream-sync-always", "jetstream-default-sync")
-	// The durable round trip against the in-memory request/reply of
-	// BenchmarkRoundTrip, when that ran too: what storing and fsyncing
-	// every step costs against a peer that stores nothing.
-	addRatio(ratio{"durable task round trip against in-memory request/reply",
-		b.Name() + "/clutch-boltstore-fsync", "BenchmarkRoundTrip/watermill-requestreply"})
+	// Each side at the same durability: fsync before the answer against
+	// sync_always; no fsync against JetStream's default.
+	ratios(b, "clutch-boltstore-fsync", "jetstream-sync-always")
+	ratios(b, "clutch-boltstore-nosync", "jetstream-default-sync")
 }
 
 const taskHeader = "Clutch-Task"
