@@ -1,0 +1,153 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/clutchprotocol/clutch/store"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// BackupInfo describes a backup Backup or BackupFile wrote.
+type BackupInfo struct {
+	// LastSeq is the seq of the last event the backup holds: every event
+	// up to it, and none after. 0 for a store without events.
+	LastSeq uint64
+	// Bytes is the size of the backup.
+	Bytes int64
+	// Time is when the backup's read transaction began, by the store's
+	// clock (Options.Clock): every append acknowledged before it is in
+	// the backup.
+	Time time.Time
+	// Duration is how long the copy took.
+	Duration time.Duration
+}
+
+// Backup writes a consistent copy of the store's file to w while the store
+// keeps working: bbolt's copy of one read transaction (Tx.WriteTo), so
+// appends go on committing meanwhile and the copy holds exactly the events
+// committed when it began — every append acknowledged before the call, up
+// to BackupInfo.LastSeq. The copy is a store file that Open opens as it
+// would the original after a crash (the index entries still in memory are
+// rebuilt from the events after the file's watermark; nothing is repaired)
+// and that passes Check. It works on a store opened read-only as well.
+// ctx cancels the copy (w is then left with part of a file). A store that
+// met damage (ErrCorrupt) refuses with that error: a copy of known damage
+// is no backup.
+func (s *Store) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return BackupInfo{}, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return BackupInfo{}, err
+	}
+	if err := s.brokenErr(); err != nil {
+		return BackupInfo{}, err
+	}
+	var info BackupInfo
+	err := s.guard("backup", func() error {
+		info.Time = s.Now()
+		start := time.Now()
+		tx, err := s.db.Begin(false)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if k, _ := tx.Bucket(bucketEvents).Cursor().Last(); k != nil {
+			if info.LastSeq, err = parseSeqKey(k); err != nil {
+				return err
+			}
+		}
+		info.Bytes, err = tx.WriteTo(&ctxWriter{ctx: ctx, w: w})
+		info.Duration = time.Since(start)
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return err
+	})
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return BackupInfo{}, store.ErrClosed
+	}
+	if err != nil {
+		return BackupInfo{}, err
+	}
+	return info, nil
+}
+
+// BackupFile writes a backup (see Backup) to the file at path, mode 0600:
+// to a new file beside it first, synced, then renamed over path, so path
+// holds either the previous file or the whole new backup, never a part.
+// The store's own file is refused as path.
+func (s *Store) BackupFile(ctx context.Context, path string) (info BackupInfo, err error) {
+	if same, _ := sameFile(path, s.path); same {
+		return BackupInfo{}, invalidOption("the backup's path is the store's own file: " + path)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".backup-*")
+	if err != nil {
+		return BackupInfo{}, err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(0o600); err != nil {
+		return BackupInfo{}, err
+	}
+	if info, err = s.Backup(ctx, f); err != nil {
+		return BackupInfo{}, err
+	}
+	if err = f.Sync(); err != nil {
+		return BackupInfo{}, err
+	}
+	if err = f.Close(); err != nil {
+		return BackupInfo{}, err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return BackupInfo{}, err
+	}
+	syncDir(dir) // the rename survives a power loss; a failure here is not the backup's
+	return info, nil
+}
+
+// sameFile reports whether a and b name the same existing file.
+func sameFile(a, b string) (bool, error) {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fa, fb), nil
+}
+
+// syncDir fsyncs a directory, so that a rename in it is durable.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// ctxWriter stops a copy when ctx is done: bbolt's copy writes in pieces
+// of 32 KiB, each checked.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c *ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
