@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/clutchprotocol/clutch/protocol"
@@ -56,4 +59,24 @@ func Example_export() {
 	run([]string{"export", "--db", db, "--type", "task.result", "--format", "cloudevents"}, os.Stdout, os.Stderr)
 	// Output:
 	// {"specversion":"1.0","id":"msg_2","source":"/runs/run_1","type":"io.github.clutchprotocol.task.result","subject":"task_1","time":"2026-11-26T08:00:01.000Z","datacontenttype":"application/json","clutchseq":2,"data":{"v":"clutch/0.1","id":"msg_2","ts":"2026-11-26T08:00:01.000Z","thread_id":"thr_1","run_id":"run_1","task_id":"task_1","from":{"agent_id":"agent:ken"},"to":[],"type":"task.result","payload":{"answer":"large"},"attempt":1}}
+}
+
+// clutch backup copies a store file; clutch restore checks a backup and
+// puts it in place.
+func Example_backupRestore() {
+	dir, _ := os.MkdirTemp("", "clutch")
+	defer os.RemoveAll(dir)
+	db := exampleFile(dir)
+	bak := filepath.Join(dir, "backup.db")
+	restored := filepath.Join(dir, "restored.db")
+
+	run([]string{"backup", "--db", db, "--out", bak}, io.Discard, os.Stderr)
+	var out strings.Builder
+	run([]string{"restore", "--from", bak, "--db", restored}, &out, os.Stderr)
+	fmt.Print(strings.ReplaceAll(out.String(), dir, "DIR"))
+	run([]string{"tail", "--db", restored}, os.Stdout, os.Stderr)
+	// Output:
+	// restored: DIR/restored.db from DIR/backup.db, events up to seq 2
+	// 1      08:00:00.000  task.request     agent:ui               task_1 research.query.v1 → agent:ken
+	// 2      08:00:00.000  task.result      agent:ken              task_1 {"answer":"large"}
 }
