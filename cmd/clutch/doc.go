@@ -11,6 +11,8 @@
 //	clutch verify  --keys KEYFILE [filters] [--require-signed] [--json]
 //	clutch stats   [filters] [--system] [--json]
 //	clutch check   [--json]
+//	clutch backup  [--db FILE] --out BACKUP [--json]
+//	clutch restore --from BACKUP [--db FILE] [--force]
 //	clutch rules   list|drafts|show|approve|reject|import|export [ARG] [--author A] [--reason R] [--json]
 //	clutch waiting [--mine] [--json] --url URL
 //	clutch answer  QUESTION_ID VALUE | --approve | --reject REASON | --edit JSON  --url URL
@@ -193,6 +195,25 @@
 // id); the page-level check needs the file. import writes a file and has
 // no gateway mode: the API stamps the caller as the sender, so the stored
 // bytes, and their signatures, could not be kept.
+//
+// # Backup and restore
+//
+// clutch backup --db FILE --out BACKUP writes a consistent copy of a store
+// file (boltstore's Store.BackupFile: one read transaction copied by
+// bbolt, to a new file beside BACKUP, synced, renamed in place, mode
+// 0600). It opens the file read-only, so other readers may share it, but a
+// process that has the file open for writing (clutch serve, a host) holds
+// it exclusively: the command fails after --lock-timeout, and that process
+// backs its store up itself, calling BackupFile on a timer, while it keeps
+// appending. There is no backup through a gateway.
+//
+// clutch restore --from BACKUP --db FILE copies the backup beside FILE,
+// checks the copy as clutch check does (the store's Check) and only then
+// renames it over FILE (mode 0600); a backup that fails the check is
+// refused, naming the damage, and nothing changes. An existing FILE is
+// refused unless --force, and never replaced while a process has it open
+// for writing. The restored store holds every event up to the backup's
+// last seq, and appends and follows on from there.
 //
 // # Contexts
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -243,4 +244,44 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 	w.writes++
 	w.cancel()
 	return len(p), nil
+}
+
+// Back a store up while it is open, and open the backup: it holds the
+// events appended before the backup began.
+func ExampleStore_BackupFile() {
+	dir, err := os.MkdirTemp("", "clutch")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	s, err := boltstore.Open(filepath.Join(dir, "events.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	ids := protocol.NewIDs(nil)
+	m := ids.NewMessage(protocol.TypeTaskRequest, "agent:orchestrator")
+	if _, err := s.Append(ctx, m); err != nil {
+		panic(err)
+	}
+
+	info, err := s.BackupFile(ctx, filepath.Join(dir, "backup.db"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("backup up to seq", info.LastSeq)
+
+	b, err := boltstore.Open(filepath.Join(dir, "backup.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	fmt.Println("check:", b.Check(ctx))
+	ev, _ := b.Get(ctx, m.ID)
+	fmt.Println("event", ev.Seq, "is in the backup")
+	// Output:
+	// backup up to seq 1
+	// check: <nil>
+	// event 1 is in the backup
 }

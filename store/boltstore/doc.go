@@ -124,6 +124,30 @@
 // no append can happen while the file is held: to watch a live store, ask
 // the process that writes it (its gateway).
 //
+// # Backup
+//
+// [Store.Backup] writes a consistent copy of the file to an io.Writer, and
+// [Store.BackupFile] to a file (beside it first, synced, then renamed in
+// place, mode 0600): a host calls it on a timer, while its store works.
+// The copy is bbolt's copy of one read transaction (Tx.WriteTo): appends
+// go on committing meanwhile, and the copy holds every event committed
+// when it began — every append acknowledged before the call — and none
+// after; [BackupInfo] says up to which seq, its size, when it began and
+// how long it took. Index entries and summaries still in memory are not in
+// the copy: Open rebuilds them from the events after the file's watermark,
+// as after a crash, so the copy opens with no repair step, passes Check,
+// and appends and follows on from its last seq. A store opened read-only
+// can be backed up too (the clutch CLI's backup does that); a store that
+// met damage refuses with its ErrCorrupt. To restore, put a backup that
+// passes Check in place of the file while no process has it open (clutch
+// restore does both).
+//
+// A backup keeps a read transaction open for the whole copy. bbolt cannot
+// grow its memory map while one is open, so a commit that needs a larger
+// map (the file doubling, up to 1 GiB, then growing by 1 GiB) waits until
+// the copy ends, and appends meanwhile take that long; and the copy's own
+// write and fsync compete with the store's for the disk.
+//
 // # Caveats
 //
 // Events and artifacts are never deleted, so the dedup window is forever

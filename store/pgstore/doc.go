@@ -93,6 +93,23 @@
 // A call whose context ends returns ctx.Err(); a statement in flight is
 // abandoned with its connection.
 //
+// # Backup and restore
+//
+// PostgreSQL's own tools back the store up; pgstore adds none. pg_dump
+// --schema=clutch (the Options.Schema) is a logical, consistent copy of
+// the store: it reads every table in one snapshot, so the head and the
+// events agree, and it holds every event committed before the dump began
+// while appends go on; pg_restore of it into an empty database (or a
+// dropped schema) gives a store that Open takes as it is (migrating an
+// older schema version as usual) and that appends and follows from the
+// dump's last seq. pg_basebackup is a physical copy of the whole cluster
+// while it runs; with WAL archiving it gives point-in-time recovery, to any
+// moment after the base backup, at the cost of archiving every WAL
+// segment. Either way the restored store's next seq follows its last event
+// (the head table travels with the events). Restoring an older copy under
+// processes that kept running makes their followers wait for seqs they
+// have already seen: restart them after a restore.
+//
 // # Caveats
 //
 // It needs PostgreSQL 12 or newer.
