@@ -81,7 +81,7 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 // BackupFile writes a backup (see Backup) to the file at path, mode 0600:
 // to a new file beside it first, synced, then renamed over path, so path
 // holds either the previous file or the whole new backup, never a part.
-// The store's own file is refused as path.
+// The store's own file as path is refused with ErrInvalidOptions.
 func (s *Store) BackupFile(ctx context.Context, path string) (info BackupInfo, err error) {
 	if same, _ := sameFile(path, s.path); same {
 		return BackupInfo{}, invalidOption("the backup's path is the store's own file: " + path)
