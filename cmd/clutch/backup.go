@@ -77,8 +77,10 @@ is refused and nothing is changed.
 
 An existing --db is refused unless --force; with --force it is replaced,
 unless a process has it open for writing (then the command fails after
---lock-timeout: stop that process first). Restoring over a damaged file
-is what --force is for.`,
+--lock-timeout: stop that process first). That check and the rename are
+two steps: a process that opens --db between them keeps the replaced file
+open, so stop the processes that use --db before restoring. Restoring
+over a damaged file is what --force is for.`,
 		examples: `  clutch restore --from clutch-2026-11-28.db --db clutch.db
   clutch restore --from /backups/clutch.db --db clutch.db --force`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {

@@ -185,8 +185,8 @@ The read commands (runs, tail, tree, replay, export, stats, verify, check,
 agents, get) read either a store file (--db), opened read-only so that
 several readers may share it, or a running gateway (--url with --key) when a
 process holds the file. submit, cancel, retry, waiting and answer act through
-a gateway; serve and import write a file; rules approve, reject and import
-write the file, or go through the gateway.
+a gateway; serve, import and restore write a file, and backup copies one;
+rules approve, reject and import write the file, or go through the gateway.
 
 Exit codes: 0 ok (an empty result too), 1 failure (said on stderr), 2 usage,
 3 not found (a run, thread, task or other id named on the command line does
