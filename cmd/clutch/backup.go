@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/atomicfile"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
 
@@ -136,21 +136,11 @@ func restore(ctx context.Context, from, db string, force bool, lockTimeout time.
 			return 0, fmt.Errorf("%w\n(stop the process that has it open for writing, then restore)", err)
 		}
 	}
-	dir := filepath.Dir(db)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(db)+".restore-*")
+	tmp, err := atomicfile.Create(db, 0o600)
 	if err != nil {
 		return 0, err
 	}
-	name := tmp.Name()
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if err = tmp.Chmod(0o600); err != nil {
-		return 0, err
-	}
+	defer tmp.Abort() // path is left as it was unless committed
 	src, err := os.Open(from)
 	if err != nil {
 		return 0, err
@@ -160,12 +150,10 @@ func restore(ctx context.Context, from, db string, force bool, lockTimeout time.
 	if err != nil {
 		return 0, err
 	}
-	if err = tmp.Sync(); err != nil {
+	if err = tmp.Finish(); err != nil {
 		return 0, err
 	}
-	if err = tmp.Close(); err != nil {
-		return 0, err
-	}
+	name := tmp.Name()
 	if last, err = checkBackup(ctx, name); err != nil {
 		// The check ran on the copy: its errors name the backup.
 		return 0, &refusedError{
@@ -173,12 +161,8 @@ func restore(ctx context.Context, from, db string, force bool, lockTimeout time.
 			err: err,
 		}
 	}
-	if err = os.Rename(name, db); err != nil {
+	if err = tmp.Commit(); err != nil {
 		return 0, err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // the rename survives a power loss
-		d.Close()
 	}
 	return last, nil
 }

@@ -120,7 +120,7 @@ func TestRestoreRefusesCorruptBackup(t *testing.T) {
 		if code != exitFailure || !strings.Contains(errs, "backup "+from+" is not a sound store, nothing was restored: boltstore: ") {
 			t.Fatalf("restore of %s: %d %s", filepath.Base(from), code, errs)
 		}
-		if strings.Contains(errs, ".restore-") {
+		if strings.Contains(errs, ".tmp-") {
 			t.Fatalf("the refusal names the temporary copy: %s", errs)
 		}
 		if after, _ := os.ReadFile(db); !bytes.Equal(after, keep) {

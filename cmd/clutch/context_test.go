@@ -187,7 +187,7 @@ func TestContextCommands(t *testing.T) {
 	if c, _ := loadConfig(path); c.Contexts["prod"] != (contextEntry{URL: "http://127.0.0.1:9"}) {
 		t.Fatalf("--force replaces: %+v", c.Contexts["prod"])
 	}
-	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.tmp")); len(matches) != 0 {
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp-*")); len(matches) != 0 {
 		t.Fatalf("temporary files left: %v", matches)
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/atomicfile"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/progress"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -255,7 +255,7 @@ func (t *target) keep(noSync bool) error {
 		err = os.Remove(t.tmp)
 	}
 	if err == nil {
-		syncDir(filepath.Dir(t.db))
+		atomicfile.SyncDir(filepath.Dir(t.db))
 	}
 	return err
 }
@@ -470,38 +470,17 @@ func create(e *env, path string) (io.Writer, func(ok bool) error, error) {
 		}
 		return f, func(bool) error { return f.Close() }, nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := atomicfile.Create(path, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
 	return f, func(ok bool) error {
-		err := f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		if !ok {
+			f.Abort()
+			return nil
 		}
-		if ok && err == nil {
-			err = os.Rename(f.Name(), path)
-		}
-		if !ok || err != nil {
-			os.Remove(f.Name())
-		}
-		if ok && err == nil {
-			syncDir(filepath.Dir(path))
-		}
-		return err
+		return f.Commit()
 	}, nil
-}
-
-// syncDir makes a rename in dir durable where the system allows it (not
-// on Windows, where a directory cannot be opened for syncing).
-func syncDir(dir string) {
-	if runtime.GOOS == "windows" {
-		return
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // export writes the events of q to out in format fm and returns how many.

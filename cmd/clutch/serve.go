@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/auth"
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/atomicfile"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/demo"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/keyfile"
 	"github.com/clutchprotocol/clutch/gateway"
@@ -295,25 +295,15 @@ type keysFileEntry struct {
 // writeNew writes data to a new file at path, mode 0600, whole or not at
 // all; a file already at path is an error (fs.ErrExist), never replaced.
 func writeNew(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := atomicfile.Create(path, 0o600)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Link(f.Name(), path)
-	}
-	if err == nil {
-		syncDir(filepath.Dir(path))
-	}
-	return err
+	return f.CommitNew()
 }
 
 type serveConfig struct {
