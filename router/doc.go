@@ -67,6 +67,15 @@
 // as call_id, and refuses a call id that is not a string of 1 to 256
 // bytes. The MCP client (package adapters/mcp) follows the same rule.
 //
+// Code that sees a call's start and its end at two moments, such as an
+// agent framework's callbacks, uses Task.StartTool: it stores the
+// tool.call and returns a ToolCall whose Done or Fail stores the one
+// outcome under the same id. Task.RecordModelCall stores a call of a
+// language model as one x.clutch.model_call event with its usage
+// (docs/protocol.md §2.3.2). TaskFrom finds the running Task in any
+// context derived from the one its handler was given, so callbacks and a
+// framework's tools record events of the right task and delegate from it.
+//
 // # Middleware
 //
 // Options.Middleware wraps every handler registered with the router

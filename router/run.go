@@ -421,7 +421,7 @@ func (r *Router) call(ctx context.Context, h Handler, t *Task) (res *Result, err
 	if h == nil {
 		return nil, &protocol.ErrorPayload{Code: protocol.CodeNotFound, Message: "agent " + t.agent.ID() + " has no handler"}
 	}
-	return h(ctx, t)
+	return h(context.WithValue(ctx, taskKey{}, t), t)
 }
 
 // wireError is the wire error of a handler's error. An error that wraps

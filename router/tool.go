@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -50,7 +51,7 @@ func CallTool[T any](ctx context.Context, t *Task, tool, name string, args any, 
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	call, err := t.startTool(ctx, tool, name, args)
+	call, err := t.StartTool(ctx, tool, name, args)
 	if err != nil {
 		return zero, err
 	}
@@ -58,26 +59,28 @@ func CallTool[T any](ctx context.Context, t *Task, tool, name string, args any, 
 	rctx := context.WithoutCancel(ctx)
 	defer func() {
 		if p := recover(); p != nil {
-			call.fail(rctx, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: fmt.Sprintf("the tool panicked: %v", p), Retryable: protocol.CodeInternal.Retryable()})
+			call.failPayload(rctx, &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: fmt.Sprintf("the tool panicked: %v", p), Retryable: protocol.CodeInternal.Retryable()})
 			panic(p)
 		}
 	}()
 	out, err := fn(ctx)
 	if err != nil {
-		ep := protocol.NewErrorPayload(err)
-		call.fail(rctx, &ep)
+		call.Fail(rctx, err)
 		return out, err
 	}
-	if rerr := call.done(rctx, out); rerr != nil {
+	if rerr := call.Done(rctx, out); rerr != nil {
 		return out, fmt.Errorf("router: recording the tool.result: %w", rerr)
 	}
 	return out, nil
 }
 
-// toolCall is a call CallTool recorded, waiting for its outcome.
-type toolCall struct {
+// ToolCall is a tool call whose tool.call is stored and whose outcome is
+// not yet: [Task.StartTool] returns it, and [ToolCall.Done] or
+// [ToolCall.Fail] records its outcome, once.
+type ToolCall struct {
 	t              *Task
 	id, tool, name string
+	ended          atomic.Bool
 }
 
 // The payloads CallTool writes (docs/protocol.md §2.3, §2.3.1).
@@ -96,8 +99,21 @@ type (
 	}
 )
 
-// startTool stores the tool.call, whose call id is its own event id.
-func (t *Task) startTool(ctx context.Context, tool, name string, args any) (*toolCall, error) {
+// StartTool records a tool.call of the task's agent (docs/protocol.md
+// §2.3) and returns the call, whose outcome the caller records with
+// [ToolCall.Done] or [ToolCall.Fail] under the same call id. It is for
+// code that learns of a call's start and its end at two moments — the
+// callbacks of an agent framework; code that runs the tool itself uses
+// [CallTool], which records both. tool, name and args are as CallTool's.
+// Nothing is stored when ctx has ended or the task has ended
+// (ErrTaskEnded).
+func (t *Task) StartTool(ctx context.Context, tool, name string, args any) (*ToolCall, error) {
+	if t == nil || name == "" {
+		return nil, wrap(ErrInvalidRequest, "StartTool needs a task and a tool name", nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	m, err := t.newEvent(protocol.TypeToolCall, "")
 	if err != nil {
 		return nil, err
@@ -108,24 +124,48 @@ func (t *Task) startTool(ctx context.Context, tool, name string, args any) (*too
 	if err := t.store(ctx, m); err != nil {
 		return nil, err
 	}
-	return &toolCall{t: t, id: m.ID, tool: tool, name: name}, nil
+	return &ToolCall{t: t, id: m.ID, tool: tool, name: name}, nil
 }
 
-// done stores the call's tool.result; when the store refuses it, a
-// tool.error with the store's error takes its place.
-func (c *toolCall) done(ctx context.Context, content any) error {
+// ID returns the call id: the id of the call's tool.call event.
+func (c *ToolCall) ID() string { return c.id }
+
+// Done records the call's tool.result {call_id, tool, name, content}.
+// When the store refuses it (too large, say), a tool.error with the
+// store's error takes its place and that error is returned; ErrTaskEnded
+// when the task ended meanwhile. A call has one outcome: Done or Fail
+// after the first gives ErrInvalidRequest and stores nothing.
+func (c *ToolCall) Done(ctx context.Context, content any) error {
+	if !c.ended.CompareAndSwap(false, true) {
+		return wrap(ErrInvalidRequest, "tool call "+c.id+" has its outcome already", nil)
+	}
 	err := c.record(ctx, protocol.TypeToolResult, toolResultPayload{CallID: c.id, Tool: c.tool, Name: c.name, Content: content})
 	if err != nil && !errors.Is(err, ErrTaskEnded) {
 		ep := protocol.NewErrorPayload(err)
-		c.fail(ctx, &ep)
+		c.store(ctx, &ep)
 	}
 	return err
 }
 
-// fail stores the call's tool.error: ep with the call named in its
-// details. A tool.error that cannot be stored is dropped: the caller
-// returns the tool's own error either way.
-func (c *toolCall) fail(ctx context.Context, ep *protocol.ErrorPayload) {
+// Fail records the call's tool.error: the wire error of err
+// (protocol.NewErrorPayload: a Fail keeps its code, retryability and
+// details; a context error is CANCELLED or TIMEOUT) with call_id, tool and
+// name in its details. A tool.error that cannot be stored is dropped, and
+// a call that has its outcome already records nothing: the caller returns
+// the tool's own error either way.
+func (c *ToolCall) Fail(ctx context.Context, err error) {
+	ep := protocol.NewErrorPayload(err)
+	c.failPayload(ctx, &ep)
+}
+
+func (c *ToolCall) failPayload(ctx context.Context, ep *protocol.ErrorPayload) {
+	if c.ended.CompareAndSwap(false, true) {
+		c.store(ctx, ep)
+	}
+}
+
+// store stores ep as the call's tool.error.
+func (c *ToolCall) store(ctx context.Context, ep *protocol.ErrorPayload) {
 	details := make(map[string]any, len(ep.Details)+3)
 	maps.Copy(details, ep.Details)
 	details["call_id"], details["name"] = c.id, c.name
@@ -137,7 +177,7 @@ func (c *toolCall) fail(ctx context.Context, ep *protocol.ErrorPayload) {
 	_ = c.record(ctx, protocol.TypeToolError, &p)
 }
 
-func (c *toolCall) record(ctx context.Context, typ protocol.Type, payload any) error {
+func (c *ToolCall) record(ctx context.Context, typ protocol.Type, payload any) error {
 	m, err := c.t.newEvent(typ, "")
 	if err != nil {
 		return err
