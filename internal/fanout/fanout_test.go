@@ -29,6 +29,11 @@ func (s hubStore) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Eve
 	return s.hub.Follow(ctx, q)
 }
 
+// Unwrap gives the suite's listings memstore's own summaries: the hub
+// changes Follow only (without it every page of a listing projects the
+// whole log).
+func (s hubStore) Unwrap() store.Store { return s.Store }
+
 // The hub's Follow keeps store.Follow's contract, also when its readers
 // fall behind (a buffer of two events) or always do (one byte) and go
 // back to the store.
