@@ -54,8 +54,8 @@ func (e *InvalidMessageError) Is(target error) bool { return target == ErrInvali
 // TooLargeError reports a message or artifact over a size limit. It
 // matches ErrTooLarge and protocol.CodeTooLarge.
 type TooLargeError struct {
-	What  string // "message" or "artifact"
-	Index int    // position of the message in the Append call; -1 for an artifact
+	What  string // "message", "artifact" or "beat"
+	Index int    // position of the message in the Append call; -1 otherwise
 	Size  int    // its size in bytes
 	Limit int    // the limit in bytes
 }

@@ -42,6 +42,8 @@ type Store struct {
 
 	w writer // owned by the writer goroutine
 
+	pres presence // the last beat of each key (presence.go)
+
 	broken atomic.Pointer[brokenError] // the first corruption found; appends refused since
 }
 

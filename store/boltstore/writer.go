@@ -184,7 +184,7 @@ func (w *writer) run() {
 			w.startPlan()
 		}
 	}
-	w.closeErr = w.flush()
+	w.closeErr = errors.Join(w.flush(), w.closeBeats())
 }
 
 // gatherFor is how long a group may wait, from its first request, for
@@ -482,7 +482,15 @@ func (w *writer) end(err error) {
 		if err != nil || len(w.added) == 0 {
 			_ = w.guard("append", tx.Rollback)
 		} else {
-			err = w.guard("append", func() error { return s.commitIn(tx) })
+			err = w.guard("append", func() error {
+				beats, err := s.putBeats(tx) // presence.go: beats ride the commit
+				if err == nil {
+					if err = s.commitIn(tx); err == nil {
+						s.wroteBeats(beats)
+					}
+				}
+				return err
+			})
 		}
 	}
 	if err != nil {

@@ -52,6 +52,7 @@ type Store struct {
 	// seqs of the events that have it, ascending.
 	index     [driver.AgentIndex + 1]map[string][]uint64
 	artifacts map[[sha256.Size]byte]store.Artifact
+	beats     map[string]store.Beat // the last beat of each key (presence.go)
 }
 
 // record is a stored event: its time, the store's copy of its bytes, and
