@@ -91,10 +91,40 @@
 //	call        type                    payload
 //	Register    agent.register          the card; meta {"clutch_local": true} when Local
 //	            (nothing)               the same card and Local again, Local
-//	            agent.heartbeat         the same card and Local again, not Local
+//	            as Heartbeat            the same card and Local again, not Local
 //	Update      agent.update            the new card
-//	Heartbeat   agent.heartbeat         {"status": "ok"}
+//	Heartbeat   agent.heartbeat         {"status": "ok"} (see "Liveness as state" below)
 //	Remove      x.clutch.agent.remove   {"agent_id": "<id>"}
+//
+// # Liveness as state
+//
+// Over a store with [store.Presence] (every in-tree store) a heartbeat is
+// current state, not history (docs/protocol.md §2.4): Heartbeat, and
+// Register, Update and Admit of a heartbeat, record a beat of the key
+// "<RunID>/<agent id>" whose data is the registry clock's time, replacing
+// the agent's last beat; the log grows only with changes:
+//
+//	change                              events, in one append
+//	first beat, or a beat after a lapse x.clutch.agent.offline of the lapse (if any), then
+//	                                    agent.heartbeat, idempotency key "clutch.online/<id>/<last>"
+//	a lapse noticed by RecordOffline    x.clutch.agent.offline {"agent_id", "last_seen"},
+//	                                    idempotency key "clutch.offline/<id>/<last>"
+//
+// where <last> is the lapsed beat's time in unix nanoseconds, so every
+// process that notices one lapse makes the same keys and the store keeps
+// one of each. A beat within the TTL of the one before stores nothing. A
+// register or update is itself the change: it beats without an event.
+// Load (InFlight, SuccessRate) stays in memory and makes no events.
+// [Registry.RecordOffline] is the check that notices lapses; a Shared
+// registry's Follow runs it every Options.PollInterval, which also reads
+// the other processes' beats, so no event per beat needs following.
+//
+// Open replays the events, then raises each agent's last-seen time to its
+// last beat: a restart gives the same Online answers as the process
+// before it (the beats live as long as the store keeps them; see the
+// store's doc for what a crash may lose — one interval of liveness,
+// learned again at the next beat). Over a store without Presence every
+// heartbeat is an agent.heartbeat event, as in earlier versions.
 //
 // docs/protocol.md §2.4 defines register, heartbeat and update but no way for an
 // agent to leave, so the removal is an extension type in the x.clutch
@@ -111,7 +141,9 @@
 //     Local status; an update of an agent not registered at that point is
 //     ignored (Update refuses it, so only a foreign writer makes one);
 //   - agent.heartbeat refreshes the last-seen time, as register and update
-//     do; x.clutch.agent.remove forgets the agent;
+//     do; x.clutch.agent.offline changes nothing that Online reads (the
+//     lapse it records is over by time already); x.clutch.agent.remove
+//     forgets the agent;
 //   - other types in the run are ignored.
 //
 // Liveness counts from the event's ts, which the writing registry took
@@ -131,7 +163,7 @@
 //   - [ErrInvalidCard]: a card that breaks a protocol rule; the error also
 //     wraps the *protocol.Error, so errors.Is(err, protocol.CodeInvalidField)
 //     and protocol.CodeOf give the precise reason. Nothing is stored.
-//   - [ErrInvalidOptions]: from Open, for a negative HeartbeatTTL, a
+//   - [ErrInvalidOptions]: from Open, for a negative HeartbeatTTL or PollInterval, a
 //     SuccessWindow outside 0..64 or a RunID longer than
 //     protocol.MaxIDLength.
 //   - [ErrCorruptLog]: from Open, for a registry event that cannot be
@@ -151,12 +183,13 @@
 //
 // # Caveats
 //
-// Open reads the events of the registry's run, not the whole log. But
-// heartbeats are events too: N agents beating every T write N/T
-// events for as long as they run (100 agents every 10 s are 864,000
-// events a day), and every Open reads them all. Choose the interval and
-// the TTL with the log's growth in mind; Local agents need no heartbeats.
-// There is no snapshot or compaction yet.
+// Open reads the events of the registry's run, not the whole log, and the
+// beats. Over a store with Presence the run holds registrations and
+// changes only (100 agents beating every 10 s for a day, with ten
+// outages, are 120 events, not 864,000). Over a store without it
+// heartbeats are events: N agents beating every T write N/T events for as
+// long as they run, and every Open reads them all. Local agents need no
+// heartbeats.
 //
 // A message admitted from outside counts for liveness from the earlier of
 // its ts and the registry's clock, so a sender cannot stay online by

@@ -51,6 +51,10 @@ func newIDs(c *clock) *protocol.IDs {
 	return protocol.NewIDs(&protocol.IDOptions{Clock: c.Now, Entropy: rand.NewChaCha8([32]byte{7})})
 }
 
+// eventsOnly hides the store.Presence of the store it wraps: over it a
+// registry keeps liveness as events, as over a store without Presence.
+type eventsOnly struct{ store.Store }
+
 func newStore(t testing.TB) *memstore.Store {
 	t.Helper()
 	st, err := memstore.New(nil)

@@ -287,5 +287,18 @@ func (r *Registry) Admit(ctx context.Context, m *protocol.Message) error {
 		at = t
 	}
 	verify := func() error { return r.Verify(m) }
+	if m.Type == protocol.TypeAgentHeartbeat && r.pres != nil {
+		// A beat, as Heartbeat: checked under the writers' lock like a write.
+		r.wmu.Lock()
+		err := verify()
+		if _, ok := r.Get(m.From.AgentID); err == nil && !ok {
+			err = wrap(ErrNotFound, m.From.AgentID, nil)
+		}
+		r.wmu.Unlock()
+		if err != nil {
+			return err
+		}
+		return r.beat(ctx, m.From.AgentID, false)
+	}
 	return r.writeAt(ctx, m, card, m.Type != protocol.TypeAgentRegister, at, verify)
 }

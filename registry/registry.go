@@ -58,6 +58,11 @@ type Options struct {
 	// Signatures says which messages from outside must be signed;
 	// DefaultSignaturePolicy when nil.
 	Signatures *SignaturePolicy
+	// PollInterval is how often a Shared registry's Follow, over a store
+	// with store.Presence, reads the beats of the other processes and
+	// stores the offline events of the lapses it finds; a quarter of
+	// HeartbeatTTL when 0.
+	PollInterval time.Duration
 	// Shared says that several processes share the store, each with its
 	// own registry kept current by [Registry.Follow]: an agent registered
 	// Local by a process is, for every other registry (and for this one
@@ -76,8 +81,14 @@ func (o *Options) setDefaults(st store.Store) error {
 	if len(o.RunID) > protocol.MaxIDLength {
 		return wrap(ErrInvalidOptions, "RunID is longer than protocol.MaxIDLength", nil)
 	}
+	if o.PollInterval < 0 {
+		return wrap(ErrInvalidOptions, "PollInterval must not be negative", nil)
+	}
 	if o.HeartbeatTTL == 0 {
 		o.HeartbeatTTL = DefaultHeartbeatTTL
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = o.HeartbeatTTL / 4
 	}
 	if o.SuccessWindow == 0 {
 		o.SuccessWindow = DefaultSuccessWindow
@@ -120,6 +131,7 @@ func (o *Options) setDefaults(st store.Store) error {
 // event-sourced from a store. It is safe for concurrent use.
 type Registry struct {
 	st   store.Store
+	pres store.Presence // st's, nil without: heartbeats are events then (presence.go)
 	opts Options
 
 	wmu sync.Mutex // serialises writers, so store order = apply order
@@ -183,6 +195,7 @@ type Agent struct {
 	gone     bool
 	caps     []string     // the card's capability ids, each once
 	lastSeen atomic.Int64 // unix nanoseconds; 0 for never
+	offline  atomic.Int64 // the lastSeen the last offline event covers (presence.go)
 	st       *stats
 }
 
@@ -259,7 +272,7 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 		return nil, err
 	}
 	r := &Registry{
-		st: st, opts: o,
+		st: st, pres: store.PresenceOf(st), opts: o,
 		agents: map[string]*Agent{}, stats: map[string]*stats{},
 		keys: map[string]*keyring{}, conf: map[string]map[string]ed25519.PublicKey{},
 	}
@@ -289,6 +302,11 @@ func Open(ctx context.Context, st store.Store, opts *Options) (*Registry, error)
 			return nil, &CorruptEventError{Seq: ev.Seq, Err: err}
 		}
 		r.synced = ev.Seq
+	}
+	if r.pres != nil {
+		if err := r.refresh(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -324,18 +342,32 @@ func (r *Registry) Register(ctx context.Context, card *protocol.AgentCard, opts 
 	}
 	at := eventTime(m, r.opts.IDs.Now())
 	r.wmu.Lock()
-	defer r.wmu.Unlock()
 	if a, ok := r.Get(dec.AgentID); ok && a.regLocal == local && sameCard(a.card, m.Payload) {
 		if local {
-			return r.apply(m, dec, at, false) // online again here; the log says the rest already
+			err := r.apply(m, dec, at, false) // online again here; the log says the rest already
+			r.wmu.Unlock()
+			if err == nil && r.pres != nil {
+				err = r.beat(ctx, dec.AgentID, true)
+			}
+			return err
 		}
+		if r.pres != nil {
+			r.wmu.Unlock()
+			return r.beat(ctx, dec.AgentID, false) // alive: a heartbeat
+		}
+		defer r.wmu.Unlock()
 		hb, err := r.event(protocol.TypeAgentHeartbeat, dec.AgentID, map[string]string{"status": "ok"})
 		if err != nil {
 			return wrap(ErrInvalidCard, "", err)
 		}
 		return r.writeLocked(ctx, hb, nil, true, eventTime(hb, at), nil)
 	}
-	return r.writeLocked(ctx, m, dec, false, at, nil)
+	err = r.writeLocked(ctx, m, dec, false, at, nil)
+	r.wmu.Unlock()
+	if err == nil && r.pres != nil {
+		err = r.beat(ctx, dec.AgentID, true) // its first sign of life, for the others
+	}
+	return err
 }
 
 // sameCard reports whether held and the encoded card payload have equal
@@ -358,7 +390,11 @@ func (r *Registry) Update(ctx context.Context, card *protocol.AgentCard) error {
 	if err != nil {
 		return err
 	}
-	return r.write(ctx, m, dec, true)
+	err = r.write(ctx, m, dec, true)
+	if err == nil && r.pres != nil {
+		err = r.beat(ctx, dec.AgentID, true)
+	}
+	return err
 }
 
 // Remove records an x.clutch.agent.remove event and forgets the agent.
@@ -372,9 +408,18 @@ func (r *Registry) Remove(ctx context.Context, agentID string) error {
 	return r.write(ctx, m, nil, true)
 }
 
-// Heartbeat records an agent.heartbeat event: the agent stays online for
-// another HeartbeatTTL.
+// Heartbeat keeps the agent online for another HeartbeatTTL. Over a store
+// with [store.Presence] it is a beat, not an event: only a change is
+// stored (the agent coming online, after the offline event of its lapse;
+// see "Events" in the package doc). Over any other store it appends an
+// agent.heartbeat event.
 func (r *Registry) Heartbeat(ctx context.Context, agentID string) error {
+	if r.pres != nil {
+		if _, ok := r.Get(agentID); !ok {
+			return wrap(ErrNotFound, agentID, nil)
+		}
+		return r.beat(ctx, agentID, false)
+	}
 	m, err := r.event(protocol.TypeAgentHeartbeat, agentID, map[string]string{"status": "ok"})
 	if err != nil {
 		return wrap(ErrNotFound, agentID, nil)
@@ -545,8 +590,14 @@ func (r *Registry) apply(m *protocol.Message, card *protocol.AgentCard, at time.
 		r.mu.Unlock()
 	case protocol.TypeAgentHeartbeat:
 		if a, ok := r.Get(id); ok && !a.gone {
-			a.lastSeen.Store(at.UnixNano())
+			if r.pres != nil {
+				storeMax(&a.lastSeen, at.UnixNano()) // a beat may be newer
+			} else {
+				a.lastSeen.Store(at.UnixNano())
+			}
 		}
+	case TypeOffline:
+		r.applyOffline(m)
 	default:
 		// Other events in the registry's run are not the registry's.
 	}

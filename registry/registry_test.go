@@ -13,9 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// TestCallsAppendTheirEvent: over a store without store.Presence every
+// call is an event, heartbeats included (TestCallsWithPresence has the
+// store with it).
 func TestCallsAppendTheirEvent(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := eventsOnly{newStore(t)}
 	c := newClock()
 	r := open(t, st, c, nil)
 

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/clutchprotocol/clutch/store"
 )
@@ -26,6 +27,15 @@ func (r *Registry) Follow(ctx context.Context, onChange func(agentID string)) er
 	r.wmu.Lock()
 	from := r.synced
 	r.wmu.Unlock()
+	if r.pres != nil {
+		ctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.poll(ctx)
+		}()
+		defer func() { stop(); <-done }()
+	}
 	for ev, err := range r.st.Follow(ctx, store.Query{RunID: r.opts.RunID, AfterSeq: from}) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -42,6 +52,24 @@ func (r *Registry) Follow(ctx context.Context, onChange func(agentID string)) er
 		}
 	}
 	return nil
+}
+
+// poll reads the beats of every process and stores the offline events
+// of the lapses it sees (RecordOffline), every PollInterval, until ctx
+// ends.
+func (r *Registry) poll(ctx context.Context) {
+	t := time.NewTicker(r.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// A failure is the store's: Follow reports it, and the next tick
+		// tries again.
+		_, _ = r.RecordOffline(ctx)
+	}
 }
 
 // applyFollowed applies one followed event unless this registry wrote it.

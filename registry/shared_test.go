@@ -44,8 +44,11 @@ func await(t *testing.T, ch <-chan string, id string) {
 // other while it heartbeats, and goes offline after the TTL when its
 // process stops; a removal reaches the other; own writes are not applied
 // twice (the Local agent stays Local where it was registered).
+//
+// The store has no store.Presence, so heartbeats are events;
+// TestSharedBeats has the store with it.
 func TestSharedRegistriesFollowEachOther(t *testing.T) {
-	st := newStore(t)
+	st := eventsOnly{newStore(t)}
 	c := newClock()
 	opts := &registry.Options{Shared: true, HeartbeatTTL: 10 * time.Second}
 	a := open(t, st, c, opts)
