@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clutchprotocol/clutch/internal/coded"
@@ -25,9 +27,10 @@ const (
 	// it). The last one in the log names the owner. Payload {"node",
 	// "depth", "chain", "sub", "from"}.
 	TypeOwner protocol.Type = "x.clutch.task.owner"
-	// TypeNodeHeartbeat says that a node is alive: each node stores one
-	// every Options.HeartbeatInterval, run_id NodesRunID, payload
-	// {"node"}. A node none of whose heartbeats arrived for the
+	// TypeNodeHeartbeat says that a node is alive: over a store without
+	// store.Presence each node stores one every Options.HeartbeatInterval,
+	// run_id NodesRunID, payload {"node"} (over one with it, the node
+	// beats instead). A node none of whose heartbeats arrived for the
 	// registry's HeartbeatTTL is dead, and its tasks are adopted.
 	TypeNodeHeartbeat protocol.Type = "x.clutch.node.heartbeat"
 	// NodesRunID is the run_id (and, with thr_ and task_ prefixes, the
@@ -60,13 +63,53 @@ func (n *Node) ownerEvent(req *protocol.Message, p ownerPayload) *protocol.Messa
 	return m
 }
 
-// nodeHeartbeat stores the heartbeat of this node.
+// nodeHeartbeat records the heartbeat of this node: a beat of the key
+// "<NodesRunID>/<node>" over a store with store.Presence, whose data is a
+// count (so that each beat differs from the one before whatever the
+// store's clock), an event otherwise.
 func (n *Node) nodeHeartbeat() error {
+	if n.pres != nil {
+		n.nbeat++
+		_, _, err := n.pres.Beat(n.ctx, NodesRunID+"/"+n.id, strconv.AppendUint(nil, n.nbeat, 10))
+		return err
+	}
 	m := n.ids.NewMessage(TypeNodeHeartbeat, n.ro.AgentID)
 	m.RunID, m.ThreadID, m.TaskID = NodesRunID, "thr_clutch_nodes", "task_clutch_nodes"
 	setPayload(m, ownerPayload{Node: n.id})
 	_, err := n.st.Append(n.ctx, m)
 	return err
+}
+
+// pollNodes reads the nodes' beats and counts a node alive from now when
+// its beat changed since the last poll (timed where they arrive, as the
+// events are). The poll at Join (baseline) only notes the beats there
+// are: they say nothing of life after the join.
+func (n *Node) pollNodes(ctx context.Context, baseline bool) {
+	if n.pres == nil {
+		return
+	}
+	prefix := NodesRunID + "/"
+	now := n.clock()
+	for b, err := range n.pres.Beats(ctx, prefix) {
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("team: reading the nodes' beats", "err", err)
+			}
+			return
+		}
+		node := strings.TrimPrefix(b.Key, prefix)
+		if node == n.id {
+			continue
+		}
+		v := b.Time.String() + "/" + string(b.Data)
+		n.mu.Lock()
+		old, known := n.beats[node]
+		n.beats[node] = v
+		if old != v && (known || !baseline) {
+			n.seen[node] = now
+		}
+		n.mu.Unlock()
+	}
 }
 
 // clock is the node's time for liveness: real time (heartbeats are
@@ -131,6 +174,7 @@ func (n *Node) watch() {
 			return
 		case <-t.C:
 		}
+		n.pollNodes(n.ctx, false)
 		now := n.clock()
 		var todo map[string]string
 		n.mu.Lock()
@@ -325,6 +369,7 @@ func (n *Node) redelivered(ctx context.Context, req *protocol.Message) (h *route
 	if err != nil {
 		return nil, false, err
 	}
+	n.pollNodes(ctx, false)
 	n.mu.Lock()
 	alive := l.owner == n.id || (l.owner != "" && n.aliveLocked(l.owner, n.clock()))
 	n.mu.Unlock()
@@ -433,6 +478,7 @@ func (n *Node) recoverTeam(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	n.pollNodes(ctx, false)
 	now := n.clock()
 	count := 0
 	for _, task := range order {

@@ -337,3 +337,19 @@ func TestAdoptRoutesQueuedTask(t *testing.T) {
 // a live process's agents stay online on a loaded machine (under -race),
 // short enough that a dead one is found soon.
 const adoptTTL = time.Second
+
+// Beat and Beats make the process's heartbeats beats (store.Presence)
+// when the store has them; once killed, its beats are lost too.
+func (s *mortal) Beat(ctx context.Context, key string, data []byte) (time.Time, store.Beat, error) {
+	if s.dead.Load() {
+		return time.Time{}, store.Beat{}, errDead
+	}
+	return store.PresenceOf(s.Store).Beat(ctx, key, data)
+}
+
+func (s *mortal) Beats(ctx context.Context, prefix string) iter.Seq2[store.Beat, error] {
+	if s.dead.Load() {
+		return func(yield func(store.Beat, error) bool) { yield(store.Beat{}, errDead) }
+	}
+	return store.PresenceOf(s.Store).Beats(ctx, prefix)
+}

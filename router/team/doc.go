@@ -76,9 +76,15 @@
 // the task still ends once.
 //
 // The tasks a dead process routed are adopted by the survivors. Each node
-// stores a TypeNodeHeartbeat every HeartbeatInterval (run_id NodesRunID);
-// a node none of whose heartbeats arrived for HeartbeatTTL is dead
-// (timed where they arrive: the processes' clocks need not agree). The
+// sends a heartbeat every HeartbeatInterval: over a store with
+// store.Presence (every in-tree store) a beat of the key
+// "<NodesRunID>/<node>", which the others read every CheckInterval (and
+// before Recover and a redelivery decide), and no event; over another
+// store a TypeNodeHeartbeat event (run_id NodesRunID). The agents'
+// heartbeats are beats too (package registry, "Liveness as state"). A
+// node none of whose heartbeats arrived for HeartbeatTTL is dead (timed
+// where they arrive, a beat when a poll finds it changed: the processes'
+// clocks need not agree). The
 // node a task is submitted to routes it, and says so with a TypeOwner
 // event stored together with the task.request (and again when Retry runs
 // the task in another process). Every CheckInterval each node looks at
@@ -155,9 +161,9 @@
 // of a dead node is offline by the time the node is found dead, but with
 // clocks that disagree across machines an adopter may still route to it
 // once (that attempt then ends with INTERRUPTED, retried under
-// RecoverRedispatch); the node heartbeats are events of the log (run
-// NodesRunID, one per node every HeartbeatInterval), listed with the
-// other runs. Node.Leave
+// RecoverRedispatch); over a store without store.Presence the node
+// heartbeats are events of the log (run NodesRunID, one per node every
+// HeartbeatInterval), listed with the other runs. Node.Leave
 // answers the attempts running here with INTERRUPTED and stops the
 // heartbeats; call it before Close. A process that Closes its router
 // ends the tasks it routes (INTERRUPTED) rather than leaving them to be

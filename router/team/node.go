@@ -85,6 +85,9 @@ type Node struct {
 	id     string               // this node in owner events and node heartbeats (adopt.go)
 	joined time.Time            // when Join returned: nodes not heard from since count as alive from it
 	seen   map[string]time.Time // node id → when its last heartbeat arrived here
+	pres   store.Presence       // the store's, nil without: node heartbeats are events then (adopt.go)
+	beats  map[string]string    // node id → its last beat seen here (adopt.go), under mu
+	nbeat  uint64               // this node's beats so far, the data of the next one
 	owned  map[string]*owned    // task id → the other node routing it, for the open tasks seen since Join
 	skew   atomic.Int64         // added to the liveness clock, by tests
 
@@ -155,6 +158,10 @@ func Join(ctx context.Context, r *router.Router, opts *Options) (*Node, error) {
 	}
 	n.m, n.st, n.ro = m, m.Store(), m.Options()
 	n.log = n.ro.Logger
+	if n.pres = store.PresenceOf(r.Store()); n.pres != nil {
+		n.beats = map[string]string{}
+		n.pollNodes(ctx, true) // what is there already is no sign of life since the join
+	}
 	for _, a := range reg.List() {
 		n.sync(a.ID())
 	}
