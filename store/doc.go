@@ -94,6 +94,16 @@
 // must keep it at least until the run ends and say so in its
 // documentation.
 //
+// # Presence
+//
+// Current state that is not history, such as liveness, is kept beside the
+// log by the optional upgrade [Presence] ([PresenceOf] finds it): Beat
+// replaces a key's last beat, stamped with the store's clock, and returns
+// the one it replaced; Beats lists them by key prefix. Beats are not
+// events: no seq, not in Read or Follow, one per key. The registry and
+// the team nodes keep heartbeats there and store only changes as events
+// (docs/protocol.md §2.4). Keys are checked by [CheckBeat] ([ErrInvalidKey]).
+//
 // # Errors
 //
 // The sentinel errors are [ErrClosed], [ErrNotFound],

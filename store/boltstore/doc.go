@@ -68,6 +68,16 @@
 // that kept no titles, agents, failures or waiting tasks read as having
 // none, and get them from the events appended after.
 //
+// # Presence
+//
+// The Store implements store.Presence. A beat is kept in memory and
+// written with the next commit of appends (in the same transaction, so it
+// costs no fsync of its own) or at Close, to the bucket "presence" (made
+// at the first write: older files open unchanged). A restart after Close
+// remembers every beat; a crash loses those of the moments since the last
+// commit, which is liveness only, learned again at the holder's next beat.
+// A backup holds the beats written to the file when it starts.
+//
 // # Errors
 //
 // Besides the store contract's errors (store.ErrClosed, store.ErrNotFound,

@@ -33,6 +33,11 @@
 //     Options.MaxArtifactSize is refused with store.ErrTooLarge; artifacts
 //     are stored by content address.
 //
+// # Presence
+//
+// The Store implements store.Presence with a map: beats are kept until
+// Close, like the events.
+//
 // # Errors
 //
 // Errors are those of the store contract (store.ErrClosed,

@@ -70,6 +70,15 @@
 // survives a broken connection or a database restart: it reads again
 // from where it was once the database answers.
 //
+// # Presence
+//
+// The Store implements store.Presence with the table presence (schema
+// version 4): one row per key, one upsert per beat, committed on its own
+// and seen at once by every process sharing the schema. The upsert returns
+// the beat it replaced from the row it locked, so concurrent beats of one
+// key each learn the one before. Beat times are Options.Clock readings, to
+// the microsecond.
+//
 // # Errors
 //
 // Besides the store contract's errors (store.ErrClosed, store.ErrNotFound,
