@@ -1,0 +1,52 @@
+package eino_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cloudwego/eino/schema"
+
+	"github.com/clutchprotocol/clutch/adapters/eino"
+	"github.com/clutchprotocol/clutch/router"
+)
+
+// BenchmarkToolLoopDirect runs eino's ReAct tool loop (a model call, a
+// tool call, a model call) with the fake model, as eino runs it.
+func BenchmarkToolLoopDirect(b *testing.B) {
+	ctx := context.Background()
+	g := reactGraph(b, callThen("weather", `{"city":"Oslo"}`), nil, weather(b))
+	in := []*schema.Message{schema.UserMessage("Weather in Oslo?")}
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := g.Invoke(ctx, in)
+		if err != nil || out.Content != "answer: sunny in Oslo" {
+			b.Fatal(out, err)
+		}
+	}
+}
+
+// BenchmarkToolLoopBridge runs the same loop through the bridge as a
+// Clutch task on memstore: its request, decision, accept, two model calls,
+// the tool's call and result and the task's result are stored.
+func BenchmarkToolLoopBridge(b *testing.B) {
+	ctx := context.Background()
+	r, _ := newRouter(b, nil)
+	g := reactGraph(b, callThen("weather", `{"city":"Oslo"}`), nil, weather(b))
+	a, err := eino.New("agent:forecaster", g, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Register(ctx, a.Card(), a.Handle); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := submit(b, r, "skill:forecaster", "Weather in Oslo?").Wait(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := router.ResultAs[string](out); err != nil || res != "answer: sunny in Oslo" {
+			b.Fatal(res, err)
+		}
+	}
+}
