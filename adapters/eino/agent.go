@@ -13,6 +13,7 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/adapters/internal/bound"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 )
@@ -454,13 +455,11 @@ func questionOf(info *compose.InterruptInfo) protocol.Question {
 			text = "The eino graph paused at " + strings.Join(at, ", ") + ": answer to continue"
 		}
 	}
-	if len(text) > protocol.MaxQuestionText {
-		text = strings.ToValidUTF8(text[:protocol.MaxQuestionText], "")
-	}
+	text = bound.Clip(text, protocol.MaxQuestionText)
 	d := map[string]any{}
 	if len(ids) > 0 {
 		d[detailInterruptIDs] = ids
-		d["interrupts"] = interrupts
+		d["interrupts"] = fitInterrupts(interrupts)
 	}
 	if len(info.BeforeNodes) > 0 {
 		d["eino_before_nodes"] = info.BeforeNodes
@@ -469,6 +468,23 @@ func questionOf(info *compose.InterruptInfo) protocol.Question {
 		d["eino_after_nodes"] = info.AfterNodes
 	}
 	return protocol.Question{Text: text, Details: d}
+}
+
+// maxInterruptBytes bounds the interrupts' info a question's details
+// carry; over it, each info is replaced by {"truncated": true, "bytes"}.
+const maxInterruptBytes = 64 << 10
+
+func fitInterrupts(list []any) []any {
+	if b, _ := json.Marshal(list); len(b) <= maxInterruptBytes {
+		return list
+	}
+	out := make([]any, len(list))
+	for i, in := range list {
+		io := in.(map[string]any)
+		b, _ := json.Marshal(io["info"])
+		out[i] = map[string]any{"id": io["id"], "info": map[string]any{"truncated": true, "bytes": len(b)}}
+	}
+	return out
 }
 
 // infoText is the text of an interrupt's info, "" when it has none.

@@ -466,3 +466,68 @@ func TestOptions(t *testing.T) {
 		t.Errorf("stream of ints: %v", err)
 	}
 }
+
+// A graph compiled to pause before a node asks before it runs it; the
+// answer goes in after a restart — another router on the same store —
+// and that router resumes the graph from the checkpoint in the artifact
+// store: the node before the pause does not run again.
+func TestInterruptBeforeNodeAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	r1, st := newRouter(t, nil)
+	drafts := 0
+	// build compiles the graph with a checkpoint store on st, as each
+	// process does at its start.
+	build := func() (compose.Runnable[string, string], *eino.CheckPointStore) {
+		cs, err := eino.NewCheckPointStore(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := compose.NewGraph[string, string]()
+		_ = g.AddLambdaNode("draft", compose.InvokableLambda(func(_ context.Context, in string) (string, error) {
+			drafts++
+			return "draft of " + in, nil
+		}))
+		_ = g.AddLambdaNode("send", compose.InvokableLambda(func(_ context.Context, in string) (string, error) {
+			return "sent " + in, nil
+		}))
+		_ = g.AddEdge(compose.START, "draft")
+		_ = g.AddEdge("draft", "send")
+		_ = g.AddEdge("send", compose.END)
+		run, err := g.Compile(ctx, compose.WithCheckPointStore(cs), compose.WithInterruptBeforeNodes([]string{"send"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run, cs
+	}
+	run, cs := build()
+	register(t, r1, "agent:mailer", run, &eino.Options{CheckPoints: cs})
+	h := submit(t, r1, "skill:mailer", "the letter")
+	out, err := h.Wait(ctx)
+	if !errors.Is(err, protocol.CodeInputRequired) || out.Question == nil {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	if q := out.Question; q.Text != "The eino graph paused at send: answer to continue" {
+		t.Fatalf("question %q", q.Text)
+	}
+	if err := r1.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r2, _ := newRouter(t, st) // the process after a restart, on the same store
+	run, cs = build()
+	register(t, r2, "agent:mailer", run, &eino.Options{CheckPoints: cs})
+	if _, err := r2.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := r2.Answer(ctx, out.Question.ID, router.Answerer{AgentID: "agent:user"}, json.RawMessage(`"go ahead"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = h2.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := router.ResultAs[string](out); err != nil || res != "sent draft of the letter" || drafts != 1 {
+		t.Fatalf("result %q, %v; drafted %d times", res, err, drafts)
+	}
+}
