@@ -286,10 +286,11 @@ func TestInterruptWithoutCheckpoints(t *testing.T) {
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
 	r, st := newRouter(t, nil)
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	m := &fakeModel{reply: func(ctx context.Context, _ []*schema.Message) (*schema.Message, error) {
 		close(started)
 		<-ctx.Done()
+		<-release // returns once the task has ended: its call is not recorded
 		return nil, ctx.Err()
 	}}
 	register(t, r, "agent:slow", reactGraph(t, m, nil, weather(t)), nil)
@@ -300,6 +301,7 @@ func TestCancel(t *testing.T) {
 	if !errors.Is(err, protocol.CodeCancelled) || out.Type != protocol.TypeTaskCancel {
 		t.Fatalf("outcome %+v, %v", out, err)
 	}
+	close(release)
 	if err := r.Shutdown(ctx); err != nil { // every handler has returned
 		t.Fatal(err)
 	}
@@ -529,5 +531,33 @@ func TestInterruptBeforeNodeAfterRestart(t *testing.T) {
 	}
 	if res, err := router.ResultAs[string](out); err != nil || res != "sent draft of the letter" || drafts != 1 {
 		t.Fatalf("result %q, %v; drafted %d times", res, err, drafts)
+	}
+}
+
+// A graph's own error (a lambda's, not a model's or a tool's) keeps its
+// code when it has one and is INTERNAL otherwise, with its words.
+func TestGraphError(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newRouter(t, nil)
+	for capability, fail := range map[string]error{
+		"skill:conflict": router.Fail(protocol.CodeConflict, "the ledger is locked", false, nil),
+		"skill:plain":    errors.New("division by zero"),
+	} {
+		g, err := compose.NewChain[string, string]().AppendLambda(compose.InvokableLambda(func(context.Context, string) (string, error) {
+			return "", fail
+		})).Compile(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		register(t, r, "agent:"+strings.TrimPrefix(capability, "skill:"), g, &eino.Options{Capabilities: []string{capability}})
+	}
+	_, err := submit(t, r, "skill:conflict", "x").Wait(ctx)
+	if !errors.Is(err, protocol.CodeConflict) || !strings.Contains(err.Error(), "the ledger is locked") {
+		t.Fatalf("coded: %v", err)
+	}
+	_, err = submit(t, r, "skill:plain", "x").Wait(ctx)
+	var ep *protocol.ErrorPayload
+	if !errors.As(err, &ep) || ep.Code != protocol.CodeInternal || !strings.HasPrefix(ep.Message, "the eino graph failed: ") || !strings.Contains(ep.Message, "division by zero") {
+		t.Fatalf("plain: %#v", err)
 	}
 }

@@ -86,7 +86,7 @@ func (rn *run) failure(ctx context.Context, err error) error {
 		if protocol.CodeOf(err) != protocol.CodeInternal {
 			return err // a coded error of the graph keeps its code
 		}
-		return router.Fail(protocol.CodeInternal, "the eino graph failed: "+err.Error(), true, nil)
+		return router.Fail(protocol.CodeInternal, "the eino graph failed: "+err.Error(), protocol.CodeInternal.Retryable(), nil)
 	case f.tool:
 		ep := protocol.NewErrorPayload(f.err)
 		d := map[string]any{"tool": Name, "name": f.name, "cause_code": string(ep.Code)}

@@ -75,7 +75,10 @@
 // tool's output is recorded joined, as one tool.result; the model's
 // messages themselves (prompts, replies) are not events, only the model
 // call's numbers; eino's own tool call ids (the model's) are not kept —
-// the call id is the tool.call event's own id.
+// the call id is the tool.call event's own id. A model or tool call in
+// flight when the task is cancelled or times out is not given an
+// outcome: the task has ended, and the router takes no more of its
+// events.
 //
 // # Interrupts
 //
@@ -115,8 +118,14 @@
 // A streamed model call is recorded when the bridge has read its copy of
 // the stream to the end, which happens while the graph goes on: its
 // x.clutch.model_call may come after the events its output caused, but
-// always before the task's result. Options.Tools only lists tools on the
-// card: the graph has its tools already.
+// always before the task's result (Handle waits for those readers, so a
+// model whose stream never ends holds the task). Options.Tools only
+// lists tools on the card: the graph has its tools already.
+//
+// eino's ADK agents (adk.Agent, adk.Runner) are not wrapped: they take
+// no per-run compose callbacks, so their model and tool calls would have
+// to be read from their event stream instead. A ChatModelAgent's tools
+// can still be Clutch capabilities through Tool.
 //
 // # Overhead
 //
