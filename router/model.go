@@ -35,16 +35,16 @@ type ModelCall struct {
 	Provider string `json:"provider,omitempty"`
 	// InputTokens, OutputTokens and TotalTokens are the usage the model
 	// reported.
-	InputTokens  int `json:"input_tokens,omitempty"`
-	OutputTokens int `json:"output_tokens,omitempty"`
-	TotalTokens  int `json:"total_tokens,omitempty"`
+	InputTokens  int `json:"input_tokens,omitzero"`
+	OutputTokens int `json:"output_tokens,omitzero"`
+	TotalTokens  int `json:"total_tokens,omitzero"`
 	// FinishReason is why the model stopped ("stop", "tool_calls",
 	// "length"), as the model said it.
 	FinishReason string `json:"finish_reason,omitempty"`
 	// ToolCalls counts the tool calls the model asked for.
-	ToolCalls int `json:"tool_calls,omitempty"`
+	ToolCalls int `json:"tool_calls,omitzero"`
 	// DurationMS is how long the call took, in milliseconds.
-	DurationMS int64 `json:"duration_ms,omitempty"`
+	DurationMS int64 `json:"duration_ms,omitzero"`
 	// Error is how the call failed (docs/protocol.md §5.4); nil when it
 	// did not.
 	Error *protocol.ErrorPayload `json:"error,omitempty"`
