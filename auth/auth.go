@@ -100,6 +100,41 @@ type Authenticator interface {
 	Authenticate(r *http.Request) (*Caller, error)
 }
 
+// Credential is a kind of credential an Authenticator accepts, for what
+// a server declares about itself (an A2A agent card's securitySchemes).
+type Credential string
+
+// The credentials of the Authenticators of this package.
+const (
+	CredentialBearer     Credential = "bearer"      // "Authorization: Bearer <token or key>"
+	CredentialAPIKey     Credential = "api_key"     // "X-API-Key: <key>"
+	CredentialClientCert Credential = "client_cert" // a verified TLS client certificate (mutual TLS)
+	CredentialNone       Credential = "none"        // none at all: anonymous callers are admitted
+)
+
+// Credentials returns the kinds of credentials a accepts, in the order
+// it tries them: APIKeys takes bearer and API key, Bearer bearer,
+// ClientCerts a client certificate, Anonymous none, and Chain those of
+// its members. An Authenticator of another kind says what it takes with
+// a method Credentials() []Credential; without one, Credentials returns
+// nil (nothing is known).
+func Credentials(a Authenticator) []Credential {
+	d, ok := a.(interface{ Credentials() []Credential })
+	if !ok {
+		return nil
+	}
+	return slices.Clone(d.Credentials())
+}
+
+// described is an Authenticator of this package that says which
+// credentials it takes.
+type described struct {
+	AuthenticatorFunc
+	creds []Credential
+}
+
+func (d described) Credentials() []Credential { return d.creds }
+
 // AuthenticatorFunc adapts a function to Authenticator.
 type AuthenticatorFunc func(r *http.Request) (*Caller, error)
 
@@ -217,6 +252,11 @@ func APIKeys(keys map[string]Caller) (Authenticator, error) {
 	return a, nil
 }
 
+// Credentials implements the method Credentials looks for.
+func (a *apiKeys) Credentials() []Credential {
+	return []Credential{CredentialBearer, CredentialAPIKey}
+}
+
 func (a *apiKeys) Authenticate(r *http.Request) (*Caller, error) {
 	tok, ok, bad := credential(r)
 	if bad {
@@ -248,7 +288,7 @@ type Verifier func(ctx context.Context, token string) (*Caller, error)
 // ErrNoCredentials; an error of verify that is not ErrUnauthenticated or
 // ErrForbidden is reported as ErrUnauthenticated wrapping it.
 func Bearer(verify Verifier) Authenticator {
-	return AuthenticatorFunc(func(r *http.Request) (*Caller, error) {
+	return described{creds: []Credential{CredentialBearer}, AuthenticatorFunc: func(r *http.Request) (*Caller, error) {
 		h := r.Header.Values("Authorization")
 		if len(h) == 0 {
 			return nil, ErrNoCredentials
@@ -273,7 +313,7 @@ func Bearer(verify Verifier) Authenticator {
 			return nil, coded.Wrap(ErrUnauthenticated, "the verifier returned a caller without an agent id", nil)
 		}
 		return c, nil
-	})
+	}}
 }
 
 // SPKIHash returns the lowercase hex SHA-256 of a certificate's
@@ -306,7 +346,7 @@ func ClientCerts(certs map[string]Caller) (Authenticator, error) {
 			m[k] = c.clone() // subjects are case-sensitive
 		}
 	}
-	return AuthenticatorFunc(func(r *http.Request) (*Caller, error) {
+	return described{creds: []Credential{CredentialClientCert}, AuthenticatorFunc: func(r *http.Request) (*Caller, error) {
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 			return nil, ErrNoCredentials
 		}
@@ -318,7 +358,7 @@ func ClientCerts(certs map[string]Caller) (Authenticator, error) {
 			return c.clone(), nil
 		}
 		return nil, coded.Wrap(ErrUnauthenticated, "client certificate not known", nil)
-	}), nil
+	}}, nil
 }
 
 // Chain returns an Authenticator that asks each of as in turn: the first
@@ -326,7 +366,15 @@ func ClientCerts(certs map[string]Caller) (Authenticator, error) {
 // (ErrNoCredentials) passes to the next; any other error ends the chain
 // (bad credentials never fall through to Anonymous).
 func Chain(as ...Authenticator) Authenticator {
-	return AuthenticatorFunc(func(r *http.Request) (*Caller, error) {
+	var creds []Credential
+	for _, a := range as {
+		for _, c := range Credentials(a) {
+			if !slices.Contains(creds, c) {
+				creds = append(creds, c)
+			}
+		}
+	}
+	return described{creds: creds, AuthenticatorFunc: func(r *http.Request) (*Caller, error) {
 		for _, a := range as {
 			c, err := a.Authenticate(r)
 			if err == nil && c != nil {
@@ -337,7 +385,7 @@ func Chain(as ...Authenticator) Authenticator {
 			}
 		}
 		return nil, ErrNoCredentials
-	})
+	}}
 }
 
 // Anonymous returns an Authenticator that admits a request carrying no
@@ -352,12 +400,12 @@ func Anonymous(c Caller) Authenticator {
 		panic(err)
 	}
 	cc := c.clone()
-	return AuthenticatorFunc(func(r *http.Request) (*Caller, error) {
+	return described{creds: []Credential{CredentialNone}, AuthenticatorFunc: func(r *http.Request) (*Caller, error) {
 		if hasCredentials(r) {
 			return nil, coded.Wrap(ErrUnauthenticated, "credentials were presented but not accepted", nil)
 		}
 		return cc.clone(), nil
-	})
+	}}
 }
 
 func isNoCredentials(err error) bool   { return errorsIs(err, ErrNoCredentials) }
