@@ -108,7 +108,7 @@ func TestTenancy(t *testing.T) {
 		req := textMsg("block:")
 		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
 		running := send(t, mine, req)
-		input := send(t, mine, textMsg("input:more"))
+		input := send(t, mine, textMsg("ask:"))
 		require.Equal(t, a2a.TaskStateInputRequired, input.Status.State)
 
 		// The stored request is from the caller, whatever the message says.
@@ -145,6 +145,9 @@ func TestTenancy(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, list.Tasks, 4)
 		c, err := ops.CancelTask(ctx, &a2a.CancelTaskRequest{ID: running.ID})
+		require.NoError(t, err)
+		assert.Equal(t, a2a.TaskStateCanceled, c.Status.State)
+		c, err = mine.CancelTask(ctx, &a2a.CancelTaskRequest{ID: input.ID}) // it waits for input
 		require.NoError(t, err)
 		assert.Equal(t, a2a.TaskStateCanceled, c.Status.State)
 	})

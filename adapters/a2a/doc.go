@@ -59,20 +59,30 @@
 //	                                   task answers it (one data part: the value; text
 //	                                   parts: a string) and the same task runs on
 //	task.answer                      status WORKING; the answer joins the history
-//	task.error INPUT_REQUIRED        status INPUT_REQUIRED, message: the question
-//	task.error (any other code)      status FAILED, message: text and the §5.4 error
+//	task.error                       status FAILED, message: text and the §5.4 error
 //	                                   as a data part (clutch.kind "error"); an INTERNAL
 //	                                   error says "internal error" only (the log keeps it)
 //	task.timeout                     status FAILED with the TIMEOUT error
 //	task.cancel                      status CANCELED
 //	routing.*, tool.*, other events  nothing (they stay in the Clutch log)
 //
-// A handler asks for input by returning router.Fail(protocol.CodeInputRequired,
-// question, false, nil). A2A keeps an INPUT_REQUIRED task open for the
-// answer; a Clutch task is over once it ends, so the client's follow-up
-// message (same taskId) starts a new Clutch task in the same thread and
-// run, with meta.a2a_continues naming the first, and the answer carries the
-// new task's id.
+// A handler asks for input with router.Task.Ask (docs/protocol.md §2.7):
+// that is the one way a task waits for its client. INPUT_REQUIRED is then
+// an interrupted state, not an end (A2A 1.0 §3.4.3): the client's next
+// message with the task's taskId answers the question and the same task
+// goes on; CancelTask cancels it; SubscribeToTask gives the Task as it is
+// (and ends, as every stream ends when its task stops for input). A
+// handler that returns router.Fail(protocol.CodeInputRequired, ...) has
+// ended its task: it is FAILED, its error's code INPUT_REQUIRED, and
+// takes no more messages. The Server does not turn that error into a
+// question: the handler would run again without a way to read the answer
+// and fail the same way.
+//
+// A message with the taskId of a task that is running, not waiting for an
+// answer, is UnsupportedOperationError (A2A 1.0 lets an agent take such
+// follow-ups; a Clutch task does not): a handler receives its input once,
+// when it starts, and a task has no inbox to read more from while it
+// runs. A task that needs more from its client asks.
 //
 // Outbound, the remote agent's answer maps back: status WORKING →
 // task.progress (the Clutch progress payload when the message carries one,
@@ -108,7 +118,13 @@
 // to anonymous callers); NewServer refuses a nil one. A request that does
 // not authenticate gets 401 with a WWW-Authenticate challenge and no data.
 // The cards are public — a client reads one to learn how to call — list
-// only the exposed agents, and declare the bearer scheme.
+// only the exposed agents, and declare the credentials Auth takes
+// (auth.Credentials): "bearer" (HTTP Bearer) and "apiKey" (the X-API-Key
+// header) for auth.APIKeys, "bearer" for auth.Bearer, "mtls" for
+// auth.ClientCerts, the members' for auth.Chain, any one of them
+// required; nothing for auth.Anonymous, and none required when a chain
+// admits anonymous callers. An authenticator that does not say is
+// declared as bearer.
 //
 // The caller's agent id is the from.agent_id of every task.request it
 // submits; nothing in a message can claim another. A caller reads,
@@ -151,7 +167,14 @@
 // valid JSON under RFC 7493 (a duplicate object key, invalid UTF-8 or a
 // lone surrogate is ParseError, never "last wins" or U+FFFD), and
 // messageId, contextId, taskId and sessionId must be at most 256 bytes
-// without control characters.
+// without control characters. A message needs its messageId and role
+// (ROLE_USER); historyLength is at least 0, pageSize 1 to 100 when
+// present, status one of the task states, statusTimestampAfter an RFC
+// 3339 timestamp: anything else is InvalidParamsError (-32602) naming the
+// member. The members of GetTask, ListTasks, CancelTask and
+// SubscribeToTask are checked for their form before the SDK decodes them,
+// since it takes pageSize 0 for an absent one and answers a value of the
+// wrong form as a parse error.
 //
 // Paths, relative to the Server's base:
 //
@@ -171,8 +194,9 @@
 // {name} is the agent id without "agent:". The streaming capability is
 // declared only while streaming is enabled; push notifications and the
 // extended card are not built: their methods answer
-// PushNotificationNotSupportedError and ExtendedAgentCardNotConfiguredError
-// and the cards do not claim them. Method names are A2A 1.0's
+// PushNotificationNotSupportedError and UnsupportedOperationError (A2A
+// 1.0 §3.3.4: a card that declares no extended card), and the cards do
+// not claim them. Method names are A2A 1.0's
 // (SendMessage, ...); an A2A 0.3 request (message/send) gets
 // MethodNotFoundError, and an A2A-Version header other than 1.x gets
 // VersionNotSupportedError (a request without the header is served as
@@ -188,12 +212,16 @@
 // that entered through A2A (meta.src "a2a/1.0") are visible, only to their
 // caller, and an agent's endpoint sees only the tasks addressed to it.
 //
-// ListTasks lists oldest first and is paged: it reads the store's
-// from.agent_id index (the whole log for a caller with ScopeReadAll)
-// after the page token, at most pageSize (1-100, default 50) tasks and at
-// most 1000 requests per page, so a page costs the page and not the
-// history. A page cut short by that bound still carries a nextPageToken.
-// totalSize is the number of tasks on the page: the list is not counted.
+// ListTasks lists by status timestamp, newest first, pageSize (1-100,
+// default 50) tasks a page, and totalSize counts every task the filters
+// match (A2A 1.0 §3.1.4). Sorting and counting take every matching task:
+// a page reads each task of the caller from the store (through the
+// from.agent_id index, the thread_id index with a contextId, the whole
+// log for a caller with ScopeReadAll), so its cost grows with the
+// caller's history; a list of more than 100000 tasks is refused with a
+// server error (-32000) asking for a contextId. The page token names the
+// last task of the page: the next page starts after it, whatever came in
+// meanwhile.
 //
 // The simple surface sends the prompt as a Content payload ({"text":
 // prompt}, payload_type a2a.content.v1) to the named agent; sessionId names
@@ -286,9 +314,10 @@
 // On A2A JSON-RPC the Server answers the A2A errors: TaskNotFoundError
 // (unknown task, or one not visible there), TaskNotCancelableError (ended,
 // or not running in this process), UnsupportedOperationError (a message to
-// an ended or running task, streaming when disabled, subscribing to an
-// ended task), InvalidParamsError (a message that does not map, with the
-// reason), InternalError (with no detail: the detail is logged),
+// an ended task or to one running and not waiting for input, streaming
+// when disabled, subscribing to an ended task, the extended card),
+// InvalidParamsError (a message that does not map, a missing or invalid
+// member, with the reason), InternalError (with no detail: the detail is logged),
 // UnauthenticatedError and permission denied (a caller without the scope),
 // a server error (-32000) at capacity. A body over MaxBodyBytes (by its
 // Content-Length or as it is read) gets HTTP 413 and InvalidRequestError;
@@ -348,7 +377,7 @@
 //   - CancelTask cancels tasks running in this process only; a task of
 //     another process over the same store answers TaskNotCancelableError.
 //   - Dedup holds for a messageId sent again while the first is stored;
-//     a follow-up to an INPUT_REQUIRED task sent twice after the first
+//     an answer to an INPUT_REQUIRED task sent twice after the first
 //     moved the task on is refused (the task is no longer waiting).
 //   - Rate limiters and the in-flight bound are per Server and per
 //     process.

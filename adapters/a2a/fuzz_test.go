@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/protocol"
 )
@@ -152,4 +153,64 @@ func jsonEqual(a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
+}
+
+// FuzzCheckParams feeds JSON-RPC requests through checkParams: it never
+// panics, a problem names a member of params (or params itself) and comes
+// with the request's id as it was sent, and params that pass decode into
+// the SDK's request type, so the SDK never answers them with a parse error.
+func FuzzCheckParams(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":0}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"ListTasks","params":{"pageSize":10,"status":"TASK_STATE_WORKING","statusTimestampAfter":"2020-01-01T00:00:00Z","includeArtifacts":true,"historyLength":2}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ListTasks","params":{"statusTimestampAfter":"-1"}}`,
+		`{"params":{"pageSize":1.5},"method":"ListTasks","id":null}`,
+		`{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":5,"historyLength":-1}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"CancelTask","params":{"id":"t","metadata":[]}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"SubscribeToTask","params":[]}`,
+		`{"jsonrpc":"2.0","id":6,"method":"SendMessage","params":{"message":{}}}`,
+		`[1,2]`, `"x"`, `{}`, `{"method":"ListTasks","params":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !jsontext.Value(body).IsValid() {
+			return // serveRPC answers ParseError first
+		}
+		id, problem := checkParams(body)
+		var env struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(body, &env) != nil {
+			return
+		}
+		if problem != "" {
+			if !strings.HasPrefix(problem, "params") {
+				t.Errorf("problem %q names no member", problem)
+			}
+			if env.ID != nil && string(id) != string(env.ID) {
+				t.Errorf("id %s, sent %s", id, env.ID)
+			}
+			return
+		}
+		if _, checked := paramChecks[env.Method]; !checked || env.Params == nil || string(env.Params) == "null" {
+			return
+		}
+		var into any
+		switch env.Method {
+		case "GetTask":
+			into = &a2a.GetTaskRequest{}
+		case "ListTasks":
+			into = &a2a.ListTasksRequest{}
+		case "CancelTask":
+			into = &a2a.CancelTaskRequest{}
+		case "SubscribeToTask":
+			into = &a2a.SubscribeToTaskRequest{}
+		}
+		if err := json.Unmarshal(env.Params, into); err != nil {
+			t.Errorf("params %s passed but do not decode: %v", env.Params, err)
+		}
+	})
 }

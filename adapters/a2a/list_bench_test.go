@@ -44,7 +44,9 @@ func seedTasks(tb testing.TB, env *routertest.Env, from string, n int) {
 
 // BenchmarkListTasks: one ListTasks page (50) over a store of 15k A2A
 // tasks, for the caller who owns them all and for a caller who owns 50 of
-// them among the 15k.
+// them among the 15k. A page sorts and counts every task of its caller
+// (A2A 1.0 §3.1.4: newest first, totalSize before paging), so it grows
+// with the caller's history.
 func BenchmarkListTasks(b *testing.B) {
 	env := routertest.New(b, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
 	env.Register(card("agent:echo", nil, "skill:echo"), echo)

@@ -63,9 +63,6 @@ const (
 	SourceHTTP = "a2a/http"
 	// metaMessageID keeps the A2A messageId of the request, for history.
 	metaMessageID = "a2a_message_id"
-	// metaContinues names the INPUT_REQUIRED task a follow-up message
-	// answered.
-	metaContinues = "a2a_continues"
 	// metaContextID keeps the client's contextId (sessionId on the simple
 	// surface) of a request, whose thread_id is derived from it and the
 	// caller (contextThread).

@@ -194,36 +194,20 @@ func TestRemoteRefusesAnswer(t *testing.T) {
 	assert.Equal(t, []string{`7`}, remoteAnswers(b))
 }
 
-// A remote agent that ends its turn INPUT_REQUIRED (a Clutch handler
-// failing with INPUT_REQUIRED, whose follow-up is a new task continuing
-// it): the caller asks, and the answer is a message on the remote task
-// carrying the answer's text, under an id made from the question's.
+// A remote Clutch handler that fails with INPUT_REQUIRED instead of
+// asking has ended its task (FAILED, the Clutch error in the status): the
+// forwarded task fails with that error and asks nothing; nothing could
+// answer the remote task.
 func TestRemoteInputRequired(t *testing.T) {
 	b := newTestEnv(t, nil)
 	c := newCaller(t, b.hs.URL+"/agents/echo", nil, 1)
-	req, h := c.submit(t, "input:which market?", "thr_conversation")
-	q := c.waitQuestion(t, h)
-	assert.Equal(t, "which market?", q.Text)
-	assert.Empty(t, q.Choices)
-	first := q.Details["a2a_task_id"]
-
-	out, err := c.Wait(c.answer(t, req, q, `"fintech"`))
-	require.NoError(t, err)
-	res, _ := router.ResultAs[Content](out)
-	assert.Equal(t, "echo: fintech", res.Text)
-	reqs := inContext(b, "thr_conversation")
-	require.Len(t, reqs, 2)
-	assert.Equal(t, first, reqs[1].Meta[metaContinues], "the answer continues the remote task")
-	assert.Equal(t, "clutch-answer-"+q.ID, reqs[1].Meta[metaMessageID])
-	assert.JSONEq(t, `{"text":"fintech"}`, string(reqs[1].Payload))
-
-	// A new request in the thread is a new remote task, not an answer.
-	out, err = c.ask(t, "hello", "thr_conversation")
-	require.NoError(t, err)
-	reqs = inContext(b, "thr_conversation")
-	require.Len(t, reqs, 3)
-	assert.Nil(t, reqs[2].Meta[metaContinues])
-	_ = out
+	_, h := c.submit(t, "input:which market?", "thr_conversation")
+	out, err := c.Wait(h)
+	require.ErrorIs(t, err, protocol.CodeInputRequired)
+	assert.Nil(t, out.Question)
+	assert.Equal(t, protocol.TypeTaskError, out.Type)
+	assert.Equal(t, 0, c.Router.Waiting())
+	assert.Len(t, inContext(b, "thr_conversation"), 1)
 }
 
 // A subtask cannot ask (docs/protocol.md §2.7): the remote's

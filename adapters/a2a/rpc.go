@@ -1,11 +1,15 @@
 package a2a
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"iter"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -137,7 +141,10 @@ func (h *rpc) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskReque
 			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(req.ID)+" is "+string(v.task.Status.State)+": a task that ended cannot be subscribed to"))
 			return
 		}
-		if !yield(v.snapshot(-1), nil) {
+		// A task waiting for input is interrupted, not ended: the stream
+		// gives it as it is and ends, as every stream ends when its task
+		// stops for input (the answer's stream carries what follows).
+		if !yield(v.snapshot(-1), nil) || v.question != nil {
 			return
 		}
 		h.follow(ctx, v, string(req.ID), last, yield)
@@ -179,7 +186,9 @@ func (h *rpc) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, 
 	}
 	hl := -1
 	if req.HistoryLength != nil {
-		hl = max(*req.HistoryLength, 0)
+		if hl = *req.HistoryLength; hl < 0 {
+			return nil, invalidParams("historyLength must not be negative")
+		}
 	}
 	return v.snapshot(hl), nil
 }
@@ -221,12 +230,13 @@ func (h *rpc) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.
 
 // ListTasks implements ListTasks over the task.requests that came in over
 // A2A from the caller (every caller's with auth.ScopeReadAll) and, on an
-// agent's endpoint, were addressed to it, oldest first. It reads the
-// store's from.agent_id index (and thread_id for a contextId) after the
-// page token, so a page costs the page, not the caller's history; a page
-// with a status filter scans at most maxListScan requests and may come
-// back short with a next page token. TotalSize is the number of tasks on
-// the page: the list is not counted.
+// agent's endpoint, were addressed to it: sorted by status timestamp,
+// newest first (A2A 1.0 §3.1.4), with totalSize the number of tasks the
+// filters match. Sorting and counting need every matching task, so a page
+// reads every task of the caller (of the context, with a contextId) from
+// the store's indexes, up to maxListTasks; the page token is the last
+// task of the page, so the next page starts after it even when newer
+// tasks came meanwhile.
 func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	c, err := h.caller(ctx)
 	if err != nil {
@@ -234,23 +244,30 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 	}
 	size := req.PageSize
 	switch {
-	case size == 0:
+	case size == 0: // absent: serveRPC refuses an explicit 0 (checkParams)
 		size = 50
 	case size < 1 || size > 100:
-		return nil, a2a.NewError(a2a.ErrInvalidParams, "pageSize must be between 1 and 100")
+		return nil, invalidParams("pageSize must be between 1 and 100")
 	}
-	var after uint64
-	if req.PageToken != "" {
-		n, err := strconv.ParseUint(req.PageToken, 10, 64)
-		if err != nil || n == 0 {
-			return nil, a2a.NewError(a2a.ErrInvalidParams, "invalid pageToken")
+	hl := 0
+	if req.HistoryLength != nil {
+		if hl = *req.HistoryLength; hl < 0 {
+			return nil, invalidParams("historyLength must not be negative")
 		}
-		after = n
+	}
+	if req.Status != a2a.TaskStateUnspecified && !slices.Contains(taskStates, req.Status) {
+		return nil, invalidParams("status " + strconv.Quote(string(req.Status)) + " is not a task state")
+	}
+	var from *listEntry
+	if req.PageToken != "" {
+		if from = parsePageToken(req.PageToken); from == nil {
+			return nil, invalidParams("pageToken is not one this server gave")
+		}
 	}
 	if !adapters.ValidForeignID(req.ContextID) {
-		return nil, a2a.NewError(a2a.ErrInvalidParams, "contextId must be at most "+strconv.Itoa(protocol.MaxIDLength)+" bytes without control characters")
+		return nil, invalidParams("contextId must be at most " + strconv.Itoa(protocol.MaxIDLength) + " bytes without control characters")
 	}
-	q := store.Query{TypePrefix: string(protocol.TypeTaskRequest), AfterSeq: after}
+	q := store.Query{TypePrefix: string(protocol.TypeTaskRequest)}
 	if req.ContextID != "" {
 		// The caller's own context: contextIds are per caller.
 		if q.ThreadID, err = h.s.contextThread(ctx, c, SourceA2A, req.ContextID); err != nil {
@@ -260,31 +277,20 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 	if !c.Has(auth.ScopeReadAll) {
 		q.AgentID = c.AgentID
 	}
-	resp := &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}
-	hl := 0
-	if req.HistoryLength != nil {
-		hl = max(*req.HistoryLength, 0)
-	}
-	var last uint64 // seq of the last request looked at
-	scanned, more := 0, false
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	for ev, err := range h.s.st.Read(rctx, q) {
+	var all []listEntry
+	for ev, err := range h.s.st.Read(ctx, q) {
 		if err != nil {
 			return nil, h.internal(ctx, "listing tasks", err)
 		}
-		if len(resp.Tasks) == size || scanned == maxListScan {
-			more = true
-			break
-		}
-		scanned++
-		last = ev.Seq
 		m, err := ev.Message()
 		if err != nil {
 			return nil, h.internal(ctx, "listing tasks", err)
 		}
 		if m.Type != protocol.TypeTaskRequest || !h.s.visible(m, c, h.agent) {
 			continue
+		}
+		if len(all) == maxListTasks {
+			return nil, a2a.NewError(a2a.ErrServerError, "more than "+strconv.Itoa(maxListTasks)+" tasks to list: narrow the list with contextId")
 		}
 		v, _, ok, err := h.s.view(ctx, c, m.TaskID, h.agent)
 		if err != nil {
@@ -294,10 +300,34 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 			continue // a redelivery of a request listed already
 		}
 		st := v.task.Status
+		var at time.Time
+		if st.Timestamp != nil {
+			at = *st.Timestamp
+		}
 		if req.Status != a2a.TaskStateUnspecified && st.State != req.Status {
 			continue
 		}
-		if req.StatusTimestampAfter != nil && st.Timestamp != nil && st.Timestamp.Before(*req.StatusTimestampAfter) {
+		if req.StatusTimestampAfter != nil && at.Before(*req.StatusTimestampAfter) {
+			continue
+		}
+		all = append(all, listEntry{at: at.UnixNano(), id: m.TaskID})
+	}
+	slices.SortFunc(all, func(a, b listEntry) int { return b.cmp(a) }) // newest first
+	start := 0
+	if from != nil {
+		start, _ = slices.BinarySearchFunc(all, *from, func(e, t listEntry) int { return t.cmp(e) })
+		if start < len(all) && all[start] == *from {
+			start++
+		}
+	}
+	page := all[start:min(start+size, len(all))]
+	resp := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(page)), PageSize: size, TotalSize: len(all)}
+	for _, e := range page {
+		v, _, ok, err := h.s.view(ctx, c, e.id, h.agent)
+		if err != nil {
+			return nil, h.internal(ctx, "listing tasks", err)
+		}
+		if !ok {
 			continue
 		}
 		t := v.snapshot(hl)
@@ -306,23 +336,44 @@ func (h *rpc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Li
 		}
 		resp.Tasks = append(resp.Tasks, t)
 	}
-	resp.TotalSize = len(resp.Tasks)
-	if more {
-		resp.NextPageToken = strconv.FormatUint(last, 10)
+	if start+size < len(all) {
+		resp.NextPageToken = page[len(page)-1].token()
 	}
 	return resp, nil
 }
 
-// maxListScan bounds the task.requests one ListTasks page looks at.
-const maxListScan = 1000
+// maxListTasks bounds the tasks one ListTasks request sorts.
+const maxListTasks = 100_000
 
-// historyLength is the history bound a send configuration asks for; -1
-// for none.
-func historyLength(cfg *a2a.SendMessageConfig) int {
-	if cfg == nil || cfg.HistoryLength == nil {
-		return -1
+// taskStates are the states a task can be in, for ListTasks' status.
+var taskStates = []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
+	a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected}
+
+// listEntry is a task in ListTasks' order: its status timestamp (Unix
+// nanoseconds), then its id.
+type listEntry struct {
+	at int64
+	id string
+}
+
+func (e listEntry) cmp(o listEntry) int {
+	if e.at != o.at {
+		return cmp.Compare(e.at, o.at)
 	}
-	return max(*cfg.HistoryLength, 0)
+	return strings.Compare(e.id, o.id)
+}
+
+// token is the page token of a page that ends with e.
+func (e listEntry) token() string { return strconv.FormatInt(e.at, 10) + "." + e.id }
+
+// parsePageToken reads a token of listEntry.token; nil when it is not one.
+func parsePageToken(s string) *listEntry {
+	at, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" || !adapters.ValidForeignID(id) {
+		return nil
+	}
+	return &listEntry{at: n, id: id}
 }
 
 func invalidParams(msg string) error { return a2a.NewError(a2a.ErrInvalidParams, msg) }
@@ -340,8 +391,15 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 		return nil, a2a.NewError(a2a.ErrUnauthorized, "the caller may not submit tasks")
 	}
 	msg := req.Message
-	if msg.Role != a2a.MessageRoleUser && msg.Role != a2a.MessageRoleUnspecified {
-		return nil, invalidParams("a message sent to an agent has role ROLE_USER")
+	switch {
+	case msg.ID == "":
+		return nil, invalidParams("message.messageId is required")
+	case msg.Role == a2a.MessageRoleUnspecified:
+		return nil, invalidParams("message.role is required (ROLE_USER)")
+	case msg.Role != a2a.MessageRoleUser:
+		return nil, invalidParams("message.role of a message sent to an agent is ROLE_USER")
+	case req.Config != nil && req.Config.HistoryLength != nil && *req.Config.HistoryLength < 0:
+		return nil, invalidParams("configuration.historyLength must not be negative")
 	}
 	if req.Config != nil && req.Config.PushConfig != nil {
 		return nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not supported")
@@ -356,28 +414,23 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
-	var cont *taskView
 	if msg.TaskID != "" {
+		// A message on a task answers the question it waits on (A2A 1.0
+		// §3.4.3: the same task goes on). A task that runs or has ended
+		// takes none: its handler read its input when it started.
 		v, _, err := h.view(ctx, msg.TaskID)
 		if err != nil {
 			return nil, err
 		}
 		switch st := v.task.Status.State; {
-		case v.question != nil:
-			if msg.ContextID != "" && msg.ContextID != v.task.ContextID {
-				return nil, invalidParams("contextId does not match the task's")
-			}
-			return h.answer(ctx, c, v, msg)
-		case st == a2a.TaskStateInputRequired:
-			cont = v
 		case v.terminal:
 			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(msg.TaskID)+" is "+string(st)+" and takes no more messages")
-		default:
-			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(msg.TaskID)+" is still running; a Clutch task takes one message")
-		}
-		if msg.ContextID != "" && msg.ContextID != v.task.ContextID {
+		case v.question == nil:
+			return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "task "+string(msg.TaskID)+" is still running and takes a message only when it asks for input")
+		case msg.ContextID != "" && msg.ContextID != v.task.ContextID:
 			return nil, invalidParams("contextId does not match the task's")
 		}
+		return h.answer(ctx, c, v, msg)
 	}
 	m, err := h.s.r.NewRequest(c.AgentID, in.payloadType, in.payload)
 	if err != nil {
@@ -388,19 +441,12 @@ func (h *rpc) submit(ctx context.Context, req *a2a.SendMessageRequest) (*router.
 		return nil, h.internal(ctx, "deriving the context's thread", err)
 	}
 	m.Trace = inboundTrace(ctx) // the caller's traceparent (trace.go)
-	if msg.ID != "" {
-		// The messageId is the idempotency key, scoped to the caller: the
-		// same message sent again is the same task (docs/protocol.md §5.2).
-		m.Meta[metaMessageID] = msg.ID
-		m.IdempotencyKey = msg.ID
-		if m.RunID, err = h.s.ids.RunID(ctx, c, SourceA2A+" "+h.agent, msg.ID); err != nil { // per endpoint: the task must be visible there
-			return nil, h.internal(ctx, "deriving the run", err)
-		}
-	}
-	if cont != nil {
-		m.ThreadID, m.RunID = cont.req.ThreadID, cont.req.RunID
-		m.Meta[metaContinues] = cont.req.TaskID
-		m.Meta[metaContextID] = contextOf(cont.req)
+	// The messageId is the idempotency key, scoped to the caller: the
+	// same message sent again is the same task (docs/protocol.md §5.2).
+	m.Meta[metaMessageID] = msg.ID
+	m.IdempotencyKey = msg.ID
+	if m.RunID, err = h.s.ids.RunID(ctx, c, SourceA2A+" "+h.agent, msg.ID); err != nil { // per endpoint: the task must be visible there
+		return nil, h.internal(ctx, "deriving the run", err)
 	}
 	if h.agent != "" {
 		m.To = []protocol.Participant{{AgentID: h.agent}}
@@ -532,8 +578,18 @@ func (h *rpc) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigReq
 	return a2a.ErrPushNotificationNotSupported
 }
 
-// GetExtendedAgentCard answers ExtendedAgentCardNotConfiguredError: the
-// public card is the only card.
+// GetExtendedAgentCard answers UnsupportedOperationError: the cards do
+// not declare an extended card (A2A 1.0 §3.3.4), the public card is the
+// only card.
 func (h *rpc) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
-	return nil, a2a.ErrExtendedCardNotConfigured
+	return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent has no extended card (capabilities.extendedAgentCard is not declared)")
+}
+
+// historyLength is the history bound a send configuration asks for; -1
+// for none (submit refused a negative one).
+func historyLength(cfg *a2a.SendMessageConfig) int {
+	if cfg == nil || cfg.HistoryLength == nil {
+		return -1
+	}
+	return *cfg.HistoryLength
 }

@@ -165,7 +165,11 @@ type Server struct {
 	guard   *auth.Guard
 	guarded http.Handler
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// schemes and requirements are the cards' security (security()).
+	schemes      a2a.NamedSecuritySchemes
+	requirements a2a.SecurityRequirementsOptions
+
 	running map[string]*router.Handle // tasks submitted here that have not ended, by task id
 	ids     *auth.Deriver             // the runs of messageIds and Idempotency-Keys (docs/protocol.md §6.7)
 }
@@ -194,6 +198,7 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 	}
 	ids := auth.NewDeriver(r.Store())
 	s := &Server{r: r, st: r.Store(), hub: fanout.New(r.Store(), nil), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}, ids: ids}
+	s.schemes, s.requirements = security(o.Auth)
 	s.team = s.rpcHandler("")
 	mux := http.NewServeMux()
 	mux.HandleFunc(CardPath, s.serveCard)
@@ -287,6 +292,10 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			writeRPCError(w, http.StatusOK, a2a.ErrParseError, "the body is not valid JSON (RFC 7493: duplicate object keys, invalid UTF-8 and lone surrogates are refused)")
 			return
 		}
+		if id, problem := checkParams(body); problem != "" {
+			writeRPCErrorID(w, id, -32602, problem)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
@@ -301,6 +310,19 @@ func writeRPCError(w http.ResponseWriter, status int, code error, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": codes[code], "message": msg},
+	})
+}
+
+// writeRPCErrorID answers a JSON-RPC request with an error before the
+// SDK's handler reads it, with the request's id (null when it has none).
+func writeRPCErrorID(w http.ResponseWriter, id jsontext.Value, code int, msg string) {
+	if id == nil {
+		id = jsontext.Value("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": json.RawMessage(id),
+		"error": map[string]any{"code": code, "message": msg},
 	})
 }
 
@@ -430,13 +452,51 @@ func (s *Server) card(name, desc, url string, agents []*registry.Agent) *a2a.Age
 		SupportedInterfaces: []*a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version}},
 		Capabilities:        a2a.AgentCapabilities{Streaming: !s.opts.DisableStreaming},
 		DefaultInputModes:   modes, DefaultOutputModes: modes,
-		Skills: skills,
-		// Every call but the card is authenticated (ServerOptions.Auth):
-		// a key or a token as "Authorization: Bearer".
-		SecuritySchemes: a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
-			Description: "an API key or a token the server accepts"}},
-		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": {}}},
+		Skills:          skills,
+		SecuritySchemes: s.schemes, SecurityRequirements: s.requirements,
 	}
+}
+
+// security is what the cards declare about ServerOptions.Auth, from the
+// credentials it takes (auth.Credentials): each is a scheme, any one of
+// them will do, and none is required when anonymous callers are
+// admitted. An authenticator that says nothing is declared as bearer,
+// the credential package auth reads.
+func security(a auth.Authenticator) (a2a.NamedSecuritySchemes, a2a.SecurityRequirementsOptions) {
+	creds := auth.Credentials(a)
+	if len(creds) == 0 {
+		creds = []auth.Credential{auth.CredentialBearer}
+	}
+	schemes := a2a.NamedSecuritySchemes{}
+	var reqs a2a.SecurityRequirementsOptions
+	anonymous := false
+	for _, c := range creds {
+		var name a2a.SecuritySchemeName
+		switch c {
+		case auth.CredentialBearer:
+			name = "bearer"
+			schemes[name] = a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", Description: "an API key or a token"}
+		case auth.CredentialAPIKey:
+			name = "apiKey"
+			schemes[name] = a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: "X-API-Key", Description: "an API key"}
+		case auth.CredentialClientCert:
+			name = "mtls"
+			schemes[name] = a2a.MutualTLSSecurityScheme{Description: "a TLS client certificate"}
+		case auth.CredentialNone:
+			anonymous = true
+			continue
+		default:
+			continue
+		}
+		reqs = append(reqs, a2a.SecurityRequirements{name: {}})
+	}
+	if len(schemes) == 0 {
+		schemes = nil
+	}
+	if anonymous {
+		reqs = nil // credentials are optional: declared, not required
+	}
+	return schemes, reqs
 }
 
 // full reports whether MaxRunning tasks are followed already.

@@ -70,9 +70,6 @@ func (v *taskView) apply(m *protocol.Message) []a2a.Event {
 			return v.status(m, a2a.TaskStateCanceled, msg)
 		case ep.Details["will_retry"] == true:
 			return v.status(m, a2a.TaskStateWorking, msg)
-		case ep.Code == protocol.CodeInputRequired:
-			v.terminal = true
-			return v.status(m, a2a.TaskStateInputRequired, msg)
 		default:
 			v.terminal = true
 			return v.status(m, a2a.TaskStateFailed, msg)

@@ -67,7 +67,7 @@ func TestContextsAreTheCallers(t *testing.T) {
 		for _, task := range list.Tasks {
 			listed = append(listed, task.ID)
 		}
-		assert.Equal(t, []a2a.TaskID{first.ID, next.ID}, listed)
+		assert.Equal(t, []a2a.TaskID{next.ID, first.ID}, listed, "newest first")
 
 		// The simple surface: the other caller's sessionId is its own session.
 		status, _, body := httpDo(t, "POST", e.hs.URL+"/agents/echo/run", `{"prompt":"x","sessionId":"`+ctxID+`"}`, "X-API-Key", otherKey)
