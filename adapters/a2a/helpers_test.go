@@ -34,7 +34,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // text of the request (see testdata/jspeer/server.mjs).
 //
 //	fail:<why>     task.error TOOL_FAILED <why>
-//	input:<q>      task.error INPUT_REQUIRED <q>
+//	input:<q>      task.error INPUT_REQUIRED <q>, which ends the task (Task.Ask keeps one open)
 //	slow:<n>[:ms]  n task.progress {"step": i, "of": n} every ms (default 20), then the echo
 //	block:         waits for its context to end
 //	panic:         panics
