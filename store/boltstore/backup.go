@@ -37,7 +37,8 @@ type BackupInfo struct {
 // and that passes Check. It works on a store opened read-only as well.
 // ctx cancels the copy (w is then left with part of a file). A store that
 // met damage (ErrCorrupt) refuses with that error: a copy of known damage
-// is no backup.
+// is no backup. A store open for writing records the backup's Time in the
+// file (Usage.LastBackup).
 func (s *Store) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return BackupInfo{}, err
@@ -52,6 +53,8 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	err := s.guard("backup", func() error {
 		info.Time = s.Now()
 		start := time.Now()
+		s.swap.RLock()
+		defer s.swap.RUnlock()
 		tx, err := s.db.Begin(false)
 		if err != nil {
 			return err
@@ -74,6 +77,11 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	}
 	if err != nil {
 		return BackupInfo{}, err
+	}
+	if !s.opts.ReadOnly && s.brokenErr() == nil {
+		// For Usage.LastBackup. A backup whose record fails is still
+		// a backup: the error is not the caller's.
+		_ = s.guard("backup", func() error { return s.putMetaTime(keyBackedUp, info.Time) })
 	}
 	return info, nil
 }

@@ -33,6 +33,12 @@ type Store struct {
 	closeMx sync.Mutex
 	cdone   bool
 
+	// swap is held shared by every transaction on db, and exclusively
+	// by a compaction while it puts a new file (and db) in place of the
+	// old (compact.go). A holder never takes it again.
+	swap sync.RWMutex
+	cmp  compaction
+
 	// mu guards what readers share with the writer.
 	mu     sync.RWMutex
 	closed bool
@@ -114,7 +120,8 @@ func (s *Store) startReserve() {
 	}
 }
 
-// hwm is bbolt's high-water mark: the bytes of the pages in use.
+// hwm is bbolt's high-water mark: the bytes of the pages in use. The
+// caller holds s.swap, or is Open.
 func (s *Store) hwm() (int64, error) {
 	var n int64
 	err := s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
@@ -124,6 +131,8 @@ func (s *Store) hwm() (int64, error) {
 // updateIn runs f in a write transaction, which the reserve's zeros keep
 // away from (reserve.go).
 func (s *Store) updateIn(f func(tx *bolt.Tx) error) error {
+	s.swap.RLock()
+	defer s.swap.RUnlock()
 	var entered bool
 	defer func() { // after the commit, the rollback or a panic
 		if entered {
@@ -182,22 +191,39 @@ func (s *Store) open() error {
 			return corrupt("%s: bbolt: %v", s.path, err)
 		}
 	}
-	db, err := bolt.Open(s.path, o.FileMode, &bolt.Options{
-		Timeout:      o.LockTimeout,
-		NoSync:       o.NoSync,
-		FreelistType: bolt.FreelistMapType,
-		PageSize:     o.PageSize,
-	})
-	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return &lockedError{path: s.path, timeout: o.LockTimeout}
+	for {
+		before, _ := os.Stat(s.path)
+		db, err := bolt.Open(s.path, o.FileMode, &bolt.Options{
+			Timeout:      o.LockTimeout,
+			NoSync:       o.NoSync,
+			FreelistType: bolt.FreelistMapType,
+			PageSize:     o.PageSize,
+		})
+		if err != nil {
+			if errors.Is(err, berrors.ErrTimeout) {
+				return &lockedError{path: s.path, timeout: o.LockTimeout}
+			}
+			if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+				return corrupt("%s: bbolt: %v", s.path, err)
+			}
+			return err
 		}
-		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
-			return corrupt("%s: bbolt: %v", s.path, err)
+		// A compaction in another process renames its new file over
+		// path while that process holds the lock: an Open that waited
+		// for the lock meanwhile holds the old file, which has no name
+		// any more, and opens path again.
+		if after, err := os.Stat(s.path); before != nil && err == nil && !os.SameFile(before, after) {
+			db.Close()
+			continue
 		}
+		s.db = db
+		break
+	}
+	// With the lock held, a leftover of a compaction that died before
+	// its swap is no other process's: removed (compact.go).
+	if err := removeLeftover(s.path); err != nil {
 		return err
 	}
-	s.db = db
 	return s.load()
 }
 
@@ -387,7 +413,11 @@ func (s *Store) checkOpen() error {
 // view runs f in a read transaction under guard, mapping a closed
 // database to store.ErrClosed.
 func (s *Store) view(op string, f func(tx *bolt.Tx) error) error {
-	err := s.guard(op, func() error { return s.db.View(f) })
+	err := s.guard(op, func() error {
+		s.swap.RLock()
+		defer s.swap.RUnlock()
+		return s.db.View(f)
+	})
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return store.ErrClosed
 	}
@@ -753,6 +783,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.cdone = true
+	s.stopCompaction()
 	s.q.close()
 	<-s.wdone
 	s.mu.Lock()

@@ -37,6 +37,8 @@ func (s *Store) Check(ctx context.Context) error {
 		// the ones bbolt serves.
 		// A read-only store has no writer to hold off: a read
 		// transaction sees the file as it stays.
+		s.swap.RLock()
+		defer s.swap.RUnlock()
 		tx, err := s.db.Begin(!s.opts.ReadOnly)
 		if err != nil {
 			if errors.Is(err, berrors.ErrDatabaseNotOpen) {

@@ -35,6 +35,10 @@ const crashChildEnv = "CLUTCH_BOLTSTORE_CRASH_CHILD"
 // whether it did (TestMain then exits without running tests).
 func crashChild() bool {
 	path := os.Getenv(crashChildEnv)
+	compact := false
+	if path == "" {
+		path, compact = os.Getenv(compactChildEnv), true
+	}
 	if path == "" {
 		return false
 	}
@@ -57,6 +61,22 @@ func crashChild() bool {
 	}
 	ids := protocol.NewIDs(nil)
 	var wg sync.WaitGroup
+	if compact {
+		// Compactions one after the other, each reported as a line "#n"
+		// once it has swapped its file in.
+		wg.Go(func() {
+			for n := 1; ; n++ {
+				if _, err := s.Compact(context.Background()); err != nil {
+					fmt.Fprintln(os.Stderr, "compact:", err)
+					os.Exit(4)
+				}
+				out.Lock()
+				w.WriteString("#" + strconv.Itoa(n) + "\n")
+				w.Flush()
+				out.Unlock()
+			}
+		})
+	}
 	for g := range 64 {
 		wg.Go(func() {
 			run, thread := ids.RunID(), ids.ThreadID()
@@ -110,64 +130,72 @@ func TestCrashSafety(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var acked []string
 	for round := range rounds {
-		got := crashOnce(t, path, rng)
+		got, _ := crashOnce(t, crashChildEnv, path, rng)
 		acked = append(acked, got...)
-
-		s, err := boltstore.Open(path, nil)
-		if err != nil {
-			t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
-		}
-		st := s.Stats()
-		last, err := s.LastSeq(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Check(t.Context()); err != nil {
-			t.Fatalf("round %d: Check after SIGKILL: %v", round, err)
-		}
-		seen := make(map[string]bool, last)
-		var want uint64 = 1
-		for ev, err := range s.Read(t.Context(), store.Query{}) {
-			if err != nil {
-				t.Fatalf("round %d: Read: %v", round, err)
-			}
-			if ev.Seq != want {
-				t.Fatalf("round %d: seq %d follows %d", round, ev.Seq, want-1)
-			}
-			want++
-			m, err := ev.Message()
-			if err != nil {
-				t.Fatalf("round %d: event %d: %v", round, ev.Seq, err)
-			}
-			if seen[m.ID] {
-				t.Fatalf("round %d: id %s stored twice", round, m.ID)
-			}
-			seen[m.ID] = true
-		}
-		if want-1 != last {
-			t.Fatalf("round %d: read %d events, LastSeq %d", round, want-1, last)
-		}
-		for _, id := range acked {
-			if !seen[id] {
-				t.Fatalf("round %d: acknowledged id %s is not in the file", round, id)
-			}
-			if _, err := s.Get(t.Context(), id); err != nil {
-				t.Fatalf("round %d: Get(%s): %v", round, id, err)
-			}
-		}
-		t.Logf("round %d: %d acknowledged in this round, %d events in the file, %d rebuilt from the tail", round, len(got), last, st.Unindexed)
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
+		checkAfterCrash(t, path, round, len(got), acked)
 	}
 }
 
-// crashOnce runs the child on path, kills it at a random moment after it
-// has acknowledged some appends, and returns the acknowledged ids.
-func crashOnce(t *testing.T, path string, rng *rand.Rand) []string {
+// checkAfterCrash opens the file a killed child left, and checks that it
+// passes Check, that its seqs run from 1 without a gap or a repeated id,
+// and that every acknowledged id is in it.
+func checkAfterCrash(t *testing.T, path string, round, got int, acked []string) {
+	t.Helper()
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
+	}
+	st := s.Stats()
+	last, err := s.LastSeq(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatalf("round %d: Check after SIGKILL: %v", round, err)
+	}
+	seen := make(map[string]bool, last)
+	var want uint64 = 1
+	for ev, err := range s.Read(t.Context(), store.Query{}) {
+		if err != nil {
+			t.Fatalf("round %d: Read: %v", round, err)
+		}
+		if ev.Seq != want {
+			t.Fatalf("round %d: seq %d follows %d", round, ev.Seq, want-1)
+		}
+		want++
+		m, err := ev.Message()
+		if err != nil {
+			t.Fatalf("round %d: event %d: %v", round, ev.Seq, err)
+		}
+		if seen[m.ID] {
+			t.Fatalf("round %d: id %s stored twice", round, m.ID)
+		}
+		seen[m.ID] = true
+	}
+	if want-1 != last {
+		t.Fatalf("round %d: read %d events, LastSeq %d", round, want-1, last)
+	}
+	for _, id := range acked {
+		if !seen[id] {
+			t.Fatalf("round %d: acknowledged id %s is not in the file", round, id)
+		}
+		if _, err := s.Get(t.Context(), id); err != nil {
+			t.Fatalf("round %d: Get(%s): %v", round, id, err)
+		}
+	}
+	t.Logf("round %d: %d acknowledged in this round, %d events in the file, %d rebuilt from the tail", round, got, last, st.Unindexed)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashOnce runs the child (env names which) on path, kills it at a
+// random moment after it has acknowledged some appends, and returns the
+// acknowledged ids and the number of "#" lines (compactions) it wrote.
+func crashOnce(t *testing.T, env, path string, rng *rand.Rand) (ids []string, marks int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd.Env = append(os.Environ(), env+"="+path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +217,6 @@ func crashOnce(t *testing.T, path string, rng *rand.Rand) []string {
 			lines <- strings.TrimSuffix(line, "\n")
 		}
 	}()
-	var ids []string
 	wantBefore := 100 + rng.IntN(1500)
 	deadline := time.After(30 * time.Second)
 	for len(ids) < wantBefore {
@@ -198,6 +225,10 @@ func crashOnce(t *testing.T, path string, rng *rand.Rand) []string {
 			if !ok {
 				cmd.Wait()
 				t.Fatalf("child ended early after %d acks: %s", len(ids), stderr.String())
+			}
+			if strings.HasPrefix(id, "#") {
+				marks++
+				continue
 			}
 			ids = append(ids, id)
 		case <-deadline:
@@ -217,11 +248,15 @@ func crashOnce(t *testing.T, path string, rng *rand.Rand) []string {
 		t.Fatal(err)
 	}
 	for id := range lines {
+		if strings.HasPrefix(id, "#") {
+			marks++
+			continue
+		}
 		ids = append(ids, id)
 	}
 	err = cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child did not die of SIGKILL: %v: %s", err, stderr.String())
 	}
-	return ids
+	return ids, marks
 }

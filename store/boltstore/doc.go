@@ -158,10 +158,45 @@
 // the copy ends, and appends meanwhile take that long; and the copy's own
 // write and fsync compete with the store's for the disk.
 //
+// # Compaction
+//
+// A bbolt file never shrinks: pages freed by overwritten index and summary
+// entries (and by removals) are reused but stay in the file.
+// [Store.Compact] rewrites the file into a new one without them (bbolt's
+// own copy, bbolt.Compact, pages filled) and puts it in place while the
+// store stays open. Reads, followers and appends go on during the copy;
+// at its end, the events appended meanwhile are carried into the new file,
+// which is synced, renamed over the old one (and the directory synced),
+// and the store switches to it: appends queued meanwhile are acknowledged
+// once committed to the new file, and reads wait for that moment only.
+// Every event keeps its seq, so followers go on with no gap and no repeat.
+// Index flushes wait while the copy runs: the entries of the events
+// appended meanwhile stay in memory, past twice Options.IndexBatch if the
+// copy takes that long. A write other than an append during the copy (an
+// artifact, a backup's record) makes Compact copy again, and its third
+// copy holds reads and appends for the whole copy. [CompactResult] says
+// the sizes before and after and how long reads and appends waited.
+//
+// A crash during a compaction loses nothing: before the rename the old
+// file is whole (Open removes the leftover <path>.compact, once it holds
+// the lock), after it the new one is. The last compaction's time is kept
+// in the file ([Store.Usage]). The copy holds a read transaction of the
+// old file, with Backup's cost: a commit that needs a larger memory map
+// waits until the copy ends, and the disk needs room for a second file.
+// To compact a file no process has open, clutch compact --db FILE opens
+// it and compacts it (ErrLocked when a process has it open).
+//
+// # Usage
+//
+// [Store.Usage] implements store.UsageReporter: the file's size, its free
+// pages, the events it holds, the oldest one, and the times of the last
+// compaction and of the last backup made by a store open for writing, all
+// read without a pass over the log.
+//
 // # Caveats
 //
 // Events and artifacts are never deleted, so the dedup window is forever
-// and the file only grows. A read copies each event out of the file;
+// and the file only grows until it is compacted. A read copies each event out of the file;
 // nothing is held between pages of a loop, so a loop body may append, and
 // a long loop does not keep the file from growing. Memory holds the
 // in-memory index entries and summaries (a few hundred bytes per event, at

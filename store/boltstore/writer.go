@@ -163,7 +163,11 @@ func (w *writer) run() {
 	debug.SetPanicOnFault(true)
 	batch := w.s.opts.IndexBatch
 	for {
-		if w.plan != nil && w.s.q.waitOr(w.plan.done) {
+		// While a compaction copies the file, index flushes wait: the
+		// file then changes only by appends, which the swap carries
+		// over (compact.go).
+		compacting := w.s.cmp.active.Load()
+		if w.plan != nil && !compacting && w.s.q.waitOr(w.plan.done) {
 			// Nothing to commit: the plan is written as soon as it is
 			// ready, not when the next append comes.
 			_ = w.writePlan()
@@ -177,7 +181,7 @@ func (w *writer) run() {
 		// reaches twice IndexBatch: memory stays bounded however slow
 		// the plan. On failure the tail stays in memory and the next
 		// plan retries. A damaged file is not written to: no plan.
-		if w.plan != nil && (w.planReady() || len(w.s.tail.entries) >= 2*batch) {
+		if w.plan != nil && !w.s.cmp.active.Load() && (w.planReady() || len(w.s.tail.entries) >= 2*batch) {
 			_ = w.writePlan()
 		}
 		if w.plan == nil && len(w.s.tail.entries) >= batch && w.s.brokenErr() == nil {
@@ -424,6 +428,14 @@ func (w *writer) begin() error {
 	if err := s.brokenErr(); err != nil {
 		return err
 	}
+	// Held until end, after the commit: a compaction's swap waits for
+	// the group (compact.go).
+	s.swap.RLock()
+	defer func() {
+		if w.tx == nil {
+			s.swap.RUnlock()
+		}
+	}()
 	return w.guard("append", func() error {
 		tx, err := s.db.Begin(true)
 		if err != nil {
@@ -476,6 +488,7 @@ func (w *writer) add(reqs []*request, err error) error {
 func (w *writer) end(err error) {
 	s := w.s
 	if w.tx != nil {
+		defer s.swap.RUnlock() // taken by begin
 		tx := w.tx
 		w.tx, w.events, w.ids, w.idBlocks, w.idem, w.idemBlocks = nil, nil, nil, nil, nil, nil
 		w.sums.tx = nil

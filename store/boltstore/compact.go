@@ -1,0 +1,373 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clutchprotocol/clutch/store"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Compaction (see "Compaction" in the package doc) in three steps:
+//
+//  1. Under s.swap held exclusively for a moment, the id of the last
+//     transaction and the writer's commit count are noted, and index
+//     flushes are held back (c.active): from then on, as long as nothing
+//     but the writer's group commits writes, the file changes only by
+//     new records in the events bucket.
+//  2. bbolt.Compact copies the file, from one read transaction, into a
+//     new bbolt file beside it (<path>.compact), while appends, reads and
+//     followers go on with the old one.
+//  3. Under s.swap held exclusively (every transaction on the file holds
+//     it shared: reads for a page, a group commit from its first put to
+//     its commit), the events appended since the copy's transaction are
+//     carried over, the time is recorded, the new file is synced and
+//     renamed over the old one, and the Store's handle is switched to it.
+//     Appends that arrive meanwhile wait in the writer's queue; reads wait
+//     for the swap, then read the new file.
+//
+// If anything but group commits wrote meanwhile (an artifact, a backup's
+// record, an index flush that began before step 1), bbolt's transaction
+// ids moved further than the writer's commits, the copy may miss that
+// change, and it is dropped and made again; the last attempt holds s.swap
+// for the whole copy, so it cannot be overtaken.
+
+// CompactResult describes what Compact did.
+type CompactResult struct {
+	// BytesBefore and BytesAfter are the sizes of the file before and of
+	// the new file at the swap. The new file is the old one's data with
+	// its free pages dropped and its pages filled: BytesAfter is at most
+	// BytesBefore, unless many events were appended during the copy.
+	BytesBefore, BytesAfter int64
+	// LastSeq is the seq of the last event in the new file at the swap.
+	LastSeq uint64
+	// Carried is how many events were appended while the copy was made
+	// and carried over into the new file at the swap.
+	Carried uint64
+	// Time is when the swap happened, by the store's clock
+	// (Options.Clock): the time Usage reports as LastCompaction.
+	Time time.Time
+	// Duration is how long Compact took; Paused is how long of it
+	// appends and reads waited for the swap.
+	Duration, Paused time.Duration
+}
+
+// compaction is the Store's compaction state.
+type compaction struct {
+	run    sync.Mutex  // held by a running Compact: one at a time
+	active atomic.Bool // a copy is being made: the writer holds index flushes back
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc // the running Compact's, nil when none
+	closing bool               // Close has begun: no new compaction
+}
+
+// keyCompacted is the meta key of the last compaction's time, Unix
+// nanoseconds (int64 BE) by the store's clock.
+var keyCompacted = []byte("compacted")
+
+// compactTxSize is the most data the copy puts in one transaction of the
+// new file: bbolt keeps a transaction's pages in memory until its commit.
+const compactTxSize = 64 << 20
+
+// afterCopy, when set (by tests), is called between a compaction's copy
+// and its swap, with whether s.swap is held.
+var afterCopy func(exclusive bool)
+
+// compactAttempts is how many copies Compact makes, the last with the
+// store's reads and appends held for the whole copy (see above).
+const compactAttempts = 3
+
+// Compact rewrites the store's file into a new one that holds the same
+// data without free pages (those left by overwritten index and summary
+// entries, and by removals), and puts it in place of the old one while
+// the store stays open: reads, followers and appends go on during the
+// copy and wait only for the swap at its end (appends are queued, not
+// refused, and acknowledged once they are committed to the new file).
+// Every event committed before or during the compaction is in the new
+// file, under the same seq. The swap is crash-safe: the new file is
+// written and synced beside the old one as <path>.compact and then renamed
+// over it; after a crash before the rename, Open removes the leftover and
+// opens the old file. The time of the compaction is recorded in the file
+// (Usage.LastCompaction).
+//
+// ctx cancels the copy (within one transaction of the copy, at most 64 MiB
+// of data); the store is then left as it was. Compact on a store opened
+// read-only fails with ErrReadOnly; on a store that met damage with its
+// ErrCorrupt (Check tells where; a copy of known damage is no cure); on a
+// closed one, or when Close is called meanwhile, with store.ErrClosed.
+func (s *Store) Compact(ctx context.Context) (CompactResult, error) {
+	if s.opts.ReadOnly {
+		return CompactResult{}, s.readOnly("compact")
+	}
+	if err := ctx.Err(); err != nil {
+		return CompactResult{}, err
+	}
+	c := &s.cmp
+	c.run.Lock()
+	defer c.run.Unlock()
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return CompactResult{}, store.ErrClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.cancel = cancel
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.cancel = nil
+		c.mu.Unlock()
+	}()
+
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		if err := s.checkOpen(); err != nil {
+			return CompactResult{}, err
+		}
+		if err := s.brokenErr(); err != nil {
+			return CompactResult{}, err
+		}
+		res, again, err := s.compactOnce(ctx, attempt == compactAttempts)
+		if err != nil {
+			c.mu.Lock()
+			closing := c.closing
+			c.mu.Unlock()
+			if closing {
+				return CompactResult{}, store.ErrClosed
+			}
+			return CompactResult{}, err
+		}
+		if !again {
+			res.Duration = time.Since(start)
+			return res, nil
+		}
+	}
+}
+
+// compactPath is where the new file is written before the swap.
+func compactPath(path string) string { return path + ".compact" }
+
+// compactOnce makes one copy and swaps it in. It reports again when
+// something other than appends wrote to the file during the copy: the
+// copy is dropped then. exclusive holds s.swap for the whole copy.
+func (s *Store) compactOnce(ctx context.Context, exclusive bool) (res CompactResult, again bool, err error) {
+	tmp := compactPath(s.path)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return res, false, err
+	}
+	c := &s.cmp
+
+	s.swap.Lock()
+	locked := true
+	var old *bolt.DB // the old file's handle, once swapped out
+	defer func() {
+		if locked {
+			s.swap.Unlock()
+		}
+		if old != nil {
+			// Its file has no name: closing the last handle frees its
+			// blocks, which may take a while, not the readers'.
+			old.Close()
+		}
+	}()
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return res, false, err
+	}
+	res.BytesBefore = fi.Size()
+	pageSize := s.db.Info().PageSize
+	startID, err := s.txID()
+	if err != nil {
+		return res, false, err
+	}
+	startCommits := s.w.commits.Load()
+	c.active.Store(true)
+	defer c.active.Store(false)
+	if !exclusive {
+		s.swap.Unlock()
+		locked = false
+	}
+
+	dst, err := bolt.Open(tmp, s.opts.FileMode, &bolt.Options{
+		NoSync:       true, // synced once, whole, before the rename
+		FreelistType: bolt.FreelistMapType,
+		PageSize:     pageSize,
+	})
+	if err != nil {
+		return res, false, err
+	}
+	swapped := false
+	defer func() {
+		if !swapped {
+			dst.Close()
+			os.Remove(tmp)
+		}
+	}()
+	// Closing the new file is how ctx stops bbolt's copy: its next
+	// transaction fails.
+	stop := context.AfterFunc(ctx, func() { dst.Close() })
+	err = s.guard("compact", func() error {
+		// bbolt's copy puts values that point into the old file's
+		// mapping and commits its last transaction after its read
+		// transaction ended: this one keeps the mapping in place (a
+		// commit that grows the old file waits) until then.
+		pin, err := s.db.Begin(false)
+		if err != nil {
+			return err
+		}
+		defer pin.Rollback()
+		return bolt.Compact(dst, s.db, compactTxSize)
+	})
+	if err == nil && afterCopy != nil {
+		afterCopy(exclusive)
+	}
+	if !stop() {
+		return res, false, ctx.Err()
+	}
+	if err != nil {
+		return res, false, err
+	}
+
+	// The copy reaches the disk before the swap, which then syncs only
+	// what it adds: reads and appends wait for that alone.
+	if err := dst.Sync(); err != nil {
+		return res, false, err
+	}
+
+	if !locked {
+		s.swap.Lock()
+		locked = true
+	}
+	paused := time.Now()
+	endID, err := s.txID()
+	if err != nil {
+		return res, false, err
+	}
+	if uint64(endID-startID) != s.w.commits.Load()-startCommits {
+		return res, true, nil // not appends only: copy again
+	}
+	res.Time = s.Now()
+	err = s.guard("compact", func() error {
+		return dst.Update(func(tx *bolt.Tx) error {
+			n, last, err := s.carryOver(tx)
+			res.Carried, res.LastSeq = n, last
+			if err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keyCompacted, binary.BigEndian.AppendUint64(nil, uint64(res.Time.UnixNano())))
+		})
+	})
+	if err != nil {
+		return res, false, err
+	}
+	if err := dst.Sync(); err != nil {
+		return res, false, err
+	}
+	if fi, err := os.Stat(tmp); err == nil {
+		res.BytesAfter = fi.Size()
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return res, false, err
+	}
+	swapped = true
+	syncDir(filepath.Dir(s.path))
+
+	// The new file is in place: from here nothing fails. The handle
+	// still open on the new file keeps its lock; the old one's file has
+	// no name any more.
+	if s.res != nil {
+		s.res.close()
+		s.res = nil
+	}
+	old = s.db
+	dst.NoSync = s.opts.NoSync
+	s.db = dst
+	if !s.opts.NoSync {
+		s.startReserve()
+	}
+	res.Paused = time.Since(paused)
+	return res, false, nil
+}
+
+// carryOver copies into tx, of the new file, the events of the old file
+// after the last one tx holds, and returns how many and the last seq.
+// The caller holds s.swap: no transaction writes the old file.
+func (s *Store) carryOver(tx *bolt.Tx) (n, last uint64, err error) {
+	events := tx.Bucket(bucketEvents)
+	events.FillPercent = 1.0
+	if k, _ := events.Cursor().Last(); k != nil {
+		if last, err = parseSeqKey(k); err != nil {
+			return 0, 0, err
+		}
+	}
+	err = s.db.View(func(src *bolt.Tx) error {
+		cur := src.Bucket(bucketEvents).Cursor()
+		for k, v := cur.Seek(seqKey(last + 1)); k != nil; k, v = cur.Next() {
+			// bbolt keeps a put's key and value until the commit; these
+			// point into the old file's mapping, which this View leaves.
+			if err := events.Put(bytes.Clone(k), bytes.Clone(v)); err != nil {
+				return err
+			}
+			seq, err := parseSeqKey(k)
+			if err != nil {
+				return err
+			}
+			last = seq
+			n++
+		}
+		return nil
+	})
+	return n, last, err
+}
+
+// txID returns the id of the file's last committed transaction. The
+// caller holds s.swap.
+func (s *Store) txID() (int, error) {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			return 0, store.ErrClosed
+		}
+		return 0, err
+	}
+	defer tx.Rollback()
+	return tx.ID(), nil
+}
+
+// stopCompaction cancels a running Compact and waits for it to end; no
+// Compact starts after it. Close calls it first.
+func (s *Store) stopCompaction() {
+	c := &s.cmp
+	c.mu.Lock()
+	c.closing = true
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	c.run.Lock()
+	c.run.Unlock() //nolint:staticcheck // waiting for the running one is the point
+}
+
+// removeLeftover removes the new file of a compaction that did not reach
+// its swap (the process died during the copy). Open calls it once it
+// holds the file's lock, so that it never removes the new file of a
+// compaction another process is making.
+func removeLeftover(path string) error {
+	err := os.Remove(compactPath(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

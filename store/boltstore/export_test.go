@@ -1,0 +1,8 @@
+package boltstore
+
+// SetAfterCopy makes Compact call f between its copy and its swap (with
+// whether the store's reads and appends are held), until the test ends.
+func SetAfterCopy(t interface{ Cleanup(func()) }, f func(exclusive bool)) {
+	afterCopy = f
+	t.Cleanup(func() { afterCopy = nil })
+}
