@@ -36,8 +36,9 @@ type Usage struct {
 }
 
 // UsageReporter is the upgrade interface of a Store that reports its
-// [Usage] itself, at a cost that does not grow with the log (no scan of
-// the events). The in-tree stores implement it; [UsageOf] finds it.
+// [Usage] itself. The durable in-tree stores report at a cost that does
+// not grow with the log (no scan of the events); memstore, a test double,
+// sums its events. [UsageOf] finds it.
 type UsageReporter interface {
 	// Usage returns the store's usage now.
 	Usage(ctx context.Context) (Usage, error)
