@@ -37,6 +37,7 @@
 // the store's event seqs, JSON numbers.
 //
 //	GET  /v1/agents                    {"agents":[{"card","online","in_flight","success_rate"}]}
+//	GET  /v1/store                     {"bytes","free_bytes","events","last_seq","oldest_seq","oldest_time","last_compaction","last_backup"}   read:all only (store.UsageOf; zero ones left out)
 //	GET  /v1/runs?before=&limit=&system=    {"runs":[Summary],"next_before":SEQ|0}   newest first
 //	GET  /v1/threads?before=&limit=&system= {"threads":[Summary],"next_before":SEQ|0}
 //	GET  /v1/runs/{id}/events?after=&limit=&type=

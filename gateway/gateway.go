@@ -185,6 +185,7 @@ func New(r *router.Router, opts *Options) (*Gateway, error) {
 func (g *Gateway) routes() {
 	a := g.api
 	a.HandleFunc("GET /v1/agents", g.serveAgents)
+	a.HandleFunc("GET /v1/store", g.serveStore)
 	a.HandleFunc("GET /v1/runs", g.serveList(false))
 	a.HandleFunc("GET /v1/threads", g.serveList(true))
 	a.HandleFunc("GET /v1/runs/{id}/events", g.serveEvents(auth.KindRun))
