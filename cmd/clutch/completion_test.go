@@ -61,7 +61,7 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"clutch", "ta"}, "tail"},
 		{[]string{"clutch", "tail", "--ru"}, "--run"},
 		{[]string{"clutch", "tail", "-ru"}, ""}, // completes the -- spelling only
-		{[]string{"clutch", "co"}, "completion\ncontext"},
+		{[]string{"clutch", "co"}, "compact\ncompletion\ncontext"},
 		{[]string{"clutch", "ver"}, "verify\nversion"},
 		{[]string{"clutch", "he"}, "help"},
 		{[]string{"clutch", "help", "st"}, "stats"},

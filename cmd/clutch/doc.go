@@ -13,6 +13,7 @@
 //	clutch check   [--json]
 //	clutch backup  [--db FILE] --out BACKUP [--json]
 //	clutch restore --from BACKUP [--db FILE] [--force]
+//	clutch compact [--db FILE] [--json]
 //	clutch rules   list|drafts|show|approve|reject|import|export [ARG] [--author A] [--reason R] [--json]
 //	clutch waiting [--mine] [--json] --url URL
 //	clutch answer  QUESTION_ID VALUE | --approve | --reject REASON | --edit JSON  --url URL
@@ -214,6 +215,14 @@
 // refused unless --force, and never replaced while a process has it open
 // for writing. The restored store holds every event up to the backup's
 // last seq, and appends and follows on from there.
+//
+// clutch compact --db FILE rewrites a store file no process has open
+// without its free pages (boltstore's Store.Compact: bbolt's copy to
+// FILE.compact, synced, renamed in place) and prints its size before and
+// after; a process that has the file open compacts it itself, online.
+// clutch stats prints, besides its counts, a "store" block: the store's
+// size and free space, events, oldest event, and last compaction and
+// backup (store.UsageOf; through a gateway GET /v1/store, read:all).
 //
 // # Contexts
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/clutchprotocol/clutch/cmd/clutch/internal/client"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/progress"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -34,7 +36,14 @@ does not exist exits 3; filters that leave no event print zero counts.
 "last", "runs", "threads", "tasks", "agents", "by_type": {TYPE: N},
 "by_agent": {AGENT: N}, "undecodable", "file_bytes"}: first and last (RFC 3339,
 UTC, milliseconds) are left out when no event counts, as are undecodable and
-file_bytes when 0 (file_bytes is a file's alone).`,
+file_bytes when 0 (file_bytes is a file's alone).
+
+Whatever the filters, a "store" block says what the whole store holds: its
+size (and the free space clutch compact gives back), its events, the oldest
+one, and when it was last compacted and backed up; in JSON "store": {"bytes",
+"free_bytes", "events", "last_seq", "oldest_seq", "oldest_time",
+"last_compaction", "last_backup"}, zero ones left out. Through --url it needs
+a key with read:all (GET /v1/store), and is left out otherwise.`,
 		examples: `  clutch stats
   clutch stats --json
   clutch stats --run run_01JD3Z...
@@ -64,6 +73,9 @@ file_bytes when 0 (file_bytes is a file's alone).`,
 						s.FileBytes = fi.Size()
 					}
 				}
+				if s.Store, err = storeUsage(ctx, src); err != nil {
+					return err
+				}
 				if *asJSON {
 					return writeJSON(e.stdout, s)
 				}
@@ -90,6 +102,37 @@ type stats struct {
 	ByAgent    map[string]int `json:"by_agent"`
 	Undecoded  int            `json:"undecodable,omitempty"`
 	FileBytes  int64          `json:"file_bytes,omitempty"`
+	// Store is the whole store's usage, whatever the filters; nil
+	// through a gateway that does not serve it to this caller.
+	Store *client.StoreUsage `json:"store,omitempty"`
+}
+
+// storeUsage is the usage of the store src reads: the file's own
+// (store.UsageOf), or GET /v1/store of a gateway, nil when the caller's
+// key lacks read:all.
+func storeUsage(ctx context.Context, src source) (*client.StoreUsage, error) {
+	switch src := src.(type) {
+	case *local:
+		u, err := store.UsageOf(ctx, src.st)
+		if err != nil {
+			return nil, err
+		}
+		ms := func(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
+		return &client.StoreUsage{
+			Bytes: u.Bytes, Free: u.Free, Events: u.Events, LastSeq: u.LastSeq, OldestSeq: u.OldestSeq,
+			OldestTime: ms(u.OldestTime), LastCompaction: ms(u.LastCompaction), LastBackup: ms(u.LastBackup),
+		}, nil
+	case *remote:
+		u, err := src.c.Store(ctx)
+		if errors.Is(err, protocol.CodePolicyDenied) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &u, nil
+	}
+	return nil, nil
 }
 
 // namesSystem reports whether q names a reserved system run, thread or
@@ -157,6 +200,26 @@ func (s *stats) print(out io.Writer) {
 		fmt.Fprintf(tw, "undecodable\t%d\n", s.Undecoded)
 	}
 	tw.Flush()
+	if u := s.Store; u != nil {
+		fmt.Fprintf(out, "\nstore:\n")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "  size\t%s", bytesString(u.Bytes))
+		if u.Free > 0 {
+			fmt.Fprintf(tw, " (%s free: clutch compact gives it back)", bytesString(u.Free))
+		}
+		fmt.Fprintf(tw, "\n  events\t%d (last seq %d)\n", u.Events, u.LastSeq)
+		if u.OldestSeq > 0 {
+			fmt.Fprintf(tw, "  oldest\tseq %d, %s\n", u.OldestSeq, u.OldestTime.UTC().Format(time.RFC3339))
+		}
+		when := func(t time.Time) string {
+			if t.IsZero() {
+				return "never (or not recorded)"
+			}
+			return t.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "  last compaction\t%s\n  last backup\t%s\n", when(u.LastCompaction), when(u.LastBackup))
+		tw.Flush()
+	}
 	for _, part := range []struct {
 		title string
 		m     map[string]int

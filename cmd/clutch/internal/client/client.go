@@ -494,3 +494,24 @@ func (c *Client) Health(ctx context.Context) error {
 	resp.Body.Close()
 	return nil
 }
+
+// StoreUsage is what the gateway's store holds (GET /v1/store, read:all):
+// store.Usage, zero times when never (or not known).
+type StoreUsage struct {
+	Bytes          int64     `json:"bytes"`
+	Free           int64     `json:"free_bytes,omitempty"`
+	Events         uint64    `json:"events"`
+	LastSeq        uint64    `json:"last_seq"`
+	OldestSeq      uint64    `json:"oldest_seq,omitempty"`
+	OldestTime     time.Time `json:"oldest_time,omitzero"`
+	LastCompaction time.Time `json:"last_compaction,omitzero"`
+	LastBackup     time.Time `json:"last_backup,omitzero"`
+}
+
+// Store returns the usage of the gateway's store. A caller without
+// read:all gets an error matching protocol.CodePolicyDenied (403).
+func (c *Client) Store(ctx context.Context) (StoreUsage, error) {
+	var u StoreUsage
+	err := c.get(ctx, "/v1/store", nil, &u)
+	return u, err
+}
