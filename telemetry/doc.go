@@ -93,6 +93,12 @@
 //	clutch.store.append.batch_size  histogram  {event}
 //	clutch.store.events             counter    {event}    clutch.event.type
 //	clutch.stream.subscribers       updown     {subscriber} clutch.stream
+//	clutch.store.bytes              gauge      By         (ObserveStore, below)
+//	clutch.store.free_bytes         gauge      By
+//	clutch.store.stored_events      gauge      {event}
+//	clutch.store.oldest.age         gauge      s
+//	clutch.store.compaction.age     gauge      s
+//	clutch.store.backup.age         gauge      s
 //
 // Task counts are per attempt: started when an agent accepts it,
 // finished when it ends (outcome retry when the task is tried again), so
@@ -103,7 +109,9 @@
 // attempts and tool calls and the queue wait are recorded in the
 // attempt's context, so that an SDK keeping exemplars links them to its
 // trace; the store metrics are recorded without it (an append measures
-// the store, not the task that made it).
+// the store, not the task that made it). The store gauges, from
+// store.UsageOf, need ObserveStore and are read at each collection;
+// what the store does not know, or what never happened, is not observed.
 //
 // # Logs
 //

@@ -39,6 +39,7 @@ type Options struct {
 type Telemetry struct {
 	tracer trace.Tracer
 	log    *slog.Logger
+	meter  metric.Meter // for ObserveStore (usage.go)
 
 	duration    metric.Float64Histogram
 	queueWait   metric.Float64Histogram
@@ -147,6 +148,7 @@ func New(opts *Options) (*Telemetry, error) {
 	}
 	t := &Telemetry{tracer: o.TracerProvider.Tracer(ScopeName), log: o.Logger}
 	m := o.MeterProvider.Meter(ScopeName)
+	t.meter = m
 	durations := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 	fast := metric.WithExplicitBucketBoundaries(0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
 	var err error
