@@ -119,6 +119,22 @@
 // processes that kept running makes their followers wait for seqs they
 // have already seen: restart them after a restore.
 //
+// # Compaction and usage
+//
+// PostgreSQL reclaims space itself; pgstore adds no compaction. Rows that
+// retention deletes become dead tuples that (auto)VACUUM makes reusable
+// for later appends, without a lock that stops them; the tables' files
+// shrink only with VACUUM FULL (which rewrites a table and its indexes
+// under an ACCESS EXCLUSIVE lock: appends and reads of the store wait
+// until it ends) or with the pg_repack extension (an online rewrite that
+// holds that lock only for the swap at its end), the equivalents of
+// boltstore's Compact. Seqs, the head and the indexes are kept by either.
+// [Store.Usage] reports the size of the store's tables with their indexes
+// and TOAST (pg_total_relation_size), its events and oldest event by
+// index lookups, and the last VACUUM or autovacuum of the events table
+// (pg_stat_user_tables) as LastCompaction; LastBackup is zero, since
+// backups are made by tools outside the store.
+//
 // # Caveats
 //
 // It needs PostgreSQL 12 or newer.
