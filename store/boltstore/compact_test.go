@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
@@ -393,4 +395,42 @@ func TestCompactCrash(t *testing.T) {
 			t.Fatalf("round %d: the new file of the killed compaction is left after Open: %v", round, err)
 		}
 	}
+}
+
+func ExampleStore_Compact() {
+	dir, err := os.MkdirTemp("", "clutch")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	s, err := boltstore.Open(filepath.Join(dir, "events.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	ids := protocol.NewIDs(nil)
+	for range 3 {
+		if _, err := s.Append(ctx, ids.NewMessage(protocol.TypeTaskRequest, "agent:orchestrator")); err != nil {
+			panic(err)
+		}
+	}
+
+	// On a timer, say, while the store keeps working.
+	res, err := s.Compact(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("events up to seq", res.LastSeq, "no larger:", res.BytesAfter <= res.BytesBefore)
+
+	u, err := store.UsageOf(ctx, s)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("events:", u.Events, "compacted:", u.LastCompaction.Equal(res.Time))
+	fmt.Println("check:", s.Check(ctx))
+	// Output:
+	// events up to seq 3 no larger: true
+	// events: 3 compacted: true
+	// check: <nil>
 }
