@@ -301,7 +301,8 @@ func (s *Store) compactOnce(ctx context.Context, exclusive bool) (res CompactRes
 }
 
 // carryOver copies into tx, of the new file, the events of the old file
-// after the last one tx holds, and returns how many and the last seq.
+// after the last one tx holds, and the old file's beats, and returns how
+// many events and the last seq.
 // The caller holds s.swap: no transaction writes the old file.
 func (s *Store) carryOver(tx *bolt.Tx) (n, last uint64, err error) {
 	events := tx.Bucket(bucketEvents)
@@ -326,7 +327,18 @@ func (s *Store) carryOver(tx *bolt.Tx) (n, last uint64, err error) {
 			last = seq
 			n++
 		}
-		return nil
+		// Beats ride the appends' commits (presence.go), so the copy may
+		// miss the latest: the presence bucket, one row per key, is taken
+		// whole.
+		pres := src.Bucket(bucketPresence)
+		if pres == nil {
+			return nil
+		}
+		dst, err := tx.CreateBucketIfNotExists(bucketPresence)
+		if err != nil {
+			return err
+		}
+		return pres.ForEach(func(k, v []byte) error { return dst.Put(bytes.Clone(k), bytes.Clone(v)) })
 	})
 	return n, last, err
 }

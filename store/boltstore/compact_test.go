@@ -434,3 +434,45 @@ func ExampleStore_Compact() {
 	// events: 3 compacted: true
 	// check: <nil>
 }
+
+// A beat recorded with an append during the copy is in the new file: the
+// presence bucket is carried over with the events, and the beat survives a
+// reopen.
+func TestCompactKeepsBeats(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s := openT(t, path, nil)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, messages(t, 20)...); err != nil {
+		t.Fatal(err)
+	}
+	boltstore.SetAfterCopy(t, func(exclusive bool) {
+		if _, _, err := s.Beat(ctx, "node:during", []byte("1")); err != nil {
+			t.Error(err)
+		}
+		// The beat rides this append's commit (the writer waits for the
+		// swap only after it).
+		go func() {
+			if _, err := s.Append(ctx, messages(t, 1)...); err != nil {
+				t.Error(err)
+			}
+		}()
+	})
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, path, nil)
+	defer s.Close()
+	var keys []string
+	for b, err := range s.Beats(ctx, "node:") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, b.Key)
+	}
+	if len(keys) != 1 || keys[0] != "node:during" {
+		t.Fatalf("beats after the compaction and a reopen: %v", keys)
+	}
+}
