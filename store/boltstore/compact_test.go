@@ -98,7 +98,7 @@ func TestCompactUnderLoad(t *testing.T) {
 	var copies int
 	boltstore.SetAfterCopy(t, func(exclusive bool) {
 		copies++
-		if exclusive {
+		if exclusive || copies > 1 {
 			return
 		}
 		// Appends and reads go on while the copy waits for its swap.
@@ -122,8 +122,11 @@ func TestCompactUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("compaction: %+v", res)
-	if copies != 1 {
-		t.Errorf("%d copies, want 1: nothing but appends wrote during the copy", copies)
+	// An index flush that had begun when the copy began writes the old
+	// file and makes the compaction copy again (doc.go); appends alone
+	// never do, and the third copy holds everything.
+	if copies < 1 || copies > 3 {
+		t.Errorf("%d copies, want 1 to 3", copies)
 	}
 	if res.Carried < 300 || res.LastSeq < 800 || res.BytesBefore <= 0 || res.BytesAfter <= 0 || res.Time.IsZero() {
 		t.Errorf("result %+v: want at least 300 events carried over, 800 in the new file", res)
