@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/core"
 
 	"github.com/clutchprotocol/clutch/adapters"
+	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/store"
@@ -234,9 +236,27 @@ func decodeInput[In any](raw json.RawMessage) (In, error) {
 		}
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return in, fmt.Errorf("%w: %w", ErrInput, err)
+		return in, coded.Wrap(ErrInput, inputProblem(err), nil)
 	}
 	return in, nil
+}
+
+// inputProblem says in words what did not fit, without the Go types
+// encoding/json names.
+func inputProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := "the payload"
+		if te.Field != "" {
+			where = "member " + strconv.Quote(te.Field)
+		}
+		return where + " is a JSON " + te.Value + " of the wrong kind"
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "the payload is not JSON: " + se.Error()
+	}
+	return err.Error()
 }
 
 // textPayload returns the text of a payload that is a JSON string or an
@@ -286,6 +306,11 @@ func (rn *run) failure(ctx context.Context, err error) error {
 	rn.mu.Unlock()
 	switch {
 	case f == nil:
+		// Genkit fails a resumed generate loop whose restarted tool
+		// interrupts again (FAILED_PRECONDITION).
+		if e := rn.unaskedBecause("a tool restarted on resume interrupted again, which Genkit cannot resume: " + err.Error()); e != nil {
+			return e
+		}
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}

@@ -197,3 +197,39 @@ func TestStreaming(t *testing.T) {
 		"task.result",
 	})
 }
+
+type cityQuery struct {
+	City string `json:"city"`
+}
+
+type forecast struct {
+	City string `json:"city"`
+	Sky  string `json:"sky"`
+}
+
+// A flow with typed input and output: the request payload is decoded
+// into the input, the output is the result's JSON; a payload that does
+// not fit fails with VALIDATION before the flow runs.
+func TestTypedFlow(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newRouter(t, nil)
+	g := newGenkit(t)
+	runs := 0
+	flow := genkit.DefineFlow(g, "typed", func(_ context.Context, q cityQuery) (forecast, error) {
+		runs++
+		return forecast{City: q.City, Sky: "clear"}, nil
+	})
+	register(t, r, "agent:typed", flow, &clutchgenkit.Options{ResultType: "weather.forecast.v1"})
+	out, err := submit(t, r, "skill:typed", map[string]any{"city": "Oslo"}).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := router.ResultAs[forecast](out); err != nil || res != (forecast{City: "Oslo", Sky: "clear"}) || out.Message.PayloadType != "weather.forecast.v1" {
+		t.Fatalf("result %+v, %v (%s)", res, err, out.Message.PayloadType)
+	}
+	_, err = submit(t, r, "skill:typed", []int{1}).Wait(ctx)
+	if ep := wireError(t, err); ep.Code != protocol.CodeValidation || runs != 1 ||
+		ep.Message != "genkit: the request does not fit the flow's input: the payload is a JSON array of the wrong kind" {
+		t.Fatalf("error %#v after %d runs", ep, runs)
+	}
+}

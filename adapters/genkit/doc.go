@@ -141,9 +141,11 @@
 // Options.Resume chooses otherwise (ToolDef.RespondWith makes the answer
 // the tool's output). Because the ref is in the task's log, any process
 // on the same store resumes it. Without Options.Store, in a subtask
-// (which cannot ask), or when the flow called genkit.Generate itself, an
-// interrupt ends the task with INPUT_REQUIRED whose details say why
-// (not_resumable, not_asked).
+// (which cannot ask), when the flow called genkit.Generate itself, or
+// when a tool restarted on resume interrupts again (Genkit refuses to go
+// on from that), an interrupt ends the task with INPUT_REQUIRED whose
+// details say why (not_resumable, not_asked). A tool that interrupts in
+// a later model turn of the resumed loop asks a new question as usual.
 //
 // # Errors
 //

@@ -301,14 +301,18 @@ func decodeCheckpoint(data []byte) (*checkpoint, error) {
 // unasked is the task's error when tools interrupted the flow but no
 // question was asked — the flow called genkit.Generate, not this
 // package's Generate — else nil: the task needs input it cannot ask for.
+// unaskedBecause says why.
 func (rn *run) unasked() error {
+	return rn.unaskedBecause("the flow called genkit.Generate: call the bridge's Generate to make an interrupt a question")
+}
+
+func (rn *run) unaskedBecause(why string) error {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if len(rn.interrupt) == 0 || rn.waiting {
 		return nil
 	}
-	return router.Fail(protocol.CodeInputRequired, "tool "+strings.Join(rn.interrupt, ", ")+" paused for input", false, map[string]any{
-		"not_resumable": "the flow called genkit.Generate: call the bridge's Generate to make an interrupt a question"})
+	return router.Fail(protocol.CodeInputRequired, "tool "+strings.Join(rn.interrupt, ", ")+" paused for input", false, map[string]any{"not_resumable": why})
 }
 
 // questionOf makes the question of a generate loop's interrupted tool

@@ -168,3 +168,129 @@ func TestInterruptNotResumable(t *testing.T) {
 		}
 	}
 }
+
+// payTwice is a model that pays 10, then 20, then says what the tool
+// answered last.
+func payTwice(_ context.Context, req *ai.ModelRequest) (*ai.ModelResponse, error) {
+	paid := 0
+	var last any
+	for _, m := range req.Messages {
+		if m.Role == ai.RoleTool {
+			paid++
+			last = m.Content[0].ToolResponse.Output
+		}
+	}
+	if paid == 2 {
+		return &ai.ModelResponse{Message: ai.NewModelTextMessage(fmt.Sprint("done: ", last)), FinishReason: ai.FinishReasonStop}, nil
+	}
+	msg := &ai.Message{Role: ai.RoleModel, Content: []*ai.Part{ai.NewToolRequestPart(&ai.ToolRequest{Name: "pay", Ref: fmt.Sprint("call_", paid), Input: map[string]any{"amount": 10 * (paid + 1)}})}}
+	return &ai.ModelResponse{Message: msg, FinishReason: ai.FinishReasonStop}, nil
+}
+
+// A generate loop interrupted again after it resumed asks a second
+// question, with a checkpoint of the longer conversation; its answer
+// resumes from there.
+func TestInterruptTwice(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	g := newGenkit(t)
+	calls := 0
+	defineModel(g, "payer", 0, countingModel(payTwice, &calls))
+	register(t, r, "agent:payer", chatFlow(g, "payer", "fake/payer", definePay(g)), &clutchgenkit.Options{Store: st})
+	h := submit(t, r, "skill:payer", "Pay both bills")
+	out, err := h.Wait(ctx)
+	for i, want := range []string{"Pay 10 EUR?", "Pay 20 EUR?"} {
+		if !errors.Is(err, protocol.CodeInputRequired) || out.Question == nil || out.Question.Text != want || out.Question.Index != i {
+			t.Fatalf("question %d: outcome %+v, %v", i, out, err)
+		}
+		h2, err2 := r.Answer(ctx, out.Question.ID, router.Answerer{AgentID: "agent:user"}, json.RawMessage(`"yes"`))
+		if err2 != nil {
+			t.Fatal(err2)
+		}
+		out, err = h2.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := router.ResultAs[string](out); err != nil || res != "done: paid 20 EUR" {
+		t.Fatalf("result %q, %v", res, err)
+	}
+	if calls != 3 {
+		t.Fatalf("the model was called %d times, want 3", calls)
+	}
+	wantSeq(t, sequence(t, events(t, st, h.Request().RunID), ""), []string{
+		"task.request", "routing.decision", "task.accept",
+		"x.clutch.model_call",
+		"tool.call pay #1", "tool.error pay #1",
+		"task.question", "task.answer",
+		"routing.decision", "task.accept",
+		"tool.call pay #2", "tool.result pay #2",
+		"x.clutch.model_call",
+		"tool.call pay #3", "tool.error pay #3",
+		"task.question", "task.answer",
+		"routing.decision", "task.accept",
+		"tool.call pay #4", "tool.result pay #4",
+		"x.clutch.model_call",
+		"task.result",
+	})
+}
+
+// A subtask cannot ask: a flow delegated to through Tool that is
+// interrupted ends its subtask with INPUT_REQUIRED (not_asked), which is
+// the delegating flow's tool failure.
+func TestInterruptInSubtask(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	g := newGenkit(t)
+	defineModel(g, "payer", 0, callThen("pay", map[string]any{"amount": 10}))
+	register(t, r, "agent:payer", chatFlow(g, "payer", "fake/payer", definePay(g)), &clutchgenkit.Options{Store: st})
+	team, err := clutchgenkit.Tool(r, "skill:payer", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defineModel(g, "boss", 0, callThen("skill_payer", map[string]any{"input": "Pay the bill"}))
+	register(t, r, "agent:boss", chatFlow(g, "boss", "fake/boss", team), nil)
+	h := submit(t, r, "skill:boss", "Get the bill paid")
+	_, err = h.Wait(ctx)
+	if ep := wireError(t, err); ep.Code != protocol.CodeToolFailed || ep.Details["name"] != "skill_payer" {
+		t.Fatalf("error %#v", ep)
+	}
+	for _, m := range events(t, st, h.Request().RunID) {
+		if m.Type == protocol.TypeTaskError && m.ParentTaskID == h.TaskID() {
+			var ep protocol.ErrorPayload
+			if err := json.Unmarshal(m.Payload, &ep); err != nil {
+				t.Fatal(err)
+			}
+			if ep.Code != protocol.CodeInputRequired || ep.Message != "Pay 10 EUR?" || ep.Details["not_asked"] == nil {
+				t.Fatalf("subtask error %+v", ep)
+			}
+			return
+		}
+	}
+	t.Fatal("the subtask did not fail")
+}
+
+// A tool that interrupts again when it is restarted cannot be resumed
+// (Genkit refuses it): the task ends with INPUT_REQUIRED saying so.
+func TestInterruptAgainOnRestart(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	g := newGenkit(t)
+	defineModel(g, "payer", 0, callThen("pay", map[string]any{"amount": 10}))
+	stubborn := genkit.DefineTool(g, "pay", "Pay an amount", func(tc *ai.ToolContext, in payArgs) (string, error) {
+		return "", tc.Interrupt(&ai.InterruptOptions{Metadata: map[string]any{"question": "Really?"}})
+	})
+	register(t, r, "agent:payer", chatFlow(g, "payer", "fake/payer", stubborn), &clutchgenkit.Options{Store: st})
+	out, err := submit(t, r, "skill:payer", "Pay the bill").Wait(ctx)
+	if !errors.Is(err, protocol.CodeInputRequired) || out.Question == nil {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	h2, err := r.Answer(ctx, out.Question.ID, router.Answerer{AgentID: "agent:user"}, json.RawMessage(`"yes"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h2.Wait(ctx)
+	if ep := wireError(t, err); ep.Code != protocol.CodeInputRequired || ep.Message != "tool pay paused for input" || ep.Details["not_resumable"] == nil {
+		t.Fatalf("error %#v", ep)
+	}
+}
