@@ -323,7 +323,7 @@ func (rn *run) failure(ctx context.Context, err error) error {
 		}
 		return router.Fail(code, "the Genkit flow failed: "+err.Error(), code.Retryable(), nil)
 	case f.tool:
-		d := map[string]any{"tool": Name, "name": f.name}
+		d := map[string]any{"tool": Name, "name": f.name, "cause_code": string(f.code)}
 		if f.call != "" {
 			d["call_id"] = f.call
 		}

@@ -105,7 +105,7 @@ func TestFailingTool(t *testing.T) {
 	_, err := h.Wait(ctx)
 	ep := wireError(t, err)
 	if ep.Code != protocol.CodeToolFailed || ep.Message != "tool weather failed: the weather service is down" ||
-		ep.Details["name"] != "weather" || ep.Details["tool"] != "genkit" {
+		ep.Details["name"] != "weather" || ep.Details["tool"] != "genkit" || ep.Details["cause_code"] != "INTERNAL" {
 		t.Fatalf("error %#v", ep)
 	}
 	msgs := events(t, st, h.Request().RunID)

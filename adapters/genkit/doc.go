@@ -91,7 +91,7 @@
 //	                                        the stream ends; any other value
 //	                                        is one task.progress {"value"}
 //	a tool's failure                        task.error TOOL_FAILED (details:
-//	                                        tool, name, call_id)
+//	                                        tool, name, call_id, cause_code)
 //	a model's failure                       task.error DEPENDENCY (retryable)
 //	other flow errors                       by Genkit status: INVALID_ARGUMENT
 //	                                        VALIDATION, NOT_FOUND NOT_FOUND,
@@ -107,7 +107,8 @@
 // themselves are not events, only the call's numbers; Genkit's tool
 // request refs are not kept — the call id is the tool.call event's own
 // id; a tool's error reaches Clutch as its text (the span's status), so
-// its tool.error is INTERNAL with that text; when a model asks for the
+// its tool.error is INTERNAL with that text — but for a [Tool], which
+// hands its wire error (the subtask's code) to the bridge; when a model asks for the
 // same tool twice in one turn with different arguments, Genkit runs both
 // at once and its spans do not say which is which, so their tool.call
 // events leave args out. A tool restarted on resume runs outside a model

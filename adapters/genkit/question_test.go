@@ -252,10 +252,16 @@ func TestInterruptInSubtask(t *testing.T) {
 	register(t, r, "agent:boss", chatFlow(g, "boss", "fake/boss", team), nil)
 	h := submit(t, r, "skill:boss", "Get the bill paid")
 	_, err = h.Wait(ctx)
-	if ep := wireError(t, err); ep.Code != protocol.CodeToolFailed || ep.Details["name"] != "skill_payer" {
+	if ep := wireError(t, err); ep.Code != protocol.CodeToolFailed || ep.Details["name"] != "skill_payer" || ep.Details["cause_code"] != "INPUT_REQUIRED" {
 		t.Fatalf("error %#v", ep)
 	}
-	for _, m := range events(t, st, h.Request().RunID) {
+	msgs := events(t, st, h.Request().RunID)
+	// The boss's tool.error keeps the subtask's code: the bridge's own
+	// tool hands its wire error over, where a span has only its text.
+	if te := payloadOf[protocol.ErrorPayload](t, msgs, protocol.TypeToolError, 1); te.Code != protocol.CodeInputRequired || te.Details["name"] != "skill_payer" {
+		t.Fatalf("the boss's tool.error %+v", te)
+	}
+	for _, m := range msgs {
 		if m.Type == protocol.TypeTaskError && m.ParentTaskID == h.TaskID() {
 			var ep protocol.ErrorPayload
 			if err := json.Unmarshal(m.Payload, &ep); err != nil {

@@ -135,6 +135,7 @@ type run struct {
 	interrupt []string                       // tools that interrupted
 	lastModel string                         // the name of the last model called
 	lastInput string                         // its request, as Genkit traced it
+	toolErrs  map[trace.SpanID]error         // errors of the bridge's own tools, by their span
 
 	// Generate's state: the calls of this run of the flow, what they
 	// returned, the checkpoint it resumes from and the answer it resumes
@@ -162,6 +163,7 @@ type failed struct {
 	tool       bool
 	name, call string
 	msg        string
+	code       protocol.Code // the tool's error code
 }
 
 func (rn *run) fail(f *failed) {
@@ -305,10 +307,33 @@ func (rn *run) toolCall(sp *span, s sdktrace.ReadOnlySpan, attrs map[string]stri
 		return
 	}
 	err := spanError(msg)
+	rn.mu.Lock()
+	if e, ok := rn.toolErrs[s.SpanContext().SpanID()]; ok {
+		err = e // a Tool's wire error, with its code
+		delete(rn.toolErrs, s.SpanContext().SpanID())
+	}
+	rn.mu.Unlock()
 	call.Fail(sp.ctx, err)
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		rn.fail(&failed{tool: true, name: s.Name(), call: call.ID(), msg: msg})
+		ep := protocol.NewErrorPayload(err)
+		rn.fail(&failed{tool: true, name: s.Name(), call: call.ID(), msg: ep.Message, code: ep.Code})
 	}
+}
+
+// noteToolError keeps the error of one of the bridge's own tools (Tool)
+// for the end of its span, whose status keeps only its text.
+func noteToolError(ctx context.Context, err error) {
+	rn, _ := ctx.Value(runKey{}).(*run)
+	if rn == nil {
+		return
+	}
+	id := trace.SpanContextFromContext(ctx).SpanID()
+	rn.mu.Lock()
+	if rn.toolErrs == nil {
+		rn.toolErrs = map[trace.SpanID]error{}
+	}
+	rn.toolErrs[id] = err
+	rn.mu.Unlock()
 }
 
 // interruptOf reports whether the error text msg is a tool's interrupt,

@@ -84,10 +84,12 @@ func Tool(r *router.Router, capability string, opts *ToolOptions) (ai.Tool, erro
 	fn := func(tc *ai.ToolContext, args any) (any, error) {
 		payload, err := toolPayload(o.Name, plain, args)
 		if err != nil {
+			noteToolError(tc, err)
 			return nil, err
 		}
 		out, err := delegate(tc, r, capability, o.From, o.PayloadType, payload, "the Genkit tool's caller gave up")
 		if err != nil {
+			noteToolError(tc, err)
 			return nil, err
 		}
 		return resultValue(out.Message), nil
