@@ -233,3 +233,35 @@ func TestTypedFlow(t *testing.T) {
 		t.Fatalf("error %#v after %d runs", ep, runs)
 	}
 }
+
+// A flow that streams values that are not text: each is one
+// task.progress {"value"}, in order.
+func TestStreamingValues(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	g := newGenkit(t)
+	flow := genkit.DefineStreamingFlow(g, "sky", func(ctx context.Context, q cityQuery, cb func(context.Context, forecast) error) (int, error) {
+		for _, sky := range []string{"cloudy", "clear"} {
+			if err := cb(ctx, forecast{City: q.City, Sky: sky}); err != nil {
+				return 0, err
+			}
+		}
+		return 2, nil
+	})
+	register(t, r, "agent:sky", flow, &clutchgenkit.Options{Stream: true})
+	h := submit(t, r, "skill:sky", map[string]any{"city": "Oslo"})
+	out, err := h.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := router.ResultAs[int](out); err != nil || n != 2 {
+		t.Fatalf("result %d, %v", n, err)
+	}
+	var got []string
+	for _, m := range events(t, st, h.Request().RunID) {
+		if m.Type == protocol.TypeTaskProgress {
+			got = append(got, string(m.Payload))
+		}
+	}
+	wantSeq(t, got, []string{`{"value":{"city":"Oslo","sky":"cloudy"}}`, `{"value":{"city":"Oslo","sky":"clear"}}`})
+}
