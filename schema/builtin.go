@@ -74,7 +74,7 @@ type ResearchQuery struct {
 	// Context is optional background for the researcher.
 	Context string `json:"context,omitempty"`
 	// MaxSources caps how many sources to consult; 0 means no preference.
-	MaxSources int `json:"max_sources,omitzero" jsonschema:"minimum=0"`
+	MaxSources int `json:"max_sources,omitempty,omitzero" jsonschema:"minimum=0"`
 }
 
 // ResearchSummary is the payload of research.summary.v1 (docs/protocol.md §3.3, the
@@ -179,7 +179,7 @@ func (p CodeReview) MarshalJSON() ([]byte, error) {
 type ReviewFinding struct {
 	Message  string   `json:"message" jsonschema:"minLength=1"`
 	Path     string   `json:"path,omitempty"`
-	Line     int      `json:"line,omitzero" jsonschema:"minimum=1"`
+	Line     int      `json:"line,omitempty,omitzero" jsonschema:"minimum=1"`
 	Severity Severity `json:"severity,omitempty"`
 }
 

@@ -128,7 +128,10 @@
 //
 // Reflected schemas ([NewReflector]) have no $id, keep nested types under
 // $defs, refuse unknown members ("additionalProperties": false) and require
-// every field whose json tag lacks omitempty/omitzero. A nil slice encoded
+// every field whose json tag lacks omitempty/omitzero (an optional field of
+// the built-in types carries omitempty even beside omitzero: reflection
+// built with invopop/jsonschema before v0.14, as in a module that uses the
+// Genkit bridge, knows omitempty only). A nil slice encoded
 // by encoding/json v1 is null, which fails an array schema; the built-in
 // types encode nil slices as [] (encoding/json v2, used by protocol, does so
 // for every type).

@@ -21,10 +21,11 @@
 //
 //	replace github.com/invopop/jsonschema => github.com/invopop/jsonschema v0.13.0
 //
-// With v0.13.0, package schema's Go-type reflection takes fields tagged
-// omitzero as required (v0.14 does not): the built-in research.query.v1
-// then requires max_sources, and a payload type of the application whose
-// optional fields are omitzero only must tag them omitempty as well.
+// With v0.13.0, package schema's Go-type reflection takes a field tagged
+// omitzero alone as required (v0.14 does not). Clutch's built-in payload
+// types tag their optional fields omitempty as well, so they read the same
+// with either version; a payload type of the application whose optional
+// fields are tagged omitzero only must add omitempty too.
 //
 // # Basics
 //
