@@ -90,9 +90,25 @@
 //
 // The dedup window: docs/protocol.md §5.2 asks for dedup state "until run
 // completion". The in-tree backends keep it as long as they keep events:
-// boltstore forever, memstore until Close. A backend with a shorter window
-// must keep it at least until the run ends and say so in its
-// documentation.
+// until the event's run is removed ([Remover]), or memstore's Close. A
+// backend with a shorter window must keep it at least until the run ends
+// and say so in its documentation.
+//
+// # Retention
+//
+// A store that implements the optional upgrade [Remover] ([RemoverOf]
+// finds it; the in-tree stores do) removes whole runs that have ended,
+// atomically, and leaves a [Tombstone] for each (docs/protocol.md §8.3):
+//
+//	ts, err := store.RemoverOf(s).RemoveRuns(ctx, runs, store.Removal{Policy: "max_age=720h"})
+//
+// A run still running, waiting for an answer or active is refused with a
+// [*RunActiveError] ([ErrRunActive]) and nothing is removed. Afterwards a
+// Read of the run yields one [*RemovedError] ([ErrRemoved]) carrying its
+// tombstone, Get of one of its events gives ErrNotFound, [Runs] no longer
+// lists it, and the summaries of the threads it shared are those of what
+// stays. Seqs are never reused: LastSeq stays, and Read and Follow step
+// over the gap.
 //
 // # Presence
 //
@@ -108,8 +124,10 @@
 //
 // The sentinel errors are [ErrClosed], [ErrNotFound],
 // [ErrTooLarge], [ErrInvalidMessage], [ErrInvalidQuery], [ErrInvalidRef],
-// [ErrInvalidMediaType]. Match them with errors.Is; the typed errors
-// ([InvalidMessageError], [TooLargeError], [QueryError]) carry the detail.
+// [ErrInvalidMediaType], and for removal [ErrRunActive] and [ErrRemoved].
+// Match them with errors.Is; the typed errors ([InvalidMessageError],
+// [TooLargeError], [QueryError], [RunActiveError], [RunNotFoundError],
+// [RemovedError]) carry the detail.
 // Every store error also carries a [protocol.Code] for [protocol.CodeOf],
 // so it can be sent on the wire as a docs/protocol.md §5.4 error. A call
 // whose context is done returns ctx.Err().

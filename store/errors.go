@@ -30,6 +30,12 @@ var (
 	// ErrInvalidMediaType: an artifact's media type does not parse
 	// (RFC 2045 as read by mime.ParseMediaType).
 	ErrInvalidMediaType error = coded.New("store: invalid media type", protocol.CodeInvalidField)
+	// ErrRunActive: a run asked to be removed has not ended (see
+	// [RunActiveError], [Remover]).
+	ErrRunActive error = coded.New("store: run has not ended", protocol.CodeConflict)
+	// ErrRemoved: the run read was removed (see [RemovedError]); its code
+	// is protocol.CodeNotFound.
+	ErrRemoved error = coded.New("store: run removed", protocol.CodeNotFound)
 )
 
 // InvalidMessageError reports a message that Append refused. Err is the

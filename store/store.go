@@ -43,7 +43,8 @@ type Store interface {
 	// when the store is closed.
 	Follow(ctx context.Context, q Query) iter.Seq2[Event, error]
 
-	// LastSeq returns the seq of the last event, 0 for an empty store.
+	// LastSeq returns the seq of the last event appended, 0 for an empty
+	// store. Removing runs ([Remover]) does not lower it.
 	LastSeq(ctx context.Context) (uint64, error)
 
 	// PutArtifact stores data under its content address (docs/protocol.md §8.2)
@@ -65,7 +66,9 @@ type Store interface {
 // Event is one stored message.
 type Event struct {
 	// Seq is assigned by the store: 1 for the first event, then one more
-	// for each event, with no gaps (the resume token of readers).
+	// for each event, with no gaps (the resume token of readers). Seqs
+	// are never reused: the events of a removed run ([Remover]) leave a
+	// gap that reads step over.
 	Seq uint64
 	// Time is when the store appended the event (UTC). Events of one
 	// Append share it; it never decreases along Seq unless the store's

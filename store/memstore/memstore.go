@@ -53,6 +53,8 @@ type Store struct {
 	index     [driver.AgentIndex + 1]map[string][]uint64
 	artifacts map[[sha256.Size]byte]store.Artifact
 	beats     map[string]store.Beat // the last beat of each key (presence.go)
+
+	graves map[string]store.Tombstone // removed runs (remove.go)
 }
 
 // record is a stored event: its time, the store's copy of its bytes, and
@@ -62,6 +64,7 @@ type record struct {
 	raw                      []byte
 	run, thread, task, agent string
 	typ                      protocol.Type
+	gone                     bool // removed with its run (remove.go)
 }
 
 // idemKey is the key of the second dedup rule.
@@ -221,14 +224,16 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	return uint64(len(s.events)), nil
 }
 
-// Read implements store.Store.
+// Read implements store.Store. A read of a removed run yields its
+// *store.RemovedError.
 func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Read(ctx, q, s.LastSeq, s.page)
+	return driver.Gone(q, s.tombstone, driver.Read(ctx, q, s.LastSeq, s.page))
 }
 
-// Follow implements store.Store.
+// Follow implements store.Store. A follow of a removed run yields its
+// *store.RemovedError.
 func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Follow(ctx, q, &s.sig, s.page)
+	return driver.Gone(q, s.tombstone, driver.Follow(ctx, q, &s.sig, s.page))
 }
 
 // page is the store's driver.PageFunc: it copies up to limit matching
@@ -247,7 +252,7 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	var evs []store.Event
 	for seq := range s.candidates(q, after, upTo) {
 		r := &s.events[seq-1]
-		if !q.Match(r.run, r.thread, r.task, r.agent, r.typ) {
+		if r.gone || !q.Match(r.run, r.thread, r.task, r.agent, r.typ) {
 			continue
 		}
 		evs = append(evs, s.event(seq))
@@ -340,7 +345,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.events, s.byID, s.byIdem, s.index = nil, nil, nil, [len(s.index)]map[string][]uint64{}
-	s.artifacts = nil
+	s.artifacts, s.graves = nil, nil
 	s.mu.Unlock()
 	s.sig.Notify()
 	return nil

@@ -26,6 +26,10 @@ type Options struct {
 	MaxArtifactSize int
 	// Serial runs the cases one after another instead of in parallel.
 	Serial bool
+	// Remover declares that the store implements store.Remover (found
+	// with store.RemoverOf): the removal cases then fail when it does
+	// not, instead of skipping.
+	Remover bool
 }
 
 // Run certifies a store.Store implementation: it runs every rule of the
