@@ -50,6 +50,8 @@ type Store struct {
 
 	pres presence // the last beat of each key (presence.go)
 
+	removals atomic.Bool // runs were removed: seqs have gaps (remove.go)
+
 	broken atomic.Pointer[brokenError] // the first corruption found; appends refused since
 }
 
@@ -307,6 +309,9 @@ func (s *Store) load() error {
 				return err
 			}
 		}
+		if err := s.loadRemovals(tx); err != nil { // remove.go
+			return err
+		}
 		if indexed > s.last {
 			return corrupt("index watermark %d is past the last event %d", indexed, s.last)
 		}
@@ -318,7 +323,11 @@ func (s *Store) load() error {
 			if seq == 0 || seq > s.last {
 				continue
 			}
-			r, err := parseRecord(tx.Bucket(bucketEvents).Get(seqKey(seq)), tx.Size())
+			v := tx.Bucket(bucketEvents).Get(seqKey(seq))
+			if v == nil && s.removals.Load() {
+				continue // removed with its run
+			}
+			r, err := parseRecord(v, tx.Size())
 			if err != nil {
 				return corrupt("event %d: %v", seq, err)
 			}
@@ -488,12 +497,12 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 // short read transaction and copied out, so no transaction is open while
 // the loop body runs.
 func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Read(ctx, q, s.LastSeq, s.page)
+	return driver.Gone(q, s.gone, driver.Read(ctx, q, s.LastSeq, s.page))
 }
 
 // Follow implements store.Store.
 func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Follow(ctx, q, &s.sig, s.page)
+	return driver.Gone(q, s.gone, driver.Follow(ctx, q, &s.sig, s.page))
 }
 
 // page is the driver.PageFunc of the store. Events up to the index
@@ -529,19 +538,27 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 		ix, attr := driver.IndexOf(q)
 		if ix == driver.NoIndex {
 			want := after + 1
+			gaps := s.removals.Load()
 			for k, v := f.c.Seek(seqKey(want)); want <= upTo; k, v = f.c.Next() {
 				if k == nil {
+					if gaps {
+						break // the newest events were removed
+					}
 					return corrupt("events %d to %d are missing", want, upTo)
 				}
 				seq, err := parseSeqKey(k)
 				if err != nil {
 					return err
 				}
-				if seq != want {
-					// Seqs are dense: a gap or a step back is damage.
+				if seq != want && !(gaps && seq > want) {
+					// Seqs are dense but where runs were removed: a gap
+					// or a step back is damage.
 					return corrupt("event %d follows event %d", seq, want-1)
 				}
-				want++
+				if seq > upTo {
+					break
+				}
+				want = seq + 1
 				if err := f.add(seq, v, true); err != nil {
 					return err
 				}
@@ -641,11 +658,12 @@ type fetcher struct {
 func (f *fetcher) fetch(seq uint64, check bool) error {
 	var k, v []byte
 	if f.at != 0 && seq > f.at && seq-f.at <= 4 {
+		// Step by the keys: seqs have gaps where runs were removed.
 		for f.at < seq {
-			if k, v = f.c.Next(); k == nil {
+			if k, v = f.c.Next(); k == nil || len(k) != 8 {
 				break
 			}
-			f.at++
+			f.at = binary.BigEndian.Uint64(k)
 		}
 	} else {
 		k, v = f.c.Seek(seqKey(seq))

@@ -65,7 +65,7 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			newStore, reopen := opener(c.opts)
-			c.so.Reopen = reopen
+			c.so.Reopen, c.so.Remover = reopen, true
 			storetest.Run(t, newStore, c.so)
 		})
 	}

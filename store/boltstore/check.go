@@ -20,7 +20,8 @@ import (
 // root is a sound branch or leaf page reached once, keys in order, every
 // page reachable or free), read with plain file reads and never through
 // bbolt's mapping; every record decodes and its checksum matches; seqs run
-// from 1 without a gap; every event up to the index watermark is found
+// from 1 without a gap (but the gaps of removed runs, as many seqs as
+// were removed); every tombstone decodes; every event up to the index watermark is found
 // through its id, its idempotency key and each of the four indexes, under
 // its own values, and the indexes hold nothing else; every artifact's data
 // matches its digest. Check never writes: it is how to tell whether a
@@ -81,7 +82,11 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 	events := tx.Bucket(bucketEvents)
 	ids, blocks := tx.Bucket(bucketIDs), tx.Bucket(bucketIDBlocks)
 	idem, idemBlocks := tx.Bucket(bucketIdem), tx.Bucket(bucketIdemBlocks)
-	var want, keyed uint64
+	removed, err := checkRemovals(tx) // remove.go: 0 when no run was removed
+	if err != nil {
+		return err
+	}
+	var want, keyed, missing uint64
 	c := events.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if want%1024 == 0 {
@@ -93,6 +98,10 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		seq, err := parseSeqKey(k)
 		if err != nil {
 			return err
+		}
+		if seq > want && removed > 0 {
+			missing += seq - want // removed with their runs
+			want = seq
 		}
 		if seq != want {
 			return corrupt("event %d follows event %d", seq, want-1)
@@ -118,6 +127,19 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 			}
 		}
 	}
+	if removed > 0 {
+		high, err := parseSeqKey(tx.Bucket(bucketMeta).Get(keyHighSeq))
+		if err != nil {
+			return corrupt("removed runs, and no highest seq: %v", err)
+		}
+		if high > want {
+			missing += high - want
+			want = high
+		}
+	}
+	if missing != removed {
+		return corrupt("%d seqs are missing, and %d events were removed", missing, removed)
+	}
 	if indexed > want {
 		return corrupt("index watermark %d is past the last event %d", indexed, want)
 	}
@@ -125,8 +147,8 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	if n := uint64(ids.Stats().KeyN) + inBlocks; n != indexed {
-		return corrupt("the ids index holds %d entries for %d indexed events", n, indexed)
+	if n := uint64(ids.Stats().KeyN) + inBlocks; n != indexed-removed {
+		return corrupt("the ids index holds %d entries for %d indexed events", n, indexed-removed)
 	}
 	if inBlocks, err = checkIDBlocks(ctx, idemBlocks); err != nil {
 		return err
@@ -135,7 +157,7 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 		return corrupt("the idempotency index holds %d entries for %d keyed events", n, keyed)
 	}
 	for _, ix := range indexes {
-		if err := checkIndex(ctx, tx.Bucket(indexBuckets[ix]), events, indexed, func(r *record) []byte { return r.attr(ix) }); err != nil {
+		if err := checkIndex(ctx, tx.Bucket(indexBuckets[ix]), events, indexed, removed, func(r *record) []byte { return r.attr(ix) }); err != nil {
 			return corrupt("index %s: %v", indexBuckets[ix], err)
 		}
 	}
@@ -157,8 +179,9 @@ func (s *Store) check(ctx context.Context, tx *bolt.Tx) error {
 }
 
 // checkIndex checks that b posts each event up to indexed exactly once,
-// under the value attr gives for its record.
-func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, attr func(*record) []byte) error {
+// under the value attr gives for its record; removed of those seqs were
+// removed.
+func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed, removed uint64, attr func(*record) []byte) error {
 	seen := make([]bool, indexed+1)
 	var n uint64
 	c := b.Cursor()
@@ -197,8 +220,8 @@ func checkIndex(ctx context.Context, b, events *bolt.Bucket, indexed uint64, att
 			return err
 		}
 	}
-	if n != indexed {
-		return corrupt("%d events posted, %d indexed", n, indexed)
+	if n != indexed-removed {
+		return corrupt("%d events posted, %d indexed", n, indexed-removed)
 	}
 	return nil
 }

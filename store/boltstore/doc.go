@@ -193,10 +193,26 @@
 // compaction and of the last backup made by a store open for writing, all
 // read without a pass over the log.
 //
+// # Removal
+//
+// [Store.RemoveRuns] implements store.Remover: it runs on the writer
+// between two groups (appends wait for it), writes the in-memory index
+// entries and summaries to the file first, then removes the runs' events,
+// their entries in every index, their summaries and task states (the
+// summaries they shared recomputed from what stays) and writes a
+// tombstone per run, all in one transaction. The file keeps the highest
+// seq, so seqs are not reused after the newest runs go; reads, Open and
+// [Store.Check] accept the gaps of removed runs (Check requires as many
+// missing seqs as events removed). The freed pages go to bbolt's free
+// list, for later appends; Compact gives them back. A version of this package older than
+// removal reads a file with gaps as damaged: open a file that had runs
+// removed with this version or a later one.
+//
 // # Caveats
 //
-// Events and artifacts are never deleted, so the dedup window is forever
-// and the file only grows until it is compacted. A read copies each event out of the file;
+// Events are deleted only by [Store.RemoveRuns] and artifacts never, so
+// the dedup window of an event lasts until its run is removed; the file
+// only grows until it is compacted. A read copies each event out of the file;
 // nothing is held between pages of a loop, so a loop body may append, and
 // a long loop does not keep the file from growing. Memory holds the
 // in-memory index entries and summaries (a few hundred bytes per event, at

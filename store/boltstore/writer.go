@@ -28,6 +28,7 @@ type request struct {
 	res     []store.AppendResult
 	err     error
 	done    chan struct{} // one send when res or err is set
+	job     func() error  // not an append: work the writer runs alone, between groups (remove.go)
 }
 
 type item struct {
@@ -58,7 +59,7 @@ func getRequest() *request {
 func (r *request) release() {
 	clear(r.entries)
 	clear(r.items)
-	r.ctx, r.res, r.err = nil, nil, nil
+	r.ctx, r.res, r.err, r.job = nil, nil, nil, nil
 	if cap(r.buf) > maxPooledBuf {
 		r.buf = nil
 	}
@@ -235,6 +236,11 @@ func (w *writer) group() bool {
 	maxEvents := w.s.opts.MaxBatch
 	var events int
 	w.batch, events = q.take(w.batch[:0], 0, maxEvents)
+	if r := w.batch[0]; r.job != nil { // taken alone (queue.take)
+		w.runJob(r)
+		clear(w.batch)
+		return true
+	}
 	err := w.add(w.batch, w.begin())
 	if err == nil && gather > 0 && len(w.batch) < want && events < maxEvents {
 		timeout := q.timer(gather)
@@ -243,7 +249,7 @@ func (w *writer) group() bool {
 			n := len(w.batch)
 			w.batch, events = q.take(w.batch, events, maxEvents)
 			err = w.add(w.batch[n:], nil)
-			if timedOut || q.isClosed() {
+			if timedOut || q.isClosed() || len(w.batch) == n { // n: a job or a large call is next
 				break
 			}
 		}
@@ -343,11 +349,18 @@ func (q *queue) wait(n int, timeout <-chan time.Time) bool {
 
 // take appends queued requests to dst, which holds events events, while
 // they fit in maxEvents (the first request of a group is taken whatever
-// its size: a call is never split), and returns dst and its events.
+// its size: a call is never split), and returns dst and its events. A
+// job is taken alone: only into an empty dst, and nothing after it.
 func (q *queue) take(dst []*request, events, maxEvents int) ([]*request, int) {
 	q.mu.Lock()
 	i := 0
 	for i < len(q.reqs) && (events == 0 || events+len(q.reqs[i].entries) <= maxEvents) {
+		if q.reqs[i].job != nil {
+			if i == 0 && len(dst) == 0 {
+				i = 1 // a job is taken alone
+			}
+			break
+		}
 		events += len(q.reqs[i].entries)
 		i++
 	}
