@@ -79,6 +79,17 @@
 // key each learn the one before. Beat times are Options.Clock readings, to
 // the microsecond.
 //
+// # Removal
+//
+// The Store implements store.Remover (schema version 5, table
+// tombstones): RemoveRuns is one transaction that takes the head row as
+// an append does, so it is ordered with the appends of every process. It
+// deletes the runs' events (their id and idempotency keys go with them),
+// replaces the summaries and task states they changed, and writes a
+// tombstone row per run. The head keeps its seq: seqs are not reused. The
+// rows' space is PostgreSQL's to reclaim: autovacuum (or VACUUM) makes it
+// reusable, VACUUM FULL or pg_repack gives it back to the system.
+//
 // # Errors
 //
 // Besides the store contract's errors (store.ErrClosed, store.ErrNotFound,
@@ -138,8 +149,10 @@
 // # Caveats
 //
 // It needs PostgreSQL 12 or newer.
-// Events and artifacts are never deleted, so the dedup window is forever
-// (and at least until the run ends, as docs/protocol.md §5.2 asks).
+// Events are deleted only by RemoveRuns, and only for runs that have
+// ended, so the dedup window of an event lasts until its run is removed
+// (at least until the run ends, as docs/protocol.md §5.2 asks); artifacts
+// are never deleted.
 // The database role needs CREATE on the database to make the schema, or
 // the schema made beforehand by an administrator. A session that stalls
 // inside an append transaction (a paused process) holds every appender of

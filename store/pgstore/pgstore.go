@@ -246,9 +246,9 @@ func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, 
 	if q.Limit > 0 && q.Limit <= driver.PageSize {
 		// One page: its statement reads the head and the events up to it
 		// in one snapshot, so it needs no head read of its own first.
-		return driver.Read(ctx, q, s.noLastSeq, s.page)
+		return driver.Gone(q, s.gone(ctx), driver.Read(ctx, q, s.noLastSeq, s.page))
 	}
-	return driver.Read(ctx, q, s.LastSeq, s.page)
+	return driver.Gone(q, s.gone(ctx), driver.Read(ctx, q, s.LastSeq, s.page))
 }
 
 // noLastSeq is the last seq of a Read of one page, which page bounds
@@ -260,7 +260,7 @@ func (s *Store) noLastSeq(ctx context.Context) (uint64, error) { return 1<<63 - 
 // Options.PollInterval in case one was lost. A broken connection does not
 // end it: it reads again once the database is back, from where it was.
 func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Follow(ctx, q, &s.sig, s.followPage)
+	return driver.Gone(q, s.gone(ctx), driver.Follow(ctx, q, &s.sig, s.followPage))
 }
 
 // followPage is page that waits out ErrUnavailable and ErrTimeout.
