@@ -46,7 +46,13 @@
 // and failures, ErrClosed. For a store that
 // implements [store.Lister] they also compare its own listings, whole and
 // paged, with the projection of its log after each step, so the two
-// cannot disagree. Cases run in parallel (each on its own store) unless
+// cannot disagree. For a store that implements [store.Remover] (required
+// when Options.Remover is set) the removal cases check that ended runs go
+// with a tombstone, running, waiting and active runs stay, reads of a
+// removed run yield its *store.RemovedError, followers step over the gap,
+// dedup of other runs holds, seqs are not reused, listings are the
+// projection of what stays, removal is idempotent and survives a reopen.
+// Cases run in parallel (each on its own store) unless
 // Options.Serial is set; -short shrinks the concurrency case.
 //
 // [Bench] runs the store's benchmarks (append from 1, 2, 8 and 64
