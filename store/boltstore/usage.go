@@ -65,10 +65,12 @@ func (s *Store) Usage(ctx context.Context) (store.Usage, error) {
 	return u, nil
 }
 
-// removedEvents is how many events the file no longer holds. Nothing
-// removes events yet: when removal (retention) lands, it keeps this count
-// in the file, next to its tombstones, and this reads it — never a scan.
-func removedEvents(*bolt.Tx) uint64 { return 0 }
+// removedEvents is how many events the file no longer holds: the count
+// RemoveRuns keeps in meta (remove.go), read without a scan.
+func removedEvents(tx *bolt.Tx) uint64 {
+	n, _ := parseSeqKey(tx.Bucket(bucketMeta).Get(keyRemoved))
+	return n
+}
 
 // metaTime reads a time the meta bucket keeps under key; zero when it
 // keeps none (or a value of the wrong size).

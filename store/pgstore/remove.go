@@ -163,6 +163,7 @@ func removeTx(ctx context.Context, tx pgx.Tx, runs []string, why store.Removal, 
 				last_seq = EXCLUDED.last_seq, bytes = EXCLUDED.bytes`,
 			ts.RunID, ts.Removed, ts.Policy, ts.Note, ts.Archive, ts.Events, int64(ts.FirstSeq), int64(ts.LastSeq), ts.Bytes)
 	}
+	b.Queue("UPDATE head SET removed = removed + $1", int64(len(removed)))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}

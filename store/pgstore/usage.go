@@ -13,10 +13,10 @@ var _ store.UsageReporter = (*Store)(nil)
 // lookups only: the head's seq, the relations' sizes (with their indexes
 // and TOAST), the first event by the primary key, and the last VACUUM of
 // the events table, manual or automatic.
-const usageSQL = `SELECT h.seq,
+const usageSQL = `SELECT h.seq, h.removed,
 	pg_total_relation_size('events'::regclass) + pg_total_relation_size('artifacts'::regclass) +
 	pg_total_relation_size('summaries'::regclass) + pg_total_relation_size('task_states'::regclass) +
-	pg_total_relation_size('head'::regclass),
+	pg_total_relation_size('head'::regclass) + pg_total_relation_size('tombstones'::regclass),
 	o.seq, o.ts,
 	(SELECT greatest(last_vacuum, last_autovacuum) FROM pg_stat_user_tables WHERE relid = 'events'::regclass)
 FROM head h LEFT JOIN LATERAL (SELECT seq, ts FROM events ORDER BY seq LIMIT 1) o ON true`
@@ -34,17 +34,18 @@ func (s *Store) Usage(ctx context.Context) (store.Usage, error) {
 		return store.Usage{}, err
 	}
 	var (
-		last, bytes int64
-		oldest      *int64
-		oldestTime  *time.Time
-		vacuumed    *time.Time
+		last, gone int64
+		bytes      int64
+		oldest     *int64
+		oldestTime *time.Time
+		vacuumed   *time.Time
 	)
-	err := s.pool.QueryRow(ctx, usageSQL).Scan(&last, &bytes, &oldest, &oldestTime, &vacuumed)
+	err := s.pool.QueryRow(ctx, usageSQL).Scan(&last, &gone, &bytes, &oldest, &oldestTime, &vacuumed)
 	if err != nil {
 		return store.Usage{}, s.mapErr(ctx, "usage", err)
 	}
 	u := store.Usage{Bytes: bytes, LastSeq: uint64(last)}
-	u.Events = u.LastSeq - min(u.LastSeq, removedEvents())
+	u.Events = u.LastSeq - min(u.LastSeq, uint64(gone)) // head.removed: the events RemoveRuns removed
 	if oldest != nil && oldestTime != nil {
 		u.OldestSeq, u.OldestTime = uint64(*oldest), oldestTime.UTC()
 	}
@@ -53,9 +54,3 @@ func (s *Store) Usage(ctx context.Context) (store.Usage, error) {
 	}
 	return u, nil
 }
-
-// removedEvents is how many events the store no longer holds. Nothing
-// removes events yet: when removal (retention) lands, it keeps this count
-// with its tombstones, and Usage reads it in its statement — never a
-// count(*) of the events.
-func removedEvents() uint64 { return 0 }

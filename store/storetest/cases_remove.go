@@ -175,6 +175,9 @@ func testRemoveEndedRun(t *testing.T, su *suite) {
 	if n := lastSeq(t, s); n != last {
 		t.Errorf("LastSeq after removal = %d, want %d", n, last)
 	}
+	if u, err := store.UsageOf(t.Context(), s); err != nil || u.Events != uint64(len(after)) || u.LastSeq != last || u.OldestSeq != after[0].Seq {
+		t.Errorf("UsageOf after removal = %+v, %v; want %d events, LastSeq %d, the oldest %d", u, err, len(after), last, after[0].Seq)
+	}
 	checkSummaries(t, s)
 }
 
