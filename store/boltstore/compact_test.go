@@ -96,17 +96,22 @@ func TestCompactUnderLoad(t *testing.T) {
 	}()
 
 	var copies int
+	var exclusiveCopy bool
 	boltstore.SetAfterCopy(t, func(exclusive bool) {
 		copies++
-		if exclusive || copies > 1 {
+		exclusiveCopy = exclusive
+		if exclusive {
 			return
 		}
-		// Appends and reads go on while the copy waits for its swap.
+		// Appends go on while the copy waits for its swap, and, on the
+		// first copy, a whole read.
 		for range 300 {
 			<-count
 		}
-		reading <- true
-		<-readDuring
+		if copies == 1 {
+			reading <- true
+			<-readDuring
+		}
 	})
 	res, err := s.Compact(ctx)
 	if err != nil {
@@ -128,7 +133,7 @@ func TestCompactUnderLoad(t *testing.T) {
 	if copies < 1 || copies > 3 {
 		t.Errorf("%d copies, want 1 to 3", copies)
 	}
-	if res.Carried < 300 || res.LastSeq < 800 || res.BytesBefore <= 0 || res.BytesAfter <= 0 || res.Time.IsZero() {
+	if (!exclusiveCopy && res.Carried < 300) || res.LastSeq < 800 || res.BytesBefore <= 0 || res.BytesAfter <= 0 || res.Time.IsZero() {
 		t.Errorf("result %+v: want at least 300 events carried over, 800 in the new file", res)
 	}
 	if _, err := os.Stat(path + ".compact"); !errors.Is(err, fs.ErrNotExist) {
