@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
+	"github.com/clutchprotocol/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/storetest"

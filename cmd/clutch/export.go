@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/atomicfile"
-	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/progress"
+	"github.com/clutchprotocol/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
+	"github.com/clutchprotocol/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/client"
-	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
+	"github.com/clutchprotocol/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/client"
-	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/cmd/clutch/internal/progress"
+	"github.com/clutchprotocol/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
+	"github.com/clutchprotocol/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/store"
 )
 

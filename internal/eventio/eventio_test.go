@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clutchprotocol/clutch/cmd/clutch/internal/eventio"
+	"github.com/clutchprotocol/clutch/internal/eventio"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store"
 )
