@@ -1,0 +1,57 @@
+// Package retention applies a retention policy to a store: it chooses the
+// runs that have ended and are past the policy's limits (by age, by count,
+// by size), archives each one first when asked (JSON lines or CloudEvents,
+// the format of `clutch export`), and removes them with the store's
+// [store.Remover], which leaves a tombstone per run that says what went,
+// when and by which rule (docs/protocol.md §8.3).
+//
+//	rep, err := retention.Apply(ctx, st, retention.Policy{
+//		MaxAge:  30 * 24 * time.Hour,
+//		MaxRuns: 10000,
+//		Archive: &retention.Archive{Dir: "/var/lib/app/archive"},
+//	})
+//
+// # What goes
+//
+// Only whole runs that have ended: every task of the run has ended and none
+// waits for an answer ([store.Removable]). A run that is running, waiting
+// or has no tasks (a chat thread's run, the registry's and the rules
+// library's system runs) is never chosen, whatever its age. Of the ended
+// runs, newest first by their last event:
+//
+//   - MaxAge: a run whose last event is older than MaxAge (by the store's
+//     clock, [store.ClockOf]) goes;
+//   - MaxRuns: the runs after the first MaxRuns go.
+//
+// They go oldest first. A zero limit is no limit; a Policy with none
+// removes nothing. Each tombstone names the rule that chose its run
+// ("max_age=720h0m0s", "max_runs=10000"). A file-backed store's file keeps
+// its size: the space is reused by new events, and compaction gives it
+// back (boltstore's Compact).
+//
+// A limit by total size is not here yet: the space a store reports
+// ([store.Usage]) counts pages and relations, not the events' bytes, and
+// does not shrink on every store when runs go.
+//
+// # Archives
+//
+// With an Archive, each run is written to its own file in Archive.Dir,
+// named after the run id (<run_id>.jsonl, or .cloudevents.jsonl; an id
+// that is not a plain file name is escaped, a long one hashed), through a
+// temporary file that is synced and renamed, before the run is removed; the
+// tombstone's Archive names the file. A run whose archive cannot be written
+// is not removed, and Apply returns the error. `clutch import` reads the
+// files back into a store.
+//
+// # Races
+//
+// Apply lists the runs, then removes them in batches. A run that gets a new
+// event in between (a partial retry opens it again) is refused by the store
+// with a [store.RunActiveError]; Apply leaves it and goes on with the rest,
+// and counts it in Report.Active. Apply may run while the store serves
+// appends, reads and follows; it holds no lock between batches. Run one
+// Apply at a time per store: two at once do no harm (removal is idempotent)
+// but archive the same runs twice.
+//
+// A store without [store.Remover] gives [ErrUnsupported].
+package retention

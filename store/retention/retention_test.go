@@ -1,0 +1,326 @@
+package retention_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clutchprotocol/clutch/internal/backends"
+	"github.com/clutchprotocol/clutch/internal/eventio"
+	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/memstore"
+	"github.com/clutchprotocol/clutch/store/retention"
+)
+
+func TestMain(m *testing.M) { os.Exit(backends.Main(m)) }
+
+// msg is an event of run's task from agent:ken.
+func msg(run string, typ protocol.Type, payload string) *protocol.Message {
+	m := protocol.NewMessage(typ, "agent:ken")
+	m.RunID, m.ThreadID, m.TaskID = run, "thr_"+run, "task_"+run
+	m.Payload = json.RawMessage(payload)
+	return m
+}
+
+// ended appends a run whose one task completed; running one whose task
+// has not ended; waiting one whose task asked a question; chat one
+// without tasks.
+func ended(t *testing.T, s store.Store, run string) {
+	t.Helper()
+	appendAll(t, s, msg(run, protocol.TypeTaskRequest, `{"text":"do `+run+`"}`), msg(run, protocol.TypeTaskResult, `{"text":"done"}`))
+}
+
+func running(t *testing.T, s store.Store, run string) {
+	t.Helper()
+	appendAll(t, s, msg(run, protocol.TypeTaskRequest, `{"text":"do `+run+`"}`))
+}
+
+func waiting(t *testing.T, s store.Store, run string) {
+	t.Helper()
+	q, _ := json.Marshal(protocol.Question{ID: "task_" + run + ".q0", Text: "which market?"})
+	appendAll(t, s, msg(run, protocol.TypeTaskRequest, `{"text":"do `+run+`"}`), msg(run, protocol.TypeTaskQuestion, string(q)))
+}
+
+func chat(t *testing.T, s store.Store, run string) {
+	t.Helper()
+	appendAll(t, s, msg(run, protocol.TypeChatMessage, `{"text":"hello"}`))
+}
+
+func appendAll(t *testing.T, s store.Store, msgs ...*protocol.Message) {
+	t.Helper()
+	_, err := s.Append(context.Background(), msgs...)
+	require.NoError(t, err)
+}
+
+func runIDs(t *testing.T, s store.Store) []string {
+	t.Helper()
+	var out []string
+	for sum, err := range store.Runs(context.Background(), s, store.ListQuery{}) {
+		require.NoError(t, err)
+		out = append(out, sum.ID)
+	}
+	return out
+}
+
+func removedIDs(rep retention.Report) []string {
+	var out []string
+	for _, ts := range rep.Removed {
+		out = append(out, ts.RunID)
+	}
+	return out
+}
+
+// TestApplyKeepsWhatHasNotEnded: MaxRuns keeps the newest ended runs and
+// removes the rest, oldest first, on every store; running, waiting and
+// task-less runs stay whatever the limit; a removed run's read says it was
+// removed, and by which rule.
+func TestApplyKeepsWhatHasNotEnded(t *testing.T) {
+	backends.Each(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		for i := range 5 {
+			ended(t, s, fmt.Sprintf("run_e%d", i))
+		}
+		running(t, s, "run_running")
+		waiting(t, s, "run_waiting")
+		chat(t, s, "run_chat")
+
+		rep, err := retention.Apply(ctx, s, retention.Policy{MaxRuns: 2, Note: "test"})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_e0", "run_e1", "run_e2"}, removedIDs(rep))
+		assert.Equal(t, 5, rep.Ended)
+		assert.Equal(t, 3, rep.Active)
+		var bytes int64
+		for _, ts := range rep.Removed {
+			assert.Equal(t, "max_runs=2", ts.Policy)
+			assert.Equal(t, "test", ts.Note)
+			assert.Equal(t, 2, ts.Events)
+			bytes += ts.Bytes
+		}
+		assert.Equal(t, bytes, rep.Bytes)
+		assert.Positive(t, rep.Bytes)
+		assert.ElementsMatch(t, []string{"run_e3", "run_e4", "run_running", "run_waiting", "run_chat"}, runIDs(t, s))
+
+		for _, err := range s.Read(ctx, store.Query{RunID: "run_e1"}) {
+			require.ErrorIs(t, err, store.ErrRemoved)
+			assert.Contains(t, err.Error(), `by policy "max_runs=2"`)
+		}
+		// Applied again, nothing more goes.
+		rep, err = retention.Apply(ctx, s, retention.Policy{MaxRuns: 2})
+		require.NoError(t, err)
+		assert.Empty(t, rep.Removed)
+		assert.Equal(t, 2, rep.Ended)
+
+		// A policy without limits removes nothing; MaxAge of a nanosecond
+		// removes every ended run and still nothing that has not ended.
+		rep, err = retention.Apply(ctx, s, retention.Policy{})
+		require.NoError(t, err)
+		assert.Empty(t, rep.Removed)
+		rep, err = retention.Apply(ctx, s, retention.Policy{MaxAge: time.Nanosecond})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_e3", "run_e4"}, removedIDs(rep))
+		assert.Equal(t, "max_age=1ns", rep.Removed[0].Policy)
+		assert.ElementsMatch(t, []string{"run_running", "run_waiting", "run_chat"}, runIDs(t, s))
+	})
+}
+
+// TestApplyMaxAge: with the store's clock, exactly the ended runs whose
+// last event is older than MaxAge go.
+func TestApplyMaxAge(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	s, err := memstore.New(&memstore.Options{Clock: func() time.Time { return now }})
+	require.NoError(t, err)
+	defer s.Close()
+	for day := range 10 {
+		now = time.Date(2026, 11, 1+day, 0, 0, 0, 0, time.UTC)
+		ended(t, s, fmt.Sprintf("run_day%d", day))
+	}
+	now = time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
+	rep, err := retention.Apply(context.Background(), s, retention.Policy{MaxAge: 7 * 24 * time.Hour})
+	require.NoError(t, err)
+	// Days 0 to 2 are 10, 9 and 8 days old; day 3 is exactly 7 and stays.
+	assert.Equal(t, []string{"run_day0", "run_day1", "run_day2"}, removedIDs(rep))
+	for _, ts := range rep.Removed {
+		assert.Equal(t, now, ts.Removed)
+		assert.Equal(t, "max_age=168h0m0s", ts.Policy)
+	}
+}
+
+// TestApplyArchives: each run is archived in its own file before it goes;
+// the file holds its events, readable by eventio (what `clutch import`
+// reads), and the tombstone names it.
+func TestApplyArchives(t *testing.T) {
+	for _, ce := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cloudevents=%v", ce), func(t *testing.T) {
+			backends.Each(t, func(t *testing.T, s store.Store) {
+				ctx := context.Background()
+				ended(t, s, "run_a1")
+				ended(t, s, "run/odd id")
+				running(t, s, "run_kept")
+				var want []store.Event
+				for ev, err := range s.Read(ctx, store.Query{RunID: "run_a1"}) {
+					require.NoError(t, err)
+					want = append(want, ev)
+				}
+				dir := filepath.Join(t.TempDir(), "archive")
+				a := &retention.Archive{Dir: dir, CloudEvents: ce}
+				rep, err := retention.Apply(ctx, s, retention.Policy{MaxAge: time.Nanosecond, Archive: a})
+				require.NoError(t, err)
+				require.Equal(t, []string{"run_a1", "run/odd id"}, removedIDs(rep))
+				assert.Equal(t, filepath.Join(dir, a.FileName("run_a1")), rep.Removed[0].Archive)
+				assert.Equal(t, filepath.Join(dir, a.FileName("run/odd id")), rep.Removed[1].Archive)
+				assert.NotContains(t, filepath.Base(rep.Removed[1].Archive), "/")
+
+				f, err := os.Open(rep.Removed[0].Archive)
+				require.NoError(t, err)
+				defer f.Close()
+				r := eventio.NewReader(f)
+				var got []string
+				for {
+					rec, err := r.Next()
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					require.NoError(t, err)
+					got = append(got, rec.Msg.ID)
+				}
+				require.Len(t, got, len(want))
+				for i, ev := range want {
+					m, err := ev.Message()
+					require.NoError(t, err)
+					assert.Equal(t, m.ID, got[i])
+				}
+				entries, err := os.ReadDir(dir)
+				require.NoError(t, err)
+				assert.Len(t, entries, 2, "no temporary file is left")
+			})
+		})
+	}
+}
+
+// TestArchiveFailureKeepsTheRun: a run whose archive cannot be written is
+// not removed.
+func TestArchiveFailureKeepsTheRun(t *testing.T) {
+	s, err := memstore.New(nil)
+	require.NoError(t, err)
+	defer s.Close()
+	ended(t, s, "run_x")
+	notDir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notDir, []byte("x"), 0o600))
+	rep, err := retention.Apply(context.Background(), s, retention.Policy{MaxRuns: -0, MaxAge: time.Nanosecond, Archive: &retention.Archive{Dir: notDir}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "archive")
+	assert.Empty(t, rep.Removed)
+	assert.Equal(t, []string{"run_x"}, runIDs(t, s))
+}
+
+// reopening lists like its store, then appends an event that opens one of
+// the listed runs again before Apply removes it: the race the package doc
+// describes.
+type reopening struct {
+	*memstore.Store
+	t   *testing.T
+	run string
+}
+
+func (r reopening) Threads(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
+	return store.Threads(ctx, r.Store, q)
+}
+
+func (r reopening) Runs(ctx context.Context, q store.ListQuery) iter.Seq2[store.Summary, error] {
+	return func(yield func(store.Summary, error) bool) {
+		for sum, err := range store.Runs(ctx, r.Store, q) {
+			if !yield(sum, err) {
+				return
+			}
+		}
+		m := msg(r.run, protocol.TypeTaskRequest, `{"text":"again"}`)
+		m.TaskID = "task_again"
+		appendAll(r.t, r.Store, m)
+	}
+}
+
+// TestApplyLeavesARunThatOpensAgain: a run that gets a new task between
+// the listing and its removal is left, counted as active; the others of
+// its batch go.
+func TestApplyLeavesARunThatOpensAgain(t *testing.T) {
+	s, err := memstore.New(nil)
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 4 {
+		ended(t, s, fmt.Sprintf("run_r%d", i))
+	}
+	rep, err := retention.Apply(context.Background(), reopening{s, t, "run_r1"}, retention.Policy{MaxAge: time.Nanosecond})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"run_r0", "run_r2", "run_r3"}, removedIDs(rep))
+	assert.Equal(t, 1, rep.Active)
+	assert.Equal(t, []string{"run_r1"}, runIDs(t, s))
+}
+
+// bare hides the store's upgrades.
+type bare struct{ store.Store }
+
+func TestApplyRefuses(t *testing.T) {
+	s, err := memstore.New(nil)
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	_, err = retention.Apply(ctx, bare{s}, retention.Policy{MaxRuns: 1})
+	assert.ErrorIs(t, err, retention.ErrUnsupported)
+	assert.Equal(t, protocol.CodeUnsupportedTask, protocol.CodeOf(err))
+	for _, p := range []retention.Policy{{MaxAge: -1}, {MaxRuns: -1}, {Archive: &retention.Archive{}}} {
+		_, err := retention.Apply(ctx, s, p)
+		assert.ErrorIs(t, err, retention.ErrInvalidPolicy, "%+v", p)
+	}
+}
+
+func TestFileName(t *testing.T) {
+	a := &retention.Archive{}
+	assert.Equal(t, "run_01JD.jsonl", a.FileName("run_01JD"))
+	assert.Equal(t, "a%2Fb.jsonl", a.FileName("a/b"))
+	assert.True(t, strings.HasPrefix(a.FileName(".."), "run-"))
+	long := a.FileName(strings.Repeat("é", 120))
+	assert.True(t, strings.HasPrefix(long, "run-") && len(long) < 64, long)
+	assert.Equal(t, "x.cloudevents.jsonl", (&retention.Archive{CloudEvents: true}).FileName("x"))
+}
+
+// TestPlan: Plan chooses what Apply then removes, with the same counts and
+// bytes, and changes nothing.
+func TestPlan(t *testing.T) {
+	backends.Each(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		for i := range 4 {
+			ended(t, s, fmt.Sprintf("run_p%d", i))
+		}
+		running(t, s, "run_running")
+		dir := t.TempDir()
+		p := retention.Policy{MaxRuns: 1, Archive: &retention.Archive{Dir: filepath.Join(dir, "a")}}
+		plan, err := retention.Plan(ctx, s, p)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_p0", "run_p1", "run_p2"}, removedIDs(plan))
+		assert.Len(t, runIDs(t, s), 5, "Plan removes nothing")
+		_, err = os.Stat(filepath.Join(dir, "a"))
+		assert.ErrorIs(t, err, os.ErrNotExist, "Plan writes no archive")
+
+		rep, err := retention.Apply(ctx, s, p)
+		require.NoError(t, err)
+		require.Equal(t, removedIDs(plan), removedIDs(rep))
+		for i, ts := range rep.Removed {
+			want := plan.Removed[i]
+			want.Removed = ts.Removed
+			assert.Equal(t, want, ts)
+		}
+		assert.Equal(t, plan.Bytes, rep.Bytes)
+	})
+}
