@@ -83,12 +83,20 @@ func Owner(ctx context.Context, st store.Store, k Kind, id string) (owner string
 // exists, and c owns it or holds [ScopeReadAll] — for a task, also when c
 // owns the task's run. A reserved id (protocol.Reserved) is readable
 // with [ScopeAdmin] only. What c may not read is answered by the surfaces
-// as what does not exist.
+// as what does not exist. A run removed by retention (store.Remover) gives
+// its *store.RemovedError to a caller with [ScopeReadAll], and false to
+// any other.
 func MayRead(ctx context.Context, st store.Store, c *Caller, k Kind, id string) (bool, error) {
 	if !c.MayRead() || id == "" || (protocol.Reserved(id) && !c.Has(ScopeAdmin)) {
 		return false, nil
 	}
 	m, err := firstEvent(ctx, st, k, id)
+	if errors.Is(err, store.ErrRemoved) && !c.Has(ScopeReadAll) {
+		// A removed run's tombstone names no owner: only a reader of
+		// everything learns what became of it; anyone else is told
+		// nothing more than of an id that never was.
+		return false, nil
+	}
 	if err != nil || m == nil {
 		return false, err
 	}

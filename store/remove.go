@@ -155,14 +155,7 @@ type RemovedError struct{ Tombstone Tombstone }
 
 // Error names the run, when it was removed and by which policy.
 func (e *RemovedError) Error() string {
-	s := "store: run " + strconv.Quote(e.Tombstone.RunID) + " was removed at " + e.Tombstone.Removed.Format(time.RFC3339)
-	if e.Tombstone.Policy != "" {
-		s += " by policy " + strconv.Quote(e.Tombstone.Policy)
-	}
-	if e.Tombstone.Archive != "" {
-		s += "; archived in " + strconv.Quote(e.Tombstone.Archive)
-	}
-	return s
+	return "store: run " + strconv.Quote(e.Tombstone.RunID) + " " + e.Tombstone.Describe()
 }
 
 // Is matches ErrRemoved and protocol.CodeNotFound.
@@ -172,6 +165,28 @@ func (e *RemovedError) Is(target error) bool {
 
 // ClutchCode returns protocol.CodeNotFound, for protocol.CodeOf.
 func (e *RemovedError) ClutchCode() protocol.Code { return protocol.CodeNotFound }
+
+// ErrorDetails is {"removed": the tombstone}: the details of the error a
+// surface answers with (the gateway's), so that a client can say what
+// became of the run as a local reader does.
+func (e *RemovedError) ErrorDetails() map[string]any {
+	return map[string]any{"removed": e.Tombstone}
+}
+
+// Describe says what became of the run, in the words every reader uses
+// (the store's errors, the CLI, the gateway's answers): "was removed at
+// <RFC 3339 time>", then " by policy <policy>" and "; archived in
+// <archive>" when the tombstone has them (each quoted).
+func (t Tombstone) Describe() string {
+	s := "was removed at " + t.Removed.UTC().Format(time.RFC3339)
+	if t.Policy != "" {
+		s += " by policy " + strconv.Quote(t.Policy)
+	}
+	if t.Archive != "" {
+		s += "; archived in " + strconv.Quote(t.Archive)
+	}
+	return s
+}
 
 // Removable reports whether a run with summary sum may be removed: nil
 // when it has ended, else a *RunActiveError. Backends call it for each run
