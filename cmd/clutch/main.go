@@ -185,7 +185,7 @@ The read commands (runs, tail, tree, replay, export, stats, verify, check,
 agents, get) read either a store file (--db), opened read-only so that
 several readers may share it, or a running gateway (--url with --key) when a
 process holds the file. submit, cancel, retry, waiting and answer act through
-a gateway; serve, import, restore and compact write a file, and backup copies one;
+a gateway; serve, import, restore, compact and prune write a file, and backup copies one;
 rules approve, reject and import write the file, or go through the gateway.
 
 Exit codes: 0 ok (an empty result too), 1 failure (said on stderr), 2 usage,

@@ -270,6 +270,11 @@ var parityCases = []parityCase{
 	{args: []string{"runs", "--until", "{until}"}},
 	{args: []string{"runs", "--since", "{since}", "--until", "{until}", "--status", "completed"}},
 
+	{args: []string{"tree", "{removed}"}, code: exitNotFound},
+	{args: []string{"tail", "--no-follow", "--run", "{removed}"}, code: exitNotFound},
+	{args: []string{"stats", "--run", "{removed}"}, code: exitNotFound},
+	{args: []string{"export", "--run", "{removed}"}, code: exitNotFound},
+
 	{args: []string{"tail", "--no-follow", "-n", "5"}},
 	{args: []string{"tail", "--no-follow", "-n", "5", "--json"}},
 	{args: []string{"tail", "--no-follow", "--run", "{run}", "-n", "1000"}},
@@ -376,8 +381,20 @@ func newParityData(t *testing.T) *parityData {
 	keys := tm.keyFile(t)
 	tm.close(t)
 
+	// One run goes by retention: reading it says what became of it.
 	ctx := t.Context()
-	st, err := boltstore.Open(tm.path, &boltstore.Options{ReadOnly: true})
+	removed := outs[2].Message.RunID
+	st, err := boltstore.Open(tm.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RemoveRuns(ctx, []string{removed}, store.Removal{Policy: "manual"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = boltstore.Open(tm.path, &boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +442,7 @@ func newParityData(t *testing.T) *parityData {
 	return &parityData{path: tm.path, url: srv.URL, vars: map[string]string{
 		"{run}": outs[0].Message.RunID, "{failed}": outs[4].Message.RunID, "{thread}": outs[1].Message.ThreadID,
 		"{task}": task, "{keys}": keys, "{since}": created(outs[1].Message.RunID), "{until}": created(outs[3].Message.RunID),
-		"{seq}": strconv.FormatUint(evs[len(evs)/2].Seq, 10),
+		"{seq}": strconv.FormatUint(evs[len(evs)/2].Seq, 10), "{removed}": removed,
 	}}
 }
 
@@ -463,8 +480,11 @@ func TestSameAnswerEitherWay(t *testing.T) {
 			if c.code != exitOK && ferr != gerr {
 				t.Fatalf("stderr differs\nfile: %s\ngateway: %s", ferr, gerr)
 			}
-			if c.code == exitNotFound && !regexp.MustCompile(`^clutch \w+: (run|thread|task|agent|event) "[\w:]+" not found\n$`).MatchString(ferr) {
+			if c.code == exitNotFound && !regexp.MustCompile(`^clutch \w+: (run|thread|task|agent|event) "[\w:]+" (not found|was removed at [0-9TZ:-]+ by policy "[^"]+")\n$`).MatchString(ferr) {
 				t.Fatalf("not found says %q", ferr)
+			}
+			if slices.Contains(c.args, "{removed}") && !strings.Contains(ferr, `was removed at `) {
+				t.Fatalf("a removed run's read says %q, want what became of it", ferr)
 			}
 			if c.code == exitOK && strings.TrimSpace(fout) == "" && args[0] != "export" && !slices.Contains(args, "--json") {
 				t.Fatalf("an empty answer prints nothing; want a line that says so")

@@ -300,7 +300,7 @@ func (l *local) exists(ctx context.Context, kind, id string) (bool, error) {
 	q := scopeQuery(kind, id)
 	q.Limit = 1
 	for _, err := range l.st.Read(ctx, q) {
-		return err == nil, err
+		return err == nil, notFoundAs(err, kind, id)
 	}
 	return false, nil
 }
@@ -339,6 +339,10 @@ func (r *remote) lastSeq(ctx context.Context) (uint64, error) {
 func (r *remote) exists(ctx context.Context, kind, id string) (bool, error) {
 	_, _, err := r.c.Events(ctx, scopeOf(kind), id, 0, 1, "")
 	if err = notFoundAs(err, kind, id); isNotFound(err) {
+		var nf *notFoundError
+		if errors.As(err, &nf) && nf.removed != nil {
+			return false, err // what became of it, as a file says
+		}
 		return false, nil
 	}
 	return err == nil, err
