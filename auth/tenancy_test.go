@@ -308,3 +308,39 @@ func TestInFlightPerCaller(t *testing.T) {
 	_, err = auth.NewGuard(keys, &auth.Options{MaxInFlight: 16, MaxInFlightPerCaller: -1})
 	require.NoError(t, err, "negative: none")
 }
+
+// TestMayReadRemoved: a run removed by retention is reported as removed
+// to a reader of everything, and as an unknown id to anyone else, its
+// owner included (the tombstone names no owner). On every store.
+func TestMayReadRemoved(t *testing.T) {
+	for _, b := range backends.All() {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.New(t)
+			ctx := t.Context()
+			req := protocol.NewMessage(protocol.TypeTaskRequest, ken.AgentID)
+			req.RunID, req.ThreadID, req.TaskID = "run_gone", "thr_gone", "task_gone"
+			res := protocol.NewMessage(protocol.TypeTaskResult, "agent:worker")
+			res.RunID, res.ThreadID, res.TaskID = "run_gone", "thr_gone", "task_gone"
+			appendAll(t, st, req, res)
+			rm := store.RemoverOf(st)
+			require.NotNil(t, rm)
+			_, err := rm.RemoveRuns(ctx, []string{"run_gone"}, store.Removal{Policy: "max_age=1h0m0s"})
+			require.NoError(t, err)
+
+			for _, c := range []*auth.Caller{ops, root} {
+				ok, err := auth.MayRead(ctx, st, c, auth.KindRun, "run_gone")
+				assert.False(t, ok)
+				assert.ErrorIs(t, err, store.ErrRemoved, c.AgentID)
+				var re *store.RemovedError
+				require.ErrorAs(t, err, &re)
+				assert.Equal(t, map[string]any{"removed": re.Tombstone}, re.ErrorDetails())
+				assert.Contains(t, err.Error(), `run "run_gone" was removed at `)
+			}
+			for _, c := range []*auth.Caller{ken, eve} {
+				ok, err := auth.MayRead(ctx, st, c, auth.KindRun, "run_gone")
+				assert.False(t, ok, c.AgentID)
+				assert.NoError(t, err, c.AgentID)
+			}
+		})
+	}
+}
