@@ -27,6 +27,9 @@ import (
 type command struct {
 	name string
 	args []string // after "go"
+	// dir is the folder the command runs in, "" for the root: an example
+	// that is a module of its own runs from its folder.
+	dir  string
 	want []string
 	// node lists the npm peers (folders with a package-lock.json) the
 	// command needs installed, as `make deps` leaves them; pg says it
@@ -38,9 +41,9 @@ type command struct {
 }
 
 // commands are those of README.md and examples/*/README.md. Left out:
-// `approval` without -approve and `observability -serve` wait for a
-// person; OTEL_EXPORTER_OTLP_ENDPOINT and `distributed -dsn` need a
-// service.
+// `approval` without -approve, `observability -serve` and `gofw -serve`
+// wait for a person; OTEL_EXPORTER_OTLP_ENDPOINT and `distributed -dsn`
+// need a service.
 var commands = []command{
 	{name: "quickstart", args: []string{"run", "./examples/quickstart"}, want: []string{
 		"gateway: verified task.request from agent:ui",
@@ -109,6 +112,21 @@ var commands = []command{
 		"agent:langgraph-agent",
 		`result: {"text":"You asked: what is 2 + 3?. The answer is 5, says the LangGraph agent."}`,
 	}},
+	{name: "gofw", dir: "examples/gofw", args: []string{"run", "."}, want: []string{
+		"  agent:researcher  An eino ReAct graph: ",
+		"run run_",
+		"│  │  │  ├─ task for skill:facts, run by agent:archive: \"Bergen\"",
+		"├─ delegates task for skill:write, run by agent:writer: ",
+		`└─ result "A note on Oslo: Oslo is Norway's capital, on the Oslofjord."`,
+	}},
+	{name: "gofw -db", dir: "examples/gofw", args: []string{"run", ".", "-db", "gofw.db"}, want: []string{
+		"  go run ./cmd/clutch serve --db ",
+	}, after: func(t *testing.T, dir string) {
+		out := goCmd(t, dir, "run", "./cmd/clutch", "runs", "--db", "examples/gofw/gofw.db")
+		if !strings.Contains(out, "run_") {
+			t.Errorf("clutch runs --db examples/gofw/gofw.db lists no run:\n%s", out)
+		}
+	}},
 	{name: "distributed", args: []string{"run", "./examples/distributed"}, pg: true, want: []string{
 		" ran in worker-1 (pid ",
 		" ran in worker-2 (pid ",
@@ -155,7 +173,7 @@ func TestReadmeCommands(t *testing.T) {
 				pgpeer.Missing(t, c.name+" starts a PostgreSQL cluster ("+err.Error()+"): run `make deps`")
 				return
 			}
-			out := goCmd(t, dir, c.args...)
+			out := goCmd(t, filepath.Join(dir, filepath.FromSlash(c.dir)), c.args...)
 			for _, w := range c.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("go %s: output lacks %q", strings.Join(c.args, " "), w)
