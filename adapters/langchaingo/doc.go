@@ -90,9 +90,10 @@
 // OpenAI functions agent's) are not kept — the call id is the tool.call
 // event's own id. Model calls that overlap in one run are paired with
 // their starts in order, so their durations may be swapped. A model or
-// tool call in flight when the task is cancelled or times out is not
-// given an outcome: the task has ended, and the router takes no more of
-// its events.
+// tool call in flight when the task is cancelled or times out gets its
+// outcome (a tool.error CANCELLED) only when it ends before the router
+// stores the task.cancel or task.timeout; after that the task has ended,
+// and the router takes no more of its events.
 //
 // An agents.Executor stops at a tool's error (the agent does not see it
 // as an observation): the run fails with TOOL_FAILED. A Tool whose
