@@ -27,7 +27,10 @@
 //     the default; [github.com/clutchprotocol/clutch/store/pgstore],
 //     PostgreSQL for a team spread over many processes. A store of your own
 //     is built with [github.com/clutchprotocol/clutch/store/driver] and
-//     certified by [github.com/clutchprotocol/clutch/store/storetest].
+//     certified by [github.com/clutchprotocol/clutch/store/storetest]. A log
+//     that runs for years is kept in bounds by
+//     [github.com/clutchprotocol/clutch/store/retention]: ended runs past an
+//     age or a count are archived, removed and tombstoned.
 //  3. [github.com/clutchprotocol/clutch/schema] — payload_type → JSON Schema
 //     registry, Go-type reflection, the built-in payload types of
 //     docs/protocol.md §3.3, and workflow-scoped validation (§3.4). A router
@@ -35,7 +38,8 @@
 //     no JSON Schema library.
 //  4. [github.com/clutchprotocol/clutch/registry] — the agent registry:
 //     AgentCards, heartbeats and liveness, load and success tracking,
-//     event-sourced from the store.
+//     event-sourced from the store; heartbeats are kept as current state
+//     (store.Presence), and only changes are events.
 //  5. [github.com/clutchprotocol/clutch/router] — the heart: tasks are
 //     routed by requires/prefers with a recorded routing.decision, run by
 //     in-process handlers, retried, timed out, cancelled, delegated; every
