@@ -69,7 +69,14 @@
 //     servers and lets MCP hosts join a team;
 //     [github.com/clutchprotocol/clutch/adapters/a2a] serves agents over A2A
 //     and calls remote A2A agents; the LangGraph and crewAI packages run a
-//     graph or a crew deployed elsewhere as a Clutch agent.
+//     graph or a crew deployed elsewhere as a Clutch agent. Go agent
+//     frameworks join in the same binary through modules of their own, so
+//     that their dependencies stay out of this one:
+//     github.com/clutchprotocol/clutch/adapters/eino,
+//     github.com/clutchprotocol/clutch/adapters/genkit and
+//     github.com/clutchprotocol/clutch/adapters/langchaingo make an eino
+//     graph, a Genkit flow or a LangChainGo agent a Clutch agent, and the
+//     team their tool (examples/gofw).
 //  8. [github.com/clutchprotocol/clutch/rules] — a team's rules, workflows
 //     and context documents for agents, kept as events, with review and
 //     attestation; [github.com/clutchprotocol/clutch/rules/rulesmcp] serves
