@@ -75,6 +75,8 @@
 // (docs/protocol.md §2.3.2). TaskFrom finds the running Task in any
 // context derived from the one its handler was given, so callbacks and a
 // framework's tools record events of the right task and delegate from it.
+// Router.Call is that delegation in one step: a subtask of the running
+// task when there is one, else a root task submitted and waited for.
 //
 // # Middleware
 //

@@ -106,41 +106,9 @@ func (c *clutchTool) InvokableRun(ctx context.Context, args string, _ ...tool.Op
 	if err != nil {
 		return "", err
 	}
-	var out *router.Outcome
-	if t := router.TaskFrom(ctx); t != nil {
-		sub, err := t.NewSubtask(c.opts.PayloadType, payload)
-		if err != nil {
-			return "", err
-		}
-		sub.Requires = []string{c.capability}
-		out, err = t.Delegate(ctx, sub)
-		if err != nil {
-			return "", err
-		}
-	} else {
-		req, err := c.r.NewRequest(c.opts.From, c.opts.PayloadType, payload)
-		if err != nil {
-			return "", err
-		}
-		req.Requires = []string{c.capability}
-		h, err := c.r.Submit(ctx, req)
-		if err != nil {
-			return "", err
-		}
-		out, err = h.Wait(ctx)
-		if ctx.Err() != nil {
-			h.Cancel("the eino tool's caller gave up")
-			return "", ctx.Err()
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-	if !out.OK() {
-		if out.Err != nil {
-			return "", out.Err
-		}
-		return "", router.Fail(protocol.CodeToolFailed, "the task for "+c.capability+" ended with "+string(out.Type), false, nil)
+	out, err := c.r.Call(ctx, c.opts.From, c.capability, c.opts.PayloadType, payload)
+	if err != nil {
+		return "", err
 	}
 	return resultText(out.Message), nil
 }

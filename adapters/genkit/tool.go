@@ -1,7 +1,6 @@
 package genkit
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -87,7 +86,7 @@ func Tool(r *router.Router, capability string, opts *ToolOptions) (ai.Tool, erro
 			noteToolError(tc, err)
 			return nil, err
 		}
-		out, err := delegate(tc, r, capability, o.From, o.PayloadType, payload, "the Genkit tool's caller gave up")
+		out, err := r.Call(tc, o.From, capability, o.PayloadType, payload)
 		if err != nil {
 			noteToolError(tc, err)
 			return nil, err
@@ -119,47 +118,6 @@ func toolPayload(name string, plain bool, args any) (any, error) {
 		return nil, router.Fail(protocol.CodeValidation, "the arguments of "+name+" need a string \"input\"", false, nil)
 	}
 	return s, nil
-}
-
-// delegate runs a task that requires capability: a subtask of the task
-// of ctx when there is one, else a root task from the agent from.
-func delegate(c context.Context, r *router.Router, capability, from, payloadType string, payload any, giveUp string) (*router.Outcome, error) {
-	var out *router.Outcome
-	if t := router.TaskFrom(c); t != nil {
-		sub, err := t.NewSubtask(payloadType, payload)
-		if err != nil {
-			return nil, err
-		}
-		sub.Requires = []string{capability}
-		if out, err = t.Delegate(c, sub); err != nil {
-			return nil, err
-		}
-	} else {
-		req, err := r.NewRequest(from, payloadType, payload)
-		if err != nil {
-			return nil, err
-		}
-		req.Requires = []string{capability}
-		h, err := r.Submit(c, req)
-		if err != nil {
-			return nil, err
-		}
-		out, err = h.Wait(c)
-		if c.Err() != nil {
-			h.Cancel(giveUp)
-			return nil, c.Err()
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if !out.OK() {
-		if out.Err != nil {
-			return nil, out.Err
-		}
-		return nil, router.Fail(protocol.CodeToolFailed, "the task for "+capability+" ended with "+string(out.Type), false, nil)
-	}
-	return out, nil
 }
 
 // resultValue is a task.result's payload as a tool's output: a JSON

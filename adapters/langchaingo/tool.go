@@ -150,7 +150,7 @@ func (tt *teamTool) Call(ctx context.Context, input string) (string, error) {
 		}
 		payload = json.RawMessage(input)
 	}
-	out, err := delegate(ctx, tt.r, tt.capability, tt.o.From, tt.o.PayloadType, payload)
+	out, err := tt.r.Call(ctx, tt.o.From, tt.capability, tt.o.PayloadType, payload)
 	if err != nil {
 		return "", err
 	}
@@ -166,47 +166,6 @@ func toolNameOf(capability string) string {
 		}
 	}
 	return string(b)
-}
-
-// delegate runs a task that requires capability: a subtask of the task
-// of ctx when there is one, else a root task from the agent from.
-func delegate(ctx context.Context, r *router.Router, capability, from, payloadType string, payload any) (*router.Outcome, error) {
-	var out *router.Outcome
-	if t := router.TaskFrom(ctx); t != nil {
-		sub, err := t.NewSubtask(payloadType, payload)
-		if err != nil {
-			return nil, err
-		}
-		sub.Requires = []string{capability}
-		if out, err = t.Delegate(ctx, sub); err != nil {
-			return nil, err
-		}
-	} else {
-		req, err := r.NewRequest(from, payloadType, payload)
-		if err != nil {
-			return nil, err
-		}
-		req.Requires = []string{capability}
-		h, err := r.Submit(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		out, err = h.Wait(ctx)
-		if ctx.Err() != nil {
-			h.Cancel("the LangChainGo tool's caller gave up")
-			return nil, ctx.Err()
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if !out.OK() {
-		if out.Err != nil {
-			return nil, out.Err
-		}
-		return nil, router.Fail(protocol.CodeToolFailed, "the task for "+capability+" ended with "+string(out.Type), false, nil)
-	}
-	return out, nil
 }
 
 // textOf is a JSON value as a tool's output: a string's text, anything
