@@ -66,7 +66,7 @@ var packages = map[string]bool{
 	"a2a": true, "adapters": true, "adaptertest": true, "agui": true, "auth": true, "autogen": true,
 	"boltstore": true, "client": true, "clowl": true, "coded": true, "crewai": true, "demo": true,
 	"egress": true, "eino": true, "eventio": true, "gateway": true, "genkit": true, "httpjson": true, "keyfile": true,
-	"langchaingo": true, "langgraph": true, "mcp": true, "memstore": true, "multiagent": true, "pgstore": true,
+	"langchaingo": true, "langgraph": true, "mcp": true, "memstore": true, "multiagent": true, "pgstore": true, "retention": true,
 	"protocol": true, "registry": true, "router": true, "routertest": true, "rules": true,
 	"rulesapi": true, "rulesmcp": true, "schema": true, "store": true, "storetest": true,
 	"team": true, "telemetry": true, "webhook": true,
