@@ -2,6 +2,8 @@ package driver
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"iter"
 	"slices"
 	"time"
@@ -162,8 +164,9 @@ func refold(id string, evs []Stored, readTask func(string) ([]Stored, error)) (*
 // Gone wraps evs, a Read or Follow of q: when q.RunID names a run that
 // is gone — tombstone returns its tombstone and true when it was removed
 // and has had no events appended since — the loop yields one
-// *store.RemovedError and nothing else; when tombstone fails, its error.
-// The tombstone is looked up when the loop starts.
+// *store.RemovedError and nothing else; when tombstone fails, its error
+// (but for a context error: then evs runs, and ends as it does for that
+// context). The tombstone is looked up when the loop starts.
 func Gone(q store.Query, tombstone func(runID string) (store.Tombstone, bool, error), evs iter.Seq2[store.Event, error]) iter.Seq2[store.Event, error] {
 	if q.RunID == "" {
 		return evs
@@ -173,10 +176,12 @@ func Gone(q store.Query, tombstone func(runID string) (store.Tombstone, bool, er
 		if err == nil && ok {
 			err = &store.RemovedError{Tombstone: ts}
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			yield(store.Event{}, err)
 			return
 		}
+		// A lookup cut short by the loop's context: evs ends as its
+		// contract says for that context (a Follow without an error).
 		evs(yield)
 	}
 }

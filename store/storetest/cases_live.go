@@ -347,6 +347,13 @@ func testFollowEnds(t *testing.T, su *suite) {
 	if n != 0 || err != nil {
 		t.Fatalf("Follow with a cancelled context: %d events, %v; want none and no error", n, err)
 	}
+	// The same for a follow of one run (a store that looks the run up
+	// first, for its tombstone, ends the same way).
+	if m, err := readAll(t, s, store.Query{})[0].Message(); err == nil && m.RunID != "" {
+		if n, err := drain(s.Follow(canceledContext(), store.Query{RunID: m.RunID})); n != 0 || err != nil {
+			t.Fatalf("Follow of a run with a cancelled context: %d events, %v; want none and no error", n, err)
+		}
+	}
 	n, err = drain(s.Follow(t.Context(), store.Query{Limit: 3}))
 	if n != 3 || err != nil {
 		t.Fatalf("Follow with Limit 3: %d events, %v", n, err)
