@@ -120,6 +120,7 @@ func foldEvent(ev Event, threads bool, sums map[string]*Summary, tasks map[strin
 		return err
 	}
 	e := fold.EventOf(m)
+	e.Size = len(ev.Raw)
 	var d fold.Delta
 	if fold.NeedsTask(m.TaskID, m.Type, m.Attempt, e.Ends) {
 		prev, known := tasks[m.TaskID]

@@ -106,9 +106,15 @@ func TestRunsProjectsTheLog(t *testing.T) {
 
 	s := wrapper{logStore{evs: evs}} // a wrapper of a store without a Lister
 	runs := list(t, store.Runs(t.Context(), s, store.ListQuery{}))
+	size := func(evs ...store.Event) (n int64) {
+		for _, e := range evs {
+			n += int64(len(e.Raw))
+		}
+		return n
+	}
 	want := []store.Summary{
-		{ID: open.RunID, RunID: open.RunID, Owner: "agent:carol", FirstSeq: 4, LastSeq: 4, Created: evs[3].Time, Updated: evs[3].Time, Events: 1, Tasks: 1, Status: store.StatusRunning},
-		{ID: req.RunID, RunID: req.RunID, Owner: "agent:alice", Channel: "ops", FirstSeq: 1, LastSeq: 3, Created: evs[0].Time, Updated: evs[2].Time, Events: 3, Tasks: 1, Ended: 1, Status: store.StatusCompleted},
+		{ID: open.RunID, RunID: open.RunID, Owner: "agent:carol", FirstSeq: 4, LastSeq: 4, Created: evs[3].Time, Updated: evs[3].Time, Events: 1, Bytes: size(evs[3]), Tasks: 1, Status: store.StatusRunning},
+		{ID: req.RunID, RunID: req.RunID, Owner: "agent:alice", Channel: "ops", FirstSeq: 1, LastSeq: 3, Created: evs[0].Time, Updated: evs[2].Time, Events: 3, Bytes: size(evs[:3]...), Tasks: 1, Ended: 1, Status: store.StatusCompleted},
 	}
 	if diff := cmp.Diff(want, runs); diff != "" {
 		t.Fatalf("projected runs (-want +got):\n%s", diff)

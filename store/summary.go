@@ -45,6 +45,10 @@ type Summary struct {
 	Updated time.Time `json:"updated"`
 	// Events counts the events.
 	Events int `json:"events"`
+	// Bytes is the stored size of the events: the sum of the lengths of
+	// their bytes ([Event.Raw]), which is what removing them takes away
+	// from the log ([Tombstone.Bytes] counts the same for a run).
+	Bytes int64 `json:"bytes"`
 	// Tasks counts the tasks: task.request events of task ids not seen
 	// before in the store.
 	Tasks int `json:"tasks"`

@@ -66,7 +66,11 @@
 // transaction); a file opened read-only without them gives
 // [ErrNoSummaries] from Runs and Threads. Summaries written by a version
 // that kept no titles, agents, failures or waiting tasks read as having
-// none, and get them from the events appended after.
+// none, and get them from the events appended after. Those written by a
+// version that did not count their events' bytes (Summary.Bytes) get them
+// counted when the file is opened for writing (one pass over the events'
+// headers, in one transaction); a read-only handle lists them with Bytes
+// 0, plus the bytes of the events it folds itself.
 //
 // # Presence
 //

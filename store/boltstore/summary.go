@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -36,6 +37,16 @@ import (
 // summaries existed (or by a version that did not keep them: no buckets,
 // or a "summarized" behind its last event), summarizeBatch events per
 // transaction, before it takes appends.
+//
+//	meta "summarized.bytes"         present: the summaries count Bytes
+//
+// Summaries written before they counted their events' bytes (record
+// versions 1 and 2) are in a file without "summarized.bytes": Open counts
+// the bytes of the events through "summarized" for every run and thread,
+// reading the records' headers only, and writes them into the summaries
+// and the key in one transaction (countSummaryBytes). A read-only handle
+// lists those summaries with Bytes 0 (plus the bytes of any events folded
+// in memory).
 var (
 	bucketSumRun        = []byte("sum.run")
 	bucketSumRunLast    = []byte("sum.run.last")
@@ -43,6 +54,7 @@ var (
 	bucketSumThreadLast = []byte("sum.thread.last")
 	bucketSumTask       = []byte("sum.task")
 	keySummarized       = []byte("summarized")
+	keySummaryBytes     = []byte("summarized.bytes")
 
 	sumBuckets = [...][]byte{bucketSumRun, bucketSumRunLast, bucketSumThread, bucketSumThreadLast, bucketSumTask}
 )
@@ -264,7 +276,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func (s *Store) openSummaries() error {
 	readOnly := s.db.IsReadOnly()
 	var through uint64
-	build := false
+	build, uncounted := false, false
 	// A View first: a write transaction that changes nothing still writes
 	// a meta page, and a file that is fine is not written to by Open.
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -280,6 +292,7 @@ func (s *Store) openSummaries() error {
 		case v != nil && have == len(sumBuckets):
 			var err error
 			through, err = parseSeqKey(v)
+			uncounted = meta.Get(keySummaryBytes) == nil
 			return err
 		case v != nil || have > 0:
 			// Some of them: not a file of an older version, a damaged one.
@@ -298,6 +311,9 @@ func (s *Store) openSummaries() error {
 					return err
 				}
 			}
+			if err := tx.Bucket(bucketMeta).Put(keySummaryBytes, []byte{1}); err != nil {
+				return err
+			}
 			return tx.Bucket(bucketMeta).Put(keySummarized, seqKey(0))
 		})
 	}
@@ -306,6 +322,11 @@ func (s *Store) openSummaries() error {
 	}
 	if through > s.last {
 		return corrupt("summaries are complete through event %d, past the last event %d", through, s.last)
+	}
+	if uncounted && !readOnly {
+		if err := s.db.Update(func(tx *bolt.Tx) error { return countSummaryBytes(tx, through) }); err != nil {
+			return err
+		}
 	}
 	if !build && through < s.last && s.last-through <= uint64(4*max(s.opts.IndexBatch, s.opts.MaxBatch)) {
 		// After a crash: the events after the last flush are folded in
@@ -385,17 +406,66 @@ func (s *Store) openSummaries() error {
 	return nil
 }
 
+// countSummaryBytes sets the Bytes of every summary of a file whose
+// summaries do not count them (see the summary buckets above) from the
+// events through seq through, which the summaries fold, and marks the file
+// as counting them: one pass over the events that reads no message.
+func countSummaryBytes(tx *bolt.Tx, through uint64) error {
+	var sizes [2]map[string]int64
+	sizes[runs], sizes[threads] = map[string]int64{}, map[string]int64{}
+	c := tx.Bucket(bucketEvents).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		seq, err := parseSeqKey(k)
+		if err != nil {
+			return err
+		}
+		if seq > through {
+			break
+		}
+		r, err := parseRecord(v, tx.Size())
+		if err != nil {
+			return corrupt("event %d: %v", seq, err)
+		}
+		sizes[runs][string(r.run)] += int64(len(r.raw))
+		sizes[threads][string(r.thread)] += int64(len(r.raw))
+	}
+	for kind := range sizes {
+		b := tx.Bucket(sumBuckets[2*kind])
+		recs := map[string][]byte{}
+		err := b.ForEach(func(k, v []byte) error {
+			sum, err := parseSummary(string(k), v)
+			if err != nil {
+				return err
+			}
+			sum.Bytes = sizes[kind][string(k)]
+			recs[string(k)] = appendSummary(make([]byte, 0, summarySize(&sum)), &sum)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range sortedKeys(recs) { // not during ForEach, which a Put disturbs
+			if err := b.Put([]byte(id), recs[id]); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Bucket(bucketMeta).Put(keySummaryBytes, []byte{1})
+}
+
 // entryOfRecord returns the entry of a stored event. The record's header
 // has the indexed fields; attempt, channel and whether it ends its task
 // come from the message. A message that does not decode (the store
 // validated it; a later decoder may be stricter) counts as an event of
-// attempt 1 without a channel.
+// attempt 1 without a channel. The entry's Raw is the record's message
+// bytes (their length counts in Summary.Bytes): it points into the file's
+// mapping, valid until the transaction ends.
 func entryOfRecord(r *record) driver.Entry {
 	if m, err := (store.Event{Raw: r.raw}).Message(); err == nil {
-		return driver.EntryOf(m, nil)
+		return driver.EntryOf(m, r.raw)
 	}
 	return driver.Entry{
-		ID: string(r.id), RunID: string(r.run), ThreadID: string(r.thread), TaskID: string(r.task),
+		Raw: r.raw, ID: string(r.id), RunID: string(r.run), ThreadID: string(r.thread), TaskID: string(r.task),
 		AgentID: string(r.agent), Type: protocol.Type(r.typ), Attempt: 1,
 	}
 }
@@ -519,25 +589,29 @@ func (s *Store) sumPage(ctx context.Context, kind int, before uint64, n int) ([]
 
 // A summary record:
 //
-//	[0]   summaryVersion (1 or 2)
+//	[0]   summaryVersion (1, 2 or 3)
 //	then  uvarint FirstSeq, LastSeq; varint Created, Updated (Unix ns);
 //	      uvarint Events, Tasks, Ended; one byte: the index of Status in
 //	      statuses; str RunID, Channel, Owner
-//	then, in version 2 only:
+//	then, in versions 2 and 3:
 //	      str Title; uvarint Waiting; uvarint n ‖ n × str: Agents (all
 //	      that the fold keeps: up to 64); one byte 0 (no Failure) or 1,
 //	      then str TaskID, AgentID, Code, Message
+//	then, in version 3 only:
+//	      uvarint Bytes
 //
 // str is uvarint(len) ‖ bytes. A version 1 record (written before titles,
 // agents, failures and waiting tasks were summarized) reads as a summary
-// without them; the next flush that touches it writes version 2.
-const summaryVersion = 2
+// without them, and one of version 1 or 2 as one of 0 bytes; the next
+// flush that touches it writes version 3. Open counts the bytes of the
+// summaries of a file written before version 3 (countSummaryBytes).
+const summaryVersion = 3
 
 var statuses = [...]string{store.StatusActive, store.StatusRunning, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusTimedOut}
 
 // summarySize is the most bytes appendSummary appends for s.
 func summarySize(s *store.Summary) int {
-	n := 3 + 14*binary.MaxVarintLen64 + len(s.RunID) + len(s.Channel) + len(s.Owner) + len(s.Title)
+	n := 3 + 15*binary.MaxVarintLen64 + len(s.RunID) + len(s.Channel) + len(s.Owner) + len(s.Title)
 	for _, a := range s.Agents {
 		n += binary.MaxVarintLen64 + len(a)
 	}
@@ -570,15 +644,16 @@ func appendSummary(b []byte, s *store.Summary) []byte {
 	for _, a := range s.Agents {
 		b = appendStr(b, a)
 	}
-	f := s.Failure
-	if f == nil {
-		return append(b, 0)
+	if f := s.Failure; f == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendStr(b, f.TaskID)
+		b = appendStr(b, f.AgentID)
+		b = appendStr(b, string(f.Code))
+		b = appendStr(b, f.Message)
 	}
-	b = append(b, 1)
-	b = appendStr(b, f.TaskID)
-	b = appendStr(b, f.AgentID)
-	b = appendStr(b, string(f.Code))
-	return appendStr(b, f.Message)
+	return binary.AppendUvarint(b, uint64(s.Bytes))
 }
 
 // parseSummary reads a summary record as the fold keeps it (all its
@@ -654,6 +729,13 @@ func parseSummary(id string, v []byte) (store.Summary, error) {
 		default:
 			ok = false
 		}
+	}
+	if version >= 3 && ok {
+		n := u()
+		if n > math.MaxInt64 {
+			return bad("malformed record")
+		}
+		s.Bytes = int64(n)
 	}
 	if !ok || p == nil || len(p) != 0 || s.FirstSeq == 0 || s.LastSeq < s.FirstSeq {
 		return bad("malformed record")

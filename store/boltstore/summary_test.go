@@ -293,9 +293,9 @@ func downgradeSummaries(t *testing.T, path string) {
 				if err != nil {
 					return err
 				}
-				s.Title, s.Waiting, s.Agents, s.Failure = "", 0, nil, nil
+				s.Title, s.Waiting, s.Agents, s.Failure, s.Bytes = "", 0, nil, nil, 0
 				rec := appendSummary(nil, &s)
-				rec = rec[:len(rec)-4] // no title, waiting, agents, failure: one byte each
+				rec = rec[:len(rec)-5] // no title, waiting, agents, failure, bytes: one byte each
 				rec[0] = 1
 				old[string(k)] = rec
 				return nil
@@ -337,12 +337,143 @@ func downgradeSummaries(t *testing.T, path string) {
 	}
 }
 
+// v2Record is the record of s as a version that did not count bytes
+// wrote it.
+func v2Record(s *store.Summary) []byte {
+	c := *s
+	c.Bytes = 0
+	rec := appendSummary(nil, &c)
+	rec = rec[:len(rec)-1] // Bytes 0: one byte
+	rec[0] = 2
+	return rec
+}
+
+// uncountBytes turns the summaries of the file at path into those of a
+// version that did not count bytes: version 2 records, no
+// "summarized.bytes".
+func uncountBytes(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketSumRun, bucketSumThread} {
+			b := tx.Bucket(name)
+			old := map[string][]byte{}
+			err := b.ForEach(func(k, v []byte) error {
+				s, err := parseSummary(string(k), v)
+				old[string(k)] = v2Record(&s)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			for k, v := range old {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket(bucketMeta).Delete(keySummaryBytes)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSummaryBytesCountedForOlderFiles: a file whose summaries were
+// written before they counted bytes lists them with Bytes 0 read-only;
+// opened for writing, it gets every run's and thread's Bytes counted from
+// its events through the watermark, and the events after it (a crash
+// before the last flush) fold on top: the summaries equal the ones kept
+// while appending, whose Bytes are the sums of their events' stored
+// lengths. The next open counts nothing again.
+func TestSummaryBytesCountedForOlderFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	msgs := storetest.BenchMessages(t, 600, 5)
+	appendHalf := func(half int) {
+		s, err := Open(path, &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, run := range msgs {
+			part := run[:len(run)/2]
+			if half == 1 {
+				part = run[len(run)/2:]
+			}
+			if _, err := s.Append(t.Context(), part...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendHalf(0)
+	saved := saveSummaries(t, path)
+	appendHalf(1)
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := listT(t, s.Runs(t.Context(), store.ListQuery{}))
+	threads := listT(t, s.Threads(t.Context(), store.ListQuery{}))
+	if len(runs) != 5 {
+		t.Fatalf("runs: %+v", runs)
+	}
+	for _, sum := range runs {
+		var n int64
+		for ev, err := range s.Read(t.Context(), store.Query{RunID: sum.ID}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += int64(len(ev.Raw))
+		}
+		if sum.Bytes != n || n == 0 {
+			t.Fatalf("run %s: Bytes %d, its events' bytes %d", sum.ID, sum.Bytes, n)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	uncountBytes(t, path)
+	ro, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sum := range listT(t, ro.Runs(t.Context(), store.ListQuery{})) {
+		if sum.Bytes != 0 {
+			t.Fatalf("read-only, an uncounted summary: %+v", sum)
+		}
+	}
+	ro.Close()
+
+	restoreSummaries(t, path, saved) // the watermark halfway
+	uncountBytes(t, path)
+	for range 2 { // counted, then read as counted
+		s, err = Open(path, &Options{NoSync: true})
+		if err != nil {
+			t.Fatalf("Open of a file whose summaries count no bytes: %v", err)
+		}
+		if diff := cmp.Diff(runs, listT(t, s.Runs(t.Context(), store.ListQuery{}))); diff != "" {
+			t.Fatalf("runs counted on open (-kept +counted):\n%s", diff)
+		}
+		if diff := cmp.Diff(threads, listT(t, s.Threads(t.Context(), store.ListQuery{}))); diff != "" {
+			t.Fatalf("threads counted on open (-kept +counted):\n%s", diff)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // sampleSummary has every field of a summary record set.
 func sampleSummary() store.Summary {
 	return store.Summary{
 		ID: "run_1", RunID: "run_1", Owner: "agent:ui", Channel: "ops", Title: "Compare the rails…",
 		FirstSeq: 3, LastSeq: 90, Created: time.Unix(0, 1700000000123456789).UTC(), Updated: time.Unix(0, 1700000001000000000).UTC(),
-		Events: 40, Tasks: 5, Ended: 4, Waiting: 1, Status: store.StatusRunning,
+		Events: 40, Bytes: 61234, Tasks: 5, Ended: 4, Waiting: 1, Status: store.StatusRunning,
 		Agents:  []string{"agent:ken", "agent:ada", ""},
 		Failure: &store.Failure{TaskID: "task_1", AgentID: "agent:ken", Code: protocol.CodeToolFailed, Message: "é"},
 	}
@@ -374,13 +505,14 @@ func FuzzParseSummary(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)-3])
 	s.Failure = nil
-	v2 := appendSummary(nil, &s)
-	f.Add(v2)
-	s.Title, s.Waiting, s.Agents = "", 0, nil
+	f.Add(appendSummary(nil, &s))
+	f.Add(v2Record(&s))
+	s.Title, s.Waiting, s.Agents, s.Bytes = "", 0, nil, 0
 	v1 := appendSummary(nil, &s)
-	v1 = v1[:len(v1)-4]
+	v1 = v1[:len(v1)-5]
 	v1[0] = 1
 	f.Add(v1)
+	f.Add(append(bytes.Clone(good[:len(good)-3]), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)) // Bytes past MaxInt64
 	f.Add([]byte{})
 	f.Add([]byte{3})
 	f.Fuzz(func(t *testing.T, v []byte) {

@@ -71,11 +71,13 @@ func TaskStep(e *Entry, prev TaskState, known bool) (next TaskState, changed boo
 
 // Fold adds the event e, stored with seq at t, to s, the summary of id
 // (e's run or thread; the zero Summary for the first event), with d from
-// TaskStep (the zero Delta when NeedsTask(e) is false).
+// TaskStep (the zero Delta when NeedsTask(e) is false). It adds len(e.Raw)
+// to s.Bytes: an entry of an event read back (EntryOf) needs the event's
+// stored bytes as its raw.
 func Fold(s *store.Summary, id string, e *Entry, seq uint64, t time.Time, d Delta) {
 	fe := fold.Event{
 		RunID: e.RunID, AgentID: e.AgentID, Channel: e.Channel, Type: e.Type, Ends: e.Ends,
-		PayloadType: e.PayloadType, Payload: e.Payload, Failure: e.Failure,
+		PayloadType: e.PayloadType, Payload: e.Payload, Failure: e.Failure, Size: len(e.Raw),
 	}
 	if s.Title == "" {
 		fe.Title, fe.Titled = e.Title(), true // kept in e for its other summary

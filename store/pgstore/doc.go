@@ -29,7 +29,8 @@
 // them computed from its events by the migration. Version 3 adds their
 // titles, agents, failures and waiting tasks with defaults: summaries
 // kept before it read as having none, and get them from the events
-// appended after.
+// appended after. Version 6 adds their bytes (store.Summary.Bytes),
+// computed by the migration from the events in the table.
 //
 // # Sequence numbers across processes
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -389,6 +390,82 @@ func TestMigrationFromVersion2(t *testing.T) {
 	}
 	if again := collect(t, s2.Runs(t.Context(), store.ListQuery{})); !reflect.DeepEqual(again, runs) {
 		t.Fatalf("after the migration ran again: %+v, want %+v", again, runs)
+	}
+}
+
+// A store of schema version 5 (summaries without bytes) is migrated to
+// the current version on Open: the migration computes every run's and
+// thread's Bytes from its events, equal to the ones kept while appending,
+// also for a thread whose other run was removed; appends fold on top; the
+// migration's file runs again without harm.
+func TestMigrationFromVersion5(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	ids := protocol.NewIDs(nil)
+	thread := ids.ThreadID()
+	var reqs []*protocol.Message
+	for i := range 3 {
+		req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+		req.ThreadID = thread
+		req.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+		req.Payload = json.RawMessage(`{"text":"` + strings.Repeat("é", 100*(i+1)) + `"}`)
+		res := ids.Reply(req, protocol.TypeTaskResult, "agent:ken")
+		res.Payload = json.RawMessage(`{}`)
+		if _, err := s.Append(t.Context(), req, res); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, req)
+	}
+	if _, err := s.RemoveRuns(t.Context(), []string{reqs[0].RunID}, store.Removal{Policy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	runs, threads := collect(t, s.Runs(t.Context(), store.ListQuery{})), collect(t, s.Threads(t.Context(), store.ListQuery{}))
+	if len(runs) != 2 || len(threads) != 1 || threads[0].Bytes != runs[0].Bytes+runs[1].Bytes || runs[0].Bytes <= runs[1].Bytes {
+		t.Fatalf("summaries before: %+v %+v", runs, threads)
+	}
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	q := s.Schema()
+	if _, err := conn.Exec(t.Context(), "ALTER TABLE "+q+".summaries DROP COLUMN bytes; UPDATE "+q+".schema_version SET version = 5"); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: q})
+	if err != nil {
+		t.Fatalf("Open of a version 5 store: %v", err)
+	}
+	defer s2.Close()
+	if got := collect(t, s2.Runs(t.Context(), store.ListQuery{})); !reflect.DeepEqual(got, runs) {
+		t.Fatalf("migrated runs %+v, want %+v", got, runs)
+	}
+	if got := collect(t, s2.Threads(t.Context(), store.ListQuery{})); !reflect.DeepEqual(got, threads) {
+		t.Fatalf("migrated threads %+v, want %+v", got, threads)
+	}
+	more := ids.Reply(reqs[2], protocol.TypeChatMessage, "agent:ken")
+	more.Payload = json.RawMessage(`{"text":"more"}`)
+	if _, err := s2.Append(t.Context(), more); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := protocol.Encode(more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := collect(t, s2.Threads(t.Context(), store.ListQuery{}))
+	if len(after) != 1 || after[0].Bytes != threads[0].Bytes+int64(len(raw)) {
+		t.Fatalf("after an append: %+v, want %d bytes", after, threads[0].Bytes+int64(len(raw)))
+	}
+	sql, err := os.ReadFile("migrations/0006_summary_bytes.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "SET search_path TO "+q+"; "+string(sql)); err != nil {
+		t.Fatalf("the migration again: %v", err)
+	}
+	if again := collect(t, s2.Threads(t.Context(), store.ListQuery{})); !reflect.DeepEqual(again, after) {
+		t.Fatalf("after the migration ran again: %+v, want %+v", again, after)
 	}
 }
 

@@ -54,7 +54,7 @@ func migrations() []migration {
 
 // SchemaVersion is the schema version this package creates and reads:
 // the number of its migrations.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrate creates the schema or brings it to SchemaVersion, in one
 // transaction under an advisory lock, so that processes opening the
@@ -132,6 +132,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // store that has events already (a new store has none), run once the
 // schema is at SchemaVersion. Version 3 has none: the summaries kept
 // before it read as without title, agents, failure and waiting tasks.
+// Version 6 computes its column (the summaries' bytes) in SQL.
 var afterMigration = map[int]func(ctx context.Context, tx pgx.Tx) error{
 	2: backfillSummaries,
 }

@@ -52,7 +52,7 @@ func summaryKeys(live []*request) (runs, threads, tasks []string) {
 	return runs, threads, tasks
 }
 
-const summaryCols = "id, run_id, owner, channel, first_seq, last_seq, created, updated, events, tasks, ended, status, title, waiting, agents, failure"
+const summaryCols = "id, run_id, owner, channel, first_seq, last_seq, created, updated, events, tasks, ended, status, title, waiting, agents, failure, bytes"
 
 // scanSummary reads a row of summaryCols (after the columns in before) as
 // the fold keeps it: all its agents.
@@ -62,7 +62,7 @@ func scanSummary(row pgx.Row, before ...any) (store.Summary, error) {
 	var agents string
 	var failure *string
 	err := row.Scan(append(before, &s.ID, &s.RunID, &s.Owner, &s.Channel, &first, &last, &s.Created, &s.Updated,
-		&s.Events, &s.Tasks, &s.Ended, &s.Status, &s.Title, &s.Waiting, &agents, &failure)...)
+		&s.Events, &s.Tasks, &s.Ended, &s.Status, &s.Title, &s.Waiting, &agents, &failure, &s.Bytes)...)
 	if err != nil {
 		return s, err
 	}
@@ -175,6 +175,7 @@ func (m *summaries) queueWrites(b *pgx.Batch, touched map[string]bool) {
 	var firsts, lasts []int64
 	var created, updated []time.Time
 	var events, tasks, ended, waiting []int32
+	var sizes []int64
 	add := func(kind string, all map[string]*store.Summary) {
 		for id, s := range all {
 			if !touched[kind+id] {
@@ -184,7 +185,7 @@ func (m *summaries) queueWrites(b *pgx.Batch, touched map[string]bool) {
 			firsts, lasts = append(firsts, int64(s.FirstSeq)), append(lasts, int64(s.LastSeq))
 			created, updated = append(created, s.Created), append(updated, s.Updated)
 			events, tasks, ended = append(events, int32(s.Events)), append(tasks, int32(s.Tasks)), append(ended, int32(s.Ended))
-			titles, waiting = append(titles, s.Title), append(waiting, int32(s.Waiting))
+			titles, waiting, sizes = append(titles, s.Title), append(waiting, int32(s.Waiting)), append(sizes, s.Bytes)
 			agents, failures = append(agents, jsonText(s.Agents)), append(failures, "")
 			if s.Failure != nil {
 				failures[len(failures)-1] = jsonText(s.Failure)
@@ -195,16 +196,17 @@ func (m *summaries) queueWrites(b *pgx.Batch, touched map[string]bool) {
 	add("t", m.threads)
 	if len(ids) > 0 {
 		b.Queue(`INSERT INTO summaries (kind, `+summaryCols+`)
-			SELECT k, i, r, o, c, f, l, cr, up, e, t, en, st, ti, w, a, NULLIF(fa, '')
+			SELECT k, i, r, o, c, f, l, cr, up, e, t, en, st, ti, w, a, NULLIF(fa, ''), b
 			FROM unnest($1::"char"[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
 				$8::timestamptz[], $9::timestamptz[], $10::int[], $11::int[], $12::int[], $13::text[],
-				$14::text[], $15::int[], $16::text[], $17::text[]) AS u(k, i, r, o, c, f, l, cr, up, e, t, en, st, ti, w, a, fa)
+				$14::text[], $15::int[], $16::text[], $17::text[], $18::bigint[]) AS u(k, i, r, o, c, f, l, cr, up, e, t, en, st, ti, w, a, fa, b)
 			ON CONFLICT (kind, id) DO UPDATE SET channel = EXCLUDED.channel, last_seq = EXCLUDED.last_seq,
 				updated = EXCLUDED.updated, events = EXCLUDED.events, tasks = EXCLUDED.tasks,
 				ended = EXCLUDED.ended, status = EXCLUDED.status, title = EXCLUDED.title,
-				waiting = EXCLUDED.waiting, agents = EXCLUDED.agents, failure = EXCLUDED.failure`,
+				waiting = EXCLUDED.waiting, agents = EXCLUDED.agents, failure = EXCLUDED.failure,
+				bytes = EXCLUDED.bytes`,
 			kinds, ids, runs, owners, channels, firsts, lasts, created, updated, events, tasks, ended, statuses,
-			titles, waiting, agents, failures)
+			titles, waiting, agents, failures, sizes)
 	}
 	var tids []string
 	var tended, twaiting []bool

@@ -56,6 +56,7 @@ func summaryModel(t *testing.T, s store.Store, byThread bool) []store.Summary {
 			sums[id] = sum
 		}
 		sum.Events++
+		sum.Bytes += int64(len(e.Raw))
 		sum.LastSeq, sum.Updated = e.Seq, e.Time
 		if ch, ok := m.Meta["ui_channel"].(string); ok {
 			sum.Channel = ch
@@ -502,6 +503,73 @@ func testSeqBounds(t *testing.T, su *suite) {
 			t.Fatalf("Threads(Before %d): %d summaries, want all %d", before, len(got), len(threads))
 		}
 	}
+}
+
+// testSummaryBytes pins store.Summary.Bytes: the sum of the lengths of
+// the events' stored bytes (Event.Raw), for every run and thread, after
+// appends, after a reopen (a durable store), after the removal of a run
+// that shared its thread with another (a store with a Remover), and after
+// appends that follow the removal.
+func testSummaryBytes(t *testing.T, su *suite) {
+	s := su.open(t)
+	g := newGen(49)
+	shared := g.ids.ThreadID()
+	a := &life{g: g, run: g.ids.RunID(), thread: shared}
+	b := &life{g: g, run: g.ids.RunID(), thread: shared}
+	c := &life{g: g, run: g.ids.RunID(), thread: g.ids.ThreadID()}
+	ta, tb, tc := g.ids.TaskID(), g.ids.TaskID(), g.ids.TaskID()
+	big := `{"text":"` + strings.Repeat("x", 3000) + `"}`
+	appendOK(t, s, a.ev(ta, protocol.TypeTaskRequest, 1, `{"title":"a"}`), b.ev(tb, protocol.TypeTaskRequest, 1, big))
+	appendOK(t, s, a.ev(ta, protocol.TypeTaskAccept, 1, ""), c.ev(tc, protocol.TypeTaskRequest, 1, `"c"`))
+	appendOK(t, s, b.ev(tb, protocol.TypeTaskProgress, 1, big), a.ev(ta, protocol.TypeTaskResult, 1, big))
+	appendOK(t, s, c.ev("", protocol.TypeChatMessage, 1, `{"text":"é"}`))
+	check := func(when string) {
+		t.Helper()
+		for _, byThread := range []bool{false, true} {
+			list := store.Runs
+			if byThread {
+				list = store.Threads
+			}
+			sums := listAll(t, list(t.Context(), s, store.ListQuery{}))
+			if len(sums) == 0 {
+				t.Fatalf("%s: no summaries", when)
+			}
+			for _, sum := range sums {
+				q := store.Query{RunID: sum.ID}
+				if byThread {
+					q = store.Query{ThreadID: sum.ID}
+				}
+				var want int64
+				for _, ev := range readAll(t, s, q) {
+					want += int64(len(ev.Raw))
+				}
+				if sum.Bytes != want || want == 0 {
+					t.Fatalf("%s: summary of %s (threads: %v): Bytes %d, its events' bytes %d", when, sum.ID, byThread, sum.Bytes, want)
+				}
+			}
+		}
+	}
+	check("after appends")
+	if su.opts.Reopen != nil {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = su.reopen(t, s)
+		check("after a reopen")
+	}
+	r := store.RemoverOf(s)
+	if r == nil {
+		return
+	}
+	_, before := summaryOf(t, s, b.run, shared)
+	ts := removeOK(t, r, store.Removal{Policy: "test"}, a.run)
+	_, th := summaryOf(t, s, b.run, shared)
+	if th.Bytes != before.Bytes-ts[0].Bytes {
+		t.Fatalf("the shared thread: %d bytes before, %d removed with run %s, %d after", before.Bytes, ts[0].Bytes, a.run, th.Bytes)
+	}
+	check("after a removal")
+	appendOK(t, s, b.ev(tb, protocol.TypeTaskResult, 1, big), c.ev(tc, protocol.TypeTaskResult, 1, ""))
+	check("after appends that follow a removal")
 }
 
 // summaryOf returns the summaries of run and of thread, each from its

@@ -117,6 +117,7 @@ var cases = []struct {
 	{"SummaryTitles", testSummaryTitles},
 	{"SummaryAgents", testSummaryAgents},
 	{"SummaryWaitingAndFailure", testSummaryWaitingAndFailure},
+	{"SummaryBytes", testSummaryBytes},
 	{"SummariesAfterReopen", testSummariesAfterReopen},
 	{"SummariesClosed", testSummariesClosed},
 	{"SeqBounds", testSeqBounds},

@@ -36,6 +36,7 @@ type Summary struct {
 	Created    time.Time
 	Updated    time.Time
 	Events     int
+	Bytes      int64
 	Tasks      int
 	Ended      int
 	Waiting    int
@@ -150,6 +151,7 @@ type Event struct {
 	PayloadType string
 	Payload     []byte   // read only for a title (see Titles)
 	Failure     *Failure // FailureOf the event
+	Size        int      // the event's stored bytes: len(store.Event.Raw)
 	// Title, when Titled, is Title(Type, PayloadType, Payload), computed
 	// beforehand (by a caller that keeps it for a second summary, or that
 	// computes it outside a lock).
@@ -157,7 +159,8 @@ type Event struct {
 	Titled bool
 }
 
-// EventOf returns what Fold reads of m.
+// EventOf returns what Fold reads of m, but Size: the caller sets it from
+// the bytes the store keeps of m.
 func EventOf(m *protocol.Message) Event {
 	ends := protocol.EndsTask(m)
 	return Event{
@@ -174,6 +177,7 @@ func Fold(s *Summary, id string, e Event, seq uint64, t time.Time, d Delta) {
 		*s = Summary{ID: id, RunID: e.RunID, Owner: e.AgentID, FirstSeq: seq, Created: t, Status: StatusActive}
 	}
 	s.Events++
+	s.Bytes += int64(e.Size)
 	s.LastSeq, s.Updated = seq, t
 	if e.Channel != "" {
 		s.Channel = e.Channel

@@ -147,6 +147,20 @@ func TestFoldAllocs(t *testing.T) {
 	}
 }
 
+// TestFoldBytes: Fold adds each event's Size to Bytes.
+func TestFoldBytes(t *testing.T) {
+	s := &Summary{}
+	t0 := time.Unix(1, 0)
+	want := int64(0)
+	for i, size := range []int{310, 0, 1 << 20, 7} {
+		Fold(s, "run_1", Event{RunID: "run_1", AgentID: "agent:ken", Type: protocol.TypeTaskProgress, Size: size}, uint64(i+1), t0, Delta{})
+		want += int64(size)
+		if s.Bytes != want {
+			t.Fatalf("after event %d of %d bytes: Bytes %d, want %d", i+1, size, s.Bytes, want)
+		}
+	}
+}
+
 func TestListed(t *testing.T) {
 	s := Summary{Agents: []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}}
 	Listed(&s)
