@@ -6,9 +6,10 @@
 // when and by which rule (docs/protocol.md §8.3).
 //
 //	rep, err := retention.Apply(ctx, st, retention.Policy{
-//		MaxAge:  30 * 24 * time.Hour,
-//		MaxRuns: 10000,
-//		Archive: &retention.Archive{Dir: "/var/lib/app/archive"},
+//		MaxAge:   30 * 24 * time.Hour,
+//		MaxRuns:  10000,
+//		MaxBytes: 20 << 30,
+//		Archive:  &retention.Archive{Dir: "/var/lib/app/archive"},
 //	})
 //
 // # What goes
@@ -21,17 +22,23 @@
 //
 //   - MaxAge: a run whose last event is older than MaxAge (by the store's
 //     clock, [store.ClockOf]) goes;
-//   - MaxRuns: the runs after the first MaxRuns go.
+//   - MaxRuns: the runs after the first MaxRuns go;
+//   - MaxBytes, after those two: of the ended runs left, the oldest go,
+//     one after the other, until the runs that stay hold at most MaxBytes
+//     bytes. The size of a run is [store.Summary.Bytes], the stored size
+//     of its events, and the runs counted are all those of Apply's one
+//     listing: running, waiting, without tasks and ended (every event has
+//     a run, so that is the whole log). Runs that cannot go are counted
+//     but never chosen: when they alone hold more than MaxBytes, every
+//     ended run goes and the store still holds more.
 //
 // They go oldest first. A zero limit is no limit; a Policy with none
 // removes nothing. Each tombstone names the rule that chose its run
-// ("max_age=720h0m0s", "max_runs=10000"). A file-backed store's file keeps
-// its size: the space is reused by new events, and compaction gives it
-// back (boltstore's Compact).
-//
-// A limit by total size is not here yet: the space a store reports
-// ([store.Usage]) counts pages and relations, not the events' bytes, and
-// does not shrink on every store when runs go.
+// ("max_age=720h0m0s", "max_runs=10000", "max_bytes=21474836480"). The
+// size counted is that of the events, not of the store: a file-backed
+// store's file keeps its size (the space is reused by new events, and
+// compaction gives it back: boltstore's Compact), and PostgreSQL keeps
+// its relations' size until VACUUM FULL; [store.Usage] reports both.
 //
 // # Archives
 //

@@ -33,6 +33,10 @@ type Policy struct {
 	MaxAge time.Duration
 	// MaxRuns keeps at most MaxRuns ended runs: the most recently updated.
 	MaxRuns int
+	// MaxBytes removes ended runs, oldest first, until the runs of the
+	// store (running, waiting and ended) hold at most MaxBytes bytes of
+	// events (the sum of their store.Summary.Bytes).
+	MaxBytes int64
 	// Archive, when not nil, writes each run to a file before it goes.
 	Archive *Archive
 	// Note is kept in each tombstone: who or what applied the policy.
@@ -67,16 +71,20 @@ func (p Policy) Validate() error {
 		return coded.Wrap(ErrInvalidPolicy, "MaxAge is negative", nil)
 	case p.MaxRuns < 0:
 		return coded.Wrap(ErrInvalidPolicy, "MaxRuns is negative", nil)
+	case p.MaxBytes < 0:
+		return coded.Wrap(ErrInvalidPolicy, "MaxBytes is negative", nil)
 	case p.Archive != nil && p.Archive.Dir == "":
 		return coded.Wrap(ErrInvalidPolicy, "Archive has no Dir", nil)
 	}
 	return nil
 }
 
-// candidate is an ended run and the rule that chose it ("" when none has).
+// candidate is an ended run, its bytes and the rule that chose it (""
+// when none has).
 type candidate struct {
-	id   string
-	rule string
+	id    string
+	rule  string
+	bytes int64
 }
 
 // batch is how many runs one RemoveRuns call removes.
@@ -144,24 +152,39 @@ func apply(ctx context.Context, s store.Store, p Policy, rm store.Remover) (Repo
 	}
 	now := store.ClockOf(s)()
 	var ended []candidate // newest first
+	var kept int64        // the bytes of the runs no rule has chosen yet
 	for sum, err := range store.Runs(ctx, s, store.ListQuery{}) {
 		if err != nil {
 			return rep, err
 		}
 		if store.Removable(sum) != nil {
 			rep.Active++
+			kept += sum.Bytes
 			continue
 		}
-		c := candidate{id: sum.ID}
+		c := candidate{id: sum.ID, bytes: sum.Bytes}
 		switch {
 		case p.MaxAge > 0 && now.Sub(sum.Updated) > p.MaxAge:
 			c.rule = "max_age=" + p.MaxAge.String()
 		case p.MaxRuns > 0 && len(ended) >= p.MaxRuns:
 			c.rule = "max_runs=" + strconv.Itoa(p.MaxRuns)
+		default:
+			kept += c.bytes
 		}
 		ended = append(ended, c)
 	}
 	rep.Ended = len(ended)
+	if p.MaxBytes > 0 {
+		// After the age and count rules, the oldest of the ended runs
+		// left go until what stays fits.
+		rule := "max_bytes=" + strconv.FormatInt(p.MaxBytes, 10)
+		for i := len(ended) - 1; i >= 0 && kept > p.MaxBytes; i-- {
+			if ended[i].rule == "" {
+				ended[i].rule = rule
+				kept -= ended[i].bytes
+			}
+		}
+	}
 	// Oldest first: an interrupted Apply leaves the newest.
 	var chosen []candidate
 	for i := len(ended) - 1; i >= 0; i-- { // oldest first

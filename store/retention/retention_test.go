@@ -135,6 +135,89 @@ func TestApplyKeepsWhatHasNotEnded(t *testing.T) {
 	})
 }
 
+// sizes lists the runs of s: their Bytes by id, and their total.
+func sizes(t *testing.T, s store.Store) (map[string]int64, int64) {
+	t.Helper()
+	out := map[string]int64{}
+	var total int64
+	for sum, err := range store.Runs(context.Background(), s, store.ListQuery{}) {
+		require.NoError(t, err)
+		require.Positive(t, sum.Bytes, sum.ID)
+		out[sum.ID] = sum.Bytes
+		total += sum.Bytes
+	}
+	return out, total
+}
+
+// TestApplyMaxBytes: on every store, the oldest ended runs go until the
+// runs that stay (running, waiting and chat ones counted) hold at most
+// MaxBytes, exactly: a limit met by removing two runs removes two, one
+// byte less removes a third; the rule comes after MaxRuns, whose runs
+// count as gone; Plan makes the same choice; runs that cannot go are
+// never chosen, even when they alone are past the limit.
+func TestApplyMaxBytes(t *testing.T) {
+	backends.Each(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		for i := range 6 { // sizes that differ, the oldest the smallest
+			run := fmt.Sprintf("run_b%d", i)
+			appendAll(t, s, msg(run, protocol.TypeTaskRequest, `{"text":"`+strings.Repeat("x", 100*(i+1))+`"}`),
+				msg(run, protocol.TypeTaskResult, `{"text":"done"}`))
+		}
+		running(t, s, "run_running")
+		waiting(t, s, "run_waiting")
+		chat(t, s, "run_chat")
+		size, total := sizes(t, s)
+		require.Len(t, size, 9)
+
+		// Met after two: b0 and b1 go, by max_bytes.
+		limit := total - size["run_b0"] - size["run_b1"]
+		p := retention.Policy{MaxBytes: limit}
+		plan, err := retention.Plan(ctx, s, p)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_b0", "run_b1"}, removedIDs(plan))
+		rep, err := retention.Apply(ctx, s, p)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_b0", "run_b1"}, removedIDs(rep))
+		assert.Equal(t, size["run_b0"]+size["run_b1"], rep.Bytes)
+		for _, ts := range rep.Removed {
+			assert.Equal(t, fmt.Sprintf("max_bytes=%d", limit), ts.Policy)
+		}
+		_, left := sizes(t, s)
+		assert.Equal(t, limit, left)
+		rep, err = retention.Apply(ctx, s, p)
+		require.NoError(t, err)
+		assert.Empty(t, rep.Removed, "the store fits: nothing more goes")
+
+		// One byte less: b2 goes too.
+		rep, err = retention.Apply(ctx, s, retention.Policy{MaxBytes: limit - 1})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_b2"}, removedIDs(rep))
+		_, left = sizes(t, s)
+		assert.Equal(t, limit-size["run_b2"], left)
+
+		// After MaxRuns: b3 goes by count (two ended runs kept, b4 and
+		// b5), and b4 by size; the limit counts b3 as gone.
+		limit = left - size["run_b3"] - size["run_b4"]
+		p = retention.Policy{MaxRuns: 2, MaxBytes: limit}
+		plan, err = retention.Plan(ctx, s, p)
+		require.NoError(t, err)
+		rep, err = retention.Apply(ctx, s, p)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_b3", "run_b4"}, removedIDs(rep))
+		assert.Equal(t, removedIDs(plan), removedIDs(rep))
+		assert.Equal(t, "max_runs=2", rep.Removed[0].Policy)
+		assert.Equal(t, fmt.Sprintf("max_bytes=%d", limit), rep.Removed[1].Policy)
+
+		// A limit below what the runs that cannot go hold: every ended run
+		// goes, and they stay.
+		rep, err = retention.Apply(ctx, s, retention.Policy{MaxBytes: 1})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_b5"}, removedIDs(rep))
+		assert.Equal(t, 3, rep.Active)
+		assert.ElementsMatch(t, []string{"run_running", "run_waiting", "run_chat"}, runIDs(t, s))
+	})
+}
+
 // TestApplyMaxAge: with the store's clock, exactly the ended runs whose
 // last event is older than MaxAge go.
 func TestApplyMaxAge(t *testing.T) {
@@ -279,10 +362,14 @@ func TestApplyRefuses(t *testing.T) {
 	_, err = retention.Apply(ctx, bare{s}, retention.Policy{MaxRuns: 1})
 	assert.ErrorIs(t, err, retention.ErrUnsupported)
 	assert.Equal(t, protocol.CodeUnsupportedTask, protocol.CodeOf(err))
-	for _, p := range []retention.Policy{{MaxAge: -1}, {MaxRuns: -1}, {Archive: &retention.Archive{}}} {
+	for _, p := range []retention.Policy{{MaxAge: -1}, {MaxRuns: -1}, {MaxBytes: -1}, {Archive: &retention.Archive{}}} {
 		_, err := retention.Apply(ctx, s, p)
 		assert.ErrorIs(t, err, retention.ErrInvalidPolicy, "%+v", p)
+		_, err = retention.Plan(ctx, s, p)
+		assert.ErrorIs(t, err, retention.ErrInvalidPolicy, "Plan %+v", p)
 	}
+	_, err = retention.Apply(ctx, s, retention.Policy{MaxBytes: -1})
+	assert.Contains(t, err.Error(), "MaxBytes is negative")
 }
 
 func TestFileName(t *testing.T) {
