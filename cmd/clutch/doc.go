@@ -14,7 +14,7 @@
 //	clutch backup  [--db FILE] --out BACKUP [--json]
 //	clutch restore --from BACKUP [--db FILE] [--force]
 //	clutch compact [--db FILE] [--json]
-//	clutch prune   [--db FILE] [--max-age AGE] [--max-runs N] [--archive DIR [--format F]] [--dry-run] [--json]
+//	clutch prune   [--db FILE] [--max-age AGE] [--max-runs N] [--max-bytes SIZE] [--archive DIR [--format F]] [--dry-run] [--json]
 //	clutch rules   list|drafts|show|approve|reject|import|export [ARG] [--author A] [--reason R] [--json]
 //	clutch waiting [--mine] [--json] --url URL
 //	clutch answer  QUESTION_ID VALUE | --approve | --reject REASON | --edit JSON  --url URL
@@ -223,11 +223,13 @@
 // after; a process that has the file open compacts it itself, online.
 // clutch prune applies a retention policy (package store/retention) to a
 // file no process has open: the ended runs older than --max-age, or past
-// the newest --max-runs, are removed, each archived first with --archive
-// (the export format, one file a run), and leave a tombstone; --dry-run
-// lists them and changes nothing. Reading a removed run then exits 3 and
-// says what became of it, by file and by gateway alike: `run "run_X" was
-// removed at 2026-11-29T08:00:00Z by policy "max_age=720h0m0s"`.
+// the newest --max-runs, then the oldest until the runs' events take at
+// most --max-bytes (bytes, or K, M, G, T: powers of 1024), are removed,
+// each archived first with --archive (the export format, one file a run),
+// and leave a tombstone; --dry-run lists them and changes nothing.
+// Reading a removed run then exits 3 and says what became of it, by file
+// and by gateway alike: `run "run_X" was removed at 2026-11-29T08:00:00Z
+// by policy "max_age=720h0m0s"`.
 // clutch stats prints, besides its counts, a "store" block: the store's
 // size and free space, events, oldest event, and last compaction and
 // backup (store.UsageOf; through a gateway GET /v1/store, read:all).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,15 +20,18 @@ func init() {
 	register(&command{
 		name:    "prune",
 		summary: "remove ended runs past a retention policy, archiving them first",
-		usage:   "clutch prune [--db FILE] [--max-age AGE] [--max-runs N] [--archive DIR] [--dry-run] [--json]",
+		usage:   "clutch prune [--db FILE] [--max-age AGE] [--max-runs N] [--max-bytes SIZE] [--archive DIR] [--dry-run] [--json]",
 		help: `Applies a retention policy to the store file --db: of the runs that have
 ended (every task ended, none waiting for an answer), those past a limit
 are removed, oldest first, and each leaves a tombstone that says when, by
 which rule and where it was archived; reading a removed run says so. Runs
 that are running, waiting or have no tasks are never removed.
 
-  --max-age AGE    runs whose last event is older than AGE (720h, 30d)
-  --max-runs N     all but the N most recently updated ended runs
+  --max-age AGE     runs whose last event is older than AGE (720h, 30d)
+  --max-runs N      all but the N most recently updated ended runs
+  --max-bytes SIZE  then the oldest ended runs, until the events of all
+                    runs (running and waiting ones counted) take at most
+                    SIZE: bytes, or with K, M, G or T (powers of 1024)
 
 At least one limit is required. With --archive DIR each run is first
 written to DIR/<run_id>.jsonl (--format cloudevents: .cloudevents.jsonl),
@@ -43,12 +47,15 @@ The file must not be open for writing elsewhere (the command fails after
 "bytes"}.`,
 		examples: `  clutch prune --db clutch.db --max-age 30d --dry-run
   clutch prune --db clutch.db --max-age 30d --archive /var/archive/clutch
-  clutch prune --db clutch.db --max-runs 10000 --json`,
+  clutch prune --db clutch.db --max-runs 10000 --json
+  clutch prune --db clutch.db --max-bytes 20G --dry-run`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := fs.String("db", getenv("CLUTCH_DB", "clutch.db"), "the store file ($CLUTCH_DB)")
 			var age ageFlag
 			fs.Var(&age, "max-age", "remove ended runs whose last event is older than `AGE` (720h, 30d)")
 			maxRuns := fs.Int("max-runs", 0, "keep at most `N` ended runs, the most recent")
+			var maxBytes sizeFlag
+			fs.Var(&maxBytes, "max-bytes", "remove the oldest ended runs until the runs' events take at most `SIZE` (bytes, K, M, G, T)")
 			archive := fs.String("archive", "", "write each run to a file in `DIR` before removing it")
 			format := fs.String("format", "jsonl", "the archive format: jsonl or cloudevents")
 			note := fs.String("note", "clutch prune", "a note kept in each tombstone")
@@ -62,9 +69,9 @@ The file must not be open for writing elsewhere (the command fails after
 				if *maxRuns < 0 {
 					return usagef("--max-runs must not be negative")
 				}
-				p := retention.Policy{MaxAge: age.d, MaxRuns: *maxRuns, Note: *note}
-				if p.MaxAge == 0 && p.MaxRuns == 0 {
-					return usagef("give --max-age, --max-runs or both")
+				p := retention.Policy{MaxAge: age.d, MaxRuns: *maxRuns, MaxBytes: maxBytes.n, Note: *note}
+				if p.MaxAge == 0 && p.MaxRuns == 0 && p.MaxBytes == 0 {
+					return usagef("give --max-age, --max-runs, --max-bytes or several")
 				}
 				if *archive != "" {
 					switch *format {
@@ -158,5 +165,35 @@ func (f *ageFlag) Set(s string) error {
 		return errors.New("want a positive duration: 720h, 90m or 30d")
 	}
 	f.d = d
+	return nil
+}
+
+// sizeFlag is a positive number of bytes, with an optional suffix K, M, G
+// or T (powers of 1024; lower case too): 1073741824, 512M, 20G.
+type sizeFlag struct{ n int64 }
+
+func (f *sizeFlag) String() string {
+	if f.n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(f.n, 10)
+}
+
+func (f *sizeFlag) Set(s string) error {
+	bad := errors.New("want a positive size: bytes, or with K, M, G or T (powers of 1024): 1073741824, 512M, 20G")
+	digits, shift := s, 0
+	if s != "" {
+		if k := strings.IndexByte("KMGTkmgt", s[len(s)-1]); k >= 0 {
+			digits, shift = s[:len(s)-1], 10*(k%4+1)
+		}
+	}
+	if digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
+		return bad
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return bad
+	}
+	f.n = n << shift
 	return nil
 }
