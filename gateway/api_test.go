@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,6 +55,16 @@ func TestListsTitlesAgentsAndFailures(t *testing.T) {
 		}
 		if got := string(completed["title"]); got != `"Compare the Nordic payment rails"` || string(completed["id"]) != `"`+ok.RunID+`"` {
 			t.Errorf("completed run: title %s", got)
+		}
+		var size int64 // "bytes": the stored size of the run's events
+		for ev, err := range e.st.Read(t.Context(), store.Query{RunID: bad.RunID}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += int64(len(ev.Raw))
+		}
+		if got := string(failed["bytes"]); got != strconv.FormatInt(size, 10) || size == 0 {
+			t.Errorf("failed run: bytes %s, its events hold %d", got, size)
 		}
 		for _, name := range []string{"failure", "waiting", "agents_more"} {
 			if v, ok := completed[name]; ok {

@@ -75,8 +75,9 @@
 //
 // A Summary is store.Summary with the API's time format: {"id", "run_id",
 // "owner", "channel", "title", "first_seq", "last_seq", "created",
-// "updated", "events", "tasks", "ended", "waiting", "status", "agents",
-// "agents_more", "failure": {"task_id", "agent_id", "code", "message"}},
+// "updated", "events", "bytes", "tasks", "ended", "waiting", "status",
+// "agents", "agents_more", "failure": {"task_id", "agent_id", "code",
+// "message"}},
 // channel, title, waiting, agents, agents_more and failure left out when
 // empty (docs/protocol.md §8.1 has the rules). An event's
 // "message" is the envelope exactly as stored (the bytes the store holds);

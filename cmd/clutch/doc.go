@@ -89,7 +89,7 @@
 //
 //	runs    {"runs"|"threads": [summary...], "next_before": SEQ}, each summary the
 //	        store's Summary (id, run_id, owner, channel, title, first_seq, last_seq,
-//	        created, updated, events, tasks, ended, waiting, status, agents,
+//	        created, updated, events, bytes, tasks, ended, waiting, status, agents,
 //	        agents_more, failure); next_before 0 on the last page
 //	tail    JSON lines {"seq","time","message"} (the export format)
 //	replay  the same JSON lines, and no tree

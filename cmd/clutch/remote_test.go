@@ -79,6 +79,24 @@ func TestRemoteReads(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, `"threads"`) || !strings.Contains(stdout, outs[1].Message.ThreadID) {
 		t.Fatalf("runs --threads --url: %d\n%s", code, stdout)
 	}
+	// A run's bytes, through the gateway: its events' stored size.
+	var size int64
+	for _, ev := range want {
+		if m, err := ev.Message(); err == nil && m.RunID == run {
+			size += int64(len(ev.Raw))
+		}
+	}
+	type sized struct {
+		ID    string `json:"id"`
+		Bytes int64  `json:"bytes"`
+	}
+	code, stdout, _ = clutch(t, s.args("runs", "--json")...)
+	var listed struct {
+		Runs []sized `json:"runs"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &listed) != nil || !slices.Contains(listed.Runs, sized{run, size}) || size == 0 {
+		t.Fatalf("runs --json --url: want run %s of %d bytes: %d\n%s", run, size, code, stdout)
+	}
 	code, local, _ := clutch(t, "tree", "--db", "unused.db", "--url", s.url, "--key", testKey, run)
 	if code != exitOK || !strings.Contains(local, "completed  "+demo.Lead) || strings.Count(local, "research.query.v1") != 3 {
 		t.Fatalf("tree --url: %d\n%s", code, local)

@@ -35,7 +35,7 @@ docs/protocol.md §6.7) are left out unless --system.
 
 --json prints {"runs"|"threads": [summary...], "next_before": SEQ}, each summary
 whole (the store's Summary: id, run_id, owner, channel, title, first_seq,
-last_seq, created, updated, events, tasks, ended, waiting, status, agents,
+last_seq, created, updated, events, bytes, tasks, ended, waiting, status, agents,
 agents_more, failure), next_before 0 on the last page.`,
 		examples: `  clutch runs
   clutch runs --status failed --since 24h
