@@ -59,18 +59,19 @@ func BenchmarkDurableFloor(b *testing.B) {
 			// Gather: every caller, or what came within a millisecond.
 			timer := time.NewTimer(time.Millisecond)
 			mu.Lock()
+		gather:
 			for len(queued) < durableAppenders {
 				want = durableAppenders
 				mu.Unlock()
 				select {
 				case <-wake:
+					mu.Lock()
 				case <-timer.C:
-				}
-				mu.Lock()
-				if !timer.Stop() {
-					break // the millisecond is over
+					mu.Lock()
+					break gather // the millisecond is over
 				}
 			}
+			timer.Stop()
 			want = 0
 			group = append(group[:0], queued...)
 			clear(queued)
