@@ -1,7 +1,7 @@
 // Command clutch inspects, tails, exports and serves Clutch event stores,
 // and answers the questions tasks wait on.
 //
-//	clutch serve   --db clutch.db --addr 127.0.0.1:8080 [--demo]
+//	clutch serve   --db clutch.db --addr 127.0.0.1:8080 [--demo] [--retain-max-age AGE] [--retain-max-runs N] [--retain-max-bytes SIZE]
 //	clutch runs    [--threads] [--status S] [--agent A] [--since T] [--until T] [--system] [--limit N] [--before SEQ] [--json]
 //	clutch tail    [--run R] [--thread T] [--task K] [--agent A] [--type P] [--since T] [--until T] [--after SEQ] [-n N] [--json]
 //	clutch tree    RUN_ID | --task TASK_ID [--json]

@@ -172,3 +172,27 @@ func FuzzSizeFlag(f *testing.F) {
 		}
 	})
 }
+
+// serve applies its retention policy at start: of a file's ended runs
+// only the newest --retain-max-runs stay, and it says what went.
+func TestServeRetention(t *testing.T) {
+	db, _, _ := demoFile(t, 3)
+	ended := runCount(t, db)
+	s := startServe(t, "clutch: retention removed", "--db", db, "--retain-max-runs", "1", "--no-ui")
+	if _, ok := s.line("clutch: retention every 1h0m0s: at most 1 ended runs kept"); !ok {
+		t.Fatalf("serve did not say its policy:\n%s", strings.Join(s.start, "\n"))
+	}
+	last := s.start[len(s.start)-1]
+	if !strings.HasPrefix(last, "clutch: retention removed "+itoa(ended-1)+" runs (") {
+		t.Fatalf("retention said %q, want %d runs removed", last, ended-1)
+	}
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("serve: exit %d: %s", code, s.errb)
+	}
+	if n := runCount(t, db); n != 1 {
+		t.Fatalf("%d ended runs after serve's retention, want 1", n)
+	}
+	if code, _, errs := clutch(t, "serve", "--db", db, "--retain-every", "0"); code != exitUsage {
+		t.Fatalf("--retain-every 0: exit %d: %s", code, errs)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"github.com/clutchprotocol/clutch/schema"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
+	"github.com/clutchprotocol/clutch/store/retention"
 )
 
 func init() {
@@ -76,6 +78,14 @@ request gets 429 or 503 with Retry-After. A request body must arrive within
 
 The rules library of --rules-workspace (package rules) is served at /v1/rules
 (package rules/rulesapi), for clutch rules --url and other reviewers.
+
+Retention (package store/retention, as clutch prune does for a file no
+process holds): with --retain-max-age, --retain-max-runs or
+--retain-max-bytes, the ended runs past the limit are removed at start and
+every --retain-every, archived first in --retain-archive DIR when given, each
+leaving a tombstone; running and waiting runs are never removed. --demo keeps
+its last 1000 ended runs unless a --retain limit is given, so a demo left
+running does not fill the disk.
 
 --agui-agent AGENT serves AG-UI (for @ag-ui/client front ends) at /v1/agui,
 submitting each run to AGENT; with --demo it is on, for the demo lead.
@@ -118,6 +128,13 @@ with a W3C traceparent header continues the caller's trace.`,
 			noUI := fs.Bool("no-ui", false, "serve the API only")
 			aguiAgent := fs.String("agui-agent", "", "serve AG-UI at /v1/agui, sending each run to this agent (with --demo: the demo lead)")
 			rulesWS := fs.String("rules-workspace", "default", "the workspace of the rules library served at /v1/rules")
+			var retainAge ageFlag
+			fs.Var(&retainAge, "retain-max-age", "retention: remove ended runs whose last event is older than `AGE` (720h, 30d)")
+			retainRuns := fs.Int("retain-max-runs", 0, "retention: keep at most `N` ended runs (with --demo: 1000 unless a --retain flag is given)")
+			var retainBytes sizeFlag
+			fs.Var(&retainBytes, "retain-max-bytes", "retention: remove the oldest ended runs while the runs' events hold more than `SIZE` (20G)")
+			retainArchive := fs.String("retain-archive", "", "retention: write each run to a file in `DIR` before removing it")
+			retainEvery := fs.Duration("retain-every", time.Hour, "retention: how often the policy is applied (and once at start)")
 			var lim limitFlags
 			fs.Float64Var(&lim.rate, "rate", 20, "each caller's sustained requests per second (0: no rate limit)")
 			fs.IntVar(&lim.burst, "burst", 40, "each caller's burst of requests above --rate")
@@ -133,6 +150,19 @@ with a W3C traceparent header continues the caller's trace.`,
 				if *demoEvery <= 0 {
 					return usagef("--demo-every must be positive")
 				}
+				if *retainRuns < 0 {
+					return usagef("--retain-max-runs must not be negative")
+				}
+				if *retainEvery <= 0 {
+					return usagef("--retain-every must be positive")
+				}
+				retain := retention.Policy{MaxAge: retainAge.d, MaxRuns: *retainRuns, MaxBytes: retainBytes.n, Note: "clutch serve"}
+				if *retainArchive != "" {
+					retain.Archive = &retention.Archive{Dir: *retainArchive}
+				}
+				if *withDemo && retain.MaxAge == 0 && retain.MaxRuns == 0 && retain.MaxBytes == 0 {
+					retain.MaxRuns = 1000 // a demo left running does not fill the disk
+				}
 				callers, err := apiKeys(keys, *keysFile, os.Getenv(envServeKeys))
 				if err != nil {
 					return err
@@ -143,11 +173,50 @@ with a W3C traceparent header continues the caller's trace.`,
 				return serve(ctx, e, serveConfig{
 					db: *db, addr: *addr, keys: callers, cors: cors,
 					demo: *withDemo, demoEvery: *demoEvery, demoKeys: *demoKeys, demoOptions: demoOptions, ui: !*noUI, aguiAgent: *aguiAgent, rulesWorkspace: *rulesWS,
-					limits: lim,
+					limits: lim, retain: retain, retainEvery: *retainEvery,
 				})
 			}
 		},
 	})
+}
+
+// retain applies p to st at once and then every every, until ctx ends,
+// and says on stdout what each application removed.
+func retain(ctx context.Context, e *env, logger *slog.Logger, st store.Store, p retention.Policy, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rep, err := retention.Apply(ctx, st, p)
+		if len(rep.Removed) > 0 {
+			fmt.Fprintf(e.stdout, "clutch: retention removed %d runs (%d bytes); %d ended runs kept\n", len(rep.Removed), rep.Bytes, rep.Ended-len(rep.Removed))
+		}
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("clutch serve: retention", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// policyWords says what p keeps.
+func policyWords(p retention.Policy) string {
+	var w []string
+	if p.MaxAge > 0 {
+		w = append(w, "ended runs older than "+p.MaxAge.String()+" go")
+	}
+	if p.MaxRuns > 0 {
+		w = append(w, "at most "+strconv.Itoa(p.MaxRuns)+" ended runs kept")
+	}
+	if p.MaxBytes > 0 {
+		w = append(w, "runs' events held to "+strconv.FormatInt(p.MaxBytes, 10)+" bytes")
+	}
+	if p.Archive != nil {
+		w = append(w, "archived in "+p.Archive.Dir+" first")
+	}
+	return strings.Join(w, "; ")
 }
 
 // demoOptions are the demo's options: nil, real time; tests make rounds
@@ -322,6 +391,10 @@ type serveConfig struct {
 	// rulesWorkspace is the workspace of the rules library at /v1/rules.
 	rulesWorkspace string
 	limits         limitFlags
+	// retain is the retention policy applied every retainEvery (none
+	// when it has no limit).
+	retain      retention.Policy
+	retainEvery time.Duration
 }
 
 // limitFlags are the limits and timeouts of serve's flags.
@@ -510,6 +583,10 @@ func serve(ctx context.Context, e *env, c serveConfig) error {
 		fmt.Fprintf(e.stdout, "clutch: demo team running, %s between rounds\n", c.demoEvery)
 		fmt.Fprintf(e.stdout, "clutch: demo keys in %s (clutch verify --db %s --keys %s)\n", c.demoKeys, c.db, c.demoKeys)
 		wg.Go(func() { demoErr = team.Run(dctx, r, c.demoEvery) })
+	}
+	if p := c.retain; p.MaxAge > 0 || p.MaxRuns > 0 || p.MaxBytes > 0 {
+		fmt.Fprintf(e.stdout, "clutch: retention every %s: %s\n", c.retainEvery, policyWords(p))
+		wg.Go(func() { retain(dctx, e, logger, st, p, c.retainEvery) })
 	}
 	serveErr := make(chan error, 1)
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
