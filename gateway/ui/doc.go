@@ -53,7 +53,9 @@
 //   - A message pane for one thread or one task: chat messages with author
 //     and time; task requests and results as cards with their payload laid
 //     out as a readable tree; progress inline; tool calls collapsible, with
-//     their arguments and, once it arrives, their result; errors with their
+//     their arguments and, once it arrives, their result; model calls
+//     (x.clutch.model_call) in one line: model, provider, tokens in and out,
+//     tool calls asked for, time; errors with their
 //     code, retryability and retry plan; routing decisions with the selected
 //     agent, the candidates with their scores, the rejected agents and the
 //     reason.

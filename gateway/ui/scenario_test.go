@@ -74,6 +74,10 @@ func ken(ctx context.Context, task *router.Task) (*router.Result, error) {
 	if err := task.Progress(ctx, map[string]any{"step": "ranking sources", "percent": 40}); err != nil {
 		return nil, err
 	}
+	if _, err := task.RecordModelCall(ctx, router.ModelCall{Model: "gpt-4o-mini", Provider: "openai", InputTokens: 812, OutputTokens: 96,
+		TotalTokens: 908, FinishReason: "tool_calls", ToolCalls: 1, DurationMS: 640}); err != nil {
+		return nil, err
+	}
 	sub, err := task.NewSubtask("research.query.v1", schema.ResearchQuery{Query: "rank these sources by relevance"})
 	if err != nil {
 		return nil, err
@@ -150,6 +154,7 @@ func TestBrowserBusyThread(t *testing.T) {
 		`.ev[data-type="task.error"] .card.error .code`:    "CAPACITY",
 		`.ev[data-type="task.result"] .card.result`:        "Three incumbents",
 		`.ev[data-type="task.request"] .card`:              "Nordic payments market",
+		`.ev[data-type="x.clutch.model_call"] .model-call`: "model gpt-4o-mini (openai): 812 tokens in, 96 out; asks for 1 tool call; 640 ms",
 	} {
 		got := eval[string](h, `Array.from(document.querySelectorAll('#events `+sel+`')).map(n => n.textContent).join(" | ") || "MISSING"`)
 		if got == "MISSING" || !strings.Contains(got, want) {

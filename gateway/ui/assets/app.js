@@ -409,6 +409,22 @@
     if (st) st.textContent = ev.message.type === "tool.error" ? "failed" : "done";
   }
 
+  // modelCallText says what a model call (x.clutch.model_call,
+  // docs/protocol.md §2.3.2) used: "model M (provider): N tokens in, K out;
+  // asks for 2 tool calls; 640 ms", or how it failed.
+  function modelCallText(p) {
+    p = p && typeof p === "object" ? p : {};
+    const n = (v) => (typeof v === "number" && v > 0 ? v : 0);
+    let s = "model " + String(p.model || "?") + (p.provider ? " (" + String(p.provider) + ")" : "");
+    const parts = [];
+    if (n(p.input_tokens) || n(p.output_tokens)) parts.push(n(p.input_tokens) + " tokens in, " + n(p.output_tokens) + " out");
+    if (n(p.tool_calls)) parts.push("asks for " + n(p.tool_calls) + " tool call" + (n(p.tool_calls) === 1 ? "" : "s"));
+    else if (p.finish_reason) parts.push(String(p.finish_reason));
+    if (n(p.duration_ms)) parts.push(n(p.duration_ms) + " ms");
+    if (p.error && typeof p.error === "object") parts.push("failed: " + String(p.error.code || "") + (p.error.message ? " " + String(p.error.message) : ""));
+    return parts.length ? s + ": " + parts.join("; ") : s;
+  }
+
   function progressBody(p) {
     if (p === null || typeof p !== "object") return [el("span", null, String(p))];
     let frac = null;
@@ -524,7 +540,10 @@
           toolResultNode(ev)));
         break;
       }
-      case "agent.register": case "agent.update": case "agent.heartbeat": case "x.clutch.agent.remove":
+      case "x.clutch.model_call":
+        add(body, el("div", { class: "line model-call" }, modelCallText(p)));
+        break;
+      case "agent.register": case "agent.update": case "agent.heartbeat": case "x.clutch.agent.remove": case "x.clutch.agent.offline":
         add(body, el("div", { class: "line" }, t.replace(/^x\.clutch\./, "").replace("agent.", "agent ") + (p && p.agent_id ? " " + p.agent_id : "")));
         break;
       default:
