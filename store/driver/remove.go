@@ -117,6 +117,15 @@ func Refold(removed []Entry, read func(ix Index, value string) ([]Stored, error)
 	return out, nil
 }
 
+// Summarize folds the summary of id, a run or thread, from its events
+// evs (in seq order), counting each task from all of its events, which
+// readTask returns in seq order: the summary the projection of the log
+// gives. A backend uses it to tell whether a run has ended before it
+// removes it, where it keeps no summaries of its own.
+func Summarize(id string, evs []Stored, readTask func(taskID string) ([]Stored, error)) (*store.Summary, error) {
+	return refold(id, evs, readTask)
+}
+
 // refold folds the summary of id (a run or thread) from its events
 // evs, counting each task from all of its events that stay.
 func refold(id string, evs []Stored, readTask func(string) ([]Stored, error)) (*store.Summary, error) {

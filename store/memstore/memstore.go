@@ -166,16 +166,22 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	copy(raw, e.Raw)
 	s.events = append(s.events, record{time: now, raw: raw, run: e.RunID, thread: e.ThreadID, task: e.TaskID, agent: e.AgentID, typ: e.Type})
 	seq := uint64(len(s.events))
+	s.indexOne(e, seq)
+	return store.AppendResult{Seq: seq}
+}
+
+// indexOne records the event e of seq in the dedup maps and the indexes;
+// mu is held for writing.
+func (s *Store) indexOne(e *driver.Entry, seq uint64) {
 	s.byID[e.ID] = seq
 	if e.IdempotencyKey != "" {
-		s.byIdem[idem] = seq
+		s.byIdem[idemKey{e.RunID, e.IdempotencyKey}] = seq
 	}
 	for ix, value := range indexed(e) {
 		if value != "" {
 			s.index[ix][value] = append(s.index[ix][value], seq)
 		}
 	}
-	return store.AppendResult{Seq: seq}
 }
 
 // indexed returns the values e is indexed under, by driver.Index ("" for

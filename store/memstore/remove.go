@@ -5,7 +5,6 @@ import (
 	"context"
 	"iter"
 	"slices"
-	"time"
 
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/driver"
@@ -13,10 +12,11 @@ import (
 
 var _ store.Remover = (*Store)(nil)
 
-// RemoveRuns implements store.Remover, under the store's lock: a removed
-// event keeps its slot (so seqs are not reused) but is skipped by reads,
-// and its id, idempotency key and index entries are dropped. The runs'
-// summaries are folded from the log to tell whether they have ended.
+// RemoveRuns implements store.Remover, under the store's lock, the plain
+// way: each run's summary is folded from its events (driver.Summarize) to
+// tell whether it has ended; a removed event keeps its slot, so seqs are
+// not reused, but is skipped by reads; then the dedup maps and indexes
+// are built again from the events that stay.
 func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal) ([]store.Tombstone, error) {
 	runs, err := store.CheckRemoval(runs)
 	if err != nil {
@@ -34,114 +34,83 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 	if s.closed {
 		return nil, store.ErrClosed
 	}
-	sums, err := s.summaries(runs)
-	if err != nil {
-		return nil, err
-	}
 	for _, run := range runs {
-		sum, ok := sums[run]
-		if !ok {
+		evs, err := s.stored(driver.RunIndex, run)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
 			if _, ok := s.graves[run]; ok {
 				continue // removed before, and not appended to since
 			}
 			return nil, &store.RunNotFoundError{RunID: run}
 		}
-		if err := store.Removable(*sum); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]store.Tombstone, len(runs))
-	for i, run := range runs {
-		if _, ok := sums[run]; ok {
-			out[i] = s.remove(run, why, now)
-		} else {
-			out[i] = s.graves[run]
-		}
-	}
-	return out, nil
-}
-
-// summaries folds the summaries of runs from the log, as store.Runs
-// would; mu is held.
-func (s *Store) summaries(runs []string) (map[string]*store.Summary, error) {
-	sums := map[string]*store.Summary{}
-	for _, run := range runs {
-		if len(s.index[driver.RunIndex][run]) > 0 {
-			sums[run] = &store.Summary{}
-		}
-	}
-	tasks := map[string]driver.TaskState{}
-	for i := range s.events {
-		r := &s.events[i]
-		if r.gone {
-			continue
-		}
-		m, err := s.event(uint64(i + 1)).Message()
+		sum, err := driver.Summarize(run, evs, func(task string) ([]driver.Stored, error) { return s.stored(driver.TaskIndex, task) })
 		if err != nil {
 			return nil, err
 		}
-		e := driver.EntryOf(m, r.raw)
-		var d driver.Delta
-		if driver.NeedsTask(&e) {
-			prev, known := tasks[e.TaskID]
-			next, changed, delta := driver.TaskStep(&e, prev, known)
-			if changed {
-				tasks[e.TaskID] = next
-			}
-			d = delta
-		}
-		if sum := sums[e.RunID]; sum != nil {
-			driver.Fold(sum, e.RunID, &e, uint64(i+1), r.time, d)
-		}
-	}
-	return sums, nil
-}
-
-// remove removes the events of run, which has some, and returns its
-// tombstone; mu is held for writing.
-func (s *Store) remove(run string, why store.Removal, now time.Time) store.Tombstone {
-	seqs := s.index[driver.RunIndex][run]
-	ts := store.Tombstone{
-		RunID: run, Removed: now, Policy: why.Policy, Note: why.Note, Archive: why.Archive,
-		Events: len(seqs), FirstSeq: seqs[0], LastSeq: seqs[len(seqs)-1],
-	}
-	drop := map[driver.Index]map[string]bool{}
-	for _, seq := range seqs {
-		r := &s.events[seq-1]
-		ts.Bytes += int64(len(r.raw))
-		m, err := s.event(seq).Message()
-		if err == nil {
-			delete(s.byID, m.ID)
-			if m.IdempotencyKey != "" {
-				delete(s.byIdem, idemKey{m.RunID, m.IdempotencyKey})
-			}
-		}
-		for ix, value := range [...]string{driver.TaskIndex: r.task, driver.ThreadIndex: r.thread, driver.AgentIndex: r.agent} {
-			if value != "" {
-				if drop[driver.Index(ix)] == nil {
-					drop[driver.Index(ix)] = map[string]bool{}
-				}
-				drop[driver.Index(ix)][value] = true
-			}
-		}
-		r.gone, r.raw = true, nil
-	}
-	delete(s.index[driver.RunIndex], run)
-	for ix, values := range drop {
-		for value := range values {
-			left := slices.DeleteFunc(s.index[ix][value], func(seq uint64) bool { return s.events[seq-1].gone })
-			if len(left) == 0 {
-				delete(s.index[ix], value)
-			} else {
-				s.index[ix][value] = left
-			}
+		if err := store.Removable(*sum); err != nil {
+			return nil, err
 		}
 	}
 	if s.graves == nil {
 		s.graves = map[string]store.Tombstone{}
 	}
-	s.graves[run] = ts
-	return ts
+	out := make([]store.Tombstone, len(runs))
+	for i, run := range runs {
+		seqs := s.index[driver.RunIndex][run]
+		if len(seqs) == 0 {
+			out[i] = s.graves[run]
+			continue
+		}
+		ts := store.Tombstone{RunID: run, Removed: now, Policy: why.Policy, Note: why.Note, Archive: why.Archive,
+			Events: len(seqs), FirstSeq: seqs[0], LastSeq: seqs[len(seqs)-1]}
+		for _, seq := range seqs {
+			r := &s.events[seq-1]
+			ts.Bytes += int64(len(r.raw))
+			r.gone, r.raw = true, nil
+		}
+		s.graves[run], out[i] = ts, ts
+	}
+	return out, s.reindex()
+}
+
+// stored returns the events that have value under index ix, in seq
+// order, as driver.Summarize reads them; mu is held.
+func (s *Store) stored(ix driver.Index, value string) ([]driver.Stored, error) {
+	seqs := s.index[ix][value]
+	out := make([]driver.Stored, len(seqs))
+	for i, seq := range seqs {
+		ev := s.event(seq)
+		m, err := ev.Message()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = driver.Stored{Seq: seq, Time: ev.Time, Entry: driver.EntryOf(m, ev.Raw)}
+	}
+	return out, nil
+}
+
+// reindex builds the dedup maps and the indexes again from the events
+// that stay; mu is held for writing.
+func (s *Store) reindex() error {
+	s.byID, s.byIdem = make(map[string]uint64), make(map[idemKey]uint64)
+	for ix := range s.index {
+		s.index[ix] = make(map[string][]uint64)
+	}
+	for i := range s.events {
+		if s.events[i].gone {
+			continue
+		}
+		ev := s.event(uint64(i + 1))
+		m, err := ev.Message()
+		if err != nil {
+			return err
+		}
+		e := driver.EntryOf(m, ev.Raw)
+		s.indexOne(&e, ev.Seq)
+	}
+	return nil
 }
 
 // Tombstone implements store.Remover.
