@@ -16,6 +16,7 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/eino"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
@@ -86,7 +87,7 @@ func testToolLoop(t *testing.T, r *router.Router, st store.Store) {
 		t.Fatalf("result %q, %v", res, err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), toolLoopSeq)
+	wantSeq(t, routertest.Sequence(t, msgs, ""), toolLoopSeq)
 	call := payloadOf[toolEvent](t, msgs, protocol.TypeToolCall, 0)
 	if call.Tool != "eino" || call.Name != "weather" || string(call.Args) != `{"city":"Oslo"}` {
 		t.Fatalf("tool.call %+v", call)
@@ -119,7 +120,7 @@ func TestFailingTool(t *testing.T) {
 		t.Fatalf("error %#v", err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call weather #1", "tool.error weather #1",
@@ -147,7 +148,7 @@ func TestFailingModel(t *testing.T) {
 		t.Fatalf("error %#v", err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept", "x.clutch.model_call", "task.error",
 	})
 	if mc := payloadOf[router.ModelCall](t, msgs, router.TypeModelCall, 0); mc.Error == nil || mc.Error.Code != protocol.CodeDependency || mc.Error.Message != "the model is overloaded" {
@@ -193,7 +194,7 @@ func TestStreaming(t *testing.T) {
 	// the end, which the graph does at the same time: where it falls
 	// among the other events is not fixed, only that it is before the
 	// result.
-	seq := sequence(t, msgs, "")
+	seq := routertest.Sequence(t, msgs, "")
 	wantSeq(t, slices.DeleteFunc(slices.Clone(seq), func(s string) bool { return s == string(router.TypeModelCall) }), []string{
 		"task.request", "routing.decision", "task.accept",
 		"tool.call weather #1", "tool.result weather #1",
@@ -252,7 +253,7 @@ func TestInterruptResume(t *testing.T) {
 		t.Fatalf("result %q, %v", res, err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call pay #1", "tool.error pay #1",
@@ -306,7 +307,7 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept", "task.cancel",
 	})
 }
@@ -341,7 +342,7 @@ func TestDelegation(t *testing.T) {
 		t.Fatalf("result %q, %v", res, err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, h.TaskID()), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, h.TaskID()), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call skill_shout #1", "tool.result skill_shout #1",
@@ -357,7 +358,7 @@ func TestDelegation(t *testing.T) {
 	if sub == nil || sub.ParentTaskID != h.TaskID() || sub.From.AgentID != "agent:caller" || !slices.Equal(sub.Requires, []string{"skill:shout"}) {
 		t.Fatalf("subtask %+v", sub)
 	}
-	wantSeq(t, sequence(t, msgs, sub.TaskID), []string{"task.request", "routing.decision", "task.accept", "task.result"})
+	wantSeq(t, routertest.Sequence(t, msgs, sub.TaskID), []string{"task.request", "routing.decision", "task.accept", "task.result"})
 }
 
 // A delegation nobody can take fails the tool with the subtask's error,
@@ -377,7 +378,7 @@ func TestDelegationFails(t *testing.T) {
 		t.Fatalf("error %#v", err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, h.TaskID()), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, h.TaskID()), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call shout #1", "tool.error shout #1",

@@ -214,49 +214,6 @@ func events(tb testing.TB, st store.Store, runID string) []*protocol.Message {
 	return out
 }
 
-// sequence renders the events of the task taskID ("" for all) as types,
-// a tool event followed by its tool name and the index of its call
-// ("tool.call weather #1", "tool.result weather #1"), so a test asserts
-// the order and the pairing of call ids at once. A tool.result or
-// tool.error whose call id names no earlier tool.call is "#?".
-func sequence(tb testing.TB, msgs []*protocol.Message, taskID string) []string {
-	tb.Helper()
-	calls := map[string]int{}
-	var out []string
-	for _, m := range msgs {
-		if taskID != "" && m.TaskID != taskID {
-			continue
-		}
-		s := string(m.Type)
-		if m.Type.Family() == "tool" {
-			id, ok := protocol.ToolCallID(m)
-			if !ok {
-				tb.Fatalf("%s %s states no call id", m.Type, m.ID)
-			}
-			var p struct {
-				Name    string         `json:"name"`
-				Tool    string         `json:"tool"`
-				Details map[string]any `json:"details"`
-			}
-			_ = json.Unmarshal(m.Payload, &p)
-			name := p.Name
-			if name == "" {
-				name, _ = p.Details["name"].(string)
-			}
-			if m.Type == protocol.TypeToolCall {
-				calls[id] = len(calls) + 1
-			}
-			n := "?"
-			if i, ok := calls[id]; ok {
-				n = fmt.Sprint(i)
-			}
-			s += " " + name + " #" + n
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 // payloadOf returns the payload of the first event of type typ, decoded.
 func payloadOf[T any](tb testing.TB, msgs []*protocol.Message, typ protocol.Type, nth int) T {
 	tb.Helper()

@@ -14,6 +14,7 @@ import (
 	clutchgenkit "github.com/clutchprotocol/clutch/adapters/genkit"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
@@ -73,7 +74,7 @@ func testToolLoop(t *testing.T, r *router.Router, st store.Store) {
 		t.Fatalf("result %q, %v", res, err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), toolLoopSeq)
+	wantSeq(t, routertest.Sequence(t, msgs, ""), toolLoopSeq)
 	call := payloadOf[toolEvent](t, msgs, protocol.TypeToolCall, 0)
 	if call.Tool != "genkit" || call.Name != "weather" || string(call.Args) != `{"city":"Oslo"}` {
 		t.Fatalf("tool.call %+v", call)
@@ -109,7 +110,7 @@ func TestFailingTool(t *testing.T) {
 		t.Fatalf("error %#v", ep)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call weather #1", "tool.error weather #1",
@@ -137,7 +138,7 @@ func TestFailingModel(t *testing.T) {
 		t.Fatalf("error %#v", ep)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept", "x.clutch.model_call", "task.error",
 	})
 	if mc := payloadOf[router.ModelCall](t, msgs, router.TypeModelCall, 0); mc.Error == nil || mc.Error.Code != protocol.CodeDependency || mc.Error.Message != "the model is overloaded" {
@@ -187,7 +188,7 @@ func TestStreaming(t *testing.T) {
 	if !slices.Equal(texts, []string{"answer: s", "unny in O", "slo"}) {
 		t.Fatalf("progress %q", texts)
 	}
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call weather #1", "tool.result weather #1",

@@ -11,6 +11,7 @@ import (
 	clutchgenkit "github.com/clutchprotocol/clutch/adapters/genkit"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
 )
 
@@ -48,7 +49,7 @@ func TestCancel(t *testing.T) {
 	msgs := events(t, st, h.Request().RunID)
 	// The tool's call was recorded; its outcome came after the task had
 	// ended, and an ended task records nothing more.
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call wait #1",
@@ -99,14 +100,14 @@ func TestDelegation(t *testing.T) {
 	if sub == nil || sub.ParentTaskID != h.TaskID() || sub.RunID != h.Request().RunID || string(sub.Payload) != `"Bergen"` {
 		t.Fatalf("subtask %+v", sub)
 	}
-	wantSeq(t, sequence(t, msgs, h.TaskID()), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, h.TaskID()), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call skill_weather #1", "tool.result skill_weather #1",
 		"x.clutch.model_call",
 		"task.result",
 	})
-	wantSeq(t, sequence(t, msgs, sub.TaskID), []string{"task.request", "routing.decision", "task.accept", "task.result"})
+	wantSeq(t, routertest.Sequence(t, msgs, sub.TaskID), []string{"task.request", "routing.decision", "task.accept", "task.result"})
 	// The subtask runs between the tool's call and its result.
 	var order []string
 	for _, m := range msgs {

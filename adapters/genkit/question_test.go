@@ -13,6 +13,7 @@ import (
 	clutchgenkit "github.com/clutchprotocol/clutch/adapters/genkit"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 )
 
 // countingModel wraps a reply and counts the calls of the model.
@@ -62,7 +63,7 @@ func TestInterruptResume(t *testing.T) {
 		t.Fatalf("the model was called %d times, want 2 (one before the question, one after)", calls)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call pay #1", "tool.error pay #1",
@@ -131,7 +132,7 @@ func TestInterruptRespond(t *testing.T) {
 	if calls != 3 {
 		t.Fatalf("the models were called %d times, want 3", calls)
 	}
-	wantSeq(t, sequence(t, events(t, st, h.Request().RunID), ""), []string{
+	wantSeq(t, routertest.Sequence(t, events(t, st, h.Request().RunID), ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"x.clutch.model_call",
@@ -218,7 +219,7 @@ func TestInterruptTwice(t *testing.T) {
 	if calls != 3 {
 		t.Fatalf("the model was called %d times, want 3", calls)
 	}
-	wantSeq(t, sequence(t, events(t, st, h.Request().RunID), ""), []string{
+	wantSeq(t, routertest.Sequence(t, events(t, st, h.Request().RunID), ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call pay #1", "tool.error pay #1",

@@ -17,6 +17,7 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/langchaingo"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
@@ -66,7 +67,7 @@ func testToolLoop(t *testing.T, r *router.Router, st store.Store) {
 		t.Fatalf("result %q, %v", res, err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), toolLoopSeq)
+	wantSeq(t, routertest.Sequence(t, msgs, ""), toolLoopSeq)
 	call := payloadOf[toolEvent](t, msgs, protocol.TypeToolCall, 0)
 	if call.Tool != "langchaingo" || call.Name != "weather" || string(call.Args) != `"Oslo"` {
 		t.Fatalf("tool.call %+v", call)
@@ -101,7 +102,7 @@ func TestFailingTool(t *testing.T) {
 		t.Fatalf("error %#v", ep)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call weather #1", "tool.error weather #1",
@@ -127,7 +128,7 @@ func TestFailingModel(t *testing.T) {
 		t.Fatalf("error %#v", ep)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{"task.request", "routing.decision", "task.accept", "x.clutch.model_call", "task.error"})
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{"task.request", "routing.decision", "task.accept", "x.clutch.model_call", "task.error"})
 	if mc := payloadOf[router.ModelCall](t, msgs, router.TypeModelCall, 0); mc.Error == nil || mc.Error.Message != "the model is overloaded" || mc.Model != "fake-model" {
 		t.Fatalf("model call %+v", mc)
 	}
@@ -167,7 +168,7 @@ func TestStreaming(t *testing.T) {
 	var seq []string
 	var turns []string // the text of each model call, as streamed
 	var text strings.Builder
-	for i, s := range sequence(t, msgs, "") {
+	for i, s := range routertest.Sequence(t, msgs, "") {
 		if s != "task.progress" {
 			if text.Len() > 0 {
 				turns = append(turns, text.String())

@@ -10,6 +10,7 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/langchaingo"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 )
 
 // registerResearcher registers a plain Clutch agent with the capability
@@ -65,14 +66,14 @@ func TestDelegation(t *testing.T) {
 	if sub == nil || sub.ParentTaskID != h.TaskID() || sub.RunID != h.Request().RunID {
 		t.Fatalf("subtask %+v", sub)
 	}
-	wantSeq(t, sequence(t, msgs, h.TaskID()), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, h.TaskID()), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call skill_research #1", "tool.result skill_research #1",
 		"x.clutch.model_call",
 		"task.result",
 	})
-	wantSeq(t, sequence(t, msgs, sub.TaskID), []string{"task.request", "routing.decision", "task.accept", "task.result"})
+	wantSeq(t, routertest.Sequence(t, msgs, sub.TaskID), []string{"task.request", "routing.decision", "task.accept", "task.result"})
 	if res := payloadOf[toolEvent](t, msgs, protocol.TypeToolResult, 0); string(res.Content) != `"42 (asked: the answer)"` {
 		t.Fatalf("tool.result %+v", res)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/langchaingo"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 )
 
 // chatServer is an OpenAI chat completions endpoint on the loopback: it
@@ -81,7 +82,7 @@ func TestOpenAIProvider(t *testing.T) {
 		t.Fatalf("result %q, %v", res, err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), toolLoopSeq)
+	wantSeq(t, routertest.Sequence(t, msgs, ""), toolLoopSeq)
 	first := payloadOf[router.ModelCall](t, msgs, router.TypeModelCall, 0)
 	second := payloadOf[router.ModelCall](t, msgs, router.TypeModelCall, 1)
 	if first.Model != "gpt-test" || first.Provider != "openai" || first.FinishReason != "tool_calls" || first.ToolCalls != 1 ||

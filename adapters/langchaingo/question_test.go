@@ -11,6 +11,7 @@ import (
 	"github.com/clutchprotocol/clutch/adapters/langchaingo"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
+	"github.com/clutchprotocol/clutch/router/routertest"
 )
 
 // The human tool asks a person: the task waits with the question; the
@@ -52,7 +53,7 @@ func TestHumanToolAskAndResume(t *testing.T) {
 		t.Fatalf("%d model calls, %d payments; want 4 and 1", m.calls.Load(), paid)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call ask_human #1", "task.question", "tool.error ask_human #1",
@@ -135,7 +136,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("the tool's context: %v", err)
 	}
 	msgs := events(t, st, h.Request().RunID)
-	wantSeq(t, sequence(t, msgs, ""), []string{
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
 		"task.request", "routing.decision", "task.accept",
 		"x.clutch.model_call",
 		"tool.call slow #1",

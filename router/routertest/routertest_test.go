@@ -2,8 +2,10 @@ package routertest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -283,4 +285,30 @@ func TestQuestionDeadline(t *testing.T) {
 			t.Fatalf("after the deadline: %d task.errors", len(ends))
 		}
 	})
+}
+
+// Sequence pairs tool outcomes with their calls by call id, not order.
+func TestSequence(t *testing.T) {
+	call := func(id, name string) *protocol.Message {
+		m := protocol.NewMessage(protocol.TypeToolCall, "agent:a")
+		m.TaskID = "task_1"
+		m.Payload = json.RawMessage(`{"call_id":"` + id + `","name":"` + name + `"}`)
+		return m
+	}
+	result := func(id, name string) *protocol.Message {
+		m := protocol.NewMessage(protocol.TypeToolResult, "agent:a")
+		m.TaskID = "task_1"
+		m.Payload = json.RawMessage(`{"call_id":"` + id + `","name":"` + name + `","content":1}`)
+		return m
+	}
+	fail := protocol.NewMessage(protocol.TypeToolError, "agent:a")
+	fail.TaskID = "task_1"
+	fail.Payload = json.RawMessage(`{"code":"TOOL_FAILED","message":"x","retryable":false,"details":{"call_id":"c9","name":"fetch"}}`)
+	other := protocol.NewMessage(protocol.TypeTaskProgress, "agent:a")
+	other.TaskID = "task_2"
+	got := routertest.Sequence(t, []*protocol.Message{call("c1", "search"), call("c2", "fetch"), result("c2", "fetch"), result("c1", "search"), fail, other}, "task_1")
+	want := []string{"tool.call search #1", "tool.call fetch #2", "tool.result fetch #2", "tool.result search #1", "tool.error fetch #?"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Sequence = %q, want %q", got, want)
+	}
 }
