@@ -497,7 +497,7 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 // short read transaction and copied out, so no transaction is open while
 // the loop body runs.
 func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Gone(q, s.gone, driver.Read(ctx, q, s.LastSeq, s.page))
+	return driver.GoneRead(q, s.gone, driver.Read(ctx, q, s.LastSeq, s.page))
 }
 
 // Follow implements store.Store.

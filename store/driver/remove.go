@@ -170,12 +170,13 @@ func refold(id string, evs []Stored, readTask func(string) ([]Stored, error)) (*
 	return sum, nil
 }
 
-// Gone wraps evs, a Read or Follow of q: when q.RunID names a run that
-// is gone — tombstone returns its tombstone and true when it was removed
-// and has had no events appended since — the loop yields one
-// *store.RemovedError and nothing else; when tombstone fails, its error
-// (but for a context error: then evs runs, and ends as it does for that
-// context). The tombstone is looked up when the loop starts.
+// Gone wraps evs, a Follow of q: when q.RunID names a run that is gone —
+// tombstone returns its tombstone and true when it was removed and has had
+// no events appended since — the loop yields one *store.RemovedError and
+// nothing else; when tombstone fails, its error (but for a context error:
+// then evs runs, and ends as it does for that context). The tombstone is
+// looked up when the loop starts, since a follow of a run that is gone
+// would otherwise wait for events that never come. A Read uses GoneRead.
 func Gone(q store.Query, tombstone func(runID string) (store.Tombstone, bool, error), evs iter.Seq2[store.Event, error]) iter.Seq2[store.Event, error] {
 	if q.RunID == "" {
 		return evs
@@ -192,5 +193,37 @@ func Gone(q store.Query, tombstone func(runID string) (store.Tombstone, bool, er
 		// A lookup cut short by the loop's context: evs ends as its
 		// contract says for that context (a Follow without an error).
 		evs(yield)
+	}
+}
+
+// GoneRead is Gone for evs, a Read of q: the tombstone is looked up only
+// when the read has yielded nothing (a run with events is not gone), so a
+// read of a run that exists costs no lookup.
+func GoneRead(q store.Query, tombstone func(runID string) (store.Tombstone, bool, error), evs iter.Seq2[store.Event, error]) iter.Seq2[store.Event, error] {
+	if q.RunID == "" {
+		return evs
+	}
+	return func(yield func(store.Event, error) bool) {
+		seen := false
+		for ev, err := range evs {
+			if err != nil {
+				yield(ev, err)
+				return
+			}
+			seen = true
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		if seen {
+			return
+		}
+		ts, ok, err := tombstone(q.RunID)
+		switch {
+		case err != nil:
+			yield(store.Event{}, err)
+		case ok:
+			yield(store.Event{}, &store.RemovedError{Tombstone: ts})
+		}
 	}
 }

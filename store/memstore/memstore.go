@@ -233,7 +233,7 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 // Read implements store.Store. A read of a removed run yields its
 // *store.RemovedError.
 func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Gone(q, s.tombstone, driver.Read(ctx, q, s.LastSeq, s.page))
+	return driver.GoneRead(q, s.tombstone, driver.Read(ctx, q, s.LastSeq, s.page))
 }
 
 // Follow implements store.Store. A follow of a removed run yields its

@@ -246,9 +246,9 @@ func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, 
 	if q.Limit > 0 && q.Limit <= driver.PageSize {
 		// One page: its statement reads the head and the events up to it
 		// in one snapshot, so it needs no head read of its own first.
-		return driver.Gone(q, s.gone(ctx), driver.Read(ctx, q, s.noLastSeq, s.page))
+		return driver.GoneRead(q, s.gone(ctx), driver.Read(ctx, q, s.noLastSeq, s.page))
 	}
-	return driver.Gone(q, s.gone(ctx), driver.Read(ctx, q, s.LastSeq, s.page))
+	return driver.GoneRead(q, s.gone(ctx), driver.Read(ctx, q, s.LastSeq, s.page))
 }
 
 // noLastSeq is the last seq of a Read of one page, which page bounds
