@@ -303,6 +303,9 @@ func (n *Node) adopt(task, from string) (bool, error) {
 		return false, nil // another survivor adopts it; its owner event updates the table
 	}
 	n.forget(task, from)
+	// Whatever follows, the task is this node's now (a wait that moved
+	// here among it): wake those who watch the node's state.
+	defer n.changed.Broadcast()
 	// The waiter goes in before the log is read again: a done stored in
 	// between is then either in the log or sent to it.
 	key := idem.Attempt(task, l.lastStart)

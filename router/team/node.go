@@ -80,7 +80,7 @@ type Node struct {
 	sent    map[string]bool                   // attempts dispatched with their task.accept, until their proxy runs
 	running map[string]*remoteRun             // task id → the attempt run here
 	err     error                             // the first background failure
-	changed signal                            // broadcast after each registry change applied, and after a wait settles here
+	changed signal                            // broadcast after each registry change applied, after a wait settles here, and after an adoption
 
 	id     string               // this node in owner events and node heartbeats (adopt.go)
 	joined time.Time            // when Join returned: nodes not heard from since count as alive from it
