@@ -168,14 +168,16 @@
 //
 // Every task leaves task.request, then per attempt routing.decision and
 // task.accept (stored together; for the first attempt, with the request
-// too when Submit can decide: outside a team, the agent is in this router
-// and has room — docs/protocol.md §5.1), any task.progress, and ends with
-// exactly one of task.result, task.error, task.cancel or task.timeout — one
-// terminal event per task, whatever redeliveries, cancels, timeouts and
-// shutdowns race with it (a partial retry, below, adds a new attempt with
-// a terminal event of its own). No event of an attempt is stored after
-// the task's terminal event: a handler's Progress or Emit after it fails
-// with ErrTaskEnded. storetest.CheckTerminals checks a log for this.
+// too when Submit can decide: the agent is in this router and has room,
+// the request has no idempotency_key, and in a team the team does not
+// count Budget.MaxTasks — docs/protocol.md §5.1), any task.progress, and
+// ends with exactly one of task.result, task.error, task.cancel or
+// task.timeout — one terminal event per task, whatever redeliveries,
+// cancels, timeouts and shutdowns race with it (a partial retry, below,
+// adds a new attempt with a terminal event of its own). No event of an
+// attempt is stored after the task's terminal event: a handler's Progress
+// or Emit after it fails with ErrTaskEnded. storetest.CheckTerminals
+// checks a log for this.
 //
 // The terminal event is always storable. When the store refuses it — a
 // result (or an error's details) over the store's event size limit — the

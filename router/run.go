@@ -56,7 +56,7 @@ type taskState struct {
 	counter   Team                   // counts Budget.MaxTasks for the whole team, nil when the router does
 	accepted  *match                 // routed at Submit, its decision and accept stored with the request (submitNow)
 	decision  *protocol.Message      // the routing.decision of accepted
-	evs       [3]*protocol.Message   // events being stored by the run goroutine, or by Submit (submitNow)
+	evs       [4]*protocol.Message   // events being stored by the run goroutine, or by Submit (submitNow)
 	endEvs    [2]*protocol.Message   // terminal events being stored by end's caller
 }
 
@@ -268,7 +268,7 @@ func nonNilStrings(s []string) []string {
 func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 	a := m.selected
 	decision, accept := r.acceptEvents(ts, m)
-	ts.evs = [3]*protocol.Message{decision, accept}
+	ts.evs = [4]*protocol.Message{decision, accept}
 	evs := ts.evs[:2]
 	if t := r.team.Load(); t != nil {
 		// An agent of another process: its dispatch too (team.go).
@@ -277,7 +277,7 @@ func (r *Router) attempt(ts *taskState, m *match) (retry bool) {
 		}
 	}
 	err := r.appendLive(ts.ctx, ts, evs...)
-	ts.evs = [3]*protocol.Message{}
+	ts.evs = [4]*protocol.Message{}
 	if err != nil {
 		r.release(a, false)
 		if !errors.Is(err, ErrTaskEnded) {

@@ -13,14 +13,18 @@ import (
 // the decision can be made at Submit: the selected agent runs in this
 // router and has room. The request, the routing.decision and the
 // task.accept are then stored as one atomic batch (docs/protocol.md §5.1),
-// so that a durable task costs two commits (this one and its end) instead
-// of three. It reports ok false, having changed nothing, when the task
-// must take the usual way — its request stored alone, then routed by its
-// goroutine: in a team, for a request with an idempotency_key (the store's
-// dedup by key cannot be checked before the batch), for one whose id the
-// store holds already (a redelivery: the usual way follows it) or that
-// another submission of this router is storing, for a task the run's
-// budget refuses, and when no agent is free (it queues, or fails).
+// with the team's owner event in a team (Team.Owner), so that a durable
+// task costs two commits (this one and its end) instead of three. It
+// reports ok false, having changed nothing, when the task must take the
+// usual way — its request stored alone (with its owner event in a team),
+// then routed by its goroutine: for a request with an idempotency_key
+// (the store's dedup by key cannot be checked before the batch), in a
+// team that counts Budget.MaxTasks (a task's place in its run is known
+// only once its request is stored), for one whose id the store holds
+// already (a redelivery: the usual way follows it) or that another
+// submission of this router is storing, for a task the run's budget
+// refuses, when the selected agent runs in another process of the team,
+// and when no agent is free (it queues, or fails).
 //
 // The batch must never add a decision and an accept to a request the
 // store takes for a duplicate (docs/protocol.md §5.2), so the request's id
@@ -31,7 +35,8 @@ import (
 // this router, makes the batch fail rather than run the task twice.
 func (r *Router) submitNow(ctx context.Context, ts *taskState) (h *Handle, ok bool, err error) {
 	req := ts.req
-	if req.IdempotencyKey != "" || r.team.Load() != nil {
+	hook := r.team.Load()
+	if req.IdempotencyKey != "" || (hook != nil && r.opts.Budget.MaxTasks > 0) {
 		return nil, false, nil
 	}
 	if !r.reserve(ts) {
@@ -42,7 +47,7 @@ func (r *Router) submitNow(ctx context.Context, ts *taskState) (h *Handle, ok bo
 		return nil, false, nil
 	}
 	m := r.route(req, ts.ancestors())
-	if m.selected == nil || !r.reg.TryAcquire(m.selected) {
+	if m.selected == nil || (hook != nil && r.handlerMap()[m.selected.ID()] == nil) || !r.reg.TryAcquire(m.selected) {
 		r.freeMatch(m)
 		r.unreserve(ts)
 		return nil, false, nil
@@ -51,9 +56,18 @@ func (r *Router) submitNow(ctx context.Context, ts *taskState) (h *Handle, ok bo
 	ts.attempt.Store(int32(req.Attempt))
 	r.startAttempt(ts)
 	decision, accept := r.acceptEvents(ts, m)
-	ts.evs = [3]*protocol.Message{req, decision, accept}
-	res, err := r.st.Append(ctx, ts.evs[:]...)
-	ts.evs = [3]*protocol.Message{}
+	ts.evs = [4]*protocol.Message{req, decision, accept}
+	evs := ts.evs[:3]
+	if hook != nil {
+		if o := hook.team.Owner(ts.teamTask(), false); o != nil {
+			// In the order of the usual way: the owner event with the
+			// request, then the decision and accept.
+			ts.evs = [4]*protocol.Message{req, o, decision, accept}
+			evs = ts.evs[:4]
+		}
+	}
+	res, err := r.st.Append(ctx, evs...)
+	ts.evs = [4]*protocol.Message{}
 	if err == nil && res[0].Duplicate {
 		// Stored meanwhile by another process: the decision and accept
 		// went in with it. Nothing in this router follows them.

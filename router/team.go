@@ -29,9 +29,10 @@ type Team interface {
 	// routing.decision and task.accept, or nil when t.Agent runs here.
 	Dispatch(t TeamTask) *protocol.Message
 	// Owner returns the event that records this process as the one
-	// routing t's task: stored together with its task.request by Submit,
-	// or alone before Retry runs the task again (retry true). Nil stores
-	// nothing.
+	// routing t's task: stored together with its task.request by Submit
+	// (and with the first attempt's routing.decision and task.accept when
+	// Submit decides, docs/protocol.md §5.1), or alone before Retry runs
+	// the task again (retry true). Nil stores nothing.
 	Owner(t TeamTask, retry bool) *protocol.Message
 	// Redelivered answers a redelivered request of a task that is stored,
 	// open, and not running in this router: a handle on the task's end

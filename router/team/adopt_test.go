@@ -178,7 +178,8 @@ func TestRedeliveryAdoptsTaskOfDeadNode(t *testing.T) {
 }
 
 // The routing process dies with the attempt running on one of its own
-// agents: the survivor applies its recovery policy, routing the task
+// agents, the task stored by the batch of a decision at Submit: the
+// survivor applies its recovery policy, routing the task
 // again to an agent of its own (router.RecoverRedispatch) or ending it with
 // INTERRUPTED (router.RecoverFail).
 func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
@@ -186,11 +187,18 @@ func TestAdoptAppliesRecoveryPolicy(t *testing.T) {
 		t.Run(map[router.Recovery]string{router.RecoverRedispatch: "redispatch", router.RecoverFail: "fail"}[policy], func(t *testing.T) {
 			st, _ := memstore.New(nil)
 			ttl := adoptTTL
-			a, sa := newMortal(t, st, ttl, nil)
+			rec := &batches{Store: st}
+			a, sa := newMortal(t, rec, ttl, nil)
 			started := registerUntilCancelled(a)
 			c := newProc(t, st, ttl, &router.Options{Recovery: policy})
 			h := a.submit(a.request("skill:x"))
 			<-started
+			// Decided at Submit: request, owner, decision and accept were
+			// one batch (docs/protocol.md §5.1), and nothing else of the
+			// task is stored when its process dies.
+			if got := rec.of(h.TaskID()); !equalBatches(got, [][]string{submitBatch}) {
+				t.Fatalf("task stored as %q, want %q", got, [][]string{submitBatch})
+			}
 			a.kill(sa)
 			c.register(card("agent:c", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 				return summary("from c"), nil

@@ -28,7 +28,12 @@
 // the others see them online.
 //
 // A task is routed by the process it is submitted in, as in one process, over all
-// the team's agents: an agent hosted elsewhere has a handler here that
+// the team's agents. When the selected agent is hosted in that process
+// and has room, the task costs two commits there, as in one process
+// (docs/protocol.md §5.1): its task.request, owner event,
+// routing.decision and task.accept in one batch, then its end — unless
+// the team counts Budget.MaxTasks, whose count needs the request stored
+// first. An agent hosted elsewhere has a handler here that
 // dispatches the attempt (an x.clutch.task.dispatch event, stored
 // together with the attempt's routing.decision and task.accept). The
 // process hosting the agent claims the attempt with an
