@@ -26,6 +26,7 @@ type Store struct {
 	path string
 	opts Options
 	sig  driver.Signal
+	hub  *driver.Hub // the one follower of the store, shared by every Follow
 
 	q       queue         // Append's hand-off to the writer
 	res     *reserve      // zeros ahead of bbolt's pages; nil: none (reserve.go)
@@ -86,6 +87,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		q:     queue{wake: make(chan struct{}, 1)},
 		wdone: make(chan struct{}),
 	}
+	s.hub = driver.NewHub(&s.sig, s.page, s.LastSeq)
 	err := s.guard("open", func() error {
 		if err := s.open(); err != nil {
 			return err
@@ -502,7 +504,7 @@ func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, 
 
 // Follow implements store.Store.
 func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Gone(q, s.gone, driver.Follow(ctx, q, &s.sig, s.page))
+	return driver.Gone(q, s.gone, s.hub.Follow(ctx, q))
 }
 
 // page is the driver.PageFunc of the store. Events up to the index

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clutchprotocol/clutch/internal/coded"
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/driver"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -26,6 +27,7 @@ func openReadOnly(path string, o Options) (*Store, error) {
 		wdone: make(chan struct{}),
 	}
 	close(s.wdone) // no writer: Close has nothing to wait for
+	s.hub = driver.NewHub(&s.sig, s.page, s.LastSeq)
 	err := s.guard("open", func() error {
 		fi, err := os.Stat(path)
 		switch {

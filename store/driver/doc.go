@@ -20,10 +20,16 @@
 //     [Signal.Notify].
 //   - Read and Follow: the backend writes one [PageFunc] (a bounded scan
 //     of its log or of the index [IndexOf] picks, filtered with
-//     [store.Query.Match]) and returns [Read] and [Follow] built on it.
-//     They validate the query, page, honour Limit and AfterSeq, stop Read
-//     at the last seq of its start, and make Follow wait on the store's
-//     [Signal] without losing a wake-up.
+//     [store.Query.Match]) and returns [Read] built on it, and, from
+//     Follow, [Hub.Follow] of the one [Hub] it made at Open with
+//     [NewHub]. They validate the query, page, honour Limit and AfterSeq,
+//     and stop Read at the last seq of its start. The hub is the store's
+//     one follower (docs/protocol.md §8.1): while any Follow runs, one
+//     goroutine waits on the store's [Signal] without losing a wake-up,
+//     reads each new event once and hands it to the Follows it matches,
+//     through a buffer of 256 events and 1 MiB each; a Follow whose buffer
+//     is full reads the store with the PageFunc until it has caught up, so
+//     an append costs the writer the same with one follower or thousands.
 //   - Artifacts: [store.CheckMediaType], [store.ArtifactRefFromDigest] and
 //     [store.ParseArtifactRef].
 //   - Summaries (optional): a backend that implements [store.Lister] folds
@@ -50,12 +56,14 @@
 //		return res, nil
 //	}
 //
+//	// At Open: s.hub = driver.NewHub(&s.sig, s.page, s.LastSeq)
+//
 //	func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
 //		return driver.Read(ctx, q, s.LastSeq, s.page)
 //	}
 //
 //	func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-//		return driver.Follow(ctx, q, &s.sig, s.page)
+//		return s.hub.Follow(ctx, q)
 //	}
 //
 // store/storetest/external in this repository is such a store, in a
@@ -64,6 +72,8 @@
 // # Caveats
 //
 // Close must call Notify too, after which the page function returns
-// [store.ErrClosed], so that followers end. Entry.Raw is shared with the
+// [store.ErrClosed], so that the hub's follower ends every Follow with it.
+// The hub needs no Close of its own: its goroutine runs only while a
+// Follow does. Entry.Raw is shared with the
 // message: store it as it is or copy it, never change it.
 package driver

@@ -218,9 +218,10 @@ func Read(ctx context.Context, q store.Query, lastSeq func(context.Context) (uin
 	}
 }
 
-// Follow implements Store.Follow on top of page and the store's Signal,
-// which the store notifies after each commit and on Close.
-func Follow(ctx context.Context, q store.Query, sig *Signal, page PageFunc) iter.Seq2[store.Event, error] {
+// follow is the loop of a Hub's follower: q's events after q.AfterSeq,
+// read with page, waiting on sig (which the store notifies after each
+// commit and on Close) for more.
+func follow(ctx context.Context, q store.Query, sig *Signal, page PageFunc) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
 		if err := q.Validate(); err != nil {
 			yield(store.Event{}, err)

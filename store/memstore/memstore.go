@@ -36,7 +36,8 @@ type Options struct {
 // Store is an in-memory store.Store. It is safe for concurrent use.
 type Store struct {
 	opts Options
-	sig  driver.Signal // notified after each append and on Close; followers wait on it
+	sig  driver.Signal // notified after each append and on Close; the hub waits on it
+	hub  *driver.Hub   // the one follower of the store, shared by every Follow
 
 	// mu guards everything below. Appends, PutArtifact and Close hold it
 	// for writing, every read for reading.
@@ -106,6 +107,7 @@ func New(opts *Options) (*Store, error) {
 	for ix := range s.index {
 		s.index[ix] = make(map[string][]uint64)
 	}
+	s.hub = driver.NewHub(&s.sig, s.page, s.LastSeq)
 	return s, nil
 }
 
@@ -239,7 +241,7 @@ func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, 
 // Follow implements store.Store. A follow of a removed run yields its
 // *store.RemovedError.
 func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Gone(q, s.tombstone, driver.Follow(ctx, q, &s.sig, s.page))
+	return driver.Gone(q, s.tombstone, s.hub.Follow(ctx, q))
 }
 
 // page is the store's driver.PageFunc: it copies up to limit matching

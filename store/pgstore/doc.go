@@ -64,12 +64,14 @@
 // # Following
 //
 // Every append transaction sends a NOTIFY with its last seq; each Store
-// holds one LISTEN connection and wakes its followers, and wakes them at
-// once for its own appends. Every Options.PollInterval (1s) without a
-// notification it reads the head, so a notification lost with a broken
-// connection delays a follower by at most that interval. A follower
-// survives a broken connection or a database restart: it reads again
-// from where it was once the database answers.
+// holds one LISTEN connection and wakes its one follower, and wakes it at
+// once for its own appends. Every Follow of the Store shares that
+// follower (docs/protocol.md §8.1), so an append costs each process one
+// statement however many streams it has open. Every Options.PollInterval
+// (1s) without a notification it reads the head, so a notification lost
+// with a broken connection delays a follower by at most that interval. A
+// follower survives a broken connection or a database restart: it reads
+// again from where it was once the database answers.
 //
 // # Presence
 //

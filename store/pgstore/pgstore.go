@@ -28,6 +28,7 @@ type Store struct {
 	opts    Options
 	channel string // the NOTIFY channel of the schema
 	sig     driver.Signal
+	hub     *driver.Hub // the one follower of the store in this process, shared by every Follow
 
 	closeMu sync.RWMutex // orders Append's hand-off to the writer with Close
 	closing bool
@@ -87,6 +88,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		wdone:   make(chan struct{}),
 		ldone:   make(chan struct{}),
 	}
+	s.hub = driver.NewHub(&s.sig, s.followPage, s.followLastSeq)
 	if err := migrate(ctx, pool, o.Schema); err != nil {
 		pool.Close()
 		if ctx.Err() != nil {
@@ -255,34 +257,68 @@ func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, 
 // itself.
 func (s *Store) noLastSeq(ctx context.Context) (uint64, error) { return 1<<63 - 1, s.check(ctx) }
 
-// Follow implements store.Store. It wakes on the notification every
-// append sends (from any process), and looks again every
-// Options.PollInterval in case one was lost. A broken connection does not
-// end it: it reads again once the database is back, from where it was.
+// Follow implements store.Store. Every Follow of the store in this
+// process shares one follower (driver.Hub), which wakes on the
+// notification every append sends (from any process) and looks again
+// every Options.PollInterval in case one was lost: one statement per
+// append however many streams are open. A broken connection does not end
+// it: it reads again once the database is back, from where it was.
 func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Gone(q, s.gone(ctx), driver.Follow(ctx, q, &s.sig, s.followPage))
+	return driver.Gone(q, s.gone(ctx), s.hub.Follow(ctx, q))
 }
 
-// followPage is page that waits out ErrUnavailable and ErrTimeout.
+// followPage is page that waits out ErrUnavailable and ErrTimeout: the
+// page of the hub's follower and of a reader's catch-up.
 func (s *Store) followPage(ctx context.Context, q store.Query, after, upTo uint64, max int) ([]store.Event, uint64, error) {
 	wait := 10 * time.Millisecond
 	for {
 		evs, through, err := s.page(ctx, q, after, upTo, max)
-		if err == nil || !(errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTimeout)) || len(evs) > 0 {
+		if err == nil || !transient(err) || len(evs) > 0 {
 			return evs, through, err
 		}
-		wake := s.sig.Wait() // Close notifies
-		select {
-		case <-ctx.Done():
-			return nil, after, ctx.Err()
-		case <-wake:
-		case <-time.After(wait):
+		if err := s.waitOut(ctx, &wait); err != nil {
+			return nil, after, err
 		}
-		if s.closed.Load() {
-			return nil, after, store.ErrClosed
-		}
-		wait = min(2*wait, s.opts.PollInterval)
 	}
+}
+
+// followLastSeq is LastSeq that waits out ErrUnavailable and ErrTimeout:
+// where the hub's follower starts.
+func (s *Store) followLastSeq(ctx context.Context) (uint64, error) {
+	wait := 10 * time.Millisecond
+	for {
+		seq, err := s.LastSeq(ctx)
+		if err == nil || !transient(err) {
+			return seq, err
+		}
+		if err := s.waitOut(ctx, &wait); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// transient reports whether err is one a follower waits out.
+func transient(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTimeout)
+}
+
+// waitOut waits *wait (doubled, up to Options.PollInterval, for the next
+// time) or until the store is notified, before a follower tries the
+// database again; it returns ctx.Err() or store.ErrClosed when it must
+// not.
+func (s *Store) waitOut(ctx context.Context, wait *time.Duration) error {
+	wake := s.sig.Wait() // Close notifies
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wake:
+	case <-time.After(*wait):
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	*wait = min(2**wait, s.opts.PollInterval)
+	return nil
 }
 
 // page is the driver.PageFunc of the store: one statement, so that the

@@ -17,6 +17,7 @@ import (
 // use.
 type Store struct {
 	sig driver.Signal
+	hub *driver.Hub
 
 	mu        sync.RWMutex
 	closed    bool
@@ -31,11 +32,13 @@ var _ store.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{
+	s := &Store{
 		byID:      map[string]uint64{},
 		byKey:     map[[2]string]uint64{},
 		artifacts: map[[sha256.Size]byte]store.Artifact{},
 	}
+	s.hub = driver.NewHub(&s.sig, s.page, s.LastSeq)
+	return s
 }
 
 // Append implements store.Store.
@@ -109,7 +112,7 @@ func (s *Store) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, 
 
 // Follow implements store.Store.
 func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
-	return driver.Follow(ctx, q, &s.sig, s.page)
+	return s.hub.Follow(ctx, q)
 }
 
 // page is the driver.PageFunc of the store: a scan of the log.
