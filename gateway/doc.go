@@ -179,10 +179,11 @@
 // event, holding the SSE data object; resume with after=. The server sends
 // pings every Options.Heartbeat; a client message closes the connection.
 //
-// All the streams of a Gateway share one follower of the store: an append
-// wakes one goroutine, which hands the event to the streams whose filters
-// it matches, so what a writer pays for an append does not grow with the
-// number of open streams. Each stream takes its events at its client's
+// Each stream is a Follow of the store, so all of them (and every other
+// follower of the store in the process) share the store's one follower
+// (docs/protocol.md §8.1): an append wakes one goroutine, which hands the
+// event to the streams whose filters it matches, so what a writer pays for
+// an append does not grow with the number of open streams. Each stream takes its events at its client's
 // pace through a buffer of Options.StreamBuffer events: a slow client
 // costs no more memory and holds up nobody else — neither the writer nor
 // the other streams. A stream that falls behind the shared follower reads

@@ -12,7 +12,6 @@ import (
 
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
-	"github.com/clutchprotocol/clutch/internal/fanout"
 	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -151,7 +150,6 @@ type Gateway struct {
 	opts  Options
 	guard *auth.Guard
 	ids   *auth.Deriver // the runs of Idempotency-Keys (docs/protocol.md §6.7)
-	hub   *fanout.Hub   // the one follower of the store of every live stream
 	mux   *http.ServeMux
 	api   *http.ServeMux
 }
@@ -177,7 +175,7 @@ func New(r *router.Router, opts *Options) (*Gateway, error) {
 		return nil, coded.Wrap(ErrInvalidOptions, "Limits", err)
 	}
 	ids := auth.NewDeriver(r.Store())
-	g := &Gateway{r: r, st: r.Store(), opts: o, guard: guard, ids: ids, hub: fanout.New(r.Store(), nil), mux: http.NewServeMux(), api: http.NewServeMux()}
+	g := &Gateway{r: r, st: r.Store(), opts: o, guard: guard, ids: ids, mux: http.NewServeMux(), api: http.NewServeMux()}
 	g.routes()
 	return g, nil
 }

@@ -22,8 +22,8 @@ import (
 
 // A live stream (SSE or WebSocket) is two goroutines joined by a bounded
 // buffer: the feeder reads the store — the backlog after the resume seq,
-// then every new matching event as it is appended, through the gateway's
-// one follower of the store (internal/fanout: an append wakes one
+// then every new matching event as it is appended, through the store's
+// one follower (store.Follow, docs/protocol.md §8.1: an append wakes one
 // goroutine, not one per stream) — and puts each event in the buffer; the
 // request's own goroutine takes events out and writes them to the client.
 // The feeder reads at the client's pace, so a client that is behind costs
@@ -215,7 +215,7 @@ func (s *stream) feed(ctx context.Context) {
 	defer s.wg.Done()
 	defer close(s.buf)
 	var timer *time.Timer
-	for ev, err := range s.g.hub.Follow(ctx, s.q) {
+	for ev, err := range s.g.st.Follow(ctx, s.q) {
 		if err != nil {
 			s.err = err
 			return

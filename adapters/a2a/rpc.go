@@ -154,7 +154,7 @@ func (h *rpc) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskReque
 // follow yields the A2A events of a task's events after seq after, until
 // the task ends or ctx is done.
 func (h *rpc) follow(ctx context.Context, v *taskView, taskID string, after uint64, yield func(a2a.Event, error) bool) {
-	for ev, err := range h.s.hub.Follow(ctx, store.Query{TaskID: taskID, AfterSeq: after}) {
+	for ev, err := range h.s.st.Follow(ctx, store.Query{TaskID: taskID, AfterSeq: after}) {
 		if err != nil {
 			if ctx.Err() == nil {
 				yield(nil, h.internal(ctx, "following task "+taskID, err))

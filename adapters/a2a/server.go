@@ -18,7 +18,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clutchprotocol/clutch/auth"
-	"github.com/clutchprotocol/clutch/internal/fanout"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/registry"
 	"github.com/clutchprotocol/clutch/router"
@@ -155,7 +154,6 @@ func (o *ServerOptions) setDefaults() error {
 type Server struct {
 	r    *router.Router
 	st   store.Store
-	hub  *fanout.Hub // the one follower of the store of every stream
 	reg  *registry.Registry
 	opts ServerOptions
 	mux  *http.ServeMux
@@ -197,7 +195,7 @@ func NewServer(r *router.Router, opts *ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	ids := auth.NewDeriver(r.Store())
-	s := &Server{r: r, st: r.Store(), hub: fanout.New(r.Store(), nil), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}, ids: ids}
+	s := &Server{r: r, st: r.Store(), reg: r.Registry(), opts: o, guard: guard, running: map[string]*router.Handle{}, ids: ids}
 	s.schemes, s.requirements = security(o.Auth)
 	s.team = s.rpcHandler("")
 	mux := http.NewServeMux()

@@ -426,7 +426,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			return unlocked(event, v)
 		}
 	}
-	for ev, err := range s.hub.Follow(ctx, store.Query{TaskID: h.TaskID()}) {
+	for ev, err := range s.st.Follow(ctx, store.Query{TaskID: h.TaskID()}) {
 		if err != nil {
 			if ctx.Err() == nil {
 				s.opts.Logger.ErrorContext(ctx, "a2a: following a run", "err", err)

@@ -161,9 +161,10 @@
 // Last-Event-ID (GET only; after= does the same). A resumed stream starts
 // with RUN_STARTED again, then sends exactly the frames of the full stream
 // whose seq is past the resume point. While a run is idle, ": ping"
-// comments are sent every Options.Heartbeat. All the streams of a Handler
-// share one follower of the store, so an append wakes one goroutine, not
-// one per open stream.
+// comments are sent every Options.Heartbeat. Each stream is a Follow of
+// the store, and all the Follows of a store share its one follower
+// (docs/protocol.md §8.1), so an append wakes one goroutine, not one per
+// open stream.
 //
 // # Caveats
 //

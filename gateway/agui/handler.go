@@ -13,7 +13,6 @@ import (
 	"github.com/clutchprotocol/clutch/adapters"
 	"github.com/clutchprotocol/clutch/auth"
 	"github.com/clutchprotocol/clutch/internal/coded"
-	"github.com/clutchprotocol/clutch/internal/fanout"
 	"github.com/clutchprotocol/clutch/internal/httpjson"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
@@ -73,7 +72,6 @@ type Handler struct {
 	st   store.Store
 	opts Options
 	ids  *auth.Deriver // the caller's runs and threads (docs/protocol.md §6.7)
-	hub  *fanout.Hub   // the one follower of the store of every stream
 }
 
 // New returns a Handler over r. opts may be nil. It registers PayloadInput
@@ -109,7 +107,7 @@ func New(r *router.Router, opts *Options) (*Handler, error) {
 			return nil, err
 		}
 	}
-	return &Handler{r: r, st: r.Store(), opts: o, ids: auth.NewDeriver(r.Store()), hub: fanout.New(r.Store(), nil)}, nil
+	return &Handler{r: r, st: r.Store(), opts: o, ids: auth.NewDeriver(r.Store())}, nil
 }
 
 // ServeHTTP serves POST (start a run from a RunAgentInput and stream it)
@@ -334,7 +332,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run string, tr 
 	events := make(chan item, 64)
 	go func() {
 		defer close(events)
-		for ev, err := range h.hub.Follow(ctx, store.Query{RunID: run}) {
+		for ev, err := range h.st.Follow(ctx, store.Query{RunID: run}) {
 			select {
 			case events <- item{ev, err}:
 			case <-ctx.Done():
