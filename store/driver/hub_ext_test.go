@@ -128,3 +128,36 @@ func TestHubSlowReader(t *testing.T) {
 	}
 	check(slow, "slow reader")
 }
+
+// The follower runs only while a Follow does: when the last reader of an
+// open store leaves, no goroutine of the hub is left.
+func TestHubStopsWithTheLastReader(t *testing.T) {
+	st, _ := memstore.New(nil)
+	defer st.Close()
+	before := goleak.IgnoreCurrent()
+	ctx := t.Context()
+	if _, err := st.Append(ctx, msg("run_a"), msg("run_b")); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"run_a", "run_b", "run_a"} {
+		next, stop := iter.Pull2(st.Follow(ctx, store.Query{RunID: run}))
+		defer stop()
+		if ev, err, ok := next(); !ok || err != nil || ev.Seq == 0 {
+			t.Fatalf("follow %s: %v %v %v", run, ev.Seq, err, ok)
+		}
+	}
+	// Three readers share one follower; a new event reaches them while
+	// they are open, and stopping them stops it.
+	if _, err := st.Append(ctx, msg("run_a")); err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range st.Follow(ctx, store.Query{RunID: "run_a", AfterSeq: 2, Limit: 1}) {
+		if err != nil || ev.Seq != 3 {
+			t.Fatalf("a fourth reader: %d %v", ev.Seq, err)
+		}
+	}
+	if err := goleak.Find(before); err == nil {
+		t.Fatal("no follower ran while three readers were open")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+}
