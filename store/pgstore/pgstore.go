@@ -75,6 +75,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	// A session that dies in a transaction must not hold the append lock.
 	rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
 	rp["application_name"] = "clutch-pgstore"
+	// Every statement of the store reads or writes a few rows by index:
+	// JIT compilation costs milliseconds and never pays off here, yet the
+	// planner turns it on whenever a plan's estimate is high, as for the
+	// pages of a follower before head has statistics.
+	rp["jit"] = "off"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, coded.Wrap(ErrInvalidOptions, "pool configuration", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
+	"github.com/clutchprotocol/clutch/store/pgstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
 )
 
@@ -46,5 +47,15 @@ func TestSeqBeyondBigint(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("Runs before %d: %d runs, want 1", before, n)
 		}
+	}
+}
+
+// The store's sessions run without JIT compilation: its statements touch
+// a few rows by index, and a compilation (milliseconds) that the planner
+// starts on a high estimate cost more than the statement.
+func TestSessionsWithoutJIT(t *testing.T) {
+	s := openStore(t, nil)
+	if v, err := pgstore.Setting(t.Context(), s, "jit"); err != nil || v != "off" {
+		t.Fatalf("jit = %q, %v; want off", v, err)
 	}
 }

@@ -1,0 +1,11 @@
+package pgstore
+
+import "context"
+
+// Setting returns the value of a server setting in a session of s's pool,
+// for the tests of the settings Open gives its sessions.
+func Setting(ctx context.Context, s *Store, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
+}
