@@ -21,8 +21,11 @@
 // left untouched. The store keeps, per event, the message's bytes exactly
 // as appended (bytea: a signed message stays verifiable), its seq and
 // time, and the indexed fields: id and (run_id, idempotency_key), each
-// under a unique index, and run_id, thread_id, task_id, from.agent_id and
-// type, each indexed with seq. Artifacts are content addressed: keyed by
+// under a unique index, and run_id, thread_id, task_id and from.agent_id,
+// each indexed with seq. The type is kept beside them, not indexed
+// (version 7 drops the index version 1 made): a query's type prefix
+// filters the events its fields find, and a query by type prefix alone
+// reads the log in seq order. Artifacts are content addressed: keyed by
 // the SHA-256 of their bytes. The run and thread summaries of Runs and
 // Threads are rows kept in the append transaction, with the fold rules
 // every backend shares; a store migrated from a version without them gets

@@ -530,3 +530,104 @@ func TestConnectionKilledMidAppend(t *testing.T) {
 		t.Fatalf("Append again: %+v, %v; want seqs 1-4", res, err)
 	}
 }
+
+// A store of schema version 6 (an index on type, summaries indexed by
+// kind and last_seq) is migrated to the current version on Open: the type
+// index is gone and the summaries are indexed by last_seq; reads by a
+// type prefix, alone or beside a field, find the same events, runs and
+// threads list as before, and the migration's file runs again without
+// harm.
+func TestMigrationFromVersion6(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	ids := protocol.NewIDs(nil)
+	var all []*protocol.Message
+	for range 3 {
+		req := ids.NewMessage(protocol.TypeTaskRequest, "agent:ui")
+		req.To = []protocol.Participant{{AgentID: "agent:orchestrator"}}
+		req.Payload = json.RawMessage(`{"text":"go"}`)
+		res := ids.Reply(req, protocol.TypeTaskResult, "agent:ken")
+		res.Payload = json.RawMessage(`{}`)
+		chat := ids.Reply(req, protocol.TypeChatMessage, "agent:ken")
+		chat.Payload = json.RawMessage(`{"text":"done"}`)
+		all = append(all, req, res, chat)
+	}
+	if _, err := s.Append(t.Context(), all...); err != nil {
+		t.Fatal(err)
+	}
+	runs, threads := collect(t, s.Runs(t.Context(), store.ListQuery{})), collect(t, s.Threads(t.Context(), store.ListQuery{}))
+	if len(runs) != 3 || len(threads) != 3 {
+		t.Fatalf("summaries before: %+v %+v", runs, threads)
+	}
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	q := s.Schema()
+	if _, err := conn.Exec(t.Context(), "SET search_path TO "+q+"; CREATE INDEX events_type ON events (type, seq); "+
+		"DROP INDEX summaries_last; CREATE INDEX summaries_newest ON summaries (kind, last_seq DESC); UPDATE schema_version SET version = 6"); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: q})
+	if err != nil {
+		t.Fatalf("Open of a version 6 store: %v", err)
+	}
+	defer s2.Close()
+	var version int
+	var indexes []string
+	if err := conn.QueryRow(t.Context(), "SELECT (SELECT version FROM "+q+".schema_version), (SELECT array_agg(indexname ORDER BY indexname) FROM pg_indexes WHERE schemaname = $1 AND indexname IN ('events_type', 'summaries_newest', 'summaries_last'))", q).Scan(&version, &indexes); err != nil {
+		t.Fatal(err)
+	}
+	if version != pgstore.SchemaVersion || !reflect.DeepEqual(indexes, []string{"summaries_last"}) {
+		t.Fatalf("after Open: version %d, indexes %v; want %d, [summaries_last]", version, indexes, pgstore.SchemaVersion)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			q    store.Query
+			want []int // indexes in all
+		}{
+			{store.Query{TypePrefix: "task."}, []int{0, 1, 3, 4, 6, 7}},
+			{store.Query{TypePrefix: string(protocol.TypeTaskRequest)}, []int{0, 3, 6}},
+			{store.Query{TypePrefix: "chat.", AfterSeq: 3}, []int{5, 8}},
+			{store.Query{TypePrefix: "task.", TaskID: all[3].TaskID}, []int{3, 4}},
+			{store.Query{TypePrefix: "task.r", Limit: 2}, []int{0, 1}},
+		} {
+			var got []string
+			for ev, err := range s2.Read(t.Context(), c.q) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := ev.Message()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, m.ID)
+			}
+			var want []string
+			for _, i := range c.want {
+				want = append(want, all[i].ID)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: Read %+v: %v, want %v", when, c.q, got, want)
+			}
+		}
+	}
+	check("migrated")
+	if got := collect(t, s2.Runs(t.Context(), store.ListQuery{})); !reflect.DeepEqual(got, runs) {
+		t.Fatalf("migrated runs %+v, want %+v", got, runs)
+	}
+	if got := collect(t, s2.Threads(t.Context(), store.ListQuery{Limit: 2})); !reflect.DeepEqual(got, threads[:2]) {
+		t.Fatalf("migrated threads %+v, want %+v", got, threads[:2])
+	}
+	sql, err := os.ReadFile("migrations/0007_indexes.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "SET search_path TO "+q+"; "+string(sql)); err != nil {
+		t.Fatalf("the migration again: %v", err)
+	}
+	check("after the migration ran again")
+}

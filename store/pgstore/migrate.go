@@ -54,7 +54,7 @@ func migrations() []migration {
 
 // SchemaVersion is the schema version this package creates and reads:
 // the number of its migrations.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrate creates the schema or brings it to SchemaVersion, in one
 // transaction under an advisory lock, so that processes opening the
