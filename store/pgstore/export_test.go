@@ -9,3 +9,10 @@ func Setting(ctx context.Context, s *Store, name string) (string, error) {
 	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
 	return v, err
 }
+
+// SummaryLookup and ProbePlans are the append transaction's lookup of
+// summaries and the settings it is planned under.
+const (
+	SummaryLookup = summaryLookup
+	ProbePlans    = probePlans
+)

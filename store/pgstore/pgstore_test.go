@@ -2,12 +2,14 @@ package pgstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/clutchprotocol/clutch/store"
 	"github.com/clutchprotocol/clutch/store/pgstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
+	"github.com/jackc/pgx/v5"
 )
 
 func TestConformance(t *testing.T) {
@@ -57,5 +59,48 @@ func TestSessionsWithoutJIT(t *testing.T) {
 	s := openStore(t, nil)
 	if v, err := pgstore.Setting(t.Context(), s, "jit"); err != nil || v != "off" {
 		t.Fatalf("jit = %q, %v; want off", v, err)
+	}
+}
+
+// The append transaction looks summaries up by primary key, also with the
+// plan it makes once per connection on a new store, whose tables look too
+// small to be worth a probe: a plan that scanned the summaries instead
+// would read all of them under the append lock at every commit.
+func TestSummaryLookupProbes(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	if _, err := s.Append(t.Context(), msgs(3)...); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "SET LOCAL search_path TO "+s.Schema()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), pgstore.ProbePlans); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), "PREPARE lookup AS "+pgstore.SummaryLookup); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(t.Context(), "EXPLAIN EXECUTE lookup('{run_a}', '{thr_a}')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if strings.Count(plan, "Index Scan using summaries_pkey") != 2 || strings.Count(plan, " on summaries") != 2 {
+		t.Fatalf("the lookup does not probe the primary key for each kind:\n%s", plan)
 	}
 }

@@ -88,15 +88,15 @@ func queueLookups(b *pgx.Batch, runs, threads, tasks []string) {
 	b.Queue("SELECT task_id, ended, waiting, attempt FROM task_states WHERE task_id = ANY($1::text[])", tasks)
 }
 
-// summaryLookup probes the primary key once per run and thread (the
-// LIMIT keeps the planner from turning the probes into a join): a few
-// pages per commit, however many summaries the store keeps. Written as
-// one condition over both kinds, the lookup was planned on
-// summaries_newest (kind leads it too) while the table had no statistics
-// (a new store, until autovacuum analyzes it), reading every summary of
-// the kind under the append lock, in every commit. The append
-// transaction plans it for the table's current size (writer.go).
-var summaryLookup = `SELECT s.* FROM unnest($1::text[], $2::text[]) AS k(run, thread),
+// summaryLookup probes the primary key once per run and thread: a few
+// pages per commit, however many summaries the store keeps. The append
+// transaction plans it once per connection, with index probes only
+// (writer.go), and the primary key is the one index it can probe: the
+// summaries' other index, on last_seq, has no column it names (schema
+// version 7). An index led by kind matched it too, and a plan made while
+// the table was small (a new store) picked that one and read every
+// summary of the kind under the append lock, in every commit.
+const summaryLookup = `SELECT s.* FROM unnest($1::text[], $2::text[]) AS k(run, thread),
 	LATERAL ((SELECT kind, ` + summaryCols + ` FROM summaries WHERE kind = 'r' AND id = k.run LIMIT 1)
 		UNION ALL (SELECT kind, ` + summaryCols + ` FROM summaries WHERE kind = 't' AND id = k.thread LIMIT 1)) s`
 

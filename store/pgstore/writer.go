@@ -142,11 +142,14 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	// Planned for the tables as they are now: a generic plan made while
-	// they were small (a new store) is kept for the connection's life,
-	// and one that scans what it should probe (summaryLookup) holds
-	// every appender of the store for as long as it scans.
-	b.Queue("SET LOCAL plan_cache_mode = force_custom_plan")
+	// Every lookup of this transaction probes an index by key, which the
+	// settings make the only plan: a plan that scans what it should probe
+	// (summaryLookup on a new store, whose tables look too small to
+	// probe) would hold every appender of the store for as long as it
+	// scans. With no other plan to pick, each statement is planned once
+	// per connection (generic plans) instead of at every commit, inside
+	// the head lock.
+	b.Queue(probePlans)
 	b.Queue("SELECT seq, ts FROM head FOR UPDATE")
 	b.Queue("SELECT id, seq FROM events WHERE id = ANY($1::text[])", ids)
 	if len(keys) > 0 {
@@ -162,7 +165,7 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 	byID := map[string]uint64{}
 	byKey := map[string]uint64{}
 	err = func() error {
-		for range 2 { // BEGIN, SET
+		for range 2 { // BEGIN, probePlans
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -288,6 +291,12 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 	s.duplicates.Add(uint64(total - len(seqs)))
 	return nil
 }
+
+// probePlans sets the plans of the append transaction: generic, made of
+// index probes joined by nested loops.
+const probePlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+	set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+	set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
 
 // rollback ends a failed transaction; a connection that cannot is closed,
 // so the pool does not hand it out again.
