@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -24,15 +23,29 @@ type request struct {
 // writer is the goroutine that commits this Store's appends. It takes
 // every request waiting in the queue (up to Options.MaxBatch events) into
 // one transaction, then acknowledges each; requests that arrive meanwhile
-// form the next group. It never waits on a timer.
+// form the next group.
+//
+// After a group of more than one it gathers: it lets the callers just
+// acknowledged come back before it commits again (without that,
+// synchronous appenders settle into two cohorts that alternate, each
+// group holding half of them). It takes requests as they arrive until as
+// many wait as the last group held, or until a quarter of the last
+// commit's duration (never more than maxGather) has passed since that
+// commit. It sleeps meanwhile, woken by each arrival: a store whose
+// writer spun here took the CPU from the callers it waited for, and from
+// the database on the same machine. After a group of one it never waits,
+// so a lone appender pays nothing.
 func (s *Store) writer() {
 	defer close(s.wdone)
 	var batch []*request
 	var lastGroup int
 	var lastCommit time.Duration
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
+		var deadline time.Time
 		if lastGroup > 1 {
-			s.gather(lastGroup, lastCommit)
+			deadline = time.Now().Add(min(lastCommit/4, maxGather))
 		}
 		r, ok := <-s.reqs
 		if !ok {
@@ -40,37 +53,35 @@ func (s *Store) writer() {
 		}
 		batch = append(batch[:0], r)
 		n := len(r.entries)
-	drain:
+	gather:
 		for n < s.opts.MaxBatch {
+			var more bool
 			select {
-			case r, ok := <-s.reqs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, r)
-				n += len(r.entries)
+			case r, more = <-s.reqs:
 			default:
-				break drain
+				wait := time.Until(deadline)
+				if len(batch) >= lastGroup || wait <= 0 {
+					break gather
+				}
+				timer.Reset(wait)
+				select {
+				case r, more = <-s.reqs:
+					timer.Stop()
+				case <-timer.C:
+					break gather
+				}
 			}
+			if !more {
+				break gather // closed: commit what was taken, then end
+			}
+			batch = append(batch, r)
+			n += len(r.entries)
 		}
 		lastGroup = len(batch)
 		t := time.Now()
 		s.commit(batch)
 		lastCommit = time.Since(t)
 		clear(batch)
-	}
-}
-
-// gather lets the callers just acknowledged come back before the next
-// group is taken: without it, synchronous appenders settle into two
-// cohorts that alternate, each group holding half of them. It waits until
-// as many requests are queued as the last group held, or for at most a
-// quarter of the last commit's duration (never more than maxGather). It
-// never waits after a group of one, so a lone appender pays nothing.
-func (s *Store) gather(last int, commit time.Duration) {
-	deadline := time.Now().Add(min(commit/4, maxGather))
-	for len(s.reqs) < last && time.Now().Before(deadline) {
-		runtime.Gosched()
 	}
 }
 
