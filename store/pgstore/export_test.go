@@ -16,3 +16,6 @@ const (
 	SummaryLookup = summaryLookup
 	ProbePlans    = probePlans
 )
+
+// PageSQL is pageSQL: the statement of a page and its arguments.
+var PageSQL = pageSQL

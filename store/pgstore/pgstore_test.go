@@ -104,3 +104,39 @@ func TestSummaryLookupProbes(t *testing.T) {
 		t.Fatalf("the lookup does not probe the primary key for each kind:\n%s", plan)
 	}
 }
+
+// A read of a task's events probes the index of tasks also with the plan
+// PostgreSQL keeps for every task (a prepared statement's generic plan),
+// once the table has statistics: a plan that walked the log in seq order
+// instead would read it from the first event to find a task's.
+func TestTaskPageProbes(t *testing.T) {
+	c := cluster.Need(t)
+	s := openStore(t, nil)
+	ms := msgs(3000)
+	if _, err := s.Append(t.Context(), ms...); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "SET search_path TO "+s.Schema()+"; ANALYZE; SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	sql, _ := pgstore.PageSQL(store.Query{TaskID: ms[0].TaskID, TypePrefix: "task."}, 0, 1<<63-1, 7)
+	if _, err := conn.Exec(t.Context(), "PREPARE page AS "+sql); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.Query(t.Context(), "EXPLAIN EXECUTE page(0, 9223372036854775807, '"+ms[0].TaskID+"', 'task.%', 7)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "Index Scan using events_task") {
+		t.Fatalf("a task's page does not probe events_task:\n%s", plan)
+	}
+}
