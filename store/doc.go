@@ -88,6 +88,15 @@
 // that duplicates one event by id and another by key is reported as a
 // duplicate by id.
 //
+// A store that implements the optional upgrade [Conditional] appends a
+// batch on the condition that its first message is new (AppendIfNew): when
+// it is a duplicate nothing of the batch is stored, its first result says
+// which event it duplicates and the others are zero ([AppendResult.Stored]
+// false). The router stores a request with its routing decision and
+// acceptance that way (docs/protocol.md §5.1). Find it with a type
+// assertion on the store itself: a wrapper that overrides Append keeps it
+// only by implementing AppendIfNew.
+//
 // The dedup window: docs/protocol.md §5.2 asks for dedup state "until run
 // completion". The in-tree backends keep it as long as they keep events:
 // until the event's run is removed ([Remover]), or memstore's Close. A

@@ -102,6 +102,11 @@ type AppendResult struct {
 	DuplicateBy DedupRule
 }
 
+// Stored reports whether the message was appended as a new event: not a
+// duplicate, and not left out of a batch whose first message was one
+// ([Conditional]; its result is the zero AppendResult, Seq 0).
+func (r AppendResult) Stored() bool { return r.Seq != 0 && !r.Duplicate }
+
 // DedupRule names a deduplication rule of docs/protocol.md §5.2.
 type DedupRule uint8
 

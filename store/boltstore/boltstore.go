@@ -57,9 +57,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Lister = (*Store)(nil)
-	_ store.Clock  = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Lister      = (*Store)(nil)
+	_ store.Clock       = (*Store)(nil)
+	_ store.Conditional = (*Store)(nil)
 )
 
 // Open opens the event store in the file at path, creating it if needed.
@@ -379,6 +380,20 @@ func (s *Store) Path() string { return s.path }
 // writer takes every call waiting at that moment into one transaction and
 // one fsync, then acknowledges each caller.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.append(ctx, msgs, false)
+}
+
+// AppendIfNew implements store.Conditional: Append, storing nothing of
+// the call when its first message is a duplicate. The check is made by
+// the writer, in the group's transaction, so the calls of a group are
+// dropped or stored each on its own, and a dropped one costs the others
+// nothing.
+func (s *Store) AppendIfNew(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.append(ctx, msgs, true)
+}
+
+// append is Append, or AppendIfNew when cond is set.
+func (s *Store) append(ctx context.Context, msgs []*protocol.Message, cond bool) ([]store.AppendResult, error) {
 	if s.opts.ReadOnly {
 		return nil, s.readOnly("append")
 	}
@@ -396,6 +411,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		return nil, s.checkOpen()
 	}
 	r.prepare(ctx, entries)
+	r.cond = cond
 	if !s.q.push(r) {
 		r.release()
 		return nil, store.ErrClosed

@@ -65,7 +65,7 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			newStore, reopen := opener(c.opts)
-			c.so.Reopen, c.so.Remover = reopen, true
+			c.so.Reopen, c.so.Remover, c.so.Conditional = reopen, true, true
 			storetest.Run(t, newStore, c.so)
 		})
 	}
@@ -468,4 +468,100 @@ func TestLongPostings(t *testing.T) {
 		t.Fatalf("%d events unindexed after Close", st.Unindexed)
 	}
 	check(s) // all in the file, in chunks of at most 1024
+}
+
+// AppendIfNew drops a caller's batch whose first message is a duplicate
+// as a whole, in the group it shares with other callers' appends, which
+// are stored as usual; the left-out messages are not counted as
+// duplicates, and the file checks and reopens with contiguous seqs.
+func TestConditionalInGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s := openT(t, path, &boltstore.Options{IndexBatch: 5})
+	work := storetest.BenchMessages(t, 1+3*3*8, 1)[0]
+	first := work[0]
+	first.IdempotencyKey = "once"
+	first.Reset()
+	if _, err := s.Append(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	work = work[1:]
+	const callers = 8
+	batches := make([][]*protocol.Message, 3*callers)
+	for i := range batches {
+		batches[i] = work[3*i : 3*i+3]
+	}
+	for _, b := range batches[:callers] { // first a duplicate by key
+		b[0].RunID, b[0].IdempotencyKey = first.RunID, "once"
+		b[0].Reset()
+	}
+	start := make(chan struct{})
+	results := make([][]store.AppendResult, len(batches))
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		wg.Go(func() {
+			<-start
+			var err error
+			if i < 2*callers {
+				results[i], err = s.AppendIfNew(t.Context(), b...)
+			} else {
+				results[i], err = s.Append(t.Context(), b...)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	var left []string
+	for i, res := range results {
+		switch {
+		case i < callers:
+			if want := (store.AppendResult{Seq: 1, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}); res[0] != want || res[1] != (store.AppendResult{}) || res[2] != (store.AppendResult{}) {
+				t.Fatalf("batch %d, first a duplicate: %+v", i, res)
+			}
+			left = append(left, batches[i][1].ID, batches[i][2].ID)
+		default:
+			for j, r := range res {
+				if !r.Stored() || (j > 0 && r.Seq != res[0].Seq+uint64(j)) {
+					t.Fatalf("batch %d: %+v, want three consecutive new events", i, res)
+				}
+			}
+		}
+	}
+	if st := s.Stats(); st.Appended != 1+2*callers*3 || st.Duplicates != callers {
+		t.Fatalf("stats %+v: want %d appended, %d duplicates", st, 1+2*callers*3, callers)
+	}
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, path, nil)
+	n := 0
+	for ev, err := range s.Read(t.Context(), store.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; ev.Seq != uint64(n) {
+			t.Fatalf("event %d has seq %d", n, ev.Seq)
+		}
+	}
+	if n != 1+2*callers*3 {
+		t.Fatalf("reopened: %d events, want %d", n, 1+2*callers*3)
+	}
+	for _, id := range left {
+		if _, err := s.Get(t.Context(), id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Get of a message left out: %v, want ErrNotFound", err)
+		}
+	}
+	// Left out, not remembered: a plain append stores them.
+	res, err := s.Append(t.Context(), batches[0][1], batches[0][2])
+	if err != nil || !res[0].Stored() || res[1].Seq != uint64(n+2) {
+		t.Fatalf("appending the left-out messages: %+v, %v", res, err)
+	}
 }

@@ -24,7 +24,10 @@
 // acknowledged, besides those that queued during the commit, for at most
 // half the last group's time (never after a lone append), so that they
 // all share one fsync rather than alternate. [Store.Stats] counts
-// commits, appended events and duplicates.
+// commits, appended events and duplicates. [Store.AppendIfNew]
+// (store.Conditional) takes the same way: the writer checks the call's
+// first message in the group's transaction and, when it is a duplicate,
+// puts nothing of that call; the group's other calls are stored as usual.
 //
 // With fsync on, a background goroutine keeps up to 16 MiB of zeros
 // written and synced past the pages bbolt uses (an eighth of the file for

@@ -139,7 +139,7 @@ func (w *writer) foldSummaries(now int64) {
 	t := time.Unix(0, now).UTC()
 	for _, r := range w.live {
 		for i := range r.res {
-			if r.res[i].Duplicate {
+			if !r.res[i].Stored() { // a duplicate, or left out (AppendIfNew)
 				continue
 			}
 			e := &r.entries[i]

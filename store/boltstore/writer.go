@@ -28,6 +28,7 @@ type request struct {
 	res     []store.AppendResult
 	err     error
 	done    chan struct{} // one send when res or err is set
+	cond    bool          // AppendIfNew: nothing is stored when the first entry is a duplicate
 	job     func() error  // not an append: work the writer runs alone, between groups (remove.go)
 }
 
@@ -59,7 +60,7 @@ func getRequest() *request {
 func (r *request) release() {
 	clear(r.entries)
 	clear(r.items)
-	r.ctx, r.res, r.err, r.job = nil, nil, nil, nil
+	r.ctx, r.res, r.err, r.job, r.cond = nil, nil, nil, nil, false
 	if cap(r.buf) > maxPooledBuf {
 		r.buf = nil
 	}
@@ -121,6 +122,7 @@ type writer struct {
 	pendIDs  map[string]uint64 // this group's new events
 	pendIdem map[string]uint64
 	added    []tailEntry
+	dropped  int        // this group's entries left out by AppendIfNew (not duplicates)
 	sums     *sumBatch  // the summaries changed since the last flush (summary.go)
 	key      [8]byte    // bbolt copies keys: one buffer serves every Put
 	plan     *flushPlan // the index flush being prepared (flush.go), or nil
@@ -438,6 +440,7 @@ func (w *writer) begin() error {
 	clear(w.pendIDs)
 	clear(w.pendIdem)
 	w.added = w.added[:0]
+	w.dropped = 0
 	if err := s.brokenErr(); err != nil {
 		return err
 	}
@@ -534,7 +537,7 @@ func (w *writer) end(err error) {
 		w.commits.Add(1)
 	}
 	w.appended.Add(uint64(len(w.added)))
-	w.duplicates.Add(uint64(total - len(w.added)))
+	w.duplicates.Add(uint64(total - len(w.added) - w.dropped))
 	if len(w.added) > 0 {
 		s.mu.Lock()
 		for i, e := range w.added {
@@ -553,7 +556,9 @@ func (w *writer) end(err error) {
 
 // put deduplicates r's messages, puts its new events in the events
 // bucket, and reads the summaries they will change. r's results are set,
-// and w.added lists the new events' tail entries.
+// and w.added lists the new events' tail entries. A request of
+// AppendIfNew whose first message is a duplicate puts nothing: its other
+// results stay zero (store.Conditional).
 func (w *writer) put(r *request) error {
 	for i := range r.entries {
 		e := &r.entries[i]
@@ -563,6 +568,10 @@ func (w *writer) put(r *request) error {
 			return err
 		} else if ok {
 			r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
+			if i == 0 && r.cond {
+				w.dropped += len(r.entries) - 1
+				return nil
+			}
 			continue
 		}
 		it := &r.items[i]
@@ -571,6 +580,10 @@ func (w *writer) put(r *request) error {
 				return err
 			} else if ok {
 				r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
+				if i == 0 && r.cond {
+					w.dropped += len(r.entries) - 1
+					return nil
+				}
 				continue
 			}
 		}

@@ -23,7 +23,8 @@
 //   - Deduplication by id, then by (run_id, idempotency_key), also within
 //     a batch; a duplicate's result gives the seq of the event it
 //     duplicates and the rule that matched. The dedup window is the
-//     store's lifetime.
+//     store's lifetime. AppendIfNew (store.Conditional) stores a batch
+//     only when its first message is not a duplicate.
 //   - Read returns the events present when the loop starts, in seq order;
 //     Follow then waits for new ones without polling and yields each once,
 //     in order. Neither holds anything between pages of events, so a loop

@@ -72,8 +72,9 @@ type record struct {
 type idemKey struct{ runID, key string }
 
 var (
-	_ store.Store = (*Store)(nil)
-	_ store.Clock = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Clock       = (*Store)(nil)
+	_ store.Conditional = (*Store)(nil)
 )
 
 // New returns an empty store. opts may be nil; a negative size limit, or a
@@ -114,6 +115,17 @@ func New(opts *Options) (*Store, error) {
 // Append implements store.Store. The store keeps its own copy of each
 // message's bytes.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.append(ctx, msgs, false)
+}
+
+// AppendIfNew implements store.Conditional: Append, storing nothing when
+// the first message is a duplicate.
+func (s *Store) AppendIfNew(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.append(ctx, msgs, true)
+}
+
+// append is Append, or AppendIfNew when cond is set.
+func (s *Store) append(ctx context.Context, msgs []*protocol.Message, cond bool) ([]store.AppendResult, error) {
 	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
 	if err != nil {
 		return nil, err
@@ -144,6 +156,9 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 	res := make([]store.AppendResult, len(entries))
 	for i := range entries {
 		res[i] = s.add(&entries[i], now)
+		if cond && i == 0 && res[0].Duplicate {
+			break // nothing stored; the rest stay zero (store.Conditional)
+		}
 	}
 	s.mu.Unlock()
 	s.sig.Notify()

@@ -39,7 +39,7 @@ func openStore(t *testing.T, opts *memstore.Options) *memstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, newStore, storetest.Options{Remover: true})
+	storetest.Run(t, newStore, storetest.Options{Remover: true, Conditional: true})
 }
 
 // The suite with small limits: exactly-at-the-limit and over-the-limit

@@ -52,6 +52,12 @@
 // removed run yield its *store.RemovedError, followers step over the gap,
 // dedup of other runs holds, seqs are not reused, listings are the
 // projection of what stays, removal is idempotent and survives a reopen.
+// For a store that implements [store.Conditional] (required when
+// Options.Conditional is set) the conditional cases check that a batch
+// whose first message is new is stored as Append stores it, that one whose
+// first message is a duplicate by id or by key stores nothing and reports
+// so, with seqs contiguous afterwards, and that of concurrent batches with
+// one key exactly one is stored.
 // Cases run in parallel (each on its own store) unless
 // Options.Serial is set; -short shrinks the concurrency case.
 //

@@ -30,6 +30,9 @@ type Options struct {
 	// with store.RemoverOf): the removal cases then fail when it does
 	// not, instead of skipping.
 	Remover bool
+	// Conditional declares that the store implements store.Conditional:
+	// its cases then fail when it does not, instead of skipping.
+	Conditional bool
 }
 
 // Run certifies a store.Store implementation: it runs every rule of the
@@ -89,6 +92,8 @@ var cases = []struct {
 	{"DuplicateInsideBatch", testDuplicateInsideBatch},
 	{"DuplicateIDWinsOverKey", testDuplicateIDWinsOverKey},
 	{"BatchAtomicity", testBatchAtomicity},
+	{"ConditionalAppend", testConditionalAppend},
+	{"ConditionalConcurrent", testConditionalConcurrent},
 	{"ValidatesMessages", testValidatesMessages},
 	{"Get", testGet},
 	{"ReadByRun", indexCase(func(k key) store.Query { return store.Query{RunID: k.run} })},
