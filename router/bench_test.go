@@ -52,8 +52,14 @@ var benchResult = &Result{PayloadType: "research.summary.v1", Payload: schema.Re
 // commit); and, on boltstore, its group commits (fsyncs) per task, which
 // many tasks share.
 func benchEndToEnd(b *testing.B, st store.Store, submitters int) {
-	cs := &countingStore{Store: st}
-	r := benchRouter(b, cs)
+	benchEndToEndKeyed(b, st, submitters, false)
+}
+
+// benchEndToEndKeyed is benchEndToEnd; with keyed set, each request
+// carries an idempotency_key of its own.
+func benchEndToEndKeyed(b *testing.B, st store.Store, submitters int, keyed bool) {
+	counted, cs := counting(st)
+	r := benchRouter(b, counted)
 	ctx := context.Background()
 	for i := range 2 {
 		c := card(fmt.Sprintf("agent:research-%d", i), protocol.Capability{ID: "skill:research", Tags: []string{"fintech"}})
@@ -88,6 +94,9 @@ func benchEndToEnd(b *testing.B, st store.Store, submitters int) {
 				}
 				req.Requires = []string{"skill:research"}
 				req.Prefers = []string{"domain:fintech"}
+				if keyed {
+					req.IdempotencyKey = "order-" + req.TaskID
+				}
 				h, err := r.Submit(ctx, req)
 				if err != nil {
 					b.Error(err)
@@ -310,6 +319,28 @@ func (c *countingStore) Append(ctx context.Context, msgs ...*protocol.Message) (
 // Unwrap gives the wrapped store's upgrades (its clock) through.
 func (c *countingStore) Unwrap() store.Store { return c.Store }
 
+// countingCond is a countingStore over a store.Conditional, which it
+// keeps (the router looks for it on the store it is given) and counts.
+type countingCond struct{ *countingStore }
+
+func (c countingCond) AppendIfNew(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	res, err := c.Store.(store.Conditional).AppendIfNew(ctx, msgs...)
+	if err == nil && len(msgs) > 0 {
+		c.appends.Add(1)
+	}
+	return res, err
+}
+
+// counting returns st with its appends counted in cs: a countingCond
+// when st is a store.Conditional, else cs itself.
+func counting(st store.Store) (store.Store, *countingStore) {
+	cs := &countingStore{Store: st}
+	if _, ok := st.(store.Conditional); ok {
+		return countingCond{cs}, cs
+	}
+	return cs, cs
+}
+
 // discardStore keeps registry events but drops the bytes of task events, so
 // that a heap measurement sees the router, not the store.
 type discardStore struct{ store.Store }
@@ -335,6 +366,19 @@ func BenchmarkEndToEndBoltstore(b *testing.B) {
 	}
 	b.Cleanup(func() { st.Close() })
 	benchEndToEnd(b, st, 64)
+}
+
+// BenchmarkEndToEndBoltstoreKeyed is BenchmarkEndToEndBoltstore with an
+// idempotency_key on every request: two commits per task too, the
+// request's dedup by key checked by the store's conditional append
+// (docs/protocol.md §5.1, §8.1).
+func BenchmarkEndToEndBoltstoreKeyed(b *testing.B) {
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	benchEndToEndKeyed(b, st, 64, true)
 }
 
 // BenchmarkEndToEndBoltstoreStored is BenchmarkEndToEndBoltstore on a file

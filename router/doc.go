@@ -169,8 +169,10 @@
 // Every task leaves task.request, then per attempt routing.decision and
 // task.accept (stored together; for the first attempt, with the request
 // too when Submit can decide: the agent is in this router and has room,
-// the request has no idempotency_key, and in a team the team does not
-// count Budget.MaxTasks — docs/protocol.md §5.1), any task.progress, and
+// in a team the team does not count Budget.MaxTasks, and a request with an
+// idempotency_key goes to a store.Conditional (which stores the batch only
+// if the request is new) in a router without an Observer or
+// Budget.MaxTasks — docs/protocol.md §5.1), any task.progress, and
 // ends with exactly one of task.result, task.error, task.cancel or
 // task.timeout — one terminal event per task, whatever redeliveries,
 // cancels, timeouts and shutdowns race with it (a partial retry, below,

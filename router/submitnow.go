@@ -18,33 +18,47 @@ import (
 // reports ok false, having changed nothing, when the task must take the
 // usual way — its request stored alone (with its owner event in a team),
 // then routed by its goroutine: for a request with an idempotency_key
-// (the store's dedup by key cannot be checked before the batch), in a
-// team that counts Budget.MaxTasks (a task's place in its run is known
-// only once its request is stored), for one whose id the store holds
-// already (a redelivery: the usual way follows it) or that another
-// submission of this router is storing, for a task the run's budget
-// refuses, when the selected agent runs in another process of the team,
-// and when no agent is free (it queues, or fails).
+// when the batch cannot be dropped for a duplicate (see below), in a team
+// that counts Budget.MaxTasks (a task's place in its run is known only
+// once its request is stored), for one whose id the store holds already
+// (a redelivery: the usual way follows it) or that another submission of
+// this router is storing, for a task the run's budget refuses, when the
+// selected agent runs in another process of the team, and when no agent
+// is free (it queues, or fails).
 //
 // The batch must never add a decision and an accept to a request the
-// store takes for a duplicate (docs/protocol.md §5.2), so the request's id
-// is looked up first, and no other submission of that id in this router
-// stores its request meanwhile: one claimed before cannot be passed
-// (Router.storing), one claimed after waits (Router.deciding,
+// store takes for a duplicate (docs/protocol.md §5.2). A store that
+// implements store.Conditional drops the whole batch then (AppendIfNew):
+// the submission gives back what it held and follows the stored request,
+// as the usual way does. That is what lets a request with an
+// idempotency_key take this way, whose dedup by key only the store can
+// check. It is used so only when a dropped batch leaves no trace
+// (dropOK): no Options.Observer was told of the attempt, and the run's
+// Budget.MaxTasks, which counts the task while it is decided, cannot have
+// refused another task of the run meanwhile. Otherwise — and on a store
+// without the upgrade — the request's id is looked up first, a keyed
+// request takes the usual way, and no other submission of that id in this
+// router stores its request meanwhile: one claimed before cannot be
+// passed (Router.storing), one claimed after waits (Router.deciding,
 // waitDecided). A process that stores the same id in between, outside
-// this router, makes the batch fail rather than run the task twice.
+// this router, makes a plain Append's batch fail rather than run the task
+// twice; AppendIfNew's is dropped and the stored request followed.
 func (r *Router) submitNow(ctx context.Context, ts *taskState) (h *Handle, ok bool, err error) {
 	req := ts.req
 	hook := r.team.Load()
-	if req.IdempotencyKey != "" || (hook != nil && r.opts.Budget.MaxTasks > 0) {
+	cond, _ := r.st.(store.Conditional) // on the store itself: see store.Conditional
+	dropOK := cond != nil && r.opts.Observer == nil && r.opts.Budget.MaxTasks == 0
+	if (req.IdempotencyKey != "" && !dropOK) || (hook != nil && r.opts.Budget.MaxTasks > 0) {
 		return nil, false, nil
 	}
 	if !r.reserve(ts) {
 		return nil, false, nil
 	}
-	if _, err := r.st.Get(ctx, req.ID); !errors.Is(err, store.ErrNotFound) {
-		r.unreserve(ts)
-		return nil, false, nil
+	if !dropOK {
+		if _, err := r.st.Get(ctx, req.ID); !errors.Is(err, store.ErrNotFound) {
+			r.unreserve(ts)
+			return nil, false, nil
+		}
 	}
 	m := r.route(req, ts.ancestors())
 	if m.selected == nil || (hook != nil && r.handlerMap()[m.selected.ID()] == nil) || !r.reg.TryAcquire(m.selected) {
@@ -66,25 +80,43 @@ func (r *Router) submitNow(ctx context.Context, ts *taskState) (h *Handle, ok bo
 			evs = ts.evs[:4]
 		}
 	}
-	res, err := r.st.Append(ctx, evs...)
+	var res []store.AppendResult
+	if cond != nil {
+		res, err = cond.AppendIfNew(ctx, evs...)
+	} else {
+		res, err = r.st.Append(ctx, evs...)
+	}
 	ts.evs = [4]*protocol.Message{}
-	if err == nil && res[0].Duplicate {
+	dropped := err == nil && res[0].Duplicate && cond != nil
+	if err == nil && res[0].Duplicate && cond == nil {
 		// Stored meanwhile by another process: the decision and accept
 		// went in with it. Nothing in this router follows them.
 		r.opts.Logger.Error("router: a request stored with its routing decision was a duplicate", "task", req.TaskID, "id", req.ID, "seq", res[0].Seq)
 		err = fmt.Errorf("the request is a duplicate of event %d", res[0].Seq)
 	}
-	if err != nil {
+	if err != nil || dropped {
 		r.release(m.selected, false)
 		r.freeMatch(m)
 		r.unreserve(ts)
 		if r.opts.Observer != nil {
-			// The attempt the Observer was told of ends unstored.
-			ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "storing the request failed: " + err.Error(), Retryable: true}
+			// The attempt the Observer was told of ends unstored (a drop
+			// reaches here only when another process stored the id
+			// between the lookup and the batch).
+			msg := "the request was stored meanwhile; this submission follows the stored task"
+			if err != nil {
+				msg = "storing the request failed: " + err.Error()
+			}
+			ep := &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: msg, Retryable: true}
 			r.observe(ts, Step{Kind: StepEnd, Event: r.errorEvent(ts, r.opts.AgentID, ep), Err: ep})
 		}
 		r.unclaim(ts, claimDropped)
-		return nil, true, fmt.Errorf("router: storing the request: %w", err)
+		if err != nil {
+			return nil, true, fmt.Errorf("router: storing the request: %w", err)
+		}
+		// Nothing of the batch is stored: a redelivery (§5.2), which
+		// follows the stored request's task as the usual way does.
+		h, err := r.redelivered(ctx, req, res[0].Seq)
+		return h, true, err
 	}
 	ts.reqSeq = res[0].Seq
 	r.mu.Lock()

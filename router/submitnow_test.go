@@ -3,11 +3,13 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,15 +20,16 @@ import (
 	"github.com/clutchprotocol/clutch/store/memstore"
 )
 
-// newCountedEnv is newEnv over a memstore whose appends are counted.
+// newCountedEnv is newEnv over a memstore whose appends are counted,
+// AppendIfNew's (store.Conditional) included.
 func newCountedEnv(t *testing.T, opts *Options) (*env, *countingStore) {
 	t.Helper()
 	st, err := memstore.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &countingStore{Store: st}
-	return newEnvOn(t, cs, opts), cs
+	counted, cs := counting(st)
+	return newEnvOn(t, counted, opts), cs
 }
 
 // events returns the task's events, in order.
@@ -65,8 +68,9 @@ func (e *env) countTypes() map[protocol.Type]int {
 
 // TestTwoCommitsWhenDecidedAtSubmit: a task whose agent is local and free
 // is stored in two appends — request, decision and accept in one batch,
-// then its result; one that must queue, or that carries an
-// idempotency_key, in three (docs/protocol.md §5.1).
+// then its result, also when it carries an idempotency_key (the store's
+// conditional append); one that must queue in three (docs/protocol.md
+// §5.1).
 func TestTwoCommitsWhenDecidedAtSubmit(t *testing.T) {
 	e, cs := newCountedEnv(t, nil)
 	release := make(chan struct{})
@@ -114,15 +118,220 @@ func TestTwoCommitsWhenDecidedAtSubmit(t *testing.T) {
 		t.Errorf("a queued task and another's end took %d appends, want 4", n)
 	}
 
-	// A request with an idempotency key takes the usual way.
+	// A request with an idempotency key: two as well.
 	before = cs.appends.Load()
 	keyed := e.request("skill:r")
 	keyed.IdempotencyKey = "k-1"
 	if _, err := e.wait(e.submit(keyed)); err != nil {
 		t.Fatal(err)
 	}
-	if n := cs.appends.Load() - before; n != 3 {
-		t.Errorf("a keyed task took %d appends, want 3", n)
+	if n := cs.appends.Load() - before; n != 2 {
+		t.Errorf("a keyed task took %d appends, want 2", n)
+	}
+	checkOneBatch(t, e, keyed.TaskID)
+}
+
+// checkOneBatch fails t unless the task's events are its request,
+// decision and accept stored as one batch, then its result.
+func checkOneBatch(t *testing.T, e *env, taskID string) {
+	t.Helper()
+	if got := e.types(taskID); !slices.Equal(got, []string{"task.request", "routing.decision", "task.accept", "task.result"}) {
+		t.Fatalf("events %v", got)
+	}
+	if evs := e.events(taskID); evs[1].Seq != evs[0].Seq+1 || evs[2].Seq != evs[0].Seq+2 || !evs[1].Time.Equal(evs[0].Time) || !evs[2].Time.Equal(evs[0].Time) {
+		t.Errorf("request, decision and accept are not one batch: %d %v, %d %v, %d %v", evs[0].Seq, evs[0].Time, evs[1].Seq, evs[1].Time, evs[2].Seq, evs[2].Time)
+	}
+}
+
+// TestKeyedTwoCommitsBoltstore: on the durable store a keyed task is two
+// commits too.
+func TestKeyedTwoCommitsBoltstore(t *testing.T) {
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "events.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	counted, cs := counting(st)
+	e := newEnvOn(t, counted, nil)
+	e.register(card("agent:a", skill("skill:r")), ok())
+	for i := range 3 {
+		before := cs.appends.Load()
+		req := e.request("skill:r")
+		req.IdempotencyKey = fmt.Sprint("order-", i)
+		if _, err := e.wait(e.submit(req)); err != nil {
+			t.Fatal(err)
+		}
+		if n := cs.appends.Load() - before; n != 2 {
+			t.Errorf("a keyed task took %d appends, want 2", n)
+		}
+		checkOneBatch(t, e, req.TaskID)
+	}
+}
+
+// TestKeyedThreeCommits: a keyed request takes the usual way — its
+// request alone, then its decision and accept, then its result — when
+// its batch could not be dropped without a trace: on a store without
+// store.Conditional, with an Observer (told of the attempt before the
+// batch), and with Budget.MaxTasks (which counts the task while it is
+// decided). A redelivery by key then runs nothing again either.
+func TestKeyedThreeCommits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cond bool
+		opts *Options
+	}{
+		{"no Conditional", false, nil},
+		{"Observer", true, &Options{Observer: &stepLog{}}},
+		{"MaxTasks", true, &Options{Budget: Budget{MaxTasks: 5}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := memstore.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var counted store.Store
+			cs := &countingStore{Store: st}
+			counted = cs
+			if tc.cond {
+				counted, cs = counting(st)
+			}
+			e := newEnvOn(t, counted, tc.opts)
+			var calls atomic.Int32
+			e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) {
+				calls.Add(1)
+				return summary("once"), nil
+			})
+			before := cs.appends.Load()
+			keyed := e.request("skill:r")
+			keyed.IdempotencyKey = "k-1"
+			if _, err := e.wait(e.submit(keyed)); err != nil {
+				t.Fatal(err)
+			}
+			if n := cs.appends.Load() - before; n != 3 {
+				t.Errorf("a keyed task took %d appends, want 3", n)
+			}
+			dup := e.request("skill:r")
+			dup.RunID, dup.IdempotencyKey = keyed.RunID, keyed.IdempotencyKey
+			if out, err := e.wait(e.submit(dup)); err != nil || out.TaskID != keyed.TaskID {
+				t.Fatalf("keyed redelivery: %+v %v", out, err)
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("the handler ran %d times", n)
+			}
+			want := map[protocol.Type]int{protocol.TypeTaskRequest: 1, protocol.TypeRoutingDecision: 1, protocol.TypeTaskAccept: 1, protocol.TypeTaskResult: 1}
+			if got := e.countTypes(); !maps.Equal(got, want) {
+				t.Errorf("log %v, want %v", got, want)
+			}
+			if log, ok := tc.opts.observer().(*stepLog); ok {
+				if got := strings.Count(log.all(), "start "); got != 1 {
+					t.Errorf("the Observer was told of %d attempts, want 1:\n%s", got, log.all())
+				}
+			}
+		})
+	}
+}
+
+// observer returns o's Observer, nil for nil options.
+func (o *Options) observer() Observer {
+	if o == nil {
+		return nil
+	}
+	return o.Observer
+}
+
+// TestKeyedSubmitNowDedup: keyed requests decided at Submit, through the
+// store's conditional append — redeliveries by (run_id,
+// idempotency_key) under new ids and task ids, concurrent with the first
+// delivery, while it runs and after its end — all get the first stored
+// task's handle; the handler runs once, and the log holds one request,
+// decision, accept and result: a dropped batch leaves no stray decision
+// or accept (docs/protocol.md §5.1, §5.2).
+func TestKeyedSubmitNowDedup(t *testing.T) {
+	for _, backend := range []string{"memstore", "boltstore"} {
+		t.Run(backend, func(t *testing.T) {
+			var st store.Store
+			var err error
+			if backend == "memstore" {
+				st, err = memstore.New(nil)
+			} else {
+				st, err = boltstore.Open(filepath.Join(t.TempDir(), "events.db"), &boltstore.Options{NoSync: true})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			counted, cs := counting(st)
+			e := newEnvOn(t, counted, nil)
+			var calls atomic.Int32
+			release := make(chan struct{})
+			e.register(card("agent:a", skill("skill:r")), func(ctx context.Context, t *Task) (*Result, error) {
+				calls.Add(1)
+				<-release
+				return summary("once"), nil
+			})
+			run := e.r.ids.RunID()
+			keyed := func() *protocol.Message {
+				m := e.request("skill:r")
+				m.RunID, m.IdempotencyKey = run, "charge-42"
+				return m
+			}
+			before := cs.appends.Load()
+			var wg sync.WaitGroup
+			handles := make([]*Handle, 8)
+			errs := make([]error, 8)
+			start := make(chan struct{})
+			for i := range handles {
+				req := keyed()
+				wg.Go(func() {
+					<-start
+					handles[i], errs[i] = e.r.Submit(context.Background(), req)
+				})
+			}
+			close(start)
+			wg.Wait()
+			var first string
+			for i, h := range handles {
+				if errs[i] != nil {
+					t.Fatalf("delivery %d: %v", i, errs[i])
+				}
+				if first == "" {
+					first = h.TaskID()
+				}
+				if h.TaskID() != first {
+					t.Fatalf("deliveries follow tasks %s and %s", first, h.TaskID())
+				}
+			}
+			// While it runs, and after its end: the same task.
+			running := e.submit(keyed())
+			if running.TaskID() != first {
+				t.Fatalf("redelivery while running follows %s, not %s", running.TaskID(), first)
+			}
+			close(release)
+			for i, h := range append(handles, running) {
+				if out, err := e.wait(h); err != nil || out.TaskID != first {
+					t.Fatalf("delivery %d: %+v %v", i, out, err)
+				}
+			}
+			if out, err := e.wait(e.submit(keyed())); err != nil || out.TaskID != first || out.Type != protocol.TypeTaskResult {
+				t.Fatalf("redelivery after the end: %+v %v", out, err)
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("the handler ran %d times", n)
+			}
+			want := map[protocol.Type]int{protocol.TypeTaskRequest: 1, protocol.TypeRoutingDecision: 1, protocol.TypeTaskAccept: 1, protocol.TypeTaskResult: 1}
+			if got := e.countTypes(); !maps.Equal(got, want) {
+				t.Errorf("log %v, want %v", got, want)
+			}
+			checkOneBatch(t, e, first)
+			// The stored task's two appends, and one call, which stored
+			// nothing, for each redelivery: all were decided at Submit.
+			if n, want := cs.appends.Load()-before, 2+int64(len(handles)-1)+2; n != want {
+				t.Errorf("%d appends for one task and %d redeliveries, want %d", n, len(handles)+1, want)
+			}
+			if a, _ := e.reg.Get("agent:a"); a.InFlight() != 0 {
+				t.Errorf("the agent holds %d slots", a.InFlight())
+			}
+		})
 	}
 }
 

@@ -27,6 +27,22 @@ func (b *batches) Append(ctx context.Context, msgs ...*protocol.Message) ([]stor
 	if err != nil {
 		return res, err
 	}
+	b.record(msgs)
+	return res, nil
+}
+
+// AppendIfNew records a batch only when it is stored: the wrapped store
+// must be a store.Conditional (memstore).
+func (b *batches) AppendIfNew(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	res, err := b.Store.(store.Conditional).AppendIfNew(ctx, msgs...)
+	if err != nil || len(res) == 0 || !res[0].Stored() {
+		return res, err
+	}
+	b.record(msgs)
+	return res, nil
+}
+
+func (b *batches) record(msgs []*protocol.Message) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.got == nil {
@@ -45,7 +61,6 @@ func (b *batches) Append(ctx context.Context, msgs ...*protocol.Message) ([]stor
 		}
 		b.got[m.TaskID][i] = append(b.got[m.TaskID][i], string(m.Type))
 	}
-	return res, nil
 }
 
 // Unwrap gives the wrapped store's upgrades (presence, clock) through.
@@ -100,6 +115,57 @@ func TestLocalTaskTwoCommits(t *testing.T) {
 	want := [][]string{{"task.request", string(TypeOwner)}, {"routing.decision", "task.accept", string(TypeDispatch)}, resultBatch}
 	if got := rec.of(remote.TaskID()); !equalBatches(got, want) {
 		t.Fatalf("remote task stored as %q, want %q", got, want)
+	}
+	checkTerminals(t, st)
+}
+
+// A keyed task on a local agent is two commits as well, through the
+// store's conditional append; a redelivery by (run_id, idempotency_key)
+// under a new id and task id follows it and stores nothing: no request,
+// owner event, decision or accept.
+func TestLocalKeyedTaskTwoCommits(t *testing.T) {
+	st, _ := memstore.New(nil)
+	rec := &batches{Store: st}
+	a := newProc(t, rec, adoptTTL, nil)
+	b := newProc(t, rec, adoptTTL, nil)
+	var calls sync.WaitGroup
+	release := make(chan struct{})
+	a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
+		calls.Add(1)
+		defer calls.Done()
+		<-release
+		return summary("from a"), nil
+	})
+	waitFor(t, "b sees agent:a", func() bool { return b.handles("agent:a") }, b)
+	first := a.request("skill:x")
+	first.IdempotencyKey = "charge-42"
+	h := a.submit(first)
+	var dups []*router.Handle
+	for _, p := range []*proc{a} {
+		dup := p.request("skill:x")
+		dup.RunID, dup.ThreadID, dup.IdempotencyKey = first.RunID, first.ThreadID, first.IdempotencyKey
+		d := p.submit(dup)
+		if d.TaskID() != first.TaskID {
+			t.Fatalf("keyed redelivery follows %s, want %s", d.TaskID(), first.TaskID)
+		}
+		if got := rec.of(dup.TaskID); len(got) != 0 {
+			t.Fatalf("the keyed redelivery stored %q", got)
+		}
+		dups = append(dups, d)
+	}
+	close(release)
+	for _, w := range append(dups, h) {
+		if out, err := a.wait(w); err != nil || out.Message.From.AgentID != "agent:a" {
+			t.Fatalf("outcome %+v, %v; want a's result", out, err)
+		}
+	}
+	calls.Wait()
+	if got, want := rec.of(first.TaskID), [][]string{submitBatch, resultBatch}; !equalBatches(got, want) {
+		t.Fatalf("keyed task stored as %q, want %q", got, want)
+	}
+	want := append(slices.Clone(submitBatch), "task.result")
+	if got := a.types(first.TaskID); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
 	}
 	checkTerminals(t, st)
 }
