@@ -426,10 +426,16 @@ func (r *Router) endedElsewhere(ts *taskState, seq uint64, last *protocol.Messag
 }
 
 // storeRequest stores a task's request; in a team, with the event of the
-// team that names this process as the one routing it.
+// team that names this process as the one routing it — on a
+// store.Conditional only if the request is new, so that a redelivery
+// under another task id leaves no owner event of a task that does not
+// exist.
 func (r *Router) storeRequest(ctx context.Context, ts *taskState) ([]store.AppendResult, error) {
 	if h := r.team.Load(); h != nil {
 		if o := h.team.Owner(ts.teamTask(), false); o != nil {
+			if c, ok := r.st.(store.Conditional); ok {
+				return c.AppendIfNew(ctx, ts.req, o)
+			}
 			return r.st.Append(ctx, ts.req, o)
 		}
 	}

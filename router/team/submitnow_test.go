@@ -121,8 +121,9 @@ func TestLocalTaskTwoCommits(t *testing.T) {
 
 // A keyed task on a local agent is two commits as well, through the
 // store's conditional append; a redelivery by (run_id, idempotency_key)
-// under a new id and task id follows it and stores nothing: no request,
-// owner event, decision or accept.
+// under a new id and task id, in the same process or another (which
+// takes the usual way, the agent not being its own), follows it and
+// stores nothing: no request, owner event, decision or accept.
 func TestLocalKeyedTaskTwoCommits(t *testing.T) {
 	st, _ := memstore.New(nil)
 	rec := &batches{Store: st}
@@ -130,6 +131,9 @@ func TestLocalKeyedTaskTwoCommits(t *testing.T) {
 	b := newProc(t, rec, adoptTTL, nil)
 	var calls sync.WaitGroup
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the processes leave, should the test fail
 	a.register(card("agent:a", skill("skill:x")), func(ctx context.Context, tk *router.Task) (*router.Result, error) {
 		calls.Add(1)
 		defer calls.Done()
@@ -141,7 +145,7 @@ func TestLocalKeyedTaskTwoCommits(t *testing.T) {
 	first.IdempotencyKey = "charge-42"
 	h := a.submit(first)
 	var dups []*router.Handle
-	for _, p := range []*proc{a} {
+	for _, p := range []*proc{a, b} {
 		dup := p.request("skill:x")
 		dup.RunID, dup.ThreadID, dup.IdempotencyKey = first.RunID, first.ThreadID, first.IdempotencyKey
 		d := p.submit(dup)
@@ -151,9 +155,12 @@ func TestLocalKeyedTaskTwoCommits(t *testing.T) {
 		if got := rec.of(dup.TaskID); len(got) != 0 {
 			t.Fatalf("the keyed redelivery stored %q", got)
 		}
+		if got := a.types(dup.TaskID); len(got) != 0 {
+			t.Fatalf("the log holds %q of the keyed redelivery", got)
+		}
 		dups = append(dups, d)
 	}
-	close(release)
+	free()
 	for _, w := range append(dups, h) {
 		if out, err := a.wait(w); err != nil || out.Message.From.AgentID != "agent:a" {
 			t.Fatalf("outcome %+v, %v; want a's result", out, err)
