@@ -11,8 +11,8 @@ import (
 // request and the events that follow from it (its routing decision, its
 // acceptance) are stored together only if the request is not a duplicate
 // (§5.2), so that a redelivered request never leaves them behind as
-// strays. memstore and boltstore implement it, and storetest checks every
-// store that does.
+// strays. The in-tree stores (memstore, boltstore, pgstore) implement it,
+// and storetest checks every store that does.
 //
 // Find it with a type assertion on the store you append to, not through a
 // chain of wrappers (Unwrap): a wrapper that overrides Append, to measure

@@ -61,6 +61,9 @@
 // waiting at one moment into one transaction (at most Options.MaxBatch
 // events; a call is never split), so durable throughput grows with the
 // number of concurrent appenders instead of being one commit per message.
+// [Store.AppendIfNew] (store.Conditional) takes the same transaction: a
+// call whose first message is a duplicate, by the same exact lookup, puts
+// nothing, and the group's other calls are stored as usual.
 // Event times come from Options.Clock, but never go below the previous
 // event's (the head keeps it), whatever the clocks of the processes.
 //

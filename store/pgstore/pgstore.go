@@ -44,9 +44,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Lister = (*Store)(nil)
-	_ store.Clock  = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Lister      = (*Store)(nil)
+	_ store.Clock       = (*Store)(nil)
+	_ store.Conditional = (*Store)(nil)
 )
 
 // Open connects to the database named by dsn (a libpq connection string
@@ -166,6 +167,20 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 // Append implements store.Store. Concurrent calls are group-committed:
 // the calls waiting at one moment share one transaction and one commit.
 func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.append(ctx, msgs, false)
+}
+
+// AppendIfNew implements store.Conditional: Append, storing nothing of
+// the call when its first message is a duplicate. The writer checks it in
+// the group's transaction, under the head lock, so the calls of a group
+// are dropped or stored each on its own, and no other process appends
+// between the check and the insert.
+func (s *Store) AppendIfNew(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.append(ctx, msgs, true)
+}
+
+// append is Append, or AppendIfNew when cond is set.
+func (s *Store) append(ctx context.Context, msgs []*protocol.Message, cond bool) ([]store.AppendResult, error) {
 	entries, err := driver.Prepare(nil, msgs, s.opts.MaxEventSize)
 	if err != nil {
 		return nil, err
@@ -179,7 +194,7 @@ func (s *Store) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.
 		}
 		return nil, nil
 	}
-	r := &request{ctx: ctx, entries: entries, done: make(chan struct{})}
+	r := &request{ctx: ctx, entries: entries, done: make(chan struct{}), cond: cond}
 	s.closeMu.RLock()
 	if s.closing {
 		s.closeMu.RUnlock()

@@ -13,7 +13,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openStore(t, nil) }, storetest.Options{Reopen: reopen, Remover: true})
+	storetest.Run(t, func(t *testing.T) store.Store { return openStore(t, nil) }, storetest.Options{Reopen: reopen, Remover: true, Conditional: true})
 }
 
 // Sequence numbers past PostgreSQL's bigint, given by a caller: nothing

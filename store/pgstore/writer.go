@@ -18,6 +18,7 @@ type request struct {
 	res     []store.AppendResult
 	err     error
 	done    chan struct{} // closed when res or err is set
+	cond    bool          // AppendIfNew: nothing is stored when the first entry is a duplicate
 }
 
 // writer is the goroutine that commits this Store's appends. It takes
@@ -233,6 +234,7 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 		now = headTS // times never decrease along seq, whatever the clocks
 	}
 	seq := uint64(head)
+	dropped := 0 // entries left out by AppendIfNew (not duplicates)
 	touched := map[string]bool{}
 	var (
 		seqs                                 []int64
@@ -246,12 +248,20 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 			e := &r.entries[i]
 			if dup, ok := byID[e.ID]; ok {
 				r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByID}
+				if i == 0 && r.cond {
+					dropped += len(r.entries) - 1 // the rest stay zero (store.Conditional)
+					break
+				}
 				continue
 			}
 			k := e.RunID + "\x00" + e.IdempotencyKey
 			if e.IdempotencyKey != "" {
 				if dup, ok := byKey[k]; ok {
 					r.res[i] = store.AppendResult{Seq: dup, Duplicate: true, DuplicateBy: store.DedupByIdempotencyKey}
+					if i == 0 && r.cond {
+						dropped += len(r.entries) - 1
+						break
+					}
 					continue
 				}
 			}
@@ -280,7 +290,7 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 			return err
 		}
 		inTx = false
-		s.duplicates.Add(uint64(total))
+		s.duplicates.Add(uint64(total - dropped))
 		return nil
 	}
 	b = &pgx.Batch{}
@@ -299,7 +309,7 @@ func (s *Store) appendTx(ctx context.Context, live []*request) (err error) {
 	inTx = false
 	s.commits.Add(1)
 	s.appended.Add(uint64(len(seqs)))
-	s.duplicates.Add(uint64(total - len(seqs)))
+	s.duplicates.Add(uint64(total - len(seqs) - dropped))
 	return nil
 }
 
