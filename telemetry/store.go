@@ -12,8 +12,25 @@ import (
 // (with error.type when the append failed), clutch.store.append.batch_size
 // and clutch.store.events by event type. Everything else is st's own.
 // Give the wrapped store to the router (and to whatever else appends).
+// When st is a store.Conditional, so is the wrapped store, its
+// AppendIfNew measured the same way.
 func (t *Telemetry) WrapStore(st store.Store) store.Store {
-	return &measuredStore{Store: st, t: t}
+	m := &measuredStore{Store: st, t: t}
+	if c, ok := st.(store.Conditional); ok {
+		return &measuredConditional{measuredStore: m, c: c}
+	}
+	return m
+}
+
+// measuredConditional is a measuredStore over a store.Conditional.
+type measuredConditional struct {
+	*measuredStore
+	c store.Conditional
+}
+
+// AppendIfNew implements store.Conditional, measured as Append is.
+func (s *measuredConditional) AppendIfNew(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.measure(ctx, msgs, s.c.AppendIfNew)
 }
 
 // measuredStore is a store.Store whose appends are measured.
@@ -27,12 +44,17 @@ type measuredStore struct {
 func (s *measuredStore) Unwrap() store.Store { return s.Store }
 
 func (s *measuredStore) Append(ctx context.Context, msgs ...*protocol.Message) ([]store.AppendResult, error) {
+	return s.measure(ctx, msgs, s.Store.Append)
+}
+
+// measure runs an append of msgs and records it.
+func (s *measuredStore) measure(ctx context.Context, msgs []*protocol.Message, appendFn func(context.Context, ...*protocol.Message) ([]store.AppendResult, error)) ([]store.AppendResult, error) {
 	t := s.t
 	if !t.appendDur.Enabled(ctx) {
-		return s.Store.Append(ctx, msgs...) // no meter records: no clock reads either
+		return appendFn(ctx, msgs...) // no meter records: no clock reads either
 	}
 	start := mono()
-	res, err := s.Store.Append(ctx, msgs...)
+	res, err := appendFn(ctx, msgs...)
 	d := (mono() - start).Seconds()
 	// Recorded without the caller's span: an append measures the store,
 	// and an exemplar of it (the SDK offers one per measurement made in
@@ -45,8 +67,8 @@ func (s *measuredStore) Append(ctx context.Context, msgs ...*protocol.Message) (
 	t.appendDur.Record(bg, d, t.appendOK.rec...)
 	t.appendBatch.Record(bg, int64(len(msgs)))
 	for i, m := range msgs {
-		if i < len(res) && res[i].Duplicate {
-			continue
+		if i < len(res) && !res[i].Stored() {
+			continue // a duplicate, or left out with one (store.Conditional)
 		}
 		set := t.eventSet[m.Type]
 		if set == nil {
