@@ -45,6 +45,19 @@ func (e *env) events(taskID string) []store.Event {
 	return out
 }
 
+// ranOnce asserts that the handler ran once (calls) and that the log
+// holds one task: one request, decision, accept and result, no stray.
+func (e *env) ranOnce(calls *atomic.Int32) {
+	e.t.Helper()
+	if n := calls.Load(); n != 1 {
+		e.t.Errorf("the handler ran %d times", n)
+	}
+	want := map[protocol.Type]int{protocol.TypeTaskRequest: 1, protocol.TypeRoutingDecision: 1, protocol.TypeTaskAccept: 1, protocol.TypeTaskResult: 1}
+	if got := e.countTypes(); !maps.Equal(got, want) {
+		e.t.Errorf("log %v, want %v", got, want)
+	}
+}
+
 // countTypes counts the events of the whole log by type.
 func (e *env) countTypes() map[protocol.Type]int {
 	e.t.Helper()
@@ -215,13 +228,7 @@ func TestKeyedThreeCommits(t *testing.T) {
 			if out, err := e.wait(e.submit(dup)); err != nil || out.TaskID != keyed.TaskID {
 				t.Fatalf("keyed redelivery: %+v %v", out, err)
 			}
-			if n := calls.Load(); n != 1 {
-				t.Errorf("the handler ran %d times", n)
-			}
-			want := map[protocol.Type]int{protocol.TypeTaskRequest: 1, protocol.TypeRoutingDecision: 1, protocol.TypeTaskAccept: 1, protocol.TypeTaskResult: 1}
-			if got := e.countTypes(); !maps.Equal(got, want) {
-				t.Errorf("log %v, want %v", got, want)
-			}
+			e.ranOnce(&calls)
 			if log, ok := tc.opts.observer().(*stepLog); ok {
 				if got := strings.Count(log.all(), "start "); got != 1 {
 					t.Errorf("the Observer was told of %d attempts, want 1:\n%s", got, log.all())
@@ -315,13 +322,7 @@ func TestKeyedSubmitNowDedup(t *testing.T) {
 			if out, err := e.wait(e.submit(keyed())); err != nil || out.TaskID != first || out.Type != protocol.TypeTaskResult {
 				t.Fatalf("redelivery after the end: %+v %v", out, err)
 			}
-			if n := calls.Load(); n != 1 {
-				t.Errorf("the handler ran %d times", n)
-			}
-			want := map[protocol.Type]int{protocol.TypeTaskRequest: 1, protocol.TypeRoutingDecision: 1, protocol.TypeTaskAccept: 1, protocol.TypeTaskResult: 1}
-			if got := e.countTypes(); !maps.Equal(got, want) {
-				t.Errorf("log %v, want %v", got, want)
-			}
+			e.ranOnce(&calls)
 			checkOneBatch(t, e, first)
 			// The stored task's two appends, and one call, which stored
 			// nothing, for each redelivery: all were decided at Submit.
@@ -401,13 +402,7 @@ func TestSubmitNowDedup(t *testing.T) {
 	if out, err := e.wait(e.submit(again)); err != nil || out.Type != protocol.TypeTaskResult {
 		t.Fatalf("redelivery after the end: %+v %v", out, err)
 	}
-	if n := calls.Load(); n != 1 {
-		t.Errorf("the handler ran %d times", n)
-	}
-	want := map[protocol.Type]int{protocol.TypeTaskRequest: 1, protocol.TypeRoutingDecision: 1, protocol.TypeTaskAccept: 1, protocol.TypeTaskResult: 1}
-	if got := e.countTypes(); !maps.Equal(got, want) {
-		t.Errorf("log %v, want %v", got, want)
-	}
+	e.ranOnce(&calls)
 
 	// The same run_id and idempotency_key under a new id and task id.
 	keyed := e.request("skill:r")
