@@ -6,10 +6,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
@@ -73,53 +71,30 @@ func benchEndToEndKeyed(b *testing.B, st store.Store, submitters int, keyed bool
 		fsyncs = bolt.Stats().Commits
 	}
 	appends := cs.appends.Load()
-	b.ReportAllocs()
-	b.ResetTimer()
-	start, cpu := time.Now(), benchcpu.Process()
-	var wg sync.WaitGroup
-	per := b.N / submitters
-	for w := range submitters {
-		n := per
-		if w == 0 {
-			n += b.N % submitters
+	// CPU per task (benchcpu.Tasks), all goroutines and the collector
+	// included: unlike tasks/s, it barely moves when other processes share
+	// the machine, and 2 cores can run at most 2 s / (cpu-µs/task) tasks a
+	// second.
+	benchcpu.Tasks(b, submitters, func() error {
+		req, err := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "nordic payments"})
+		if err != nil {
+			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n {
-				req, err := r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "nordic payments"})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				req.Requires = []string{"skill:research"}
-				req.Prefers = []string{"domain:fintech"}
-				if keyed {
-					req.IdempotencyKey = "order-" + req.TaskID
-				}
-				h, err := r.Submit(ctx, req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if _, err := h.Wait(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+		req.Requires = []string{"skill:research"}
+		req.Prefers = []string{"domain:fintech"}
+		if keyed {
+			req.IdempotencyKey = "order-" + req.TaskID
+		}
+		h, err := r.Submit(ctx, req)
+		if err != nil {
+			return err
+		}
+		_, err = h.Wait(ctx)
+		return err
+	})
 	b.ReportMetric(float64(cs.appends.Load()-appends)/float64(b.N), "commits/task")
 	if bolt != nil {
 		b.ReportMetric(float64(bolt.Stats().Commits-fsyncs)/float64(b.N), "fsyncs/task")
-	}
-	// CPU per task, all goroutines and the collector included: unlike
-	// tasks/s, it barely moves when other processes share the machine, and
-	// 2 cores can run at most 2 s / (cpu-µs/task) tasks a second.
-	if used := benchcpu.Process() - cpu; used > 0 {
-		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/task")
 	}
 }
 

@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
-	"time"
 
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -187,39 +185,17 @@ func benchEndToEndObs(b *testing.B, backend string, tel *telemetry.Telemetry, ob
 	}
 	const submitters = 64
 	runtime.GC() // what an earlier sub-benchmark left is not collected on this one's time
-	b.ReportAllocs()
-	b.ResetTimer()
-	start, cpu := time.Now(), benchcpu.Process()
-	var wg sync.WaitGroup
-	per := b.N / submitters
-	for w := range submitters {
-		n := per
-		if w == 0 {
-			n += b.N % submitters
+	benchcpu.Tasks(b, submitters, func() error {
+		req, err := r.NewRequest("agent:ui", schema.PayloadResearchQuery, schema.ResearchQuery{Query: "nordic payments"})
+		if err != nil {
+			return err
 		}
-		wg.Go(func() {
-			for range n {
-				req, err := r.NewRequest("agent:ui", schema.PayloadResearchQuery, schema.ResearchQuery{Query: "nordic payments"})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				req.Requires = []string{"skill:research"}
-				h, err := r.Submit(ctx, req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if _, err := h.Wait(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
-	if used := benchcpu.Process() - cpu; used > 0 {
-		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/task")
-	}
+		req.Requires = []string{"skill:research"}
+		h, err := r.Submit(ctx, req)
+		if err != nil {
+			return err
+		}
+		_, err = h.Wait(ctx)
+		return err
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,44 +67,20 @@ func BenchmarkEndToEndTeamBoltstore(b *testing.B) {
 		}
 	}
 	fsyncs, appends := bolt.Stats().Commits, cs.appends.Load()
-	b.ReportAllocs()
-	b.ResetTimer()
-	start, cpu := time.Now(), benchcpu.Process()
-	var wg sync.WaitGroup
-	per := b.N / submitters
-	for w := range submitters {
-		n := per
-		if w == 0 {
-			n += b.N % submitters
+	benchcpu.Tasks(b, submitters, func() error {
+		req, err := p.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "nordic payments"})
+		if err != nil {
+			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n {
-				req, err := p.r.NewRequest("agent:ui", "research.query.v1", schema.ResearchQuery{Query: "nordic payments"})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				req.Requires = []string{"skill:research"}
-				req.Prefers = []string{"domain:fintech"}
-				h, err := p.r.Submit(ctx, req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if _, err := h.Wait(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+		req.Requires = []string{"skill:research"}
+		req.Prefers = []string{"domain:fintech"}
+		h, err := p.r.Submit(ctx, req)
+		if err != nil {
+			return err
+		}
+		_, err = h.Wait(ctx)
+		return err
+	})
 	b.ReportMetric(float64(cs.appends.Load()-appends)/float64(b.N), "commits/task")
 	b.ReportMetric(float64(bolt.Stats().Commits-fsyncs)/float64(b.N), "fsyncs/task")
-	if used := benchcpu.Process() - cpu; used > 0 {
-		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/task")
-	}
 }
