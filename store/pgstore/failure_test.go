@@ -39,15 +39,11 @@ func TestNewerSchemaRefused(t *testing.T) {
 	s := openStore(t, nil)
 	schema := s.Schema()
 	s.Close()
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := adminConn(t, c)
 	if _, err := conn.Exec(t.Context(), "UPDATE "+schema+".schema_version SET version = 99"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: schema})
+	_, err := pgstore.Open(t.Context(), c.DSN(""), &pgstore.Options{Schema: schema})
 	var se *pgstore.SchemaError
 	if !errors.As(err, &se) || se.Version != 99 || se.Supported != pgstore.SchemaVersion || !errors.Is(err, pgstore.ErrSchema) {
 		t.Fatalf("Open of a version 99 schema: %v; want a SchemaError", err)
@@ -307,11 +303,7 @@ func TestMigrationBackfillsSummaries(t *testing.T) {
 		t.Fatalf("summaries before: %+v %+v", runs, threads)
 	}
 	s.Close()
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := adminConn(t, c)
 	q := s.Schema()
 	if _, err := conn.Exec(t.Context(), "DROP TABLE "+q+".summaries, "+q+".task_states; UPDATE "+q+".schema_version SET version = 1"); err != nil {
 		t.Fatal(err)
@@ -346,11 +338,7 @@ func TestMigrationFromVersion2(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := adminConn(t, c)
 	q := s.Schema()
 	if _, err := conn.Exec(t.Context(), "ALTER TABLE "+q+".summaries DROP COLUMN title, DROP COLUMN waiting, DROP COLUMN agents, DROP COLUMN failure; "+
 		"ALTER TABLE "+q+".task_states DROP COLUMN waiting; UPDATE "+q+".schema_version SET version = 2"); err != nil {
@@ -424,11 +412,7 @@ func TestMigrationFromVersion5(t *testing.T) {
 		t.Fatalf("summaries before: %+v %+v", runs, threads)
 	}
 	s.Close()
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := adminConn(t, c)
 	q := s.Schema()
 	if _, err := conn.Exec(t.Context(), "ALTER TABLE "+q+".summaries DROP COLUMN bytes; UPDATE "+q+".schema_version SET version = 5"); err != nil {
 		t.Fatal(err)
@@ -560,11 +544,7 @@ func TestMigrationFromVersion6(t *testing.T) {
 		t.Fatalf("summaries before: %+v %+v", runs, threads)
 	}
 	s.Close()
-	conn, err := pgx.Connect(t.Context(), c.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := adminConn(t, c)
 	q := s.Schema()
 	if _, err := conn.Exec(t.Context(), "SET search_path TO "+q+"; CREATE INDEX events_type ON events (type, seq); "+
 		"DROP INDEX summaries_last; CREATE INDEX summaries_newest ON summaries (kind, last_seq DESC); UPDATE schema_version SET version = 6"); err != nil {
@@ -630,4 +610,16 @@ func TestMigrationFromVersion6(t *testing.T) {
 		t.Fatalf("the migration again: %v", err)
 	}
 	check("after the migration ran again")
+}
+
+// adminConn is a connection to c as its superuser, closed when the test
+// ends (a test that changes a schema behind a store).
+func adminConn(t *testing.T, c *pgpeer.Cluster) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), c.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
