@@ -762,7 +762,7 @@ func parseTaskState(v []byte) (driver.TaskState, error) {
 		return driver.TaskState{}, errors.New("malformed task state")
 	}
 	a, n := binary.Uvarint(v[1:])
-	if n <= 0 || n != len(v)-1 {
+	if n <= 0 || n != len(v)-1 || a > math.MaxInt32 {
 		return driver.TaskState{}, errors.New("malformed task state")
 	}
 	return driver.TaskState{Ended: v[0] == 1, Waiting: v[0] == 2, Attempt: int(a)}, nil
