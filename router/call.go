@@ -73,3 +73,17 @@ func (r *Router) Call(ctx context.Context, from, capability, payloadType string,
 	}
 	return out, Fail(code, "the task for "+capability+" ended with "+string(out.Type), code.Retryable(), nil)
 }
+
+// ToolName is capability as the name of a tool offered to a model (a
+// team's capability as a framework's tool, Router.Call): every byte other
+// than an ASCII letter, a digit, '_' or '-' becomes '_', which the model
+// APIs accept in a tool's name.
+func ToolName(capability string) string {
+	b := []byte(capability)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

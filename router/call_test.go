@@ -74,3 +74,17 @@ func TestCall(t *testing.T) {
 	_, err = e.r.Call(ctx, "agent:ui", "", "", "x")
 	assert.ErrorIs(t, err, ErrInvalidRequest)
 }
+
+// A capability id becomes a tool name of letters, digits, '_' and '-'.
+func TestToolName(t *testing.T) {
+	for in, want := range map[string]string{
+		"skill:research":     "skill_research",
+		"domain:fin-tech/eu": "domain_fin-tech_eu",
+		"skill:été":          "skill___t__", // each byte of a non-ASCII rune
+		"plain_name-2":       "plain_name-2",
+	} {
+		if got := ToolName(in); got != want {
+			t.Errorf("ToolName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func Tool(r *router.Router, capability string, opts *ToolOptions) (tool.Invokabl
 	}
 	o := &c.opts
 	if o.Name == "" {
-		o.Name = toolNameOf(capability)
+		o.Name = router.ToolName(capability)
 	}
 	if o.Description == "" {
 		o.Description = "Ask the team's agent with capability " + capability + " to do it."
@@ -84,17 +84,6 @@ func Tool(r *router.Router, capability string, opts *ToolOptions) (tool.Invokabl
 	}
 	c.info = &schema.ToolInfo{Name: o.Name, Desc: o.Description, ParamsOneOf: schema.NewParamsOneOfByParams(params)}
 	return c, nil
-}
-
-// toolNameOf is a tool name of a capability id.
-func toolNameOf(capability string) string {
-	b := []byte(capability)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // Info describes the tool to the model.

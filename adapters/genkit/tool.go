@@ -59,7 +59,7 @@ func Tool(r *router.Router, capability string, opts *ToolOptions) (ai.Tool, erro
 		o = *opts
 	}
 	if o.Name == "" {
-		o.Name = toolNameOf(capability)
+		o.Name = router.ToolName(capability)
 	}
 	if o.Description == "" {
 		o.Description = "Ask the team's agent with capability " + capability + " to do it."
@@ -94,17 +94,6 @@ func Tool(r *router.Router, capability string, opts *ToolOptions) (ai.Tool, erro
 		return resultValue(out.Message), nil
 	}
 	return ai.NewTool(o.Name, o.Description, fn, ai.WithInputSchema(schema)), nil
-}
-
-// toolNameOf is a tool name of a capability id.
-func toolNameOf(capability string) string {
-	b := []byte(capability)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // toolPayload is the subtask's payload of the model's arguments.

@@ -118,7 +118,7 @@ func Tool(r *router.Router, capability string, opts *ToolOptions) (tools.Tool, e
 		o = *opts
 	}
 	if o.Name == "" {
-		o.Name = toolNameOf(capability)
+		o.Name = router.ToolName(capability)
 	}
 	if o.Description == "" {
 		o.Description = "Ask the team's agent with capability " + capability + " to do it. Input: what to ask, in words."
@@ -155,17 +155,6 @@ func (tt *teamTool) Call(ctx context.Context, input string) (string, error) {
 		return "", err
 	}
 	return textOf(out.Message.Payload), nil
-}
-
-// toolNameOf is a tool name of a capability id.
-func toolNameOf(capability string) string {
-	b := []byte(capability)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // textOf is a JSON value as a tool's output: a string's text, anything
