@@ -118,20 +118,16 @@ func (s *Store) Tombstone(ctx context.Context, runID string) (store.Tombstone, e
 	if err := ctx.Err(); err != nil {
 		return store.Tombstone{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return store.Tombstone{}, store.ErrClosed
+	ts, _, err := s.tombstone(runID)
+	if err == nil && ts.RunID == "" {
+		err = &store.RunNotFoundError{RunID: runID}
 	}
-	ts, ok := s.graves[runID]
-	if !ok {
-		return store.Tombstone{}, &store.RunNotFoundError{RunID: runID}
-	}
-	return ts, nil
+	return ts, err
 }
 
-// tombstone returns the tombstone of runID, and whether the run is gone:
-// removed, and not appended to since (driver.Gone).
+// tombstone returns the tombstone of runID (zero when there is none), and
+// whether the run is gone: removed, and not appended to since
+// (driver.Gone).
 func (s *Store) tombstone(runID string) (store.Tombstone, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
