@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"iter"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -46,12 +45,9 @@ type Store struct {
 	last   time.Time // the time of the latest event
 	// events holds the event with seq n at n-1, with the fields of its
 	// message that queries match.
-	events []record
-	byID   map[string]uint64  // id → seq
-	byIdem map[idemKey]uint64 // (run_id, idempotency_key) → seq
-	// index maps, by driver.Index, each value of an indexed field to the
-	// seqs of the events that have it, ascending.
-	index     [driver.AgentIndex + 1]map[string][]uint64
+	events    []record
+	byID      map[string]uint64  // id → seq
+	byIdem    map[idemKey]uint64 // (run_id, idempotency_key) → seq
 	artifacts map[[sha256.Size]byte]store.Artifact
 	beats     map[string]store.Beat // the last beat of each key (presence.go)
 
@@ -104,9 +100,6 @@ func New(opts *Options) (*Store, error) {
 		byID:      make(map[string]uint64),
 		byIdem:    make(map[idemKey]uint64),
 		artifacts: make(map[[sha256.Size]byte]store.Artifact),
-	}
-	for ix := range s.index {
-		s.index[ix] = make(map[string][]uint64)
 	}
 	s.hub = driver.NewHub(&s.sig, s.page, s.LastSeq)
 	return s, nil
@@ -183,28 +176,17 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	copy(raw, e.Raw)
 	s.events = append(s.events, record{time: now, raw: raw, run: e.RunID, thread: e.ThreadID, task: e.TaskID, agent: e.AgentID, typ: e.Type})
 	seq := uint64(len(s.events))
-	s.indexOne(e, seq)
+	s.dedupOne(e, seq)
 	return store.AppendResult{Seq: seq}
 }
 
-// indexOne records the event e of seq in the dedup maps and the indexes;
-// mu is held for writing.
-func (s *Store) indexOne(e *driver.Entry, seq uint64) {
+// dedupOne records the event e of seq in the dedup maps; mu is held for
+// writing.
+func (s *Store) dedupOne(e *driver.Entry, seq uint64) {
 	s.byID[e.ID] = seq
 	if e.IdempotencyKey != "" {
 		s.byIdem[idemKey{e.RunID, e.IdempotencyKey}] = seq
 	}
-	for ix, value := range indexed(e) {
-		if value != "" {
-			s.index[ix][value] = append(s.index[ix][value], seq)
-		}
-	}
-}
-
-// indexed returns the values e is indexed under, by driver.Index ("" for
-// none).
-func indexed(e *driver.Entry) [driver.AgentIndex + 1]string {
-	return [...]string{driver.TaskIndex: e.TaskID, driver.ThreadIndex: e.ThreadID, driver.RunIndex: e.RunID, driver.AgentIndex: e.AgentID}
 }
 
 // event returns the stored event of seq (1 ≤ seq ≤ len(s.events)); mu
@@ -259,9 +241,10 @@ func (s *Store) Follow(ctx context.Context, q store.Query) iter.Seq2[store.Event
 	return driver.Gone(q, s.tombstone, s.hub.Follow(ctx, q))
 }
 
-// page is the store's driver.PageFunc: it copies up to limit matching
-// events with after < seq ≤ upTo out under the read lock and holds
-// nothing once it returns, so a loop body may append to the store.
+// page is the store's driver.PageFunc: it scans the events with after <
+// seq ≤ upTo, copying up to limit matching ones out under the read lock,
+// and holds nothing once it returns, so a loop body may append to the
+// store.
 func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, limit int) ([]store.Event, uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -273,7 +256,7 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 	}
 	upTo = min(upTo, uint64(len(s.events)))
 	var evs []store.Event
-	for seq := range s.candidates(q, after, upTo) {
+	for seq := after + 1; seq <= upTo; seq++ {
 		r := &s.events[seq-1]
 		if r.gone || !q.Match(r.run, r.thread, r.task, r.agent, r.typ) {
 			continue
@@ -284,30 +267,6 @@ func (s *Store) page(ctx context.Context, q store.Query, after, upTo uint64, lim
 		}
 	}
 	return evs, max(after, upTo), nil
-}
-
-// candidates yields in order the seqs in (after, upTo] of the index that
-// serves q (driver.IndexOf), or every seq there when none does; mu is
-// held.
-func (s *Store) candidates(q store.Query, after, upTo uint64) iter.Seq[uint64] {
-	return func(yield func(uint64) bool) {
-		ix, value := driver.IndexOf(q)
-		if ix == driver.NoIndex {
-			for seq := after + 1; seq <= upTo; seq++ {
-				if !yield(seq) {
-					return
-				}
-			}
-			return
-		}
-		seqs := s.index[ix][value]
-		i, _ := slices.BinarySearch(seqs, after+1)
-		for _, seq := range seqs[i:] {
-			if seq > upTo || !yield(seq) {
-				return
-			}
-		}
-	}
 }
 
 // PutArtifact implements store.Store. The store keeps its own copy of
@@ -367,7 +326,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.events, s.byID, s.byIdem, s.index = nil, nil, nil, [len(s.index)]map[string][]uint64{}
+	s.events, s.byID, s.byIdem = nil, nil, nil
 	s.artifacts, s.graves = nil, nil
 	s.mu.Unlock()
 	s.sig.Notify()

@@ -35,7 +35,7 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 		return nil, store.ErrClosed
 	}
 	for _, run := range runs {
-		evs, err := s.stored(driver.RunIndex, run)
+		evs, err := s.stored(func(r *record) bool { return r.run == run })
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +45,9 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 			}
 			return nil, &store.RunNotFoundError{RunID: run}
 		}
-		sum, err := driver.Summarize(run, evs, func(task string) ([]driver.Stored, error) { return s.stored(driver.TaskIndex, task) })
+		sum, err := driver.Summarize(run, evs, func(task string) ([]driver.Stored, error) {
+			return s.stored(func(r *record) bool { return r.task == task })
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +60,7 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 	}
 	out := make([]store.Tombstone, len(runs))
 	for i, run := range runs {
-		seqs := s.index[driver.RunIndex][run]
+		seqs := s.seqsOf(run)
 		if len(seqs) == 0 {
 			out[i] = s.graves[run]
 			continue
@@ -75,29 +77,39 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 	return out, s.reindex()
 }
 
-// stored returns the events that have value under index ix, in seq
-// order, as driver.Summarize reads them; mu is held.
-func (s *Store) stored(ix driver.Index, value string) ([]driver.Stored, error) {
-	seqs := s.index[ix][value]
-	out := make([]driver.Stored, len(seqs))
-	for i, seq := range seqs {
-		ev := s.event(seq)
+// seqsOf returns the seqs of run's stored events, ascending; mu is held.
+func (s *Store) seqsOf(run string) []uint64 {
+	var seqs []uint64
+	for i := range s.events {
+		if r := &s.events[i]; !r.gone && r.run == run {
+			seqs = append(seqs, uint64(i+1))
+		}
+	}
+	return seqs
+}
+
+// stored returns the stored events that match, in seq order, as
+// driver.Summarize reads them; mu is held.
+func (s *Store) stored(match func(*record) bool) ([]driver.Stored, error) {
+	var out []driver.Stored
+	for i := range s.events {
+		if r := &s.events[i]; r.gone || !match(r) {
+			continue
+		}
+		ev := s.event(uint64(i + 1))
 		m, err := ev.Message()
 		if err != nil {
 			return nil, err
 		}
-		out[i] = driver.Stored{Seq: seq, Time: ev.Time, Entry: driver.EntryOf(m, ev.Raw)}
+		out = append(out, driver.Stored{Seq: ev.Seq, Time: ev.Time, Entry: driver.EntryOf(m, ev.Raw)})
 	}
 	return out, nil
 }
 
-// reindex builds the dedup maps and the indexes again from the events
-// that stay; mu is held for writing.
+// reindex builds the dedup maps again from the events that stay; mu is
+// held for writing.
 func (s *Store) reindex() error {
 	s.byID, s.byIdem = make(map[string]uint64), make(map[idemKey]uint64)
-	for ix := range s.index {
-		s.index[ix] = make(map[string][]uint64)
-	}
 	for i := range s.events {
 		if s.events[i].gone {
 			continue
@@ -108,7 +120,7 @@ func (s *Store) reindex() error {
 			return err
 		}
 		e := driver.EntryOf(m, ev.Raw)
-		s.indexOne(&e, ev.Seq)
+		s.dedupOne(&e, ev.Seq)
 	}
 	return nil
 }
@@ -135,7 +147,7 @@ func (s *Store) tombstone(runID string) (store.Tombstone, bool, error) {
 		return store.Tombstone{}, false, store.ErrClosed
 	}
 	ts, ok := s.graves[runID]
-	return ts, ok && len(s.index[driver.RunIndex][runID]) == 0, nil
+	return ts, ok && len(s.seqsOf(runID)) == 0, nil
 }
 
 // Tombstones implements store.Remover: a copy of the page, taken under
