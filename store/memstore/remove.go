@@ -15,7 +15,7 @@ var _ store.Remover = (*Store)(nil)
 // RemoveRuns implements store.Remover, under the store's lock, the plain
 // way: each run's summary is folded from its events (driver.Summarize) to
 // tell whether it has ended; a removed event keeps its slot, so seqs are
-// not reused, but is skipped by reads; then the dedup maps and indexes
+// not reused, but is skipped by reads; then the dedup maps
 // are built again from the events that stay.
 func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal) ([]store.Tombstone, error) {
 	runs, err := store.CheckRemoval(runs)
@@ -74,7 +74,7 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 		}
 		s.graves[run], out[i] = ts, ts
 	}
-	return out, s.reindex()
+	return out, s.rebuildDedup()
 }
 
 // seqsOf returns the seqs of run's stored events, ascending; mu is held.
@@ -106,9 +106,9 @@ func (s *Store) stored(match func(*record) bool) ([]driver.Stored, error) {
 	return out, nil
 }
 
-// reindex builds the dedup maps again from the events that stay; mu is
+// rebuildDedup builds the dedup maps again from the events that stay; mu is
 // held for writing.
-func (s *Store) reindex() error {
+func (s *Store) rebuildDedup() error {
 	s.byID, s.byIdem = make(map[string]uint64), make(map[idemKey]uint64)
 	for i := range s.events {
 		if s.events[i].gone {
