@@ -21,20 +21,23 @@ func init() {
 		usage:   "clutch backup [--db FILE] --out BACKUP [--json]",
 		help: `Writes a consistent copy of the store file --db to --out (mode 0600): to a
 new file beside --out, synced, then renamed over it, so --out holds either
-its previous content or the whole backup. The file is opened read-only, so
-other readers may hold it meanwhile; a process that has it open for writing
-holds it exclusively: that process backs it up itself, with the store's
-BackupFile (a host calls it on a timer), and this command fails after
---lock-timeout naming the file.
+its previous content or the whole backup. The file is opened for writing,
+so that the backup's time is recorded in it (clutch stats: last backup);
+when other readers hold it (a clutch tail, say), it is opened read-only
+instead and the backup is made but not recorded. A process that has it
+open for writing holds it exclusively: that process backs it up itself,
+with the store's BackupFile (a host calls it on a timer), and this command
+fails after --lock-timeout naming the file.
 
 The backup is a store file: clutch check, every read command and
 boltstore.Open take it as it is. clutch restore puts it in place.
 
---json prints {"backup": FILE, "last_seq": N, "bytes": N, "seconds": S}.`,
+--json prints {"backup": FILE, "last_seq": N, "bytes": N, "seconds": S,
+"recorded": BOOL}.`,
 		examples: `  clutch backup --db clutch.db --out clutch-$(date +%F).db
   clutch backup --db clutch.db --out /backups/clutch.db --json`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			db := fs.String("db", getenv("CLUTCH_DB", "clutch.db"), "the store file, opened read-only ($CLUTCH_DB)")
+			db := fs.String("db", getenv("CLUTCH_DB", "clutch.db"), "the store file ($CLUTCH_DB)")
 			out := fs.String("out", "", "the backup file to write (required)")
 			lockTimeout := fs.Duration("lock-timeout", time.Second, "how long to wait for a file another process holds")
 			asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -45,10 +48,7 @@ boltstore.Open take it as it is. clutch restore puts it in place.
 				if *out == "" {
 					return usagef("--out is required")
 				}
-				st, err := boltstore.Open(*db, &boltstore.Options{ReadOnly: true, LockTimeout: *lockTimeout})
-				if errors.Is(err, boltstore.ErrLocked) {
-					return fmt.Errorf("%w\n(a process has it open for writing: that process backs it up with its store's BackupFile)", err)
-				}
+				st, recorded, err := openForBackup(*db, *lockTimeout)
 				if err != nil {
 					return err
 				}
@@ -58,10 +58,15 @@ boltstore.Open take it as it is. clutch restore puts it in place.
 					return err
 				}
 				if *asJSON {
-					return writeJSON(e.stdout, backupReport{Backup: *out, LastSeq: info.LastSeq, Bytes: info.Bytes, Seconds: info.Duration.Seconds()})
+					return writeJSON(e.stdout, backupReport{Backup: *out, LastSeq: info.LastSeq, Bytes: info.Bytes,
+						Seconds: info.Duration.Seconds(), Recorded: recorded})
 				}
-				_, err = fmt.Fprintf(e.stdout, "backup: %s, events up to seq %d, %d bytes (%s)\n",
-					*out, info.LastSeq, info.Bytes, info.Duration.Round(time.Millisecond))
+				note := ""
+				if !recorded {
+					note = "; not recorded in the store: other readers hold it"
+				}
+				_, err = fmt.Fprintf(e.stdout, "backup: %s, events up to seq %d, %d bytes (%s)%s\n",
+					*out, info.LastSeq, info.Bytes, info.Duration.Round(time.Millisecond), note)
 				return err
 			}
 		},
@@ -108,11 +113,41 @@ over a damaged file is what --force is for.`,
 
 // backupReport is what backup --json prints.
 type backupReport struct {
-	Backup  string  `json:"backup"`
-	LastSeq uint64  `json:"last_seq"`
-	Bytes   int64   `json:"bytes"`
-	Seconds float64 `json:"seconds"`
+	Backup   string  `json:"backup"`
+	LastSeq  uint64  `json:"last_seq"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	Recorded bool    `json:"recorded"`
 }
+
+// openForBackup opens the existing store file db for a backup: for
+// writing, so that the store records the backup (Usage.LastBackup), or,
+// when other readers hold the file, read-only (recorded false). A file a
+// process holds for writing fails after lockTimeout, saying who backs it
+// up.
+func openForBackup(db string, lockTimeout time.Duration) (st *boltstore.Store, recorded bool, err error) {
+	if _, err := os.Stat(db); err != nil {
+		return nil, false, err // a backup never creates the store it copies
+	}
+	st, err = boltstore.Open(db, &boltstore.Options{LockTimeout: lockTimeout})
+	if err == nil {
+		return st, true, nil
+	}
+	if !errors.Is(err, boltstore.ErrLocked) {
+		return nil, false, err
+	}
+	// Readers share the file; a writer holds it. The wait is spent
+	// already: a shared lock is there at once or not at all.
+	st, err = boltstore.Open(db, &boltstore.Options{ReadOnly: true, LockTimeout: sharedLockWait})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return nil, false, fmt.Errorf("%w\n(a process has it open for writing: that process backs it up with its store's BackupFile)", err)
+	}
+	return st, false, err
+}
+
+// sharedLockWait is how long openForBackup waits for a shared lock after
+// the exclusive one timed out.
+const sharedLockWait = 50 * time.Millisecond
 
 // restore copies the backup from to a new file beside db, checks the copy
 // and renames it over db. It returns the last seq the copy holds.

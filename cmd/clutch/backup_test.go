@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clutchprotocol/clutch/store/boltstore"
 )
@@ -27,8 +28,15 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatalf("backup: %d %s", code, errs)
 	}
 	var rep backupReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.LastSeq != uint64(len(want)) || rep.Bytes <= 0 {
-		t.Fatalf("backup --json: %q (%v), want last_seq %d", out, err, len(want))
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.LastSeq != uint64(len(want)) || rep.Bytes <= 0 || !rep.Recorded {
+		t.Fatalf("backup --json: %q (%v), want last_seq %d, recorded", out, err, len(want))
+	}
+	// The store file records the backup: stats names its time.
+	code, out, errs = clutch(t, "stats", "--db", src)
+	_, line, _ := strings.Cut(out, "last backup")
+	line, _, _ = strings.Cut(line, "\n")
+	if code != exitOK || !strings.Contains(line, time.Now().UTC().Format("2006-01-02T")) {
+		t.Fatalf("stats after a backup: %d %q %s", code, out, errs)
 	}
 	if fi, err := os.Stat(bak); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != rep.Bytes {
 		t.Fatalf("backup file: %v %v", fi, err)
@@ -134,6 +142,7 @@ func TestRestoreRefusesCorruptBackup(t *testing.T) {
 
 // backup needs the file: a process writing it holds it, and the command
 // says who backs it up then; restore will not replace a file in use.
+// Readers share it: backup copies it read-only then, unrecorded.
 func TestBackupOfHeldFile(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "events.db")
@@ -142,6 +151,13 @@ func TestBackupOfHeldFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if code, _, errs := clutch(t, "backup", "--db", filepath.Join(dir, "none.db"), "--out", filepath.Join(dir, "n.db")); code != exitFailure ||
+		!strings.Contains(errs, "none.db") {
+		t.Fatalf("backup of a missing file: %d %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none.db")); !os.IsNotExist(err) {
+		t.Fatalf("backup of a missing file created it: %v", err)
+	}
 	code, _, errs := clutch(t, "backup", "--db", db, "--out", filepath.Join(dir, "b.db"), "--lock-timeout", "50ms")
 	if code != exitFailure || !strings.Contains(errs, "that process backs it up with its store's BackupFile") {
 		t.Fatalf("backup of a held file: %d %s", code, errs)
@@ -158,5 +174,28 @@ func TestBackupOfHeldFile(t *testing.T) {
 	}
 	if code, _, _ := clutch(t, "restore", "--db", db); code != exitUsage {
 		t.Fatalf("restore without --from: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// With readers holding the file, backup copies it read-only: the backup
+// is whole, and says it was not recorded.
+func TestBackupBesideReaders(t *testing.T) {
+	src, _, _ := demoFile(t, 1)
+	want := readAll(t, src)
+	ro, err := boltstore.Open(src, &boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	bak := filepath.Join(t.TempDir(), "b.db")
+	code, out, errs := clutch(t, "backup", "--db", src, "--out", bak, "--lock-timeout", "50ms")
+	if code != exitOK || !strings.HasSuffix(out, "; not recorded in the store: other readers hold it\n") {
+		t.Fatalf("backup beside a reader: %d %q %s", code, out, errs)
+	}
+	if got := readAll(t, bak); len(got) != len(want) {
+		t.Fatalf("the backup holds %d events, want %d", len(got), len(want))
+	}
+	if u, err := ro.Usage(t.Context()); err != nil || !u.LastBackup.IsZero() {
+		t.Fatalf("a read-only backup recorded %v (%v)", u.LastBackup, err)
 	}
 }

@@ -203,11 +203,13 @@
 // clutch backup --db FILE --out BACKUP writes a consistent copy of a store
 // file (boltstore's Store.BackupFile: one read transaction copied by
 // bbolt, to a new file beside BACKUP, synced, renamed in place, mode
-// 0600). It opens the file read-only, so other readers may share it, but a
-// process that has the file open for writing (clutch serve, a host) holds
-// it exclusively: the command fails after --lock-timeout, and that process
-// backs its store up itself, calling BackupFile on a timer, while it keeps
-// appending. There is no backup through a gateway.
+// 0600). It opens the file for writing, so that the store records the
+// backup's time (clutch stats: last backup); when other readers hold the
+// file it opens it read-only instead, and says the backup was not
+// recorded. A process that has the file open for writing (clutch serve, a
+// host) holds it exclusively: the command fails after --lock-timeout, and
+// that process backs its store up itself, calling BackupFile on a timer,
+// while it keeps appending. There is no backup through a gateway.
 //
 // clutch restore --from BACKUP --db FILE copies the backup beside FILE,
 // checks the copy as clutch check does (the store's Check) and only then
