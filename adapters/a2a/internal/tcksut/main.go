@@ -13,6 +13,13 @@
 //	slow   reports three progress steps, -step apart, then echoes: a task
 //	       that is WORKING long enough to be cancelled or subscribed to
 //
+// -expose names the agents tcksut registers and exposes (default all
+// three). The kit reads the card at the host's root, the team card, and
+// sends its tasks to the team endpoint, which routes them by capability
+// among the exposed agents: a message that requires no capability goes to
+// any of them (router tie-breakers, docs/protocol.md §4.2). Run the kit
+// with -expose echo so every task is the echo agent's.
+//
 // Callers are anonymous (auth.Anonymous) and may submit; the store is in
 // memory, so every run starts empty.
 package main
@@ -42,13 +49,14 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9999", "address to listen on")
 	step := flag.Duration("step", 500*time.Millisecond, "interval of the slow agent's progress steps")
+	expose := flag.String("expose", "echo,ask,slow", "comma-separated agents to expose; the team endpoint routes among them")
 	flag.Parse()
-	if err := run(*addr, *step); err != nil {
+	if err := run(*addr, *step, strings.Split(*expose, ",")); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr string, step time.Duration) error {
+func run(addr string, step time.Duration, expose []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -72,7 +80,11 @@ func run(addr string, step time.Duration) error {
 	defer r.Close()
 	agents := map[string]router.Handler{"echo": echo, "ask": ask, "slow": slow(step)}
 	var ids []string
-	for name, h := range agents {
+	for _, name := range expose {
+		h, ok := agents[name]
+		if !ok {
+			return fmt.Errorf("-expose: no agent %q (echo, ask, slow)", name)
+		}
 		id := "agent:" + name
 		c := &protocol.AgentCard{V: protocol.Version, AgentID: id,
 			Capabilities: []protocol.Capability{{ID: "skill:" + name, Tags: []string{"tck"}}},
@@ -96,7 +108,7 @@ func run(addr string, step time.Duration) error {
 		defer cancel()
 		_ = hs.Shutdown(sctx)
 	}()
-	fmt.Fprintf(os.Stderr, "tcksut: agents at http://%s/agents/{echo,ask,slow}\n", addr)
+	fmt.Fprintf(os.Stderr, "tcksut: team at http://%s%s, agents at %s/{%s}\n", addr, a2a.RPCPath, a2a.AgentsPath, strings.Join(expose, ","))
 	if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
