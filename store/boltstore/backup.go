@@ -87,8 +87,10 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 }
 
 // BackupFile writes a backup (see Backup) to the file at path, mode 0600:
-// to a new file beside it first, synced, then renamed over path, so path
-// holds either the previous file or the whole new backup, never a part.
+// to a new file beside it first, synced as it is written (every 8 MiB, so
+// that the store's commits never wait for the disk to write the whole
+// copy) and at its end, then renamed over path, so path holds either the
+// previous file or the whole new backup, never a part.
 // The store's own file as path is refused with ErrInvalidOptions.
 func (s *Store) BackupFile(ctx context.Context, path string) (info BackupInfo, err error) {
 	if same, _ := sameFile(path, s.path); same {
@@ -109,7 +111,7 @@ func (s *Store) BackupFile(ctx context.Context, path string) (info BackupInfo, e
 	if err = f.Chmod(0o600); err != nil {
 		return BackupInfo{}, err
 	}
-	if info, err = s.Backup(ctx, f); err != nil {
+	if info, err = s.Backup(ctx, &syncWriter{f: f}); err != nil {
 		return BackupInfo{}, err
 	}
 	if err = f.Sync(); err != nil {
@@ -123,6 +125,32 @@ func (s *Store) BackupFile(ctx context.Context, path string) (info BackupInfo, e
 	}
 	syncDir(dir) // the rename survives a power loss; a failure here is not the backup's
 	return info, nil
+}
+
+// backupSyncEvery is how many bytes of a backup BackupFile writes between
+// two fsyncs of it (a variable for tests). Synced only at its end, a
+// backup leaves all its pages dirty, and that one fsync writes them all at
+// once: the store's commits, whose fsyncs go to the same disk (and, on a
+// journaling file system, through the same journal), wait for all of it,
+// 150 ms for 80 MB on a disk that writes 550 MB/s. Synced a piece at a
+// time, a commit waits for at most one piece (20 ms there); the copy
+// pauses while each is written, which costs it 5 to 10% of its speed.
+var backupSyncEvery = 8 << 20
+
+// syncWriter writes a backup to f, syncing it every backupSyncEvery bytes.
+type syncWriter struct {
+	f        *os.File
+	unsynced int
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.unsynced += n
+	if err == nil && w.unsynced >= backupSyncEvery {
+		w.unsynced = 0
+		err = w.f.Sync()
+	}
+	return n, err
 }
 
 // sameFile reports whether a and b name the same existing file.

@@ -63,8 +63,10 @@ func appendLoad(t *testing.T, s *boltstore.Store, n int, stop <-chan struct{}, a
 // A backup taken while appenders keep appending holds every event
 // acknowledged before it began, opens as a store (its index tail rebuilt
 // as after a crash), passes Check, and serves reads, appends and follows
-// from where it ended.
+// from where it ended. BackupFile syncs it in pieces of 64 KiB here, so
+// that the copy is synced many times while it is written.
 func TestBackupUnderLoad(t *testing.T) {
+	boltstore.SetBackupSyncEvery(t, 64<<10)
 	dir := t.TempDir()
 	// A small IndexBatch, so that the backup's file has index entries
 	// after its watermark (rebuilt when it opens) and flushes happen
@@ -99,6 +101,9 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o600 || fi.Size() != info.Bytes {
 		t.Fatalf("backup file: mode %v size %d, info %+v", fi.Mode().Perm(), fi.Size(), info)
+	}
+	if info.Bytes < 4*64<<10 {
+		t.Fatalf("backup of %d bytes: fewer than 4 pieces synced during the copy", info.Bytes)
 	}
 	if n := len(before); info.LastSeq < uint64(n) {
 		t.Fatalf("backup ends at seq %d, %d events were acknowledged before it", info.LastSeq, n)

@@ -159,11 +159,20 @@
 // passes Check in place of the file while no process has it open (clutch
 // restore does both).
 //
-// A backup keeps a read transaction open for the whole copy. bbolt cannot
-// grow its memory map while one is open, so a commit that needs a larger
-// map (the file doubling, up to 1 GiB, then growing by 1 GiB) waits until
-// the copy ends, and appends meanwhile take that long; and the copy's own
-// write and fsync compete with the store's for the disk.
+// What a backup costs the appends is the disk: the copy is written and
+// synced while the commits fsync to the same disk (and, on a journaling
+// file system, through the same journal commit). BackupFile syncs the copy
+// every 8 MiB as it writes it, so a commit waits for at most one piece
+// (20 ms on a disk that writes 550 MB/s) rather than for the whole file
+// at its end (150 ms for 80 MB); Backup leaves the syncing to its writer.
+// Putting the new backup in place frees the previous one's blocks, which
+// the file system does in the rename, and commits wait for that too
+// (60 ms for 80 MB on ext4 mounted with online discard). The read
+// transaction the copy holds does not slow the appends: pages freed
+// meanwhile are reused only after it ends, and bbolt waits for it only to
+// grow its memory map, which a commit needs when the file's pages reach
+// the map's size (doubling up to 1 GiB, then every 1 GiB): such a commit
+// waits until the copy ends.
 //
 // # Compaction
 //

@@ -6,3 +6,11 @@ func SetAfterCopy(t interface{ Cleanup(func()) }, f func(exclusive bool)) {
 	afterCopy = f
 	t.Cleanup(func() { afterCopy = nil })
 }
+
+// SetBackupSyncEvery makes BackupFile sync its copy every n bytes, until
+// the test ends.
+func SetBackupSyncEvery(t interface{ Cleanup(func()) }, n int) {
+	old := backupSyncEvery
+	backupSyncEvery = n
+	t.Cleanup(func() { backupSyncEvery = old })
+}
