@@ -152,6 +152,19 @@ func (c *Cluster) DSN(db string) string {
 // Dir returns the cluster's folder.
 func (c *Cluster) Dir() string { return c.dir }
 
+// Tool returns the path of a client program of the cluster's PostgreSQL
+// (pg_dump, pg_restore, psql): the one beside the server binaries, so of
+// the server's major version. When it is not installed it fails t under
+// CI=true and skips it otherwise (see Missing).
+func (c *Cluster) Tool(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(c.bin, name)
+	if _, err := os.Stat(path); err != nil {
+		Missing(t, fmt.Sprintf("pgpeer: %s is not installed beside the server binaries (%s); run `make deps` (apt-get install postgresql, which brings the client programs of its version)", name, path))
+	}
+	return path
+}
+
 // Restart stops the server (fast mode: connections are cut) and starts it
 // again on the same data and socket.
 func (c *Cluster) Restart(ctx context.Context) error {
