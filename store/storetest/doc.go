@@ -65,7 +65,9 @@
 // goroutines, reading a 10k-event run raw and decoded, live-tail latency)
 // on the same ~1 KiB workload for any backend; its building blocks
 // ([BenchAppend], [BenchReadRun], [BenchFollowLatency], [BenchMessages])
-// serve backend-specific benchmarks.
+// serve backend-specific benchmarks. [CheckLister] and [CheckTerminals]
+// check a store a backend's own tests built (one restored from a backup):
+// its summaries against its log, and its task lifecycles.
 //
 // # Caveats
 //
