@@ -124,20 +124,59 @@
 //
 // # Backup and restore
 //
-// PostgreSQL's own tools back the store up; pgstore adds none. pg_dump
-// --schema=clutch (the Options.Schema) is a logical, consistent copy of
-// the store: it reads every table in one snapshot, so the head and the
-// events agree, and it holds every event committed before the dump began
-// while appends go on; pg_restore of it into an empty database (or a
-// dropped schema) gives a store that Open takes as it is (migrating an
-// older schema version as usual) and that appends and follows from the
-// dump's last seq. pg_basebackup is a physical copy of the whole cluster
-// while it runs; with WAL archiving it gives point-in-time recovery, to any
-// moment after the base backup, at the cost of archiving every WAL
-// segment. Either way the restored store's next seq follows its last event
-// (the head table travels with the events). Restoring an older copy under
-// processes that kept running makes their followers wait for seqs they
-// have already seen: restart them after a restore.
+// PostgreSQL's own tools back the store up; pgstore adds none. A store is
+// its schema (Options.Schema) and nothing outside it: its tables with
+// their indexes, and the schema_version row (no sequence, function or
+// role of its own). The package's tests (TestDumpRestoreUnderLoad) run
+// this procedure with the pg_dump and pg_restore of the server's major
+// version, while eight appenders go on:
+//
+//	pg_dump --schema=clutch --format=custom --file=clutch.dump --dbname=<the store's database>
+//	CREATE DATABASE restored;  -- an empty database, made by any client
+//	pg_restore --no-owner --single-transaction --exit-on-error --dbname=<restored> clutch.dump
+//
+// and then Open on the restored database with the same Options.Schema.
+// What it gives:
+//
+//   - pg_dump reads every table of the schema in one snapshot, without
+//     stopping appends (it holds only locks that DDL waits for: a
+//     migration, VACUUM FULL), so the dump holds every event acknowledged
+//     before pg_dump started, and the head, the events, the summaries,
+//     task states, beats, tombstones and artifacts of one moment: no event
+//     past the head, and every event the store held at or below it;
+//   - pg_restore --single-transaction restores all of it or nothing;
+//     --no-owner makes the role it connects as the owner of the tables;
+//   - Open takes the restored schema as it is (migrating an older version
+//     as usual). The restored log is the source's up to the dump's last
+//     seq, byte for byte, with each event's seq and time; its task
+//     lifecycles pass storetest.CheckTerminals and its summaries are the
+//     projection of its events (storetest.CheckLister); ids and
+//     idempotency keys of its events are duplicates; the next append gets
+//     the dump's last seq + 1, and followers in every process opened on
+//     the restored database follow it from there (LISTEN/NOTIFY works as
+//     on the source). Unlike boltstore, pgstore has no Check method: the
+//     tables' keys and constraints hold the log's rules, and those two
+//     storetest checks are what the tests run on a restored store.
+//
+// What it does not give:
+//
+//   - a dump is one moment: events appended after pg_dump took its
+//     snapshot are not in it, and the restored store gives their seqs to
+//     new events. A client that kept a seq to resume from (a UI, a
+//     projection) past the restored head must start again at or below it,
+//     and processes of the source must be restarted on the restored
+//     database;
+//   - the cluster's roles and their grants are not in it: create the
+//     role the store's processes connect as first (pg_dumpall
+//     --roles-only copies them). The tests restore into the same cluster,
+//     with the same role; into another cluster, and in place (the source
+//     schema dropped, DROP SCHEMA clutch CASCADE, with every process of
+//     the store stopped), the procedure is the same but untested here;
+//   - point-in-time recovery: pg_basebackup with WAL archiving copies the
+//     whole cluster and recovers it to a moment after the base backup.
+//     Each append is one transaction that moves the head with its events,
+//     so any moment PostgreSQL recovers to is a consistent store, as after
+//     a crash; this package's tests do not run it.
 //
 // # Compaction and usage
 //

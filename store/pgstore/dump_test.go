@@ -190,8 +190,8 @@ func readAll(t testing.TB, s store.Store, q store.Query) []store.Event {
 // append; pg_restore of it into a new database of the cluster gives a
 // store that holds every event acknowledged before the dump began, byte
 // for byte under its seq, whose head and events agree, whose task
-// lifecycles and summaries check out, with its presence beats and
-// tombstones, and that dedups, appends and follows from where the dump
+// lifecycles and summaries check out, with its presence beats,
+// tombstones and artifacts, and that dedups, appends and follows from where the dump
 // ended (the package doc, "# Backup and restore").
 func TestDumpRestoreUnderLoad(t *testing.T) {
 	c := cluster.Need(t)
@@ -201,7 +201,7 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 	ids := protocol.NewIDs(nil)
 
 	// Before the load: two ended runs (whole tasks), one of them removed;
-	// presence beats.
+	// presence beats; an artifact.
 	pre := storetest.NewTraffic(ids, 99, lifecycle, 2*len(lifecycle))
 	var ended []*protocol.Message
 	for range 4 * len(lifecycle) {
@@ -222,6 +222,10 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 		}
 	}
 	if _, _, err := src.Beat(ctx, "agent:a", []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	art, err := src.PutArtifact(ctx, "text/plain", []byte("kept across the dump"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	// The events of the run that stays were acknowledged before the dump.
@@ -336,7 +340,7 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 		t.Fatalf("restored runs: %d, want the run that stayed and the runs of the load", runs)
 	}
 
-	// Presence and tombstones come back as they were.
+	// Presence, tombstones and artifacts come back as they were.
 	beats := func(p store.Presence) []store.Beat {
 		var out []store.Beat
 		for b, err := range p.Beats(ctx, "") {
@@ -353,6 +357,9 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 	tomb, err := dst.Tombstone(ctx, removedRun)
 	if err != nil || !cmp.Equal(tomb, tombs[0]) {
 		t.Fatalf("restored tombstone: %+v, %v; want %+v", tomb, err, tombs[0])
+	}
+	if a, err := dst.GetArtifact(ctx, art); err != nil || string(a.Data) != "kept across the dump" || a.MediaType != "text/plain" {
+		t.Fatalf("restored artifact: %+v, %v", a, err)
 	}
 	var removed *store.RemovedError
 	_, err = drain(dst.Read(ctx, store.Query{RunID: removedRun}))
