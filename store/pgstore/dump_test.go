@@ -421,3 +421,88 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDump measures the backup of the package doc on a store of
+// 50k ~1 KiB events (storetest.BenchMessages): "rate" runs pg_dump alone
+// and reports its rate in events and in MB of the events' bytes per
+// second, and the dump's size; "appends" runs pg_dump under 8 appenders,
+// one event per call, then as many calls again without it, and reports
+// the p50 and p99 of the calls of each phase (the phases alternate, so
+// the machine's load weighs on both alike). Each run of "appends" adds
+// events to the store.
+func BenchmarkDump(b *testing.B) {
+	c := cluster.Need(b)
+	ctx := context.Background()
+	s := openStore(b, nil)
+	const events = 50_000
+	for _, msgs := range storetest.BenchMessages(b, events, 1) {
+		for len(msgs) > 0 {
+			n := min(len(msgs), 500)
+			if _, err := s.Append(ctx, msgs[:n]...); err != nil {
+				b.Fatal(err)
+			}
+			msgs = msgs[n:]
+		}
+	}
+	file := filepath.Join(b.TempDir(), "store.dump")
+
+	b.Run("rate", func(b *testing.B) {
+		conn, err := pgx.Connect(ctx, c.DSN(""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n, bytes int64
+		if err := conn.QueryRow(ctx, "SELECT count(*), sum(octet_length(raw)) FROM "+s.Schema()+".events").Scan(&n, &bytes); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			pgDump(ctx, b, c, s.Schema(), file)
+		}
+		sec := b.Elapsed().Seconds() / float64(b.N)
+		fi, err := os.Stat(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(n)/sec, "events/s")
+		b.ReportMetric(float64(bytes)/1e6/sec, "MB/s")
+		b.ReportMetric(float64(fi.Size())/1e6, "dump-MB")
+	})
+
+	b.Run("appends", func(b *testing.B) {
+		ids := protocol.NewIDs(nil)
+		// phase runs 8 appenders through wait and returns the calls made
+		// wholly inside it and its length.
+		phase := func(wait func()) ([]acked, time.Duration) {
+			l := startLoad(b, s, ids, 8, 1, 6*len(lifecycle))
+			<-l.first
+			from := time.Now()
+			wait()
+			to := time.Now()
+			var in []acked
+			for _, a := range l.end() {
+				if !a.start.Before(from) && !a.end.After(to) {
+					in = append(in, a)
+				}
+			}
+			return in, to.Sub(from)
+		}
+		var during, without []acked
+		var dDur, wDur time.Duration
+		for b.Loop() {
+			in, d := phase(func() { pgDump(ctx, b, c, s.Schema(), file) })
+			during, dDur = append(during, in...), dDur+d
+			in, d = phase(func() { time.Sleep(d) }) // as long, without a dump
+			without, wDur = append(without, in...), wDur+d
+		}
+		b.StopTimer()
+		d50, d99, _ := latencies(during, time.Time{}, time.Now())
+		w50, w99, _ := latencies(without, time.Time{}, time.Now())
+		b.ReportMetric(float64(d50.Microseconds()), "dump-p50-µs")
+		b.ReportMetric(float64(d99.Microseconds()), "dump-p99-µs")
+		b.ReportMetric(float64(len(during))/dDur.Seconds(), "dump-events/s")
+		b.ReportMetric(float64(w50.Microseconds()), "p50-µs")
+		b.ReportMetric(float64(w99.Microseconds()), "p99-µs")
+		b.ReportMetric(float64(len(without))/wDur.Seconds(), "events/s")
+	})
+}
