@@ -99,10 +99,11 @@ type load struct {
 	wg    sync.WaitGroup
 	first chan struct{} // closed at the warm-th acknowledgement
 	warm  int
+	gone  chan struct{} // closed when every appender has returned
 }
 
 func startLoad(t testing.TB, s store.Store, ids *protocol.IDs, n, warm, runEvery int) *load {
-	l := &load{stop: make(chan struct{}), first: make(chan struct{}), warm: warm}
+	l := &load{stop: make(chan struct{}), first: make(chan struct{}), warm: warm, gone: make(chan struct{})}
 	for a := range n {
 		tr := storetest.NewTraffic(ids, a, lifecycle, runEvery)
 		l.wg.Go(func() {
@@ -129,7 +130,22 @@ func startLoad(t testing.TB, s store.Store, ids *protocol.IDs, n, warm, runEvery
 			}
 		})
 	}
+	go func() {
+		l.wg.Wait()
+		close(l.gone)
+	}()
 	return l
+}
+
+// warmed waits for the warm-th acknowledgement, and fails t if the
+// appenders returned before it (an append failed).
+func (l *load) warmed(t testing.TB) {
+	t.Helper()
+	select {
+	case <-l.first:
+	case <-l.gone:
+		t.Fatal("the appenders stopped before the load was under way")
+	}
 }
 
 // acknowledged returns how many appends have been acknowledged so far.
@@ -142,7 +158,7 @@ func (l *load) acknowledged() int {
 // end stops the appenders and returns every acknowledgement.
 func (l *load) end() []acked {
 	close(l.stop)
-	l.wg.Wait()
+	<-l.gone
 	return l.acks
 }
 
@@ -237,11 +253,7 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 	}
 
 	l := startLoad(t, src, ids, 8, 1000, 6*len(lifecycle))
-	select {
-	case <-l.first:
-	case <-ctx.Done():
-		t.Fatal("no appends under load")
-	}
+	l.warmed(t)
 	file := filepath.Join(t.TempDir(), "store.dump")
 	n := l.acknowledged()
 	dumpStart := time.Now()
@@ -475,7 +487,7 @@ func BenchmarkDump(b *testing.B) {
 		// wholly inside it and its length.
 		phase := func(wait func()) ([]acked, time.Duration) {
 			l := startLoad(b, s, ids, 8, 1, 6*len(lifecycle))
-			<-l.first
+			l.warmed(b)
 			from := time.Now()
 			wait()
 			to := time.Now()
