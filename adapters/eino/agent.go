@@ -178,10 +178,11 @@ func (a *Agent[I, O]) Handle(ctx context.Context, t *router.Task) (*router.Resul
 		return nil, err
 	}
 	out, err := a.runGraph(ctx, t, in, opts)
+	rn.wait() // the stream readers record what they saw before the outcome
+	rn.closeCalls(ctx, err)
 	if err == nil {
 		return a.result(out)
 	}
-	rn.wait() // the stream readers record what they saw before the error is mapped
 	if info, ok := compose.ExtractInterruptInfo(err); ok {
 		return nil, a.ask(ctx, t, rn, info)
 	}

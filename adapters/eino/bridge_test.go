@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudwego/eino/components/tool"
+	"github.com/cloudwego/eino/components/tool/utils"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
@@ -560,5 +561,60 @@ func TestGraphError(t *testing.T) {
 	var ep *protocol.ErrorPayload
 	if !errors.As(err, &ep) || ep.Code != protocol.CodeInternal || !strings.HasPrefix(ep.Message, "the eino graph failed: ") || !strings.Contains(ep.Message, "division by zero") {
 		t.Fatalf("plain: %#v", err)
+	}
+}
+
+// A tool that panics: eino recovers the panic into the graph's error
+// without calling the tool's OnError, yet the tool.call still gets its
+// one outcome, a tool.error INTERNAL, before the task ends with INTERNAL.
+// Two calls run in parallel (eino's ToolsNode), one panicking in a
+// goroutine of eino's: the other's result pairs with its own call.
+func TestPanickingTool(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	boom, err := utils.InferTool("boom", "Panics", func(context.Context, cityArgs) (string, error) {
+		panic("the tool exploded")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &fakeModel{reply: func(context.Context, []*schema.Message) (*schema.Message, error) {
+		return schema.AssistantMessage("", []schema.ToolCall{
+			{ID: "call_1", Type: "function", Function: schema.FunctionCall{Name: "weather", Arguments: `{"city":"Oslo"}`}},
+			{ID: "call_2", Type: "function", Function: schema.FunctionCall{Name: "boom", Arguments: `{"city":"Oslo"}`}},
+		}), nil
+	}}
+	register(t, r, "agent:boom", reactGraph(t, m, nil, weather(t), boom), nil)
+	h := submit(t, r, "skill:boom", "Weather in Oslo?")
+	if _, err := h.Wait(ctx); !errors.Is(err, protocol.CodeInternal) {
+		t.Fatalf("error %#v", err)
+	}
+	msgs := events(t, st, h.Request().RunID)
+	calls := map[string]string{}
+	outcomes := map[string]int{}
+	for _, m := range msgs {
+		switch m.Type {
+		case protocol.TypeToolCall, protocol.TypeToolResult, protocol.TypeToolError:
+			id, ok := protocol.ToolCallID(m)
+			if !ok {
+				t.Fatalf("%s has no call id", m.Type)
+			}
+			if m.Type == protocol.TypeToolCall {
+				calls[id] = payloadOf[toolEvent](t, []*protocol.Message{m}, m.Type, 0).Name
+			} else {
+				outcomes[id]++
+			}
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("calls %v", calls)
+	}
+	for id, name := range calls {
+		if outcomes[id] != 1 {
+			t.Fatalf("call %s (%s) has %d outcomes:\n%s", id, name, outcomes[id], join(routertest.Sequence(t, msgs, "")))
+		}
+	}
+	if msgs[len(msgs)-1].Type != protocol.TypeTaskError {
+		t.Fatalf("last event %s", msgs[len(msgs)-1].Type)
 	}
 }

@@ -39,9 +39,10 @@ type run struct {
 	wg    sync.WaitGroup // goroutines reading a callback's copy of a stream
 
 	mu         sync.Mutex
-	failed     *failed // the first model or tool failure
-	checkpoint []byte  // the checkpoint to resume from (CheckPointStore.Get)
-	ref        string  // the artifact ref of the last checkpoint stored
+	failed     *failed            // the first model or tool failure
+	checkpoint []byte             // the checkpoint to resume from (CheckPointStore.Get)
+	ref        string             // the artifact ref of the last checkpoint stored
+	calls      []*router.ToolCall // every tool call started, for closeCalls
 }
 
 // failed is the first component failure of a run, which the task's error
@@ -53,6 +54,29 @@ type failed struct {
 }
 
 func (rn *run) wait() { rn.wg.Wait() }
+
+// closeCalls gives every tool call of the run that has no outcome yet a
+// tool.error INTERNAL, so each tool.call pairs with one outcome
+// (docs/protocol.md §2.3.1): eino recovers a tool's panic into the
+// graph's error, in ToolsNode's goroutines too, without calling the
+// tool's OnError. err is the graph's error (nil after a success). Call it
+// once the stream readers are done (wait); a call that has its outcome
+// records nothing (router.ToolCall.Fail).
+func (rn *run) closeCalls(ctx context.Context, err error) {
+	rn.mu.Lock()
+	calls := rn.calls
+	rn.calls = nil
+	rn.mu.Unlock()
+	msg := "the tool ended without an outcome"
+	if err != nil {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		msg += ": " + strings.TrimSpace(first)
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, c := range calls {
+		c.Fail(ctx, router.Fail(protocol.CodeInternal, msg, protocol.CodeInternal.Retryable(), nil))
+	}
+}
 
 func (rn *run) fail(f *failed) {
 	rn.mu.Lock()
@@ -124,6 +148,9 @@ func (rn *run) OnStart(ctx context.Context, info *callbacks.RunInfo, input callb
 		if err != nil {
 			return ctx // the task ended or ctx is done: nothing to pair
 		}
+		rn.mu.Lock()
+		rn.calls = append(rn.calls, call)
+		rn.mu.Unlock()
 		return context.WithValue(ctx, toolKey{}, call)
 	}
 	return ctx

@@ -55,6 +55,9 @@
 //	                                       the same call_id
 //	tool interrupts (tool.Interrupt)       tool.error INPUT_REQUIRED; the
 //	                                       resumed graph calls the tool anew
+//	tool panics (eino recovers it, calls   tool.error INTERNAL when the graph
+//	no OnError)                            returns: every tool.call has one
+//	                                       outcome
 //	Stream output chunks                   task.progress {"text"}, each at
 //	                                       least Options.ProgressBytes
 //	                                       (default 64) of text, the last
