@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/compose"
@@ -261,12 +262,21 @@ func (a *Agent[I, O]) runGraph(ctx context.Context, t *router.Task, in I, opts [
 		chunks  []O
 		pending strings.Builder
 	)
-	flush := func() error {
-		if pending.Len() == 0 {
+	// flush stores the pending text; before the end, an incomplete
+	// character at its end waits for the next chunk (a model may stream
+	// bytes), so every task.progress is valid UTF-8.
+	flush := func(end bool) error {
+		text := pending.String()
+		n := len(text)
+		if !end {
+			n = completeRunes(text)
+		}
+		if n == 0 {
 			return nil
 		}
-		err := t.Progress(ctx, Progress{Text: pending.String()})
+		err := t.Progress(ctx, Progress{Text: text[:n]})
 		pending.Reset()
+		pending.WriteString(text[n:])
 		return err
 	}
 	for {
@@ -280,15 +290,30 @@ func (a *Agent[I, O]) runGraph(ctx context.Context, t *router.Task, in I, opts [
 		chunks = append(chunks, c)
 		pending.WriteString(textOf(c))
 		if pending.Len() >= a.opts.ProgressBytes {
-			if err := flush(); err != nil {
+			if err := flush(false); err != nil {
 				return zero, err
 			}
 		}
 	}
-	if err := flush(); err != nil {
+	if err := flush(true); err != nil {
 		return zero, err
 	}
 	return concat(chunks)
+}
+
+// completeRunes is the length of s without an incomplete UTF-8 character
+// at its end.
+func completeRunes(s string) int {
+	n := len(s)
+	for i := 1; i < utf8.UTFMax && i <= n; i++ {
+		if utf8.RuneStart(s[n-i]) {
+			if !utf8.FullRuneInString(s[n-i:]) {
+				return n - i
+			}
+			break
+		}
+	}
+	return n
 }
 
 // Progress is the payload of the task.progress events of a streamed run:

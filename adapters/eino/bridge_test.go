@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/components/tool/utils"
@@ -616,5 +617,40 @@ func TestPanickingTool(t *testing.T) {
 	}
 	if msgs[len(msgs)-1].Type != protocol.TypeTaskError {
 		t.Fatalf("last event %s", msgs[len(msgs)-1].Type)
+	}
+}
+
+// A streamed answer whose chunks end inside a character (a model that
+// streams bytes): no task.progress holds part of a character, so the
+// progress texts are valid UTF-8 and join to the answer, the last one
+// flushed at the end.
+func TestStreamingSplitsNoCharacter(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	const answer = "Grüße ✓ 🌍 é"
+	m := &fakeModel{chunk: 1, reply: func(context.Context, []*schema.Message) (*schema.Message, error) {
+		return schema.AssistantMessage(answer, nil), nil
+	}}
+	register(t, r, "agent:talker", reactGraph(t, m, nil, weather(t)), &eino.Options{Stream: true, ProgressBytes: 2})
+	h := submit(t, r, "skill:talker", "Say hello")
+	out, err := h.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := router.ResultAs[string](out); err != nil || res != answer {
+		t.Fatalf("result %q, %v", res, err)
+	}
+	var texts []string
+	for _, m := range events(t, st, h.Request().RunID) {
+		if m.Type == protocol.TypeTaskProgress {
+			p := payloadOf[eino.Progress](t, []*protocol.Message{m}, m.Type, 0)
+			if !utf8.ValidString(p.Text) || strings.ContainsRune(p.Text, utf8.RuneError) {
+				t.Fatalf("progress %q splits a character", p.Text)
+			}
+			texts = append(texts, p.Text)
+		}
+	}
+	if strings.Join(texts, "") != answer {
+		t.Fatalf("progress %q joins to %q, not %q", texts, strings.Join(texts, ""), answer)
 	}
 }

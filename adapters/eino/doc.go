@@ -62,8 +62,11 @@
 //	                                       least Options.ProgressBytes
 //	                                       (default 64) of text, the last
 //	                                       one what is left when the stream
-//	                                       ends: tiny deltas are gathered, no
-//	                                       text is held back past the end
+//	                                       ends: tiny deltas are gathered,
+//	                                       never split inside a character
+//	                                       (a chunk ending in one waits for
+//	                                       the next); no text is held back
+//	                                       past the end
 //	interrupt + checkpoint                 task.question (router.Task.Ask);
 //	                                       the answer resumes the graph from
 //	                                       its checkpoint
