@@ -169,32 +169,39 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 		pending.Reset()
 		return err
 	}
-	for v, err := range a.flow.Stream(ctx, in) {
-		if err != nil {
+	// The stream is read through a plain yield func, not a range loop:
+	// when yield returns false, Genkit's Flow.Stream stops the flow and
+	// then yields the flow's error anyway, which a range loop that broke
+	// would answer with a runtime panic. Once stopped, yield takes
+	// nothing more.
+	stopped := false
+	a.flow.Stream(ctx, in)(func(v *core.StreamingFlowValue[Out, Stream], err error) bool {
+		switch {
+		case stopped:
+			return false
+		case err != nil:
 			ferr = err
-			break
-		}
-		if v.Done {
+		case v.Done:
 			out = v.Output
-			break
-		}
-		text, isText := textOf(v.Stream)
-		if !isText {
-			if ferr = flush(); ferr != nil {
-				break
+		default:
+			text, isText := textOf(v.Stream)
+			if !isText {
+				if ferr = flush(); ferr == nil {
+					ferr = t.Progress(ctx, Progress{Value: v.Stream})
+				}
+				stopped = ferr != nil
+				return !stopped
 			}
-			if ferr = t.Progress(ctx, Progress{Value: v.Stream}); ferr != nil {
-				break
+			pending.WriteString(text)
+			if pending.Len() >= a.opts.ProgressBytes {
+				ferr = flush()
 			}
-			continue
+			stopped = ferr != nil
+			return !stopped
 		}
-		pending.WriteString(text)
-		if pending.Len() >= a.opts.ProgressBytes {
-			if ferr = flush(); ferr != nil {
-				break
-			}
-		}
-	}
+		stopped = true
+		return false
+	})
 	if ferr != nil {
 		return out, ferr
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/firebase/genkit/go/ai"
@@ -265,4 +267,27 @@ func TestStreamingValues(t *testing.T) {
 		}
 	}
 	wantSeq(t, got, []string{`{"value":{"city":"Oslo","sky":"cloudy"}}`, `{"value":{"city":"Oslo","sky":"clear"}}`})
+}
+
+// A streamed value the task cannot store (NaN is no JSON) ends the run
+// with the store's error. The bridge stops reading the flow's stream
+// there, which Genkit's Flow.Stream does not allow a range loop to do
+// (it yields the flow's error after the loop broke): the handler must
+// not panic.
+func TestStreamingStopsOnAProgressError(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newRouter(t, nil)
+	g := newGenkit(t)
+	flow := genkit.DefineStreamingFlow(g, "nan", func(ctx context.Context, _ string, cb func(context.Context, float64) error) (int, error) {
+		if err := cb(ctx, math.NaN()); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+	register(t, r, "agent:nan", flow, &clutchgenkit.Options{Stream: true})
+	h := submit(t, r, "skill:nan", "Go")
+	_, err := h.Wait(ctx)
+	if ep := wireError(t, err); ep.Code != protocol.CodeWrongType || strings.Contains(ep.Message, "panicked") {
+		t.Fatalf("error %+v", ep)
+	}
 }
