@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/core"
@@ -161,12 +162,21 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 		ferr    error
 		pending strings.Builder
 	)
-	flush := func() error {
-		if pending.Len() == 0 {
+	// flush stores the pending text; before the end, an incomplete
+	// character at its end waits for the next chunk (a model may stream
+	// bytes), so every task.progress is valid UTF-8.
+	flush := func(end bool) error {
+		text := pending.String()
+		n := len(text)
+		if !end {
+			n = completeRunes(text)
+		}
+		if n == 0 {
 			return nil
 		}
-		err := t.Progress(ctx, Progress{Text: pending.String()})
+		err := t.Progress(ctx, Progress{Text: text[:n]})
 		pending.Reset()
+		pending.WriteString(text[n:])
 		return err
 	}
 	// The stream is read through a plain yield func, not a range loop:
@@ -186,7 +196,7 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 		default:
 			text, isText := textOf(v.Stream)
 			if !isText {
-				if ferr = flush(); ferr == nil {
+				if ferr = flush(false); ferr == nil {
 					ferr = t.Progress(ctx, Progress{Value: v.Stream})
 				}
 				stopped = ferr != nil
@@ -194,7 +204,7 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 			}
 			pending.WriteString(text)
 			if pending.Len() >= a.opts.ProgressBytes {
-				ferr = flush()
+				ferr = flush(false)
 			}
 			stopped = ferr != nil
 			return !stopped
@@ -205,7 +215,22 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 	if ferr != nil {
 		return out, ferr
 	}
-	return out, flush()
+	return out, flush(true)
+}
+
+// completeRunes is the length of s without an incomplete UTF-8 character
+// at its end.
+func completeRunes(s string) int {
+	n := len(s)
+	for i := 1; i < utf8.UTFMax && i <= n; i++ {
+		if utf8.RuneStart(s[n-i]) {
+			if !utf8.FullRuneInString(s[n-i:]) {
+				return n - i
+			}
+			break
+		}
+	}
+	return n
 }
 
 // Progress is the payload of the task.progress events of a streamed run:

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
@@ -289,5 +290,46 @@ func TestStreamingStopsOnAProgressError(t *testing.T) {
 	_, err := h.Wait(ctx)
 	if ep := wireError(t, err); ep.Code != protocol.CodeWrongType || strings.Contains(ep.Message, "panicked") {
 		t.Fatalf("error %+v", ep)
+	}
+}
+
+// A flow whose streamed text chunks end inside a character (a model that
+// streams bytes): no task.progress holds part of a character, so the
+// progress texts are valid UTF-8 and join to the streamed text, the last
+// one flushed at the end.
+func TestStreamingSplitsNoCharacter(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	g := newGenkit(t)
+	const answer = "Grüße ✓ 🌍 é"
+	flow := genkit.DefineStreamingFlow(g, "talker", func(ctx context.Context, _ string, cb func(context.Context, string) error) (string, error) {
+		for i := range len(answer) {
+			if err := cb(ctx, answer[i:i+1]); err != nil {
+				return "", err
+			}
+		}
+		return answer, nil
+	})
+	register(t, r, "agent:talker", flow, &clutchgenkit.Options{Stream: true, ProgressBytes: 2})
+	h := submit(t, r, "skill:talker", "Say hello")
+	out, err := h.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := router.ResultAs[string](out); err != nil || res != answer {
+		t.Fatalf("result %q, %v", res, err)
+	}
+	var texts []string
+	for _, m := range events(t, st, h.Request().RunID) {
+		if m.Type == protocol.TypeTaskProgress {
+			p := payloadOf[clutchgenkit.Progress](t, []*protocol.Message{m}, m.Type, 0)
+			if !utf8.ValidString(p.Text) || strings.ContainsRune(p.Text, utf8.RuneError) {
+				t.Fatalf("progress %q splits a character", p.Text)
+			}
+			texts = append(texts, p.Text)
+		}
+	}
+	if strings.Join(texts, "") != answer {
+		t.Fatalf("progress %q joins to %q, not %q", texts, strings.Join(texts, ""), answer)
 	}
 }

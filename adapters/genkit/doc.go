@@ -88,7 +88,8 @@
 //	                                        *ai.ModelResponseChunk text, each
 //	                                        at least Options.ProgressBytes
 //	                                        (default 64) — tiny deltas are
-//	                                        gathered, what is left goes when
+//	                                        gathered, never split inside a
+//	                                        character, what is left goes when
 //	                                        the stream ends; any other value
 //	                                        is one task.progress {"value"}
 //	a tool's failure                        task.error TOOL_FAILED (details:
