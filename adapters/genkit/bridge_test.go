@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -331,5 +332,41 @@ func TestStreamingSplitsNoCharacter(t *testing.T) {
 	}
 	if strings.Join(texts, "") != answer {
 		t.Fatalf("progress %q joins to %q, not %q", texts, strings.Join(texts, ""), answer)
+	}
+}
+
+// A tool that panics ends its span without Genkit's state (the span's
+// End is deferred; Genkit recovers nothing): its call is a tool.error
+// INTERNAL, not a tool.result. Here the flow runs the tool itself and
+// recovers the panic.
+func TestPanickingTool(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	g := newGenkit(t)
+	boom := genkit.DefineTool(g, "boom", "Panics", func(*ai.ToolContext, cityArgs) (string, error) {
+		panic("the tool exploded")
+	})
+	flow := genkit.DefineFlow(g, "boomer", func(ctx context.Context, _ string) (out string, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("recovered: %v", p)
+			}
+		}()
+		_, err = boom.RunRaw(ctx, map[string]any{"city": "Oslo"})
+		return "", err
+	})
+	register(t, r, "agent:boomer", flow, nil)
+	h := submit(t, r, "skill:boomer", "Go")
+	if _, err := h.Wait(ctx); err == nil {
+		t.Fatal("the flow succeeded")
+	}
+	msgs := events(t, st, h.Request().RunID)
+	wantSeq(t, routertest.Sequence(t, msgs, ""), []string{
+		"task.request", "routing.decision", "task.accept",
+		"tool.call boom #1", "tool.error boom #1",
+		"task.error",
+	})
+	if te := payloadOf[protocol.ErrorPayload](t, msgs, protocol.TypeToolError, 0); te.Code != protocol.CodeInternal {
+		t.Fatalf("tool.error %+v", te)
 	}
 }

@@ -81,6 +81,9 @@
 //	                                        tool.result {content: the output}
 //	                                        or tool.error at its end, the
 //	                                        same call_id
+//	a tool span without Genkit's state      tool.error INTERNAL (the tool
+//	(the tool panicked)                     panicked); a model span so: the
+//	                                        model call's error INTERNAL
 //	a tool's interrupt                      tool.error INPUT_REQUIRED
 //	                                        {interrupted, interrupt: its
 //	                                        metadata}; Generate asks
@@ -167,6 +170,10 @@
 // turns, output format) are not applied to it, and a typed config comes
 // back as its JSON. Options.Tools only lists tools on the card: the flow
 // passes its tools to Generate itself.
+//
+// Genkit recovers no panic: a tool that panics in a generate loop (which
+// runs each tool request in its own goroutine) ends the process, after
+// the bridge has stored the call's tool.error INTERNAL.
 //
 // # Overhead
 //

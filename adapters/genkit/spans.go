@@ -240,6 +240,9 @@ func (rn *run) modelCall(sp *span, s sdktrace.ReadOnlySpan, attrs map[string]str
 			rn.fail(&failed{name: s.Name(), msg: msg})
 		}
 		mc.Error = &ep
+	} else if attrs[attrState] != "success" {
+		// No state: the model's action did not return (a panic).
+		mc.Error = &protocol.ErrorPayload{Code: protocol.CodeInternal, Message: "the model call ended without returning: it panicked", Retryable: protocol.CodeInternal.Retryable()}
 	} else {
 		var out modelOutput
 		if json.Unmarshal([]byte(attrs[attrOutput]), &out) == nil {
@@ -283,7 +286,9 @@ func (rn *run) toolCall(sp *span, s sdktrace.ReadOnlySpan, attrs map[string]stri
 		}
 		call = c
 	}
-	if attrs[attrState] != "error" {
+	switch attrs[attrState] {
+	case "error":
+	case "success":
 		var out struct {
 			Output json.RawMessage `json:"output"`
 		}
@@ -292,6 +297,13 @@ func (rn *run) toolCall(sp *span, s sdktrace.ReadOnlySpan, attrs map[string]stri
 			content = out.Output
 		}
 		_ = call.Done(sp.ctx, content)
+		return
+	default:
+		// Genkit sets no state on a span whose action did not return: it
+		// panicked (the span's End is deferred, nothing recovers).
+		msg := "the tool ended without returning: it panicked"
+		call.Fail(sp.ctx, router.Fail(protocol.CodeInternal, msg, protocol.CodeInternal.Retryable(), nil))
+		rn.fail(&failed{tool: true, name: s.Name(), call: call.ID(), msg: msg, code: protocol.CodeInternal})
 		return
 	}
 	msg := s.Status().Description
