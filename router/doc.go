@@ -38,6 +38,13 @@
 // (fmt.Errorf("research: %w", err)) keeps the subtask's code, retryability
 // and details, and its message reads "research: " and the subtask's message.
 //
+// A handler that streams text — a model's tokens — writes it to a
+// TextStream (Task.TextStream(minBytes)), which stores it as task.progress
+// events {"text": ...} (TextProgress) of at least minBytes, never split
+// inside a UTF-8 character, in the order written, from any number of
+// goroutines; its Flush stores the rest when the stream ends. The bridges
+// to eino, Genkit and LangChainGo stream through one.
+//
 // The store, registry, validator and id source a Router was built with
 // are returned by Store, Registry, Validator and IDs: servers and adapters
 // in front of a router take the *Router alone. One that registers payload
