@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/compose"
@@ -258,27 +257,8 @@ func (a *Agent[I, O]) runGraph(ctx context.Context, t *router.Task, in I, opts [
 		return zero, err
 	}
 	defer sr.Close()
-	var (
-		chunks  []O
-		pending strings.Builder
-	)
-	// flush stores the pending text; before the end, an incomplete
-	// character at its end waits for the next chunk (a model may stream
-	// bytes), so every task.progress is valid UTF-8.
-	flush := func(end bool) error {
-		text := pending.String()
-		n := len(text)
-		if !end {
-			n = completeRunes(text)
-		}
-		if n == 0 {
-			return nil
-		}
-		err := t.Progress(ctx, Progress{Text: text[:n]})
-		pending.Reset()
-		pending.WriteString(text[n:])
-		return err
-	}
+	var chunks []O
+	stream := t.TextStream(a.opts.ProgressBytes)
 	for {
 		c, err := sr.Recv()
 		if errors.Is(err, io.EOF) {
@@ -288,39 +268,19 @@ func (a *Agent[I, O]) runGraph(ctx context.Context, t *router.Task, in I, opts [
 			return zero, err
 		}
 		chunks = append(chunks, c)
-		pending.WriteString(textOf(c))
-		if pending.Len() >= a.opts.ProgressBytes {
-			if err := flush(false); err != nil {
-				return zero, err
-			}
+		if err := stream.Write(ctx, textOf(c)); err != nil {
+			return zero, err
 		}
 	}
-	if err := flush(true); err != nil {
+	if err := stream.Flush(ctx); err != nil {
 		return zero, err
 	}
 	return concat(chunks)
 }
 
-// completeRunes is the length of s without an incomplete UTF-8 character
-// at its end.
-func completeRunes(s string) int {
-	n := len(s)
-	for i := 1; i < utf8.UTFMax && i <= n; i++ {
-		if utf8.RuneStart(s[n-i]) {
-			if !utf8.FullRuneInString(s[n-i:]) {
-				return n - i
-			}
-			break
-		}
-	}
-	return n
-}
-
 // Progress is the payload of the task.progress events of a streamed run:
 // the text the graph put out since the last one.
-type Progress struct {
-	Text string `json:"text"`
-}
+type Progress = router.TextProgress
 
 // textOf is the text of a stream chunk: a message's content or a string.
 func textOf(v any) string {

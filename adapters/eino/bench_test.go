@@ -2,6 +2,7 @@ package eino_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/cloudwego/eino/schema"
@@ -47,6 +48,35 @@ func BenchmarkToolLoopBridge(b *testing.B) {
 		}
 		if res, err := router.ResultAs[string](out); err != nil || res != "answer: sunny in Oslo" {
 			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkStreamingBridge runs a streamed answer of about 1 KiB (4-byte
+// chunks, some ending inside a character) through the bridge as a Clutch
+// task on memstore, gathered into task.progress events of 64 bytes.
+func BenchmarkStreamingBridge(b *testing.B) {
+	ctx := context.Background()
+	r, _ := newRouter(b, nil)
+	answer := strings.Repeat("Grüße aus Malmö ✓ ", 50)
+	m := &fakeModel{chunk: 4, reply: func(context.Context, []*schema.Message) (*schema.Message, error) {
+		return schema.AssistantMessage(answer, nil), nil
+	}}
+	a, err := eino.New("agent:talker", reactGraph(b, m, nil, weather(b)), &eino.Options{Stream: true, ProgressBytes: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Register(ctx, a.Card(), a.Handle); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := submit(b, r, "skill:talker", "Say hello").Wait(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := router.ResultAs[string](out); err != nil || res != answer {
+			b.Fatal(len(res), err)
 		}
 	}
 }
