@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/core"
@@ -158,27 +157,10 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 		return a.flow.Run(ctx, in)
 	}
 	var (
-		out     Out
-		ferr    error
-		pending strings.Builder
+		out  Out
+		ferr error
 	)
-	// flush stores the pending text; before the end, an incomplete
-	// character at its end waits for the next chunk (a model may stream
-	// bytes), so every task.progress is valid UTF-8.
-	flush := func(end bool) error {
-		text := pending.String()
-		n := len(text)
-		if !end {
-			n = completeRunes(text)
-		}
-		if n == 0 {
-			return nil
-		}
-		err := t.Progress(ctx, Progress{Text: text[:n]})
-		pending.Reset()
-		pending.WriteString(text[n:])
-		return err
-	}
+	stream := t.TextStream(a.opts.ProgressBytes)
 	// The stream is read through a plain yield func, not a range loop:
 	// when yield returns false, Genkit's Flow.Stream stops the flow and
 	// then yields the flow's error anyway, which a range loop that broke
@@ -196,16 +178,13 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 		default:
 			text, isText := textOf(v.Stream)
 			if !isText {
-				if ferr = flush(false); ferr == nil {
+				if ferr = stream.Flush(ctx); ferr == nil {
 					ferr = t.Progress(ctx, Progress{Value: v.Stream})
 				}
 				stopped = ferr != nil
 				return !stopped
 			}
-			pending.WriteString(text)
-			if pending.Len() >= a.opts.ProgressBytes {
-				ferr = flush(false)
-			}
+			ferr = stream.Write(ctx, text)
 			stopped = ferr != nil
 			return !stopped
 		}
@@ -215,27 +194,13 @@ func (a *Agent[In, Out, Stream]) runFlow(ctx context.Context, t *router.Task, in
 	if ferr != nil {
 		return out, ferr
 	}
-	return out, flush(true)
-}
-
-// completeRunes is the length of s without an incomplete UTF-8 character
-// at its end.
-func completeRunes(s string) int {
-	n := len(s)
-	for i := 1; i < utf8.UTFMax && i <= n; i++ {
-		if utf8.RuneStart(s[n-i]) {
-			if !utf8.FullRuneInString(s[n-i:]) {
-				return n - i
-			}
-			break
-		}
-	}
-	return n
+	return out, stream.Flush(ctx)
 }
 
 // Progress is the payload of the task.progress events of a streamed run:
-// the text the flow streamed since the last one, or one streamed value
-// that is not text.
+// the text the flow streamed since the last one (stored by a
+// router.TextStream, so the same JSON as router.TextProgress), or one
+// streamed value that is not text.
 type Progress struct {
 	Text  string `json:"text,omitempty"`
 	Value any    `json:"value,omitempty"`
