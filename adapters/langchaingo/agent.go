@@ -172,7 +172,7 @@ func (a *Agent) Handle(ctx context.Context, t *router.Task) (*router.Result, err
 	if err != nil {
 		return nil, err
 	}
-	rn := &run{t: t, progressBytes: a.opts.ProgressBytes}
+	rn := &run{text: t.TextStream(a.opts.ProgressBytes)}
 	ctx = context.WithValue(ctx, runKey{}, rn)
 	opts := a.opts.CallOptions
 	if a.opts.Stream {

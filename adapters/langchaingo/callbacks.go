@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/callbacks"
 	"github.com/tmc/langchaingo/llms"
@@ -163,13 +162,11 @@ type runKey struct{}
 // run is one run of a chain by Handle: what the callbacks, the wrapped
 // tools and the streaming func share.
 type run struct {
-	t             *router.Task
-	progressBytes int
+	text *router.TextStream // the streamed text, safe for the concurrent callbacks
 
-	mu      sync.Mutex
-	starts  []time.Time // of model calls that have not ended, oldest first
-	pending []byte      // streamed text not yet stored
-	failed  *failure    // the first tool or model that failed
+	mu     sync.Mutex
+	starts []time.Time // of model calls that have not ended, oldest first
+	failed *failure    // the first tool or model that failed
 }
 
 // failure is a tool's or a model's failure in a run.
@@ -212,49 +209,18 @@ func (rn *run) fail(f *failure) {
 
 // Progress is the payload of the task.progress events of a streamed run:
 // the text the model streamed since the last one.
-type Progress struct {
-	Text string `json:"text"`
-}
+type Progress = router.TextProgress
 
 // stream is the run's streaming func (chains.WithStreamingFunc): it
-// gathers chunks and stores a task.progress once progressBytes are
+// gathers chunks and stores a task.progress once ProgressBytes are
 // there. Its error (the task has ended) stops the model's stream.
 func (rn *run) stream(ctx context.Context, chunk []byte) error {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	rn.pending = append(rn.pending, chunk...)
-	if len(rn.pending) < rn.progressBytes {
-		return nil
-	}
-	// A chunk may end inside a character: that part waits for the next.
-	n := len(rn.pending)
-	for i := 1; i < utf8.UTFMax && i <= n; i++ {
-		if r := rn.pending[n-i]; utf8.RuneStart(r) {
-			if !utf8.FullRune(rn.pending[n-i:]) {
-				n -= i
-			}
-			break
-		}
-	}
-	return rn.storeLocked(ctx, n)
+	return rn.text.Write(ctx, string(chunk))
 }
 
 // flush stores what is left of the streamed text.
 func (rn *run) flush(ctx context.Context) error {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	return rn.storeLocked(ctx, len(rn.pending))
-}
-
-// storeLocked stores the first n pending bytes as one task.progress,
-// under rn.mu so that progress events keep the stream's order.
-func (rn *run) storeLocked(ctx context.Context, n int) error {
-	if n == 0 {
-		return nil
-	}
-	text := string(rn.pending[:n])
-	rn.pending = append(rn.pending[:0], rn.pending[n:]...)
-	return rn.t.Progress(ctx, Progress{Text: text})
+	return rn.text.Flush(ctx)
 }
 
 // isNil reports whether v is nil or an interface holding a nil pointer.
