@@ -111,7 +111,8 @@
 //
 //	ts, err := store.RemoverOf(s).RemoveRuns(ctx, runs, store.Removal{Policy: "max_age=720h"})
 //
-// A run still running, waiting for an answer or active is refused with a
+// A run still running, waiting for an answer or active, or with an event
+// past the Removal.Through its caller chose it at, is refused with a
 // [*RunActiveError] ([ErrRunActive]) and nothing is removed. Afterwards a
 // Read of the run yields one [*RemovedError] ([ErrRemoved]) carrying its
 // tombstone, Get of one of its events gives ErrNotFound, [Runs] no longer

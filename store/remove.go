@@ -50,8 +50,9 @@ type Remover interface {
 	// RemoveRuns removes the runs and returns their tombstones, one per
 	// distinct run, in the order of runs. Only a run that has ended may
 	// go: its summary's Status is neither StatusRunning nor StatusActive
-	// and its Waiting is 0. For any other run the call fails with a
-	// [*RunActiveError] naming it and nothing is removed; for a run with
+	// and its Waiting is 0, and, when why.Through is set, it has no event
+	// past Through ([Removal.Allows]). For any other run the call fails
+	// with a [*RunActiveError] naming it and nothing is removed; for a run with
 	// no events and no tombstone with a [*RunNotFoundError]; an empty
 	// run id gives ErrInvalidQuery. A run removed before, and not appended
 	// to since, is not an error: its tombstone, as it was, is returned (the
@@ -80,6 +81,13 @@ type Removal struct {
 	// Archive names where the runs were archived before removal (a file,
 	// a URL); "" when they were not.
 	Archive string
+	// Through, when not 0, is the store's LastSeq when the caller chose
+	// the runs (before it listed or archived them): a run with an event
+	// past it has changed since, and the call refuses it with a
+	// *RunActiveError, as it does a run that has not ended, so that an
+	// event appended after an archive was written never goes with a run
+	// the archive is said to hold. 0 removes each run as it is.
+	Through uint64
 }
 
 // Tombstone records the removal of one run.
@@ -107,15 +115,23 @@ func RemoverOf(s Store) Remover {
 }
 
 // RunActiveError reports a run that RemoveRuns refused because it has not
-// ended. It matches ErrRunActive and protocol.CodeConflict.
+// ended, or has changed since its caller chose it (Removal.Through). It
+// matches ErrRunActive and protocol.CodeConflict.
 type RunActiveError struct {
 	RunID   string
 	Status  string // the run's Summary.Status
 	Waiting int    // its tasks waiting for an answer
+	// LastSeq, when not 0, is the seq of the run's last event, past the
+	// Through of the removal that refused it.
+	LastSeq, Through uint64
 }
 
 // Error names the run and why it may not go.
 func (e *RunActiveError) Error() string {
+	if e.LastSeq != 0 {
+		return "store: run " + strconv.Quote(e.RunID) + " has an event (seq " + strconv.FormatUint(e.LastSeq, 10) +
+			") past the seq " + strconv.FormatUint(e.Through, 10) + " it was chosen at: not removed"
+	}
 	s := "store: run " + strconv.Quote(e.RunID) + " has not ended (status " + e.Status
 	if e.Waiting > 0 {
 		s += ", " + strconv.Itoa(e.Waiting) + " task(s) waiting for an answer"
@@ -194,6 +210,21 @@ func (t Tombstone) Describe() string {
 func Removable(sum Summary) error {
 	if sum.Status == StatusRunning || sum.Status == StatusActive || sum.Waiting > 0 {
 		return &RunActiveError{RunID: sum.ID, Status: sum.Status, Waiting: sum.Waiting}
+	}
+	return nil
+}
+
+// Allows reports whether the removal why may remove the run with summary
+// sum: Removable(sum), then a *RunActiveError when why.Through is set and
+// the run has an event past it. Backends call it for each run of a
+// RemoveRuns call, in the transaction that removes them, before they
+// remove anything.
+func (why Removal) Allows(sum Summary) error {
+	if err := Removable(sum); err != nil {
+		return err
+	}
+	if why.Through != 0 && sum.LastSeq > why.Through {
+		return &RunActiveError{RunID: sum.ID, Status: sum.Status, LastSeq: sum.LastSeq, Through: why.Through}
 	}
 	return nil
 }

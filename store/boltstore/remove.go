@@ -228,7 +228,7 @@ func (rm *removal) runs(ids []string, high uint64) ([]store.Tombstone, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := store.Removable(sum); err != nil {
+		if err := rm.why.Allows(sum); err != nil {
 			return nil, err
 		}
 	}

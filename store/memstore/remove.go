@@ -51,7 +51,7 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 		if err != nil {
 			return nil, err
 		}
-		if err := store.Removable(*sum); err != nil {
+		if err := why.Allows(*sum); err != nil {
 			return nil, err
 		}
 	}

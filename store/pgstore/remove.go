@@ -82,7 +82,7 @@ func removeTx(ctx context.Context, tx pgx.Tx, runs []string, why store.Removal, 
 		if err != nil {
 			return nil, err
 		}
-		if err := store.Removable(sum); err != nil {
+		if err := why.Allows(sum); err != nil {
 			return nil, err
 		}
 		doomed = append(doomed, run)

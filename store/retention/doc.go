@@ -52,10 +52,14 @@
 //
 // # Races
 //
-// Apply lists the runs, then removes them in batches. A run that gets a new
-// event in between (a partial retry opens it again) is refused by the store
-// with a [store.RunActiveError]; Apply leaves it and goes on with the rest,
-// and counts it in Report.Active. Apply may run while the store serves
+// Apply notes the store's LastSeq, lists the runs, then archives and
+// removes them in batches, each removal with that seq as its
+// [store.Removal.Through]. A run that gets a new event in between (a
+// partial retry opens it again, a message comes after its task ended, even
+// after its archive was written) is refused by the store with a
+// [store.RunActiveError], so an event no archive holds never goes; Apply
+// leaves the run and goes on with the rest, and counts it in
+// Report.Active. The next Apply chooses it again, as it then is. Apply may run while the store serves
 // appends, reads and follows; it holds no lock between batches. Run one
 // Apply at a time per store: two at once do no harm (removal is idempotent)
 // but archive the same runs twice.

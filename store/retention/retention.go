@@ -151,6 +151,13 @@ func apply(ctx context.Context, s store.Store, p Policy, rm store.Remover) (Repo
 		return rep, err
 	}
 	now := store.ClockOf(s)()
+	// The seq the runs are chosen at: the store refuses a run with an
+	// event past it (store.Removal.Through), which no listing or archive
+	// of this Apply may have seen.
+	through, err := s.LastSeq(ctx)
+	if err != nil {
+		return rep, err
+	}
 	var ended []candidate // newest first
 	var kept int64        // the bytes of the runs no rule has chosen yet
 	for sum, err := range store.Runs(ctx, s, store.ListQuery{}) {
@@ -192,7 +199,7 @@ func apply(ctx context.Context, s store.Store, p Policy, rm store.Remover) (Repo
 			chosen = append(chosen, ended[i])
 		}
 	}
-	if err := removeAll(ctx, rm, s, p, chosen, &rep); err != nil {
+	if err := removeAll(ctx, rm, s, p, chosen, through, &rep); err != nil {
 		return rep, err
 	}
 	return rep, nil
@@ -200,14 +207,15 @@ func apply(ctx context.Context, s store.Store, p Policy, rm store.Remover) (Repo
 
 // removeAll archives and removes runs, oldest first: without archives in
 // batches of runs chosen by one rule (one store transaction each), with
-// them one run at a time (each tombstone names its own file).
-func removeAll(ctx context.Context, rm store.Remover, s store.Store, p Policy, runs []candidate, rep *Report) error {
+// them one run at a time (each tombstone names its own file). The store
+// refuses a run with an event past through.
+func removeAll(ctx context.Context, rm store.Remover, s store.Store, p Policy, runs []candidate, through uint64, rep *Report) error {
 	for len(runs) > 0 {
 		n := 1
 		for p.Archive == nil && n < len(runs) && n < batch && runs[n].rule == runs[0].rule {
 			n++
 		}
-		if err := removeBatch(ctx, rm, s, p, runs[:n], rep); err != nil {
+		if err := removeBatch(ctx, rm, s, p, runs[:n], through, rep); err != nil {
 			return err
 		}
 		runs = runs[n:]
@@ -219,8 +227,8 @@ func removeAll(ctx context.Context, rm store.Remover, s store.Store, p Policy, r
 // archiving the one run when p archives). When the store finds one of
 // them active, which refuses the whole call, they go one by one and the
 // active ones are left and counted.
-func removeBatch(ctx context.Context, rm store.Remover, s store.Store, p Policy, runs []candidate, rep *Report) error {
-	why := store.Removal{Policy: runs[0].rule, Note: p.Note}
+func removeBatch(ctx context.Context, rm store.Remover, s store.Store, p Policy, runs []candidate, through uint64, rep *Report) error {
+	why := store.Removal{Policy: runs[0].rule, Note: p.Note, Through: through}
 	if p.Archive != nil { // one run (removeAll)
 		why.Archive = filepath.Join(p.Archive.Dir, p.Archive.FileName(runs[0].id))
 		if _, planning := rm.(planner); !planning {
@@ -238,7 +246,7 @@ func removeBatch(ctx context.Context, rm store.Remover, s store.Store, p Policy,
 	switch {
 	case errors.As(err, &active) && len(runs) > 1:
 		for _, c := range runs {
-			if err := removeBatch(ctx, rm, s, p, []candidate{c}, rep); err != nil {
+			if err := removeBatch(ctx, rm, s, p, []candidate{c}, through, rep); err != nil {
 				return err
 			}
 		}

@@ -411,3 +411,72 @@ func TestPlan(t *testing.T) {
 		assert.Equal(t, plan.Bytes, rep.Bytes)
 	})
 }
+
+// lateEvent is a store that, once its archive has read run, appends an
+// event to it that does not open it again (a chat message after its task
+// ended): the race between the archive and the removal.
+type lateEvent struct {
+	store.Store
+	t    *testing.T
+	run  string
+	done bool
+}
+
+func (l *lateEvent) Unwrap() store.Store { return l.Store }
+
+func (l *lateEvent) Read(ctx context.Context, q store.Query) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
+		for ev, err := range l.Store.Read(ctx, q) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+		if q.RunID == l.run && !l.done {
+			l.done = true
+			appendAll(l.t, l.Store, msg(l.run, protocol.TypeChatMessage, `{"text":"late"}`))
+		}
+	}
+}
+
+// TestApplyKeepsAnEventAppendedAfterTheArchive: an event appended to a
+// chosen run after its archive was written, before its removal, is not
+// removed with it (it is in no archive): the run is left, counted as
+// active, and the next Apply archives and removes it whole.
+func TestApplyKeepsAnEventAppendedAfterTheArchive(t *testing.T) {
+	backends.Each(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		ended(t, s, "run_late")
+		ended(t, s, "run_other")
+		dir := filepath.Join(t.TempDir(), "archive")
+		p := retention.Policy{MaxAge: time.Nanosecond, Archive: &retention.Archive{Dir: dir}}
+		rep, err := retention.Apply(ctx, &lateEvent{Store: s, t: t, run: "run_late"}, p)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"run_other"}, removedIDs(rep))
+		assert.Equal(t, 1, rep.Active)
+		n := 0
+		for _, err := range s.Read(ctx, store.Query{RunID: "run_late"}) {
+			require.NoError(t, err)
+			n++
+		}
+		assert.Equal(t, 3, n, "the run keeps its events, the late one too")
+
+		rep, err = retention.Apply(ctx, s, p)
+		require.NoError(t, err)
+		require.Equal(t, []string{"run_late"}, removedIDs(rep))
+		assert.Equal(t, 3, rep.Removed[0].Events)
+		f, err := os.Open(rep.Removed[0].Archive)
+		require.NoError(t, err)
+		defer f.Close()
+		r := eventio.NewReader(f)
+		archived := 0
+		for {
+			_, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err)
+			archived++
+		}
+		assert.Equal(t, 3, archived, "the archive holds every event the tombstone counts")
+	})
+}

@@ -26,6 +26,7 @@ func init() {
 	}{
 		{"RemoveEndedRun", testRemoveEndedRun},
 		{"RemoveRefusesUnended", testRemoveRefusesUnended},
+		{"RemoveThrough", testRemoveThrough},
 		{"RemovedReadsSaySo", testRemovedReadsSaySo},
 		{"RemoveFollowAcross", testRemoveFollowAcross},
 		{"RemoveDedup", testRemoveDedup},
@@ -251,6 +252,51 @@ func testRemoveRefusesUnended(t *testing.T, su *suite) {
 	// Once the question is answered and the task done, the run may go.
 	appendOK(t, s, waiting.ev(w2, protocol.TypeTaskAnswer, 1, `{"answer":"that one"}`), waiting.ev(w2, protocol.TypeTaskResult, 1, ""))
 	removeOK(t, r, store.Removal{Policy: "test"}, waiting.run, ended[0].RunID)
+	checkSummaries(t, s)
+}
+
+// testRemoveThrough: a removal with Removal.Through refuses a run that
+// has an event past it (appended after its caller chose it, e.g. after
+// an archive was written) with a *store.RunActiveError, removing nothing;
+// a run with none past it goes.
+func testRemoveThrough(t *testing.T, su *suite) {
+	s, r := su.remover(t)
+	g := newGen(69)
+	late, other := endedRun(g), endedRun(g)
+	appendOK(t, s, late...)
+	appendOK(t, s, other...)
+	through, err := s.LastSeq(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A message after the run's task ended: the run has still ended.
+	l := &life{g: g, run: late[0].RunID, thread: late[0].ThreadID}
+	appendOK(t, s, l.ev("", protocol.TypeChatMessage, 1, `{"text":"late"}`))
+	last, err := s.LastSeq(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readAll(t, s, store.Query{})
+
+	ts, err := r.RemoveRuns(t.Context(), []string{other[0].RunID, l.run}, store.Removal{Policy: "test", Through: through})
+	var active *store.RunActiveError
+	if !errors.As(err, &active) || !errors.Is(err, store.ErrRunActive) || ts != nil {
+		t.Fatalf("RemoveRuns of a run with an event past Through = %v, %v; want a *store.RunActiveError", ts, err)
+	}
+	if active.RunID != l.run || active.LastSeq != last || active.Through != through {
+		t.Errorf("RunActiveError = %+v; want run %s, LastSeq %d, Through %d", *active, l.run, last, through)
+	}
+	if !strings.Contains(err.Error(), l.run) {
+		t.Errorf("error %q does not name the run", err)
+	}
+	if got := readAll(t, s, store.Query{}); !slices.Equal(seqsOf(got), seqsOf(before)) {
+		t.Fatalf("a refused removal removed events: %v left of %v", seqsOf(got), seqsOf(before))
+	}
+	removeOK(t, r, store.Removal{Policy: "test", Through: through}, other[0].RunID)
+	got := removeOK(t, r, store.Removal{Policy: "test", Through: last}, l.run)
+	if got[0].Events != len(late)+1 || got[0].LastSeq != last {
+		t.Errorf("tombstone %+v; want %d events up to seq %d", got[0], len(late)+1, last)
+	}
 	checkSummaries(t, s)
 }
 
