@@ -73,6 +73,9 @@ The file must not be open for writing elsewhere (the command fails after
 				if p.MaxAge == 0 && p.MaxRuns == 0 && p.MaxBytes == 0 {
 					return usagef("give --max-age, --max-runs, --max-bytes or several")
 				}
+				if *archive == "" && flagSet(fs, "format") {
+					return usagef("--format is the archive's: give --archive DIR too")
+				}
 				if *archive != "" {
 					switch *format {
 					case "jsonl", "cloudevents":
@@ -104,6 +107,13 @@ The file must not be open for writing elsewhere (the command fails after
 			}
 		},
 	})
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // pruneReport is what prune --json prints.

@@ -85,6 +85,7 @@ func TestPrune(t *testing.T) {
 		{"prune", "--db", db, "--max-age", "-1h"},
 		{"prune", "--db", db, "--max-runs", "-1"},
 		{"prune", "--db", db, "--max-runs", "1", "--archive", dir, "--format", "xml"},
+		{"prune", "--db", db, "--max-runs", "1", "--format", "cloudevents"}, // no --archive: not ignored
 		{"prune", "--db", db, "--max-bytes", "20X"},
 		{"prune", "--db", db, "--max-bytes", "-1"},
 		{"prune", "--db", db, "--max-bytes", "0"},
@@ -194,5 +195,16 @@ func TestServeRetention(t *testing.T) {
 	}
 	if code, _, errs := clutch(t, "serve", "--db", db, "--retain-every", "0"); code != exitUsage {
 		t.Fatalf("--retain-every 0: exit %d: %s", code, errs)
+	}
+	// Without a limit, an archive or a period would be ignored: refused
+	// before serving (the unusable address makes a serve that ignored
+	// them end, not run).
+	for _, args := range [][]string{
+		{"serve", "--db", db, "--addr", "256.0.0.1:bad", "--retain-archive", t.TempDir()},
+		{"serve", "--db", db, "--addr", "256.0.0.1:bad", "--retain-every", "1m"},
+	} {
+		if code, _, errs := clutch(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d: %s", args, code, exitUsage, errs)
+		}
 	}
 }

@@ -160,8 +160,13 @@ with a W3C traceparent header continues the caller's trace.`,
 				if *retainArchive != "" {
 					retain.Archive = &retention.Archive{Dir: *retainArchive}
 				}
-				if *withDemo && retain.MaxAge == 0 && retain.MaxRuns == 0 && retain.MaxBytes == 0 {
-					retain.MaxRuns = 1000 // a demo left running does not fill the disk
+				if retain.MaxAge == 0 && retain.MaxRuns == 0 && retain.MaxBytes == 0 {
+					if !*withDemo && (flagSet(fs, "retain-archive") || flagSet(fs, "retain-every")) {
+						return usagef("--retain-archive and --retain-every apply a policy: give --retain-max-age, --retain-max-runs or --retain-max-bytes")
+					}
+					if *withDemo {
+						retain.MaxRuns = 1000 // a demo left running does not fill the disk
+					}
 				}
 				callers, err := apiKeys(keys, *keysFile, os.Getenv(envServeKeys))
 				if err != nil {
