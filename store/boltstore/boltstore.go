@@ -107,6 +107,8 @@ func Open(path string, opts *Options) (*Store, error) {
 	if !o.NoSync {
 		s.startReserve()
 	}
+	s.pres.timer = time.AfterFunc(beatBound, s.beatsDue) // set by the first beat (presence.go)
+	s.pres.timer.Stop()
 	go s.w.run()
 	return s, nil
 }
@@ -790,6 +792,7 @@ func (s *Store) GetArtifact(ctx context.Context, ref string) (store.Artifact, er
 // Stats counts what a Store did since Open.
 type Stats struct {
 	Commits      uint64 // group commits of appends (transactions, fsyncs)
+	BeatCommits  uint64 // commits of beats alone, on a store no append commits (see "Presence" in the package doc)
 	Appended     uint64 // events appended
 	Duplicates   uint64 // messages not appended because they were duplicates
 	IndexFlushes uint64 // index tail flushes (see Options.IndexBatch)
@@ -803,7 +806,7 @@ func (s *Store) Stats() Stats {
 	n := len(s.tail.entries)
 	s.mu.RUnlock()
 	return Stats{
-		Commits: s.w.commits.Load(), Appended: s.w.appended.Load(), Duplicates: s.w.duplicates.Load(),
+		Commits: s.w.groups.Load(), BeatCommits: s.w.beatCommits.Load(), Appended: s.w.appended.Load(), Duplicates: s.w.duplicates.Load(),
 		IndexFlushes: s.w.flushes.Load(), Unindexed: n,
 	}
 }

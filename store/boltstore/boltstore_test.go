@@ -21,7 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if crashChild() || corruptChild() || reopenChild() {
+	if crashChild() || corruptChild() || reopenChild() || beatChild() {
 		return
 	}
 	goleak.VerifyTestMain(m)

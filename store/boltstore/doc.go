@@ -78,12 +78,19 @@
 // # Presence
 //
 // The Store implements store.Presence. A beat is kept in memory and
-// written with the next commit of appends (in the same transaction, so it
-// costs no fsync of its own) or at Close, to the bucket "presence" (made
-// at the first write: older files open unchanged). A restart after Close
-// remembers every beat; a crash loses those of the moments since the last
-// commit, which is liveness only, learned again at the holder's next beat.
-// A backup holds the beats written to the file when it starts.
+// written to the bucket "presence" (made at the first write: older files
+// open unchanged) within 250 ms: with the next commit of appends (in the
+// same transaction, so it costs no fsync of its own), or, when no append
+// commits it within 250 ms of the beat, in a commit of the waiting beats
+// alone (synced unless Options.NoSync), or at Close. A store that only
+// beats (an idle team) makes at most one such commit per 250 ms, however
+// many keys beat; a busy one makes none. [Stats] counts them
+// (BeatCommits). A restart after Close remembers every beat; a crash or
+// kill -9 loses those of the last 250 ms at most, which is liveness only,
+// learned again at the holder's next beat: a registry reopened after it
+// sees an agent's last sign of life at most 250 ms early, well inside a
+// heartbeat TTL of seconds (docs/protocol.md §2.4). A backup holds the
+// beats written to the file when it starts.
 //
 // # Errors
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"iter"
 	"slices"
 	"strings"
@@ -18,11 +19,27 @@ import (
 // the bucket "presence" (key → 8 bytes of big-endian unix nanoseconds,
 // then the data). A beat costs a map write, no transaction of its own:
 // the beats changed since the last commit ride the writer's next group
-// commit (put in its transaction, so they cost no fsync of their own),
-// and Close writes the rest. A crash loses the beats of the moments since
-// the last commit; liveness lost that way is learned again at the next
-// beat, one interval later, and no event depends on it. The bucket is
-// made at the first write, so files of earlier versions open unchanged.
+// commit (put in its transaction, so they cost no fsync of their own).
+// When no group commits them within beatBound of the oldest one, the
+// writer commits them alone (writeBeats, a job between two groups), so a
+// beat is in the file within beatBound whether or not appends flow; Close
+// writes the rest. One timer per store does it: Beat sets it when it
+// finds no beat waiting (armed), it fires once per beatBound at most, and
+// a commit of beats alone happens only for a beat that waited the whole
+// bound, so a busy store never has one. A crash loses the beats of the
+// last beatBound at most; liveness lost that way is learned again at the
+// next beat, and no event depends on it. The bucket is made at the first
+// write, so files of earlier versions open unchanged.
+
+// beatBound is the longest a beat stays in memory only (docs/protocol.md
+// §2.4). A registry reopened after a crash takes an agent's last beat in
+// the file for its last sign of life: with beats every third of the TTL
+// (a team node's default) the lapse it then sees stays under the TTL while
+// the bound and the restart together stay under a third of it. The
+// shortest TTL in use is a few seconds (3 s in examples/distributed; the
+// registry's default is 30 s): 250 ms is a twelfth of that, and costs an
+// idle store at most four commits a second while agents beat.
+const beatBound = 250 * time.Millisecond
 
 var bucketPresence = []byte("presence")
 
@@ -34,6 +51,10 @@ type presence struct {
 	final  bool                // Close wrote the beats: no more are taken
 	beats  map[string]beatVal  // key → last beat
 	dirty  map[string]struct{} // keys beaten since the last commit that wrote them
+	since  time.Time           // when dirty last became non-empty: its oldest beat is no older
+	putAt  time.Time           // when putBeats last read dirty
+	armed  bool                // timer is set or its job queued; true while dirty is non-empty
+	timer  *time.Timer         // runs beatsDue; made by Open (not for read-only), stopped at Close
 }
 
 type beatVal struct {
@@ -76,7 +97,7 @@ func (s *Store) loadBeatsLocked() error {
 }
 
 // Beat implements store.Presence. The beat is in memory at once and in
-// the file with the next commit (see above).
+// the file with the next commit, within beatBound (see above).
 func (s *Store) Beat(ctx context.Context, key string, data []byte) (at time.Time, prev store.Beat, err error) {
 	if err := store.CheckBeat(key, data); err != nil {
 		return time.Time{}, store.Beat{}, err
@@ -101,7 +122,14 @@ func (s *Store) Beat(ctx context.Context, key string, data []byte) (at time.Time
 		prev = store.Beat{Key: key, Time: time.Unix(0, old.at).UTC(), Data: old.data}
 	}
 	p.beats[key] = beatVal{at: now, data: bytes.Clone(data)}
+	if len(p.dirty) == 0 {
+		p.since = time.Now()
+	}
 	p.dirty[key] = struct{}{}
+	if !p.armed {
+		p.armed = true
+		p.timer.Reset(beatBound)
+	}
 	return time.Unix(0, now).UTC(), prev, nil
 }
 
@@ -158,6 +186,7 @@ func (s *Store) putBeats(tx *bolt.Tx) (map[string]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.putAt = time.Now()
 	put := make(map[string]int64, len(p.dirty))
 	for k := range p.dirty {
 		v := p.beats[k]
@@ -182,7 +211,83 @@ func (s *Store) wroteBeats(put map[string]int64) {
 			delete(p.dirty, k)
 		}
 	}
+	if len(p.dirty) > 0 { // beaten during the commit, so after putAt
+		p.since = p.putAt
+	}
 	p.mu.Unlock()
+}
+
+// beatsDue runs when the timer fires: it hands the beats to the writer if
+// the oldest has waited beatBound, sets the timer again if not, and
+// disarms it when no beat waits (a commit of appends took them).
+func (s *Store) beatsDue() {
+	p := &s.pres
+	p.mu.Lock()
+	if p.final || len(p.dirty) == 0 {
+		p.armed = false
+		p.mu.Unlock()
+		return
+	}
+	if wait := beatBound - time.Since(p.since); wait > 0 {
+		p.timer.Reset(wait)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	// armed stays set until the job has run. After Close, the writer's
+	// last act writes them instead.
+	r := &request{ctx: context.Background(), done: make(chan struct{}, 1), job: s.w.writeBeats}
+	s.q.push(r)
+}
+
+// writeBeats commits the beats no group took, in a transaction of their
+// own (synced as any commit, unless Options.NoSync), and sets the timer
+// again for the beats taken meanwhile: a job of the writer (beatsDue).
+// The commit counts among the writer's commits, which a compaction
+// compares with the file's transactions: like a group commit it changes
+// nothing a compaction's swap does not carry over (compact.go takes the
+// presence bucket whole).
+func (w *writer) writeBeats() error {
+	s := w.s
+	if s.brokenErr() != nil {
+		return nil // armed stays set: a damaged file is not written to
+	}
+	err := w.commitBeats()
+	p := &s.pres
+	p.mu.Lock()
+	switch {
+	case p.final || s.brokenErr() != nil:
+	case len(p.dirty) > 0: // beaten meanwhile, or the commit failed: again a bound later
+		p.timer.Reset(max(0, beatBound-time.Since(p.since)))
+	default:
+		p.armed = false
+	}
+	p.mu.Unlock()
+	return err
+}
+
+// commitBeats commits the waiting beats alone, if any.
+func (w *writer) commitBeats() error {
+	s := w.s
+	s.swap.RLock() // as a group commit holds it: a compaction's swap waits
+	defer s.swap.RUnlock()
+	return w.guard("write beats", func() error {
+		tx, err := s.db.Begin(true)
+		if err != nil {
+			return err
+		}
+		put, err := s.putBeats(tx)
+		if err != nil || len(put) == 0 {
+			return errors.Join(err, tx.Rollback())
+		}
+		if err := s.commitIn(tx); err != nil {
+			return err
+		}
+		s.wroteBeats(put)
+		w.beatCommits.Add(1)
+		w.commits.Add(1) // before s.swap is released (compact.go)
+		return nil
+	})
 }
 
 // closeBeats writes the beats no commit took, in a transaction of their
@@ -192,6 +297,7 @@ func (w *writer) closeBeats() error {
 	p := &s.pres
 	p.mu.Lock()
 	p.final = true
+	p.timer.Stop()
 	n := len(p.dirty)
 	p.mu.Unlock()
 	if n == 0 || s.brokenErr() != nil {

@@ -141,7 +141,12 @@ type writer struct {
 	lastGroup int           // requests in the last group
 	lastTook  time.Duration // how long it took, from its first request to its acknowledgements
 
-	commits, appended, duplicates, flushes atomic.Uint64
+	// commits counts every commit of the writer that adds events or
+	// beats only (a compaction compares it with the file's transactions,
+	// compact.go): groups of appends (groups) and commits of beats alone
+	// (beatCommits, presence.go).
+	commits, groups, beatCommits  atomic.Uint64
+	appended, duplicates, flushes atomic.Uint64
 }
 
 func (w *writer) init(s *Store) error {
@@ -534,6 +539,7 @@ func (w *writer) end(err error) {
 		total += len(r.entries)
 	}
 	if len(w.added) > 0 {
+		w.groups.Add(1)
 		w.commits.Add(1)
 	}
 	w.appended.Add(uint64(len(w.added)))
