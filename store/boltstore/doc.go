@@ -206,6 +206,14 @@
 // in the file ([Store.Usage]). The copy holds a read transaction of the
 // old file, with Backup's cost: a commit that needs a larger memory map
 // waits until the copy ends, and the disk needs room for a second file.
+//
+// What else a compaction costs the appends is the disk, as for a backup.
+// The copy is committed, and synced, 8 MiB at a time, so a commit of the
+// store waits for at most one piece rather than for the whole new file
+// at the swap (150 to 200 ms for 80 MB on a disk that writes 550 MB/s).
+// Closing the old file after the swap frees its blocks, and commits wait
+// for the file system meanwhile (70 to 110 ms for 80 MB on ext4 mounted
+// with online discard).
 // To compact a file no process has open, clutch compact --db FILE opens
 // it and compacts it (ErrLocked when a process has it open).
 //
