@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -181,6 +182,64 @@ func TestCompactUnderLoad(t *testing.T) {
 	}
 	r := openT(t, path, nil)
 	checkAcked(r)
+}
+
+// Compact copies the file in many transactions (pieces of 64 KiB here)
+// and gives the old file's blocks back before it returns: a handle on the
+// old file that is not the store's (a copy with cp, say) finds it empty
+// then. An old file that still has a name, a hard link, is left whole,
+// and opens as the store it was.
+func TestCompactFreesOldFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the old file is freed by its close there")
+	}
+	boltstore.SetCompactPieces(t, 64<<10)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.db")
+	s := openT(t, path, nil)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, messages(t, 1000)...); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	res, err := s.Compact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := held.Stat(); err != nil || fi.Size() != 0 || res.BytesBefore < 4*64<<10 {
+		t.Fatalf("old file after Compact: %v, %v; want it emptied (%d bytes before)", fi.Size(), err, res.BytesBefore)
+	}
+	if n, err := drain(s.Read(ctx, store.Query{})); err != nil || n != 1000 {
+		t.Fatalf("read %d events after Compact (%v), want 1000", n, err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	link := filepath.Join(dir, "linked.db")
+	if err := os.Link(path, link); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	if _, err := s.Append(ctx, messages(t, 1)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openT(t, link, &boltstore.Options{ReadOnly: true})
+	if n, err := drain(r.Read(ctx, store.Query{})); err != nil || n != 1001 {
+		t.Fatalf("read %d events from the hard link of the old file (%v), want 1001", n, err)
+	}
+	if err := r.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A write other than an append during the copy (an artifact here) makes

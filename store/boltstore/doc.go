@@ -211,9 +211,13 @@
 // The copy is committed, and synced, 8 MiB at a time, so a commit of the
 // store waits for at most one piece rather than for the whole new file
 // at the swap (150 to 200 ms for 80 MB on a disk that writes 550 MB/s).
-// Closing the old file after the swap frees its blocks, and commits wait
-// for the file system meanwhile (70 to 110 ms for 80 MB on ext4 mounted
-// with online discard).
+// After the swap, the old file's blocks are given back 8 MiB at a time,
+// each piece synced, before Compact returns: freed at once by the close
+// of the old file, they made commits wait for the file system (70 to
+// 110 ms for 80 MB on ext4 mounted with online discard). So a process
+// other than the store that still has the old file open (a copy made
+// with cp, say, rather than with Backup) sees it emptied; an old file
+// that still has a name (a hard link) is left whole.
 // To compact a file no process has open, clutch compact --db FILE opens
 // it and compacts it (ErrLocked when a process has it open).
 //

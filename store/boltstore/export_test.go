@@ -14,3 +14,11 @@ func SetBackupSyncEvery(t interface{ Cleanup(func()) }, n int) {
 	backupSyncEvery = n
 	t.Cleanup(func() { backupSyncEvery = old })
 }
+
+// SetCompactPieces makes Compact commit (and sync) its copy every n bytes
+// of data and free the old file n bytes at a time, until the test ends.
+func SetCompactPieces(t interface{ Cleanup(func()) }, n int64) {
+	oldTx, oldFree := compactTxSize, compactFreePiece
+	compactTxSize, compactFreePiece = n, n
+	t.Cleanup(func() { compactTxSize, compactFreePiece = oldTx, oldFree })
+}
