@@ -85,11 +85,11 @@ var keyCompacted = []byte("compacted")
 // whole at its end, the copy made a commit wait for all of it, 150 to
 // 200 ms for 80 MB on a disk that writes 550 MB/s. Small transactions
 // also keep the copy's memory, and its garbage collection, small.
-var compactTxSize int64 = 8 << 20
+var compactTxSize int64 = 4 << 20
 
 // compactFreePiece is how many bytes of the old file freeFile gives back
 // at a time (a variable for tests).
-var compactFreePiece int64 = 8 << 20
+var compactFreePiece int64 = 4 << 20
 
 // afterCopy, when set (by tests), is called between a compaction's copy
 // and its swap, with whether s.swap is held.
@@ -112,7 +112,7 @@ const compactAttempts = 3
 // opens the old file. The time of the compaction is recorded in the file
 // (Usage.LastCompaction).
 //
-// ctx cancels the copy (within one transaction of the copy, at most 8 MiB
+// ctx cancels the copy (within one transaction of the copy, at most 4 MiB
 // of data); the store is then left as it was. Compact on a store opened
 // read-only fails with ErrReadOnly; on a store that met damage with its
 // ErrCorrupt (Check tells where; a copy of known damage is no cure); on a

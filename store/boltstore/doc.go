@@ -206,20 +206,20 @@
 // in the file ([Store.Usage]). The copy holds a read transaction of the
 // old file, with Backup's cost: a commit that needs a larger memory map
 // waits until the copy ends, and the disk needs room for a second file.
+// To compact a file no process has open, clutch compact --db FILE opens
+// it and compacts it (ErrLocked when a process has it open).
 //
 // What else a compaction costs the appends is the disk, as for a backup.
-// The copy is committed, and synced, 8 MiB at a time, so a commit of the
+// The copy is committed, and synced, 4 MiB at a time, so a commit of the
 // store waits for at most one piece rather than for the whole new file
 // at the swap (150 to 200 ms for 80 MB on a disk that writes 550 MB/s).
-// After the swap, the old file's blocks are given back 8 MiB at a time,
+// After the swap, the old file's blocks are given back 4 MiB at a time,
 // each piece synced, before Compact returns: freed at once by the close
 // of the old file, they made commits wait for the file system (70 to
 // 110 ms for 80 MB on ext4 mounted with online discard). So a process
 // other than the store that still has the old file open (a copy made
 // with cp, say, rather than with Backup) sees it emptied; an old file
 // that still has a name (a hard link) is left whole.
-// To compact a file no process has open, clutch compact --db FILE opens
-// it and compacts it (ErrLocked when a process has it open).
 //
 // # Usage
 //
