@@ -24,8 +24,8 @@ import (
 //     flushes are held back (c.active): from then on, as long as nothing
 //     but the writer's group commits writes, the file changes only by
 //     new records in the events bucket.
-//  2. bbolt.Compact copies the file, from one read transaction, into a
-//     new bbolt file beside it (<path>.compact), while appends, reads and
+//  2. copyFile copies the file, within one read transaction, into a new
+//     bbolt file beside it (<path>.compact), while appends, reads and
 //     followers go on with the old one. Each of its transactions is
 //     synced at its commit (compactTxSize).
 //  3. Under s.swap held exclusively (every transaction on the file holds
@@ -229,20 +229,11 @@ func (s *Store) compactOnce(ctx context.Context, exclusive bool) (res CompactRes
 			os.Remove(tmp)
 		}
 	}()
-	// Closing the new file is how ctx stops bbolt's copy: its next
+	// Closing the new file is how ctx stops the copy: its next
 	// transaction fails.
 	stop := context.AfterFunc(ctx, func() { dst.Close() })
 	err = s.guard("compact", func() error {
-		// bbolt's copy puts values that point into the old file's
-		// mapping and commits its last transaction after its read
-		// transaction ended: this one keeps the mapping in place (a
-		// commit that grows the old file waits) until then.
-		pin, err := s.db.Begin(false)
-		if err != nil {
-			return err
-		}
-		defer pin.Rollback()
-		return bolt.Compact(dst, s.db, compactTxSize)
+		return s.db.View(func(src *bolt.Tx) error { return copyFile(dst, src) })
 	})
 	if err == nil && afterCopy != nil {
 		afterCopy(exclusive)
@@ -421,4 +412,107 @@ func removeLeftover(path string) error {
 		return nil
 	}
 	return err
+}
+
+// copyFile copies every bucket of src, with its sequence, into the empty
+// dst, in transactions of at most compactTxSize bytes of keys and values,
+// its pages filled.
+//
+// It is bbolt.Compact, save one thing: the whole copy, its last commit
+// included, happens inside src, one read transaction. A value put in a
+// transaction of dst points into the old file's memory map until that
+// transaction commits, and bbolt.Compact commits its last one after its
+// read transaction ended, so the map had to be held in place with a
+// second read transaction. A commit of the store that must grow the map
+// waits for every read transaction; a reader that starts meanwhile holds
+// bbolt's meta lock while it waits behind that commit; and ending the
+// first read transaction needs the meta lock: the store hung. With one
+// read transaction, ending it lets the commit, then the reader, go on.
+func copyFile(dst *bolt.DB, src *bolt.Tx) (err error) {
+	c := copier{dst: dst}
+	if c.tx, err = dst.Begin(true); err != nil {
+		return err
+	}
+	defer func() {
+		if c.tx != nil {
+			c.tx.Rollback()
+		}
+	}()
+	err = src.ForEach(func(name []byte, b *bolt.Bucket) error { return c.bucket(nil, name, b) })
+	if err != nil {
+		return err
+	}
+	err = c.tx.Commit()
+	c.tx = nil
+	return err
+}
+
+// copier is copyFile's state: the open transaction of the new file and
+// the bytes put in it.
+type copier struct {
+	dst  *bolt.DB
+	tx   *bolt.Tx
+	size int64
+}
+
+// bucket copies the bucket b of src, named name under the buckets path
+// (none for a top-level one), into the new file.
+func (c *copier) bucket(path [][]byte, name []byte, b *bolt.Bucket) error {
+	parent := c.open(path)
+	var nb *bolt.Bucket
+	var err error
+	if parent == nil {
+		nb, err = c.tx.CreateBucket(name)
+	} else {
+		nb, err = parent.CreateBucket(name)
+	}
+	if err != nil {
+		return err
+	}
+	if err := nb.SetSequence(b.Sequence()); err != nil {
+		return err
+	}
+	nb.FillPercent = 1.0
+	path = append(path[:len(path):len(path)], name)
+	cur := b.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if v == nil { // a nested bucket
+			if err := c.bucket(path, k, b.Bucket(k)); err != nil {
+				return err
+			}
+			nb = c.open(path) // its transaction may have been committed
+			continue
+		}
+		sz := int64(len(k) + len(v))
+		if c.size+sz > compactTxSize && c.size > 0 {
+			if err := c.tx.Commit(); err != nil {
+				c.tx = nil
+				return err
+			}
+			if c.tx, err = c.dst.Begin(true); err != nil {
+				return err
+			}
+			c.size = 0
+			nb = c.open(path)
+		}
+		c.size += sz
+		if err := nb.Put(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open returns the bucket at path in the open transaction, its pages to
+// be filled; nil for the empty path.
+func (c *copier) open(path [][]byte) *bolt.Bucket {
+	if len(path) == 0 {
+		return nil
+	}
+	b := c.tx.Bucket(path[0])
+	for _, k := range path[1:] {
+		b = b.Bucket(k)
+	}
+	b.FillPercent = 1.0
+	return b
 }

@@ -3,6 +3,7 @@ package boltstore_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -542,4 +545,85 @@ func TestCompactKeepsBeats(t *testing.T) {
 	if len(keys) != 1 || keys[0] != "node:during" {
 		t.Fatalf("beats after the compaction and a reopen: %v", keys)
 	}
+}
+
+// A compaction while the file outgrows bbolt's memory map and readers
+// keep starting ends: a commit that must grow the map waits for the
+// copy's read transaction, and readers that start meanwhile wait behind
+// that commit, so the copy must never need a second read transaction of
+// the store's file to end (it did: a hang). The copy is slow here (pieces
+// of 4 KiB, each synced) and the appends large, so that the map grows
+// while it runs.
+func TestCompactWhileTheMapGrows(t *testing.T) {
+	boltstore.SetCompactPieces(t, 4<<10)
+	s := openT(t, filepath.Join(t.TempDir(), "events.db"), nil)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, messages(t, 200)...); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	ids := protocol.NewIDs(nil)
+	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 32<<10) + `"}`)
+	var acked atomic.Int64
+	for g := range 4 {
+		wg.Go(func() {
+			run, thread := ids.RunID(), ids.ThreadID()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m := loadMessage(ids, run, thread, g, i)
+				m.Payload = big
+				if _, err := s.Append(ctx, m); err != nil {
+					t.Error(err)
+					return
+				}
+				acked.Add(1)
+			}
+		})
+	}
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := drain(s.Read(ctx, store.Query{Limit: 5})); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Compact(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(2 * time.Minute):
+		// The store's Close would wait for the hang too: say so and end
+		// the test binary here.
+		buf := make([]byte, 1<<20)
+		fmt.Fprintf(os.Stderr, "TestCompactWhileTheMapGrows: Compact did not end in 2 minutes (a deadlock with the growing map); goroutines:\n%s\n", buf[:runtime.Stack(buf, true)])
+		os.Exit(1)
+	}
+	close(stop)
+	wg.Wait()
+	if acked.Load() == 0 {
+		t.Fatal("no append acknowledged")
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d large appends beside the compaction", acked.Load())
 }

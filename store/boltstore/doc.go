@@ -185,8 +185,9 @@
 //
 // A bbolt file never shrinks: pages freed by overwritten index and summary
 // entries (and by removals) are reused but stay in the file.
-// [Store.Compact] rewrites the file into a new one without them (bbolt's
-// own copy, bbolt.Compact, pages filled) and puts it in place while the
+// [Store.Compact] rewrites the file into a new one without them (the
+// copy bbolt.Compact makes, pages filled, but made within one read
+// transaction of the old file) and puts it in place while the
 // store stays open. Reads, followers and appends go on during the copy;
 // at its end, the events appended meanwhile are carried into the new file,
 // which is synced, renamed over the old one (and the directory synced),
