@@ -29,9 +29,10 @@ func loadMessage(ids *protocol.IDs, run, thread string, g, i int) *protocol.Mess
 }
 
 // appendLoad appends from n goroutines until stop is closed, and records
-// each acknowledged event's id by seq in acked. It returns a wait for the
+// each acknowledged event's id by seq in acked. Each event has payload, or
+// loadMessage's small one when payload is nil. It returns a wait for the
 // appenders.
-func appendLoad(t *testing.T, s *boltstore.Store, n int, stop <-chan struct{}, acked *sync.Map, count chan<- struct{}) func() {
+func appendLoad(t *testing.T, s *boltstore.Store, n int, stop <-chan struct{}, acked *sync.Map, count chan<- struct{}, payload json.RawMessage) func() {
 	ids := protocol.NewIDs(nil)
 	var wg sync.WaitGroup
 	for g := range n {
@@ -44,6 +45,9 @@ func appendLoad(t *testing.T, s *boltstore.Store, n int, stop <-chan struct{}, a
 				default:
 				}
 				m := loadMessage(ids, run, thread, g, i)
+				if payload != nil {
+					m.Payload = payload
+				}
 				res, err := s.Append(context.Background(), m)
 				if err != nil {
 					t.Error(err)
@@ -75,7 +79,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	count := make(chan struct{})
 	var acked sync.Map
-	wait := appendLoad(t, s, 8, stop, &acked, count)
+	wait := appendLoad(t, s, 8, stop, &acked, count, nil)
 	for range 600 {
 		<-count // appends acknowledged before the backup
 	}

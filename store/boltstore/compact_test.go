@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,7 +59,7 @@ func TestCompactUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	count := make(chan struct{})
 	var acked sync.Map
-	wait := appendLoad(t, s, 8, stop, &acked, count)
+	wait := appendLoad(t, s, 8, stop, &acked, count, nil)
 	for range 500 {
 		<-count
 	}
@@ -562,29 +561,9 @@ func TestCompactWhileTheMapGrows(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
+	var acked sync.Map
+	wait := appendLoad(t, s, 4, stop, &acked, nil, json.RawMessage(`{"text":"`+strings.Repeat("x", 32<<10)+`"}`))
 	var wg sync.WaitGroup
-	ids := protocol.NewIDs(nil)
-	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 32<<10) + `"}`)
-	var acked atomic.Int64
-	for g := range 4 {
-		wg.Go(func() {
-			run, thread := ids.RunID(), ids.ThreadID()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				m := loadMessage(ids, run, thread, g, i)
-				m.Payload = big
-				if _, err := s.Append(ctx, m); err != nil {
-					t.Error(err)
-					return
-				}
-				acked.Add(1)
-			}
-		})
-	}
 	for range 2 {
 		wg.Go(func() {
 			for {
@@ -619,11 +598,21 @@ func TestCompactWhileTheMapGrows(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if acked.Load() == 0 {
+	wait()
+	n := 0
+	acked.Range(func(k, v any) bool {
+		n++
+		if ev, err := s.Get(ctx, v.(string)); err != nil || ev.Seq != k.(uint64) {
+			t.Errorf("acknowledged event %d (%s): seq %d, %v", k, v, ev.Seq, err)
+			return false
+		}
+		return true
+	})
+	if n == 0 {
 		t.Fatal("no append acknowledged")
 	}
 	if err := s.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d large appends beside the compaction", acked.Load())
+	t.Logf("%d large appends beside the compaction", n)
 }
