@@ -21,6 +21,11 @@
 //	env.OnQuestion(func(q *protocol.Question) any { return "fintech" })
 //	out, err := env.Run(req) // the handler ran twice: asked, then answered
 //
+// Two functions read a run's events for assertions, with or without an
+// Env: Sequence renders them as types, tool events paired by call id
+// ("tool.call weather #1", "tool.result weather #1"), and Streamed gives
+// the texts a router.TextStream stored, in order.
+//
 // Env.Clock is the one clock of the Env (see Clock in the router package
 // doc): the router, the registry and the store read it, so timestamps,
 // ids and heartbeat liveness move only when the test moves it. Timers

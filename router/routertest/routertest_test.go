@@ -312,3 +312,33 @@ func TestSequence(t *testing.T) {
 		t.Fatalf("Sequence = %q, want %q", got, want)
 	}
 }
+
+// Streamed gives the texts a TextStream stored, in order; a task.progress
+// of another shape fails the test.
+func TestStreamed(t *testing.T) {
+	env := routertest.New(t, nil)
+	env.Agent("agent:talker", []string{"skill:talk"}, func(ctx context.Context, task *router.Task) (*router.Result, error) {
+		s := task.TextStream(4)
+		for _, b := range []byte("Grüße, world") {
+			if err := s.Write(ctx, string([]byte{b})); err != nil {
+				return nil, err
+			}
+		}
+		return &router.Result{Payload: "said"}, s.Flush(ctx)
+	})
+	req := env.Request("research.query.v1", schema.ResearchQuery{Query: "hello"}, "skill:talk")
+	if _, err := env.Run(req); err != nil {
+		t.Fatal(err)
+	}
+	got := routertest.Streamed(t, env.Events(store.Query{RunID: req.RunID}), req.TaskID)
+	if want := []string{"Grü", "ße,", " wor", "ld"}; !slices.Equal(got, want) {
+		t.Fatalf("Streamed = %q, want %q", got, want)
+	}
+
+	other := protocol.NewMessage(protocol.TypeTaskProgress, "agent:a")
+	other.Payload = json.RawMessage(`{"pct":40}`)
+	rec := &recorder{TB: t}
+	if got := routertest.Streamed(rec, []*protocol.Message{other}, ""); len(got) != 0 || len(rec.failures) != 1 {
+		t.Fatalf("Streamed of a progress that is no TextProgress: %q, failures %q", got, rec.failures)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clutchprotocol/clutch/protocol"
+	"github.com/clutchprotocol/clutch/router"
 )
 
 // Sequence renders msgs (of the task taskID; "" for all) as their types,
@@ -48,6 +49,29 @@ func Sequence(tb testing.TB, msgs []*protocol.Message, taskID string) []string {
 			s += " " + name + " #" + n
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// Streamed returns the texts of the task.progress events in msgs (of the
+// task taskID; "" for all), in order: what a [router.TextStream] stored,
+// so that a test asserts how a streamed text was gathered, and, joining
+// them, that nothing was lost or cut inside a character. A task.progress
+// whose payload is not a [router.TextProgress] is an error of tb, and
+// left out.
+func Streamed(tb testing.TB, msgs []*protocol.Message, taskID string) []string {
+	tb.Helper()
+	var out []string
+	for _, m := range msgs {
+		if m.Type != protocol.TypeTaskProgress || (taskID != "" && m.TaskID != taskID) {
+			continue
+		}
+		p, err := protocol.DecodePayload[router.TextProgress](m)
+		if err != nil {
+			tb.Errorf("task.progress %s: %v", m.ID, err)
+			continue
+		}
+		out = append(out, p.Text)
 	}
 	return out
 }
