@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -189,22 +190,31 @@ func checkAfterCrash(t *testing.T, path string, round, got int, acked []string) 
 	}
 }
 
+// startChild starts the test binary again as the child that env names,
+// on the store file path, and returns it with its stdout; its stderr is
+// gathered for the test's messages. The caller ends it (Kill, Wait).
+func startChild(tb testing.TB, env, path string) (*exec.Cmd, io.Reader, *strings.Builder) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env+"="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stderr := new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	return cmd, stdout, stderr
+}
+
 // crashOnce runs the child (env names which) on path, kills it at a
 // random moment after it has acknowledged some appends, and returns the
 // acknowledged ids and the number of "#" lines (compactions) it wrote.
 func crashOnce(t *testing.T, env, path string, rng *rand.Rand) (ids []string, marks int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env+"="+path)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startChild(t, env, path)
 	lines := make(chan string, 1024)
 	go func() {
 		defer close(lines)
@@ -254,7 +264,7 @@ func crashOnce(t *testing.T, env, path string, rng *rand.Rand) (ids []string, ma
 		}
 		ids = append(ids, id)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child did not die of SIGKILL: %v: %s", err, stderr.String())
 	}

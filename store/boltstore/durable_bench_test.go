@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -355,21 +354,12 @@ func benchReopen(b *testing.B, path string) {
 	const rounds = 1
 	for range rounds {
 		b.StopTimer()
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), reopenChildEnv+"="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		cmd, out, stderr := startChild(b, reopenChildEnv, path)
 		line, _ := bufio.NewReader(out).ReadString('\n')
 		cmd.Process.Kill()
 		cmd.Wait()
 		if line != "ready\n" {
-			b.Fatalf("child said %q", line)
+			b.Fatalf("child said %q (stderr: %s)", line, stderr)
 		}
 		var before, after runtime.MemStats
 		runtime.GC()

@@ -102,17 +102,7 @@ func TestBeatReachesFileIdle(t *testing.T) {
 		t.Skip("-short")
 	}
 	path := filepath.Join(t.TempDir(), "beats.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), beatChildEnv+"="+path)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startChild(t, beatChildEnv, path)
 	killed := false
 	defer func() {
 		if !killed {
