@@ -32,14 +32,7 @@ func BenchmarkToolLoopDirect(b *testing.B) {
 func BenchmarkToolLoopBridge(b *testing.B) {
 	ctx := context.Background()
 	r, _ := newRouter(b, nil)
-	g := reactGraph(b, callThen("weather", `{"city":"Oslo"}`), nil, weather(b))
-	a, err := eino.New("agent:forecaster", g, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Register(ctx, a.Card(), a.Handle); err != nil {
-		b.Fatal(err)
-	}
+	register(b, r, "agent:forecaster", reactGraph(b, callThen("weather", `{"city":"Oslo"}`), nil, weather(b)), nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		out, err := submit(b, r, "skill:forecaster", "Weather in Oslo?").Wait(ctx)
@@ -62,13 +55,7 @@ func BenchmarkStreamingBridge(b *testing.B) {
 	m := &fakeModel{chunk: 4, reply: func(context.Context, []*schema.Message) (*schema.Message, error) {
 		return schema.AssistantMessage(answer, nil), nil
 	}}
-	a, err := eino.New("agent:talker", reactGraph(b, m, nil, weather(b)), &eino.Options{Stream: true, ProgressBytes: 64})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Register(ctx, a.Card(), a.Handle); err != nil {
-		b.Fatal(err)
-	}
+	register(b, r, "agent:talker", reactGraph(b, m, nil, weather(b)), &eino.Options{Stream: true, ProgressBytes: 64})
 	b.ReportAllocs()
 	for b.Loop() {
 		out, err := submit(b, r, "skill:talker", "Say hello").Wait(ctx)
