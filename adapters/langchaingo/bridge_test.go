@@ -150,6 +150,27 @@ func TestAgentErrors(t *testing.T) {
 	}
 }
 
+// A model that streams bytes may end a chunk inside a character: no
+// task.progress is cut there, and the pieces join to what it streamed.
+func TestStreamingSplitsNoCharacter(t *testing.T) {
+	ctx := context.Background()
+	r, st := newRouter(t, nil)
+	answer := final("Grüße ✓ 🌍 é")
+	m := newModel(answer)
+	m.chunk = 1
+	register(t, r, "agent:talker", oneShot(m), &langchaingo.Options{Stream: true, ProgressBytes: 2})
+	h := submit(t, r, "skill:talker", "Say hello")
+	if _, err := h.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Each piece is valid text, decoded as it was stored: a piece cut
+	// inside a character would hold U+FFFD and not join to the answer.
+	texts := routertest.Streamed(t, events(t, st, h.Request().RunID), "")
+	if strings.Join(texts, "") != answer {
+		t.Fatalf("progress %q joins to %q, not %q", texts, strings.Join(texts, ""), answer)
+	}
+}
+
 // With Stream, what the model streams becomes task.progress events of at
 // least ProgressBytes each: tiny chunks are gathered, the rest of a model
 // call's text goes when the call ends (before its x.clutch.model_call),
