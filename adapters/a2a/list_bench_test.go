@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -10,6 +11,7 @@ import (
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/router"
 	"github.com/clutchprotocol/clutch/router/routertest"
+	"github.com/clutchprotocol/clutch/store/boltstore"
 )
 
 // seedTasks appends n ended A2A tasks from "from" the way the Server
@@ -46,9 +48,16 @@ func seedTasks(tb testing.TB, env *routertest.Env, from string, n int) {
 // tasks, for the caller who owns them all and for a caller who owns 50 of
 // them among the 15k. A page sorts and counts every task of its caller
 // (A2A 1.0 §3.1.4: newest first, totalSize before paging), so it grows
-// with the caller's history.
+// with the caller's history. The store is a boltstore file, the store a
+// server runs on: memstore, the test double, reads a task by scanning its
+// whole log, which a page does twice per task.
 func BenchmarkListTasks(b *testing.B) {
-	env := routertest.New(b, &routertest.Options{Router: router.Options{MaxAttempts: 1}})
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "events.db"), &boltstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() }) // after the Env's own checks, which read it
+	env := routertest.New(b, &routertest.Options{Router: router.Options{MaxAttempts: 1}, Store: st})
 	env.Register(card("agent:echo", nil, "skill:echo"), echo)
 	srv, err := NewServer(env.Router, testOptions(nil))
 	if err != nil {
