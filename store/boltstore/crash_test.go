@@ -32,6 +32,17 @@ func longRun() bool { return *long || os.Getenv("CLUTCH_LONG") == "1" }
 // crashChildEnv set to a file path.
 const crashChildEnv = "CLUTCH_BOLTSTORE_CRASH_CHILD"
 
+// childStore opens the store at path for a child process (see
+// startChild), ending the process with status 2 when it cannot.
+func childStore(path string, opts *boltstore.Options) *boltstore.Store {
+	s, err := boltstore.Open(path, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		os.Exit(2)
+	}
+	return s
+}
+
 // crashChild runs the child when the environment asks for it, and reports
 // whether it did (TestMain then exits without running tests).
 func crashChild() bool {
@@ -45,11 +56,7 @@ func crashChild() bool {
 	}
 	// A small IndexBatch, so that kills also land in and around index
 	// flushes, not only in event commits.
-	s, err := boltstore.Open(path, &boltstore.Options{IndexBatch: 300})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		os.Exit(2)
-	}
+	s := childStore(path, &boltstore.Options{IndexBatch: 300})
 	var out sync.Mutex
 	w := bufio.NewWriterSize(os.Stdout, 256)
 	ack := func(ids []string) {

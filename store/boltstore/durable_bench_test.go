@@ -314,11 +314,7 @@ func reopenChild() bool {
 	if path == "" {
 		return false
 	}
-	s, err := boltstore.Open(path, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		os.Exit(2)
-	}
+	s := childStore(path, nil)
 	const target = 8000 // just under the default IndexBatch
 	ids := protocol.NewIDs(nil)
 	var n atomic.Int64

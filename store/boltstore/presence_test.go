@@ -29,11 +29,7 @@ func beatChild() bool {
 	if path == "" {
 		return false
 	}
-	s, err := boltstore.Open(path, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		os.Exit(2)
-	}
+	s := childStore(path, nil)
 	at, _, err := s.Beat(context.Background(), "node:child", []byte("alive"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "beat:", err)
