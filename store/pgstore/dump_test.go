@@ -404,8 +404,9 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 	fctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	next := make(chan store.Event, 2)
-	ferr := make(chan error, 1)
+	ferr := make(chan error, 1) // why the follow ended, sent before next closes
 	go func() {
+		defer close(next)
 		for ev, err := range fol.Follow(fctx, store.Query{AfterSeq: last, Limit: cap(next)}) {
 			if err != nil {
 				ferr <- err
@@ -422,14 +423,15 @@ func TestDumpRestoreUnderLoad(t *testing.T) {
 		if err != nil || res[0].Duplicate || res[0].Seq != last+1+i {
 			t.Fatalf("new append to the restored store: %+v, %v; want seq %d", res, err, last+1+i)
 		}
-		select {
-		case ev := <-next:
-			raw, _ := protocol.Encode(nm)
-			if ev.Seq != last+1+i || !bytes.Equal(ev.Raw, raw) {
-				t.Fatalf("follow from %d yielded seq %d %q; want the new event, seq %d", last, ev.Seq, ev.Raw, last+1+i)
-			}
-		case err := <-ferr:
-			t.Fatalf("follow from %d ended: %v", last, err)
+		// The follow ends after its second event (its Limit): only a
+		// closed next with no event says it ended too soon.
+		ev, ok := <-next
+		if !ok {
+			t.Fatalf("follow from %d ended: %v", last, <-ferr)
+		}
+		raw, _ := protocol.Encode(nm)
+		if ev.Seq != last+1+i || !bytes.Equal(ev.Raw, raw) {
+			t.Fatalf("follow from %d yielded seq %d %q; want the new event, seq %d", last, ev.Seq, ev.Raw, last+1+i)
 		}
 	}
 }
