@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clutchprotocol/clutch/internal/benchcpu"
 	"github.com/clutchprotocol/clutch/protocol"
 	"github.com/clutchprotocol/clutch/store/boltstore"
 	"github.com/clutchprotocol/clutch/store/storetest"
@@ -221,26 +220,15 @@ const durableAppenders = 64
 // cpu-µs/event (the whole process over the timed part).
 func runAppenders(b *testing.B, newSend func() func(*protocol.Message) error) {
 	ids := protocol.NewIDs(nil)
-	var left atomic.Int64
-	left.Store(int64(b.N))
+	traffic := make([]*storetest.Traffic, durableAppenders)
+	sends := make([]func(*protocol.Message) error, durableAppenders)
+	for a := range durableAppenders {
+		traffic[a], sends[a] = newTraffic(ids, a), newSend()
+	}
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu := time.Now(), benchcpu.Process()
-	var wg sync.WaitGroup
-	for a := range durableAppenders {
-		w, send := newTraffic(ids, a), newSend()
-		wg.Go(func() {
-			for left.Add(-1) >= 0 {
-				if err := send(w.Next()); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed, used := time.Since(start), benchcpu.Process()-cpu
+	elapsed, used := appendRound(b, b.N, traffic, sends)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/event")
