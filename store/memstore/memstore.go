@@ -54,14 +54,15 @@ type Store struct {
 	graves map[string]store.Tombstone // removed runs (remove.go)
 }
 
-// record is a stored event: its time, the store's copy of its bytes, and
-// the fields queries match.
+// record is a stored event: its time, the store's copy of its bytes, the
+// fields queries match, and its dedup keys.
 type record struct {
 	time                     time.Time
 	raw                      []byte
 	run, thread, task, agent string
 	typ                      protocol.Type
-	gone                     bool // removed with its run (remove.go)
+	id, idem                 string // id and idempotency key
+	gone                     bool   // removed with its run (remove.go)
 }
 
 // idemKey is the key of the second dedup rule.
@@ -174,19 +175,14 @@ func (s *Store) add(e *driver.Entry, now time.Time) store.AppendResult {
 	// to an Event.Raw never writes into the store.
 	raw := make([]byte, len(e.Raw))
 	copy(raw, e.Raw)
-	s.events = append(s.events, record{time: now, raw: raw, run: e.RunID, thread: e.ThreadID, task: e.TaskID, agent: e.AgentID, typ: e.Type})
+	s.events = append(s.events, record{time: now, raw: raw, run: e.RunID, thread: e.ThreadID, task: e.TaskID,
+		agent: e.AgentID, typ: e.Type, id: e.ID, idem: e.IdempotencyKey})
 	seq := uint64(len(s.events))
-	s.dedupOne(e, seq)
-	return store.AppendResult{Seq: seq}
-}
-
-// dedupOne records the event e of seq in the dedup maps; mu is held for
-// writing.
-func (s *Store) dedupOne(e *driver.Entry, seq uint64) {
 	s.byID[e.ID] = seq
 	if e.IdempotencyKey != "" {
-		s.byIdem[idemKey{e.RunID, e.IdempotencyKey}] = seq
+		s.byIdem[idem] = seq
 	}
+	return store.AppendResult{Seq: seq}
 }
 
 // event returns the stored event of seq (1 ≤ seq ≤ len(s.events)); mu

@@ -15,8 +15,7 @@ var _ store.Remover = (*Store)(nil)
 // RemoveRuns implements store.Remover, under the store's lock, the plain
 // way: each run's summary is folded from its events (driver.Summarize) to
 // tell whether it has ended; a removed event keeps its slot, so seqs are
-// not reused, but is skipped by reads; then the dedup maps
-// are built again from the events that stay.
+// not reused, but is skipped by reads, and its dedup keys are dropped.
 func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal) ([]store.Tombstone, error) {
 	runs, err := store.CheckRemoval(runs)
 	if err != nil {
@@ -71,10 +70,14 @@ func (s *Store) RemoveRuns(ctx context.Context, runs []string, why store.Removal
 			r := &s.events[seq-1]
 			ts.Bytes += int64(len(r.raw))
 			r.gone, r.raw = true, nil
+			delete(s.byID, r.id) // a duplicate id is never stored: the id is this event's
+			if r.idem != "" {
+				delete(s.byIdem, idemKey{r.run, r.idem}) // so is a (run, key) pair
+			}
 		}
 		s.graves[run], out[i] = ts, ts
 	}
-	return out, s.rebuildDedup()
+	return out, nil
 }
 
 // seqsOf returns the seqs of run's stored events, ascending; mu is held.
@@ -104,25 +107,6 @@ func (s *Store) stored(match func(*record) bool) ([]driver.Stored, error) {
 		out = append(out, driver.Stored{Seq: ev.Seq, Time: ev.Time, Entry: driver.EntryOf(m, ev.Raw)})
 	}
 	return out, nil
-}
-
-// rebuildDedup builds the dedup maps again from the events that stay; mu is
-// held for writing.
-func (s *Store) rebuildDedup() error {
-	s.byID, s.byIdem = make(map[string]uint64), make(map[idemKey]uint64)
-	for i := range s.events {
-		if s.events[i].gone {
-			continue
-		}
-		ev := s.event(uint64(i + 1))
-		m, err := ev.Message()
-		if err != nil {
-			return err
-		}
-		e := driver.EntryOf(m, ev.Raw)
-		s.dedupOne(&e, ev.Seq)
-	}
-	return nil
 }
 
 // Tombstone implements store.Remover.
