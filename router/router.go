@@ -51,6 +51,7 @@ type Result struct {
 // as an event (docs/protocol.md §2, §4, §5). It is safe for concurrent use.
 type Router struct {
 	st   store.Store
+	cond store.Conditional // st's upgrade, nil when it has none (submitnow.go)
 	reg  *registry.Registry
 	opts Options
 	ids  *protocol.IDs
@@ -119,6 +120,7 @@ func New(st store.Store, reg *registry.Registry, opts *Options) (*Router, error)
 	if len(o.Signers) > 0 {
 		r.st = &signingStore{Store: st, signers: o.Signers} // verify.go
 	}
+	r.cond, _ = r.st.(store.Conditional) // on the store itself: see store.Conditional
 	r.handlers.Store(&map[string]Handler{})
 	r.pool = newWorkers(workerIdle, r.run)
 	return r, nil

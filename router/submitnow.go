@@ -46,7 +46,7 @@ import (
 func (r *Router) submitNow(ctx context.Context, ts *taskState) (h *Handle, ok bool, err error) {
 	req := ts.req
 	hook := r.team.Load()
-	cond, _ := r.st.(store.Conditional) // on the store itself: see store.Conditional
+	cond := r.cond
 	dropOK := cond != nil && r.opts.Observer == nil && r.opts.Budget.MaxTasks == 0
 	if (req.IdempotencyKey != "" && !dropOK) || (hook != nil && r.opts.Budget.MaxTasks > 0) {
 		return nil, false, nil

@@ -433,8 +433,8 @@ func (r *Router) endedElsewhere(ts *taskState, seq uint64, last *protocol.Messag
 func (r *Router) storeRequest(ctx context.Context, ts *taskState) ([]store.AppendResult, error) {
 	if h := r.team.Load(); h != nil {
 		if o := h.team.Owner(ts.teamTask(), false); o != nil {
-			if c, ok := r.st.(store.Conditional); ok {
-				return c.AppendIfNew(ctx, ts.req, o)
+			if r.cond != nil {
+				return r.cond.AppendIfNew(ctx, ts.req, o)
 			}
 			return r.st.Append(ctx, ts.req, o)
 		}
