@@ -132,16 +132,24 @@ func TestTwoCommitsWhenDecidedAtSubmit(t *testing.T) {
 	}
 
 	// A request with an idempotency key: two as well.
-	before = cs.appends.Load()
+	keyed := runKeyed(t, e, cs, 2)
+	checkOneBatch(t, e, keyed.TaskID)
+}
+
+// runKeyed runs a request of skill:r with the idempotency key "k-1" and
+// checks that it took want appends of cs.
+func runKeyed(t *testing.T, e *env, cs *countingStore, want int64) *protocol.Message {
+	t.Helper()
+	before := cs.appends.Load()
 	keyed := e.request("skill:r")
 	keyed.IdempotencyKey = "k-1"
 	if _, err := e.wait(e.submit(keyed)); err != nil {
 		t.Fatal(err)
 	}
-	if n := cs.appends.Load() - before; n != 2 {
-		t.Errorf("a keyed task took %d appends, want 2", n)
+	if n := cs.appends.Load() - before; n != want {
+		t.Errorf("a keyed task took %d appends, want %d", n, want)
 	}
-	checkOneBatch(t, e, keyed.TaskID)
+	return keyed
 }
 
 // checkOneBatch fails t unless the task's events are its request,
@@ -214,15 +222,7 @@ func TestKeyedThreeCommits(t *testing.T) {
 				calls.Add(1)
 				return summary("once"), nil
 			})
-			before := cs.appends.Load()
-			keyed := e.request("skill:r")
-			keyed.IdempotencyKey = "k-1"
-			if _, err := e.wait(e.submit(keyed)); err != nil {
-				t.Fatal(err)
-			}
-			if n := cs.appends.Load() - before; n != 3 {
-				t.Errorf("a keyed task took %d appends, want 3", n)
-			}
+			keyed := runKeyed(t, e, cs, 3)
 			dup := e.request("skill:r")
 			dup.RunID, dup.IdempotencyKey = keyed.RunID, keyed.IdempotencyKey
 			if out, err := e.wait(e.submit(dup)); err != nil || out.TaskID != keyed.TaskID {
