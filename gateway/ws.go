@@ -16,6 +16,7 @@ import (
 // the same JSON object as an SSE event's data.
 type wsSink struct {
 	ctx     context.Context
+	gone    context.Context // done once the client has gone: a ping waits no longer
 	c       *websocket.Conn
 	timeout time.Duration
 	buf     []byte
@@ -34,7 +35,7 @@ func (s *wsSink) events(evs []store.Event) error {
 }
 
 func (s *wsSink) ping() error {
-	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(s.gone, s.timeout)
 	defer cancel()
 	return s.c.Ping(ctx)
 }
@@ -76,6 +77,8 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	// (1008). (Not Conn.CloseRead: its goroutine's own Close would wait
 	// for itself.)
 	ctx, cancel := context.WithCancel(ctx)
+	gone, left := context.WithCancel(r.Context())
+	defer left()
 	var input atomic.Bool
 	readDone := make(chan struct{})
 	go func() {
@@ -83,6 +86,8 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		if _, _, err := c.Read(ctx); err == nil {
 			input.Store(true)
+		} else {
+			left() // a pong will not come
 		}
 	}()
 	defer func() {
@@ -93,8 +98,10 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	// The sink writes under the request's context, not ctx: cancelling a
 	// Write's context closes the connection at once, and a data frame
 	// from the client must end the stream with 1008, not with a cut
-	// connection. Each write has its own WriteTimeout.
-	st.serve(ctx, &wsSink{ctx: r.Context(), c: c, timeout: g.opts.WriteTimeout})
+	// connection. Each write has its own WriteTimeout. A ping waits for
+	// its pong until the reader finds the client gone: a hijacked
+	// connection's request context does not end with it.
+	st.serve(ctx, &wsSink{ctx: r.Context(), gone: gone, c: c, timeout: g.opts.WriteTimeout})
 	switch {
 	case input.Load():
 		_ = c.Close(websocket.StatusPolicyViolation, "the stream takes no input")
